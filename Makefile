@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# pcmon — eBPF PC-sampling profiler.  `make deps && make && make check`.
+
+OUTPUT	:= .output
+BIN	:= bin
+PREFIX	?= /usr/local
+DESTDIR	?=
+
+CC	?= gcc
+CLANG	?= clang
+BPFTOOL	?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+PKG_CONFIG ?= pkg-config
+
+UNAME_M	:= $(shell uname -m)
+ARCH	:= $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
+VMLINUX	:= vmlinux/$(ARCH)/vmlinux.h
+ifeq ($(wildcard $(VMLINUX)),)
+$(error unsupported architecture '$(UNAME_M)': no $(VMLINUX); generate one with 'bpftool btf dump file /sys/kernel/btf/vmlinux format c')
+endif
+
+PKGS	:= libbpf libdw libelf libcjson
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+CFLAGS	?= -O2 -g
+WARN	:= -Wall -Wextra -Werror
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
+LIBS	:= $(PKG_LIBS) -lz -lpthread
+SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+
+ENGINE_SRCS := $(filter-out daemon/pcmond.c,$(wildcard daemon/*.c))
+ENGINE_OBJS := $(patsubst daemon/%.c,$(OUTPUT)/engine/%.o,$(ENGINE_SRCS))
+ASAN_OBJS   := $(patsubst daemon/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRCS))
+CLI_SRCS    := $(wildcard cli/*.c)
+CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
+
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
+WORK_SRCS   := $(wildcard tests/workloads/*.c)
+WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS))
+
+DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
+	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
+	libclang-rt-14-dev binutils python3 golang-go
+
+.SECONDARY:
+.PHONY: all deps check unit fuzz integration demo bench install clean format
+all: $(BIN)/pcmon $(BIN)/pcmond
+
+deps:
+	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi
+	@missing=$$(for p in $(DEPS_APT); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "all build and test dependencies are installed"; fi
+
+$(OUTPUT) $(OUTPUT)/engine $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz $(OUTPUT)/workloads $(BIN):
+	@mkdir -p $@
+
+# --- BPF: .bpf.c -> .bpf.o -> .skel.h
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/pcmon_bpf.h $(VMLINUX) | $(OUTPUT)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+		-Ivmlinux/$(ARCH) -Iinclude -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+# --- engine library (shared by pcmond and the CLI's embedded mode)
+$(OUTPUT)/engine/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/engine
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(OUTPUT)/asan/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/asan
+	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+$(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
+	$(AR) rcs $@ $^
+$(OUTPUT)/libpcmon-asan.a: $(ASAN_OBJS)
+	$(AR) rcs $@ $^
+
+$(OUTPUT)/pcmond.o: daemon/pcmond.c $(SKELS) | $(OUTPUT)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(OUTPUT)/cli/%.o: cli/%.c | $(OUTPUT)/cli
+	$(CC) $(ALL_CFLAGS) -Icli -c $< -o $@
+
+$(BIN)/pcmond: $(OUTPUT)/pcmond.o $(OUTPUT)/libpcmon.a | $(BIN)
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+$(BIN)/pcmon: $(CLI_OBJS) $(OUTPUT)/libpcmon.a | $(BIN)
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+# --- tests
+$(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
+	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) | $(OUTPUT)/fuzz
+	$(CLANG) -std=gnu11 -g -O1 -Iinclude -Idaemon -fsanitize=fuzzer,address,undefined \
+		$< daemon/pat.c -o $@
+$(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 $(WARN) -O2 -g -fno-omit-frame-pointer -fno-inline-functions-called-once \
+		-Iinclude $< -lpthread -lm -o $@
+
+unit: $(UNIT_BINS)
+fuzz: $(FUZZ_BINS)
+workloads: $(WORK_BINS)
+
+check: all unit fuzz workloads
+	@tests/run.sh
+
+demo: all workloads
+	@tests/demo.sh
+
+bench: all workloads
+	@bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/include/pcmon \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)/lib/systemd/system
+	install -m 0755 $(BIN)/pcmon $(DESTDIR)$(PREFIX)/bin/pcmon
+	install -m 0755 $(BIN)/pcmond $(DESTDIR)$(PREFIX)/sbin/pcmond
+	install -m 0644 include/pcmon/critical.h $(DESTDIR)$(PREFIX)/include/pcmon/critical.h
+	install -m 0644 packaging/pcmon.1 $(DESTDIR)$(PREFIX)/share/man/man1/pcmon.1
+	install -m 0644 packaging/pcmond.8 $(DESTDIR)$(PREFIX)/share/man/man8/pcmond.8
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service
+
+format:
+	clang-format -i $(wildcard daemon/*.[ch] cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])
+
+clean:
+	rm -rf $(OUTPUT) $(BIN)
+
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*.d)

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pcmon's kernel side: timer samples (cpu-clock perf events) and off-CPU intervals
+ * (sched_switch), charged to targets and aggregated in-kernel.
+ *
+ * Aggregates are double-buffered: `gen` selects which pair of (counts, stacks) maps the
+ * programs write. The engine flips `gen`, waits for an RCU grace period (every program that
+ * could have read the old value has then returned) and drains the idle pair with nothing
+ * in flight, so no sample is lost or counted twice, and the stacks maps never fill up with
+ * stale stacks.
+ *
+ * Stacks are stored by a 64-bit hash of their frames rather than in a STACK_TRACE map:
+ * the engine can then empty a stacks map after each drain, and an off-CPU interval can
+ * carry its frames across a flip.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "pcmon_bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define PF_EXITING 0x00000004
+#define TASK_RUNNING 0
+
+const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
+
+__u32 gen;		/* which buffer pair the programs write; flipped by the engine */
+__u32 all_target;	/* target id of an --all target, 0 if none */
+__u32 cgroup_targets;	/* number of entries in cgroup_target */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pcmon_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u64); /* cgroup v2 id */
+	__type(value, __u32);
+} cgroup_target SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_tcfg);
+} tcfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_tstat);
+} tstat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcmon_gstat);
+} gstat SEC(".maps");
+
+/* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
+#define COUNTS_MAP(name)                                                                   \
+	struct {                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                           \
+		__uint(max_entries, 65536);                                                \
+		__type(key, struct pcmon_key);                                             \
+		__type(value, struct pcmon_val);                                           \
+	} name SEC(".maps")
+
+#define STACKS_MAP(name)                                                                   \
+	struct {                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                           \
+		__uint(max_entries, 16384);                                                \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                      \
+		__uint(key_size, sizeof(__u64));                                           \
+		/* untyped: the engine trims it to the live depth */                       \
+		__uint(value_size, sizeof(struct pcmon_stack));                            \
+	} name SEC(".maps")
+
+COUNTS_MAP(counts0);
+COUNTS_MAP(counts1);
+STACKS_MAP(stacks0);
+STACKS_MAP(stacks1);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32); /* tid */
+	__type(value, struct pcmon_offcpu);
+} offcpu_start SEC(".maps");
+
+/* Scratch space: a stack is too big for the 512-byte BPF stack. */
+struct scratch {
+	struct pcmon_stack ustack;
+	struct pcmon_stack kstack;
+	struct pcmon_offcpu off;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+static __always_inline struct pcmon_gstat *gstats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&gstat, &zero);
+}
+
+/* The target a process belongs to, joining --cgroup and --all targets on first sight. */
+static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
+{
+	struct pcmon_proc *p, np = {};
+
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (p || !tgid)
+		return p;
+	if (cgroup_targets) {
+		__u64 cg = bpf_get_current_cgroup_id();
+		__u32 *t = bpf_map_lookup_elem(&cgroup_target, &cg);
+
+		if (t)
+			np.target = *t;
+	}
+	if (!np.target)
+		np.target = all_target;
+	if (!np.target)
+		return NULL;
+	bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
+{
+	struct pcmon_tcfg *cfg = bpf_map_lookup_elem(&tcfg, &target);
+
+	if (!cfg || !(cfg->flags & PCMON_TF_ACTIVE))
+		return NULL;
+	return cfg;
+}
+
+/* 64-bit mix over the frames; 0 is reserved for "no stack". */
+static __always_inline __u64 stack_hash(const struct pcmon_stack *s)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL ^ s->len;
+
+	for (__u32 i = 0; i < PCMON_STACK_MAX; i++) {
+		if (i >= s->len)
+			break;
+		h ^= s->ip[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 33;
+	}
+	return h ? h : 1;
+}
+
+/* Fill @s with the current task's stack; returns enum pcmon_stack_err. */
+static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flags)
+{
+	long n = bpf_get_stack(ctx, s->ip, max_depth * sizeof(__u64), flags);
+
+	if (n < 0) {
+		s->len = 0;
+		return n == -14 /* EFAULT */ ? PCMON_SERR_FAULT : PCMON_SERR_OTHER;
+	}
+	s->len = n / sizeof(__u64);
+	return PCMON_SERR_NONE;
+}
+
+/* Store @s in the current stacks map; returns its key, or 0 with *err set. */
+static __always_inline __u64 store_stack(void *stacks, const struct pcmon_stack *s, __u64 h,
+					 __u8 *err)
+{
+	long r;
+
+	if (*err || !s->len)
+		return 0;
+	r = bpf_map_update_elem(stacks, &h, s, BPF_NOEXIST);
+	if (r && r != -17 /* EEXIST: same stack already stored */) {
+		*err = PCMON_SERR_FULL;
+		return 0;
+	}
+	return h;
+}
+
+static __always_inline void count(void *counts, struct pcmon_key *key, __u64 n, __u64 ns)
+{
+	struct pcmon_val *v, zero = {};
+
+	v = bpf_map_lookup_elem(counts, key);
+	if (!v) {
+		/* may fail because another CPU inserted the key first: look again */
+		bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(counts, key);
+		if (!v) {
+			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key->target);
+
+			if (ts) {
+				if (key->kind >= PCMON_KIND_OFF_BLOCKED)
+					ts->lost_offcpu_full++;
+				else
+					ts->lost_counts_full++;
+			}
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, n);
+	if (ns)
+		__sync_fetch_and_add(&v->ns, ns);
+}
+
+static __always_inline void record(void *counts, void *stacks, struct pcmon_key *key,
+				   const struct pcmon_stack *us, __u64 uh,
+				   const struct pcmon_stack *ks, __u64 kh, __u64 ns)
+{
+	key->ustack = store_stack(stacks, us, uh, &key->uerr);
+	key->kstack = store_stack(stacks, ks, kh, &key->kerr);
+	count(counts, key, 1, ns);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pcmon_key key = {};
+	struct pcmon_gstat *gs;
+	struct pcmon_proc *p;
+	struct pcmon_tcfg *cfg;
+	struct scratch *sc;
+	__u32 zero = 0;
+
+	gs = gstats();
+	if (gs)
+		gs->samples_seen++;
+	p = proc_of(id >> 32);
+	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
+		return 0;
+	cfg = active_cfg(p->target);
+	if (!cfg || cfg->period_ns != ctx->sample_period)
+		return 0;
+	sc = bpf_map_lookup_elem(&scratch_map, &zero);
+	if (!sc)
+		return 0;
+
+	key.target = p->target;
+	key.pid = id >> 32;
+	key.epoch = p->epoch;
+	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
+	key.uerr = capture(ctx, &sc->ustack, BPF_F_USER_STACK);
+	sc->kstack.len = 0;
+	if (cfg->flags & PCMON_TF_KERNEL)
+		key.kerr = capture(ctx, &sc->kstack, 0);
+
+	__u64 uh = stack_hash(&sc->ustack), kh = stack_hash(&sc->kstack);
+
+	if (gen & 1)
+		record(&counts1, &stacks1, &key, &sc->ustack, uh, &sc->kstack, kh, 0);
+	else
+		record(&counts0, &stacks0, &key, &sc->ustack, uh, &sc->kstack, kh, 0);
+	return 0;
+}
+
+/*
+ * Off-CPU time. sched_switch runs in the context of @prev, so the stacks of a thread going
+ * off CPU are captured here and kept with its start time; when it is switched in again the
+ * interval is charged to them.
+ */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool blocked)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pcmon_offcpu *o;
+	struct pcmon_proc *p;
+	struct pcmon_tcfg *cfg;
+	struct scratch *sc;
+	__u32 zero = 0, tid = (__u32)id;
+
+	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
+	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
+		return;
+	cfg = active_cfg(p->target);
+	if (!cfg || !(cfg->flags & PCMON_TF_REAL))
+		return;
+	if (BPF_CORE_READ(prev, flags) & PF_EXITING)
+		return;
+	sc = bpf_map_lookup_elem(&scratch_map, &zero);
+	if (!sc)
+		return;
+	o = &sc->off;
+	__builtin_memset(&o->key, 0, sizeof(o->key));
+	o->key.target = p->target;
+	o->key.pid = id >> 32;
+	o->key.epoch = p->epoch;
+	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
+	o->key.uerr = capture(ctx, &o->ustack, BPF_F_USER_STACK);
+	o->kstack.len = 0;
+	if (cfg->flags & PCMON_TF_KERNEL)
+		o->key.kerr = capture(ctx, &o->kstack, 0);
+	o->key.ustack = stack_hash(&o->ustack);
+	o->key.kstack = stack_hash(&o->kstack);
+	o->ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&offcpu_start, &tid, o, BPF_ANY)) {
+		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
+
+		if (ts)
+			ts->lost_offcpu_full++;
+	}
+}
+
+static __always_inline void switch_in(__u32 tid)
+{
+	struct pcmon_offcpu *o = bpf_map_lookup_elem(&offcpu_start, &tid);
+	struct pcmon_key key;
+	__u64 now, ns;
+
+	if (!o)
+		return;
+	now = bpf_ktime_get_ns();
+	ns = now > o->ts ? now - o->ts : 0;
+	key = o->key;
+	if (active_cfg(key.target)) {
+		__u64 uh = key.ustack, kh = key.kstack;
+
+		if (gen & 1)
+			record(&counts1, &stacks1, &key, &o->ustack, uh, &o->kstack, kh, ns);
+		else
+			record(&counts0, &stacks0, &key, &o->ustack, uh, &o->kstack, kh, ns);
+	}
+	bpf_map_delete_elem(&offcpu_start, &tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	/* prev_state (the 4th argument since 5.18) would save a read, but is not everywhere. */
+	unsigned int state = BPF_CORE_READ(prev, __state);
+
+	switch_out(ctx, prev, !preempt && state != TASK_RUNNING);
+	switch_in(BPF_CORE_READ(next, pid));
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
+{
+	struct task_struct *prev = bpf_get_current_task_btf();
+
+	switch_out(ctx, prev, ctx->prev_state != TASK_RUNNING);
+	switch_in(ctx->next_pid);
+	return 0;
+}
+
+static __always_inline void emit(__u32 type, __u32 target, __u32 pid, __u32 ppid, __u32 epoch,
+				 __u32 exit_code)
+{
+	struct pcmon_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		struct pcmon_gstat *gs = gstats();
+
+		if (gs)
+			gs->events_lost++;
+		return;
+	}
+	e->type = type;
+	e->target = target;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->epoch = epoch;
+	e->exit_code = exit_code;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	struct pcmon_proc *p, np = {};
+	struct pcmon_tcfg *cfg;
+
+	if (ptgid == ctgid)
+		return 0; /* a new thread: already covered by its tgid */
+	p = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!p)
+		return 0;
+	cfg = bpf_map_lookup_elem(&tcfg, &p->target);
+	if (!cfg || !(cfg->flags & PCMON_TF_CHILDREN))
+		return 0;
+	np.target = p->target;
+	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
+		struct pcmon_gstat *gs = gstats();
+
+		if (gs)
+			gs->procs_full++;
+		return 0;
+	}
+	emit(PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct pcmon_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (!pr)
+		return 0;
+	pr->epoch++;
+	pr->flags &= ~PCMON_PF_EXEC_WAIT;
+	emit(PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct pcmon_proc *pr;
+
+	bpf_map_delete_elem(&offcpu_start, &tid);
+	/* signal->live drops to zero in do_exit() before this tracepoint, for the last thread */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	pr = bpf_map_lookup_elem(&procs, &tgid);
+	if (!pr)
+		return 0;
+	emit(PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code));
+	bpf_map_delete_elem(&procs, &tgid);
+	return 0;
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg.h"
+#include "pat.h"
+#include "util.h"
+
+const char *const agg_unwalk_names[AGG_UNWALK_MAX] = {
+	[AGG_WALK_OK] = "unwalkable",
+	[AGG_UNWALK_FAULT] = "fault",
+	[AGG_UNWALK_TRUNCATED] = "truncated",
+	[AGG_UNWALK_LOST] = "lost",
+};
+
+struct agg_val {
+	uint64_t count, ns;
+};
+
+struct agg {
+	struct itab *keys;
+	struct agg_val *vals;
+	size_t cap;
+};
+
+struct agg *agg_new(void)
+{
+	struct agg *a = calloc(1, sizeof(*a));
+
+	if (a && !(a->keys = itab_new())) {
+		free(a);
+		a = NULL;
+	}
+	return a;
+}
+
+void agg_free(struct agg *a)
+{
+	if (!a)
+		return;
+	itab_free(a->keys);
+	free(a->vals);
+	free(a);
+}
+
+void agg_zero(struct agg *a)
+{
+	itab_free(a->keys);
+	a->keys = itab_new();
+	free(a->vals);
+	a->vals = NULL;
+	a->cap = 0;
+}
+
+int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)
+{
+	uint32_t id;
+	int r;
+
+	if (!a->keys)
+		return -ENOMEM;
+	r = itab_intern(a->keys, st, agg_stack_size(st->nuser + st->nkern), &id);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		if (GROW(a->vals, a->cap, id + 1))
+			return -ENOMEM;
+		a->vals[id] = (struct agg_val){ 0 };
+	}
+	a->vals[id].count += count;
+	a->vals[id].ns += ns;
+	return 0;
+}
+
+size_t agg_count(const struct agg *a)
+{
+	return a->keys ? itab_count(a->keys) : 0;
+}
+
+const struct agg_stack *agg_get(const struct agg *a, size_t i, uint64_t *count, uint64_t *ns)
+{
+	const struct agg_stack *st = itab_key(a->keys, i, NULL);
+
+	if (st) {
+		*count = a->vals[i].count;
+		*ns = a->vals[i].ns;
+	}
+	return st;
+}
+
+uint64_t agg_ns_to_interrupts(uint64_t ns, uint64_t period_ns)
+{
+	return period_ns ? (ns + period_ns / 2) / period_ns : 0;
+}
+
+/* Procedure frames of a stack, outermost first, for matching and charging. */
+struct frames {
+	uint32_t *proc;
+	struct pat_frame *pf;
+	size_t n, cap, cap_pf;
+};
+
+static int expand(const struct sym *s, const struct agg_stack *st, int kernel, struct frames *f)
+{
+	uint32_t nlocs = st->nuser + (kernel ? st->nkern : 0);
+
+	f->n = 0;
+	for (uint32_t i = 0; i < nlocs; i++) {
+		const struct sym_loc *l = sym_loc(s, st->locs[i]);
+		const uint32_t *fr;
+
+		if (!l)
+			continue;
+		fr = sym_frames(s, l);
+		if (GROW(f->proc, f->cap, f->n + l->nframes))
+			return -ENOMEM;
+		/* a location lists its inline chain innermost first; the stack runs outermost first */
+		for (uint32_t j = l->nframes; j-- > 0;)
+			f->proc[f->n++] = fr[j];
+	}
+	return 0;
+}
+
+static int pat_frames(const struct sym *s, struct frames *f)
+{
+	if (GROW(f->pf, f->cap_pf, f->n + 1))
+		return -ENOMEM;
+	for (size_t i = 0; i < f->n; i++) {
+		const struct sym_procinfo *pi = sym_proc(s, f->proc[i]);
+		const char *m = sym_str(s, pi->module);
+
+		f->pf[i].module = m[0] ? m : NULL;
+		f->pf[i].proc = pi->name ? sym_str(s, pi->name) : NULL;
+	}
+	return 0;
+}
+
+int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opts *o,
+	     struct agg_list *out)
+{
+	uint32_t nprocs = sym_nprocs(s);
+	uint64_t *shallow = NULL, *deep = NULL;
+	uint32_t *stamp = NULL;
+	struct frames f = { 0 };
+	size_t n = agg_count(a), total = n + o->nextra, rows_cap = 0;
+	int err = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	shallow = calloc(nprocs + 1, sizeof(*shallow));
+	deep = calloc(nprocs + 1, sizeof(*deep));
+	stamp = calloc(nprocs + 1, sizeof(*stamp));
+	if (!shallow || !deep || !stamp)
+		goto cleanup;
+
+	for (size_t i = 0; i < total; i++) {
+		const struct agg_stack *st;
+		uint64_t count, ns, w;
+		int charge;
+
+		if (i < n) {
+			st = agg_get(a, i, &count, &ns);
+		} else {
+			st = o->extra[i - n].st;
+			count = 0;
+			ns = o->extra[i - n].ns;
+		}
+		switch (st->kind) {
+		case PCMON_KIND_OFF_BLOCKED:
+		case PCMON_KIND_OFF_RUNNABLE:
+			w = agg_ns_to_interrupts(ns, o->period_ns);
+			if (st->kind == PCMON_KIND_OFF_BLOCKED) {
+				out->off_blocked += w;
+				out->off_blocked_ns += ns;
+			} else {
+				out->off_runnable += w;
+				out->off_runnable_ns += ns;
+			}
+			break;
+		case PCMON_KIND_ONCPU_KMODE:
+			out->kernel_mode += count;
+			/* fall through */
+		default:
+			w = count;
+			out->oncpu += count;
+			break;
+		}
+		if (!w)
+			continue;
+		out->interrupts += w;
+
+		if (st->unwalk != AGG_WALK_OK) {
+			out->unwalk[AGG_WALK_OK] += w;
+			out->unwalk[st->unwalk < AGG_UNWALK_MAX ? st->unwalk : AGG_UNWALK_FAULT] += w;
+			continue;
+		}
+		if (expand(s, st, o->kernel, &f) || pat_frames(s, &f))
+			goto cleanup;
+
+		charge = f.n ? (int)f.n - 1 : PAT_ABOVE_ROOT;
+		if (o->when) {
+			charge = pat_match(o->when, f.pf, f.n);
+			if (charge == PAT_NOMATCH) {
+				out->not_matching += w;
+				continue;
+			}
+		}
+		{
+			size_t c;
+
+			for (c = 0; c < o->ncrit && c < AGG_MAX_CRIT; c++)
+				if (pat_match(o->crit[c].pat, f.pf, f.n) != PAT_NOMATCH)
+					break;
+			if (c < o->ncrit && c < AGG_MAX_CRIT) {
+				out->crit[c] += w;
+				continue;
+			}
+		}
+		out->counted += w;
+		if (charge < 0) { /* a colon pointed above the root */
+			out->foreign += w;
+			continue;
+		}
+		if (sym_proc(s, f.proc[charge])->name)
+			shallow[f.proc[charge]] += w;
+		else
+			out->foreign += w;
+		/* deep: every named procedure on the charged stack, once per sample */
+		for (int j = 0; j <= charge; j++) {
+			uint32_t p = f.proc[j];
+
+			if (stamp[p] == i + 1 || !sym_proc(s, p)->name)
+				continue;
+			stamp[p] = i + 1;
+			deep[p] += w;
+		}
+	}
+
+	for (uint32_t p = 0; p < nprocs; p++) {
+		if (!shallow[p] && !deep[p])
+			continue;
+		if (GROW(out->rows, rows_cap, out->nrows + 1))
+			goto cleanup;
+		out->rows[out->nrows++] = (struct agg_row){ p, shallow[p], deep[p] };
+	}
+	err = 0;
+cleanup:
+	if (err)
+		agg_list_free(out);
+	free(shallow);
+	free(deep);
+	free(stamp);
+	free(f.proc);
+	free(f.pf);
+	return err;
+}
+
+void agg_list_free(struct agg_list *l)
+{
+	free(l->rows);
+	l->rows = NULL;
+	l->nrows = 0;
+}
+
+struct sort_arg {
+	const struct sym *s;
+	int by_deep;
+};
+
+static int row_cmp(const void *x, const void *y, void *arg)
+{
+	const struct agg_row *a = x, *b = y;
+	const struct sym *s = ((struct sort_arg *)arg)->s;
+	int by_deep = ((struct sort_arg *)arg)->by_deep;
+	uint64_t a1 = by_deep ? a->deep : a->shallow, b1 = by_deep ? b->deep : b->shallow;
+	uint64_t a2 = by_deep ? a->shallow : a->deep, b2 = by_deep ? b->shallow : b->deep;
+
+	if (a1 != b1)
+		return a1 > b1 ? -1 : 1;
+	if (a2 != b2)
+		return a2 > b2 ? -1 : 1;
+	return strcmp(sym_str(s, sym_proc(s, a->proc)->full), sym_str(s, sym_proc(s, b->proc)->full));
+}
+
+void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym *s)
+{
+	struct sort_arg arg = { s, by_deep };
+
+	qsort_r(rows, n, sizeof(*rows), row_cmp, &arg);
+}

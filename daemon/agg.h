@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * agg_: per-target aggregates and the LIST computation over them.
+ *
+ * A target keeps one entry per distinct (kind, pid, stack): the stack as symbolized
+ * locations, outermost first. Keeping stacks (not per-procedure totals) is what lets
+ * `pcmon list --when P` re-apply any pattern to stored samples.
+ */
+#ifndef PCMON_AGG_H
+#define PCMON_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcmon_bpf.h"
+#include "sym.h"
+
+struct pat;
+
+/* Why a sample's stack could not be walked (the `unwalkable` critical section). */
+enum agg_unwalk {
+	AGG_WALK_OK = 0,
+	AGG_UNWALK_FAULT,	/* the user stack could not be read */
+	AGG_UNWALK_TRUNCATED,	/* the stack filled the maximum depth */
+	AGG_UNWALK_LOST,	/* the frames were lost (stacks map full) */
+	AGG_UNWALK_MAX,
+};
+extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
+
+struct agg_stack {
+	uint32_t kind;		/* enum pcmon_kind */
+	uint32_t pid;
+	uint32_t unwalk;	/* enum agg_unwalk */
+	uint32_t nuser;		/* user locations, outermost first ... */
+	uint32_t nkern;		/* ... then kernel locations, outermost first */
+	uint32_t locs[];
+};
+
+struct agg;
+struct agg *agg_new(void);
+void agg_free(struct agg *a);
+void agg_zero(struct agg *a);
+int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
+size_t agg_count(const struct agg *a);
+const struct agg_stack *agg_get(const struct agg *a, size_t i, uint64_t *count, uint64_t *ns);
+static inline size_t agg_stack_size(uint32_t nlocs)
+{
+	return sizeof(struct agg_stack) + nlocs * sizeof(uint32_t);
+}
+
+/* An additional, transient weight for a stored stack (off-CPU intervals still open). */
+struct agg_extra {
+	const struct agg_stack *st;
+	uint64_t ns;
+};
+
+struct agg_critical {
+	const char *name;
+	const struct pat *pat;
+};
+
+struct agg_list_opts {
+	uint64_t period_ns;		/* t: off-CPU ns are converted into interrupts of t */
+	const struct pat *when;		/* NULL: every sample counts */
+	const struct agg_critical *crit; /* user-declared critical sections, first match wins */
+	size_t ncrit;
+	int kernel;			/* include kernel frames */
+	const struct agg_extra *extra;
+	size_t nextra;
+};
+
+struct agg_row {
+	uint32_t proc;
+	uint64_t shallow, deep;
+};
+
+#define AGG_MAX_CRIT 64
+
+struct agg_list {
+	uint64_t interrupts;		/* counted + not_matching + critical */
+	uint64_t counted;
+	uint64_t not_matching;
+	uint64_t foreign;		/* counted samples in no known procedure */
+	uint64_t kernel_mode;		/* on-CPU samples taken in kernel mode */
+	uint64_t oncpu;			/* on-CPU samples */
+	uint64_t off_blocked, off_runnable;	/* off-CPU, in interrupts of t */
+	uint64_t off_blocked_ns, off_runnable_ns;
+	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
+	uint64_t crit[AGG_MAX_CRIT];	/* user-declared sections, as in opts.crit */
+	struct agg_row *rows;
+	size_t nrows;
+};
+
+int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opts *o,
+	     struct agg_list *out);
+void agg_list_free(struct agg_list *l);
+/* Sort rows by shallow (ties: deep, then name) or by deep (ties: shallow, then name). */
+void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym *s);
+/* Off-CPU nanoseconds as interrupts of period_ns, rounded to nearest. */
+uint64_t agg_ns_to_interrupts(uint64_t ns, uint64_t period_ns);
+
+#endif

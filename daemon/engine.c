@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agg.h"
+#include "engine.h"
+#include "pat.h"
+#include "proto.h"
+#include "sampler.h"
+#include "store.h"
+#include "sym.h"
+#include "target.h"
+#include "util.h"
+
+struct engine {
+	struct engine_opts o;
+	struct sampler *smp;
+	struct sym *sym;
+	struct target *targets[PCMON_MAX_TARGETS];
+	uint32_t next_id;
+	int epfd, timerfd;
+	uint64_t started_ns;
+	double started_wall;
+	uint64_t drains, drained_entries, drain_ns;
+	uint64_t last_flush_ns;
+	struct agg_stack *scratch; /* conversion buffer for one stack */
+	size_t scratch_cap;
+};
+
+/* ---- lifecycle */
+
+int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
+{
+	struct sampler_opts so = { .max_depth = o->max_depth };
+	struct itimerspec its = { 0 };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct engine *e;
+	int r;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->o = *o;
+	if (!e->o.drain_ms)
+		e->o.drain_ms = 100;
+	e->epfd = e->timerfd = -1;
+	e->next_id = 1;
+	e->started_ns = now_ns();
+	e->started_wall = wall_time();
+	e->sym = sym_new(0);
+	if (!e->sym) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	r = sampler_open(&so, &e->smp, err, errlen);
+	if (r)
+		goto fail;
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (e->epfd < 0 || e->timerfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create the event loop: %s", strerror(-r));
+		goto fail;
+	}
+	its.it_interval.tv_nsec = (long)e->o.drain_ms * 1000000L;
+	its.it_value = its.it_interval;
+	timerfd_settime(e->timerfd, 0, &its, NULL);
+	ev.data.fd = e->timerfd;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timerfd, &ev);
+	ev.data.fd = sampler_events_fd(e->smp);
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	if (e->o.state_dir)
+		store_load_all(e->o.state_dir, e->sym, e->targets, PCMON_MAX_TARGETS, &e->next_id);
+	*out = e;
+	return 0;
+fail:
+	engine_free(e);
+	return r;
+}
+
+static void target_release(struct engine *e, struct target *t);
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		if (!e->targets[i])
+			continue;
+		if (e->smp)
+			target_release(e, e->targets[i]);
+		target_free(e->targets[i]);
+	}
+	sampler_close(e->smp);
+	sym_free(e->sym);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->timerfd >= 0)
+		close(e->timerfd);
+	free(e->scratch);
+	free(e);
+}
+
+int engine_fd(struct engine *e)
+{
+	return e->epfd;
+}
+
+/* ---- draining: BPF entries into per-target aggregates */
+
+static enum agg_unwalk unwalk_of(uint8_t serr)
+{
+	switch (serr) {
+	case PCMON_SERR_NONE:
+		return AGG_WALK_OK;
+	case PCMON_SERR_FULL:
+		return AGG_UNWALK_LOST;
+	default:
+		return AGG_UNWALK_FAULT;
+	}
+}
+
+/*
+ * Symbolize a BPF stack pair into e->scratch. The kernel gives frames innermost first;
+ * stored stacks run outermost first. Every frame but the sampled pc is a return address,
+ * looked up at pc - 1 (the call). Off-CPU stacks have no sampled pc: the innermost user
+ * frame is the return from a system call, which is not a call but lands after one; pc - 1
+ * stays inside the system-call wrapper, so all frames are treated as returns.
+ */
+static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
+				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
+{
+	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0, depth = sampler_max_depth(e->smp);
+	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
+	struct agg_stack *st;
+	size_t need = agg_stack_size(nu + nk);
+
+	if (need > e->scratch_cap) {
+		free(e->scratch);
+		e->scratch = malloc(need);
+		e->scratch_cap = e->scratch ? need : 0;
+		if (!e->scratch)
+			return NULL;
+	}
+	st = e->scratch;
+	st->kind = k->kind;
+	st->pid = k->pid;
+	st->unwalk = unwalk_of(k->uerr);
+	if (st->unwalk == AGG_WALK_OK && !nu)
+		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
+	if (st->unwalk == AGG_WALK_OK && nu >= depth)
+		st->unwalk = AGG_UNWALK_TRUNCATED;
+	if (st->unwalk != AGG_WALK_OK) {
+		/* the frames of an unwalkable stack are not kept: it is charged to a section */
+		st->nuser = st->nkern = 0;
+		return st;
+	}
+	st->nuser = nu;
+	st->nkern = nk;
+	for (uint32_t i = 0; i < nu; i++) {
+		bool leaf = i == 0 && k->kind == PCMON_KIND_ONCPU;
+
+		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, us->ip[i], !leaf);
+	}
+	for (uint32_t i = 0; i < nk; i++) {
+		bool leaf = i == 0 && oncpu;
+
+		st->locs[nu + nk - 1 - i] = sym_kernel(e->sym, ks->ip[i], !leaf);
+	}
+	return st;
+}
+
+static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
+		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
+{
+	struct engine *e = ctx;
+	struct target *t = k->target < PCMON_MAX_TARGETS ? e->targets[k->target] : NULL;
+	struct agg_stack *st;
+
+	e->drained_entries++;
+	if (!t)
+		return; /* dropped while its last samples were in flight */
+	st = convert(e, k, us, ks);
+	if (!st || agg_add(t->agg, st, v->count, v->ns)) {
+		t->lost_oom += v->count;
+		return;
+	}
+	t->seen_samples += v->count;
+}
+
+static void drain(struct engine *e)
+{
+	uint64_t t0 = now_ns();
+
+	sampler_drain(e->smp, on_entry, e);
+	e->drains++;
+	e->drain_ns += now_ns() - t0;
+}
+
+/* ---- process lifecycle */
+
+static void on_event(void *ctx, const struct pcmon_event *ev)
+{
+	struct engine *e = ctx;
+	struct target *t = ev->target < PCMON_MAX_TARGETS ? e->targets[ev->target] : NULL;
+
+	switch (ev->type) {
+	case PCMON_EV_FORK:
+		sym_proc_load(e->sym, ev->pid, 0);
+		if (t)
+			t->live++;
+		break;
+	case PCMON_EV_EXEC:
+		if (ev->epoch)
+			sym_proc_final(e->sym, ev->pid, ev->epoch - 1);
+		sym_proc_load(e->sym, ev->pid, ev->epoch);
+		if (t && ev->pid == t->pid)
+			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
+		break;
+	case PCMON_EV_EXIT:
+		sym_proc_final(e->sym, ev->pid, ev->epoch);
+		if (!t)
+			break;
+		if (ev->pid == t->pid) {
+			t->exit_status = ev->exit_code;
+			t->root_exited = true;
+		}
+		if (t->live > 0 && --t->live == 0 && t->kind == TARGET_PID &&
+		    t->state != TARGET_STOPPED) {
+			t->state = TARGET_EXITED;
+			t->end_ns = now_ns();
+			t->dirty = true;
+		}
+		break;
+	}
+}
+
+void engine_work(struct engine *e)
+{
+	struct epoll_event evs[4];
+	int n = epoll_wait(e->epfd, evs, 4, 0);
+
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.fd == e->timerfd) {
+			uint64_t ticks;
+
+			if (read(e->timerfd, &ticks, sizeof(ticks)) < 0)
+				continue;
+			/* events first: an exec must finalize the old map before its samples drain */
+			sampler_poll_events(e->smp, on_event, e);
+			drain(e);
+			if (e->o.state_dir && now_ns() - e->last_flush_ns > 5000000000ULL)
+				engine_flush(e);
+		} else {
+			sampler_poll_events(e->smp, on_event, e);
+		}
+	}
+}
+
+/* Bring every target up to date: events, then everything BPF holds (both buffers). */
+static void sync_all(struct engine *e)
+{
+	sampler_poll_events(e->smp, on_event, e);
+	drain(e);
+	drain(e);
+}
+
+void engine_flush(struct engine *e)
+{
+	e->last_flush_ns = now_ns();
+	if (!e->o.state_dir)
+		return;
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = e->targets[i];
+
+		if (t && (t->dirty || t->state == TARGET_RUNNING)) {
+			if (!store_save(e->o.state_dir, e->sym, t))
+				t->dirty = false;
+		}
+	}
+}
+
+/* ---- helpers for commands */
+
+static bool may_access(const struct client *c, const struct target *t)
+{
+	return c->uid == 0 || c->uid == t->owner;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* Resolve the "target" argument: an id, or a name; absent means the caller's newest. */
+static struct target *find_target(struct engine *e, const struct client *c, const cJSON *req,
+				  cJSON **err)
+{
+	const char *arg = proto_str(req, "target", NULL);
+	struct target *found = NULL;
+
+	if (!arg) {
+		for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+			struct target *t = e->targets[i];
+
+			if (t && may_access(c, t) && (!found || t->start_wall > found->start_wall))
+				found = t;
+		}
+		if (!found)
+			*err = proto_error(1, "no targets: start one with 'pcmon start --pid PID' or 'pcmon run -- CMD'");
+		return found;
+	}
+	if (all_digits(arg)) {
+		long id = strtol(arg, NULL, 10);
+
+		if (id > 0 && id < PCMON_MAX_TARGETS && e->targets[id] &&
+		    may_access(c, e->targets[id]))
+			return e->targets[id];
+	} else {
+		for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+			struct target *t = e->targets[i];
+
+			if (!t || !may_access(c, t) || strcmp(t->name, arg))
+				continue;
+			if (found) {
+				*err = proto_error(2, "target name '%s' is ambiguous (ids %u and %u): use the id",
+						   arg, found->id, t->id);
+				return NULL;
+			}
+			found = t;
+		}
+		if (found)
+			return found;
+	}
+	*err = proto_error(1, "no target '%s': 'pcmon targets' lists them", arg);
+	return NULL;
+}
+
+static int compile_pattern(const char *opt, const char *text, int icase, struct pat **out,
+			   cJSON **err)
+{
+	struct pat_error pe = { 0 };
+	int r;
+
+	*out = NULL;
+	if (!text)
+		return 0;
+	r = pat_parse(text, icase ? PAT_ICASE : 0, out, &pe);
+	if (r == -EINVAL) {
+		*err = proto_error(2, "%s: column %d: %s", opt, pe.column, pe.msg);
+		return r;
+	}
+	if (r) {
+		*err = proto_error(1, "%s: %s", opt, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static uid_t proc_uid(uint32_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	if (stat(path, &st))
+		return (uid_t)-1;
+	return st.st_uid;
+}
+
+static void proc_comm(uint32_t pid, char *buf, size_t len)
+{
+	char path[64], *s;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	s = read_file(path, NULL);
+	if (s) {
+		s[strcspn(s, "\n")] = '\0';
+		snprintf(buf, len, "%s", s);
+		free(s);
+	} else {
+		snprintf(buf, len, "%u", pid);
+	}
+}
+
+static void target_release(struct engine *e, struct target *t)
+{
+	t->flags &= ~PCMON_TF_ACTIVE;
+	sampler_target_clear(e->smp, t->id);
+	if (t->holds_period)
+		sampler_period_put(e->smp, t->period_ns);
+	if (t->holds_offcpu)
+		sampler_offcpu_put(e->smp);
+	t->holds_period = t->holds_offcpu = false;
+}
+
+/* ---- commands */
+
+static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *req)
+{
+	const char *mode = proto_str(req, "mode", NULL), *cg = proto_str(req, "cgroup", NULL);
+	double pidn = proto_num(req, "pid", 0), usec = proto_num(req, "interval_us", 10000);
+	int all = proto_bool(req, "all", 0);
+	uint64_t floor_ns = sampler_min_period_ns();
+	char err[256];
+	cJSON *rep = NULL;
+	struct target *t;
+	uint32_t id = 0;
+	int r;
+
+	if (!!pidn + !!cg + !!all != 1)
+		return proto_error(2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
+	if (pidn && (pidn < 1 || pidn > 4194304 || pidn != (uint32_t)pidn))
+		return proto_error(2, "start: --pid %g is not a process id", pidn);
+	if (usec != (uint64_t)usec || usec * 1000 < floor_ns || usec > 60e6)
+		return proto_error(2, "--interval %g: must be a whole number of microseconds from %llu (this kernel's floor) to 60000000",
+				   usec, (unsigned long long)(floor_ns + 999) / 1000);
+	if (mode && strcmp(mode, "real") && strcmp(mode, "virtual"))
+		return proto_error(2, "start: unknown mode '%s' (use --real or --virtual)", mode);
+	if (all && c->uid != 0)
+		return proto_error(1, "start --all: only root may watch every task");
+	if (pidn) {
+		uid_t owner = proc_uid(pidn);
+
+		if (owner == (uid_t)-1)
+			return proto_error(1, "no process with pid %u (check it with 'ps -p %u')",
+					   (uint32_t)pidn, (uint32_t)pidn);
+		if (c->uid != 0 && owner != c->uid)
+			return proto_error(1, "pid %u belongs to uid %u: you may only watch your own processes (or run as root)",
+					   (uint32_t)pidn, owner);
+	}
+	for (uint32_t i = 0; i < PCMON_MAX_TARGETS - 1 && !id; i++) {
+		uint32_t cand = (e->next_id + i - 1) % (PCMON_MAX_TARGETS - 1) + 1;
+
+		if (!e->targets[cand])
+			id = cand;
+	}
+	if (!id)
+		return proto_error(1, "too many targets (%d): drop some with 'pcmon drop TARGET'",
+				   PCMON_MAX_TARGETS - 1);
+
+	t = target_new(id);
+	if (!t)
+		return proto_error(1, "out of memory");
+	t->owner = c->uid;
+	t->period_ns = (uint64_t)usec * 1000;
+	t->real = mode && !strcmp(mode, "real");
+	t->kernel = proto_bool(req, "kernel", 0);
+	t->children = proto_bool(req, "children", 1);
+	t->icase = proto_bool(req, "icase", 0);
+	if (compile_pattern("--when", proto_str(req, "when", NULL), t->icase, &t->when, &rep))
+		goto fail;
+	if (t->when)
+		t->when_text = strdup(proto_str(req, "when", ""));
+	if (target_set_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"), &rep))
+		goto fail;
+
+	if (pidn) {
+		t->kind = TARGET_PID;
+		t->pid = pidn;
+		proc_comm(t->pid, t->comm, sizeof(t->comm));
+	} else if (cg) {
+		struct stat st;
+
+		t->kind = TARGET_CGROUP;
+		if (stat(cg, &st) || !S_ISDIR(st.st_mode)) {
+			rep = proto_error(1, "--cgroup %s: not a cgroup v2 directory (e.g. /sys/fs/cgroup/unified/...)", cg);
+			goto fail;
+		}
+		if (c->uid != 0 && st.st_uid != c->uid) {
+			rep = proto_error(1, "--cgroup %s belongs to uid %u: you may only watch your own cgroups", cg,
+					  st.st_uid);
+			goto fail;
+		}
+		t->cgroup_id = st.st_ino;
+		snprintf(t->comm, sizeof(t->comm), "%s", basename_of(cg));
+	} else {
+		t->kind = TARGET_ALL;
+		snprintf(t->comm, sizeof(t->comm), "all");
+	}
+	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
+
+	t->flags = PCMON_TF_ACTIVE | (t->kernel ? PCMON_TF_KERNEL : 0) |
+		   (t->real ? PCMON_TF_REAL : 0) | (t->children ? PCMON_TF_CHILDREN : 0);
+	r = sampler_period_get(e->smp, t->period_ns, err, sizeof(err));
+	if (r) {
+		rep = proto_error(1, "%s", err);
+		goto fail;
+	}
+	t->holds_period = true;
+	if (t->real) {
+		r = sampler_offcpu_get(e->smp, err, sizeof(err));
+		if (r) {
+			rep = proto_error(1, "%s", err);
+			goto fail_release;
+		}
+		t->holds_offcpu = true;
+	}
+	sampler_tstat(e->smp, t->id, &t->lost_base);
+	r = sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+	if (!r && t->kind == TARGET_PID) {
+		r = sampler_proc_add(e->smp, t->pid, t->id,
+				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0);
+		t->live = 1;
+		sym_proc_load(e->sym, t->pid, 0);
+	} else if (!r && t->kind == TARGET_CGROUP) {
+		r = sampler_cgroup_add(e->smp, t->cgroup_id, t->id);
+	} else if (!r) {
+		sampler_all_set(e->smp, t->id);
+	}
+	if (r) {
+		rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
+		goto fail_release;
+	}
+	t->state = TARGET_RUNNING;
+	t->start_ns = now_ns();
+	t->start_wall = wall_time();
+	t->dirty = true;
+	e->targets[id] = t;
+	e->next_id = id % (PCMON_MAX_TARGETS - 1) + 1;
+
+	rep = proto_ok();
+	cJSON_AddNumberToObject(rep, "id", id);
+	cJSON_AddStringToObject(rep, "name", t->name);
+	cJSON_AddNumberToObject(rep, "interval_us", t->period_ns / 1000);
+	cJSON_AddStringToObject(rep, "mode", t->real ? "REAL" : "VIRTUAL");
+	return rep;
+
+fail_release:
+	target_release(e, t);
+fail:
+	target_free(t);
+	return rep ? rep : proto_error(1, "out of memory");
+}
+
+/* Stop sampling for good, collecting everything already sampled. */
+static void target_stop(struct engine *e, struct target *t)
+{
+	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) {
+		t->flags &= ~PCMON_TF_ACTIVE;
+		sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+		t->state = TARGET_STOPPED;
+		t->end_ns = now_ns();
+	}
+	sync_all(e);
+	target_accumulate_lost(t, e->smp);
+	target_release(e, t);
+	t->dirty = true;
+}
+
+struct open_ctx {
+	struct engine *e;
+	struct target *t;
+	uint64_t now;
+	struct agg_extra *extra;
+	size_t n, cap;
+	int err;
+};
+
+static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
+{
+	struct open_ctx *oc = ctx;
+	struct agg_stack *st;
+	size_t sz;
+
+	if (o->key.target != oc->t->id || o->ts >= oc->now || oc->err)
+		return;
+	st = convert(oc->e, &o->key, &o->ustack, oc->t->kernel ? &o->kstack : NULL);
+	if (!st || GROW(oc->extra, oc->cap, oc->n + 1)) {
+		oc->err = -ENOMEM;
+		return;
+	}
+	sz = agg_stack_size(st->nuser + st->nkern);
+	oc->extra[oc->n].st = malloc(sz);
+	if (!oc->extra[oc->n].st) {
+		oc->err = -ENOMEM;
+		return;
+	}
+	memcpy((void *)oc->extra[oc->n].st, st, sz);
+	oc->extra[oc->n++].ns = oc->now - o->ts;
+}
+
+static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *req)
+{
+	struct open_ctx oc = { .e = e };
+	struct agg_list_opts lo = { 0 };
+	struct agg_list l;
+	struct pat *when = NULL;
+	struct target *t;
+	cJSON *rep = NULL;
+	const char *wtext = proto_str(req, "when", NULL);
+	struct agg_critical *crit = NULL;
+	size_t ncrit = 0;
+
+	t = find_target(e, c, req, &rep);
+	if (!t)
+		return rep;
+	if (compile_pattern("--when", wtext, proto_bool(req, "icase", t->icase), &when, &rep))
+		return rep;
+	if (target_list_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"),
+				  proto_bool(req, "icase", t->icase), &crit, &ncrit, &rep)) {
+		pat_free(when);
+		return rep;
+	}
+	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
+		sync_all(e);
+	oc.t = t;
+	oc.now = now_ns();
+	if (t->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED))
+		sampler_open_intervals(e->smp, on_open_interval, &oc);
+
+	lo.period_ns = t->period_ns;
+	lo.when = wtext ? when : t->when;
+	lo.kernel = t->kernel;
+	lo.extra = oc.extra;
+	lo.nextra = oc.n;
+	lo.crit = crit;
+	lo.ncrit = ncrit;
+	if (oc.err || agg_list(t->agg, e->sym, &lo, &l)) {
+		rep = proto_error(1, "out of memory while listing");
+	} else {
+		target_accumulate_lost(t, e->smp);
+		rep = proto_ok();
+		target_list_json(t, e->sym, &l, wtext ? wtext : t->when_text, crit, ncrit, rep);
+		agg_list_free(&l);
+	}
+	for (size_t i = 0; i < oc.n; i++)
+		free((void *)oc.extra[i].st);
+	free(oc.extra);
+	target_free_criticals(t, crit, ncrit);
+	pat_free(when);
+	return rep;
+}
+
+static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *req,
+			 const char *cmd)
+{
+	struct target *t;
+	cJSON *rep = NULL;
+
+	t = find_target(e, c, req, &rep);
+	if (!t)
+		return rep;
+	if (!strcmp(cmd, "stop")) {
+		target_stop(e, t);
+	} else if (!strcmp(cmd, "drop")) {
+		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED || t->holds_period)
+			target_stop(e, t);
+		e->targets[t->id] = NULL;
+		if (e->o.state_dir)
+			store_remove(e->o.state_dir, t->id);
+		target_free(t);
+		return proto_ok();
+	} else if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume")) {
+		bool pause = !strcmp(cmd, "pause");
+
+		if (t->state != (pause ? TARGET_RUNNING : TARGET_PAUSED))
+			return proto_error(1, "target %u is %s: only a %s target can be %sd", t->id,
+					   target_state_name(t->state), pause ? "running" : "paused",
+					   cmd);
+		t->flags = pause ? t->flags & ~PCMON_TF_ACTIVE : t->flags | PCMON_TF_ACTIVE;
+		sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+		if (pause)
+			t->pause_start = now_ns();
+		else
+			t->paused_ns += now_ns() - t->pause_start;
+		t->state = pause ? TARGET_PAUSED : TARGET_RUNNING;
+	} else if (!strcmp(cmd, "zero")) {
+		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
+			sync_all(e);
+		target_zero(t, e->smp);
+	}
+	t->dirty = true;
+	rep = proto_ok();
+	cJSON_AddNumberToObject(rep, "id", t->id);
+	cJSON_AddStringToObject(rep, "state", target_state_name(t->state));
+	return rep;
+}
+
+static cJSON *cmd_targets(struct engine *e, const struct client *c)
+{
+	cJSON *rep = proto_ok(), *arr = cJSON_AddArrayToObject(rep, "targets");
+
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = e->targets[i];
+
+		if (!t || !may_access(c, t))
+			continue;
+		target_accumulate_lost(t, e->smp);
+		cJSON_AddItemToArray(arr, target_summary_json(t));
+	}
+	return rep;
+}
+
+static cJSON *cmd_status(struct engine *e)
+{
+	struct sampler_prog_stats ps[16];
+	struct pcmon_gstat gs;
+	struct sym_stats ss;
+	cJSON *rep = proto_ok(), *progs, *o;
+	int n = sampler_prog_stats(e->smp, ps, 16);
+	int ntargets = 0;
+
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+		ntargets += e->targets[i] != NULL;
+	sampler_gstat(e->smp, &gs);
+	sym_stats(e->sym, &ss);
+	cJSON_AddStringToObject(rep, "version", PCMON_VERSION);
+	cJSON_AddNumberToObject(rep, "pid", getpid());
+	cJSON_AddNumberToObject(rep, "uptime_s", (now_ns() - e->started_ns) / 1e9);
+	cJSON_AddNumberToObject(rep, "targets", ntargets);
+	cJSON_AddNumberToObject(rep, "max_stack_depth", sampler_max_depth(e->smp));
+	cJSON_AddNumberToObject(rep, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
+	cJSON_AddNumberToObject(rep, "drains", e->drains);
+	cJSON_AddNumberToObject(rep, "drained_entries", e->drained_entries);
+	cJSON_AddNumberToObject(rep, "drain_ms_total", e->drain_ns / 1e6);
+	cJSON_AddNumberToObject(rep, "events_lost", gs.events_lost);
+	cJSON_AddNumberToObject(rep, "procs_full", gs.procs_full);
+	o = cJSON_AddObjectToObject(rep, "symbols");
+	cJSON_AddNumberToObject(o, "modules", ss.modules);
+	cJSON_AddNumberToObject(o, "locations", ss.locs);
+	cJSON_AddNumberToObject(o, "procedures", ss.procs);
+	cJSON_AddNumberToObject(o, "maps_reads", ss.maps_reads);
+	progs = cJSON_AddArrayToObject(rep, "programs");
+	for (int i = 0; i < n; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", ps[i].name);
+		cJSON_AddBoolToObject(o, "attached", ps[i].attached);
+		cJSON_AddNumberToObject(o, "runs", ps[i].run_cnt);
+		cJSON_AddNumberToObject(o, "run_time_ns", ps[i].run_time_ns);
+		cJSON_AddNumberToObject(o, "avg_ns", ps[i].run_cnt ? (double)ps[i].run_time_ns / ps[i].run_cnt : 0);
+		cJSON_AddItemToArray(progs, o);
+	}
+	return rep;
+}
+
+static const struct {
+	const char *name;
+	int needs_target;
+} commands[] = {
+	{ "start", 0 }, { "list", 1 },	 { "stop", 1 },	   { "pause", 1 },  { "resume", 1 },
+	{ "zero", 1 },	{ "drop", 1 },	 { "targets", 0 }, { "status", 0 },
+};
+
+cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req)
+{
+	const char *cmd = proto_str(req, "cmd", "");
+	cJSON *rep = NULL;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(cmd, commands[i].name))
+			break;
+	if (i == ARRAY_SIZE(commands))
+		rep = proto_error(2, "unknown command '%.64s'", cmd);
+	else if (!strcmp(cmd, "start"))
+		rep = cmd_start(e, c, req);
+	else if (!strcmp(cmd, "list"))
+		rep = cmd_list(e, c, req);
+	else if (!strcmp(cmd, "targets"))
+		rep = cmd_targets(e, c);
+	else if (!strcmp(cmd, "status"))
+		rep = cmd_status(e);
+	else
+		rep = cmd_simple(e, c, req, cmd);
+	if (!rep)
+		rep = proto_error(1, "out of memory");
+	return rep;
+}

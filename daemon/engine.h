@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * engine_: targets and the commands on them. pcmond serves it over its socket; `pcmon run`
+ * without a daemon links it in directly. Either way every command is a JSON request
+ * answered by a JSON reply (see proto.h), so the CLI formats the same documents.
+ */
+#ifndef PCMON_ENGINE_H
+#define PCMON_ENGINE_H
+
+#include <cJSON.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct engine;
+
+struct engine_opts {
+	const char *state_dir;	/* where results are kept across restarts; NULL: nowhere */
+	uint32_t max_depth;	/* frames per stack wanted (0: 127) */
+	uint32_t drain_ms;	/* how often the BPF aggregates are drained (0: 100) */
+};
+
+struct client {
+	uid_t uid;
+	pid_t pid;
+};
+
+int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen);
+void engine_free(struct engine *e);
+/* Readable when engine_work() has something to do. */
+int engine_fd(struct engine *e);
+void engine_work(struct engine *e);
+/* Answer one request; never NULL (an allocation failure is answered as an error). */
+cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req);
+/* Write every target's results to the state directory. */
+void engine_flush(struct engine *e);
+
+#endif

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "util.h"
+
+cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen)
+{
+	const cJSON *v, *cmd;
+	cJSON *req;
+
+	if (len > PROTO_MAX_LINE) {
+		snprintf(err, errlen, "request too long (%zu bytes, at most %d)", len,
+			 PROTO_MAX_LINE);
+		return NULL;
+	}
+	req = cJSON_ParseWithLength(line, len);
+	if (!req) {
+		snprintf(err, errlen, "malformed request: not JSON");
+		return NULL;
+	}
+	if (!cJSON_IsObject(req)) {
+		snprintf(err, errlen, "malformed request: not a JSON object");
+		goto bad;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(req, "v");
+	if (!cJSON_IsNumber(v)) {
+		snprintf(err, errlen, "malformed request: no protocol version \"v\"");
+		goto bad;
+	}
+	if (v->valuedouble != PROTO_VERSION) {
+		snprintf(err, errlen, "protocol version %g not supported (pcmond speaks %d): use a matching pcmon",
+			 v->valuedouble, PROTO_VERSION);
+		goto bad;
+	}
+	cmd = cJSON_GetObjectItemCaseSensitive(req, "cmd");
+	if (!cJSON_IsString(cmd) || !cmd->valuestring[0]) {
+		snprintf(err, errlen, "malformed request: no \"cmd\"");
+		goto bad;
+	}
+	return req;
+bad:
+	cJSON_Delete(req);
+	return NULL;
+}
+
+static cJSON *reply(int ok)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r) {
+		cJSON_AddNumberToObject(r, "v", PROTO_VERSION);
+		cJSON_AddBoolToObject(r, "ok", ok);
+	}
+	return r;
+}
+
+cJSON *proto_ok(void)
+{
+	return reply(1);
+}
+
+cJSON *proto_error(int status, const char *fmt, ...)
+{
+	cJSON *r = reply(0);
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r) {
+		cJSON_AddStringToObject(r, "error", msg);
+		cJSON_AddNumberToObject(r, "status", status);
+	}
+	return r;
+}
+
+cJSON *proto_request(const char *cmd)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r) {
+		cJSON_AddNumberToObject(r, "v", PROTO_VERSION);
+		cJSON_AddStringToObject(r, "cmd", cmd);
+	}
+	return r;
+}
+
+const char *proto_str(const cJSON *o, const char *name, const char *def)
+{
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsString(i) ? i->valuestring : def;
+}
+
+double proto_num(const cJSON *o, const char *name, double def)
+{
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(i) ? i->valuedouble : def;
+}
+
+int proto_bool(const cJSON *o, const char *name, int def)
+{
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsBool(i) ? cJSON_IsTrue(i) : def;
+}
+
+int proto_send(int fd, const cJSON *msg)
+{
+	char *s = cJSON_PrintUnformatted(msg);
+	size_t len, off = 0;
+
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	s[len++] = '\n'; /* replaces the NUL; the buffer is not used as a string again */
+	while (off < len) {
+		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			free(s);
+			return -errno;
+		}
+		off += n;
+	}
+	free(s);
+	return 0;
+}
+
+void proto_reader_init(struct proto_reader *r, size_t max)
+{
+	memset(r, 0, sizeof(*r));
+	r->max = max;
+}
+
+void proto_reader_free(struct proto_reader *r)
+{
+	free(r->buf);
+	memset(r, 0, sizeof(*r));
+}
+
+int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
+{
+	static const size_t chunk = 65536;
+	ssize_t n;
+
+	if (r->consumed) { /* drop the line handed out by the previous call */
+		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
+		r->len -= r->consumed;
+		r->consumed = 0;
+	}
+	for (;;) {
+		char *nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
+
+		if (nl) {
+			*nl = '\0';
+			*line = r->buf;
+			*len = nl - r->buf;
+			r->consumed = *len + 1;
+			if (r->overflow) {
+				r->overflow = 0;
+				return -EMSGSIZE;
+			}
+			return 1;
+		}
+		if (r->len >= r->max) { /* skip the rest of an overlong line */
+			r->overflow = 1;
+			r->len = 0;
+		}
+		if (GROW(r->buf, r->cap, r->len + chunk))
+			return -ENOMEM;
+		n = read(fd, r->buf + r->len, chunk);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		r->len += n;
+	}
+}
+
+int proto_call(int fd, const cJSON *req, cJSON **reply)
+{
+	struct proto_reader rd;
+	char *line;
+	size_t len;
+	int r;
+
+	*reply = NULL;
+	r = proto_send(fd, req);
+	if (r)
+		return r;
+	proto_reader_init(&rd, PROTO_MAX_REPLY);
+	r = proto_read_line(&rd, fd, &line, &len);
+	if (r == 1) {
+		*reply = cJSON_ParseWithLength(line, len);
+		r = *reply ? 0 : -EBADMSG;
+	} else if (r == 0) {
+		r = -EAGAIN;
+	}
+	proto_reader_free(&rd);
+	return r;
+}
+
+int proto_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}

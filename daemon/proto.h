@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * proto_: the pcmond wire protocol. One JSON object per line each way.
+ *
+ *   request: {"v": 1, "cmd": "list", ...arguments}
+ *   reply:   {"v": 1, "ok": true, ...results}
+ *            {"v": 1, "ok": false, "error": "one line saying what to do", "status": 1|2}
+ *
+ * `status` is the exit status the CLI should end with: 1 runtime failure, 2 usage error.
+ */
+#ifndef PCMON_PROTO_H
+#define PCMON_PROTO_H
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#define PROTO_VERSION 1
+#define PROTO_MAX_LINE (256 * 1024)	/* longest request accepted */
+#define PROTO_MAX_REPLY (256 * 1024 * 1024)
+
+#define PCMON_VERSION "0.1.0"
+#define PCMON_DEFAULT_SOCKET "/run/pcmon/pcmond.sock"
+#define PCMON_DEFAULT_STATE_DIR "/var/lib/pcmon"
+
+/* Parse and validate one request line; NULL and @err filled if it is not acceptable. */
+cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen);
+
+cJSON *proto_ok(void);
+cJSON *proto_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+cJSON *proto_request(const char *cmd);
+
+/* Request accessors with defaults. */
+const char *proto_str(const cJSON *o, const char *name, const char *def);
+double proto_num(const cJSON *o, const char *name, double def);
+int proto_bool(const cJSON *o, const char *name, int def);
+
+/* Write @msg as one line; 0 or -errno. */
+int proto_send(int fd, const cJSON *msg);
+
+/* Buffered line reader for one connection. */
+struct proto_reader {
+	char *buf;
+	size_t len, cap;
+	size_t max;		/* longest line accepted */
+	size_t consumed;	/* bytes of the line handed out last */
+	int overflow;		/* the current line is too long: it is being skipped */
+};
+void proto_reader_init(struct proto_reader *r, size_t max);
+void proto_reader_free(struct proto_reader *r);
+/*
+ * Read what is available from @fd. Returns 1 when *line holds a complete line (valid until
+ * the next call), 0 when more input is needed, -EMSGSIZE for an overlong line (skipped),
+ * -EPIPE at end of input, other -errno on error.
+ */
+int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len);
+
+/* Client side: send @req and wait for the reply. */
+int proto_call(int fd, const cJSON *req, cJSON **reply);
+/* Connect to the daemon socket; -errno on failure. */
+int proto_connect(const char *path);
+
+#endif

@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sample.skel.h"
+#include "sampler.h"
+#include "util.h"
+
+#define MAX_PERIODS 8
+
+struct period_set {
+	uint64_t period_ns;
+	int refs;
+	int ncpus;
+	int *fds;
+	struct bpf_link **links;
+};
+
+struct sampler {
+	struct sample_bpf *skel;
+	uint32_t depth;
+	int ncpus;		/* possible CPUs (per-CPU map values) */
+	struct period_set periods[MAX_PERIODS];
+	struct bpf_link *switch_link;
+	int offcpu_refs;
+	bool use_tp_btf;
+	struct ring_buffer *rb;
+	sampler_event_cb ev_cb;
+	void *ev_ctx;
+	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
+	int max_stack_saved;	/* perf_event_max_stack before we raised it, or -1 */
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	if ((level == LIBBPF_DEBUG && log_verbosity < LOG_DEBUG) ||
+	    (level == LIBBPF_INFO && log_verbosity < LOG_INFO))
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	log_msg(level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG, "libbpf: %s", buf);
+	return 0;
+}
+
+static int read_int(const char *path, int *v)
+{
+	char *s = read_file(path, NULL);
+
+	if (!s)
+		return -errno;
+	*v = atoi(s);
+	free(s);
+	return 0;
+}
+
+static int write_int(const char *path, int v)
+{
+	char buf[32];
+	int fd, n, r = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%d\n", v);
+	if (write(fd, buf, n) != n)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * The kernel refuses stack buffers deeper than kernel.perf_event_max_stack. Raise it to
+ * what was asked for when we may (it is busy while perf callchains are in use elsewhere).
+ */
+static uint32_t settle_depth(struct sampler *s, uint32_t want)
+{
+	const char *path = "/proc/sys/kernel/perf_event_max_stack";
+	int cur = 127;
+
+	s->max_stack_saved = -1;
+	if (want > PCMON_STACK_MAX)
+		want = PCMON_STACK_MAX;
+	if (read_int(path, &cur))
+		return MIN(want, 127u);
+	if ((uint32_t)cur >= want)
+		return want;
+	if (!write_int(path, want)) {
+		pr_info("raised kernel.perf_event_max_stack from %d to %u", cur, want);
+		s->max_stack_saved = cur;
+		return want;
+	}
+	pr_warn("cannot raise kernel.perf_event_max_stack to %u (%s): stacks deeper than %d frames are cut off and counted as truncated",
+		want, strerror(errno), cur);
+	return cur;
+}
+
+uint64_t sampler_min_period_ns(void)
+{
+	int rate = 0;
+	uint64_t floor = 10000; /* hrtimer-based software events never fire faster than 10us */
+
+	if (!read_int("/proc/sys/kernel/perf_event_max_sample_rate", &rate) && rate > 0)
+		floor = MAX(floor, 1000000000ULL / rate);
+	return floor;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+
+	if (len >= sizeof(struct pcmon_event))
+		s->ev_cb(s->ev_ctx, data);
+	return 0;
+}
+
+int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s;
+	struct sample_bpf *skel;
+	size_t vsz;
+	int r;
+
+	libbpf_set_print(libbpf_print);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->stats_fd = -1;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		snprintf(err, errlen, "cannot count CPUs: %s", strerror(-s->ncpus));
+		free(s);
+		return -EINVAL;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(err, errlen,
+			 "no kernel BTF at /sys/kernel/btf/vmlinux: pcmon needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		free(s);
+		return -ENOTSUP;
+	}
+	s->depth = settle_depth(s, o->max_depth ? o->max_depth : 127);
+
+	skel = sample_bpf__open();
+	if (!skel) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-r));
+		goto fail;
+	}
+	s->skel = skel;
+	skel->rodata->max_depth = s->depth;
+	vsz = 8 + s->depth * sizeof(__u64);
+	bpf_map__set_value_size(skel->maps.stacks0, vsz);
+	bpf_map__set_value_size(skel->maps.stacks1, vsz);
+	if (o->counts_entries) {
+		bpf_map__set_max_entries(skel->maps.counts0, o->counts_entries);
+		bpf_map__set_max_entries(skel->maps.counts1, o->counts_entries);
+	}
+	if (o->stacks_entries) {
+		bpf_map__set_max_entries(skel->maps.stacks0, o->stacks_entries);
+		bpf_map__set_max_entries(skel->maps.stacks1, o->stacks_entries);
+	}
+	/* tp_btf where the kernel has BTF for tracepoints, else the classic tracepoint */
+	s->use_tp_btf = true;
+	bpf_program__set_autoload(skel->progs.on_switch_tp, false);
+
+	r = sample_bpf__load(skel);
+	if (r) {
+		r = -errno;
+		snprintf(err, errlen,
+			 "cannot load BPF programs: %s (run as root, or grant CAP_BPF and CAP_PERFMON)",
+			 strerror(-r));
+		goto fail;
+	}
+	/* lifecycle tracepoints are always on: they are cheap and keep children in targets */
+	r = sample_bpf__attach(skel);
+	if (r) {
+		r = -errno;
+		snprintf(err, errlen, "cannot attach process tracepoints: %s", strerror(-r));
+		goto fail;
+	}
+	/* sample_bpf__attach() skips perf_event programs; the switch program is attached on demand */
+	if (skel->links.on_switch_btf) {
+		bpf_link__destroy(skel->links.on_switch_btf);
+		skel->links.on_switch_btf = NULL;
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
+	if (!s->rb) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
+		goto fail;
+	}
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (s->stats_fd < 0)
+		pr_info("BPF run-time statistics unavailable: %s", strerror(errno));
+	*out = s;
+	return 0;
+fail:
+	sampler_close(s);
+	return r;
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < MAX_PERIODS; i++) {
+		s->periods[i].refs = 1;
+		if (s->periods[i].period_ns)
+			sampler_period_put(s, s->periods[i].period_ns);
+	}
+	bpf_link__destroy(s->switch_link);
+	ring_buffer__free(s->rb);
+	sample_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	if (s->max_stack_saved >= 0)
+		write_int("/proc/sys/kernel/perf_event_max_stack", s->max_stack_saved);
+	free(s);
+}
+
+uint32_t sampler_max_depth(const struct sampler *s)
+{
+	return s->depth;
+}
+
+bool sampler_has_offcpu(const struct sampler *s)
+{
+	return s->skel != NULL;
+}
+
+/* ---- perf events */
+
+static struct period_set *period_find(struct sampler *s, uint64_t period_ns)
+{
+	for (int i = 0; i < MAX_PERIODS; i++)
+		if (s->periods[i].period_ns == period_ns)
+			return &s->periods[i];
+	return NULL;
+}
+
+static void period_release(struct period_set *p)
+{
+	for (int c = 0; c < p->ncpus; c++) {
+		bpf_link__destroy(p->links[c]);
+		if (p->fds[c] >= 0)
+			close(p->fds[c]);
+	}
+	free(p->fds);
+	free(p->links);
+	memset(p, 0, sizeof(*p));
+}
+
+int sampler_period_get(struct sampler *s, uint64_t period_ns, char *err, size_t errlen)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		.sample_period = period_ns,
+	};
+	struct period_set *p = period_find(s, period_ns);
+	bool *online = NULL;
+	int nonline = 0, r;
+
+	if (p) {
+		p->refs++;
+		return 0;
+	}
+	p = period_find(s, 0);
+	if (!p) {
+		snprintf(err, errlen, "too many different intervals in use (at most %d): reuse one",
+			 MAX_PERIODS);
+		return -EBUSY;
+	}
+	r = online_cpus(&online, &nonline);
+	if (r) {
+		snprintf(err, errlen, "cannot read online CPUs: %s", strerror(-r));
+		return r;
+	}
+	p->period_ns = period_ns;
+	p->ncpus = nonline;
+	p->fds = malloc(nonline * sizeof(*p->fds));
+	p->links = calloc(nonline, sizeof(*p->links));
+	if (!p->fds || !p->links) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (int c = 0; c < nonline; c++)
+		p->fds[c] = -1;
+	for (int c = 0; c < nonline; c++) {
+		if (!online[c])
+			continue;
+		p->fds[c] = syscall(__NR_perf_event_open, &attr, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (p->fds[c] < 0) {
+			r = -errno;
+			snprintf(err, errlen,
+				 "failed to open a cpu-clock perf event on CPU %d: %s (run as root or grant CAP_PERFMON)",
+				 c, strerror(-r));
+			goto fail;
+		}
+		p->links[c] = bpf_program__attach_perf_event(s->skel->progs.on_sample, p->fds[c]);
+		if (!p->links[c]) {
+			r = -errno;
+			snprintf(err, errlen, "failed to attach BPF to the perf event on CPU %d: %s", c,
+				 strerror(-r));
+			goto fail;
+		}
+	}
+	free(online);
+	p->refs = 1;
+	return 0;
+fail:
+	free(online);
+	period_release(p);
+	return r;
+}
+
+void sampler_period_put(struct sampler *s, uint64_t period_ns)
+{
+	struct period_set *p = period_find(s, period_ns);
+
+	if (p && --p->refs <= 0)
+		period_release(p);
+}
+
+int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
+{
+	struct bpf_program *prog = s->skel->progs.on_switch_btf;
+
+	if (s->offcpu_refs++)
+		return 0;
+	s->switch_link = bpf_program__attach(prog);
+	if (!s->switch_link) {
+		int r = -errno;
+
+		s->offcpu_refs = 0;
+		snprintf(err, errlen, "cannot attach the sched_switch program for REAL time: %s",
+			 strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+void sampler_offcpu_put(struct sampler *s)
+{
+	if (s->offcpu_refs && --s->offcpu_refs == 0) {
+		bpf_link__destroy(s->switch_link);
+		s->switch_link = NULL;
+	}
+}
+
+/* ---- targets */
+
+int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns)
+{
+	struct pcmon_tcfg cfg = { .flags = flags, .period_ns = period_ns };
+
+	if (bpf_map__update_elem(s->skel->maps.tcfg, &id, sizeof(id), &cfg, sizeof(cfg), 0))
+		return -errno;
+	return 0;
+}
+
+/* Keys of @fd whose value starts with target id @id (procs and cgroup_target do). */
+static size_t keys_of_target(int fd, size_t ksz, uint32_t id, void **out)
+{
+	char *keys = NULL, v[sizeof(struct pcmon_proc)];
+	size_t n = 0, cap = 0, kept = 0;
+
+	while (!GROW(keys, cap, (n + 1) * ksz) &&
+	       !bpf_map_get_next_key(fd, n ? keys + (n - 1) * ksz : NULL, keys + n * ksz))
+		n++;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t;
+
+		if (bpf_map_lookup_elem(fd, keys + i * ksz, v))
+			continue;
+		memcpy(&t, v, sizeof(t));
+		if (t == id)
+			memmove(keys + kept++ * ksz, keys + i * ksz, ksz);
+	}
+	*out = keys;
+	return kept;
+}
+
+void sampler_target_clear(struct sampler *s, uint32_t id)
+{
+	struct pcmon_tstat *zero = calloc(s->ncpus, sizeof(*zero));
+	int pfd = bpf_map__fd(s->skel->maps.procs), cfd = bpf_map__fd(s->skel->maps.cgroup_target);
+	void *keys;
+	size_t n;
+
+	sampler_target_set(s, id, 0, 0);
+	if (zero) {
+		bpf_map__update_elem(s->skel->maps.tstat, &id, sizeof(id), zero,
+				     s->ncpus * sizeof(*zero), 0);
+		free(zero);
+	}
+	n = keys_of_target(pfd, sizeof(uint32_t), id, &keys);
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(pfd, (uint32_t *)keys + i);
+	free(keys);
+	n = keys_of_target(cfd, sizeof(uint64_t), id, &keys);
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(cfd, (uint64_t *)keys + i);
+	s->skel->bss->cgroup_targets -= MIN(n, s->skel->bss->cgroup_targets);
+	free(keys);
+	if (s->skel->bss->all_target == id)
+		s->skel->bss->all_target = 0;
+}
+
+int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags)
+{
+	struct pcmon_proc p = { .target = target, .flags = flags };
+
+	if (bpf_map__update_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &p, sizeof(p), 0))
+		return -errno;
+	return 0;
+}
+
+int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch)
+{
+	struct pcmon_proc p;
+
+	if (bpf_map__lookup_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &p, sizeof(p), 0))
+		return -errno;
+	*epoch = p.epoch;
+	return 0;
+}
+
+int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target)
+{
+	if (bpf_map__update_elem(s->skel->maps.cgroup_target, &cgid, sizeof(cgid), &target,
+				 sizeof(target), BPF_NOEXIST))
+		return -errno;
+	s->skel->bss->cgroup_targets++;
+	return 0;
+}
+
+void sampler_all_set(struct sampler *s, uint32_t target)
+{
+	s->skel->bss->all_target = target;
+}
+
+void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
+{
+	struct pcmon_tstat *v = calloc(s->ncpus, sizeof(*v));
+
+	memset(sum, 0, sizeof(*sum));
+	if (!v)
+		return;
+	if (!bpf_map__lookup_elem(s->skel->maps.tstat, &target, sizeof(target), v,
+				  s->ncpus * sizeof(*v), 0)) {
+		for (int c = 0; c < s->ncpus; c++) {
+			sum->lost_counts_full += v[c].lost_counts_full;
+			sum->lost_offcpu_full += v[c].lost_offcpu_full;
+		}
+	}
+	free(v);
+}
+
+void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
+{
+	struct pcmon_gstat *v = calloc(s->ncpus, sizeof(*v));
+	uint32_t zero = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!v)
+		return;
+	if (!bpf_map__lookup_elem(s->skel->maps.gstat, &zero, sizeof(zero), v,
+				  s->ncpus * sizeof(*v), 0)) {
+		for (int c = 0; c < s->ncpus; c++) {
+			sum->samples_seen += v[c].samples_seen;
+			sum->events_lost += v[c].events_lost;
+			sum->procs_full += v[c].procs_full;
+		}
+	}
+	free(v);
+}
+
+/* ---- draining */
+
+/*
+ * Wait until every BPF program that may have read the old `gen` has returned. The programs
+ * run inside RCU read-side sections (perf_event in NMI/IRQ context, tracepoints under
+ * rcu_read_lock), and MEMBARRIER_CMD_GLOBAL is a synchronize_rcu() in the kernel.
+ */
+static void grace_period(void)
+{
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return;
+	/* nohz_full kernels refuse it: fall back to a pause far longer than any program */
+	usleep(20000);
+}
+
+static int stack_keys(int fd, uint64_t **keys, size_t *nkeys, size_t *cap)
+{
+	uint64_t k, *pk = NULL;
+
+	*nkeys = 0;
+	while (!bpf_map_get_next_key(fd, pk, &k)) {
+		if (GROW(*keys, *cap, *nkeys + 1))
+			return -ENOMEM;
+		(*keys)[(*nkeys)++] = k;
+		pk = &(*keys)[*nkeys - 1];
+	}
+	return 0;
+}
+
+int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
+{
+	uint32_t old = s->skel->bss->gen & 1;
+	int cfd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
+	int sfd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
+	size_t nkeys = 0, cap = 0, nsk = 0, capsk = 0;
+	struct pcmon_stack *us = calloc(1, sizeof(*us)), *ks = calloc(1, sizeof(*ks));
+	struct pcmon_key *keys = NULL, k, *pk = NULL;
+	uint64_t *skeys = NULL;
+	int r = 0;
+
+	if (!us || !ks) {
+		r = -ENOMEM;
+		goto out;
+	}
+	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	grace_period();
+
+	while (!bpf_map_get_next_key(cfd, pk, &k)) {
+		struct pcmon_val v;
+
+		if (GROW(keys, cap, nkeys + 1)) {
+			r = -ENOMEM;
+			break;
+		}
+		keys[nkeys] = k;
+		pk = &keys[nkeys++];
+		if (bpf_map_lookup_elem(cfd, &k, &v))
+			continue;
+		us->len = ks->len = 0;
+		if (k.ustack && bpf_map_lookup_elem(sfd, &k.ustack, us))
+			us->len = 0;
+		if (k.kstack && bpf_map_lookup_elem(sfd, &k.kstack, ks))
+			ks->len = 0;
+		us->len = MIN(us->len, s->depth);
+		ks->len = MIN(ks->len, s->depth);
+		cb(ctx, &k, &v, k.ustack ? us : NULL, k.kstack ? ks : NULL);
+	}
+	for (size_t i = 0; i < nkeys; i++)
+		bpf_map_delete_elem(cfd, &keys[i]);
+	if (!stack_keys(sfd, &skeys, &nsk, &capsk))
+		for (size_t i = 0; i < nsk; i++)
+			bpf_map_delete_elem(sfd, &skeys[i]);
+out:
+	free(keys);
+	free(skeys);
+	free(us);
+	free(ks);
+	return r;
+}
+
+void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
+{
+	int fd = bpf_map__fd(s->skel->maps.offcpu_start);
+	struct pcmon_offcpu *o = malloc(sizeof(*o));
+	uint32_t k, *pk = NULL, prev;
+
+	if (!o)
+		return;
+	while (!bpf_map_get_next_key(fd, pk, &k)) {
+		prev = k;
+		pk = &prev;
+		if (!bpf_map_lookup_elem(fd, &k, o)) {
+			o->ustack.len = MIN(o->ustack.len, s->depth);
+			o->kstack.len = MIN(o->kstack.len, s->depth);
+			cb(ctx, o);
+		}
+	}
+	free(o);
+}
+
+/* ---- events */
+
+int sampler_events_fd(struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+int sampler_poll_events(struct sampler *s, sampler_event_cb cb, void *ctx)
+{
+	s->ev_cb = cb;
+	s->ev_ctx = ctx;
+	return ring_buffer__consume(s->rb);
+}
+
+int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
+{
+	struct bpf_program *p;
+	int n = 0;
+
+	bpf_object__for_each_program(p, s->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (n >= max || fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		out[n].name = bpf_program__name(p);
+		out[n].run_cnt = info.run_cnt;
+		out[n].run_time_ns = info.run_time_ns;
+		out[n].attached = true;
+		if (p == s->skel->progs.on_switch_btf)
+			out[n].attached = s->switch_link != NULL;
+		if (p == s->skel->progs.on_sample) {
+			out[n].attached = false;
+			for (int i = 0; i < MAX_PERIODS; i++)
+				out[n].attached |= s->periods[i].refs > 0;
+		}
+		n++;
+	}
+	return n;
+}

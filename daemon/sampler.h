@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sampler_: the BPF side's userspace half. Loads bpf/sample.bpf.c once, opens cpu-clock
+ * perf events per CPU for each sampling period in use, attaches the sched_switch program
+ * while some target wants REAL time, and drains the in-kernel aggregates.
+ */
+#ifndef PCMON_SAMPLER_H
+#define PCMON_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pcmon_bpf.h"
+
+struct sampler;
+
+struct sampler_opts {
+	uint32_t max_depth;	/* wanted frames per stack; raised up to what the kernel allows */
+	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
+	uint32_t stacks_entries; /* distinct stacks per drain buffer */
+};
+
+/* 0 or -errno; on failure @err gets a one-line reason saying what to do. */
+int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen);
+void sampler_close(struct sampler *s);
+
+uint32_t sampler_max_depth(const struct sampler *s);
+uint64_t sampler_min_period_ns(void);
+bool sampler_has_offcpu(const struct sampler *s);
+
+/* Reference-counted per-CPU cpu-clock events at @period_ns. */
+int sampler_period_get(struct sampler *s, uint64_t period_ns, char *err, size_t errlen);
+void sampler_period_put(struct sampler *s, uint64_t period_ns);
+/* Reference-counted attachment of the off-CPU (sched_switch) program. */
+int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen);
+void sampler_offcpu_put(struct sampler *s);
+
+int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns);
+/* Stop sampling @id and forget its processes, cgroups and open intervals in BPF. */
+void sampler_target_clear(struct sampler *s, uint32_t id);
+int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags);
+int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch);
+int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target);
+void sampler_all_set(struct sampler *s, uint32_t target);
+void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum);
+void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum);
+
+/*
+ * Flip the buffers, wait until no program can still write the old pair, and hand every
+ * entry of it to @cb, then empty it. ustack/kstack are NULL when absent.
+ */
+typedef void (*sampler_entry_cb)(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
+				 const struct pcmon_stack *ustack, const struct pcmon_stack *kstack);
+int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
+
+/* Off-CPU intervals still open, with their start time (CLOCK_MONOTONIC ns). */
+typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o);
+void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
+
+/* Process lifecycle events: fd to poll, and the consumer. */
+int sampler_events_fd(struct sampler *s);
+typedef void (*sampler_event_cb)(void *ctx, const struct pcmon_event *e);
+int sampler_poll_events(struct sampler *s, sampler_event_cb cb, void *ctx);
+
+struct sampler_prog_stats {
+	const char *name;
+	uint64_t run_cnt, run_time_ns;
+	bool attached;
+};
+/* Run-time statistics of each BPF program (kernel.bpf_stats_enabled while we run). */
+int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max);
+
+#endif

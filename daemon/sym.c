@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sym.h"
+#include "util.h"
+
+struct smod {
+	char *path;		/* as mapped */
+	uint32_t name;		/* string id of the basename */
+	Dwfl *dwfl;		/* NULL until opened; one module reported at its own vaddrs */
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	bool tried;
+	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
+	size_t nloads;
+};
+
+struct region {
+	uint64_t start, end, pgoff;
+	uint32_t module;
+};
+
+struct pmap {
+	struct region *r;
+	size_t n, cap;
+	bool final;
+	uint64_t read_ns;	/* when /proc/PID/maps was last read */
+};
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name;
+};
+
+struct sym {
+	unsigned flags;
+	struct itab *strs;	/* strings; id 0 is "" */
+	struct itab *mod_keys;	/* (dev, ino, path) -> module id */
+	struct smod *mods;
+	size_t nmods, cap_mods;
+	struct itab *proc_keys; /* (module str, name str) -> proc id */
+	struct sym_procinfo *procs;
+	size_t cap_procs;
+	struct itab *loc_keys;	/* (module, addr) -> loc id */
+	struct sym_loc *locs;
+	size_t cap_locs;
+	uint32_t *frames;
+	size_t nframes, cap_frames;
+	struct itab *pmap_keys; /* (pid, epoch) -> pmap */
+	struct pmap *pmaps;
+	size_t cap_pmaps;
+	struct ksym *ksyms;	/* sorted */
+	size_t nksyms;
+	bool ksyms_loaded;
+	struct sym_stats st;
+};
+
+static const Dwfl_Callbacks dwfl_cbs = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+int sym_intern_str(struct sym *s, const char *str, uint32_t *id)
+{
+	return itab_str(s->strs, str ? str : "", id) < 0 ? -ENOMEM : 0;
+}
+
+const char *sym_str(const struct sym *s, uint32_t id)
+{
+	const char *p = itab_key(s->strs, id, NULL);
+
+	return p ? p : "";
+}
+
+static uint32_t str_id(struct sym *s, const char *str)
+{
+	uint32_t id = 0;
+
+	sym_intern_str(s, str, &id);
+	return id;
+}
+
+static int add_module(struct sym *s, const char *path, const char *name, uint32_t *id)
+{
+	if (GROW(s->mods, s->cap_mods, s->nmods + 1))
+		return -ENOMEM;
+	s->mods[s->nmods] = (struct smod){ .path = strdup(path), .name = str_id(s, name) };
+	*id = s->nmods++;
+	return 0;
+}
+
+struct sym *sym_new(unsigned flags)
+{
+	struct sym *s = calloc(1, sizeof(*s));
+	uint32_t id;
+
+	if (!s)
+		return NULL;
+	s->flags = flags;
+	s->strs = itab_new();
+	s->mod_keys = itab_new();
+	s->proc_keys = itab_new();
+	s->loc_keys = itab_new();
+	s->pmap_keys = itab_new();
+	if (!s->strs || !s->mod_keys || !s->proc_keys || !s->loc_keys || !s->pmap_keys)
+		goto fail;
+	if (sym_intern_str(s, "", &id) || add_module(s, "", "", &id) ||
+	    add_module(s, "[kernel]", "kernel", &id))
+		goto fail;
+	return s;
+fail:
+	sym_free(s);
+	return NULL;
+}
+
+void sym_free(struct sym *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmods; i++) {
+		if (s->mods[i].dwfl)
+			dwfl_end(s->mods[i].dwfl);
+		free(s->mods[i].path);
+		free(s->mods[i].loads);
+	}
+	for (uint32_t i = 0; s->pmap_keys && i < itab_count(s->pmap_keys); i++)
+		free(s->pmaps[i].r);
+	itab_free(s->strs);
+	itab_free(s->mod_keys);
+	itab_free(s->proc_keys);
+	itab_free(s->loc_keys);
+	itab_free(s->pmap_keys);
+	free(s->mods);
+	free(s->procs);
+	free(s->locs);
+	free(s->frames);
+	free(s->pmaps);
+	free(s->ksyms);
+	free(s);
+}
+
+/* ---- procedures and locations */
+
+int sym_intern_proc(struct sym *s, const char *module, const char *name, const char *file,
+		    uint32_t line, uint32_t *proc)
+{
+	uint32_t key[2] = { str_id(s, module), str_id(s, name) };
+	struct sym_procinfo *pi;
+	char *full;
+	int r;
+
+	r = itab_intern(s->proc_keys, key, sizeof(key), proc);
+	if (r <= 0)
+		return r;
+	if (GROW(s->procs, s->cap_procs, *proc + 1))
+		return -ENOMEM;
+	pi = &s->procs[*proc];
+	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line };
+	pi->file = file ? str_id(s, file) : 0;
+	if (asprintf(&full, "%s%s%s", module, module[0] ? "." : "", name && name[0] ? name : "?") < 0)
+		return -ENOMEM;
+	pi->full = str_id(s, full);
+	free(full);
+	s->st.procs++;
+	return 0;
+}
+
+const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc)
+{
+	return proc < itab_count(s->proc_keys) ? &s->procs[proc] : NULL;
+}
+
+uint32_t sym_nprocs(const struct sym *s)
+{
+	return itab_count(s->proc_keys);
+}
+
+const struct sym_loc *sym_loc(const struct sym *s, uint32_t loc)
+{
+	return loc < itab_count(s->loc_keys) ? &s->locs[loc] : NULL;
+}
+
+const uint32_t *sym_frames(const struct sym *s, const struct sym_loc *l)
+{
+	return s->frames + l->first;
+}
+
+const char *sym_module_path(const struct sym *s, uint32_t module)
+{
+	return module < s->nmods ? s->mods[module].path : "";
+}
+
+void sym_stats(const struct sym *s, struct sym_stats *st)
+{
+	*st = s->st;
+	st->locs = itab_count(s->loc_keys);
+	st->modules = s->nmods;
+}
+
+static int push_frame(struct sym *s, const char *module, const char *name, const char *file,
+		      uint32_t line)
+{
+	uint32_t proc;
+
+	if (sym_intern_proc(s, module, name, file, line, &proc) ||
+	    GROW(s->frames, s->cap_frames, s->nframes + 1))
+		return -ENOMEM;
+	s->frames[s->nframes++] = proc;
+	return 0;
+}
+
+/* ---- ELF objects */
+
+static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
+			uint64_t end)
+{
+	char p[4200];
+	size_t n;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd;
+
+	m->tried = true;
+	/* map_files survives deleted files and other mount namespaces; then the root view */
+	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pr_debug("cannot open %s: %s", m->path, strerror(errno));
+		return;
+	}
+	m->dwfl = dwfl_begin(&dwfl_cbs);
+	if (!m->dwfl) {
+		close(fd);
+		return;
+	}
+	/* libdwfl takes ownership of fd */
+	m->mod = dwfl_report_elf(m->dwfl, sym_str(s, m->name), m->path, fd, 0, false);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (!m->mod) {
+		pr_debug("libdw cannot read %s: %s", m->path, dwfl_errmsg(-1));
+		return;
+	}
+	elf = dwfl_module_getelf(m->mod, &m->bias);
+	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n))
+		return;
+	m->loads = calloc(n ? n : 1, sizeof(*m->loads));
+	for (size_t i = 0; m->loads && i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+			m->loads[m->nloads++] = ph;
+	}
+}
+
+/* File offset -> ELF virtual address; false if no PT_LOAD covers it. */
+static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < m->nloads; i++) {
+		const GElf_Phdr *ph = &m->loads[i];
+
+		if (off >= ph->p_offset && off < ph->p_offset + ph->p_memsz) {
+			*vaddr = off - ph->p_offset + ph->p_vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+
+	if (dwarf_attr_integrate(die, DW_AT_name, &a))
+		return dwarf_formstring(&a);
+	return NULL;
+}
+
+/* Frames for address @a of module @m (dwfl address space), innermost first. */
+static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc *l)
+{
+	const char *mname = sym_str(s, m->name), *name, *file = NULL;
+	Dwarf_Die *scopes = NULL, *cu;
+	Dwarf_Addr bias;
+	GElf_Sym gsym;
+	GElf_Off off;
+	Dwfl_Line *ln;
+	int nscopes = 0, line = 0, r = 0;
+	const char *decl_file = NULL;
+	int decl_line = 0;
+
+	ln = dwfl_module_getsrc(m->mod, a);
+	if (ln) {
+		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+		l->file = file ? str_id(s, file) : 0;
+		l->line = line > 0 ? line : 0;
+	}
+	name = dwfl_module_addrinfo(m->mod, a, &off, &gsym, NULL, NULL, NULL);
+	if (name && gsym.st_size && off >= gsym.st_size)
+		name = NULL;
+
+	cu = dwfl_module_addrdie(m->mod, a, &bias);
+	if (cu)
+		nscopes = dwarf_getscopes(cu, a - bias, &scopes);
+	for (int i = 0; i < nscopes; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram) {
+			decl_file = dwarf_decl_file(&scopes[i]);
+			dwarf_decl_line(&scopes[i], &decl_line);
+			if (!name)
+				name = die_name(&scopes[i]);
+			break;
+		}
+		if (tag != DW_TAG_inlined_subroutine || (s->flags & SYM_NO_INLINE))
+			continue;
+		{
+			const char *ifile = dwarf_decl_file(&scopes[i]);
+			int iline = 0;
+
+			dwarf_decl_line(&scopes[i], &iline);
+			r = push_frame(s, mname, die_name(&scopes[i]), ifile, iline);
+			if (r)
+				goto out;
+			l->nframes++;
+		}
+	}
+	r = push_frame(s, mname, name, decl_file, decl_line);
+	if (!r)
+		l->nframes++;
+out:
+	free(scopes);
+	return r;
+}
+
+/* ---- kernel */
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void load_kallsyms(struct sym *s)
+{
+	size_t cap = 0;
+	char *buf, *line, *save;
+
+	s->ksyms_loaded = true;
+	buf = read_file("/proc/kallsyms", NULL);
+	if (!buf) {
+		pr_warn("cannot read /proc/kallsyms: %s (kernel frames stay unnamed)", strerror(errno));
+		return;
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char type, name[256];
+		uint64_t addr;
+
+		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		if (type != 't' && type != 'T' && type != 'W' && type != 'w')
+			continue;
+		if (GROW(s->ksyms, cap, s->nksyms + 1))
+			break;
+		s->ksyms[s->nksyms++] = (struct ksym){ .addr = addr, .name = str_id(s, name) };
+	}
+	free(buf);
+	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (!s->nksyms)
+		pr_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict?): kernel frames stay unnamed");
+}
+
+static const char *ksym_name(struct sym *s, uint64_t a)
+{
+	size_t lo = 0, hi = s->nksyms;
+
+	if (!s->ksyms_loaded)
+		load_kallsyms(s);
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ksyms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? sym_str(s, s->ksyms[lo - 1].name) : NULL;
+}
+
+/* ---- locations */
+
+static uint32_t make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr)
+{
+	struct { uint64_t addr; uint32_t module, pad; } key = { addr, module, 0 };
+	struct smod *m = &s->mods[module];
+	struct sym_loc *l;
+	uint32_t id;
+	int r;
+
+	r = itab_intern(s->loc_keys, &key, sizeof(key), &id);
+	if (r == 0)
+		return id;
+	if (r < 0 || GROW(s->locs, s->cap_locs, id + 1))
+		return 0; /* out of memory: the first location stands in */
+	l = &s->locs[id];
+	*l = (struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
+	if (module == SYM_MOD_KERNEL)
+		push_frame(s, "kernel", ksym_name(s, addr), NULL, 0);
+	else if (m->mod)
+		symbolize_elf(s, m, dwfl_addr, l);
+	else
+		push_frame(s, sym_str(s, m->name), NULL, NULL, 0);
+	l->nframes = s->nframes - l->first;
+	if (!l->nframes) {
+		push_frame(s, sym_str(s, m->name), NULL, NULL, 0);
+		l->nframes = 1;
+	}
+	return id;
+}
+
+uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site)
+{
+	return make_loc(s, SYM_MOD_KERNEL, pc - call_site, 0);
+}
+
+/* ---- process address maps */
+
+static struct pmap *pmap_get(struct sym *s, uint32_t pid, uint32_t epoch, bool create)
+{
+	uint32_t key[2] = { pid, epoch }, id;
+	int64_t f;
+	int r;
+
+	if (!create) {
+		f = itab_find(s->pmap_keys, key, sizeof(key));
+		return f < 0 ? NULL : &s->pmaps[f];
+	}
+	r = itab_intern(s->pmap_keys, key, sizeof(key), &id);
+	if (r < 0 || GROW(s->pmaps, s->cap_pmaps, id + 1))
+		return NULL;
+	if (r)
+		memset(&s->pmaps[id], 0, sizeof(s->pmaps[id]));
+	return &s->pmaps[id];
+}
+
+int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, true);
+	char path[64], *buf, *line, *save;
+
+	if (!pm)
+		return -ENOMEM;
+	if (pm->final)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	buf = read_file(path, NULL);
+	if (!buf)
+		return -errno;
+	s->st.maps_reads++;
+	pm->read_ns = now_ns();
+	pm->n = 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		uint64_t start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8];
+		int pos = 0;
+		struct { uint64_t dev, ino; } mkey;
+		const char *file;
+		uint32_t mod;
+		int r;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
+			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
+			continue;
+		if (perms[2] != 'x' || !ino)
+			continue; /* only executable, file-backed mappings name code */
+		file = line + pos;
+		mkey.dev = ((uint64_t)maj << 32) | min;
+		mkey.ino = ino;
+		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
+		if (r < 0)
+			break;
+		mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
+		if (r == 1 && add_module(s, file, basename_of(file), &mod))
+			break;
+		if (!s->mods[mod].tried)
+			module_open(s, &s->mods[mod], pid, start, end);
+		if (GROW(pm->r, pm->cap, pm->n + 1))
+			break;
+		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod };
+	}
+	free(buf);
+	return 0;
+}
+
+void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+
+	if (pm)
+		pm->final = true;
+}
+
+static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)
+{
+	for (size_t i = 0; pm && i < pm->n; i++)
+		if (pc >= pm->r[i].start && pc < pm->r[i].end)
+			return &pm->r[i];
+	return NULL;
+}
+
+uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	const struct region *r = pmap_find(pm, pc);
+	struct smod *m;
+	uint64_t vaddr;
+
+	if (!r && (!pm || (!pm->final && now_ns() - pm->read_ns > 20000000))) {
+		/* new code mapped since the last look (dlopen): look again while we can */
+		s->st.maps_misses++;
+		if (!sym_proc_load(s, pid, epoch)) {
+			pm = pmap_get(s, pid, epoch, false);
+			r = pmap_find(pm, pc);
+		}
+	}
+	pc -= call_site;
+	if (!r)
+		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0);
+	m = &s->mods[r->module];
+	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr))
+		return make_loc(s, r->module, pc - r->start + r->pgoff, 0);
+	return make_loc(s, r->module, vaddr, vaddr + m->bias);
+}
+
+int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
+		   size_t n, const char *file, uint32_t line, uint32_t *loc)
+{
+	struct { uint64_t dev, ino; } mkey = { UINT64_MAX, hash_bytes(module, strlen(module)) };
+	struct { uint64_t addr; uint32_t module, pad; } lkey;
+	struct sym_loc *l;
+	uint32_t mod;
+	int r;
+
+	if (!strcmp(module, "kernel")) {
+		mod = SYM_MOD_KERNEL;
+	} else if (!module[0]) {
+		mod = SYM_MOD_UNKNOWN;
+	} else {
+		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
+		if (r < 0)
+			return r;
+		mod += SYM_MOD_KERNEL + 1;
+		if (r == 1 && add_module(s, module, module, &mod))
+			return -ENOMEM;
+	}
+	lkey = (typeof(lkey)){ addr, mod, 0 };
+	r = itab_intern(s->loc_keys, &lkey, sizeof(lkey), loc);
+	if (r <= 0)
+		return r;
+	if (GROW(s->locs, s->cap_locs, *loc + 1))
+		return -ENOMEM;
+	l = &s->locs[*loc];
+	*l = (struct sym_loc){ .module = mod, .addr = addr, .first = s->nframes, .line = line };
+	l->file = file ? str_id(s, file) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (push_frame(s, module, procs[i], NULL, 0))
+			return -ENOMEM;
+	if (!n && push_frame(s, module, NULL, NULL, 0))
+		return -ENOMEM;
+	l->nframes = s->nframes - l->first;
+	return 0;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sym_: symbolization with elfutils libdw.
+ *
+ * A *location* is a code address made process-independent: (object file, address inside
+ * it). Each location is symbolized once and yields one or more *frames* (procedure ids),
+ * innermost first: inlined functions come before the function they were inlined into.
+ * Procedures are (module basename, name); a procedure with no name stands for code that
+ * no symbol covers in that module (or in anonymous memory): foreignPcs material.
+ *
+ * Per process, an address map snapshot from /proc/PID/maps, keyed by (pid, exec epoch), so
+ * samples taken before an exec or after the process exited still resolve.
+ */
+#ifndef PCMON_SYM_H
+#define PCMON_SYM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SYM_NO_INLINE 1u
+
+#define SYM_MOD_UNKNOWN 0 /* anonymous / unmapped memory */
+#define SYM_MOD_KERNEL 1
+
+struct sym;
+
+struct sym_loc {
+	uint32_t module;	/* sym module id */
+	uint32_t nframes;	/* >= 1 */
+	uint64_t addr;		/* address inside the object (ELF vaddr), or absolute */
+	uint32_t first;		/* index of the first frame in the frame pool */
+	uint32_t file;		/* string id of the source file, 0 = unknown */
+	uint32_t line;		/* source line, 0 = unknown */
+};
+
+struct sym_procinfo {
+	uint32_t module;	/* string id of the module name ("libc.so.6", "kernel", "") */
+	uint32_t name;		/* string id of the procedure name, 0 = no covering symbol */
+	uint32_t file;		/* string id of the file of its entry, 0 = unknown */
+	uint32_t line;
+	uint32_t full;		/* string id of "module.procedure" */
+};
+
+struct sym *sym_new(unsigned flags);
+void sym_free(struct sym *s);
+
+/* Take (or retake) the address map of a live process as the map of its exec epoch. */
+int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
+/* The process left this epoch (exec or exit): its map is final, no more re-reads. */
+void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
+
+/* Location of a user pc in process (pid, epoch); @call_site: pc is a return address. */
+uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site);
+uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site);
+
+const struct sym_loc *sym_loc(const struct sym *s, uint32_t loc);
+const uint32_t *sym_frames(const struct sym *s, const struct sym_loc *l);
+const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc);
+uint32_t sym_nprocs(const struct sym *s);
+const char *sym_str(const struct sym *s, uint32_t id); /* "" for 0 */
+const char *sym_module_path(const struct sym *s, uint32_t module);
+/* Intern a procedure by names (for results loaded from disk). */
+int sym_intern_proc(struct sym *s, const char *module, const char *name, const char *file,
+		    uint32_t line, uint32_t *proc);
+/* Intern a location with given frames, innermost first (results loaded from disk, tests). */
+int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
+		   size_t n, const char *file, uint32_t line, uint32_t *loc);
+int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
+
+struct sym_stats {
+	uint64_t locs, procs, modules, maps_reads, maps_misses;
+};
+void sym_stats(const struct sym *s, struct sym_stats *st);
+
+#endif

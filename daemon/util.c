@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int log_verbosity = LOG_WARN;
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+{
+	static const char *const tag[] = { "error", "warning", "info", "debug" };
+	va_list ap;
+
+	if ((int)lvl > log_verbosity)
+		return;
+	fprintf(stderr, "pcmon: %s: ", tag[lvl]);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* FNV-1a, 8 bytes at a time, with a final avalanche. */
+uint64_t hash_bytes(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL, w;
+
+	for (; len >= 8; b += 8, len -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	for (; len; b++, len--)
+		h = (h ^ *b) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+double wall_time(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct itab_ent {
+	uint64_t hash;
+	size_t off;
+	size_t len;
+};
+
+struct itab {
+	struct itab_ent *ents;
+	size_t nents, cap_ents;
+	char *arena;
+	size_t arena_len, arena_cap;
+	uint32_t *slots; /* id + 1, 0 = empty */
+	size_t nslots;	 /* power of two */
+};
+
+struct itab *itab_new(void)
+{
+	return calloc(1, sizeof(struct itab));
+}
+
+void itab_free(struct itab *t)
+{
+	if (!t)
+		return;
+	free(t->ents);
+	free(t->arena);
+	free(t->slots);
+	free(t);
+}
+
+static int itab_rehash(struct itab *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 64;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nents; i++) {
+		size_t j = t->ents[i].hash & (n - 1);
+
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = i + 1;
+	}
+	free(t->slots);
+	t->slots = s;
+	t->nslots = n;
+	return 0;
+}
+
+static int64_t itab_lookup(const struct itab *t, const void *key, size_t len, uint64_t h,
+			   size_t *slot)
+{
+	size_t j;
+
+	if (!t->nslots)
+		return -1;
+	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		const struct itab_ent *e = &t->ents[t->slots[j] - 1];
+
+		if (e->hash == h && e->len == len && !memcmp(t->arena + e->off, key, len))
+			return t->slots[j] - 1;
+	}
+	if (slot)
+		*slot = j;
+	return -1;
+}
+
+int64_t itab_find(const struct itab *t, const void *key, size_t len)
+{
+	return itab_lookup(t, key, len, hash_bytes(key, len), NULL);
+}
+
+int itab_intern(struct itab *t, const void *key, size_t len, uint32_t *id)
+{
+	uint64_t h = hash_bytes(key, len);
+	size_t slot;
+	int64_t found;
+
+	found = itab_lookup(t, key, len, h, NULL);
+	if (found >= 0) {
+		*id = found;
+		return 0;
+	}
+	if ((t->nents + 1) * 2 > t->nslots && itab_rehash(t))
+		return -ENOMEM;
+	if (GROW(t->ents, t->cap_ents, t->nents + 1) ||
+	    GROW(t->arena, t->arena_cap, t->arena_len + len + 1))
+		return -ENOMEM;
+	itab_lookup(t, key, len, h, &slot);
+	memcpy(t->arena + t->arena_len, key, len);
+	t->ents[t->nents] = (struct itab_ent){ .hash = h, .off = t->arena_len, .len = len };
+	t->arena_len += len;
+	/* keep every key 8-byte aligned so callers may read structs in place */
+	t->arena_len = (t->arena_len + 7) & ~(size_t)7;
+	t->slots[slot] = t->nents + 1;
+	*id = t->nents++;
+	return 1;
+}
+
+const void *itab_key(const struct itab *t, uint32_t id, size_t *len)
+{
+	if (id >= t->nents)
+		return NULL;
+	if (len)
+		*len = t->ents[id].len;
+	return t->arena + t->ents[id].off;
+}
+
+uint32_t itab_count(const struct itab *t)
+{
+	return t->nents;
+}
+
+char *read_file(const char *path, size_t *lenp)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	ssize_t n;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (GROW(buf, cap, len + 4097)) {
+			err = ENOMEM;
+			goto fail;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = errno;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	errno = err;
+	return NULL;
+}
+
+const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int online_cpus(bool **mask, int *n)
+{
+	char *s = read_file("/sys/devices/system/cpu/online", NULL), *p;
+	int hi = -1;
+
+	*mask = NULL;
+	*n = 0;
+	if (!s)
+		return -errno;
+	/* "0-3,8,10-11": two passes, the first to size the mask */
+	for (int pass = 0; pass < 2; pass++) {
+		for (p = s; *p && *p != '\n';) {
+			char *end;
+			long a = strtol(p, &end, 10), b = a;
+
+			if (end == p)
+				break;
+			if (*end == '-')
+				b = strtol(end + 1, &end, 10);
+			for (long c = a; pass && c <= b; c++)
+				(*mask)[c] = true;
+			hi = MAX(hi, (int)b);
+			p = *end == ',' ? end + 1 : end;
+		}
+		if (!pass && !(*mask = calloc(hi + 1, sizeof(bool)))) {
+			free(s);
+			return -ENOMEM;
+		}
+	}
+	free(s);
+	*n = hi + 1;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Small pieces every engine module uses: logging, growable arrays, an interning table. */
+#ifndef PCMON_UTIL_H
+#define PCMON_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+extern int log_verbosity;	/* messages above this level are dropped; default LOG_WARN */
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define pr_err(...) log_msg(LOG_ERR, __VA_ARGS__)
+#define pr_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Grow *arr (of *cap elements of size elem) so that it holds at least need; 0 or -ENOMEM. */
+int grow(void **arr, size_t *cap, size_t need, size_t elem);
+#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+uint64_t hash_bytes(const void *p, size_t len);
+uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
+double wall_time(void);		/* CLOCK_REALTIME seconds */
+
+/*
+ * itab: interns byte strings, giving each distinct key a dense id 0, 1, 2, ...
+ * Keys are copied; ids are stable for the table's lifetime.
+ */
+struct itab;
+struct itab *itab_new(void);
+void itab_free(struct itab *t);
+/* 1 if the key is new, 0 if it was there, -ENOMEM; *id gets its id either way. */
+int itab_intern(struct itab *t, const void *key, size_t len, uint32_t *id);
+int64_t itab_find(const struct itab *t, const void *key, size_t len); /* id or -1 */
+const void *itab_key(const struct itab *t, uint32_t id, size_t *len);
+uint32_t itab_count(const struct itab *t);
+static inline int itab_str(struct itab *t, const char *s, uint32_t *id)
+{
+	return itab_intern(t, s, strlen(s) + 1, id);
+}
+
+/* Read a whole (small) file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
+char *read_file(const char *path, size_t *len);
+const char *basename_of(const char *path);
+/* Online CPUs as a mask of *n entries. */
+int online_cpus(bool **mask, int *n);
+
+#endif

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Structures shared by the BPF side (bpf/sample.bpf.c) and the engine (daemon/sampler.c).
+ * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
+ */
+#ifndef PCMON_BPF_H
+#define PCMON_BPF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PCMON_MAX_TARGETS 256	/* target ids are 1..PCMON_MAX_TARGETS-1 */
+#define PCMON_STACK_MAX 512	/* frames a stack buffer can hold; the live depth is a rodata knob */
+#define PCMON_COMM_LEN 16
+
+/* What a counts entry measures (pcmon_key.kind). */
+enum pcmon_kind {
+	PCMON_KIND_ONCPU = 0,	 /* timer sample, task was in user mode */
+	PCMON_KIND_ONCPU_KMODE,	 /* timer sample, task was in kernel mode */
+	PCMON_KIND_OFF_BLOCKED,	 /* off-CPU interval, task slept (value.ns) */
+	PCMON_KIND_OFF_RUNNABLE, /* off-CPU interval, task was preempted (value.ns) */
+	PCMON_KIND_MAX,
+};
+
+/* Stack capture outcome, kept in the key so that a failed walk is still a counted sample. */
+enum pcmon_stack_err {
+	PCMON_SERR_NONE = 0,
+	PCMON_SERR_FAULT,	/* bpf_get_stack() failed: user memory not readable */
+	PCMON_SERR_FULL,	/* the stacks map was full: frames were lost */
+	PCMON_SERR_OTHER,	/* bpf_get_stack() failed for another reason */
+	PCMON_SERR_MAX,
+};
+
+/* Per-target flags (pcmon_tcfg.flags). */
+#define PCMON_TF_ACTIVE	  (1u << 0) /* sampling (not paused, not stopped) */
+#define PCMON_TF_KERNEL	  (1u << 1) /* also capture kernel stacks */
+#define PCMON_TF_REAL	  (1u << 2) /* account off-CPU time too */
+#define PCMON_TF_CHILDREN (1u << 3) /* processes forked after start join the target */
+
+struct pcmon_tcfg {
+	__u32 flags;
+	__u32 pad;
+	__u64 period_ns; /* cpu-clock period this target samples at */
+};
+
+/* tgid -> which target it belongs to, and how many times it has exec'ed since. */
+struct pcmon_proc {
+	__u32 target;	/* first: the engine finds a target's entries by it */
+	__u32 epoch;
+	__u32 flags;	/* PCMON_PF_* */
+	__u32 pad;
+};
+
+/* Launched by `pcmon run`, held before exec: its samples count from the exec on. */
+#define PCMON_PF_EXEC_WAIT (1u << 0)
+
+/* A stack as stored in the stacks maps: frames innermost first, as the kernel gives them. */
+struct pcmon_stack {
+	__u32 len;
+	__u32 pad;
+	__u64 ip[PCMON_STACK_MAX];
+};
+
+struct pcmon_key {
+	__u32 target;
+	__u32 pid;	/* tgid */
+	__u32 epoch;	/* exec generation of pid: which address space ustack belongs to */
+	__u8 kind;	/* enum pcmon_kind */
+	__u8 uerr;	/* enum pcmon_stack_err for the user stack */
+	__u8 kerr;	/* enum pcmon_stack_err for the kernel stack */
+	__u8 pad;
+	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
+	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
+};
+
+struct pcmon_val {
+	__u64 count;	/* samples (on-CPU) or switches (off-CPU) */
+	__u64 ns;	/* off-CPU nanoseconds */
+};
+
+/* Per-target drop counters (per-CPU array indexed by target id). */
+struct pcmon_tstat {
+	__u64 lost_counts_full;	/* samples dropped: the counts map was full */
+	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
+};
+
+/* A thread that went off CPU and has not run since. */
+struct pcmon_offcpu {
+	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
+	struct pcmon_key key;	/* ustack/kstack are hashes of the frames below */
+	struct pcmon_stack ustack;
+	struct pcmon_stack kstack;
+};
+
+/* Process lifecycle events, streamed over the ring buffer. */
+enum pcmon_ev_type {
+	PCMON_EV_FORK = 1,
+	PCMON_EV_EXEC,
+	PCMON_EV_EXIT,
+};
+
+struct pcmon_event {
+	__u32 type;
+	__u32 target;
+	__u32 pid;
+	__u32 ppid;
+	__u32 epoch;
+	__u32 exit_code;
+	char comm[PCMON_COMM_LEN];
+};
+
+/* Global counters (per-CPU array, one element). */
+struct pcmon_gstat {
+	__u64 samples_seen;	/* perf_event program runs */
+	__u64 events_lost;	/* ring buffer full */
+	__u64 procs_full;	/* a child could not join its target: proc map full */
+};
+
+#endif /* PCMON_BPF_H */
