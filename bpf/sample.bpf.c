@@ -155,19 +155,31 @@ static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
 	return cfg;
 }
 
-/* 64-bit mix over the frames; 0 is reserved for "no stack". */
+struct hash_ctx {
+	const struct pcmon_stack *s;
+	__u64 h;
+};
+
+static long hash_step(__u32 i, void *data)
+{
+	struct hash_ctx *c = data;
+
+	if (i >= PCMON_STACK_MAX)
+		return 1;
+	c->h ^= c->s->ip[i];
+	c->h *= 0xff51afd7ed558ccdULL;
+	c->h ^= c->h >> 33;
+	return 0;
+}
+
+/* 64-bit mix over the frames; 0 is reserved for "no stack". bpf_loop keeps the verifier's
+ * work independent of the depth. */
 static __always_inline __u64 stack_hash(const struct pcmon_stack *s)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL ^ s->len;
+	struct hash_ctx c = { .s = s, .h = 0x9e3779b97f4a7c15ULL ^ s->len };
 
-	for (__u32 i = 0; i < PCMON_STACK_MAX; i++) {
-		if (i >= s->len)
-			break;
-		h ^= s->ip[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 33;
-	}
-	return h ? h : 1;
+	bpf_loop(s->len < PCMON_STACK_MAX ? s->len : PCMON_STACK_MAX, hash_step, &c, 0);
+	return c.h ? c.h : 1;
 }
 
 /* Fill @s with the current task's stack; returns enum pcmon_stack_err. */

@@ -30,21 +30,21 @@
 enum colon_kind {
 	COLON_NONE = 0,
 	COLON_BEFORE = 1, /* ":name": charge the caller of the matched frame */
-	COLON_AFTER = 2,  /* "name:": charge the matched frame */
+	COLON_AFTER = 2, /* "name:": charge the matched frame */
 };
 
 struct pat_name {
-	char *s;      /* unquoted: as written; quoted: decoded */
+	char *s; /* unquoted: as written; quoted: decoded */
 	uint32_t len;
-	bool quoted;  /* matched literally, printed quoted */
-	bool glob;    /* contains '*' or '?' and is not quoted */
+	bool quoted; /* matched literally, printed quoted */
+	bool glob; /* contains '*' or '?' and is not quoted */
 	uint32_t split0, nsplit; /* dots that split it into module + procedure, in pat->splits */
 };
 
 struct pat_elem {
-	uint32_t name;      /* index into pat->names, or STAR_NAME */
+	uint32_t name; /* index into pat->names, or STAR_NAME */
 	uint32_t colon_pos; /* byte offset of the colon, for errors */
-	uint8_t colon;      /* enum colon_kind */
+	uint8_t colon; /* enum colon_kind */
 };
 
 struct pat_block {
@@ -55,11 +55,11 @@ struct pat_block {
 struct pat_thread {
 	uint32_t elem0, nelem;
 	uint32_t block0, nblock;
-	bool anchored;        /* does not end with '*': the last block is at the innermost frame */
+	bool anchored; /* does not end with '*': the last block is at the innermost frame */
 	bool has_colon;
 	uint8_t colon_kind;
 	uint32_t colon_block; /* relative to block0 */
-	uint32_t colon_off;   /* offset of the colon primary within its block */
+	uint32_t colon_off; /* offset of the colon primary within its block */
 };
 
 struct pat {
@@ -127,9 +127,10 @@ static bool glob_match(const char *p, size_t plen, const char *s, size_t slen, b
 		if (pi < plen && p[pi] == '*') {
 			star = ++pi;
 			mark = si;
-		} else if (pi < plen && (p[pi] == '?' || (icase ? lower((unsigned char)p[pi]) ==
-								     lower((unsigned char)s[si])
-							     : p[pi] == s[si]))) {
+		} else if (pi < plen &&
+			   (p[pi] == '?' ||
+			    (icase ? lower((unsigned char)p[pi]) == lower((unsigned char)s[si])
+				   : p[pi] == s[si]))) {
 			pi++;
 			si++;
 		} else if (star != NONE) {
@@ -144,8 +145,7 @@ static bool glob_match(const char *p, size_t plen, const char *s, size_t slen, b
 	return pi == plen;
 }
 
-static bool str_match(const char *p, size_t plen, bool glob, const char *s, size_t slen,
-		      bool icase)
+static bool str_match(const char *p, size_t plen, bool glob, const char *s, size_t slen, bool icase)
 {
 	if (glob)
 		return glob_match(p, plen, s, slen, icase);
@@ -153,8 +153,8 @@ static bool str_match(const char *p, size_t plen, bool glob, const char *s, size
 }
 
 static const char *const clone_words[] = {
-	"cold", "isra", "part", "constprop", "lto_priv", "clone", "llvm", "localalias",
-	"specialized", "__uniq",
+	"cold",	 "isra", "part",       "constprop",   "lto_priv",
+	"clone", "llvm", "localalias", "specialized", "__uniq",
 };
 
 /*
@@ -177,7 +177,8 @@ static bool is_clone_chain(const char *s, size_t len)
 		while (i < len && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
 			i++;
 		for (k = 0; k < sizeof(clone_words) / sizeof(clone_words[0]); k++) {
-			if (strlen(clone_words[k]) == i - w && !memcmp(clone_words[k], s + w, i - w)) {
+			if (strlen(clone_words[k]) == i - w &&
+			    !memcmp(clone_words[k], s + w, i - w)) {
 				known = true;
 				break;
 			}
@@ -398,14 +399,19 @@ struct tok {
 	bool quoted;
 };
 
-enum node_kind { N_NAME, N_STAR, N_SEQ, N_ALT };
+enum node_kind {
+	N_NAME,
+	N_STAR,
+	N_SEQ,
+	N_ALT
+};
 
 struct node {
 	uint8_t kind;
 	uint8_t colon;
-	uint32_t pos;       /* first byte */
+	uint32_t pos; /* first byte */
 	uint32_t colon_pos;
-	uint32_t name;      /* N_NAME: index into parser names */
+	uint32_t name; /* N_NAME: index into parser names */
 	uint32_t child, last, next;
 };
 
@@ -456,19 +462,24 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parser *ps, size_t 
 	return -EINVAL;
 }
 
-/* A piece of the text for a message, at most 40 bytes, cut at a character boundary. */
-static int excerpt_len(const char *s, size_t len)
+/* A piece of the text for a message: at most 40 bytes, or 36 cut at a character and "...". */
+static const char *excerpt(char *buf, size_t size, const char *s, size_t len)
 {
-	if (len <= 40)
-		return (int)len;
-	len = 37;
-	while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-		len--;
-	return (int)len;
+	const char *more = "";
+
+	if (len > 40) {
+		len = 36;
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+		more = "...";
+	}
+	snprintf(buf, size, "%.*s%s", (int)len, s, more);
+	return buf;
 }
 
 static int lex_quoted(struct parser *ps, size_t start, struct tok *t, bool report)
 {
+	static const char escapes[] = "(only \\\" and \\\\ are allowed)";
 	const char *s = ps->text;
 	size_t i = start + 1;
 
@@ -485,12 +496,12 @@ static int lex_quoted(struct parser *ps, size_t start, struct tok *t, bool repor
 			if (s[i + 1] != '"' && s[i + 1] != '\\') {
 				if (!report)
 					return -EINVAL;
-				if ((unsigned char)s[i + 1] > 0x20 && (unsigned char)s[i + 1] < 0x7f)
+				if ((unsigned char)s[i + 1] > 0x20 &&
+				    (unsigned char)s[i + 1] < 0x7f)
 					return fail(ps, i,
-						    "unknown escape '\\%c' in quoted name (only \\\" and \\\\ are allowed)",
-						    s[i + 1]);
-				return fail(ps, i,
-					    "unknown escape in quoted name (only \\\" and \\\\ are allowed)");
+						    "unknown escape '\\%c' in quoted name %s",
+						    s[i + 1], escapes);
+				return fail(ps, i, "unknown escape in quoted name %s", escapes);
 			}
 			i += 2;
 			continue;
@@ -652,8 +663,12 @@ static int new_node(struct parser *ps, uint8_t kind, size_t pos, uint32_t *idx)
 		return -ENOMEM;
 	ps->nodes = nodes;
 	nodes[ps->nnodes] = (struct node){
-		.kind = kind, .pos = (uint32_t)pos, .name = NONE,
-		.child = NONE, .last = NONE, .next = NONE,
+		.kind = kind,
+		.pos = (uint32_t)pos,
+		.name = NONE,
+		.child = NONE,
+		.last = NONE,
+		.next = NONE,
 	};
 	*idx = (uint32_t)ps->nnodes++;
 	return 0;
@@ -699,8 +714,11 @@ static int new_name(struct parser *ps, const struct tok *t, uint32_t *idx)
 	s[len] = '\0';
 	nm = &names[ps->nnames];
 	*nm = (struct pat_name){
-		.s = s, .len = (uint32_t)len, .quoted = t->quoted,
-		.glob = !t->quoted && strpbrk(s, "*?"), .split0 = (uint32_t)ps->nsplits,
+		.s = s,
+		.len = (uint32_t)len,
+		.quoted = t->quoted,
+		.glob = !t->quoted && strpbrk(s, "*?"),
+		.split0 = (uint32_t)ps->nsplits,
 	};
 	ps->nnames++;
 	for (size_t d = 1; d + 1 < len; d++) {
@@ -726,7 +744,12 @@ static bool starts_primary(enum tok_kind k)
 	return k == T_NAME || k == T_STAR || k == T_LPAREN || k == T_COLON;
 }
 
-enum ctx { CTX_START, CTX_LPAREN, CTX_BAR, CTX_ARROW };
+enum ctx {
+	CTX_START,
+	CTX_LPAREN,
+	CTX_BAR,
+	CTX_ARROW
+};
 
 /* @t does not start a primary where one is needed after @ctx (the '(' at @lparen). */
 static int no_primary(struct parser *ps, const struct tok *t, enum ctx ctx, size_t lparen)
@@ -741,7 +764,8 @@ static int no_primary(struct parser *ps, const struct tok *t, enum ctx ctx, size
 		break;
 	case T_RPAREN:
 		if (ctx == CTX_START)
-			return fail(ps, t->pos, "unbalanced parenthesis: ')' without a matching '('");
+			return fail(ps, t->pos,
+				    "unbalanced parenthesis: ')' without a matching '('");
 		if (ctx == CTX_LPAREN)
 			return fail(ps, t->pos, "empty parentheses");
 		break;
@@ -778,7 +802,8 @@ static int parse_primary(struct parser *ps, int depth, uint32_t *out)
 	switch (t.kind) {
 	case T_LPAREN:
 		if (depth >= PAT_MAX_DEPTH)
-			return fail(ps, t.pos, "parentheses nested more than %d deep", PAT_MAX_DEPTH);
+			return fail(ps, t.pos, "parentheses nested more than %d deep",
+				    PAT_MAX_DEPTH);
 		lp = t.pos;
 		consume(ps);
 		err = parse_alt(ps, depth + 1, CTX_LPAREN, lp, out);
@@ -812,7 +837,8 @@ static int parse_primary(struct parser *ps, int depth, uint32_t *out)
 		if (err)
 			return err;
 		if (t.kind == T_COLON)
-			return fail(ps, t.pos, "stray ':' (a name takes at most one ':' before it)");
+			return fail(ps, t.pos,
+				    "stray ':' (a name takes at most one ':' before it)");
 		if (t.kind == T_STAR)
 			return fail(ps, cp, "':' must be next to a name, not '*'");
 		if (t.kind == T_LPAREN)
@@ -856,6 +882,7 @@ static int parse_primary(struct parser *ps, int depth, uint32_t *out)
 
 static int parse_seq(struct parser *ps, int depth, uint32_t *out)
 {
+	char buf[48];
 	uint32_t child;
 	struct tok t;
 	int err;
@@ -893,12 +920,11 @@ static int parse_seq(struct parser *ps, int depth, uint32_t *out)
 					    "unbalanced parenthesis: ')' without a matching '('");
 			return 0;
 		case T_NAME:
+			excerpt(buf, sizeof(buf), ps->text + t.pos, t.end - t.pos);
 			if (t.quoted)
-				return fail(ps, t.pos, "missing '->' before name %.*s",
-					    excerpt_len(ps->text + t.pos, t.end - t.pos),
-					    ps->text + t.pos);
-			return fail(ps, t.pos, "missing '->' before name '%.*s'",
-				    excerpt_len(ps->text + t.pos, t.end - t.pos), ps->text + t.pos);
+				return fail(ps, t.pos, "missing '->' before name %s%s", buf,
+					    t.end - t.pos > 40 ? "\"" : "");
+			return fail(ps, t.pos, "missing '->' before name '%s'", buf);
 		case T_STAR:
 			return fail(ps, t.pos, "missing '->' before '*'");
 		case T_LPAREN:
@@ -971,7 +997,8 @@ static int count(struct parser *ps, uint32_t idx, uint64_t *threads, uint64_t *e
 		}
 		if (c > PAT_MAX_THREADS)
 			return fail(ps, ps->nodes[ch].pos,
-				    "pattern expands to more than %d call threads", PAT_MAX_THREADS);
+				    "pattern expands to more than %d call threads",
+				    PAT_MAX_THREADS);
 		if (e > PAT_MAX_ELEMS)
 			return fail(ps, ps->nodes[ch].pos,
 				    "pattern expands to more than %d primaries in total",
@@ -1042,10 +1069,12 @@ static int expand(struct parser *ps, uint32_t idx, struct tlist *out)
 	if (n->kind == N_NAME || n->kind == N_STAR) {
 		struct pat_elem el = {
 			.name = n->kind == N_STAR ? STAR_NAME : n->name,
-			.colon = n->colon, .colon_pos = n->colon_pos,
+			.colon = n->colon,
+			.colon_pos = n->colon_pos,
 		};
-		struct tlist one = { .e = &el, .ne = 1, .off = &(uint32_t){ 0 },
-				     .len = &(uint32_t){ 1 }, .n = 1 };
+		struct tlist one = {
+			.e = &el, .ne = 1, .off = &(uint32_t){ 0 }, .len = &(uint32_t){ 1 }, .n = 1
+		};
 
 		return tl_append(out, NULL, 0, &one, 0);
 	}
@@ -1223,9 +1252,10 @@ static int build(struct parser *ps, struct tlist *tl, struct pat *p)
 
 			if (pat_thread_str(p, i, buf, sizeof(buf)) == -ERANGE)
 				memcpy(buf + sizeof(buf) - 4, "...", 4);
-			return fail(ps, second->colon_pos,
-				    "more than one ':' in call thread '%s' (a thread charges one frame)",
-				    buf);
+			return fail(
+				ps, second->colon_pos,
+				"more than one ':' in call thread '%s' (a thread charges one frame)",
+				buf);
 		}
 		if (t->has_colon) {
 			p->any_colon = true;
@@ -1347,7 +1377,8 @@ int pat_parse(const char *text, unsigned flags, struct pat **out, struct pat_err
 	*out = NULL;
 	if (flags & ~(PAT_ICASE | PAT_FROM_FILE))
 		return fail(&ps, 0, "unknown flags 0x%x", flags);
-	ps.len = strnlen(ps.text, PAT_MAX_TEXT + 1);
+	while (ps.len <= PAT_MAX_TEXT && ps.text[ps.len])
+		ps.len++;
 	ret = parse_all(&ps, out);
 	free(ps.nodes);
 	free_names(ps.names, ps.nnames);

@@ -16,25 +16,25 @@
 
 struct pat_frame {
 	const char *module; /* ELF basename ("libc.so.6", "myprog", "kernel"); NULL if unknown */
-	const char *proc;   /* procedure ("malloc", "f.cold", "ns::cls::m"); NULL if no symbol */
+	const char *proc; /* procedure ("malloc", "f.cold", "ns::cls::m"); NULL if no symbol */
 };
 
 /* A compiled pattern: immutable after pat_parse(), safe to share between threads. */
 struct pat;
 
 struct pat_error {
-	int column;    /* 1-based, in characters (UTF-8 code points) from the start of the text */
+	int column; /* 1-based, in characters (UTF-8 code points) from the start of the text */
 	char msg[160]; /* lowercase, no trailing period: "expected a name after '->'" */
 };
 
-#define PAT_ICASE 1u     /* -i: names match ASCII-case-insensitively */
+#define PAT_ICASE 1u /* -i: names match ASCII-case-insensitively */
 #define PAT_FROM_FILE 2u /* --when-file: a pattern spanning several lines must end with ';' */
 
 /* Limits; exceeding one is a parse error that names it. */
-#define PAT_MAX_TEXT 65536   /* bytes of pattern text */
-#define PAT_MAX_DEPTH 64     /* nesting of parentheses */
+#define PAT_MAX_TEXT 65536 /* bytes of pattern text */
+#define PAT_MAX_DEPTH 64 /* nesting of parentheses */
 #define PAT_MAX_THREADS 4096 /* expanded call threads */
-#define PAT_MAX_ELEMS 65536  /* primaries summed over all expanded call threads */
+#define PAT_MAX_ELEMS 65536 /* primaries summed over all expanded call threads */
 
 /*
  * Parse @text.  Returns 0 and sets *@out, -EINVAL with *@err filled in (if @err is not NULL)
@@ -61,7 +61,7 @@ void pat_error_location(const char *text, int column, int *line, int *line_colum
 int pat_match(const struct pat *p, const struct pat_frame *frames, size_t n);
 
 struct pat_match_info {
-	size_t thread;       /* expanded thread that decided the result (if it matched) */
+	size_t thread; /* expanded thread that decided the result (if it matched) */
 	uint64_t name_tests; /* name-versus-frame tests performed (a cost measure, for tests) */
 };
 

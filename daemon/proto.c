@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -128,10 +129,16 @@ int proto_send(int fd, const cJSON *msg)
 		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
 
 		if (n < 0) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
 			if (errno == EINTR)
 				continue;
+			/* a non-blocking peer socket is full: give the reader a while, not forever */
+			if ((errno == EAGAIN || errno == EWOULDBLOCK) && poll(&pfd, 1, 5000) > 0)
+				continue;
+			n = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 			free(s);
-			return -errno;
+			return n;
 		}
 		off += n;
 	}

@@ -40,19 +40,20 @@ struct sampler {
 	int max_stack_saved;	/* perf_event_max_stack before we raised it, or -1 */
 };
 
+/* libbpf's own chatter is detail: pcmon reports each failure itself in one line. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	enum log_level lvl = level == LIBBPF_DEBUG ? LOG_DEBUG : LOG_INFO;
 	char buf[512];
 	size_t n;
 
-	if ((level == LIBBPF_DEBUG && log_verbosity < LOG_DEBUG) ||
-	    (level == LIBBPF_INFO && log_verbosity < LOG_INFO))
+	if ((int)lvl > log_verbosity)
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
-	log_msg(level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG, "libbpf: %s", buf);
+	log_msg(lvl, "%s", buf);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sym.h"
@@ -211,9 +212,21 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 static int push_frame(struct sym *s, const char *module, const char *name, const char *file,
 		      uint32_t line)
 {
+	const char *at = name ? strchr(name, '@') : NULL;
+	char *bare = NULL;
 	uint32_t proc;
+	int r;
 
-	if (sym_intern_proc(s, module, name, file, line, &proc) ||
+	/* dynsym names carry their version ("clock_gettime@@GLIBC_2.17"): the name is before it */
+	if (at && at != name) {
+		bare = strndup(name, at - name);
+		if (!bare)
+			return -ENOMEM;
+		name = bare;
+	}
+	r = sym_intern_proc(s, module, name, file, line, &proc);
+	free(bare);
+	if (r ||
 	    GROW(s->frames, s->cap_frames, s->nframes + 1))
 		return -ENOMEM;
 	s->frames[s->nframes++] = proc;
@@ -221,6 +234,31 @@ static int push_frame(struct sym *s, const char *module, const char *name, const
 }
 
 /* ---- ELF objects */
+
+/*
+ * The vDSO has no file, but every process gets the same image from the kernel: ours. Copy it
+ * into a memfd that libdw can read like any ELF file.
+ */
+static int vdso_fd(void)
+{
+	char *maps = read_file("/proc/self/maps", NULL), *line, *save;
+	uint64_t start = 0, end = 0;
+	int fd = -1;
+
+	for (line = maps ? strtok_r(maps, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, "[vdso]") &&
+		    sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) == 2)
+			break;
+	free(maps);
+	if (end <= start)
+		return -1;
+	fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, (void *)(uintptr_t)start, end - start) != (ssize_t)(end - start)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
 
 static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 			uint64_t end)
@@ -234,7 +272,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	m->tried = true;
 	/* map_files survives deleted files and other mount namespaces; then the root view */
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	fd = !strcmp(m->path, "[vdso]") ? vdso_fd() : open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -489,10 +527,10 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
 			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
 			continue;
-		if (perms[2] != 'x' || !ino)
-			continue; /* only executable, file-backed mappings name code */
 		file = line + pos;
-		mkey.dev = ((uint64_t)maj << 32) | min;
+		if (perms[2] != 'x' || (!ino && strcmp(file, "[vdso]")))
+			continue; /* only executable, file-backed mappings (and the vDSO) name code */
+		mkey.dev = ino ? ((uint64_t)maj << 32) | min : UINT64_MAX - 1;
 		mkey.ino = ino;
 		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
 		if (r < 0)

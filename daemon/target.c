@@ -262,7 +262,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", "unwalkable");
 	cJSON_AddNumberToObject(o, "count", l->unwalk[AGG_WALK_OK]);
-	cJSON_AddNumberToObject(o, "percent", pct(l->unwalk[AGG_WALK_OK], l->interrupts));
+	cJSON_AddNumberToObject(o, "percent", pct(l->unwalk[AGG_WALK_OK], l->counted));
 	{
 		cJSON *r = cJSON_AddObjectToObject(o, "reasons");
 
@@ -274,7 +274,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "name", crit[i].name);
 		cJSON_AddNumberToObject(o, "count", l->crit[i]);
-		cJSON_AddNumberToObject(o, "percent", pct(l->crit[i], l->interrupts));
+		cJSON_AddNumberToObject(o, "percent", pct(l->crit[i], l->counted));
 		cJSON_AddItemToArray(arr, o);
 	}
 

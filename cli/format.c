@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <string.h>
+#include <sys/wait.h>
+
+#include "format.h"
+#include "proto.h"
+
+static double num(const cJSON *o, const char *k)
+{
+	return proto_num(o, k, 0);
+}
+
+static double pct(double a, double b)
+{
+	return b > 0 ? 100.0 * a / b : 0;
+}
+
+void fmt_state(char *buf, size_t len, const cJSON *t)
+{
+	const char *state = proto_str(t, "state", "?");
+	const cJSON *ws = cJSON_GetObjectItemCaseSensitive(t, "wait_status");
+
+	if (!strcmp(state, "exited") && cJSON_IsNumber(ws)) {
+		int st = ws->valueint;
+		const char *sig = WIFSIGNALED(st) ? sigabbrev_np(WTERMSIG(st)) : NULL;
+
+		if (sig)
+			snprintf(buf, len, "killed by SIG%s", sig);
+		else if (WIFSIGNALED(st))
+			snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+		else
+			snprintf(buf, len, "exited %d", WEXITSTATUS(st));
+	} else {
+		snprintf(buf, len, "%s", state);
+	}
+}
+
+static void table(FILE *f, const cJSON *procs, const cJSON *order, double counted, int by_deep,
+		  long top)
+{
+	const cJSON *it;
+	long shown = 0;
+
+	fprintf(f, "\n shallow      %%     deep      %%  procedure\n");
+	cJSON_ArrayForEach(it, (by_deep ? order : procs)) {
+		const cJSON *p = by_deep ? cJSON_GetArrayItem(procs, it->valueint) : it;
+		double sh = num(p, "shallow"), dp = num(p, "deep");
+
+		if (!p || (!by_deep && !sh))
+			continue;
+		if (top && shown++ >= top)
+			break;
+		fprintf(f, "%8.0f %5.1f%% %8.0f %5.1f%%  %s\n", sh, pct(sh, counted), dp,
+			pct(dp, counted), proto_str(p, "procedure", "?"));
+	}
+}
+
+void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary"), *c, *it;
+	double counted = num(s, "counted"), interrupts = num(s, "interrupts");
+	int real = !strcmp(proto_str(t, "mode", ""), "REAL");
+	char state[64], who[64] = "";
+	const char *when = proto_str(s, "when", NULL);
+	int both = !v->shallow && !v->deep;
+
+	fmt_state(state, sizeof(state), t);
+	if (!strcmp(proto_str(t, "kind", ""), "pid"))
+		snprintf(who, sizeof(who), " pid %.0f", num(t, "pid"));
+	else
+		snprintf(who, sizeof(who), " %s", proto_str(t, "kind", ""));
+	fprintf(f, "pcmon: target %.0f \"%s\"%s, %s t=%.0fus, %.2f s, %s\n", num(t, "id"),
+		proto_str(t, "name", "?"), who, proto_str(t, "mode", "?"), num(t, "interval_us"),
+		num(t, "elapsed_s"), state);
+	fprintf(f, "interrupts %.0f   counted %.0f (%.1f%%)", interrupts, counted,
+		pct(counted, interrupts));
+	if (when)
+		fprintf(f, "   not matching WHEN %.0f", num(s, "not_matching"));
+	fprintf(f, "\nforeignPcs %.0f (%.1f%%)   kernel-mode %.0f", num(s, "foreign"),
+		pct(num(s, "foreign"), counted), num(s, "kernel_mode"));
+	if (real)
+		fprintf(f, "   off-CPU blocked %.0f runnable %.0f", num(s, "off_blocked"),
+			num(s, "off_runnable"));
+	fprintf(f, "   lost %.0f\n", num(s, "lost"));
+	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
+	fprintf(f, "critical sections:");
+	cJSON_ArrayForEach(it, c) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "reasons"), *x;
+
+		fprintf(f, " %s %.0f (%.1f%%)", proto_str(it, "name", "?"), num(it, "count"),
+			pct(num(it, "count"), counted));
+		if (r && num(it, "count")) {
+			const char *sep = " [";
+
+			cJSON_ArrayForEach(x, r) {
+				if (x->valuedouble) {
+					fprintf(f, "%s%s %.0f", sep, x->string, x->valuedouble);
+					sep = ", ";
+				}
+			}
+			fputs("]", f);
+		}
+		fputs("  ", f);
+	}
+	fputc('\n', f);
+	if (both || v->shallow)
+		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
+	if (both || v->deep)
+		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"),
+		      cJSON_GetObjectItemCaseSensitive(rep, "deep_order"), counted, 1, v->top);
+}
+
+void fmt_targets(FILE *f, const cJSON *rep)
+{
+	const cJSON *it;
+
+	fprintf(f, "%4s  %-20s %-8s %-7s %-18s %10s %8s\n", "id", "name", "kind", "mode", "state",
+		"samples", "lost");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
+		char state[64];
+
+		fmt_state(state, sizeof(state), it);
+		fprintf(f, "%4.0f  %-20s %-8s %-7s %-18s %10.0f %8.0f\n", num(it, "id"),
+			proto_str(it, "name", "?"), proto_str(it, "kind", "?"),
+			proto_str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"));
+	}
+}
+
+void fmt_status(FILE *f, const cJSON *rep)
+{
+	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it;
+
+	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", proto_str(rep, "version", "?"),
+		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
+	fprintf(f, "stacks up to %.0f frames, interval floor %.0f us\n", num(rep, "max_stack_depth"),
+		num(rep, "min_interval_us"));
+	fprintf(f, "drains %.0f (%.1f ms in all), %.0f entries; process events lost %.0f\n",
+		num(rep, "drains"), num(rep, "drain_ms_total"), num(rep, "drained_entries"),
+		num(rep, "events_lost"));
+	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures\n", num(sy, "modules"),
+		num(sy, "locations"), num(sy, "procedures"));
+	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
+		"total ms");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {
+		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", proto_str(it, "name", "?"),
+			proto_bool(it, "attached", 0) ? "yes" : "no", num(it, "runs"),
+			num(it, "avg_ns"), num(it, "run_time_ns") / 1e6);
+	}
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Tables for people, from the JSON replies of the engine. */
+#ifndef PCMON_FORMAT_H
+#define PCMON_FORMAT_H
+
+#include <cJSON.h>
+#include <stdio.h>
+
+struct list_view {
+	int shallow, deep;	/* which tables (both when neither was asked for) */
+	long top;		/* rows per table, 0 = all */
+};
+
+void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v);
+void fmt_targets(FILE *f, const cJSON *rep);
+void fmt_status(FILE *f, const cJSON *rep);
+/* "exited 0", "killed by SIGKILL", "running" ... */
+void fmt_state(char *buf, size_t len, const cJSON *target);
+
+#endif

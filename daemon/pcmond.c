@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* pcmond: the pcmon daemon. Loads the BPF programs once and serves targets over a socket. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "proto.h"
+#include "srv.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N] [-v]\n"
+		"  --socket PATH     listen here (default %s)\n"
+		"  --state-dir DIR   keep results here across restarts (default %s)\n"
+		"  --foreground      do not detach (as under systemd)\n"
+		"  --max-stack N     frames per stack, up to 512 (default 127; raises\n"
+		"                    kernel.perf_event_max_stack while pcmond runs)\n"
+		"  -v, --verbose     log more (twice: libbpf debug output)\n",
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "max-stack", required_argument, NULL, 'm' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	const char *sock = PCMON_DEFAULT_SOCKET;
+	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR };
+	struct engine *e = NULL;
+	struct srv *s = NULL;
+	bool foreground = false;
+	char err[512];
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "s:d:fm:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			sock = optarg;
+			break;
+		case 'd':
+			eo.state_dir = optarg;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'm': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 512) {
+				fprintf(stderr, "pcmond: --max-stack %s: give a number of frames from 1 to 512\n",
+					optarg);
+				return 2;
+			}
+			eo.max_depth = v;
+			break;
+		}
+		case 'v':
+			log_verbosity++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("pcmond %s\n", PCMON_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pcmond: unexpected argument '%s' (see pcmond --help)\n", argv[optind]);
+		return 2;
+	}
+	if (geteuid() != 0)
+		fprintf(stderr, "pcmond: warning: not root; loading BPF will likely fail\n");
+
+	r = engine_new(&eo, &e, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "pcmond: %s\n", err);
+		return 1;
+	}
+	r = srv_open(sock, e, &s, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "pcmond: %s\n", err);
+		engine_free(e);
+		return 1;
+	}
+	if (!foreground && daemon(0, 0)) {
+		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(errno));
+		r = 1;
+		goto out;
+	}
+	pr_info("pcmond %s serving %s, results in %s", PCMON_VERSION, sock, eo.state_dir);
+	r = srv_run(s) ? 1 : 0;
+out:
+	engine_flush(e);
+	srv_close(s);
+	engine_free(e);
+	return r;
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libFuzzer target for daemon/pat.c: parse arbitrary text as a WHEN pattern, check the error
+ * contract, check that canonical text parses back to itself, and match fixed stacks.
+ *
+ * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Idaemon daemon/pat.c \
+ *        tests/fuzz/fuzz_pat.c -o fuzz_pat
+ * The first input byte selects the flags, the rest is the pattern text.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pat.h"
+
+#define CHECK(cond)                                                                          \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "fuzz_pat: check failed at line %d: %s\n", __LINE__, \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
+	} while (0)
+
+static const struct pat_frame small[] = {
+	{ "ld-linux-x86-64.so.2", "_start" },
+	{ "libc.so.6", "__libc_start_main" },
+	{ "myprog", "main" },
+	{ "myprog", "f.cold" },
+	{ "myprog", "ns::cls::m" },
+	{ "libc.so.6", NULL },
+	{ NULL, NULL },
+	{ NULL, "a" },
+	{ "kernel", "schedule" },
+	{ "libstdc++.so.6", "operator new(unsigned long)" },
+	{ "m", "a" },
+	{ "m", "b" },
+	{ "m", "c.constprop.0.isra.0" },
+	{ "[vdso]", "when" },
+};
+
+static struct pat_frame deep[300];
+
+static void init_deep(void)
+{
+	static const char *const procs[] = { "a", "b", "f", "f.isra.0", "g", "when", NULL };
+
+	if (deep[0].module)
+		return;
+	for (size_t i = 0; i < sizeof(deep) / sizeof(deep[0]); i++) {
+		deep[i].module = i % 11 == 5 ? "libc.so.6" : "m";
+		deep[i].proc = procs[(i * 7 + i / 5) % 7];
+	}
+	deep[0].proc = "main";
+}
+
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void check_match(const struct pat *p, const struct pat_frame *fr, size_t n)
+{
+	struct pat_match_info info;
+	int r = pat_match_ex(p, fr, n, &info);
+
+	CHECK(r == PAT_NOMATCH || r == PAT_ABOVE_ROOT || (r >= 0 && (size_t)r < n));
+	CHECK(r == pat_match(p, fr, n));
+	if (r != PAT_NOMATCH)
+		CHECK(info.thread < pat_nthreads(p));
+	/* a cost bound: 3 x frames x primaries per thread (primaries <= PAT_MAX_ELEMS total) */
+	CHECK(info.name_tests <= 3ull * (n + 1) * PAT_MAX_ELEMS);
+}
+
+static void check_roundtrip(const struct pat *p, unsigned flags)
+{
+	static char buf[PAT_MAX_TEXT + 1], buf2[PAT_MAX_TEXT + 1];
+	struct pat_error err;
+	struct pat *q;
+	int rc;
+
+	for (size_t i = 0; i < pat_nthreads(p); i++) {
+		rc = pat_thread_str(p, i, buf, sizeof(buf));
+		CHECK(rc == 0);
+		rc = pat_parse(buf, flags & ~PAT_FROM_FILE, &q, &err);
+		if (rc) {
+			fprintf(stderr, "thread '%s' does not parse: %d: %s\n", buf, err.column,
+				err.msg);
+			abort();
+		}
+		CHECK(pat_nthreads(q) == 1);
+		CHECK(pat_thread_str(q, 0, buf2, sizeof(buf2)) == 0);
+		CHECK(strcmp(buf, buf2) == 0);
+		pat_free(q);
+	}
+	if (pat_str(p, buf, sizeof(buf)))
+		return; /* longer than the text limit */
+	rc = pat_parse(buf, flags & ~PAT_FROM_FILE, &q, &err);
+	CHECK(rc == 0);
+	CHECK(pat_nthreads(q) == pat_nthreads(p));
+	CHECK(pat_str(q, buf2, sizeof(buf2)) == 0);
+	CHECK(strcmp(buf, buf2) == 0);
+	pat_free(q);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pat_error err;
+	struct pat *p = NULL;
+	unsigned flags;
+	char *text;
+	int rc;
+
+	if (size < 1)
+		return 0;
+	init_deep();
+	flags = data[0] & (PAT_ICASE | PAT_FROM_FILE);
+	text = malloc(size);
+	if (!text)
+		return 0;
+	memcpy(text, data + 1, size - 1);
+	text[size - 1] = '\0';
+
+	memset(&err, 0x55, sizeof(err));
+	rc = pat_parse(text, flags, &p, &err);
+	if (rc) {
+		CHECK(rc == -EINVAL);
+		CHECK(p == NULL);
+		CHECK(err.column >= 1 && (size_t)err.column <= chars(text) + 1);
+		CHECK(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+		CHECK(err.msg[0] != '\0');
+		CHECK(err.msg[strlen(err.msg) - 1] != '.');
+		free(text);
+		return 0;
+	}
+	CHECK(p != NULL);
+	CHECK(pat_nthreads(p) >= 1 && pat_nthreads(p) <= PAT_MAX_THREADS);
+	check_roundtrip(p, flags);
+	check_match(p, NULL, 0);
+	for (size_t n = 1; n <= sizeof(small) / sizeof(small[0]); n++)
+		check_match(p, small, n);
+	check_match(p, small + 3, 4);
+	check_match(p, deep, 40);
+	check_match(p, deep, sizeof(deep) / sizeof(deep[0]));
+	pat_free(p);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Small harness for pcmon's integration tests: real BPF, real pcmond, real workloads.
+
+Each test is a function named test_*; it passes by returning, fails by raising, and is
+skipped by raising Skip (only when not root or without BTF; under CI a skip is a failure).
+"""
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PCMON = os.path.join(ROOT, "bin", "pcmon")
+PCMOND = os.path.join(ROOT, "bin", "pcmond")
+WORK = os.path.join(ROOT, ".output", "workloads")
+
+
+class Skip(Exception):
+    pass
+
+
+def workload(name):
+    return os.path.join(WORK, name)
+
+
+def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None):
+    """Run the CLI; returns CompletedProcess. check=N asserts the exit status."""
+    env = dict(os.environ)
+    env.pop("PCMON_SOCKET", None)
+    if sock:
+        env["PCMON_SOCKET"] = sock
+    cmd = [PCMON, *map(str, args)]
+    if user:
+        import pwd
+        pw = pwd.getpwnam(user)
+        cmd = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups", *cmd]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, stdin=stdin)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"pcmon {' '.join(map(str, args))}: exit {p.returncode}, wanted {check}\n"
+                             f"stdout: {p.stdout[-2000:]}\nstderr: {p.stderr[-2000:]}")
+    return p
+
+
+def pcmon_json(*args, sock=None, **kw):
+    p = pcmon(args[0], "--json", *args[1:], sock=sock, check=0, **kw)
+    # `run` prints the workload's own output first; pcmon's document is the last one
+    dec, text, pos, doc = json.JSONDecoder(), p.stdout, 0, None
+    while True:
+        start = text.find("{", pos)
+        if start < 0:
+            break
+        try:
+            doc, pos = dec.raw_decode(text, start)
+        except json.JSONDecodeError:
+            pos = start + 1
+    if doc is None:
+        raise AssertionError(f"no JSON in output of pcmon {args}: {text[-2000:]}")
+    return doc, p
+
+
+def first_json_line(text):
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            return json.loads(line)
+    raise AssertionError(f"no JSON line in {text!r}")
+
+
+def procs(listing):
+    return {p["procedure"]: p for p in listing["procedures"]}
+
+
+def share_tolerance_pp(p, n, floor_pp=2.0):
+    """Tolerance for a sampled share: the spec's 2 pp, widened to 4 sigma for small n."""
+    sigma = math.sqrt(max(p * (1 - p), 1e-4) / max(n, 1))
+    return max(floor_pp, 4 * sigma * 100)
+
+
+class Daemon:
+    """A pcmond of our own, on a private socket and state directory."""
+
+    def __init__(self, state_dir=None):
+        self.dir = tempfile.mkdtemp(prefix="pcmon-it-")
+        self.sock = os.path.join(self.dir, "pcmond.sock")
+        self.state = state_dir or os.path.join(self.dir, "state")
+        self.proc = None
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
+        self.proc = subprocess.Popen([PCMOND, "--foreground", "--socket", self.sock,
+                                      "--state-dir", self.state, "-v"],
+                                     stdout=self.log, stderr=self.log)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"pcmond exited {self.proc.returncode}: {self.logtext()}")
+            if os.path.exists(self.sock):
+                try:
+                    s = socket.socket(socket.AF_UNIX)
+                    s.connect(self.sock)
+                    s.close()
+                    return self
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise AssertionError("pcmond did not come up: " + self.logtext())
+
+    def logtext(self):
+        try:
+            return open(os.path.join(self.dir, "pcmond.log")).read()[-3000:]
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc and self.proc.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+    def request(self, raw: bytes, timeout=10):
+        """Send raw bytes, return the reply lines (parsed JSON)."""
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(timeout)
+        s.connect(self.sock)
+        s.sendall(raw)
+        data = b""
+        want = raw.count(b"\n")
+        try:
+            while data.count(b"\n") < want:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        return [json.loads(l) for l in data.splitlines() if l.strip()]
+
+
+def check_environment():
+    if os.geteuid() != 0:
+        raise Skip("integration tests need root (BPF, perf events)")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        raise Skip("no kernel BTF at /sys/kernel/btf/vmlinux")
+
+
+def run_tests(module_globals):
+    only = sys.argv[1:]
+    tests = [(n, f) for n, f in sorted(module_globals.items()) if n.startswith("test_") and callable(f)]
+    tests = [(n, f) for n, f in tests if not only or any(o in n for o in only)]
+    passed = failed = skipped = 0
+    in_ci = os.environ.get("CI") == "true"
+    try:
+        check_environment()
+        env_skip = None
+    except Skip as e:
+        env_skip = str(e)
+    for name, fn in tests:
+        t0 = time.time()
+        try:
+            if env_skip:
+                raise Skip(env_skip)
+            fn()
+            passed += 1
+            print(f"PASS {name} ({time.time() - t0:.1f}s)", flush=True)
+        except Skip as e:
+            if in_ci:
+                failed += 1
+                print(f"FAIL {name}: skipped under CI, which must never skip: {e}", flush=True)
+            else:
+                skipped += 1
+                print(f"SKIP {name}: {e}", flush=True)
+        except Exception:
+            failed += 1
+            print(f"FAIL {name} ({time.time() - t0:.1f}s)\n" + traceback.format_exc(), flush=True)
+    print(f"RESULT {passed} {failed} {skipped}")
+    return 0 if failed == 0 else 1

@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""VIRTUAL sampling end to end: pcmon run (embedded and through pcmond), start/stop on a
+running process, exits, forks, recursion, errors, restarts and protocol abuse."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+                 share_tolerance_pp, workload)
+
+FNS = ("work_a", "work_b", "work_c")
+
+
+def check_threefn(listing, own):
+    s = listing["summary"]
+    n = s["counted"]
+    assert n >= 2000, f"only {n} samples counted"
+    assert s["lost"] == 0, s
+    p = procs(listing)
+    for fn in FNS:
+        got = p[f"threefn.{fn}"]["shallow"] / n
+        want = own[fn]
+        tol = share_tolerance_pp(want, n)
+        assert abs(got - want) * 100 <= tol, \
+            f"{fn}: pcmon {got:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n} samples)"
+
+
+def test_run_embedded_accuracy():
+    """No daemon: `pcmon run` serves itself; shares within 2 pp of the program's own."""
+    listing, p = pcmon_json("run", "--interval", 200, "--", workload("threefn"), 3,
+                            sock="/nonexistent/pcmond.sock")
+    check_threefn(listing, first_json_line(p.stdout))
+    t = listing["target"]
+    assert t["state"] == "exited" and t["wait_status"] == 0, t
+    assert t["mode"] == "VIRTUAL" and t["interval_us"] == 200
+
+
+def test_run_daemon_accuracy():
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 200, "--", workload("threefn"), 3,
+                                sock=d.sock)
+        check_threefn(listing, first_json_line(p.stdout))
+        # the target stays after the run, listed by pcmond
+        targets = pcmon_json("targets", sock=d.sock)[0]["targets"]
+        assert [t["name"] for t in targets] == ["threefn"], targets
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+def test_table_format():
+    p = pcmon("run", "--interval", 500, "--", workload("threefn"), 1,
+              sock="/nonexistent/pcmond.sock", check=0)
+    out = p.stdout.splitlines()
+    hdr = [i for i, l in enumerate(out) if l.startswith("pcmon: target ")]
+    assert hdr, p.stdout
+    lines = out[hdr[0]:]
+    assert "VIRTUAL t=500us" in lines[0] and "exited 0" in lines[0], lines[0]
+    assert lines[1].startswith("interrupts ") and "counted" in lines[1]
+    assert lines[2].startswith("foreignPcs ") and "kernel-mode" in lines[2] and "lost 0" in lines[2]
+    assert lines[3].startswith("critical sections: unwalkable")
+    heads = [i for i, l in enumerate(lines) if l.strip().startswith("shallow")]
+    assert len(heads) == 2, lines
+    # first table: by shallow, descending; second: by deep, descending
+    shallow = [int(l.split()[0]) for l in lines[heads[0] + 1:heads[1]] if l.strip()]
+    deep = [int(l.split()[2]) for l in lines[heads[1] + 1:] if l.strip()]
+    assert shallow == sorted(shallow, reverse=True) and shallow[0] > 0, shallow
+    assert deep == sorted(deep, reverse=True), deep
+    assert lines[heads[0] + 1].split()[-1] == "threefn.work_a"
+
+
+def test_recursion_deep_at_most_counted():
+    listing, _ = pcmon_json("run", "--interval", 500, "--", workload("recursive"), 2,
+                            sock="/nonexistent/pcmond.sock")
+    n = listing["summary"]["counted"]
+    p = procs(listing)
+    assert n >= 1000
+    for name, row in p.items():
+        assert row["deep"] <= n, f"{name}: deep {row['deep']} > counted {n}"
+        assert row["shallow"] <= row["deep"], name
+    # rec is on nearly every stack, once per sample however deep it recursed
+    assert p["recursive.rec"]["deep"] >= 0.95 * n, p["recursive.rec"]
+    assert p["recursive.leaf"]["deep"] == p["recursive.leaf"]["shallow"]
+    # leaf spins 2 units, each of the 9 levels of rec 1 unit: leaf ~ 2/11 of the time
+    leaf = p["recursive.leaf"]["shallow"] / n
+    assert abs(leaf - 2 / 11) < 0.05, leaf
+    total_shallow = sum(r["shallow"] for r in p.values())
+    assert total_shallow + listing["summary"]["foreign"] == n
+
+
+def test_start_pid_then_stop():
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        sp.stdout.readline()
+        r = pcmon("start", "--pid", sp.pid, "--interval", 1000, sock=d.sock, check=0)
+        tid = r.stdout.strip()
+        assert tid.isdigit(), r.stdout
+        time.sleep(1.5)
+        l1 = pcmon_json("list", tid, sock=d.sock)[0]
+        assert l1["target"]["state"] == "running"
+        assert l1["summary"]["counted"] > 500, l1["summary"]
+        assert procs(l1)["spinner.spin_here"]["shallow"] >= 0.95 * l1["summary"]["counted"]
+        pcmon("stop", tid, sock=d.sock, check=0)
+        a = pcmon_json("list", tid, sock=d.sock)[0]
+        time.sleep(0.5)
+        b = pcmon_json("list", tid, sock=d.sock)[0]
+        assert a["target"]["state"] == "stopped"
+        assert a["summary"]["interrupts"] == b["summary"]["interrupts"], "samples after stop"
+        assert sp.poll() is None, "stopping a target must not touch the process"
+        # pause/resume/zero on a stopped target: clear errors or effects
+        r = pcmon("pause", tid, sock=d.sock)
+        assert r.returncode == 1 and r.stderr.startswith("pcmon: "), r
+        pcmon("zero", tid, sock=d.sock, check=0)
+        z = pcmon_json("list", tid, sock=d.sock)[0]
+        assert z["summary"]["interrupts"] == 0 and z["procedures"] == []
+        pcmon("drop", tid, sock=d.sock, check=0)
+        r = pcmon("list", tid, sock=d.sock)
+        assert r.returncode == 1 and "no target" in r.stderr
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+def test_pause_resume():
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        sp.stdout.readline()
+        tid = pcmon("start", "--pid", sp.pid, "--interval", 1000, "--name", "sp",
+                    sock=d.sock, check=0).stdout.strip()
+        time.sleep(0.5)
+        pcmon("pause", "sp", sock=d.sock, check=0)
+        a = pcmon_json("list", "sp", sock=d.sock)[0]
+        time.sleep(0.5)
+        b = pcmon_json("list", "sp", sock=d.sock)[0]
+        assert a["target"]["state"] == "paused"
+        assert a["summary"]["interrupts"] == b["summary"]["interrupts"]
+        pcmon("resume", tid, sock=d.sock, check=0)
+        time.sleep(0.5)
+        c = pcmon_json("list", tid, sock=d.sock)[0]
+        assert c["summary"]["interrupts"] > b["summary"]["interrupts"] + 200
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+def test_target_exits_before_list():
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "1"], stdout=subprocess.PIPE, text=True)
+    try:
+        sp.stdout.readline()
+        tid = pcmon("start", "--pid", sp.pid, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        sp.wait()
+        time.sleep(0.3)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        t = listing["target"]
+        assert t["state"] == "exited" and t["wait_status"] == 0, t
+        p = procs(listing)
+        # symbolized though the process is gone
+        assert p["spinner.spin_here"]["shallow"] >= 0.9 * listing["summary"]["counted"], p
+        assert p["spinner.main"]["deep"] >= 0.9 * listing["summary"]["counted"]
+        text = pcmon("list", tid, sock=d.sock, check=0).stdout
+        assert "exited 0" in text.splitlines()[0]
+    finally:
+        d.stop()
+
+
+def test_forked_child_joins_target():
+    listing, p = pcmon_json("run", "--interval", 500, "--", workload("forker"), 2,
+                            sock="/nonexistent/pcmond.sock")
+    n = listing["summary"]["counted"]
+    pp = procs(listing)
+    parent = pp["forker.parent_work"]["shallow"] / n
+    child = pp["forker.child_work"]["shallow"] / n
+    # two CPUs, both spin for the same wall time: about half each
+    assert abs(parent - child) < 0.1, (parent, child)
+    assert parent + child > 0.85
+
+
+def test_no_children():
+    listing, _ = pcmon_json("run", "--no-children", "--interval", 500, "--",
+                            workload("forker"), 1, sock="/nonexistent/pcmond.sock")
+    assert "forker.child_work" not in procs(listing)
+    assert "forker.parent_work" in procs(listing)
+
+
+def test_run_exit_status():
+    r = pcmon("run", "--", "sh", "-c", "exit 3", sock="/nonexistent/pcmond.sock")
+    assert r.returncode == 3, r
+    assert "exited 3" in r.stdout
+    r = pcmon("run", "--", "/nonexistent/program", sock="/nonexistent/pcmond.sock")
+    assert r.returncode == 127 and "cannot run" in r.stderr, r
+    r = pcmon("run", "--", "sh", "-c", "kill -KILL $$", sock="/nonexistent/pcmond.sock")
+    assert r.returncode == 128 + 9 and "killed by SIGKILL" in r.stdout, r
+
+
+def one_line_error(r, status, *words):
+    assert r.returncode == status, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pcmon"), r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_errors():
+    d = Daemon().start()
+    try:
+        one_line_error(pcmon("start", "--pid", 3999999, sock=d.sock), 1, "no process")
+        one_line_error(pcmon("start", "--pid", "abc", sock=d.sock), 2, "--pid")
+        one_line_error(pcmon("start", sock=d.sock), 2, "--pid")
+        one_line_error(pcmon("start", "--pid", 1, "--interval", 1, sock=d.sock), 2, "--interval")
+        one_line_error(pcmon("list", "--bogus", sock=d.sock), 2, "--bogus")
+        one_line_error(pcmon("list", "--pid", 1, sock=d.sock), 2, "not an option")
+        one_line_error(pcmon("st", sock=d.sock), 2, "ambiguous", "start", "status", "stop")
+        one_line_error(pcmon("frobnicate", sock=d.sock), 2, "unknown command")
+        one_line_error(pcmon("list", "42", sock=d.sock), 1, "no target")
+        one_line_error(pcmon("stop", sock=d.sock), 2, "which target")
+        one_line_error(pcmon("targets", sock="/nonexistent/pcmond.sock"), 1, "cannot reach pcmond")
+        one_line_error(pcmon("run", "--real", "--virtual", "--", "true"), 2, "exclude")
+        one_line_error(pcmon("run", sock=d.sock), 2, "no command")
+        # JSON mode: the error is a JSON document too
+        r = pcmon("list", "42", "--json", sock=d.sock)
+        assert r.returncode == 1 and "error" in json.loads(r.stdout)
+        # prefixes, case-insensitive
+        assert pcmon("TARG", sock=d.sock).returncode == 0
+        assert pcmon("stat", sock=d.sock).returncode == 0
+        assert d.alive()
+    finally:
+        d.stop()
+
+
+def test_permissions():
+    """A non-root user may only watch and see their own processes and targets."""
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        sp.stdout.readline()
+        tid = pcmon("start", "--pid", sp.pid, sock=d.sock, check=0).stdout.strip()
+        os.chmod(d.sock, 0o666)
+        os.chmod(d.dir, 0o755)
+        r = pcmon("start", "--pid", sp.pid, sock=d.sock, user="nobody")
+        one_line_error(r, 1, "belongs to uid 0")
+        r = pcmon("list", tid, sock=d.sock, user="nobody")
+        one_line_error(r, 1, "no target")
+        r = pcmon_json("targets", sock=d.sock, user="nobody")[0]
+        assert r["targets"] == []
+        # and without pcmond, no BPF for an unprivileged user: a clear failure
+        r = pcmon("run", "--", "true", sock="/nonexistent/pcmond.sock", user="nobody")
+        one_line_error(r, 1, "cannot load BPF")
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+def test_restart_keeps_results():
+    d = Daemon().start()
+    listing, _ = pcmon_json("run", "--interval", 500, "--", workload("threefn"), 1,
+                            sock=d.sock)
+    tid = str(listing["target"]["id"])
+    d.stop()
+    d2 = Daemon(state_dir=d.state)
+    d2.sock = d.sock
+    d2.dir = d.dir
+    d2.start()
+    try:
+        again = pcmon_json("list", tid, sock=d2.sock)[0]
+        assert again["summary"] == listing["summary"], (again["summary"], listing["summary"])
+        assert procs(again).keys() == procs(listing).keys()
+        for k, v in procs(listing).items():
+            assert procs(again)[k]["shallow"] == v["shallow"] and procs(again)[k]["deep"] == v["deep"]
+    finally:
+        d2.stop()
+
+
+def test_protocol_abuse():
+    d = Daemon().start()
+    try:
+        replies = d.request(b"garbage\n[1,2]\n{\"v\":1}\n{\"v\":99,\"cmd\":\"list\"}\n"
+                            b"{\"v\":1,\"cmd\":\"explode\"}\n{\"v\":1,\"cmd\":\"status\"}\n")
+        assert [r["ok"] for r in replies] == [False, False, False, False, False, True], replies
+        assert "version" in replies[3]["error"] and "unknown command" in replies[4]["error"]
+        huge = b"{\"v\":1,\"cmd\":\"status\",\"x\":\"" + b"a" * (1 << 20) + b"\"}\n"
+        replies = d.request(huge + b"{\"v\":1,\"cmd\":\"status\"}\n")
+        assert replies[0]["ok"] is False and "too long" in replies[0]["error"]
+        assert replies[1]["ok"] is True
+        # a client that vanishes mid-request
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(d.sock)
+        s.sendall(b"{\"v\":1,\"cmd\":")
+        s.close()
+        time.sleep(0.2)
+        assert d.alive()
+        assert pcmon("status", sock=d.sock).returncode == 0
+    finally:
+        d.stop()
+
+
+def test_status_reports_overhead():
+    d = Daemon().start()
+    try:
+        pcmon("run", "--interval", 1000, "--", workload("spinner"), 1, sock=d.sock, check=0)
+        st = pcmon_json("status", sock=d.sock)[0]
+        prog = {p["name"]: p for p in st["programs"]}
+        assert prog["on_sample"]["runs"] > 500, prog
+        assert prog["on_sample"]["avg_ns"] > 0
+        assert st["version"] and st["uptime_s"] > 0
+    finally:
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))

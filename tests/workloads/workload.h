@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Helpers for workload programs with known behaviour. A workload measures itself (thread
+ * CPU time or wall time spent in each function) and prints the shares as one JSON line on
+ * stdout, so tests compare pcmon's numbers with the program's own.
+ */
+#ifndef PCMON_WORKLOAD_H
+#define PCMON_WORKLOAD_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static inline uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static inline uint64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static inline uint64_t wall_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Pure arithmetic, no calls: every sample inside lands in the function that runs it. */
+#define SPIN_BODY(iters)                                                                   \
+	do {                                                                               \
+		volatile uint64_t x_ = 1;                                                  \
+		for (uint64_t i_ = 0; i_ < (iters); i_++)                                  \
+			x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;         \
+	} while (0)
+
+/* Iterations of SPIN_BODY that take about @ns of CPU here. */
+static inline uint64_t calibrate(uint64_t ns)
+{
+	uint64_t iters = 100000, t0, dt;
+
+	for (;;) {
+		t0 = cpu_ns();
+		SPIN_BODY(iters);
+		dt = cpu_ns() - t0;
+		if (dt > 20000000)
+			break;
+		iters *= 2;
+	}
+	return iters * ns / dt;
+}
+
+static inline double arg_seconds(int argc, char **argv, double def)
+{
+	return argc > 1 ? atof(argv[1]) : def;
+}
+
+#endif
