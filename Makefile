@@ -121,7 +121,7 @@ install: all
 		$(DESTDIR)/lib/systemd/system
 	install -m 0755 $(BIN)/pcmon $(DESTDIR)$(PREFIX)/bin/pcmon
 	install -m 0755 $(BIN)/pcmond $(DESTDIR)$(PREFIX)/sbin/pcmond
-	install -m 0644 include/pcmon/critical.h $(DESTDIR)$(PREFIX)/include/pcmon/critical.h
+	[ ! -f include/pcmon/critical.h ] || install -m 0644 include/pcmon/critical.h $(DESTDIR)$(PREFIX)/include/pcmon/critical.h
 	install -m 0644 packaging/pcmon.1 $(DESTDIR)$(PREFIX)/share/man/man1/pcmon.1
 	install -m 0644 packaging/pcmond.8 $(DESTDIR)$(PREFIX)/share/man/man8/pcmond.8
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service

@@ -11,9 +11,10 @@
  * matches, and placing blocks at their latest fitting position from the right gives the room
  * left for the blocks that follow.  The innermost frame the first colon primary can take in
  * any matching is then found by scanning its block's positions downwards between the earliest
- * end of the blocks before it and the latest start of the blocks after it.  Every step tests
- * each (block primary, start position) pair at most once, so a thread costs at most
- * 3 x frames x primaries name tests, and nothing is ever backtracked.
+ * end of the blocks before it and the latest start of the blocks after it.  Each block is
+ * handled by exactly one of these three scans, and a scan tests each (primary, start position)
+ * pair at most once, so a thread costs at most frames x primaries name tests: nothing is ever
+ * backtracked.
  */
 #include "pat.h"
 
@@ -24,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
+#define NONE UINT32_MAX /* no node, no index */
+#define NPOS SIZE_MAX /* no position */
 #define STAR_NAME UINT32_MAX
 
 enum colon_kind {
@@ -121,7 +123,7 @@ static bool eq_n(const char *a, const char *b, size_t n, bool icase)
  */
 static bool glob_match(const char *p, size_t plen, const char *s, size_t slen, bool icase)
 {
-	size_t pi = 0, si = 0, star = NONE, mark = 0;
+	size_t pi = 0, si = 0, star = NPOS, mark = 0;
 
 	while (si < slen) {
 		if (pi < plen && p[pi] == '*') {
@@ -133,7 +135,7 @@ static bool glob_match(const char *p, size_t plen, const char *s, size_t slen, b
 				   : p[pi] == s[si]))) {
 			pi++;
 			si++;
-		} else if (star != NONE) {
+		} else if (star != NPOS) {
 			pi = star;
 			si = ++mark;
 		} else {
@@ -271,35 +273,35 @@ static bool block_at(struct mctx *m, const struct pat_block *b, size_t s)
 	return true;
 }
 
-/* Earliest start >= lo of block @b (at n - len if @anchored); NONE if none. */
+/* Earliest start >= lo of block @b (at n - len if @anchored); NPOS if none. */
 static size_t first_fit(struct mctx *m, const struct pat_block *b, size_t lo, bool anchored)
 {
 	if (b->len > m->n)
-		return NONE;
+		return NPOS;
 	if (anchored)
-		return m->n - b->len >= lo && block_at(m, b, m->n - b->len) ? m->n - b->len : NONE;
+		return m->n - b->len >= lo && block_at(m, b, m->n - b->len) ? m->n - b->len : NPOS;
 	for (size_t s = lo; s + b->len <= m->n; s++)
 		if (block_at(m, b, s))
 			return s;
-	return NONE;
+	return NPOS;
 }
 
-/* Latest start s >= lo with s + len <= hi of block @b (only n - len if @anchored); NONE if none. */
+/* Latest start s >= lo with s + len <= hi of block @b (only n - len if @anchored); NPOS if none. */
 static size_t last_fit(struct mctx *m, const struct pat_block *b, size_t lo, size_t hi,
 		       bool anchored)
 {
 	size_t s;
 
 	if (b->len > hi || hi - b->len < lo)
-		return NONE;
+		return NPOS;
 	if (anchored) {
 		s = m->n - b->len;
-		return s + b->len <= hi && s >= lo && block_at(m, b, s) ? s : NONE;
+		return s + b->len <= hi && s >= lo && block_at(m, b, s) ? s : NPOS;
 	}
 	for (s = hi - b->len + 1; s-- > lo;)
 		if (block_at(m, b, s))
 			return s;
-	return NONE;
+	return NPOS;
 }
 
 /* Does thread @t match?  If so, *charged is the frame to charge (or PAT_ABOVE_ROOT). */
@@ -311,7 +313,7 @@ static bool match_thread(struct mctx *m, const struct pat_thread *t, int *charge
 
 	for (uint32_t i = 0; i < c; i++) {
 		s = first_fit(m, &b[i], lo, t->anchored && i == k - 1);
-		if (s == NONE)
+		if (s == NPOS)
 			return false;
 		lo = s + b[i].len;
 	}
@@ -321,12 +323,12 @@ static bool match_thread(struct mctx *m, const struct pat_thread *t, int *charge
 	}
 	for (uint32_t i = k; --i > c;) {
 		s = last_fit(m, &b[i], lo, hi, t->anchored && i == k - 1);
-		if (s == NONE)
+		if (s == NPOS)
 			return false;
 		hi = s;
 	}
 	s = last_fit(m, &b[c], lo, hi, t->anchored && c == k - 1);
-	if (s == NONE)
+	if (s == NPOS)
 		return false;
 	j = s + t->colon_off;
 	if (t->colon_kind == COLON_AFTER)
@@ -340,7 +342,7 @@ int pat_match_ex(const struct pat *p, const struct pat_frame *frames, size_t n,
 		 struct pat_match_info *info)
 {
 	struct mctx m = { .p = p, .fr = frames, .n = n };
-	size_t first = NONE;
+	size_t first = NPOS;
 	int charged, ret = PAT_NOMATCH;
 
 	if (info) {
@@ -352,9 +354,9 @@ int pat_match_ex(const struct pat *p, const struct pat_frame *frames, size_t n,
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct pat_thread *t = &p->threads[i];
 
-		if (first != NONE && (!p->any_colon || i > p->last_colon_thread))
+		if (first != NPOS && (!p->any_colon || i > p->last_colon_thread))
 			break;
-		if (first != NONE && !t->has_colon)
+		if (first != NPOS && !t->has_colon)
 			continue;
 		if (!match_thread(&m, t, &charged))
 			continue;
@@ -367,7 +369,7 @@ int pat_match_ex(const struct pat *p, const struct pat_frame *frames, size_t n,
 		ret = charged;
 	}
 	if (info) {
-		info->thread = first == NONE ? 0 : first;
+		info->thread = first == NPOS ? 0 : first;
 		info->name_tests = m.tests;
 	}
 	return ret;
@@ -548,8 +550,12 @@ static int lex_name(struct parser *ps, size_t start, struct tok *t, bool report)
 	t->kind = T_NAME;
 	if (s[start] == '.')
 		return report ? fail(ps, start, "a name cannot start with '.'") : -EINVAL;
+	if (s[i - 1] == '.' && !report)
+		return -EINVAL;
+	if (s[i - 1] == '.' && i < ps->len && s[i] == '"')
+		return fail(ps, i - 1, "a name cannot end with '.' (quote the whole name)");
 	if (s[i - 1] == '.')
-		return report ? fail(ps, i - 1, "a name cannot end with '.'") : -EINVAL;
+		return fail(ps, i - 1, "a name cannot end with '.'");
 	for (k = start; k + 1 < i; k++)
 		if (s[k] == '.' && s[k + 1] == '.')
 			return report ? fail(ps, k, "a name cannot contain '..'") : -EINVAL;
@@ -1196,6 +1202,18 @@ int pat_str(const struct pat *p, char *buf, size_t len)
 /* ---------------------------------------------------------------------------------------- */
 /* Building */
 
+/* Thread @i of @p has a second colon, @second. */
+static int two_colons(struct parser *ps, const struct pat *p, size_t i,
+		      const struct pat_elem *second)
+{
+	char buf[64];
+
+	if (pat_thread_str(p, i, buf, sizeof(buf)) == -ERANGE)
+		memcpy(buf + sizeof(buf) - 4, "...", 4);
+	return fail(ps, second->colon_pos,
+		    "more than one ':' in call thread '%s' (a thread charges one frame)", buf);
+}
+
 static int build(struct parser *ps, struct tlist *tl, struct pat *p)
 {
 	size_t nb = 0;
@@ -1247,16 +1265,8 @@ static int build(struct parser *ps, struct tlist *tl, struct pat *p)
 			}
 			b->len++;
 		}
-		if (second) {
-			char buf[64];
-
-			if (pat_thread_str(p, i, buf, sizeof(buf)) == -ERANGE)
-				memcpy(buf + sizeof(buf) - 4, "...", 4);
-			return fail(
-				ps, second->colon_pos,
-				"more than one ':' in call thread '%s' (a thread charges one frame)",
-				buf);
-		}
+		if (second)
+			return two_colons(ps, p, i, second);
 		if (t->has_colon) {
 			p->any_colon = true;
 			p->last_colon_thread = i;
