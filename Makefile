@@ -99,7 +99,7 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -g -O1 -Iinclude -Idaemon -fsanitize=fuzzer,address,undefined \
 		$< daemon/pat.c -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
-	$(CC) -std=gnu11 $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-Iinclude $< -lpthread -lm -o $@
 
 unit: $(UNIT_BINS)

@@ -21,6 +21,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0
 
@@ -89,19 +92,21 @@ COUNTS_MAP(counts1);
 STACKS_MAP(stacks0);
 STACKS_MAP(stacks1);
 
+/*
+ * Off-CPU intervals in flight, in task-local storage: a thread of a target gets an entry the
+ * first time it goes off CPU. ts == 0 means no interval is open.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32); /* tid */
+	__type(key, int);
 	__type(value, struct pcmon_offcpu);
-} offcpu_start SEC(".maps");
+} offcpu SEC(".maps");
 
 /* Scratch space: a stack is too big for the 512-byte BPF stack. */
 struct scratch {
 	struct pcmon_stack ustack;
 	struct pcmon_stack kstack;
-	struct pcmon_offcpu off;
 };
 
 struct {
@@ -299,9 +304,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	struct pcmon_offcpu *o;
 	struct pcmon_proc *p;
 	struct pcmon_tcfg *cfg;
-	struct scratch *sc;
-	__u32 zero = 0, tid = (__u32)id;
 
+	/* the one map lookup every switch pays: is prev watched at all? */
 	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
 	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
 		return;
@@ -310,10 +314,14 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		return;
 	if (BPF_CORE_READ(prev, flags) & PF_EXITING)
 		return;
-	sc = bpf_map_lookup_elem(&scratch_map, &zero);
-	if (!sc)
+	o = bpf_task_storage_get(&offcpu, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o) {
+		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
+
+		if (ts)
+			ts->lost_offcpu_full++;
 		return;
-	o = &sc->off;
+	}
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = p->target;
 	o->key.pid = id >> 32;
@@ -326,24 +334,23 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->key.ustack = stack_hash(&o->ustack);
 	o->key.kstack = stack_hash(&o->kstack);
 	o->ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&offcpu_start, &tid, o, BPF_ANY)) {
-		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
-
-		if (ts)
-			ts->lost_offcpu_full++;
-	}
 }
 
-static __always_inline void switch_in(__u32 tid)
+static __always_inline void switch_in(struct task_struct *next)
 {
-	struct pcmon_offcpu *o = bpf_map_lookup_elem(&offcpu_start, &tid);
+	struct pcmon_offcpu *o;
 	struct pcmon_key key;
 	__u64 now, ns;
 
-	if (!o)
+	/* a task no BPF program ever gave local storage cannot have an interval open */
+	if (!BPF_CORE_READ(next, bpf_storage))
+		return;
+	o = bpf_task_storage_get(&offcpu, next, NULL, 0);
+	if (!o || !o->ts)
 		return;
 	now = bpf_ktime_get_ns();
 	ns = now > o->ts ? now - o->ts : 0;
+	o->ts = 0;
 	key = o->key;
 	if (active_cfg(key.target)) {
 		__u64 uh = key.ustack, kh = key.kstack;
@@ -353,7 +360,6 @@ static __always_inline void switch_in(__u32 tid)
 		else
 			record(&counts0, &stacks0, &key, &o->ustack, uh, &o->kstack, kh, ns);
 	}
-	bpf_map_delete_elem(&offcpu_start, &tid);
 }
 
 SEC("tp_btf/sched_switch")
@@ -363,7 +369,7 @@ int BPF_PROG(on_switch_btf, bool preempt, struct task_struct *prev, struct task_
 	unsigned int state = BPF_CORE_READ(prev, __state);
 
 	switch_out(ctx, prev, !preempt && state != TASK_RUNNING);
-	switch_in(BPF_CORE_READ(next, pid));
+	switch_in(next);
 	return 0;
 }
 
@@ -372,8 +378,29 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
 	struct task_struct *prev = bpf_get_current_task_btf();
 
+	struct task_struct *next;
+
 	switch_out(ctx, prev, ctx->prev_state != TASK_RUNNING);
-	switch_in(ctx->next_pid);
+	next = bpf_task_from_pid(ctx->next_pid);
+	if (next) {
+		switch_in(next);
+		bpf_task_release(next);
+	}
+	return 0;
+}
+
+/* Open off-CPU intervals, for listings taken while threads are still off CPU. */
+SEC("iter/task")
+int dump_offcpu(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct pcmon_offcpu *o;
+
+	if (!task || !task->bpf_storage)
+		return 0;
+	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
+	if (o && o->ts)
+		bpf_seq_write(ctx->meta->seq, o, sizeof(*o));
 	return 0;
 }
 
@@ -443,10 +470,9 @@ int BPF_PROG(on_exec, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct pcmon_proc *pr;
 
-	bpf_map_delete_elem(&offcpu_start, &tid);
 	/* signal->live drops to zero in do_exit() before this tracepoint, for the last thread */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;

@@ -38,7 +38,8 @@ struct pat_error {
 
 /*
  * Parse @text.  Returns 0 and sets *@out, -EINVAL with *@err filled in (if @err is not NULL)
- * for a bad pattern or bad arguments, or -ENOMEM.
+ * for a bad pattern or bad arguments, or -ENOMEM (err->column 0, err->msg "out of memory").
+ * *@out is NULL on any error.
  */
 int pat_parse(const char *text, unsigned flags, struct pat **out, struct pat_error *err);
 void pat_free(struct pat *p);
@@ -57,6 +58,8 @@ void pat_error_location(const char *text, int column, int *line, int *line_colum
  * Returns PAT_NOMATCH; PAT_ABOVE_ROOT when a ':' charges the caller of the root, or when a
  * pattern made only of '*' matches an empty stack (the caller counts it as foreignPcs); else
  * the index (0..n-1) of the frame to treat as the current procedure (n-1 when no colon applies).
+ * Among matching threads, in expansion order, the first one with a colon decides.  Stacks of
+ * more than INT32_MAX frames never match.
  */
 int pat_match(const struct pat *p, const struct pat_frame *frames, size_t n);
 

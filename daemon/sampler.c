@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,9 +174,10 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		bpf_map__set_max_entries(skel->maps.stacks0, o->stacks_entries);
 		bpf_map__set_max_entries(skel->maps.stacks1, o->stacks_entries);
 	}
-	/* tp_btf where the kernel has BTF for tracepoints, else the classic tracepoint */
-	s->use_tp_btf = true;
-	bpf_program__set_autoload(skel->progs.on_switch_tp, false);
+	/* both switch programs load; sampler_offcpu_get() attaches one when REAL is wanted */
+	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
+	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
+	bpf_program__set_autoattach(skel->progs.dump_offcpu, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -191,11 +193,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		r = -errno;
 		snprintf(err, errlen, "cannot attach process tracepoints: %s", strerror(-r));
 		goto fail;
-	}
-	/* sample_bpf__attach() skips perf_event programs; the switch program is attached on demand */
-	if (skel->links.on_switch_btf) {
-		bpf_link__destroy(skel->links.on_switch_btf);
-		skel->links.on_switch_btf = NULL;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
 	if (!s->rb) {
@@ -337,18 +334,32 @@ void sampler_period_put(struct sampler *s, uint64_t period_ns)
 		period_release(p);
 }
 
+/*
+ * tp_btf/sched_switch where the kernel has BTF for tracepoints (5.5+); else the classic
+ * tracepoint, which needs tracefs (mounted here if it is not). PCMON_FORCE_TRACEPOINT=1
+ * takes the fallback on purpose, for tests.
+ */
 int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 {
-	struct bpf_program *prog = s->skel->progs.on_switch_btf;
+	int r;
 
 	if (s->offcpu_refs++)
 		return 0;
-	s->switch_link = bpf_program__attach(prog);
+	s->switch_link = NULL;
+	if (!getenv("PCMON_FORCE_TRACEPOINT"))
+		s->switch_link = bpf_program__attach(s->skel->progs.on_switch_btf);
+	s->use_tp_btf = s->switch_link != NULL;
 	if (!s->switch_link) {
-		int r = -errno;
-
+		if (access("/sys/kernel/tracing/events", F_OK) &&
+		    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+			pr_info("cannot mount tracefs: %s", strerror(errno));
+		s->switch_link = bpf_program__attach(s->skel->progs.on_switch_tp);
+	}
+	if (!s->switch_link) {
+		r = -errno;
 		s->offcpu_refs = 0;
-		snprintf(err, errlen, "cannot attach the sched_switch program for REAL time: %s",
+		snprintf(err, errlen,
+			 "cannot attach to sched_switch for REAL time: %s (needs tp_btf, or tracefs at /sys/kernel/tracing)",
 			 strerror(-r));
 		return r;
 	}
@@ -571,23 +582,42 @@ out:
 	return r;
 }
 
+/* Walk every task with a BPF iterator and collect the intervals still open. */
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 {
-	int fd = bpf_map__fd(s->skel->maps.offcpu_start);
+	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.dump_offcpu, NULL);
 	struct pcmon_offcpu *o = malloc(sizeof(*o));
-	uint32_t k, *pk = NULL, prev;
+	size_t have = 0;
+	int fd = -1;
 
-	if (!o)
-		return;
-	while (!bpf_map_get_next_key(fd, pk, &k)) {
-		prev = k;
-		pk = &prev;
-		if (!bpf_map_lookup_elem(fd, &k, o)) {
-			o->ustack.len = MIN(o->ustack.len, s->depth);
-			o->kstack.len = MIN(o->kstack.len, s->depth);
-			cb(ctx, o);
-		}
+	if (!link || !o) {
+		pr_warn("cannot list open off-CPU intervals: %s", strerror(errno));
+		goto out;
 	}
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		pr_warn("cannot list open off-CPU intervals: %s", strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(fd, (char *)o + have, sizeof(*o) - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += n;
+		if (have < sizeof(*o))
+			continue;
+		have = 0;
+		o->ustack.len = MIN(o->ustack.len, s->depth);
+		o->kstack.len = MIN(o->kstack.len, s->depth);
+		cb(ctx, o);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	bpf_link__destroy(link);
 	free(o);
 }
 
@@ -624,7 +654,11 @@ int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int ma
 		out[n].run_time_ns = info.run_time_ns;
 		out[n].attached = true;
 		if (p == s->skel->progs.on_switch_btf)
-			out[n].attached = s->switch_link != NULL;
+			out[n].attached = s->switch_link && s->use_tp_btf;
+		if (p == s->skel->progs.on_switch_tp)
+			out[n].attached = s->switch_link && !s->use_tp_btf;
+		if (p == s->skel->progs.dump_offcpu)
+			out[n].attached = false;
 		if (p == s->skel->progs.on_sample) {
 			out[n].attached = false;
 			for (int i = 0; i < MAX_PERIODS; i++)

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -54,6 +56,34 @@ static inline uint64_t calibrate(uint64_t ns)
 		iters *= 2;
 	}
 	return iters * ns / dt;
+}
+
+/*
+ * Blocking system calls made from our own frame-pointer code, not libc's: libc is built
+ * without frame pointers, and a frame-pointer walk from inside it loses its caller.
+ */
+static inline long raw_syscall3(long nr, long a, long b, long c)
+{
+	/* stack use gives the caller a frame: GCC 12 drops the frame pointer of leaf functions */
+	volatile long ret;
+
+	long r;
+
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	ret = r;
+	return ret;
+}
+
+__attribute__((noipa, unused)) static void do_nanosleep(uint64_t ns)
+{
+	struct timespec ts = { ns / 1000000000ULL, ns % 1000000000ULL };
+
+	raw_syscall3(SYS_nanosleep, (long)&ts, 0, 0);
+}
+
+__attribute__((noipa, unused)) static long do_read(int fd, void *buf, size_t len)
+{
+	return raw_syscall3(SYS_read, fd, (long)buf, len);
 }
 
 static inline double arg_seconds(int argc, char **argv, double def)

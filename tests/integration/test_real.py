@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""REAL (wall-clock) mode: off-CPU time from sched_switch, in the same units as VIRTUAL."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, workload
+
+NODAEMON = "/nonexistent/pcmond.sock"
+
+
+def spinsleep(mode, env=None):
+    old = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        listing, p = pcmon_json("run", mode, "--interval", 1000, "--",
+                                workload("spinsleep"), 3, sock=NODAEMON)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return listing, first_json_line(p.stdout)
+
+
+def check_real_spinsleep(listing, own):
+    s = listing["summary"]
+    n = s["counted"]
+    p = procs(listing)
+    assert n >= 2000, s
+    sleep = p["spinsleep.sleep_part"]["deep"] / n
+    spin = p["spinsleep.spin_part"]["deep"] / n
+    assert abs(sleep - own["sleep"]) <= 0.03, (sleep, own)
+    assert abs(spin - own["spin"]) <= 0.03, (spin, own)
+    # the sleeping path's callers are charged too
+    assert p["spinsleep.main"]["deep"] >= 0.97 * n
+    assert s["off_blocked"] > 0 and s["off_blocked_ns"] > 0
+    # interrupts of t add up to the wall time of the one thread
+    assert abs(s["interrupts"] - own["wall_s"] * 1000) <= 0.03 * own["wall_s"] * 1000, s
+
+
+def test_real_spin_sleep():
+    listing, own = spinsleep("--real")
+    assert listing["target"]["mode"] == "REAL"
+    check_real_spinsleep(listing, own)
+
+
+def test_real_tracepoint_fallback():
+    """The classic sched_switch tracepoint gives the same answer as tp_btf."""
+    listing, own = spinsleep("--real", {"PCMON_FORCE_TRACEPOINT": "1"})
+    check_real_spinsleep(listing, own)
+
+
+def test_virtual_spin_sleep():
+    listing, own = spinsleep("--virtual")
+    s = listing["summary"]
+    p = procs(listing)
+    assert s["off_blocked"] == 0 and s["off_runnable"] == 0
+    assert p["spinsleep.spin_part"]["shallow"] >= 0.9 * s["counted"], (p, s)
+    assert p.get("spinsleep.sleep_part", {"deep": 0})["deep"] <= 0.02 * s["counted"]
+
+
+def test_default_mode_is_virtual():
+    listing, _ = pcmon_json("run", "--", workload("spinner"), 0.2, sock=NODAEMON)
+    assert listing["target"]["mode"] == "VIRTUAL"
+
+
+def test_every_thread_wall_time_counted():
+    listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("threads3"), 2,
+                            sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    want = own["thread_wall_s"] * 1000  # interrupts of t = 1 ms
+    got = listing["summary"]["interrupts"]
+    assert abs(got - want) <= 0.03 * want, (got, want)
+    pp = procs(listing)
+    # the reader blocked in read(), the sleeper in nanosleep, the spinner on CPU
+    assert pp["threads3.reader"]["deep"] >= 0.9 * own["main_s"] * 1000
+    assert pp["threads3.sleeper"]["deep"] >= 0.9 * own["main_s"] * 1000
+    assert pp["threads3.spinner_work"]["shallow"] >= 0.8 * own["main_s"] * 1000
+
+
+def test_preempted_is_runnable():
+    listing, _ = pcmon_json("run", "--real", "--interval", 1000, "--", workload("preempt"), 2,
+                            sock=NODAEMON)
+    s = listing["summary"]
+    # two spinners sharing one CPU: each waits, runnable, about half of the time
+    spin_wall = 2 * 2000
+    assert 0.3 * spin_wall <= s["off_runnable"] <= 0.7 * spin_wall, s
+    assert s["off_runnable_ns"] > 0
+
+
+def test_open_interval_of_running_sleeper():
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinsleep"), "30"], stdout=subprocess.PIPE)
+    try:
+        time.sleep(0.3)
+        tid = pcmon("start", "--real", "--pid", sp.pid, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        time.sleep(1.0)
+        os.kill(sp.pid, 19)  # SIGSTOP: off CPU, and it stays off
+        time.sleep(1.0)
+        a = pcmon_json("list", tid, sock=d.sock)[0]
+        time.sleep(1.0)
+        b = pcmon_json("list", tid, sock=d.sock)[0]
+        grew = b["summary"]["off_blocked_ns"] - a["summary"]["off_blocked_ns"]
+        elapsed = (b["target"]["elapsed_s"] - a["target"]["elapsed_s"]) * 1e9
+        # stopped all along: the open interval grows with the wall clock
+        assert abs(grew - elapsed) <= 0.05 * elapsed, (grew, elapsed)
+        total = b["summary"]["interrupts"]
+        assert abs(total - b["target"]["elapsed_s"] * 1000) <= 0.05 * total, (total, b["target"])
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
