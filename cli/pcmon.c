@@ -33,7 +33,7 @@ enum {
 #define O_SAMPLING (O_VIRTUAL | O_REAL | O_INTERVAL | O_WHEN | O_WHEN_FILE | O_CRITICAL | \
 		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE)
 #define O_LISTING (O_SHALLOW | O_DEEP | O_TOP | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | \
-		   O_JSON)
+		   O_NO_INLINE | O_JSON)
 
 static const struct option long_opts[] = {
 	{ "virtual", no_argument, NULL, 'V' },	     { "real", no_argument, NULL, 'R' },

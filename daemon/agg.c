@@ -101,7 +101,8 @@ struct frames {
 	size_t n, cap, cap_pf;
 };
 
-static int expand(const struct sym *s, const struct agg_stack *st, int kernel, struct frames *f)
+static int expand(const struct sym *s, const struct agg_stack *st, int kernel, int no_inline,
+		  struct frames *f)
 {
 	uint32_t nlocs = st->nuser + (kernel ? st->nkern : 0);
 
@@ -116,8 +117,11 @@ static int expand(const struct sym *s, const struct agg_stack *st, int kernel, s
 		if (GROW(f->proc, f->cap, f->n + l->nframes))
 			return -ENOMEM;
 		/* a location lists its inline chain innermost first; the stack runs outermost first */
-		for (uint32_t j = l->nframes; j-- > 0;)
+		for (uint32_t j = l->nframes; j-- > 0;) {
 			f->proc[f->n++] = fr[j];
+			if (no_inline)
+				break; /* the outermost is the real function */
+		}
 	}
 	return 0;
 }
@@ -194,7 +198,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			out->unwalk[st->unwalk < AGG_UNWALK_MAX ? st->unwalk : AGG_UNWALK_FAULT] += w;
 			continue;
 		}
-		if (expand(s, st, o->kernel, &f) || pat_frames(s, &f))
+		if (expand(s, st, o->kernel, o->no_inline, &f) || pat_frames(s, &f))
 			goto cleanup;
 
 		charge = f.n ? (int)f.n - 1 : PAT_ABOVE_ROOT;

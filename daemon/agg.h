@@ -65,6 +65,7 @@ struct agg_list_opts {
 	const struct agg_critical *crit; /* user-declared critical sections, first match wins */
 	size_t ncrit;
 	int kernel;			/* include kernel frames */
+	int no_inline;			/* inlined functions count as the function they are in */
 	const struct agg_extra *extra;
 	size_t nextra;
 };

@@ -350,16 +350,20 @@ static struct target *find_target(struct engine *e, const struct client *c, cons
 	return NULL;
 }
 
-static int compile_pattern(const char *opt, const char *text, int icase, struct pat **out,
+/* The WHEN pattern of a request: "when" text, "icase", "when_from_file" (spans lines). */
+static int compile_pattern(const char *opt, const cJSON *req, int icase, struct pat **out,
 			   cJSON **err)
 {
+	const char *text = proto_str(req, "when", NULL);
 	struct pat_error pe = { 0 };
+	unsigned flags = (icase ? PAT_ICASE : 0) |
+			 (proto_bool(req, "when_from_file", 0) ? PAT_FROM_FILE : 0);
 	int r;
 
 	*out = NULL;
 	if (!text)
 		return 0;
-	r = pat_parse(text, icase ? PAT_ICASE : 0, out, &pe);
+	r = pat_parse(text, flags, out, &pe);
 	if (r == -EINVAL) {
 		*err = proto_error(2, "%s: column %d: %s", opt, pe.column, pe.msg);
 		return r;
@@ -460,12 +464,15 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	t->period_ns = (uint64_t)usec * 1000;
 	t->real = mode && !strcmp(mode, "real");
 	t->kernel = proto_bool(req, "kernel", 0);
+	t->no_inline = proto_bool(req, "no_inline", 0);
 	t->children = proto_bool(req, "children", 1);
 	t->icase = proto_bool(req, "icase", 0);
-	if (compile_pattern("--when", proto_str(req, "when", NULL), t->icase, &t->when, &rep))
+	if (compile_pattern("--when", req, t->icase, &t->when, &rep))
 		goto fail;
-	if (t->when)
+	if (t->when) {
 		t->when_text = strdup(proto_str(req, "when", ""));
+		t->when_from_file = proto_bool(req, "when_from_file", 0);
+	}
 	if (target_set_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"), &rep))
 		goto fail;
 
@@ -609,7 +616,7 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 	t = find_target(e, c, req, &rep);
 	if (!t)
 		return rep;
-	if (compile_pattern("--when", wtext, proto_bool(req, "icase", t->icase), &when, &rep))
+	if (compile_pattern("--when", req, proto_bool(req, "icase", t->icase), &when, &rep))
 		return rep;
 	if (target_list_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"),
 				  proto_bool(req, "icase", t->icase), &crit, &ncrit, &rep)) {
@@ -626,6 +633,7 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 	lo.period_ns = t->period_ns;
 	lo.when = wtext ? when : t->when;
 	lo.kernel = t->kernel;
+	lo.no_inline = proto_bool(req, "no_inline", t->no_inline);
 	lo.extra = oc.extra;
 	lo.nextra = oc.n;
 	lo.crit = crit;

@@ -92,6 +92,8 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 	cJSON_AddNumberToObject(o, "interval_us", t->period_ns / 1000);
 	if (t->when_text)
 		cJSON_AddStringToObject(o, "when", t->when_text);
+	cJSON_AddBoolToObject(o, "when_from_file", t->when_from_file);
+	cJSON_AddBoolToObject(o, "no_inline", t->no_inline);
 	arr = cJSON_AddArrayToObject(o, "critical");
 	for (size_t i = 0; i < t->ncrit; i++) {
 		char *spec;
@@ -225,9 +227,14 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->children = proto_bool(o, "children", 1);
 	t->icase = proto_bool(o, "icase", 0);
 	t->period_ns = (uint64_t)proto_num(o, "interval_us", 10000) * 1000;
+	t->no_inline = proto_bool(o, "no_inline", 0);
 	if (proto_str(o, "when", NULL)) {
 		t->when_text = strdup(proto_str(o, "when", ""));
-		if (pat_parse(t->when_text, t->icase ? PAT_ICASE : 0, &t->when, NULL))
+		t->when_from_file = proto_bool(o, "when_from_file", 0);
+		if (!t->when_text ||
+		    pat_parse(t->when_text, (t->icase ? PAT_ICASE : 0) |
+						    (t->when_from_file ? PAT_FROM_FILE : 0),
+			      &t->when, NULL))
 			goto bad;
 	}
 	if (target_set_criticals(t, cJSON_GetObjectItemCaseSensitive(o, "critical"), &err))

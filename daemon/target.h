@@ -33,7 +33,8 @@ struct target {
 	enum target_state state;
 	uint32_t pid;		/* TARGET_PID: the process given or launched */
 	uint64_t cgroup_id;
-	bool real, kernel, children, icase;
+	bool real, kernel, children, icase, no_inline;
+	bool when_from_file;	/* when_text spans lines, ';'-terminated */
 	uint32_t flags;		/* PCMON_TF_* as given to BPF */
 	uint64_t period_ns;
 	char *when_text;
