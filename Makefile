@@ -67,7 +67,7 @@ $(OUTPUT) $(OUTPUT)/engine $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT
 # --- BPF: .bpf.c -> .bpf.o -> .skel.h
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/pcmon_bpf.h $(VMLINUX) | $(OUTPUT)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
-		-Ivmlinux/$(ARCH) -Iinclude -c $< -o $@
+		-Ivmlinux/$(ARCH) -Iinclude -idirafter /usr/include/$(UNAME_M)-linux-gnu -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
@@ -100,11 +100,16 @@ $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) | $(OUTPUT)/fuzz
 		$< daemon/pat.c -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
-		-Iinclude $< -lpthread -lm -o $@
+		-Iinclude $< -lpthread -lm -ldl -o $@
+
+# a library for the dlopen tests, next to the workloads
+$(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
+		-mno-omit-leaf-frame-pointer -Iinclude $< -o $@
 
 unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
-workloads: $(WORK_BINS)
+workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so
 
 check: all unit fuzz workloads
 	@tests/run.sh

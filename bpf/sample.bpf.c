@@ -17,6 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
 #include "pcmon_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -103,6 +104,14 @@ struct {
 	__type(value, struct pcmon_offcpu);
 } offcpu SEC(".maps");
 
+/* Marked critical sections: per-thread nesting, and the names by hash for the engine. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_crit);
+} crit SEC(".maps");
+
 /* Scratch space: a stack is too big for the 512-byte BPF stack. */
 struct scratch {
 	struct pcmon_stack ustack;
@@ -158,6 +167,21 @@ static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
 	if (!cfg || !(cfg->flags & PCMON_TF_ACTIVE))
 		return NULL;
 	return cfg;
+}
+
+/* The innermost marked section the current thread is in, 0 if none. */
+static __always_inline __u64 current_section(struct task_struct *task)
+{
+	struct pcmon_crit *c;
+	__u32 d;
+
+	if (!task->bpf_storage)
+		return 0;
+	c = bpf_task_storage_get(&crit, task, NULL, 0);
+	if (!c || !c->depth)
+		return 0;
+	d = c->depth < PCMON_SECTION_NEST ? c->depth - 1 : PCMON_SECTION_NEST - 1;
+	return c->hash[d & (PCMON_SECTION_NEST - 1)];
 }
 
 struct hash_ctx {
@@ -279,6 +303,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.pid = id >> 32;
 	key.epoch = p->epoch;
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
+	key.section = current_section(bpf_get_current_task_btf());
 	key.uerr = capture(ctx, &sc->ustack, BPF_F_USER_STACK);
 	sc->kstack.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
@@ -327,6 +352,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->key.pid = id >> 32;
 	o->key.epoch = p->epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
+	o->key.section = current_section(prev);
 	o->key.uerr = capture(ctx, &o->ustack, BPF_F_USER_STACK);
 	o->kstack.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
@@ -424,6 +450,63 @@ static __always_inline void emit(__u32 type, __u32 target, __u32 pid, __u32 ppid
 	e->exit_code = exit_code;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
+}
+
+/* ---- PCMON_CRITICAL_BEGIN/END (include/pcmon/critical.h), attached per object */
+
+static __always_inline struct pcmon_crit *crit_of_current(bool create)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
+
+	if (!p)
+		return NULL;
+	return bpf_task_storage_get(&crit, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/*
+ * A section is known by the address of its name: reading the string here could fail (its page
+ * may never have been touched), while the engine reads it from the object file at leisure.
+ */
+SEC("usdt")
+int BPF_USDT(crit_begin, const char *name)
+{
+	struct pcmon_crit *c = crit_of_current(true);
+
+	if (!c)
+		return 0;
+	if (c->depth < PCMON_SECTION_NEST)
+		c->hash[c->depth & (PCMON_SECTION_NEST - 1)] = (__u64)name ?: 1;
+	c->depth++;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(crit_end)
+{
+	struct pcmon_crit *c = crit_of_current(false);
+
+	/* an END whose BEGIN came before pcmon attached leaves the depth at 0 */
+	if (c && c->depth)
+		c->depth--;
+	return 0;
+}
+
+/*
+ * The dynamic linker calls _dl_debug_state() (the debugger's breakpoint, r_brk) whenever the
+ * set of loaded objects changes: at start-up and around each dlopen/dlclose. New objects
+ * may carry probes.
+ */
+SEC("uprobe")
+int on_dl_debug_state(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
+
+	if (p)
+		emit(PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0);
+	return 0;
 }
 
 SEC("tp_btf/sched_process_fork")

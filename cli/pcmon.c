@@ -154,7 +154,7 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 	opterr = 0;
 	a->req = proto_request(cmd);
 	/* run stops at the command; the others take options anywhere */
-	while ((c = getopt_long(argc, argv, !strcmp(cmd, "run") ? "+i" : "-i", long_opts,
+	while ((c = getopt_long(argc, argv, !strcmp(cmd, "run") ? "+iv" : "-iv", long_opts,
 				NULL)) != -1) {
 		unsigned bit = 0;
 		long v;
@@ -464,6 +464,26 @@ static int wait_child(struct session *s, pid_t child, int *status)
 	return 0;
 }
 
+/* Where execvp() will find CMD, so pcmond can attach to its probes before it starts. */
+static char *resolve_exe(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char buf[4096], *dirs, *dir, *save;
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, NULL);
+	dirs = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, sizeof(buf), "%s/%s", *dir ? dir : ".", cmd);
+		if (!access(buf, X_OK)) {
+			free(dirs);
+			return realpath(buf, NULL);
+		}
+	}
+	free(dirs);
+	return NULL;
+}
+
 static int cmd_run(struct args *a)
 {
 	struct session s = { .fd = -1 };
@@ -503,6 +523,13 @@ static int cmd_run(struct args *a)
 
 	cJSON_AddNumberToObject(a->req, "pid", child);
 	cJSON_AddBoolToObject(a->req, "exec_wait", 1);
+	{
+		char *exe = resolve_exe(a->argv_cmd[0]);
+
+		if (exe)
+			cJSON_AddStringToObject(a->req, "exe", exe);
+		free(exe);
+	}
 	if (!proto_str(a->req, "name", NULL))
 		cJSON_AddStringToObject(a->req, "name", basename_of(a->argv_cmd[0]));
 	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));

@@ -147,7 +147,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 	uint64_t *shallow = NULL, *deep = NULL;
 	uint32_t *stamp = NULL;
 	struct frames f = { 0 };
-	size_t n = agg_count(a), total = n + o->nextra, rows_cap = 0;
+	size_t n = agg_count(a), total = n + o->nextra, rows_cap = 0, marked_cap = 0;
 	int err = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -194,6 +194,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 		out->interrupts += w;
 
 		if (st->unwalk != AGG_WALK_OK) {
+			out->counted += w;
 			out->unwalk[AGG_WALK_OK] += w;
 			out->unwalk[st->unwalk < AGG_UNWALK_MAX ? st->unwalk : AGG_UNWALK_FAULT] += w;
 			continue;
@@ -209,6 +210,20 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 				continue;
 			}
 		}
+		out->counted += w;
+		if (st->section) { /* marked by the program itself */
+			size_t m;
+
+			for (m = 0; m < out->nmarked && out->marked[m].name != st->section; m++)
+				;
+			if (m == out->nmarked) {
+				if (GROW(out->marked, marked_cap, m + 1))
+					goto cleanup;
+				out->marked[out->nmarked++] = (struct agg_marked){ st->section, 0 };
+			}
+			out->marked[m].count += w;
+			continue;
+		}
 		{
 			size_t c;
 
@@ -220,7 +235,6 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 				continue;
 			}
 		}
-		out->counted += w;
 		if (charge < 0) { /* a colon pointed above the root */
 			out->foreign += w;
 			continue;
@@ -262,8 +276,10 @@ cleanup:
 void agg_list_free(struct agg_list *l)
 {
 	free(l->rows);
+	free(l->marked);
 	l->rows = NULL;
-	l->nrows = 0;
+	l->marked = NULL;
+	l->nrows = l->nmarked = 0;
 }
 
 struct sort_arg {

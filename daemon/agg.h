@@ -31,6 +31,7 @@ struct agg_stack {
 	uint32_t kind;		/* enum pcmon_kind */
 	uint32_t pid;
 	uint32_t unwalk;	/* enum agg_unwalk */
+	uint32_t section;	/* string id (sym) of the marked critical section, 0 = none */
 	uint32_t nuser;		/* user locations, outermost first ... */
 	uint32_t nkern;		/* ... then kernel locations, outermost first */
 	uint32_t locs[];
@@ -78,7 +79,12 @@ struct agg_row {
 #define AGG_MAX_CRIT 64
 
 struct agg_list {
-	uint64_t interrupts;		/* counted + not_matching + critical */
+	/*
+	 * interrupts = counted + not_matching. Counted samples (those WHEN lets through, and
+	 * unwalkable ones, which no pattern can test) go either to a critical section or to
+	 * procedures: counted = sum of sections + sum of shallow + foreign.
+	 */
+	uint64_t interrupts;
 	uint64_t counted;
 	uint64_t not_matching;
 	uint64_t foreign;		/* counted samples in no known procedure */
@@ -88,6 +94,11 @@ struct agg_list {
 	uint64_t off_blocked_ns, off_runnable_ns;
 	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
 	uint64_t crit[AGG_MAX_CRIT];	/* user-declared sections, as in opts.crit */
+	struct agg_marked {
+		uint32_t name;		/* sym string id */
+		uint64_t count;
+	} *marked;			/* sections marked in the program (critical.h) */
+	size_t nmarked;
 	struct agg_row *rows;
 	size_t nrows;
 };

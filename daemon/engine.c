@@ -33,7 +33,38 @@ struct engine {
 	uint64_t last_flush_ns;
 	struct agg_stack *scratch; /* conversion buffer for one stack */
 	size_t scratch_cap;
+	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
+	uint32_t *section_names;	/* ... and the string id of each name */
+	size_t cap_sections;
 };
+
+/* The string id of a marked section's name, from its address in process (pid, epoch). */
+static uint32_t section_name(struct engine *e, const struct pcmon_key *k)
+{
+	struct { uint64_t addr; uint32_t pid, epoch; } key = { k->section, k->pid, k->epoch };
+	char name[PCMON_SECTION_LEN];
+	uint32_t slot, id = 0;
+	int r;
+
+	if (!k->section)
+		return 0;
+	r = itab_intern(e->section_keys, &key, sizeof(key), &slot);
+	if (r == 0)
+		return e->section_names[slot];
+	if (r < 0 || GROW(e->section_names, e->cap_sections, slot + 1))
+		return 0;
+	if (sym_user_string(e->sym, k->pid, k->epoch, k->section, name, sizeof(name)) || !name[0])
+		snprintf(name, sizeof(name), "section@%llx", (unsigned long long)k->section);
+	sym_intern_str(e->sym, name, &id);
+	return e->section_names[slot] = id;
+}
+
+static void attach_usdt(void *ctx, const char *path)
+{
+	struct engine *e = ctx;
+
+	sampler_usdt_attach(e->smp, path);
+}
 
 /* ---- lifecycle */
 
@@ -56,7 +87,8 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->started_ns = now_ns();
 	e->started_wall = wall_time();
 	e->sym = sym_new(0);
-	if (!e->sym) {
+	e->section_keys = itab_new();
+	if (!e->sym || !e->section_keys) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -107,6 +139,8 @@ void engine_free(struct engine *e)
 	if (e->timerfd >= 0)
 		close(e->timerfd);
 	free(e->scratch);
+	itab_free(e->section_keys);
+	free(e->section_names);
 	free(e);
 }
 
@@ -155,6 +189,7 @@ static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 	st->kind = k->kind;
 	st->pid = k->pid;
 	st->unwalk = unwalk_of(k->uerr);
+	st->section = section_name(e, k);
 	if (st->unwalk == AGG_WALK_OK && !nu)
 		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
 	if (st->unwalk == AGG_WALK_OK && nu >= depth)
@@ -223,8 +258,13 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 		if (ev->epoch)
 			sym_proc_final(e->sym, ev->pid, ev->epoch - 1);
 		sym_proc_load(e->sym, ev->pid, ev->epoch);
+		sym_proc_usdt(e->sym, ev->pid, ev->epoch, attach_usdt, e);
 		if (t && ev->pid == t->pid)
 			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
+		break;
+	case PCMON_EV_DLOPEN:
+		sym_proc_load(e->sym, ev->pid, ev->epoch);
+		sym_proc_usdt(e->sym, ev->pid, ev->epoch, attach_usdt, e);
 		break;
 	case PCMON_EV_EXIT:
 		sym_proc_final(e->sym, ev->pid, ev->epoch);
@@ -524,6 +564,11 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0);
 		t->live = 1;
 		sym_proc_load(e->sym, t->pid, 0);
+		sym_proc_usdt(e->sym, t->pid, 0, attach_usdt, e);
+		/* pcmon run: the command's own probes are attached before it is released */
+		if (proto_str(req, "exe", NULL) && !access(proto_str(req, "exe", ""), R_OK) &&
+		    sym_file_has_probes(proto_str(req, "exe", "")))
+			sampler_usdt_attach(e->smp, proto_str(req, "exe", ""));
 	} else if (!r && t->kind == TARGET_CGROUP) {
 		r = sampler_cgroup_add(e->smp, t->cgroup_id, t->id);
 	} else if (!r) {

@@ -254,20 +254,61 @@ static bool name_match(const struct pat *p, const struct pat_name *nm, const str
 /* ---------------------------------------------------------------------------------------- */
 /* Matching */
 
+/*
+ * Threads expanded from one pattern share their names, so with several threads the result of
+ * each (name, frame) test is remembered for the duration of one pat_match() call, in a buffer
+ * on the stack when names x frames fit in it (matching never allocates).
+ */
+#define MEMO_BYTES 16384
+
 struct mctx {
 	const struct pat *p;
 	const struct pat_frame *fr;
 	size_t n;
 	uint64_t tests;
+	uint8_t *memo; /* names x frames, 0 unknown, 1 no, 2 yes; NULL: no memo */
+	uint8_t *any; /* per name: does it match any frame?  Same coding */
 };
+
+static bool test_name(struct mctx *m, uint32_t name, size_t f)
+{
+	uint8_t *v;
+
+	if (!m->memo)
+		return name_match(m->p, &m->p->names[name], &m->fr[f]);
+	v = &m->memo[(size_t)name * m->n + f];
+	if (!*v)
+		*v = name_match(m->p, &m->p->names[name], &m->fr[f]) ? 2 : 1;
+	return *v == 2;
+}
+
+/* With a memo: false if some name of thread @t matches no frame at all. */
+static bool names_present(struct mctx *m, const struct pat_thread *t)
+{
+	if (!m->memo)
+		return true;
+	for (uint32_t k = 0; k < t->nelem; k++) {
+		uint32_t name = m->p->elems[t->elem0 + k].name;
+		uint8_t *v = &m->any[name];
+
+		if (name == STAR_NAME)
+			continue;
+		for (size_t f = 0; !*v && f < m->n; f++)
+			if (test_name(m, name, f))
+				*v = 2;
+		if (!*v)
+			*v = 1;
+		if (*v == 1)
+			return false;
+	}
+	return true;
+}
 
 static bool block_at(struct mctx *m, const struct pat_block *b, size_t s)
 {
 	for (uint32_t j = 0; j < b->len; j++) {
-		const struct pat_elem *e = &m->p->elems[b->first + j];
-
 		m->tests++;
-		if (!name_match(m->p, &m->p->names[e->name], &m->fr[s + j]))
+		if (!test_name(m, m->p->elems[b->first + j].name, s + j))
 			return false;
 	}
 	return true;
@@ -311,6 +352,8 @@ static bool match_thread(struct mctx *m, const struct pat_thread *t, int *charge
 	uint32_t k = t->nblock, c = t->has_colon ? t->colon_block : k;
 	size_t lo = 0, hi = m->n, s, j;
 
+	if (!names_present(m, t))
+		return false;
 	for (uint32_t i = 0; i < c; i++) {
 		s = first_fit(m, &b[i], lo, t->anchored && i == k - 1);
 		if (s == NPOS)
@@ -342,6 +385,7 @@ int pat_match_ex(const struct pat *p, const struct pat_frame *frames, size_t n,
 		 struct pat_match_info *info)
 {
 	struct mctx m = { .p = p, .fr = frames, .n = n };
+	uint8_t memo[MEMO_BYTES];
 	size_t first = NPOS;
 	int charged, ret = PAT_NOMATCH;
 
@@ -351,6 +395,11 @@ int pat_match_ex(const struct pat *p, const struct pat_frame *frames, size_t n,
 	}
 	if (!p || (n && !frames) || n > (size_t)INT32_MAX)
 		return PAT_NOMATCH;
+	if (p->nthreads > 1 && p->nnames <= MEMO_BYTES / (n + 1)) {
+		memset(memo, 0, p->nnames * (n + 1));
+		m.memo = memo;
+		m.any = memo + p->nnames * n;
+	}
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct pat_thread *t = &p->threads[i];
 

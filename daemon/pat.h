@@ -4,9 +4,9 @@
  *
  * A pattern is parsed once into an immutable struct pat, expanded into "call threads" (no
  * parentheses, no alternatives), and matched against symbolized stacks.  Matching is exact and
- * takes O(frames x primaries) name tests per thread; it never allocates.  A parsed pattern may
- * be shared by any number of threads.  The language and every rule the spec leaves open are
- * described in docs/when.md.
+ * takes O(frames x primaries) name tests per thread; it never allocates (it uses at most 16 KiB
+ * of stack).  A parsed pattern may be shared by any number of threads.  The language and every
+ * rule the spec leaves open are described in docs/when.md.
  */
 #ifndef PCMON_PAT_H
 #define PCMON_PAT_H
@@ -65,7 +65,7 @@ int pat_match(const struct pat *p, const struct pat_frame *frames, size_t n);
 
 struct pat_match_info {
 	size_t thread; /* expanded thread that decided the result (if it matched) */
-	uint64_t name_tests; /* name-versus-frame tests performed (a cost measure, for tests) */
+	uint64_t name_tests; /* steps of the matching scans (a cost measure, for tests) */
 };
 
 /* pat_match() that also reports which thread decided and what it cost; @info may be NULL. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,8 +27,18 @@ struct period_set {
 	struct bpf_link **links;
 };
 
+struct usdt_obj {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	struct bpf_link *begin, *end;
+};
+
 struct sampler {
 	struct sample_bpf *skel;
+	struct usdt_obj *usdt;	/* objects whose pcmon probes are attached */
+	size_t nusdt, cap_usdt;
+	struct bpf_link *dl_link;
 	uint32_t depth;
 	int ncpus;		/* possible CPUs (per-CPU map values) */
 	struct period_set periods[MAX_PERIODS];
@@ -129,6 +140,66 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* Our own dynamic linker: the one processes on this system use (not in other containers). */
+static void attach_dl_debug_state(struct sampler *s)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
+	char *maps = read_file("/proc/self/maps", NULL), *line, *save, *ld = NULL;
+
+	for (line = maps ? strtok_r(maps, "\n", &save) : NULL; line && !ld;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *p = strchr(line, '/');
+
+		if (p && strstr(basename_of(p), "ld-linux"))
+			ld = p;
+	}
+	if (ld)
+		s->dl_link = bpf_program__attach_uprobe_opts(s->skel->progs.on_dl_debug_state, -1,
+							     ld, 0, &uo);
+	if (!s->dl_link)
+		pr_warn("cannot watch the dynamic linker (%s): critical sections in libraries loaded later are found only when their code is sampled",
+			ld ? ld : "not found");
+	free(maps);
+}
+
+int sampler_usdt_attach(struct sampler *s, const char *path)
+{
+	struct usdt_obj u = { 0 };
+	struct stat st;
+
+	/* once per file: two uprobes on one instruction would count every BEGIN twice */
+	if (stat(path, &st))
+		return -errno;
+	for (size_t i = 0; i < s->nusdt; i++)
+		if (s->usdt[i].dev == st.st_dev && s->usdt[i].ino == st.st_ino)
+			return 0;
+	u.dev = st.st_dev;
+	u.ino = st.st_ino;
+	/* pid -1: the probes fire in every process that maps the object, now or later */
+	u.begin = bpf_program__attach_usdt(s->skel->progs.crit_begin, -1, path, "pcmon",
+					   "critical_begin", NULL);
+	u.end = bpf_program__attach_usdt(s->skel->progs.crit_end, -1, path, "pcmon",
+					 "critical_end", NULL);
+	if (!u.begin || !u.end) {
+		int r = -errno;
+
+		pr_warn("cannot attach pcmon critical-section probes in %s: %s", path, strerror(-r));
+		bpf_link__destroy(u.begin);
+		bpf_link__destroy(u.end);
+		return r;
+	}
+	u.path = strdup(path);
+	if (!u.path || GROW(s->usdt, s->cap_usdt, s->nusdt + 1)) {
+		free(u.path);
+		bpf_link__destroy(u.begin);
+		bpf_link__destroy(u.end);
+		return -ENOMEM;
+	}
+	s->usdt[s->nusdt++] = u;
+	pr_info("attached critical-section probes in %s", path);
+	return 0;
+}
+
 int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
@@ -178,6 +249,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
 	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
 	bpf_program__set_autoattach(skel->progs.dump_offcpu, false);
+	bpf_program__set_autoattach(skel->progs.crit_begin, false);
+	bpf_program__set_autoattach(skel->progs.crit_end, false);
+	bpf_program__set_autoattach(skel->progs.on_dl_debug_state, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -200,6 +274,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
 		goto fail;
 	}
+	attach_dl_debug_state(s);
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (s->stats_fd < 0)
 		pr_info("BPF run-time statistics unavailable: %s", strerror(errno));
@@ -220,6 +295,13 @@ void sampler_close(struct sampler *s)
 			sampler_period_put(s, s->periods[i].period_ns);
 	}
 	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->dl_link);
+	for (size_t i = 0; i < s->nusdt; i++) {
+		bpf_link__destroy(s->usdt[i].begin);
+		bpf_link__destroy(s->usdt[i].end);
+		free(s->usdt[i].path);
+	}
+	free(s->usdt);
 	ring_buffer__free(s->rb);
 	sample_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
@@ -659,6 +741,10 @@ int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int ma
 			out[n].attached = s->switch_link && !s->use_tp_btf;
 		if (p == s->skel->progs.dump_offcpu)
 			out[n].attached = false;
+		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end)
+			out[n].attached = s->nusdt > 0;
+		if (p == s->skel->progs.on_dl_debug_state)
+			out[n].attached = s->dl_link != NULL;
 		if (p == s->skel->progs.on_sample) {
 			out[n].attached = false;
 			for (int i = 0; i < MAX_PERIODS; i++)

@@ -62,6 +62,9 @@ int sampler_events_fd(struct sampler *s);
 typedef void (*sampler_event_cb)(void *ctx, const struct pcmon_event *e);
 int sampler_poll_events(struct sampler *s, sampler_event_cb cb, void *ctx);
 
+/* Attach the PCMON_CRITICAL_BEGIN/END probes of an object (once per path). */
+int sampler_usdt_attach(struct sampler *s, const char *path);
+
 struct sampler_prog_stats {
 	const char *name;
 	uint64_t run_cnt, run_time_ns;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sym.h"
@@ -22,6 +23,7 @@ struct smod {
 	Dwfl_Module *mod;
 	GElf_Addr bias;
 	bool tried;
+	bool usdt;		/* has pcmon's critical-section probes */
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;
 };
@@ -260,6 +262,39 @@ static int vdso_fd(void)
 	return fd;
 }
 
+/* Does @elf carry USDT probes of provider "pcmon" (include/pcmon/critical.h)? */
+static bool has_pcmon_probes(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t off = 0, noff, doff;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".note.stapsdt") || !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			const char *desc = (const char *)d->d_buf + doff;
+			size_t addrs = 3 * (gelf_getclass(elf) == ELFCLASS64 ? 8 : 4);
+
+			/* NT_STAPSDT: pc, base, semaphore, then "provider\0name\0args\0" */
+			if (nh.n_type == 3 && nh.n_descsz >= addrs + 6 &&
+			    !memcmp(desc + addrs, "pcmon", 6))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 			uint64_t end)
 {
@@ -298,6 +333,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	elf = dwfl_module_getelf(m->mod, &m->bias);
 	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n))
 		return;
+	m->usdt = has_pcmon_probes(elf);
 	m->loads = calloc(n ? n : 1, sizeof(*m->loads));
 	for (size_t i = 0; m->loads && i < n; i++) {
 		GElf_Phdr ph;
@@ -528,8 +564,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
 			continue;
 		file = line + pos;
-		if (perms[2] != 'x' || (!ino && strcmp(file, "[vdso]")))
-			continue; /* only executable, file-backed mappings (and the vDSO) name code */
+		if (!ino && strcmp(file, "[vdso]"))
+			continue; /* only file-backed mappings (and the vDSO) name code and strings */
 		mkey.dev = ino ? ((uint64_t)maj << 32) | min : UINT64_MAX - 1;
 		mkey.ino = ino;
 		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
@@ -564,21 +600,28 @@ static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)
 	return NULL;
 }
 
-uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
+/* The mapping of @addr in (pid, epoch); a miss re-reads the map of a live process. */
+static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t epoch,
+					uint64_t addr)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
-	const struct region *r = pmap_find(pm, pc);
-	struct smod *m;
-	uint64_t vaddr;
+	const struct region *r = pmap_find(pm, addr);
 
 	if (!r && (!pm || (!pm->final && now_ns() - pm->read_ns > 20000000))) {
 		/* new code mapped since the last look (dlopen): look again while we can */
 		s->st.maps_misses++;
-		if (!sym_proc_load(s, pid, epoch)) {
-			pm = pmap_get(s, pid, epoch, false);
-			r = pmap_find(pm, pc);
-		}
+		if (!sym_proc_load(s, pid, epoch))
+			r = pmap_find(pmap_get(s, pid, epoch, false), addr);
 	}
+	return r;
+}
+
+uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
+{
+	const struct region *r = find_region(s, pid, epoch, pc);
+	struct smod *m;
+	uint64_t vaddr;
+
 	pc -= call_site;
 	if (!r)
 		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0);
@@ -625,4 +668,82 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 		return -ENOMEM;
 	l->nframes = s->nframes - l->first;
 	return 0;
+}
+
+void sym_proc_usdt(struct sym *s, uint32_t pid, uint32_t epoch,
+		   void (*cb)(void *ctx, const char *path), void *ctx)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	char path[4200];
+
+	for (size_t i = 0; pm && i < pm->n; i++) {
+		const struct smod *m = &s->mods[pm->r[i].module];
+
+		if (!m->usdt)
+			continue;
+		/* the object as this process sees it (it may live in another mount namespace) */
+		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, m->path);
+		cb(ctx, access(path, R_OK) ? m->path : path);
+	}
+}
+
+bool sym_file_has_probes(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+	bool r;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	r = elf && has_pcmon_probes(elf);
+	elf_end(elf);
+	close(fd);
+	return r;
+}
+
+/* Read a NUL-terminated string from an object's file, at ELF virtual address @vaddr. */
+static int elf_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len)
+{
+	GElf_Addr bias;
+	Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	Elf_Scn *scn = NULL;
+
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t off, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || vaddr < sh.sh_addr ||
+		    vaddr >= sh.sh_addr + sh.sh_size || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		off = vaddr - sh.sh_addr;
+		n = strnlen((const char *)d->d_buf + off, MIN(len - 1, d->d_size - off));
+		memcpy(buf, (const char *)d->d_buf + off, n);
+		buf[n] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, char *buf,
+		    size_t len)
+{
+	const struct region *r = find_region(s, pid, epoch, addr);
+	struct iovec local = { buf, len - 1 }, remote = { (void *)(uintptr_t)addr, len - 1 };
+	uint64_t vaddr;
+
+	if (!len)
+		return -EINVAL;
+	if (r && offset_to_vaddr(&s->mods[r->module], addr - r->start + r->pgoff, &vaddr) &&
+	    !elf_string(&s->mods[r->module], vaddr, buf, len))
+		return 0;
+	/* not in an object file (built at run time): ask the process, if it still lives */
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) > 0) {
+		buf[len - 1] = '\0';
+		buf[strnlen(buf, len - 1)] = '\0';
+		return 0;
+	}
+	return -ENOENT;
 }

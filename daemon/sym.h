@@ -49,6 +49,15 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 
+/* Objects mapped by (pid, epoch) that carry pcmon critical-section probes. */
+void sym_proc_usdt(struct sym *s, uint32_t pid, uint32_t epoch,
+		   void (*cb)(void *ctx, const char *path), void *ctx);
+
+bool sym_file_has_probes(const char *path);
+/* A string at @addr in process (pid, epoch): from its object file, else from the process. */
+int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, char *buf,
+		    size_t len);
+
 /* Location of a user pc in process (pid, epoch); @call_site: pc is a return address. */
 uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site);
 uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site);

@@ -278,6 +278,15 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 		cJSON_AddItemToArray(arr, o);
 	}
 
+	for (size_t i = 0; i < l->nmarked; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", sym_str(s, l->marked[i].name));
+		cJSON_AddNumberToObject(o, "count", l->marked[i].count);
+		cJSON_AddNumberToObject(o, "percent", pct(l->marked[i].count, l->counted));
+		cJSON_AddBoolToObject(o, "marked", 1);
+		cJSON_AddItemToArray(arr, o);
+	}
+
 	agg_sort_rows(l->rows, n, 0, s);
 	arr = cJSON_AddArrayToObject(out, "procedures");
 	for (size_t i = 0; i < n; i++) {

@@ -72,6 +72,17 @@ struct pcmon_key {
 	__u8 pad;
 	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
 	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
+	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */
+};
+
+#define PCMON_SECTION_LEN 32	/* bytes of a section name kept, with its NUL */
+#define PCMON_SECTION_NEST 8	/* names remembered per thread; deeper nesting keeps counting */
+
+/* Per-thread state of PCMON_CRITICAL_BEGIN/END (task-local storage). */
+struct pcmon_crit {
+	__u32 depth;
+	__u32 pad;
+	__u64 hash[PCMON_SECTION_NEST];	/* name addresses, outermost first */
 };
 
 struct pcmon_val {
@@ -98,6 +109,7 @@ enum pcmon_ev_type {
 	PCMON_EV_FORK = 1,
 	PCMON_EV_EXEC,
 	PCMON_EV_EXIT,
+	PCMON_EV_DLOPEN,	/* a watched process loaded a library: look for probes in it */
 };
 
 struct pcmon_event {

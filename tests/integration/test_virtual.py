@@ -91,7 +91,8 @@ def test_recursion_deep_at_most_counted():
     leaf = p["recursive.leaf"]["shallow"] / n
     assert abs(leaf - 2 / 11) < 0.05, leaf
     total_shallow = sum(r["shallow"] for r in p.values())
-    assert total_shallow + listing["summary"]["foreign"] == n
+    critical = sum(c["count"] for c in listing["summary"]["critical"])
+    assert total_shallow + listing["summary"]["foreign"] + critical == n
 
 
 def test_start_pid_then_stop():

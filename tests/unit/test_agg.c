@@ -165,6 +165,26 @@ static void add(struct fx *f, uint32_t kind, uint32_t unwalk, const char *spec, 
 	free(f->own[--f->nown]);
 }
 
+/* A sample inside a section the program marked (PCMON_CRITICAL_BEGIN("@name")). */
+static void add_marked(struct fx *f, const char *name, uint32_t kind, uint32_t unwalk,
+		       const char *spec, uint64_t count, uint64_t ns)
+{
+	struct agg_stack *st = mk(f, kind, 1, unwalk, spec);
+
+	assert_int_equal(sym_intern_str(f->s, name, &st->section), 0);
+	assert_int_not_equal(st->section, 0);
+	assert_int_equal(agg_add(f->a, st, count, ns), 0);
+	free(f->own[--f->nown]);
+}
+
+static uint64_t marked(const struct fx *f, const char *name)
+{
+	for (size_t m = 0; m < f->l.nmarked; m++)
+		if (!strcmp(sym_str(f->s, f->l.marked[m].name), name))
+			return f->l.marked[m].count;
+	return 0;
+}
+
 #define ON(f, spec, n) add((f), PCMON_KIND_ONCPU, AGG_WALK_OK, (spec), (n), 0)
 #define KM(f, spec, n) add((f), PCMON_KIND_ONCPU_KMODE, AGG_WALK_OK, (spec), (n), 0)
 #define BLOCKED(f, spec, ns) add((f), PCMON_KIND_OFF_BLOCKED, AGG_WALK_OK, (spec), 1, (ns))
@@ -199,10 +219,13 @@ static void dump_rows(struct fx *f, char *buf, size_t len)
 }
 
 /*
- * agg_list() into the fixture, then the bookkeeping that must hold for every listing:
- *   interrupts = counted + not matching + critical (user sections + unwalkable)
+ * agg_list() into the fixture, then the bookkeeping that must hold for every listing
+ * (SPEC section 7: "interrupts 1241 counted 1198 not matching WHEN 43", percentages of
+ * counted samples, critical sections among them):
+ *   interrupts = counted + not matching
+ *   counted = critical (user-declared + marked + unwalkable) + sum of shallow + foreignPcs
  *   interrupts = on-CPU + off-CPU blocked + off-CPU runnable (all in interrupts of t)
- *   counted = sum of shallow + foreignPcs; shallow <= deep <= counted for every procedure.
+ *   shallow <= deep <= counted for every procedure.
  */
 static struct agg_list *list(struct fx *f, const struct agg_list_opts *o)
 {
@@ -213,11 +236,13 @@ static struct agg_list *list(struct fx *f, const struct agg_list_opts *o)
 	assert_int_equal(agg_list(f->a, f->s, o, l), 0);
 	for (size_t c = 0; c < o->ncrit && c < AGG_MAX_CRIT; c++)
 		crit += l->crit[c];
+	for (size_t m = 0; m < l->nmarked; m++)
+		crit += l->marked[m].count;
+	crit += l->unwalk[AGG_WALK_OK];
 	assert_int_equal(l->unwalk[AGG_WALK_OK], l->unwalk[AGG_UNWALK_FAULT] +
 						     l->unwalk[AGG_UNWALK_TRUNCATED] +
 						     l->unwalk[AGG_UNWALK_LOST]);
-	assert_int_equal(l->interrupts,
-			 l->counted + l->not_matching + crit + l->unwalk[AGG_WALK_OK]);
+	assert_int_equal(l->interrupts, l->counted + l->not_matching);
 	assert_int_equal(l->interrupts, l->oncpu + l->off_blocked + l->off_runnable);
 	assert_true(l->foreign <= l->counted);
 	assert_true(l->kernel_mode <= l->oncpu);
@@ -231,7 +256,7 @@ static struct agg_list *list(struct fx *f, const struct agg_list_opts *o)
 		/* rows are procedures with a name */
 		assert_int_not_equal(sym_proc(f->s, r->proc)->name, 0);
 	}
-	assert_int_equal(shallow + l->foreign, l->counted);
+	assert_int_equal(crit + shallow + l->foreign, l->counted);
 	return l;
 }
 
@@ -329,6 +354,10 @@ static void test_add_get(void **state)
 	assert_int_equal(agg_add(f->a, k, 8, 0), 0);	/* kernel locations too */
 	assert_int_equal(agg_add(f->a, a, 10, 3), 0);	/* the first again */
 	assert_int_equal(agg_count(f->a), 6);
+	a->section = 1;
+	assert_int_equal(agg_add(f->a, a, 1, 0), 0);	/* inside a marked section */
+	a->section = 0;
+	assert_int_equal(agg_count(f->a), 7);
 
 	g = agg_get(f->a, 0, &count, &ns);
 	assert_non_null(g);
@@ -358,7 +387,10 @@ static void test_add_get(void **state)
 	assert_int_equal(g->nkern, 1);
 	assert_memory_equal(g->locs, k->locs, 3 * sizeof(uint32_t));
 	assert_int_equal(count, 8);
-	assert_null(agg_get(f->a, 6, &count, &ns));
+	g = agg_get(f->a, 6, &count, &ns);
+	assert_int_equal(g->section, 1);
+	assert_int_equal(count, 1);
+	assert_null(agg_get(f->a, 7, &count, &ns));
 }
 
 static void test_zero(void **state)
@@ -470,6 +502,32 @@ static void test_inline_chain(void **state)
 	l = list(f, &o);
 	SUMS(l, .interrupts = 9, .counted = 6, .not_matching = 3, .oncpu = 9);
 	ROWS(f, { "prog.main", 0, 6 }, { "prog.outer", 0, 6 }, { "prog.mid", 6, 6 });
+}
+
+/* --no-inline: a location counts as the function its code is in, the outermost of its chain. */
+static void test_no_inline(void **state)
+{
+	struct fx *f = *state;
+	struct agg_list_opts o = { .period_ns = 10000, .no_inline = 1 };
+	struct agg_list *l;
+
+	ON(f, "prog/main prog/outer>mid>inner", 6);
+	ON(f, "prog/main prog/work>helper prog/leaf", 3);
+	l = list(f, &o);
+	SUMS(l, .interrupts = 9, .counted = 9, .oncpu = 9);
+	ROWS(f, { "prog.main", 0, 9 }, { "prog.outer", 6, 6 }, { "prog.work", 0, 3 },
+	     { "prog.leaf", 3, 3 });
+	/* patterns see the same stack */
+	o.when = P(f, "prog.main->prog.work->prog.leaf");
+	l = list(f, &o);
+	SUMS(l, .interrupts = 9, .counted = 3, .not_matching = 6, .oncpu = 9);
+	o.when = P(f, "prog.inner | prog.helper->*");
+	l = list(f, &o);
+	SUMS(l, .interrupts = 9, .not_matching = 9, .oncpu = 9);
+	o.when = P(f, ":prog.outer");
+	l = list(f, &o);
+	SUMS(l, .interrupts = 9, .counted = 6, .not_matching = 3, .oncpu = 9);
+	ROWS(f, { "prog.main", 6, 6 });
 }
 
 static void test_foreign(void **state)
@@ -600,7 +658,7 @@ static void test_unwalkable(void **state)
 	ON(f, "prog/main prog/a", 4);
 
 	l = list(f, &o);
-	SUMS(l, .interrupts = 13, .counted = 4, .kernel_mode = 1, .oncpu = 10, .off_blocked = 3);
+	SUMS(l, .interrupts = 13, .counted = 13, .kernel_mode = 1, .oncpu = 10, .off_blocked = 3);
 	assert_int_equal(l->off_blocked_ns, 25000);
 	assert_int_equal(l->unwalk[AGG_WALK_OK], 9);
 	assert_int_equal(l->unwalk[AGG_UNWALK_FAULT], 6);
@@ -609,18 +667,19 @@ static void test_unwalkable(void **state)
 	/* the truncated stack's frames get nothing, not even deep */
 	ROWS(f, { "prog.main", 0, 4 }, { "prog.a", 4, 4 });
 
-	/* unwalkable is decided before WHEN and before user-declared sections */
+	/* unwalkable is decided before WHEN (no pattern can test a stack we do not have) ... */
 	o.when = P(f, "prog.nothing");
 	l = list(f, &o);
-	SUMS(l, .interrupts = 13, .not_matching = 4, .kernel_mode = 1, .oncpu = 10,
+	SUMS(l, .interrupts = 13, .counted = 9, .not_matching = 4, .kernel_mode = 1, .oncpu = 10,
 	     .off_blocked = 3);
 	assert_int_equal(l->unwalk[AGG_WALK_OK], 9);
 	o.when = NULL;
 	crit[0].pat = P(f, "*");
 	o.crit = crit;
 	o.ncrit = 1;
+	/* ... and before user-declared sections */
 	l = list(f, &o);
-	SUMS(l, .interrupts = 13, .kernel_mode = 1, .oncpu = 10, .off_blocked = 3);
+	SUMS(l, .interrupts = 13, .counted = 13, .kernel_mode = 1, .oncpu = 10, .off_blocked = 3);
 	assert_int_equal(l->crit[0], 4);
 	assert_int_equal(l->unwalk[AGG_WALK_OK], 9);
 	NO_ROWS(f);
@@ -699,7 +758,7 @@ static void test_offcpu_when_crit(void **state)
 	crit[0].pat = P(f, "*->prog.lock->*");
 	o.when = P(f, "prog.main->*");
 	l = list(f, &o);
-	SUMS(l, .interrupts = 7, .counted = 2, .not_matching = 1, .off_blocked = 6,
+	SUMS(l, .interrupts = 7, .counted = 6, .not_matching = 1, .off_blocked = 6,
 	     .off_runnable = 1);
 	assert_int_equal(l->crit[0], 4);
 	ROWS(f, { "prog.main", 0, 2 }, { "prog.read", 2, 2 });
@@ -889,7 +948,7 @@ static void test_critical(void **state)
 
 	/* first match wins; a critical sample is in no procedure's counts, not even deep */
 	l = list(f, &o);
-	SUMS(l, .interrupts = 9, .oncpu = 9);
+	SUMS(l, .interrupts = 9, .counted = 9, .oncpu = 9);
 	assert_int_equal(l->crit[0], 2);
 	assert_int_equal(l->crit[1], 3);
 	assert_int_equal(l->crit[2], 4);
@@ -897,7 +956,7 @@ static void test_critical(void **state)
 
 	o.ncrit = 2;
 	l = list(f, &o);
-	SUMS(l, .interrupts = 9, .counted = 4, .oncpu = 9);
+	SUMS(l, .interrupts = 9, .counted = 9, .oncpu = 9);
 	assert_int_equal(l->crit[0], 2);
 	assert_int_equal(l->crit[1], 3);
 	assert_int_equal(l->crit[2], 0);
@@ -907,7 +966,7 @@ static void test_critical(void **state)
 	crit[0] = (struct agg_critical){ "io", crit[1].pat };
 	crit[1] = (struct agg_critical){ "gc", P(f, "prog.gc->*") };
 	l = list(f, &o);
-	SUMS(l, .interrupts = 9, .counted = 4, .oncpu = 9);
+	SUMS(l, .interrupts = 9, .counted = 9, .oncpu = 9);
 	assert_int_equal(l->crit[0], 5);
 	assert_int_equal(l->crit[1], 0);
 }
@@ -936,16 +995,64 @@ static void test_critical_and_when(void **state)
 	o.ncrit = 1;
 	o.when = P(f, "*->prog.write");
 	l = list(f, &o);
-	SUMS(l, .interrupts = 9, .counted = 3, .not_matching = 4, .oncpu = 9);
+	SUMS(l, .interrupts = 9, .counted = 5, .not_matching = 4, .oncpu = 9);
 	assert_int_equal(l->crit[0], 2);
 	ROWS(f, { "prog.main", 0, 3 }, { "prog.write", 3, 3 });
 
 	/* a WHEN colon does not keep a sample out of a section */
 	o.when = P(f, ":prog.write");
 	l = list(f, &o);
-	SUMS(l, .interrupts = 9, .counted = 3, .not_matching = 4, .oncpu = 9);
+	SUMS(l, .interrupts = 9, .counted = 5, .not_matching = 4, .oncpu = 9);
 	assert_int_equal(l->crit[0], 2);
 	ROWS(f, { "prog.main", 3, 3 });
+}
+
+/* Sections marked by the program (critical.h): per name, in no procedure's counts. */
+static void test_marked_sections(void **state)
+{
+	struct fx *f = *state;
+	struct agg_critical crit[1] = { { "all", NULL } };
+	struct agg_list_opts o = { .period_ns = 10000 };
+	struct agg_list *l;
+
+	add_marked(f, "gc", PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main prog/gc_run", 3, 0);
+	add_marked(f, "gc", PCMON_KIND_OFF_BLOCKED, AGG_WALK_OK, "prog/main prog/gc_wait", 1,
+		   20000); /* 2 */
+	add_marked(f, "io", PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main prog/write", 2, 0);
+	/* the same stack outside any section is another entry */
+	ON(f, "prog/main prog/write", 1);
+	ON(f, "prog/main prog/work", 4);
+	/* a stack that cannot be walked is unwalkable, whatever section it was in */
+	add_marked(f, "gc", PCMON_KIND_ONCPU, AGG_UNWALK_FAULT, "", 1, 0);
+
+	l = list(f, &o);
+	SUMS(l, .interrupts = 13, .counted = 13, .oncpu = 11, .off_blocked = 2);
+	assert_int_equal(l->nmarked, 2);
+	assert_int_equal(marked(f, "gc"), 5);
+	assert_int_equal(marked(f, "io"), 2);
+	assert_int_equal(l->unwalk[AGG_WALK_OK], 1);
+	ROWS(f, { "prog.main", 0, 5 }, { "prog.write", 1, 1 }, { "prog.work", 4, 4 });
+
+	/* a marked section wins over a user-declared one */
+	crit[0].pat = P(f, "*");
+	o.crit = crit;
+	o.ncrit = 1;
+	l = list(f, &o);
+	SUMS(l, .interrupts = 13, .counted = 13, .oncpu = 11, .off_blocked = 2);
+	assert_int_equal(marked(f, "gc"), 5);
+	assert_int_equal(marked(f, "io"), 2);
+	assert_int_equal(l->crit[0], 5);
+	NO_ROWS(f);
+
+	/* marked sections apply to samples that match WHEN */
+	o.ncrit = 0;
+	o.when = P(f, "prog.main->prog.work | *->prog.write");
+	l = list(f, &o);
+	SUMS(l, .interrupts = 13, .counted = 8, .not_matching = 5, .oncpu = 11, .off_blocked = 2);
+	assert_int_equal(l->nmarked, 1);
+	assert_int_equal(marked(f, "gc"), 0);
+	assert_int_equal(marked(f, "io"), 2);
+	ROWS(f, { "prog.main", 0, 5 }, { "prog.write", 1, 1 }, { "prog.work", 4, 4 });
 }
 
 /* Every kind of sample at once, with exact numbers: the accounting identity of section 7. */
@@ -970,7 +1077,7 @@ static void test_accounting(void **state)
 	crit[0].pat = P(f, "*->prog.spin_lock->*");
 
 	l = list(f, &o);
-	SUMS(l, .interrupts = 31, .counted = 23, .not_matching = 3, .foreign = 2,
+	SUMS(l, .interrupts = 31, .counted = 28, .not_matching = 3, .foreign = 2,
 	     .kernel_mode = 4, .oncpu = 22, .off_blocked = 7, .off_runnable = 2);
 	assert_int_equal(l->crit[0], 3);
 	assert_int_equal(l->unwalk[AGG_WALK_OK], 2);
@@ -1114,6 +1221,7 @@ int main(void)
 		T(test_simple_stack),
 		T(test_recursion),
 		T(test_inline_chain),
+		T(test_no_inline),
 		T(test_foreign),
 		T(test_empty_user_stack),
 		T(test_kernel_mode),
@@ -1130,6 +1238,7 @@ int main(void)
 		T(test_when_colon_on_foreign),
 		T(test_critical),
 		T(test_critical_and_when),
+		T(test_marked_sections),
 		T(test_accounting),
 		T(test_sort_rows),
 		T(test_sort_rows_wide),

@@ -313,11 +313,11 @@ static void test_grow_overflow_bytes(void **state)
 
 static int grow_huge_child(void)
 {
-	char *arr = NULL;
+	uint16_t *arr = NULL;
 	size_t cap = 0;
 
 	/* doubling a capacity past SIZE_MAX / 2 wraps it to 0: it must not loop forever */
-	return grow((void **)&arr, &cap, SIZE_MAX, 1) == -ENOMEM && !arr && !cap ? 0 : 1;
+	return grow((void **)&arr, &cap, SIZE_MAX, sizeof(*arr)) == -ENOMEM && !arr && !cap ? 0 : 1;
 }
 
 static void test_grow_overflow_count(void **state)

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Marked critical sections: about 30% of the CPU inside PCMON_CRITICAL_BEGIN("gc"), of
+ * which a third nested in "mark"; 10% in my_alloc (for --critical); the rest in mutator.
+ * Reports the measured shares.
+ */
+#include <pcmon/critical.h>
+
+#include "workload.h"
+
+static uint64_t chunk;
+
+NOINLINE void mutator(void) { SPIN_BODY(chunk); }
+NOINLINE void my_alloc(void) { SPIN_BODY(chunk); }
+NOINLINE void sweep(void) { SPIN_BODY(chunk); }
+NOINLINE void mark(void) { SPIN_BODY(chunk); }
+
+NOINLINE void gc(void)
+{
+	PCMON_CRITICAL_BEGIN("gc");
+	sweep();
+	sweep();
+	PCMON_CRITICAL_BEGIN("mark");
+	mark();
+	PCMON_CRITICAL_END();
+	PCMON_CRITICAL_END();
+}
+
+int main(int argc, char **argv)
+{
+	double secs = arg_seconds(argc, argv, 3);
+	uint64_t t_gc = 0, t_mark = 0, t_alloc = 0, t0, t1, end, total0;
+
+	chunk = calibrate(100000);
+	total0 = cpu_ns();
+	end = wall_ns() + secs * 1e9;
+	for (uint64_t rnd = 0x9e3779b97f4a7c15ULL; wall_ns() < end;) {
+		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+		switch (rnd % 30) {
+		case 0 ... 2: /* 3 in 30 pieces: gc = 3 chunks, mark 1 of them -> 30% */
+			t0 = cpu_ns();
+			gc();
+			t1 = cpu_ns();
+			t_gc += t1 - t0;
+			t_mark += (t1 - t0) / 3;
+			break;
+		case 3 ... 5: /* 3 in 30: my_alloc, 1 chunk -> 10% */
+			t0 = cpu_ns();
+			my_alloc();
+			t_alloc += cpu_ns() - t0;
+			break;
+		default:
+			mutator();
+		}
+	}
+	double total = cpu_ns() - total0;
+	printf("{\"gc_outer\": %.5f, \"mark\": %.5f, \"alloc\": %.5f, \"cpu_s\": %.4f}\n",
+	       (t_gc - t_mark) / total, t_mark / total, t_alloc / total, total / 1e9);
+	return 0;
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Loads libcritlib.so with dlopen after start and calls lib_work (half of it marked). */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "workload.h"
+
+int main(int argc, char **argv)
+{
+	double secs = arg_seconds(argc, argv, 3);
+	char path[4096];
+	void (*lib_work)(uint64_t);
+	uint64_t chunk, end, t0, in_lib = 0, total0;
+	void *h;
+
+	/* the library sits next to this program */
+	snprintf(path, sizeof(path), "%s", argv[0]);
+	strcpy(strrchr(path, '/') ? strrchr(path, '/') + 1 : path, "libcritlib.so");
+	chunk = calibrate(100000);
+	total0 = cpu_ns();
+	h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "crit_dlopen: %s\n", dlerror());
+		return 1;
+	}
+	lib_work = (void (*)(uint64_t))dlsym(h, "lib_work");
+	end = wall_ns() + secs * 1e9;
+	while (wall_ns() < end) {
+		t0 = cpu_ns();
+		lib_work(chunk);
+		in_lib += cpu_ns() - t0;
+	}
+	double total = cpu_ns() - total0;
+	printf("{\"libsec\": %.5f, \"cpu_s\": %.4f}\n", in_lib / 2 / total, total / 1e9);
+	return 0;
+}
