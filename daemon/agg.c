@@ -147,15 +147,39 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 	uint64_t *shallow = NULL, *deep = NULL;
 	uint32_t *stamp = NULL;
 	struct frames f = { 0 };
-	size_t n = agg_count(a), total = n + o->nextra, rows_cap = 0, marked_cap = 0;
+	size_t n = agg_count(a), total, rows_cap = 0, marked_cap = 0, xcap = 0;
+	struct itab *xkeys = NULL;	/* open intervals on stacks not stored, merged by stack */
+	uint64_t *extra_ns = NULL, *xns = NULL;
 	int err = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
 	shallow = calloc(nprocs + 1, sizeof(*shallow));
 	deep = calloc(nprocs + 1, sizeof(*deep));
 	stamp = calloc(nprocs + 1, sizeof(*stamp));
-	if (!shallow || !deep || !stamp)
+	extra_ns = calloc(n + 1, sizeof(*extra_ns));
+	xkeys = itab_new();
+	if (!shallow || !deep || !stamp || !extra_ns || !xkeys)
 		goto cleanup;
+	/* an open interval adds to its stack's nanoseconds before rounding (sum per stack) */
+	for (size_t e = 0; e < o->nextra; e++) {
+		const struct agg_stack *st = o->extra[e].st;
+		size_t sz = agg_stack_size(st->nuser + st->nkern);
+		int64_t id = n ? itab_find(a->keys, st, sz) : -1;
+		uint32_t xid;
+		int r;
+
+		if (id >= 0) {
+			extra_ns[id] += o->extra[e].ns;
+			continue;
+		}
+		r = itab_intern(xkeys, st, sz, &xid);
+		if (r < 0 || GROW(xns, xcap, xid + 1))
+			goto cleanup;
+		if (r == 1)
+			xns[xid] = 0;
+		xns[xid] += o->extra[e].ns;
+	}
+	total = n + itab_count(xkeys);
 
 	for (size_t i = 0; i < total; i++) {
 		const struct agg_stack *st;
@@ -164,10 +188,11 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 
 		if (i < n) {
 			st = agg_get(a, i, &count, &ns);
+			ns += extra_ns[i];
 		} else {
-			st = o->extra[i - n].st;
+			st = itab_key(xkeys, i - n, NULL);
 			count = 0;
-			ns = o->extra[i - n].ns;
+			ns = xns[i - n];
 		}
 		switch (st->kind) {
 		case PCMON_KIND_OFF_BLOCKED:
@@ -270,6 +295,9 @@ cleanup:
 	free(stamp);
 	free(f.proc);
 	free(f.pf);
+	free(extra_ns);
+	free(xns);
+	itab_free(xkeys);
 	return err;
 }
 

@@ -15,6 +15,7 @@
 cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen)
 {
 	const cJSON *v, *cmd;
+	const char *end = NULL;
 	cJSON *req;
 
 	if (len > PROTO_MAX_LINE) {
@@ -22,10 +23,16 @@ cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errle
 			 PROTO_MAX_LINE);
 		return NULL;
 	}
-	req = cJSON_ParseWithLength(line, len);
+	req = cJSON_ParseWithLengthOpts(line, len, &end, 0);
 	if (!req) {
 		snprintf(err, errlen, "malformed request: not JSON");
 		return NULL;
+	}
+	while (end < line + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+		end++;
+	if (end != line + len) {
+		snprintf(err, errlen, "malformed request: text after the JSON object");
+		goto bad;
 	}
 	if (!cJSON_IsObject(req)) {
 		snprintf(err, errlen, "malformed request: not a JSON object");
@@ -176,13 +183,13 @@ int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
 			*line = r->buf;
 			*len = nl - r->buf;
 			r->consumed = *len + 1;
-			if (r->overflow) {
+			if (r->overflow || *len > r->max) {
 				r->overflow = 0;
 				return -EMSGSIZE;
 			}
 			return 1;
 		}
-		if (r->len >= r->max) { /* skip the rest of an overlong line */
+		if (r->len > r->max) { /* no newline in max + 1 bytes: skip the rest of the line */
 			r->overflow = 1;
 			r->len = 0;
 		}

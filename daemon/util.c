@@ -32,9 +32,13 @@ int grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 	if (need <= *cap)
 		return 0;
+	if (!elem || need > SIZE_MAX / elem)
+		return -ENOMEM;
 	ncap = *cap ? *cap : 16;
 	while (ncap < need)
-		ncap *= 2;
+		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+	if (ncap > SIZE_MAX / elem)
+		ncap = need;
 	p = realloc(*arr, ncap * elem);
 	if (!p)
 		return -ENOMEM;

@@ -213,7 +213,8 @@ static void dump_rows(struct fx *f, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < f->l.nrows && off < len; i++)
-		off += snprintf(buf + off, len - off, " %s(%llu,%llu)", full_name(f, f->l.rows[i].proc),
+		off += snprintf(buf + off, len - off, " %s(%llu,%llu)",
+				full_name(f, f->l.rows[i].proc),
 				(unsigned long long)f->l.rows[i].shallow,
 				(unsigned long long)f->l.rows[i].deep);
 }
@@ -285,7 +286,8 @@ static void expect_rows(struct fx *f, const struct want *w, size_t n, int line)
 				 line, w[i].name,
 				 (unsigned long long)f->l.rows[j].shallow,
 				 (unsigned long long)f->l.rows[j].deep,
-				 (unsigned long long)w[i].shallow, (unsigned long long)w[i].deep, got);
+				 (unsigned long long)w[i].shallow, (unsigned long long)w[i].deep,
+				 got);
 	}
 }
 

@@ -262,8 +262,8 @@ static void test_builders(void **state)
 	assert_string_equal(text(r), "{\"v\":1,\"ok\":true}");
 	cJSON_Delete(r);
 	r = proto_error(2, "unknown option '%s' (%d)", "--frob", 7);
-	assert_string_equal(text(r),
-			    "{\"v\":1,\"ok\":false,\"error\":\"unknown option '--frob' (7)\",\"status\":2}");
+	assert_string_equal(text(r), "{\"v\":1,\"ok\":false,"
+				     "\"error\":\"unknown option '--frob' (7)\",\"status\":2}");
 	assert_int_equal(proto_bool(r, "ok", -1), 0);
 	assert_int_equal(proto_num(r, "status", 0), 2);
 	cJSON_Delete(r);
@@ -332,8 +332,8 @@ static void test_send_read(void **state)
 	assert_int_equal(proto_send(sv[0], m), 0);
 	proto_reader_init(&rd, PROTO_MAX_LINE);
 	assert_int_equal(proto_read_line(&rd, sv[1], &line, &len), 1);
-	assert_int_equal(len, strlen("{\"v\":1,\"cmd\":\"list\",\"when\":\"a->b\\n:c\",\"target\":3}"));
 	assert_string_equal(line, "{\"v\":1,\"cmd\":\"list\",\"when\":\"a->b\\n:c\",\"target\":3}");
+	assert_int_equal(len, strlen(line));
 	back = cJSON_ParseWithLength(line, len);
 	assert_non_null(back);
 	assert_string_equal(proto_str(back, "when", NULL), "a->b\n:c");
@@ -459,6 +459,8 @@ static int conn_teardown(void **state)
  * The limit does not depend on how the bytes arrive. A line of exactly max bytes is accepted
  * even when its newline comes in a later read ...
  */
+#define CONN(fn) cmocka_unit_test_setup_teardown(fn, conn_setup, conn_teardown)
+
 static void test_read_limit_exact(void **state)
 {
 	struct conn *c = *state;
@@ -758,8 +760,8 @@ static void test_call_forked_echo(void **state)
 	}
 	close(sv[1]);
 	assert_int_equal(proto_call(sv[0], q, &rep), 0);
-	assert_string_equal(text(rep),
-			    "{\"v\":1,\"cmd\":\"list\",\"target\":12,\"when\":\"\\\"quoted name\\\"->*\"}");
+	assert_string_equal(text(rep), "{\"v\":1,\"cmd\":\"list\",\"target\":12,"
+				       "\"when\":\"\\\"quoted name\\\"->*\"}");
 	cJSON_Delete(rep);
 	assert_int_equal(proto_call(sv[0], q, &rep), 0);
 	assert_int_equal(proto_num(rep, "target", 0), 12);
@@ -908,8 +910,8 @@ int main(void)
 		cmocka_unit_test(test_read_many_in_one_write),
 		cmocka_unit_test(test_read_split),
 		cmocka_unit_test(test_read_overlong_pieces),
-		cmocka_unit_test_setup_teardown(test_read_limit_exact, conn_setup, conn_teardown),
-		cmocka_unit_test_setup_teardown(test_read_limit_one_read, conn_setup, conn_teardown),
+		CONN(test_read_limit_exact),
+		CONN(test_read_limit_one_read),
 		cmocka_unit_test(test_read_overlong_real),
 		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_send_large),
