@@ -107,9 +107,24 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fPIC -shared -fno-omit-frame-pointer \
 		-mno-omit-leaf-frame-pointer -Iinclude $< -o $@
 
+# workloads built the way real programs are: no frame pointers, leaf frames omitted,
+# debug info split off (by build-id, and by .gnu_debuglink next to the binary)
+SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
+	$(OUTPUT)/workloads/inlined_stripped
+$(OUTPUT)/workloads/qsort_nofp: tests/workloads/special/qsort_nofp.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/leaf_fp: tests/workloads/special/leaf_fp.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+$(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
+	cp $< $@
+	objcopy --only-keep-debug $@ $@.debug
+	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
+
 unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
-workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so
+workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(SPECIAL)
 
 check: all unit fuzz workloads
 	@tests/run.sh

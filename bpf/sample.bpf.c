@@ -29,6 +29,7 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
 #define TASK_RUNNING 0
 
 const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
+const volatile __u32 dwarf_stack = 16384; /* bytes of user stack per --unwind dwarf record */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 __u32 all_target;	/* target id of an --all target, 0 if none */
@@ -129,6 +130,12 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
+
+/* --unwind dwarf records (sized by the engine before load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 * 1024 * 1024);
+} dsamples SEC(".maps");
 
 static __always_inline struct pcmon_gstat *gstats(void)
 {
@@ -275,6 +282,87 @@ static __always_inline void record(void *counts, void *stacks, struct pcmon_key 
 	count(counts, key, 1, ns);
 }
 
+/* ---- --unwind dwarf */
+
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(__u64 *)data = vma->vm_end;
+	return 0;
+}
+
+static __always_inline void lost_ring(__u32 target)
+{
+	struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &target);
+
+	if (ts)
+		__sync_fetch_and_add(&ts->lost_ring_full, 1);
+}
+
+/*
+ * Stream the current thread's user registers and the top of its user stack (up to the end
+ * of the stack's mapping) for the engine to unwind. The user registers are the ones saved
+ * at the last entry into the kernel: the interrupted ones for a sample taken in user mode,
+ * the system-call site's otherwise.
+ */
+static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, __u32 type,
+				       __u64 ts, bool kernel)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pcmon_dsample *d;
+	__u64 sp, end = 0, n;
+	long got;
+
+	/* dwarf_stack is a constant once loaded: the verifier knows the record's size */
+	d = bpf_ringbuf_reserve(&dsamples, sizeof(*d) + dwarf_stack, 0);
+	if (!d) {
+		lost_ring(key->target);
+		return;
+	}
+	d->h.type = type;
+	d->h.tid = (__u32)bpf_get_current_pid_tgid();
+	d->h.ts = ts;
+	d->h.ns = 0;
+	d->h.key = *key;
+	d->regs[0] = BPF_CORE_READ(r, ax);
+	d->regs[1] = BPF_CORE_READ(r, dx);
+	d->regs[2] = BPF_CORE_READ(r, cx);
+	d->regs[3] = BPF_CORE_READ(r, bx);
+	d->regs[4] = BPF_CORE_READ(r, si);
+	d->regs[5] = BPF_CORE_READ(r, di);
+	d->regs[6] = BPF_CORE_READ(r, bp);
+	d->regs[7] = sp = BPF_CORE_READ(r, sp);
+	d->regs[8] = BPF_CORE_READ(r, r8);
+	d->regs[9] = BPF_CORE_READ(r, r9);
+	d->regs[10] = BPF_CORE_READ(r, r10);
+	d->regs[11] = BPF_CORE_READ(r, r11);
+	d->regs[12] = BPF_CORE_READ(r, r12);
+	d->regs[13] = BPF_CORE_READ(r, r13);
+	d->regs[14] = BPF_CORE_READ(r, r14);
+	d->regs[15] = BPF_CORE_READ(r, r15);
+	d->regs[16] = BPF_CORE_READ(r, ip);
+
+	/* copy up to the end of the stack's mapping: a read past it would fail whole */
+	n = dwarf_stack;
+	if (bpf_find_vma(task, sp, vma_end_cb, &end, 0) == 0 && end > sp && end - sp < n)
+		n = end - sp;
+	if (n > dwarf_stack)
+		n = dwarf_stack;
+	got = bpf_probe_read_user(d->stack, n, (void *)sp);
+	d->ulen = got ? 0 : n;
+	if (got)
+		d->h.key.uerr = PCMON_SERR_FAULT;
+	d->klen = 0;
+	if (kernel) {
+		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);
+		if (got > 0)
+			d->klen = got / sizeof(__u64);
+		else
+			d->h.key.kerr = PCMON_SERR_FAULT;
+	}
+	bpf_ringbuf_submit(d, 0);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -304,6 +392,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.epoch = p->epoch;
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
 	key.section = current_section(bpf_get_current_task_btf());
+	if (cfg->flags & PCMON_TF_DWARF) {
+		emit_dwarf(ctx, &key, PCMON_DS_SAMPLE, 0, cfg->flags & PCMON_TF_KERNEL);
+		return 0;
+	}
 	key.uerr = capture(ctx, &sc->ustack, BPF_F_USER_STACK);
 	sc->kstack.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
@@ -353,13 +445,21 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->key.epoch = p->epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
+	o->ts = bpf_ktime_get_ns();
+	if (cfg->flags & PCMON_TF_DWARF) {
+		/* the stack goes to the engine now; switch_in() only reports the length */
+		o->key.ustack = o->key.kstack = 0;
+		o->dwarf = 1;
+		emit_dwarf(ctx, &o->key, PCMON_DS_OFF_START, o->ts, cfg->flags & PCMON_TF_KERNEL);
+		return;
+	}
+	o->dwarf = 0;
 	o->key.uerr = capture(ctx, &o->ustack, BPF_F_USER_STACK);
 	o->kstack.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
 		o->key.kerr = capture(ctx, &o->kstack, 0);
 	o->key.ustack = stack_hash(&o->ustack);
 	o->key.kstack = stack_hash(&o->kstack);
-	o->ts = bpf_ktime_get_ns();
 }
 
 static __always_inline void switch_in(struct task_struct *next)
@@ -378,6 +478,21 @@ static __always_inline void switch_in(struct task_struct *next)
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
 	key = o->key;
+	if (o->dwarf) {
+		struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
+
+		if (!h) {
+			lost_ring(key.target);
+			return;
+		}
+		h->type = PCMON_DS_OFF_END;
+		h->tid = BPF_CORE_READ(next, pid);
+		h->ts = now;
+		h->ns = ns;
+		h->key = key;
+		bpf_ringbuf_submit(h, 0);
+		return;
+	}
 	if (active_cfg(key.target)) {
 		__u64 uh = key.ustack, kh = key.kstack;
 

@@ -211,9 +211,8 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			cJSON_AddBoolToObject(a->req, "kernel", 1);
 			break;
 		case 'u':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "auto")) {
-				fprintf(stderr, "pcmon: --unwind %s: this pcmon unwinds with frame pointers only: use --unwind fp (or auto)\n",
-					optarg);
+			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "auto")) {
+				fprintf(stderr, "pcmon: --unwind %s: use fp, dwarf or auto\n", optarg);
 				return 2;
 			}
 			cJSON_AddStringToObject(a->req, "unwind", optarg);

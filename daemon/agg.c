@@ -183,7 +183,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 
 	for (size_t i = 0; i < total; i++) {
 		const struct agg_stack *st;
-		uint64_t count, ns, w;
+		uint64_t count = 0, ns = 0, w;
 		int charge;
 
 		if (i < n) {

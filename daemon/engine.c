@@ -18,7 +18,15 @@
 #include "store.h"
 #include "sym.h"
 #include "target.h"
+#include "unwind.h"
 #include "util.h"
+
+/* An off-CPU interval of a --unwind dwarf target: its stack arrived, its length has not. */
+struct pending {
+	uint32_t tid, target;
+	uint64_t ts;
+	struct agg_stack *st;
+};
 
 struct engine {
 	struct engine_opts o;
@@ -33,6 +41,11 @@ struct engine {
 	uint64_t last_flush_ns;
 	struct agg_stack *scratch; /* conversion buffer for one stack */
 	size_t scratch_cap;
+	__u64 *upcs;			/* unwinder output */
+	size_t cap_upcs;
+	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
+	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
+	size_t npending, cap_pending;
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
@@ -120,6 +133,7 @@ fail:
 }
 
 static void target_release(struct engine *e, struct target *t);
+static void pending_drop(struct engine *e, struct pending *p);
 
 void engine_free(struct engine *e)
 {
@@ -139,6 +153,10 @@ void engine_free(struct engine *e)
 	if (e->timerfd >= 0)
 		close(e->timerfd);
 	free(e->scratch);
+	free(e->upcs);
+	while (e->npending)
+		pending_drop(e, &e->pending[0]);
+	free(e->pending);
 	itab_free(e->section_keys);
 	free(e->section_names);
 	free(e);
@@ -164,16 +182,15 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 }
 
 /*
- * Symbolize a BPF stack pair into e->scratch. The kernel gives frames innermost first;
- * stored stacks run outermost first. Every frame but the sampled pc is a return address,
- * looked up at pc - 1 (the call). Off-CPU stacks have no sampled pc: the innermost user
- * frame is the return from a system call, which is not a call but lands after one; pc - 1
- * stays inside the system-call wrapper, so all frames are treated as returns.
+ * Symbolize a stack into e->scratch: @upc/@kpc innermost first, as the kernel and the
+ * unwinder give them; stored stacks run outermost first. Every frame but the sampled pc is a
+ * return address, looked up at pc - 1 (the call). Off-CPU stacks have no sampled pc: their
+ * innermost user frame is the return from a system call, so all frames count as returns.
  */
-static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
-				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
+static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k,
+				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
+				     enum agg_unwalk unwalk)
 {
-	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0, depth = sampler_max_depth(e->smp);
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	struct agg_stack *st;
 	size_t need = agg_stack_size(nu + nk);
@@ -188,12 +205,10 @@ static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 	st = e->scratch;
 	st->kind = k->kind;
 	st->pid = k->pid;
-	st->unwalk = unwalk_of(k->uerr);
+	st->unwalk = unwalk;
 	st->section = section_name(e, k);
 	if (st->unwalk == AGG_WALK_OK && !nu)
 		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
-	if (st->unwalk == AGG_WALK_OK && nu >= depth)
-		st->unwalk = AGG_UNWALK_TRUNCATED;
 	if (st->unwalk != AGG_WALK_OK) {
 		/* the frames of an unwalkable stack are not kept: it is charged to a section */
 		st->nuser = st->nkern = 0;
@@ -204,14 +219,57 @@ static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 	for (uint32_t i = 0; i < nu; i++) {
 		bool leaf = i == 0 && k->kind == PCMON_KIND_ONCPU;
 
-		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, us->ip[i], !leaf);
+		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, upc[i], !leaf);
 	}
 	for (uint32_t i = 0; i < nk; i++) {
 		bool leaf = i == 0 && oncpu;
 
-		st->locs[nu + nk - 1 - i] = sym_kernel(e->sym, ks->ip[i], !leaf);
+		st->locs[nu + nk - 1 - i] = sym_kernel(e->sym, kpc[i], !leaf);
 	}
 	return st;
+}
+
+/* A stack the kernel walked with frame pointers (in-kernel aggregates). */
+static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
+				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
+{
+	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
+	enum agg_unwalk uw = unwalk_of(k->uerr);
+
+	/* a stack that fills the maximum depth was cut off, not whole */
+	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(e->smp))
+		uw = AGG_UNWALK_TRUNCATED;
+	return convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
+}
+
+/* A --unwind dwarf record: unwind its copied stack with the objects' CFI. */
+static struct agg_stack *convert_dwarf(struct engine *e, const struct pcmon_dsample *d,
+				       size_t len)
+{
+	uint32_t depth = sampler_max_depth(e->smp), nu = 0;
+	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
+	enum unw_end end = UNW_END_ROOT;
+	uint64_t t0 = now_ns();
+
+	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
+		return NULL;
+	if (GROW(e->upcs, e->cap_upcs, depth))
+		return NULL;
+	if (uw == AGG_WALK_OK) {
+		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->stack, d->ulen, e->upcs,
+			      depth, &end);
+		if (end != UNW_END_ROOT && log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: unwinding stopped (%s) after %u frames, innermost pc %#llx",
+				 d->h.key.pid, end == UNW_END_TRUNCATED ? "truncated" : "fault", nu,
+				 (unsigned long long)d->regs[16]);
+		if (end == UNW_END_TRUNCATED)
+			uw = AGG_UNWALK_TRUNCATED;
+		else if (end == UNW_END_FAULT)
+			uw = AGG_UNWALK_FAULT;
+	}
+	e->unwound++;
+	e->unwind_ns += now_ns() - t0;
+	return convert_pcs(e, &d->h.key, e->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
 }
 
 static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
@@ -239,6 +297,72 @@ static void drain(struct engine *e)
 	sampler_drain(e->smp, on_entry, e);
 	e->drains++;
 	e->drain_ns += now_ns() - t0;
+}
+
+static struct pending *pending_find(struct engine *e, uint32_t tid)
+{
+	for (size_t i = 0; i < e->npending; i++)
+		if (e->pending[i].tid == tid)
+			return &e->pending[i];
+	return NULL;
+}
+
+static void pending_drop(struct engine *e, struct pending *p)
+{
+	free(p->st);
+	*p = e->pending[--e->npending];
+}
+
+static void on_dsample(void *ctx, const void *data, size_t len)
+{
+	struct engine *e = ctx;
+	const struct pcmon_dhdr *h = data;
+	struct target *t = h->key.target < PCMON_MAX_TARGETS ? e->targets[h->key.target] : NULL;
+	struct agg_stack *st;
+	struct pending *p;
+	size_t sz;
+
+	if (len < sizeof(*h) || !t)
+		return;
+	switch (h->type) {
+	case PCMON_DS_SAMPLE:
+		st = convert_dwarf(e, data, len);
+		if (!st || agg_add(t->agg, st, 1, 0)) {
+			t->lost_oom++;
+			return;
+		}
+		t->seen_samples++;
+		break;
+	case PCMON_DS_OFF_START:
+		st = convert_dwarf(e, data, len);
+		p = pending_find(e, h->tid);
+		if (p)
+			pending_drop(e, p); /* its end was lost with a full ring: counted there */
+		sz = st ? agg_stack_size(st->nuser + st->nkern) : 0;
+		if (!st || GROW(e->pending, e->cap_pending, e->npending + 1)) {
+			t->lost_oom++;
+			return;
+		}
+		p = &e->pending[e->npending];
+		*p = (struct pending){ .tid = h->tid, .target = t->id, .ts = h->ts, .st = malloc(sz) };
+		if (!p->st) {
+			t->lost_oom++;
+			return;
+		}
+		memcpy(p->st, st, sz);
+		e->npending++;
+		break;
+	case PCMON_DS_OFF_END:
+		p = pending_find(e, h->tid);
+		if (!p)
+			return; /* its start was lost with a full ring: counted there */
+		if (agg_add(t->agg, p->st, 1, h->ns))
+			t->lost_oom++;
+		else
+			t->seen_samples++;
+		pending_drop(e, p);
+		break;
+	}
 }
 
 /* ---- process lifecycle */
@@ -296,12 +420,12 @@ void engine_work(struct engine *e)
 			if (read(e->timerfd, &ticks, sizeof(ticks)) < 0)
 				continue;
 			/* events first: an exec must finalize the old map before its samples drain */
-			sampler_poll_events(e->smp, on_event, e);
+			sampler_poll(e->smp, on_event, on_dsample, e);
 			drain(e);
 			if (e->o.state_dir && now_ns() - e->last_flush_ns > 5000000000ULL)
 				engine_flush(e);
 		} else {
-			sampler_poll_events(e->smp, on_event, e);
+			sampler_poll(e->smp, on_event, on_dsample, e);
 		}
 	}
 }
@@ -309,7 +433,7 @@ void engine_work(struct engine *e)
 /* Bring every target up to date: events, then everything BPF holds (both buffers). */
 static void sync_all(struct engine *e)
 {
-	sampler_poll_events(e->smp, on_event, e);
+	sampler_poll(e->smp, on_event, on_dsample, e);
 	drain(e);
 	drain(e);
 }
@@ -457,6 +581,7 @@ static void target_release(struct engine *e, struct target *t)
 static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *req)
 {
 	const char *mode = proto_str(req, "mode", NULL), *cg = proto_str(req, "cgroup", NULL);
+	const char *unwind = proto_str(req, "unwind", "auto");
 	double pidn = proto_num(req, "pid", 0), usec = proto_num(req, "interval_us", 10000);
 	int all = proto_bool(req, "all", 0);
 	uint64_t floor_ns = sampler_min_period_ns();
@@ -475,6 +600,8 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 				   usec, (unsigned long long)(floor_ns + 999) / 1000);
 	if (mode && strcmp(mode, "real") && strcmp(mode, "virtual"))
 		return proto_error(2, "start: unknown mode '%s' (use --real or --virtual)", mode);
+	if (strcmp(unwind, "fp") && strcmp(unwind, "dwarf") && strcmp(unwind, "auto"))
+		return proto_error(2, "--unwind %s: use fp, dwarf or auto", unwind);
 	if (all && c->uid != 0)
 		return proto_error(1, "start --all: only root may watch every task");
 	if (pidn) {
@@ -505,6 +632,10 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	t->real = mode && !strcmp(mode, "real");
 	t->kernel = proto_bool(req, "kernel", 0);
 	t->no_inline = proto_bool(req, "no_inline", 0);
+	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
+	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
+	snprintf(t->unwind, sizeof(t->unwind), "%s", unwind);
+	t->dwarf = strcmp(unwind, "fp") != 0;
 	t->children = proto_bool(req, "children", 1);
 	t->icase = proto_bool(req, "icase", 0);
 	if (compile_pattern("--when", req, t->icase, &t->when, &rep))
@@ -542,7 +673,8 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
 
 	t->flags = PCMON_TF_ACTIVE | (t->kernel ? PCMON_TF_KERNEL : 0) |
-		   (t->real ? PCMON_TF_REAL : 0) | (t->children ? PCMON_TF_CHILDREN : 0);
+		   (t->real ? PCMON_TF_REAL : 0) | (t->children ? PCMON_TF_CHILDREN : 0) |
+		   (t->dwarf ? PCMON_TF_DWARF : 0);
 	r = sampler_period_get(e->smp, t->period_ns, err, sizeof(err));
 	if (r) {
 		rep = proto_error(1, "%s", err);
@@ -629,8 +761,8 @@ static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
 	struct agg_stack *st;
 	size_t sz;
 
-	if (o->key.target != oc->t->id || o->ts >= oc->now || oc->err)
-		return;
+	if (o->key.target != oc->t->id || o->ts >= oc->now || oc->err || o->dwarf)
+		return; /* dwarf intervals are the engine's own (e->pending) */
 	st = convert(oc->e, &o->key, &o->ustack, oc->t->kernel ? &o->kstack : NULL);
 	if (!st || GROW(oc->extra, oc->cap, oc->n + 1)) {
 		oc->err = -ENOMEM;
@@ -672,8 +804,22 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 		sync_all(e);
 	oc.t = t;
 	oc.now = now_ns();
-	if (t->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED))
+	if (t->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
 		sampler_open_intervals(e->smp, on_open_interval, &oc);
+		for (size_t i = 0; i < e->npending && !oc.err; i++) {
+			struct pending *p = &e->pending[i];
+			size_t sz = agg_stack_size(p->st->nuser + p->st->nkern);
+
+			if (p->target != t->id || p->ts >= oc.now)
+				continue;
+			if (GROW(oc.extra, oc.cap, oc.n + 1) || !(oc.extra[oc.n].st = malloc(sz))) {
+				oc.err = -ENOMEM;
+				break;
+			}
+			memcpy((void *)oc.extra[oc.n].st, p->st, sz);
+			oc.extra[oc.n++].ns = oc.now - p->ts;
+		}
+	}
 
 	lo.period_ns = t->period_ns;
 	lo.when = wtext ? when : t->when;

@@ -47,6 +47,7 @@ struct sampler {
 	bool use_tp_btf;
 	struct ring_buffer *rb;
 	sampler_event_cb ev_cb;
+	sampler_dsample_cb ds_cb;
 	void *ev_ctx;
 	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
 	int max_stack_saved;	/* perf_event_max_stack before we raised it, or -1 */
@@ -135,8 +136,17 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
 
-	if (len >= sizeof(struct pcmon_event))
+	if (len >= sizeof(struct pcmon_event) && s->ev_cb)
 		s->ev_cb(s->ev_ctx, data);
+	return 0;
+}
+
+static int on_dsample(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+
+	if (s->ds_cb)
+		s->ds_cb(s->ev_ctx, data, len);
 	return 0;
 }
 
@@ -234,6 +244,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	}
 	s->skel = skel;
 	skel->rodata->max_depth = s->depth;
+	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : 16384;
+	if (o->ring_bytes)
+		bpf_map__set_max_entries(skel->maps.dsamples, o->ring_bytes);
 	vsz = 8 + s->depth * sizeof(__u64);
 	bpf_map__set_value_size(skel->maps.stacks0, vsz);
 	bpf_map__set_value_size(skel->maps.stacks1, vsz);
@@ -269,6 +282,10 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
+	if (s->rb && ring_buffer__add(s->rb, bpf_map__fd(skel->maps.dsamples), on_dsample, s)) {
+		ring_buffer__free(s->rb);
+		s->rb = NULL;
+	}
 	if (!s->rb) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
@@ -560,6 +577,7 @@ void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
 		for (int c = 0; c < s->ncpus; c++) {
 			sum->lost_counts_full += v[c].lost_counts_full;
 			sum->lost_offcpu_full += v[c].lost_offcpu_full;
+			sum->lost_ring_full += v[c].lost_ring_full;
 		}
 	}
 	free(v);
@@ -710,9 +728,10 @@ int sampler_events_fd(struct sampler *s)
 	return ring_buffer__epoll_fd(s->rb);
 }
 
-int sampler_poll_events(struct sampler *s, sampler_event_cb cb, void *ctx)
+int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx)
 {
-	s->ev_cb = cb;
+	s->ev_cb = ev;
+	s->ds_cb = ds;
 	s->ev_ctx = ctx;
 	return ring_buffer__consume(s->rb);
 }

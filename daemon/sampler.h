@@ -18,6 +18,8 @@ struct sampler_opts {
 	uint32_t max_depth;	/* wanted frames per stack; raised up to what the kernel allows */
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
 	uint32_t stacks_entries; /* distinct stacks per drain buffer */
+	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 16 KiB) */
+	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 16 MiB) */
 };
 
 /* 0 or -errno; on failure @err gets a one-line reason saying what to do. */
@@ -57,10 +59,12 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
 typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o);
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
 
-/* Process lifecycle events: fd to poll, and the consumer. */
+/* Streams: process lifecycle events and --unwind dwarf records. The fd to poll, and the
+ * consumer of both. */
 int sampler_events_fd(struct sampler *s);
 typedef void (*sampler_event_cb)(void *ctx, const struct pcmon_event *e);
-int sampler_poll_events(struct sampler *s, sampler_event_cb cb, void *ctx);
+typedef void (*sampler_dsample_cb)(void *ctx, const void *data, size_t len);
+int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx);
 
 /* Attach the PCMON_CRITICAL_BEGIN/END probes of an object (once per path). */
 int sampler_usdt_attach(struct sampler *s, const char *path);

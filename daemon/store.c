@@ -94,6 +94,7 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 		cJSON_AddStringToObject(o, "when", t->when_text);
 	cJSON_AddBoolToObject(o, "when_from_file", t->when_from_file);
 	cJSON_AddBoolToObject(o, "no_inline", t->no_inline);
+	cJSON_AddStringToObject(o, "unwind", t->unwind);
 	arr = cJSON_AddArrayToObject(o, "critical");
 	for (size_t i = 0; i < t->ncrit; i++) {
 		char *spec;
@@ -112,6 +113,7 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 	cJSON_AddNumberToObject(o, "lost_counts_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "lost_offcpu_full", t->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "lost_oom", t->lost_oom);
+	cJSON_AddNumberToObject(o, "lost_ring_full", t->lost.lost_ring_full);
 
 	lm.arr = cJSON_AddArrayToObject(o, "locs");
 	arr = cJSON_AddArrayToObject(o, "stacks");
@@ -230,6 +232,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->icase = proto_bool(o, "icase", 0);
 	t->period_ns = (uint64_t)proto_num(o, "interval_us", 10000) * 1000;
 	t->no_inline = proto_bool(o, "no_inline", 0);
+	snprintf(t->unwind, sizeof(t->unwind), "%s", proto_str(o, "unwind", "fp"));
 	if (proto_str(o, "when", NULL)) {
 		t->when_text = strdup(proto_str(o, "when", ""));
 		t->when_from_file = proto_bool(o, "when_from_file", 0);
@@ -253,6 +256,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->lost.lost_counts_full = proto_num(o, "lost_counts_full", 0);
 	t->lost.lost_offcpu_full = proto_num(o, "lost_offcpu_full", 0);
 	t->lost_oom = proto_num(o, "lost_oom", 0);
+	t->lost.lost_ring_full = proto_num(o, "lost_ring_full", 0);
 
 	locs = load_locs(s, cJSON_GetObjectItemCaseSensitive(o, "locs"), &nlocs);
 	if (!locs)

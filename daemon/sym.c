@@ -24,6 +24,10 @@ struct smod {
 	GElf_Addr bias;
 	bool tried;
 	bool usdt;		/* has pcmon's critical-section probes */
+	bool cfi_tried;
+	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
+	Dwarf_Addr eh_bias, dbg_bias;
+	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;
 };
@@ -607,8 +611,12 @@ static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t ep
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	const struct region *r = pmap_find(pm, addr);
 
-	if (!r && (!pm || (!pm->final && now_ns() - pm->read_ns > 20000000))) {
-		/* new code mapped since the last look (dlopen): look again while we can */
+	/*
+	 * New code mapped since the last look (the libraries right after exec, dlopen): look
+	 * again while we can. Not more than once a millisecond: addresses in anonymous memory
+	 * (JIT) miss every time.
+	 */
+	if (!r && (!pm || (!pm->final && now_ns() - pm->read_ns > 1000000))) {
 		s->st.maps_misses++;
 		if (!sym_proc_load(s, pid, epoch))
 			r = pmap_find(pmap_get(s, pid, epoch, false), addr);
@@ -746,4 +754,63 @@ int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, 
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* ---- call-frame information, for unw_ */
+
+int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame)
+{
+	const struct region *r = find_region(s, pid, epoch, pc);
+	struct smod *m;
+	uint64_t vaddr;
+
+	*frame = NULL;
+	if (!r)
+		return -ENOENT;
+	m = &s->mods[r->module];
+	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr)) {
+		m->unwind_misses++;
+		return -ENOENT;
+	}
+	if (!m->cfi_tried) {
+		m->cfi_tried = true;
+		m->eh_cfi = dwfl_module_eh_cfi(m->mod, &m->eh_bias);
+		m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
+	}
+	/* .eh_frame first (it is what the program unwinds with), then .debug_frame */
+	if (m->eh_cfi && !dwarf_cfi_addrframe(m->eh_cfi, vaddr + m->bias - m->eh_bias, frame)) {
+		m->unwinds++;
+		return 0;
+	}
+	if (m->dbg_cfi && !dwarf_cfi_addrframe(m->dbg_cfi, vaddr + m->bias - m->dbg_bias, frame)) {
+		m->unwinds++;
+		return 0;
+	}
+	m->unwind_misses++;
+	return -ENOENT;
+}
+
+int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info *out)
+{
+	const struct smod *m;
+
+	if (module >= s->nmods)
+		return -ENOENT;
+	m = &s->mods[module];
+	*out = (struct sym_module_info){
+		.path = m->path,
+		.opened = m->mod != NULL,
+		.eh_frame = m->eh_cfi != NULL,
+		.debug_frame = m->dbg_cfi != NULL,
+		.cfi_known = m->cfi_tried,
+		.unwinds = m->unwinds,
+		.unwind_misses = m->unwind_misses,
+		.usdt = m->usdt,
+	};
+	return 0;
+}
+
+uint32_t sym_nmodules(const struct sym *s)
+{
+	return s->nmods;
 }

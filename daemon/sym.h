@@ -76,6 +76,18 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 		   size_t n, const char *file, uint32_t line, uint32_t *loc);
 int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
 
+/* The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). */
+typedef struct Dwarf_Frame_s Dwarf_Frame;
+int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame);
+
+struct sym_module_info {
+	const char *path;
+	bool opened, eh_frame, debug_frame, cfi_known, usdt;
+	uint64_t unwinds, unwind_misses;
+};
+int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info *out);
+uint32_t sym_nmodules(const struct sym *s);
+
 struct sym_stats {
 	uint64_t locs, procs, modules, maps_reads, maps_misses;
 };

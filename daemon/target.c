@@ -62,7 +62,8 @@ double target_elapsed(const struct target *t)
 
 uint64_t target_lost(const struct target *t)
 {
-	return t->lost.lost_counts_full + t->lost.lost_offcpu_full + t->lost_oom;
+	return t->lost.lost_counts_full + t->lost.lost_offcpu_full + t->lost.lost_ring_full +
+	       t->lost_oom;
 }
 
 void target_accumulate_lost(struct target *t, struct sampler *smp)
@@ -74,6 +75,7 @@ void target_accumulate_lost(struct target *t, struct sampler *smp)
 	sampler_tstat(smp, t->id, &now);
 	t->lost.lost_counts_full = now.lost_counts_full - t->lost_base.lost_counts_full;
 	t->lost.lost_offcpu_full = now.lost_offcpu_full - t->lost_base.lost_offcpu_full;
+	t->lost.lost_ring_full = now.lost_ring_full - t->lost_base.lost_ring_full;
 }
 
 void target_zero(struct target *t, struct sampler *smp)
@@ -208,6 +210,7 @@ static void add_target_facts(const struct target *t, cJSON *o)
 	cJSON_AddStringToObject(o, "state", target_state_name(t->state));
 	cJSON_AddNumberToObject(o, "elapsed_s", target_elapsed(t));
 	cJSON_AddBoolToObject(o, "kernel", t->kernel);
+	cJSON_AddStringToObject(o, "unwind", t->unwind[0] ? t->unwind : "fp");
 	cJSON_AddBoolToObject(o, "children", t->children);
 	if (t->root_exited)
 		cJSON_AddNumberToObject(o, "wait_status", t->exit_status);
@@ -255,6 +258,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(o, "counts_map_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "offcpu_map_full", t->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "out_of_memory", t->lost_oom);
+	cJSON_AddNumberToObject(o, "sample_ring_full", t->lost.lost_ring_full);
 	if (when)
 		cJSON_AddStringToObject(sum, "when", when);
 

@@ -35,6 +35,8 @@ struct target {
 	uint64_t cgroup_id;
 	bool real, kernel, children, icase, no_inline;
 	bool when_from_file;	/* when_text spans lines, ';'-terminated */
+	bool dwarf;		/* user stacks unwound by the engine with CFI */
+	char unwind[8];		/* as asked: fp, dwarf or auto */
 	uint32_t flags;		/* PCMON_TF_* as given to BPF */
 	uint64_t period_ns;
 	char *when_text;

@@ -37,6 +37,7 @@ enum pcmon_stack_err {
 #define PCMON_TF_KERNEL	  (1u << 1) /* also capture kernel stacks */
 #define PCMON_TF_REAL	  (1u << 2) /* account off-CPU time too */
 #define PCMON_TF_CHILDREN (1u << 3) /* processes forked after start join the target */
+#define PCMON_TF_DWARF	  (1u << 4) /* copy registers and stack for the engine to unwind */
 
 struct pcmon_tcfg {
 	__u32 flags;
@@ -94,11 +95,46 @@ struct pcmon_val {
 struct pcmon_tstat {
 	__u64 lost_counts_full;	/* samples dropped: the counts map was full */
 	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
+	__u64 lost_ring_full;	/* --unwind dwarf samples dropped: the sample ring was full */
+};
+
+/*
+ * --unwind dwarf: a sample (or the start of an off-CPU interval) with the user registers and
+ * the top of the user stack, for the engine to unwind with the objects' CFI; the end of an
+ * off-CPU interval is a short record that closes the start of the same thread.
+ */
+#define PCMON_DWARF_STACK_MAX 65536	/* bytes of user stack a record can carry */
+#define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
+#define PCMON_KSTACK_MAX 127
+
+enum pcmon_ds_type {
+	PCMON_DS_SAMPLE = 1,
+	PCMON_DS_OFF_START,
+	PCMON_DS_OFF_END,
+};
+
+struct pcmon_dhdr {
+	__u32 type;	/* enum pcmon_ds_type */
+	__u32 tid;
+	__u64 ts;	/* OFF_START: when it went off CPU */
+	__u64 ns;	/* OFF_END: how long it was off */
+	struct pcmon_key key;
+};
+
+struct pcmon_dsample {
+	struct pcmon_dhdr h;
+	__u64 regs[PCMON_NREGS];
+	__u32 ulen;	/* bytes of stack copied, from regs[7] (rsp) up */
+	__u32 klen;	/* kernel frames */
+	__u64 kstack[PCMON_KSTACK_MAX];
+	__u8 stack[];	/* ulen bytes; the record is sized for the configured copy */
 };
 
 /* A thread that went off CPU and has not run since. */
 struct pcmon_offcpu {
 	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
+	__u32 dwarf;		/* its stack went to the engine (--unwind dwarf) */
+	__u32 pad;
 	struct pcmon_key key;	/* ustack/kstack are hashes of the frames below */
 	struct pcmon_stack ustack;
 	struct pcmon_stack kstack;

@@ -1,0 +1,1058 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""pcmon's benchmark harness (`make bench`, through bench/run.sh).
+
+Measures, in one run on this machine, pcmon side by side with `perf record -g` and bpftrace:
+
+  1. target slowdown      fixed work's CPU (and wall) time under each profiler / bare
+  2. profiler cost        the profiler process's CPU time and peak RSS per second and per
+                          1000 samples (pcmond, perf record + perf report, bpftrace)
+  3. accuracy             shares measured by the profiler vs the workload's own measurement
+  4. scale                pcmond's cost vs target threads (1/16/256) and vs unique stacks
+  5. limits               the highest sampling rate with zero lost samples
+  6. REAL vs VIRTUAL      slowdown of a context-switch-heavy workload (pipe ping-pong)
+
+Everything is a ratio or a cost measured in this run; nothing is a constant typed in here.
+A missing or failing peer tool is reported in the table, never fatal. Prints the table on
+stdout, writes bench/results.json and refreshes the table in bench/README.md.
+
+Python 3 standard library only. Knobs (environment): BENCH_REPS (default 3),
+BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0), BENCH_WINDOW_S (seconds
+each cost/scale measurement profiles, default 3).
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+PCMON = os.path.join(ROOT, "bin", "pcmon")
+PCMOND = os.path.join(ROOT, "bin", "pcmond")
+WORK = os.path.join(ROOT, ".output", "workloads")  # the test workloads (make workloads)
+BENCH = os.path.join(ROOT, ".output", "bench")  # ours, built by bench/run.sh
+RESULTS = os.path.join(ROOT, "bench", "results.json")
+README = os.path.join(ROOT, "bench", "README.md")
+
+PERF = shutil.which("perf")
+BPFTRACE = shutil.which("bpftrace")
+BPFTOOL = shutil.which("bpftool") or (os.path.exists("/usr/sbin/bpftool") and "/usr/sbin/bpftool") or None
+
+REPS = int(os.environ.get("BENCH_REPS", "3"))
+WORK_S = float(os.environ.get("BENCH_WORK_S", "1.0"))
+WINDOW_S = float(os.environ.get("BENCH_WINDOW_S", "3"))
+
+# The three rates of the slowdown matrix: (Hz, pcmon --interval in microseconds)
+RATES = [(100, 10000), (1000, 1000), (10000, 100)]
+# The limits sweep, slowest first
+SWEEP_US = [1000, 500, 200, 100, 50, 20, 10]
+THREAD_COUNTS = [1, 16, 256]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+TMP = tempfile.mkdtemp(prefix="pcmon-bench-")
+NO_DAEMON = os.path.join(TMP, "no-daemon.sock")  # never exists: `pcmon run` uses its own engine
+T_START = time.monotonic()
+
+
+def log(msg):
+    """Progress goes to stderr so stdout is just the table."""
+    print(f"[{time.monotonic() - T_START:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------- processes
+
+class Ran:
+    """A finished child: exit status, output, wall time, and its own rusage from wait4."""
+
+    def __init__(self, rc, out, err, wall, cpu, maxrss_kb):
+        self.rc, self.out, self.err, self.wall = rc, out, err, wall
+        self.cpu, self.maxrss_kb = cpu, maxrss_kb
+
+    def why(self):
+        """A one-line reason for a failure."""
+        lines = [l for l in (self.err or "").splitlines()
+                 if l.strip() and "RLIMIT_MEMLOCK" not in l]
+        return (lines[-1] if lines else f"exit status {self.rc}")[:120]
+
+
+class Child:
+    """A child process whose stdout/stderr go to files (no pipe can fill up and block it)."""
+    seq = 0
+
+    def __init__(self, cmd, env=None):
+        Child.seq += 1
+        self.outpath = os.path.join(TMP, f"out.{Child.seq}")
+        self.errpath = os.path.join(TMP, f"err.{Child.seq}")
+        with open(self.outpath, "w") as o, open(self.errpath, "w") as e:
+            self.p = subprocess.Popen([str(c) for c in cmd], stdout=o, stderr=e,
+                                      stdin=subprocess.DEVNULL, env=env)
+        self.pid = self.p.pid
+        self.t0 = time.monotonic()
+        self.done = None
+
+    def output(self):
+        with open(self.outpath, errors="replace") as f:
+            return f.read()
+
+    def wait_for(self, needle, timeout=30):
+        """Wait until stdout (or stderr) contains needle; False if the child died or timed out."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with open(self.outpath, errors="replace") as o, open(self.errpath, errors="replace") as e:
+                if needle in o.read() or needle in e.read():
+                    return True
+            if self.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return False
+
+    def poll(self):
+        if self.done is None:
+            pid, status, ru = os.wait4(self.pid, os.WNOHANG)
+            if pid:
+                self._reaped(status, ru)
+        return self.done
+
+    def _reaped(self, status, ru):
+        self.p.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from reaping again
+        with open(self.errpath, errors="replace") as e:
+            err = e.read()
+        self.done = Ran(self.p.returncode, self.output(), err, time.monotonic() - self.t0,
+                        ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+
+    def wait(self, timeout=300):
+        end = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > end:
+                self.kill()
+                break
+            time.sleep(0.01)
+        return self.done
+
+    def signal(self, sig):
+        if self.done is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill(self):
+        if self.done is not None:
+            return self.done
+        self.signal(signal.SIGKILL)
+        pid, status, ru = os.wait4(self.pid, 0)
+        self._reaped(status, ru)
+        return self.done
+
+
+def run(cmd, timeout=300, env=None):
+    return Child(cmd, env).wait(timeout)
+
+
+def proc_cpu(pid):
+    """utime+stime of a live process, in seconds (fields 14, 15 of /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_status_kb(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def reset_hwm(pid):
+    """Writing 5 to clear_refs resets VmHWM (peak RSS) to the current RSS."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+def json_docs(text):
+    """Every JSON object in text: a workload's one-line result and/or pcmon's document."""
+    dec, pos, docs = json.JSONDecoder(), 0, []
+    while True:
+        start = text.find("{", pos)
+        if start < 0:
+            return docs
+        try:
+            doc, pos = dec.raw_decode(text, start)
+            docs.append(doc)
+        except json.JSONDecodeError:
+            pos = start + 1
+
+
+def doc_with(text, key):
+    """The first JSON object in text that has key."""
+    for d in json_docs(text):
+        if isinstance(d, dict) and key in d:
+            return d
+    return None
+
+
+def pcmon_env(sock):
+    env = dict(os.environ)
+    env["PCMON_SOCKET"] = sock
+    return env
+
+
+def stats(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def bpftrace_samples(text):
+    """Sum of the counts bpftrace printed for its @ map: lines `]: N` or `@[...]: N`."""
+    return sum(int(m) for m in re.findall(r"\]: (\d+)\s*$", text, re.M))
+
+
+def perf_samples(err):
+    """perf record's closing line: `[ perf record: Captured and wrote X MB f (N samples) ]`."""
+    m = re.search(r"\((\d+) samples\)", err)
+    return int(m.group(1)) if m else None
+
+
+def perf_lost(path):
+    """Lost-sample count from perf report's header (`# Total Lost Samples: N`)."""
+    r = run([PERF, "report", "-i", path, "--stdio", "--no-children", "-g", "none",
+             "--sort", "sym"], timeout=120)
+    m = re.search(r"Total Lost Samples: (\d+)", r.out)
+    return int(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------------------- commands
+
+def fixed_cmd(units):
+    return [os.path.join(BENCH, "fixedwork"), str(units)]
+
+
+def pcmon_run_cmd(mode, unwind, interval_us, cmd):
+    return [PCMON, "run", f"--{mode}", "--unwind", unwind, "--interval", str(interval_us),
+            "--json", "--", *cmd]
+
+
+def perf_record_cmd(hz, data, cmd):
+    # cpu-clock, like pcmon and bpftrace; for this software event the kernel turns -F into
+    # a fixed period of 1e9/hz ns, the same as pcmon's --interval
+    return [PERF, "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-g", "-o", data, "--", *cmd]
+
+
+def bpftrace_prog(hz, filt=""):
+    return f"profile:hz:{hz} {filt}{{ @[ustack] = count(); }}"
+
+
+def profiled(tool, mode, unwind, hz, us, cmd):
+    """The command line that runs cmd under a profiler (tool None = bare), and its env."""
+    if tool is None:
+        return cmd, None
+    if tool == "pcmon":
+        return pcmon_run_cmd(mode, unwind, us, cmd), pcmon_env(NO_DAEMON)
+    if tool == "perf":
+        return perf_record_cmd(hz, os.path.join(TMP, "perf.data"), cmd), None
+    if tool == "bpftrace":
+        # bpftrace -c holds the command until its probes are attached; the profile probe
+        # itself is system-wide whatever -c/-p say
+        return [BPFTRACE, "-c", " ".join(cmd), "-e", bpftrace_prog(hz)], None
+    raise ValueError(tool)
+
+
+def tool_missing(tool):
+    if tool == "perf" and not PERF:
+        return "perf not installed"
+    if tool == "bpftrace" and not BPFTRACE:
+        return "bpftrace not installed"
+    return None
+
+
+def samples_of(tool, r):
+    """How many samples the profiler took in a run (bpftrace's are system-wide)."""
+    if tool == "pcmon":
+        d = doc_with(r.out, "summary")
+        return d["summary"]["interrupts"] if d else None
+    if tool == "perf":
+        return perf_samples(r.err)
+    if tool == "bpftrace":
+        return bpftrace_samples(r.out)
+    return None
+
+
+# ---------------------------------------------------------------------------- 0. setup
+
+def calibrate():
+    """Units of fixedwork and round trips of pingpong for about WORK_S of bare run time."""
+    log("calibrating the fixed-work workloads")
+    per_unit = []
+    for _ in range(2):
+        d = doc_with(run(fixed_cmd(10000)).out, "units")
+        per_unit.append(d["cpu_s"] / d["units"])
+    units = max(1000, int(WORK_S / min(per_unit)))
+    per_rt = []
+    for _ in range(2):
+        d = doc_with(run([os.path.join(BENCH, "pingpong"), "20000"]).out, "roundtrips")
+        per_rt.append(d["wall_s"] / d["roundtrips"])
+    rts = max(1000, int(WORK_S / min(per_rt)))
+    return {"fixedwork_units": units, "fixedwork_unit_us": min(per_unit) * 1e6,
+            "pingpong_roundtrips": rts, "pingpong_roundtrip_us": min(per_rt) * 1e6}
+
+
+def dwarf_probe():
+    """Does this pcmon unwind with DWARF? Ask it, rather than assume."""
+    r = run(pcmon_run_cmd("virtual", "dwarf", 10000, fixed_cmd(100)), env=pcmon_env(NO_DAEMON))
+    return None if r.rc == 0 else (r.why().replace("pcmon: ", "") or "refused")
+
+
+# ---------------------------------------------------------------------------- 1. slowdown
+
+def slowdown(cal, dwarf_err):
+    units = cal["fixedwork_units"]
+    configs = [("pcmon", "virtual", "fp"), ("pcmon", "real", "fp")]
+    if dwarf_err is None:
+        configs += [("pcmon", "virtual", "dwarf"), ("pcmon", "real", "dwarf")]
+    configs += [("perf", None, None), ("bpftrace", None, None)]
+    cells = [(c, hz, us) for c in configs for hz, us in RATES]
+    runs = {"bare": []}
+    for c, hz, us in cells:
+        runs[cell_key(c, hz)] = []
+    for rep in range(REPS):
+        log(f"slowdown: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
+        # bare first, then every profiled cell, in an order that rotates with the repetition
+        order = cells[rep * 5 % len(cells):] + cells[:rep * 5 % len(cells)]
+        for cell in [None] + order:
+            if cell is None:
+                key, tool, mode, unwind, hz, us = "bare", None, None, None, None, None
+            else:
+                (tool, mode, unwind), hz, us = cell
+                key = cell_key(cell[0], hz)
+                if tool_missing(tool):
+                    runs[key].append({"error": tool_missing(tool)})
+                    continue
+            cmd, env = profiled(tool, mode, unwind, hz, us, fixed_cmd(units))
+            r = run(cmd, env=env)
+            d = doc_with(r.out, "units")
+            if r.rc != 0 or d is None:
+                runs[key].append({"error": r.why()})
+                continue
+            runs[key].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"],
+                              "samples": samples_of(tool, r), "tool_wall_s": r.wall})
+    # one more bare run at the end, so drift over the section shows in bare's spread
+    d = doc_with(run(fixed_cmd(units)).out, "units")
+    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
+
+    bare_cpu = statistics.median(x["cpu_s"] for x in runs["bare"])
+    bare_wall = statistics.median(x["wall_s"] for x in runs["bare"])
+    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in runs["bare"]]),
+           "bare_wall_s": stats([x["wall_s"] for x in runs["bare"]]),
+           "dwarf": "ok" if dwarf_err is None else f"not implemented yet: {dwarf_err}",
+           "cells": {}, "runs": runs}
+    for key, rs in runs.items():
+        if key == "bare":
+            continue
+        ok = [x for x in rs if "cpu_s" in x]
+        errs = [x["error"] for x in rs if "error" in x]
+        out["cells"][key] = {
+            "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
+            "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
+            "samples": stats([x["samples"] for x in ok]),
+            "errors": errs,
+        }
+    return out
+
+
+def cell_key(config, hz):
+    tool, mode, unwind = config
+    if tool == "pcmon":
+        return f"pcmon {mode.upper()} {unwind} @{hz}Hz"
+    return f"{tool} @{hz}Hz"
+
+
+# ---------------------------------------------------------------------------- 6. REAL vs VIRTUAL
+
+def pingpong(cal):
+    rts = cal["pingpong_roundtrips"]
+    cmd = [os.path.join(BENCH, "pingpong"), str(rts)]
+    hz, us = 1000, 1000
+    keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz"]
+    runs = {k: [] for k in keys}
+    for rep in range(REPS):
+        log(f"ping-pong: repetition {rep + 1}/{REPS}")
+        for i in range(len(keys)):
+            key = keys[(i + rep) % len(keys)]
+            if key == "bare":
+                c, env = cmd, None
+            else:
+                c, env = profiled("pcmon", "real" if "REAL" in key else "virtual", "fp", hz, us, cmd)
+            r = run(c, env=env)
+            d = doc_with(r.out, "roundtrips")
+            if r.rc != 0 or d is None:
+                runs[key].append({"error": r.why()})
+                continue
+            runs[key].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"],
+                              "samples": samples_of("pcmon", r) if key != "bare" else None})
+    bare_ok = [x for x in runs["bare"] if "wall_s" in x]
+    out = {"roundtrips": rts, "runs": runs, "cells": {}}
+    if not bare_ok:
+        out["error"] = "bare ping-pong failed"
+        return out
+    bw = statistics.median(x["wall_s"] for x in bare_ok)
+    bc = statistics.median(x["cpu_s"] for x in bare_ok)
+    out["bare_wall_s"], out["bare_cpu_s"] = stats([x["wall_s"] for x in bare_ok]), bc
+    out["roundtrip_us"] = bw / rts * 1e6
+    for key in keys[1:]:
+        ok = [x for x in runs[key] if "wall_s" in x]
+        out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bw for x in ok]),
+                             "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
+                             "samples": stats([x["samples"] for x in ok]),
+                             "errors": [x["error"] for x in runs[key] if "error" in x]}
+    return out
+
+
+# ---------------------------------------------------------------------------- 3. accuracy
+
+def accuracy():
+    out = []
+    secs = "4"
+    threefn = [os.path.join(WORK, "threefn"), secs]
+    spinsleep = [os.path.join(WORK, "spinsleep"), secs]
+
+    def pcmon_case(name, mode, cmd, prefix, pairs, field):
+        log(f"accuracy: pcmon {mode.upper()} on {name}")
+        r = run(pcmon_run_cmd(mode, "fp", 1000, cmd), env=pcmon_env(NO_DAEMON))
+        own, doc = json_docs(r.out)[:1], doc_with(r.out, "summary")
+        if r.rc != 0 or not own or doc is None:
+            return {"tool": "pcmon", "mode": mode.upper(), "workload": name, "error": r.why()}
+        procs = {p["procedure"]: p for p in doc["procedures"]}
+        shares = []
+        for proc, ownkey in pairs:
+            got = procs.get(f"{prefix}.{proc}", {}).get(field, 0.0)
+            shares.append({"procedure": proc, "own_pct": own[0][ownkey] * 100, "measured_pct": got,
+                           "abs_err_pp": abs(got - own[0][ownkey] * 100)})
+        return {"tool": "pcmon", "mode": mode.upper(), "workload": name,
+                "share": f"{field.split('_')[0]} %", "samples": doc["summary"]["counted"],
+                "lost": doc["summary"]["lost"], "shares": shares,
+                "max_err_pp": max(s["abs_err_pp"] for s in shares)}
+
+    three = [("work_a", "work_a"), ("work_b", "work_b"), ("work_c", "work_c")]
+    out.append(pcmon_case("threefn", "virtual", threefn, "threefn", three, "shallow_pct"))
+    out.append(pcmon_case("spinsleep", "real", spinsleep, "spinsleep",
+                          [("spin_part", "spin"), ("sleep_part", "sleep")], "deep_pct"))
+
+    # perf: on-CPU sampling only (cpu-clock), so VIRTUAL on threefn
+    if not PERF:
+        out.append({"tool": "perf", "mode": "VIRTUAL", "workload": "threefn", "error": "perf not installed"})
+    else:
+        log("accuracy: perf record on threefn")
+        data = os.path.join(TMP, "acc.perf.data")
+        r = run(perf_record_cmd(1000, data, threefn))
+        own = doc_with(r.out, "work_a")
+        rep = run([PERF, "report", "-i", data, "--stdio", "--no-children", "-g", "none",
+                   "-F", "overhead,sym"], timeout=120) if r.rc == 0 else r
+        if r.rc != 0 or rep.rc != 0 or own is None:
+            out.append({"tool": "perf", "mode": "VIRTUAL", "workload": "threefn", "error": rep.why()})
+        else:
+            pct = {}
+            for m in re.finditer(r"^\s*([\d.]+)%\s+\[\.\]\s+(\S+)", rep.out, re.M):
+                pct[m.group(2)] = pct.get(m.group(2), 0.0) + float(m.group(1))
+            shares = [{"procedure": p, "own_pct": own[k] * 100, "measured_pct": pct.get(p, 0.0),
+                       "abs_err_pp": abs(pct.get(p, 0.0) - own[k] * 100)} for p, k in three]
+            out.append({"tool": "perf", "mode": "VIRTUAL", "workload": "threefn", "share": "self %",
+                        "samples": perf_samples(r.err), "shares": shares,
+                        "max_err_pp": max(s["abs_err_pp"] for s in shares)})
+
+    # bpftrace: the innermost frame of its ustack keys, for threefn's pid only (cpid)
+    if not BPFTRACE:
+        out.append({"tool": "bpftrace", "mode": "VIRTUAL", "workload": "threefn",
+                    "error": "bpftrace not installed"})
+    else:
+        log("accuracy: bpftrace on threefn")
+        r = run([BPFTRACE, "-c", " ".join(threefn), "-e",
+                 "profile:hz:1000 /pid == cpid/ { @[ustack(1)] = count(); }"])
+        own = doc_with(r.out, "work_a")
+        counts = {}
+        for m in re.finditer(r"@\[\s*\n\s*([A-Za-z_][\w.]*)\+\d+\s*\n\s*\]: (\d+)", r.out):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(2))
+        total = bpftrace_samples(r.out)
+        if r.rc != 0 or own is None or not total:
+            out.append({"tool": "bpftrace", "mode": "VIRTUAL", "workload": "threefn", "error": r.why()})
+        else:
+            shares = [{"procedure": p, "own_pct": own[k] * 100,
+                       "measured_pct": counts.get(p, 0) * 100 / total,
+                       "abs_err_pp": abs(counts.get(p, 0) * 100 / total - own[k] * 100)}
+                      for p, k in three]
+            out.append({"tool": "bpftrace", "mode": "VIRTUAL", "workload": "threefn",
+                        "share": "leaf %", "samples": total, "shares": shares,
+                        "max_err_pp": max(s["abs_err_pp"] for s in shares)})
+    return out
+
+
+# ---------------------------------------------------------------------------- daemon
+
+class Daemon:
+    """A private pcmond (own socket and state directory) for the daemon-based sections."""
+
+    def __init__(self):
+        self.sock = os.path.join(TMP, "pcmond.sock")
+        self.child = Child([PCMOND, "--foreground", "--socket", self.sock,
+                            "--state-dir", os.path.join(TMP, "state")])
+        self.pid = self.child.pid
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            if self.child.poll() is not None:
+                raise RuntimeError(f"pcmond exited: {self.child.done.why()}")
+            if os.path.exists(self.sock) and self.cli("status").rc == 0:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("pcmond did not answer on its socket within 15 s")
+
+    def cli(self, *args, timeout=120):
+        return run([PCMON, *args], env=pcmon_env(self.sock), timeout=timeout)
+
+    def json(self, *args):
+        r = self.cli(args[0], "--json", *args[1:])
+        if r.rc != 0:
+            raise RuntimeError(f"pcmon {' '.join(map(str, args))}: {r.why()}")
+        return json.loads(r.out)
+
+    def status(self):
+        return self.json("status")
+
+    def cpu(self):
+        return proc_cpu(self.pid)
+
+    def stop(self):
+        self.child.signal(signal.SIGTERM)
+        if self.child.wait(10) is None:
+            self.child.kill()
+
+
+def prog_stats(status, name):
+    for p in status.get("programs", []):
+        if p["name"] == name:
+            return p["runs"], p["run_time_ns"]
+    return 0, 0
+
+
+def bpf_delta(s0, s1, names):
+    """BPF program runs and run time between two `pcmon status` documents."""
+    runs = sum(prog_stats(s1, n)[0] - prog_stats(s0, n)[0] for n in names)
+    ns = sum(prog_stats(s1, n)[1] - prog_stats(s0, n)[1] for n in names)
+    return runs, ns
+
+
+def start_workload(cmd):
+    w = Child(cmd)
+    if not w.wait_for("ready", 30):
+        w.kill()
+        raise RuntimeError(f"{os.path.basename(cmd[0])} did not start: {w.done.why()}")
+    return w
+
+
+def pcmond_session(dmn, wl_cmd, mode, us, until=None, window=WINDOW_S):
+    """Profile a workload through pcmond for window seconds (or until until(samples) says
+    enough) and collect what it cost the daemon."""
+    w = start_workload(wl_cmd)
+    try:
+        reset_hwm(dmn.pid)
+        rss0 = proc_status_kb(dmn.pid, "VmRSS")
+        s0, cpu0, t0 = dmn.status(), dmn.cpu(), time.monotonic()
+        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--interval", us, "--json")
+        if r.rc != 0:
+            raise RuntimeError(f"pcmon start: {r.why()}")
+        tid = str(int(json.loads(r.out)["id"]))
+        if until:
+            end = time.monotonic() + window
+            while time.monotonic() < end:
+                time.sleep(0.5)
+                t = [x for x in dmn.json("targets")["targets"] if str(x["id"]) == tid]
+                if t and until(t[0]["samples"]):
+                    break
+        else:
+            time.sleep(window)
+        # the listing while the target runs: the first call symbolizes, the second is warm
+        lat = []
+        for _ in range(2):
+            t1 = time.monotonic()
+            lr = dmn.cli("list", tid, "--json")
+            lat.append((time.monotonic() - t1) * 1e3)
+        dmn.cli("stop", tid)
+        prof_s = time.monotonic() - t0
+        doc = dmn.json("list", tid)
+        cpu1, s1 = dmn.cpu(), dmn.status()
+        hwm = proc_status_kb(dmn.pid, "VmHWM")
+        dmn.cli("drop", tid)
+    finally:
+        w.kill()
+    smp = doc["summary"]["interrupts"]
+    on_runs, on_ns = bpf_delta(s0, s1, ["on_sample"])
+    sw_runs, sw_ns = bpf_delta(s0, s1, ["on_switch_btf", "on_switch_tp"])
+    drains = s1["drains"] - s0["drains"]
+    return {
+        "seconds": prof_s, "samples": smp, "lost": doc["summary"]["lost"],
+        "lost_by_reason": doc["summary"].get("lost_by_reason"),
+        "unwalkable": next((c["count"] for c in doc["summary"].get("critical", [])
+                            if c["name"] == "unwalkable"), None),
+        "cpu_s": cpu1 - cpu0, "cpu_ms_per_s": (cpu1 - cpu0) * 1e3 / prof_s,
+        "cpu_ms_per_1k_samples": (cpu1 - cpu0) * 1e6 / smp if smp else None,
+        "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
+        "list_ms_first": lat[0], "list_ms_second": lat[1], "list_ok": lr.rc == 0,
+        "drains": drains, "drain_ms_avg": (s1["drain_ms_total"] - s0["drain_ms_total"]) / drains if drains else None,
+        "drained_entries": s1["drained_entries"] - s0["drained_entries"],
+        "bpf_sample_runs": on_runs, "bpf_sample_ns_avg": on_ns / on_runs if on_runs else None,
+        "bpf_sample_ms_per_s": on_ns / 1e6 / prof_s,
+        "bpf_switch_runs": sw_runs, "bpf_switch_ns_avg": sw_ns / sw_runs if sw_runs else None,
+    }
+
+
+# ---------------------------------------------------------------------------- 2. profiler cost
+
+def cost_workload():
+    # two spinning threads: both CPUs busy in the target, a handful of stacks
+    return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 30)]
+
+
+def bpftrace_prog_stats(pid):
+    """Run count and run time of the BPF programs a bpftrace process loaded (bpftool)."""
+    if not BPFTOOL:
+        return None
+    r = run([BPFTOOL, "prog", "show", "--json"], timeout=30)
+    try:
+        progs = json.loads(r.out)
+    except ValueError:
+        return None
+    runs = ns = 0
+    for p in progs:
+        if any(x.get("pid") == pid for x in p.get("pids", [])):
+            runs += p.get("run_cnt", 0)
+            ns += p.get("run_time_ns", 0)
+    return runs, ns
+
+
+def cost(dmn):
+    out = {}
+    for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
+        log(f"cost: pcmond at {hz} Hz")
+        try:
+            out[f"pcmond @{hz}Hz"] = pcmond_session(dmn, cost_workload(), "virtual", us)
+        except Exception as e:  # noqa: BLE001 - a failure is a result
+            out[f"pcmond @{hz}Hz"] = {"error": str(e)}
+
+        if tool_missing("perf"):
+            out[f"perf record @{hz}Hz"] = {"error": tool_missing("perf")}
+        else:
+            log(f"cost: perf record at {hz} Hz")
+            out[f"perf record @{hz}Hz"], out[f"perf report @{hz}Hz"] = perf_cost(hz)
+
+        if tool_missing("bpftrace"):
+            out[f"bpftrace @{hz}Hz"] = {"error": tool_missing("bpftrace")}
+        else:
+            log(f"cost: bpftrace at {hz} Hz")
+            out[f"bpftrace @{hz}Hz"] = bpftrace_cost(hz)
+    return out
+
+
+def perf_cost(hz):
+    data = os.path.join(TMP, "cost.perf.data")
+    w = start_workload(cost_workload())
+    try:
+        t0 = time.monotonic()
+        p = Child([PERF, "record", "-e", "cpu-clock", "-F", hz, "-g", "-p", w.pid, "-o", data])
+        time.sleep(WINDOW_S)
+        p.signal(signal.SIGINT)
+        r = p.wait(120)
+        secs = time.monotonic() - t0
+    finally:
+        w.kill()
+    smp = perf_samples(r.err)
+    if r.rc not in (0, 130, -2) or smp is None:
+        return {"error": r.why()}, {"error": "no perf.data"}
+    rec = {"seconds": secs, "samples": smp, "lost": perf_lost(data), "cpu_s": r.cpu,
+           "cpu_ms_per_s": r.cpu * 1e3 / secs, "cpu_ms_per_1k_samples": r.cpu * 1e6 / smp if smp else None,
+           "peak_rss_mb": r.maxrss_kb / 1024, "data_mb": os.path.getsize(data) / 2**20}
+    # perf report is perf's symbolization step, the counterpart of `pcmon list`
+    rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=300)
+    rep = {"error": rr.why()} if rr.rc != 0 else {
+        "seconds": secs, "samples": smp, "cpu_s": rr.cpu, "cpu_ms_per_s": rr.cpu * 1e3 / secs,
+        "cpu_ms_per_1k_samples": rr.cpu * 1e6 / smp if smp else None,
+        "peak_rss_mb": rr.maxrss_kb / 1024, "wall_ms": rr.wall * 1e3}
+    return rec, rep
+
+
+def bpftrace_cost(hz):
+    w = start_workload(cost_workload())
+    try:
+        b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz)])
+        if not b.wait_for("Attaching", 60):
+            r = b.wait(5) or b.kill()
+            return {"error": r.why()}
+        time.sleep(0.3)  # "Attaching" is printed just before the probes are attached
+        startup = proc_cpu(b.pid)
+        t0 = time.monotonic()
+        s0 = bpftrace_prog_stats(b.pid)
+        time.sleep(WINDOW_S)
+        s1 = bpftrace_prog_stats(b.pid)
+        b.signal(signal.SIGINT)
+        r = b.wait(120)
+        secs = time.monotonic() - t0
+    finally:
+        w.kill()
+    smp = bpftrace_samples(r.out)
+    cpu = r.cpu - startup
+    res = {"seconds": secs, "samples": smp, "startup_cpu_s": startup, "cpu_s": cpu,
+           "cpu_ms_per_s": cpu * 1e3 / secs, "cpu_ms_per_1k_samples": cpu * 1e6 / smp if smp else None,
+           "peak_rss_mb": r.maxrss_kb / 1024, "samples_note": "system-wide"}
+    if s0 and s1 and s1[0] > s0[0]:
+        res["bpf_ns_avg"] = (s1[1] - s0[1]) / (s1[0] - s0[0])
+        res["bpf_ms_per_s"] = (s1[1] - s0[1]) / 1e6 / WINDOW_S
+    return res
+
+
+# ---------------------------------------------------------------------------- 4. scale
+
+def scale(dmn):
+    out = {"threads": {}, "stacks": {}}
+    for n in THREAD_COUNTS:
+        for kind, mode in (("spin", "virtual"), ("sleep", "real")):
+            key = f"{n} {kind}ning threads, {mode.upper()} 1kHz".replace("sleepning", "sleeping")
+            log(f"scale: {key}")
+            try:
+                out["threads"][key] = pcmond_session(
+                    dmn, [os.path.join(BENCH, "threads"), str(n), kind, "60"], mode, 1000)
+            except Exception as e:  # noqa: BLE001
+                out["threads"][key] = {"error": str(e)}
+    # unique stacks: every sample a new 24-frame stack, vs. a control with a handful of
+    # stacks, both two threads at 10 kHz, until ~100k samples (at most 4 windows)
+    target = 100000
+    for key, cmd in (("few stacks (2 spinning threads)", ["threads", "2", "spin", "60"]),
+                     ("~100k unique stacks (manystacks)", ["manystacks", "2", "60"])):
+        log(f"scale: {key}")
+        try:
+            out["stacks"][key] = pcmond_session(
+                dmn, [os.path.join(BENCH, cmd[0]), *cmd[1:]], "virtual", 100,
+                until=lambda s: s >= target, window=4 * WINDOW_S)
+        except Exception as e:  # noqa: BLE001
+            out["stacks"][key] = {"error": str(e)}
+    return out
+
+
+# ---------------------------------------------------------------------------- 5. limits
+
+def read_sysctl(name):
+    try:
+        with open("/proc/sys/" + name.replace(".", "/")) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def write_sysctl(name, value):
+    try:
+        with open("/proc/sys/" + name.replace(".", "/"), "w") as f:
+            f.write(value)
+    except OSError:
+        pass
+
+
+def limits(cal):
+    rate_ctl = "kernel.perf_event_max_sample_rate"
+    before = read_sysctl(rate_ctl)
+    units = max(1000, cal["fixedwork_units"] // 2)
+    workloads = {"fixedwork (1 stack, 1 thread)": fixed_cmd(units),
+                 "manystacks (unique stacks, 2 threads)": [os.path.join(BENCH, "manystacks"), "2", "1"]}
+    out = {"sweep": {}, "highest_sustained": {}, "max_sample_rate_before": before}
+    try:
+        for name, cmd in workloads.items():
+            rows = []
+            for us in SWEEP_US:
+                log(f"limits: {name} at {us} us")
+                r = run(pcmon_run_cmd("virtual", "fp", us, cmd), env=pcmon_env(NO_DAEMON))
+                doc, own = doc_with(r.out, "summary"), doc_with(r.out, "proc_cpu_s")
+                if r.rc != 0 or doc is None or own is None:
+                    rows.append({"interval_us": us, "error": r.why()})
+                    continue
+                s = doc["summary"]
+                expected = own["proc_cpu_s"] * 1e6 / us
+                rows.append({"interval_us": us, "samples": s["interrupts"], "expected": expected,
+                             "delivered": s["interrupts"] / expected if expected else None,
+                             "lost": s["lost"], "lost_by_reason": s.get("lost_by_reason"),
+                             "target_cpu_s": own.get("cpu_s") or own["proc_cpu_s"]})
+            out["sweep"][name] = rows
+            # sustained = ran, lost nothing, and delivered >= 90% of the samples it should
+            best = None
+            for row in rows:
+                if "error" in row or row["lost"] or (row["delivered"] or 0) < 0.9:
+                    break
+                best = row["interval_us"]
+            out["highest_sustained"][name] = best
+    finally:
+        after = read_sysctl(rate_ctl)
+        out["max_sample_rate_after"] = after
+        if before and after != before:
+            # the kernel lowers it when sampling interrupts take too long; put it back
+            write_sysctl(rate_ctl, before)
+    return out
+
+
+# ---------------------------------------------------------------------------- table
+
+def fmt_stat(s, digits=2):
+    if not s:
+        return "-"
+    return f"{s['median']:.{digits}f} [{s['min']:.{digits}f}-{s['max']:.{digits}f}]"
+
+
+def fmt(x, spec=".1f", none="-"):
+    return none if x is None else format(x, spec)
+
+
+def table(res):
+    L = []
+    add = L.append
+    env = res["environment"]
+    add(f"pcmon benchmark — {env['date']}, {env['cpus']} CPUs, kernel {env['kernel']}, "
+        f"load average at start {env['loadavg_start']}")
+    add(f"peers: {env['perf'] or 'perf missing'}; {env['bpftrace'] or 'bpftrace missing'}")
+    add("")
+
+    sd = res.get("slowdown", {})
+    add("1. TARGET SLOWDOWN — fixedwork's own CPU time under the profiler / bare "
+        f"(median [min-max] of {REPS} runs)")
+    if "error" in sd:
+        add(f"   failed: {sd['error']}")
+    else:
+        add(f"   bare: {fmt_stat(sd['bare_cpu_s'], 3)} s CPU, {fmt_stat(sd['bare_wall_s'], 3)} s wall, "
+            f"{sd['units']} units")
+        add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES))
+        rows = [("pcmon VIRTUAL fp", ("pcmon", "virtual", "fp")), ("pcmon REAL fp", ("pcmon", "real", "fp")),
+                ("pcmon VIRTUAL dwarf", ("pcmon", "virtual", "dwarf")), ("pcmon REAL dwarf", ("pcmon", "real", "dwarf")),
+                ("perf record -g", ("perf", None, None)), ("bpftrace ustack", ("bpftrace", None, None))]
+        for label, c in rows:
+            if c[2] == "dwarf" and sd["dwarf"] != "ok":
+                if c[1] == "virtual":
+                    add(f"   {'pcmon dwarf (both modes)':<26}  {sd['dwarf']}")
+                continue
+            cells = []
+            for hz, _ in RATES:
+                cell = sd["cells"].get(cell_key(c, hz), {})
+                cells.append(fmt_stat(cell.get("cpu_ratio")) if cell.get("cpu_ratio")
+                             else ("failed: " + cell["errors"][0][:14] if cell.get("errors") else "-"))
+            add(f"   {label:<26}" + "".join(f"{x:>22}" for x in cells))
+        add("   wall-time ratio (median):  " + "   ".join(
+            f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('wall_ratio') or {}).get('median'), '.2f')
+                                 for hz, _ in RATES)
+            for lbl, c in (("pcmon-V", ("pcmon", "virtual", "fp")), ("pcmon-R", ("pcmon", "real", "fp")),
+                           ("perf", ("perf", None, None)), ("bpftrace", ("bpftrace", None, None)))))
+        add("   samples per run (median):  " + "   ".join(
+            f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('samples') or {}).get('median'), '.0f')
+                                 for hz, _ in RATES)
+            for lbl, c in (("pcmon-V", ("pcmon", "virtual", "fp")), ("pcmon-R", ("pcmon", "real", "fp")),
+                           ("perf", ("perf", None, None)), ("bpftrace*", ("bpftrace", None, None)))))
+        add("   (*bpftrace's profile probe samples every CPU, so its count is system-wide)")
+    add("")
+
+    co = res.get("cost", {})
+    add(f"2. PROFILER COST — the profiler's own process, 2 spinning target threads, ~{WINDOW_S:g} s of profiling")
+    if "error" in co:
+        add(f"   failed: {co['error']}")
+    else:
+        add(f"   {'process':<22}{'samples':>9}{'CPU ms/s':>10}{'CPU ms/1k smp':>15}{'peak RSS MB':>13}"
+            f"{'BPF ns/run':>12}{'BPF ms/s':>10}")
+        for key, c in co.items():
+            if "error" in c:
+                add(f"   {key:<22}  failed: {c['error']}")
+                continue
+            add(f"   {key:<22}{fmt(c.get('samples'), '.0f'):>9}{fmt(c.get('cpu_ms_per_s')):>10}"
+                f"{fmt(c.get('cpu_ms_per_1k_samples'), '.2f'):>15}{fmt(c.get('peak_rss_mb')):>13}"
+                f"{fmt(c.get('bpf_sample_ns_avg', c.get('bpf_ns_avg')), '.0f'):>12}"
+                f"{fmt(c.get('bpf_sample_ms_per_s', c.get('bpf_ms_per_s'))):>10}")
+        extra = [f"{k}: startup {c['startup_cpu_s'] * 1e3:.0f} ms CPU (not counted above)"
+                 for k, c in co.items() if "startup_cpu_s" in c]
+        extra += [f"{k}: perf.data {c['data_mb']:.1f} MB, lost {fmt(c.get('lost'), '.0f')}"
+                  for k, c in co.items() if "data_mb" in c]
+        for e in extra:
+            add(f"   {e}")
+        add("   pcmond includes its `pcmon list` work; perf report is perf's symbolization step;")
+        add("   BPF columns: in-kernel program time (charged to whichever task was interrupted)")
+    add("")
+
+    acc = res.get("accuracy", [])
+    add("3. ACCURACY — share measured by the profiler vs the workload's own measurement (1 kHz, 4 s)")
+    add(f"   {'profiler':<20}{'workload':<11}{'share':<9}{'procedure':<12}{'own %':>8}{'measured %':>12}"
+        f"{'|err| pp':>10}{'samples':>9}")
+    for a in acc if isinstance(acc, list) else []:
+        lbl = f"{a['tool']} {a['mode']}"
+        if "error" in a:
+            add(f"   {lbl:<20}{a['workload']:<11}failed: {a['error']}")
+            continue
+        for i, s in enumerate(a["shares"]):
+            add(f"   {lbl if i == 0 else '':<20}{a['workload'] if i == 0 else '':<11}"
+                f"{a['share'] if i == 0 else '':<9}{s['procedure']:<12}{s['own_pct']:>8.2f}"
+                f"{s['measured_pct']:>12.2f}{s['abs_err_pp']:>10.2f}"
+                f"{fmt(a.get('samples'), '.0f') if i == 0 else '':>9}")
+    add("   perf is measured on VIRTUAL/threefn only (cpu-clock samples on-CPU time; off-CPU")
+    add("   wall time needs sched tracing); bpftrace filtered to the workload's pid (cpid)")
+    add("")
+
+    sc = res.get("scale", {})
+    add("4. SCALE — pcmond while profiling (list: `pcmon list --json` latency, cold/warm)")
+    hdr = (f"   {'target':<40}{'samples':>8}{'lost':>6}{'CPU ms/s':>9}{'peak RSS MB':>12}"
+           f"{'growth':>8}{'list ms':>12}{'drain ms':>9}{'entries':>9}{'BPF ns':>8}")
+    if "error" in sc:
+        add(f"   failed: {sc['error']}")
+    else:
+        add(hdr)
+        for group in ("threads", "stacks"):
+            for key, c in sc.get(group, {}).items():
+                if "error" in c:
+                    add(f"   {key:<40}failed: {c['error']}")
+                    continue
+                add(f"   {key:<40}{c['samples']:>8}{c['lost']:>6}{c['cpu_ms_per_s']:>9.1f}"
+                    f"{c['peak_rss_mb']:>12.1f}{c['rss_growth_mb']:>8.1f}"
+                    f"{fmt(c['list_ms_first'], '.0f') + '/' + fmt(c['list_ms_second'], '.0f'):>12}"
+                    f"{fmt(c['drain_ms_avg']):>9}{c['drained_entries']:>9}{fmt(c['bpf_sample_ns_avg'], '.0f'):>8}")
+        add("   drain ms = mean wall time of one drain (every 100 ms; includes an RCU grace period);")
+        add("   entries = (stack, thread) entries drained (~ distinct stacks for manystacks); the")
+        add("   stacks rows sample at 10 kHz (100 us) until ~100k samples")
+    add("")
+
+    li = res.get("limits", {})
+    add("5. LIMITS — pcmon run --virtual at each interval: samples/expected, lost (reasons)")
+    if "error" in li:
+        add(f"   failed: {li['error']}")
+    else:
+        add(f"   {'workload':<40}" + "".join(f"{f'{us} us':>12}" for us in SWEEP_US))
+        for name, rows in li.get("sweep", {}).items():
+            cells = []
+            for row in rows:
+                if "error" in row:
+                    cells.append("refused" if "floor" in row["error"] or "interval" in row["error"] else "failed")
+                else:
+                    cells.append(f"{row['delivered']:.2f}/{row['lost']}")
+            add(f"   {name:<40}" + "".join(f"{x:>12}" for x in cells))
+        for name, best in li.get("highest_sustained", {}).items():
+            add(f"   highest rate with zero lost and >=90% delivered, {name}: "
+                + (f"{1e6 / best:,.0f} Hz ({best} us)" if best else "none of the swept intervals"))
+        reasons = {}
+        for rows in li.get("sweep", {}).values():
+            for row in rows:
+                for k, v in (row.get("lost_by_reason") or {}).items():
+                    reasons[k] = reasons.get(k, 0) + v
+        if any(reasons.values()):
+            add("   lost by reason over the sweep: " + ", ".join(f"{k} {v}" for k, v in reasons.items() if v))
+        if li.get("max_sample_rate_after") != li.get("max_sample_rate_before"):
+            add(f"   the kernel lowered perf_event_max_sample_rate {li['max_sample_rate_before']} -> "
+                f"{li['max_sample_rate_after']} (sampling interrupts too long); restored")
+    add("")
+
+    pp = res.get("pingpong", {})
+    add(f"6. REAL vs VIRTUAL on a context-switch-heavy workload (pipe ping-pong, 1 kHz, {REPS} runs)")
+    if "error" in pp:
+        add(f"   failed: {pp['error']}")
+    else:
+        add(f"   bare: {fmt_stat(pp.get('bare_wall_s'), 3)} s wall for {pp['roundtrips']} round trips "
+            f"({fmt(pp.get('roundtrip_us'), '.1f')} us each)")
+        add(f"   {'profiler':<26}{'wall ratio':>22}{'CPU ratio':>22}")
+        for key, c in pp.get("cells", {}).items():
+            if not c["wall_ratio"]:
+                add(f"   {key:<26}  failed: {(c['errors'] or ['?'])[0]}")
+                continue
+            add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['cpu_ratio']):>22}")
+    add("")
+    add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
+    return "\n".join(L)
+
+
+def update_readme(text):
+    """Put the table between the markers in bench/README.md."""
+    begin, end = "<!-- BEGIN LATEST TABLE -->", "<!-- END LATEST TABLE -->"
+    try:
+        with open(README) as f:
+            doc = f.read()
+    except OSError:
+        return
+    if begin not in doc or end not in doc:
+        return
+    head, rest = doc.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    with open(README, "w") as f:
+        f.write(f"{head}{begin}\n```\n{text}\n```\n{end}{tail}")
+
+
+# ---------------------------------------------------------------------------- main
+
+def version_of(cmd):
+    try:
+        r = run(cmd, timeout=20)
+        return (r.out or r.err).strip().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def main():
+    if os.geteuid() != 0:
+        print("make bench: must run as root (BPF, perf events, /proc of other processes)", file=sys.stderr)
+        return 1
+    res = {"environment": {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
+        "kernel": os.uname().release, "loadavg_start": " ".join(open("/proc/loadavg").read().split()[:3]),
+        "perf": PERF and version_of([PERF, "--version"]),
+        "bpftrace": BPFTRACE and version_of([BPFTRACE, "--version"]),
+        "reps": REPS, "work_s": WORK_S, "window_s": WINDOW_S}, "section_s": {}}
+    rc = 0
+
+    def section(name, fn, *args):
+        nonlocal rc
+        t0 = time.monotonic()
+        try:
+            res[name] = fn(*args)
+        except Exception as e:  # noqa: BLE001 - report and go on with the other sections
+            traceback.print_exc()
+            res[name] = {"error": f"{type(e).__name__}: {e}"}
+            rc = 1
+        res["section_s"][name] = time.monotonic() - t0
+
+    try:
+        section("calibration", calibrate)
+        cal = res["calibration"]
+        if "error" in cal:
+            raise SystemExit("calibration failed: " + cal["error"])
+        dwarf_err = dwarf_probe()
+        section("slowdown", slowdown, cal, dwarf_err)
+        section("pingpong", pingpong, cal)
+        section("accuracy", accuracy)
+        dmn = None
+        try:
+            dmn = Daemon()
+            section("cost", cost, dmn)
+            section("scale", scale, dmn)
+        except Exception as e:  # noqa: BLE001
+            res.setdefault("cost", {"error": str(e)})
+            res.setdefault("scale", {"error": str(e)})
+            rc = 1
+        finally:
+            if dmn:
+                dmn.stop()
+        section("limits", limits, cal)
+    finally:
+        res["total_s"] = time.monotonic() - T_START
+        text = table(res)
+        print(text)
+        with open(RESULTS, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+        update_readme(text)
+        shutil.rmtree(TMP, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sym.h"
+#include "unwind.h"
+#include "util.h"
+
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+
+struct walk {
+	uint64_t r[PCMON_NREGS];
+	uint32_t valid;		/* bit per register */
+	const uint8_t *stack;
+	uint64_t base;		/* address of stack[0] */
+	uint32_t len;
+	bool short_read;	/* a read fell past the end of the copy */
+};
+
+static bool mem_read(struct walk *w, uint64_t addr, uint64_t *val)
+{
+	if (addr < w->base || addr + 8 > w->base + w->len || addr + 8 < addr) {
+		if (addr >= w->base + w->len)
+			w->short_read = true;
+		return false;
+	}
+	memcpy(val, w->stack + (addr - w->base), 8);
+	return true;
+}
+
+/* A DWARF expression, as CFI uses them: small, integer-only. */
+static bool eval(struct walk *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa, bool push_cfa,
+		 uint64_t *out, bool *is_value)
+{
+	uint64_t st[16];
+	int sp = 0;
+
+#define PUSH(v)                          \
+	do {                             \
+		if (sp >= 16)            \
+			return false;    \
+		st[sp++] = (v);          \
+	} while (0)
+#define POP(v)                           \
+	do {                             \
+		if (sp <= 0)             \
+			return false;    \
+		(v) = st[--sp];          \
+	} while (0)
+
+	*is_value = false;
+	if (push_cfa)
+		PUSH(cfa);
+	for (size_t i = 0; i < nops; i++) {
+		uint8_t op = ops[i].atom;
+		uint64_t a, b;
+
+		if (op >= DW_OP_lit0 && op <= DW_OP_lit31) {
+			PUSH(op - DW_OP_lit0);
+		} else if (op >= DW_OP_breg0 && op <= DW_OP_breg31) {
+			unsigned reg = op - DW_OP_breg0;
+
+			if (reg >= PCMON_NREGS || !(w->valid & (1u << reg)))
+				return false;
+			PUSH(w->r[reg] + (int64_t)ops[i].number);
+		} else {
+			switch (op) {
+			case DW_OP_bregx:
+				if (ops[i].number >= PCMON_NREGS || !(w->valid & (1u << ops[i].number)))
+					return false;
+				PUSH(w->r[ops[i].number] + (int64_t)ops[i].number2);
+				break;
+			case DW_OP_call_frame_cfa:
+				PUSH(cfa);
+				break;
+			case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u:
+			case DW_OP_const8u: case DW_OP_constu:
+			case DW_OP_const1s: case DW_OP_const2s: case DW_OP_const4s:
+			case DW_OP_const8s: case DW_OP_consts:
+				PUSH(ops[i].number);
+				break;
+			case DW_OP_plus_uconst:
+				POP(a);
+				PUSH(a + ops[i].number);
+				break;
+			case DW_OP_deref:
+				POP(a);
+				if (!mem_read(w, a, &b))
+					return false;
+				PUSH(b);
+				break;
+			case DW_OP_dup:
+				POP(a);
+				PUSH(a);
+				PUSH(a);
+				break;
+			case DW_OP_drop:
+				POP(a);
+				break;
+			case DW_OP_swap:
+				POP(a);
+				POP(b);
+				PUSH(a);
+				PUSH(b);
+				break;
+			case DW_OP_neg:
+				POP(a);
+				PUSH(-a);
+				break;
+			case DW_OP_not:
+				POP(a);
+				PUSH(~a);
+				break;
+			case DW_OP_stack_value:
+				*is_value = true;
+				break;
+			case DW_OP_plus: case DW_OP_minus: case DW_OP_mul: case DW_OP_and:
+			case DW_OP_or: case DW_OP_xor: case DW_OP_shl: case DW_OP_shr:
+			case DW_OP_shra: case DW_OP_ge: case DW_OP_gt: case DW_OP_le:
+			case DW_OP_lt: case DW_OP_eq: case DW_OP_ne:
+				POP(b);
+				POP(a);
+				switch (op) {
+				case DW_OP_plus: a += b; break;
+				case DW_OP_minus: a -= b; break;
+				case DW_OP_mul: a *= b; break;
+				case DW_OP_and: a &= b; break;
+				case DW_OP_or: a |= b; break;
+				case DW_OP_xor: a ^= b; break;
+				case DW_OP_shl: a = b < 64 ? a << b : 0; break;
+				case DW_OP_shr: a = b < 64 ? a >> b : 0; break;
+				case DW_OP_shra: a = b < 64 ? (uint64_t)((int64_t)a >> b) : 0; break;
+				case DW_OP_ge: a = (int64_t)a >= (int64_t)b; break;
+				case DW_OP_gt: a = (int64_t)a > (int64_t)b; break;
+				case DW_OP_le: a = (int64_t)a <= (int64_t)b; break;
+				case DW_OP_lt: a = (int64_t)a < (int64_t)b; break;
+				case DW_OP_eq: a = a == b; break;
+				case DW_OP_ne: a = a != b; break;
+				}
+				PUSH(a);
+				break;
+			default:
+				return false; /* not seen in CFI in practice */
+			}
+		}
+	}
+	if (sp < 1)
+		return false;
+	*out = st[sp - 1];
+	return true;
+#undef PUSH
+#undef POP
+}
+
+/*
+ * One step with the CFI frame of the current pc. Returns 1 when the caller's registers are
+ * in @w, 0 at the root (the return address is undefined), -1 if the frame cannot be undone.
+ */
+static int cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
+{
+	uint64_t cfa, nr[PCMON_NREGS];
+	uint32_t nvalid = 0;
+	Dwarf_Op *ops, ops_mem[3];
+	size_t nops;
+	bool value;
+	int ra;
+
+	ra = dwarf_frame_info(frame, NULL, NULL, signal_frame);
+	if (ra < 0 || ra >= PCMON_NREGS)
+		return -1;
+	if (dwarf_frame_cfa(frame, &ops, &nops) || !eval(w, ops, nops, 0, false, &cfa, &value))
+		return -1;
+	for (int reg = 0; reg < PCMON_NREGS; reg++) {
+		uint64_t v;
+
+		if (reg == REG_RSP)
+			continue; /* the caller's rsp is the CFA */
+		if (dwarf_frame_register(frame, reg, ops_mem, &ops, &nops))
+			continue; /* treat as undefined */
+		if (nops == 0) {
+			/* ops NULL: "same value", this frame left it alone; else "undefined" */
+			if (!ops && (w->valid & (1u << reg))) {
+				nr[reg] = w->r[reg];
+				nvalid |= 1u << reg;
+			}
+			continue;
+		}
+		if (!eval(w, ops, nops, cfa, false, &v, &value))
+			continue;
+		if (!value && !mem_read(w, v, &v))
+			continue;
+		nr[reg] = v;
+		nvalid |= 1u << reg;
+	}
+	if (!(nvalid & (1u << ra)))
+		return 0; /* no return address: the outermost frame (e.g. _start, clone3) */
+	nr[REG_RSP] = cfa;
+	nvalid |= 1u << REG_RSP;
+	nr[REG_RA] = nr[ra];
+	nvalid |= 1u << REG_RA;
+	memcpy(w->r, nr, sizeof(nr));
+	w->valid = nvalid;
+	return 1;
+}
+
+/* Code without CFI (JIT, hand-written assembly): follow the frame pointer once. */
+static int fp_step(struct walk *w)
+{
+	uint64_t bp = w->r[REG_RBP], ra, nbp;
+
+	/* the x86-64 ABI: the outermost frame has a zero frame pointer */
+	if ((w->valid & (1u << REG_RBP)) && bp == 0)
+		return 0;
+	if (!(w->valid & (1u << REG_RBP)) || !mem_read(w, bp + 8, &ra) || !mem_read(w, bp, &nbp))
+		return -1;
+	w->r[REG_RA] = ra;
+	w->r[REG_RBP] = nbp;
+	w->r[REG_RSP] = bp + 16;
+	w->valid = (1u << REG_RA) | (1u << REG_RBP) | (1u << REG_RSP);
+	return ra ? 1 : 0;
+}
+
+int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
+	     const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max, enum unw_end *end)
+{
+	struct walk w = { .stack = stack, .base = regs[REG_RSP], .len = len };
+	bool after_signal = true; /* the first pc is exact, not a return address */
+	uint32_t n = 0;
+
+	memcpy(w.r, regs, sizeof(w.r));
+	w.valid = (1u << PCMON_NREGS) - 1;
+	*end = UNW_END_FAULT;
+	while (n < max) {
+		uint64_t pc = w.r[REG_RA], sp = w.r[REG_RSP];
+		Dwarf_Frame *frame = NULL;
+		bool sig = false;
+		int r;
+
+		if (!pc) {
+			*end = UNW_END_ROOT;
+			break;
+		}
+		pcs[n++] = pc;
+		/* a return address is one past the call: look the caller's frame up at the call */
+		if (sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0) {
+			r = cfi_step(&w, frame, &sig);
+			free(frame);
+		} else {
+			r = fp_step(&w);
+		}
+		if (r == 0) {
+			*end = UNW_END_ROOT;
+			break;
+		}
+		if (r < 0) {
+			*end = w.short_read ? UNW_END_TRUNCATED : UNW_END_FAULT;
+			break;
+		}
+		/* the stack grows down: a caller's frame is above its callee's */
+		if (w.r[REG_RSP] <= sp && !sig) {
+			*end = UNW_END_FAULT;
+			break;
+		}
+		after_signal = sig;
+	}
+	if (n == max)
+		*end = UNW_END_TRUNCATED;
+	return n;
+}
