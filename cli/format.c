@@ -140,6 +140,15 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(rep, "events_lost"));
 	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures\n", num(sy, "modules"),
 		num(sy, "locations"), num(sy, "procedures"));
+	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
+		num(rep, "dwarf_unwind_ms_total"));
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
+		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))
+			fprintf(f, "%-6s %-13s %12.0f %10.0f  %s\n", proto_str(it, "unwind", "?"),
+				proto_str(it, "cfi", "?"), num(it, "frames_unwound"),
+				num(it, "frames_without_cfi"), proto_str(it, "path", "?"));
+	}
 	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
 		"total ms");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {

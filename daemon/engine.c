@@ -934,6 +934,25 @@ static cJSON *cmd_status(struct engine *e)
 	cJSON_AddNumberToObject(o, "locations", ss.locs);
 	cJSON_AddNumberToObject(o, "procedures", ss.procs);
 	cJSON_AddNumberToObject(o, "maps_reads", ss.maps_reads);
+	cJSON_AddNumberToObject(rep, "dwarf_samples_unwound", e->unwound);
+	cJSON_AddNumberToObject(rep, "dwarf_unwind_ms_total", e->unwind_ns / 1e6);
+	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */
+	o = cJSON_AddArrayToObject(rep, "objects");
+	for (uint32_t m = 0; m < sym_nmodules(e->sym); m++) {
+		struct sym_module_info mi;
+		cJSON *x;
+
+		if (sym_module_info(e->sym, m, &mi) || !mi.path[0] || (!mi.cfi_known && !mi.usdt))
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "path", mi.path);
+		cJSON_AddStringToObject(x, "unwind", mi.eh_frame || mi.debug_frame ? "dwarf" : "fp");
+		cJSON_AddStringToObject(x, "cfi", mi.eh_frame ? ".eh_frame" : mi.debug_frame ? ".debug_frame" : "none");
+		cJSON_AddNumberToObject(x, "frames_unwound", mi.unwinds);
+		cJSON_AddNumberToObject(x, "frames_without_cfi", mi.unwind_misses);
+		cJSON_AddBoolToObject(x, "critical_probes", mi.usdt);
+		cJSON_AddItemToArray(o, x);
+	}
 	progs = cJSON_AddArrayToObject(rep, "programs");
 	for (int i = 0; i < n; i++) {
 		o = cJSON_CreateObject();

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -557,9 +558,12 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		uint64_t start, end, pgoff, ino;
 		unsigned maj, min;
-		char perms[8];
+		char perms[8], mf[64];
 		int pos = 0;
-		struct { uint64_t dev, ino; } mkey;
+		/* a file: device and inode, and its change time and size, as inode numbers of
+		 * deleted files come back for new ones */
+		struct { uint64_t dev, ino, ctime_ns, size; } mkey = { 0 };
+		struct stat st;
 		const char *file;
 		uint32_t mod;
 		int r;
@@ -572,13 +576,19 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			continue; /* only file-backed mappings (and the vDSO) name code and strings */
 		mkey.dev = ino ? ((uint64_t)maj << 32) | min : UINT64_MAX - 1;
 		mkey.ino = ino;
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+		if (ino && !stat(mf, &st)) {
+			mkey.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+			mkey.size = st.st_size;
+		}
 		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
 		if (r < 0)
 			break;
 		mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
 		if (r == 1 && add_module(s, file, basename_of(file), &mod))
 			break;
-		if (!s->mods[mod].tried)
+		/* code is read now, while the process lives; data files only if ever asked */
+		if (!s->mods[mod].tried && perms[2] == 'x')
 			module_open(s, &s->mods[mod], pid, start, end);
 		if (GROW(pm->r, pm->cap, pm->n + 1))
 			break;
@@ -642,7 +652,7 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
 		   size_t n, const char *file, uint32_t line, uint32_t *loc)
 {
-	struct { uint64_t dev, ino; } mkey = { UINT64_MAX, hash_bytes(module, strlen(module)) };
+	struct { uint64_t dev, ino, ctime_ns, size; } mkey = { UINT64_MAX, hash_bytes(module, strlen(module)), 0, 0 };
 	struct { uint64_t addr; uint32_t module, pad; } lkey;
 	struct sym_loc *l;
 	uint32_t mod;
