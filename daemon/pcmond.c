@@ -19,8 +19,8 @@ static void usage(FILE *f)
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
-		"  --max-stack N     frames per stack, up to 512 (default 127; raises\n"
-		"                    kernel.perf_event_max_stack while pcmond runs)\n"
+		"  --max-stack N     frames per stack, up to 512 (default 512; raises\n"
+		"                    kernel.perf_event_max_stack to it if lower)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
 }

@@ -50,7 +50,7 @@ struct sampler {
 	sampler_dsample_cb ds_cb;
 	void *ev_ctx;
 	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
-	int max_stack_saved;	/* perf_event_max_stack before we raised it, or -1 */
+	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack at the last drain */
 };
 
 /* libbpf's own chatter is detail: pcmon reports each failure itself in one line. */
@@ -97,15 +97,16 @@ static int write_int(const char *path, int v)
 }
 
 /*
- * The kernel refuses stack buffers deeper than kernel.perf_event_max_stack. Raise it to
- * what was asked for when we may (it is busy while perf callchains are in use elsewhere).
+ * The kernel cuts stacks at kernel.perf_event_max_stack (127 by default). Raise it to what
+ * was asked for when we may (it is busy while perf callchains are in use elsewhere). It is
+ * left raised: putting it back while another pcmon samples would cut that one's stacks
+ * short. Whatever it is, a stack as deep as the limit counts as truncated.
  */
-static uint32_t settle_depth(struct sampler *s, uint32_t want)
+static uint32_t settle_depth(uint32_t want)
 {
 	const char *path = "/proc/sys/kernel/perf_event_max_stack";
 	int cur = 127;
 
-	s->max_stack_saved = -1;
 	if (want > PCMON_STACK_MAX)
 		want = PCMON_STACK_MAX;
 	if (read_int(path, &cur))
@@ -114,10 +115,9 @@ static uint32_t settle_depth(struct sampler *s, uint32_t want)
 		return want;
 	if (!write_int(path, want)) {
 		pr_info("raised kernel.perf_event_max_stack from %d to %u", cur, want);
-		s->max_stack_saved = cur;
 		return want;
 	}
-	pr_warn("cannot raise kernel.perf_event_max_stack to %u (%s): stacks deeper than %d frames are cut off and counted as truncated",
+	pr_warn("cannot raise kernel.perf_event_max_stack to %u (%s): stacks deeper than %d frames are counted as truncated",
 		want, strerror(errno), cur);
 	return cur;
 }
@@ -234,7 +234,8 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		free(s);
 		return -ENOTSUP;
 	}
-	s->depth = settle_depth(s, o->max_depth ? o->max_depth : 127);
+	s->depth = settle_depth(o->max_depth ? o->max_depth : PCMON_STACK_MAX);
+	s->sysctl_depth = s->depth;
 
 	skel = sample_bpf__open();
 	if (!skel) {
@@ -323,14 +324,12 @@ void sampler_close(struct sampler *s)
 	sample_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
-	if (s->max_stack_saved >= 0)
-		write_int("/proc/sys/kernel/perf_event_max_stack", s->max_stack_saved);
 	free(s);
 }
 
 uint32_t sampler_max_depth(const struct sampler *s)
 {
-	return s->depth;
+	return MIN(s->depth, s->sysctl_depth);
 }
 
 bool sampler_has_offcpu(const struct sampler *s)
@@ -645,6 +644,13 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	if (!us || !ks) {
 		r = -ENOMEM;
 		goto out;
+	}
+	/* someone may have lowered the limit since: stacks that deep are cut off */
+	{
+		int cur = 0;
+
+		if (!read_int("/proc/sys/kernel/perf_event_max_stack", &cur) && cur > 0)
+			s->sysctl_depth = cur;
 	}
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace_period();
