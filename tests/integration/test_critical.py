@@ -102,5 +102,29 @@ def test_truncated_stack_is_unwalkable():
     assert "deeprec.bottom" not in procs(listing)
 
 
+def test_installed_header_builds_in_c_and_cxx():
+    """`make install` ships <pcmon/critical.h>; it needs only <sys/sdt.h>, from C or C++."""
+    import subprocess
+    import tempfile
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    dest = tempfile.mkdtemp()
+    subprocess.run(["make", "-s", "-C", root, "install", f"DESTDIR={dest}", "PREFIX=/usr"],
+                   check=True, capture_output=True)
+    inc = os.path.join(dest, "usr", "include")
+    assert os.path.exists(os.path.join(inc, "pcmon", "critical.h"))
+    src = ('#include <pcmon/critical.h>\n'
+           'int main(void) { PCMON_CRITICAL_BEGIN("x"); PCMON_CRITICAL_BEGIN("y");'
+           ' PCMON_CRITICAL_END(); PCMON_CRITICAL_END(); return 0; }\n')
+    for cc, ext in (("gcc", "c"), ("g++", "cc")):
+        f = os.path.join(dest, f"t.{ext}")
+        with open(f, "w") as fh:
+            fh.write(src)
+        exe = f + ".out"
+        subprocess.run([cc, "-Wall", "-Werror", "-I", inc, f, "-o", exe], check=True)
+        notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+        assert notes.count("Provider: pcmon") == 4, notes
+        assert subprocess.run([exe]).returncode == 0
+
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))
