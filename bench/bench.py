@@ -20,6 +20,7 @@ Python 3 standard library only. Knobs (environment): BENCH_REPS (default 3),
 BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0), BENCH_WINDOW_S (seconds
 each cost/scale measurement profiles, default 3).
 """
+import bisect
 import json
 import os
 import re
@@ -43,7 +44,7 @@ README = os.path.join(ROOT, "bench", "README.md")
 
 PERF = shutil.which("perf")
 BPFTRACE = shutil.which("bpftrace")
-BPFTOOL = shutil.which("bpftool") or (os.path.exists("/usr/sbin/bpftool") and "/usr/sbin/bpftool") or None
+NM = shutil.which("nm")
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
 WORK_S = float(os.environ.get("BENCH_WORK_S", "1.0"))
@@ -245,11 +246,18 @@ def pcmon_run_cmd(mode, unwind, interval_us, cmd):
 def perf_record_cmd(hz, data, cmd):
     # cpu-clock, like pcmon and bpftrace; for this software event the kernel turns -F into
     # a fixed period of 1e9/hz ns, the same as pcmon's --interval
-    return [PERF, "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-g", "-o", data, "--", *cmd]
+    return [PERF, "record", "-e", "cpu-clock", "-F", str(hz), "-g", "-o", data, "--", *cmd]
 
 
-def bpftrace_prog(hz, filt=""):
-    return f"profile:hz:{hz} {filt}{{ @[ustack] = count(); }}"
+def bpftrace_prog(hz, pid):
+    """The issue's bpftrace one-liner, plus a filter on the target's pid (`cpid` under -c).
+
+    bpftrace's profile probe fires on every CPU whatever -p/-c say; unfiltered, it would
+    aggregate (and at exit symbolize) every process's stacks, which made its exit take
+    tens of seconds here and its cost depend on what else runs. With the filter it collects
+    what pcmon and perf collect: the target's stacks.
+    """
+    return f"profile:hz:{hz} /pid == {pid}/ {{ @[ustack] = count(); }}"
 
 
 def profiled(tool, mode, unwind, hz, us, cmd):
@@ -263,7 +271,7 @@ def profiled(tool, mode, unwind, hz, us, cmd):
     if tool == "bpftrace":
         # bpftrace -c holds the command until its probes are attached; the profile probe
         # itself is system-wide whatever -c/-p say
-        return [BPFTRACE, "-c", " ".join(cmd), "-e", bpftrace_prog(hz)], None
+        return [BPFTRACE, "-c", " ".join(cmd), "-e", bpftrace_prog(hz, "cpid")], None
     raise ValueError(tool)
 
 
@@ -344,7 +352,8 @@ def slowdown(cal, dwarf_err):
                 runs[key].append({"error": r.why()})
                 continue
             runs[key].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"],
-                              "samples": samples_of(tool, r), "tool_wall_s": r.wall})
+                              "samples": samples_of(tool, r), "tool_wall_s": r.wall,
+                              "unwalkable_pct": unwalkable_pct(r) if tool == "pcmon" else None})
     # one more bare run at the end, so drift over the section shows in bare's spread
     d = doc_with(run(fixed_cmd(units)).out, "units")
     runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
@@ -364,9 +373,19 @@ def slowdown(cal, dwarf_err):
             "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
             "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
             "samples": stats([x["samples"] for x in ok]),
+            "unwalkable_pct": stats([x.get("unwalkable_pct") for x in ok]),
             "errors": errs,
         }
     return out
+
+
+def unwalkable_pct(r):
+    """pcmon's share of samples whose user stack could not be walked (a sanity check)."""
+    d = doc_with(r.out, "summary")
+    if not d or not d["summary"].get("interrupts"):
+        return None
+    n = next((c["count"] for c in d["summary"].get("critical", []) if c["name"] == "unwalkable"), 0)
+    return n * 100 / d["summary"]["interrupts"]
 
 
 def cell_key(config, hz):
@@ -419,6 +438,28 @@ def pingpong(cal):
 
 # ---------------------------------------------------------------------------- 3. accuracy
 
+def nm_symbols(path):
+    """([(start, end, name)] sorted, {name: start}) for the functions of an ELF file."""
+    r = run([NM, "--defined-only", "-S", path], timeout=60)
+    rows, by_name = [], {}
+    for line in r.out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tTwW":
+            start = int(f[0], 16)
+            rows.append((start, start + int(f[1], 16), f[3]))
+            by_name[f[3]] = start
+    rows.sort()
+    return rows, by_name
+
+
+def resolve(syms, addr):
+    """The function of syms covering the file address addr, or the address in hex."""
+    i = bisect.bisect_right(syms[0], (addr, float("inf"), "")) - 1
+    if i >= 0 and syms[0][i][0] <= addr < syms[0][i][1]:
+        return syms[0][i][2]
+    return hex(addr)
+
+
 def accuracy():
     out = []
     secs = "4"
@@ -469,19 +510,29 @@ def accuracy():
                         "samples": perf_samples(r.err), "shares": shares,
                         "max_err_pp": max(s["abs_err_pp"] for s in shares)})
 
-    # bpftrace: the innermost frame of its ustack keys, for threefn's pid only (cpid)
-    if not BPFTRACE:
+    # bpftrace: the innermost frame of each sample, for threefn's pid only (cpid). Under -c
+    # the workload has exited when bpftrace prints, so bpftrace cannot name the addresses;
+    # a uprobe on main records main's run-time address, and nm's table resolves the rest.
+    if not BPFTRACE or not NM:
         out.append({"tool": "bpftrace", "mode": "VIRTUAL", "workload": "threefn",
-                    "error": "bpftrace not installed"})
+                    "error": "bpftrace not installed" if not BPFTRACE else "nm (binutils) not installed"})
     else:
         log("accuracy: bpftrace on threefn")
-        r = run([BPFTRACE, "-c", " ".join(threefn), "-e",
-                 "profile:hz:1000 /pid == cpid/ { @[ustack(1)] = count(); }"])
+        prog = (f"uprobe:{threefn[0]}:main /pid == cpid/ {{ @base = reg(\"ip\"); }} "
+                "profile:hz:1000 /pid == cpid/ { @[ustack(1)] = count(); }")
+        r = run([BPFTRACE, "-c", " ".join(threefn), "-e", prog])
         own = doc_with(r.out, "work_a")
-        counts = {}
-        for m in re.finditer(r"@\[\s*\n\s*([A-Za-z_][\w.]*)\+\d+\s*\n\s*\]: (\d+)", r.out):
-            counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(2))
-        total = bpftrace_samples(r.out)
+        syms = nm_symbols(threefn[0])
+        base = re.search(r"^@base: (\d+)", r.out, re.M)
+        counts, total = {}, 0
+        for m in re.finditer(r"@\[\s*\n\s*(\S+)\s*\n\s*\]: (\d+)", r.out):
+            frame, n = m.group(1), int(m.group(2))
+            total += n
+            if frame.startswith("0x") and base and "main" in syms[1]:
+                name = resolve(syms, int(frame, 16) - int(base.group(1)) + syms[1]["main"])
+            else:
+                name = frame.split("+")[0]
+            counts[name] = counts.get(name, 0) + n
         if r.rc != 0 or own is None or not total:
             out.append({"tool": "bpftrace", "mode": "VIRTUAL", "workload": "threefn", "error": r.why()})
         else:
@@ -565,7 +616,7 @@ def pcmond_session(dmn, wl_cmd, mode, us, until=None, window=WINDOW_S):
         reset_hwm(dmn.pid)
         rss0 = proc_status_kb(dmn.pid, "VmRSS")
         s0, cpu0, t0 = dmn.status(), dmn.cpu(), time.monotonic()
-        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--interval", us, "--json")
+        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", "fp", "--interval", us, "--json")
         if r.rc != 0:
             raise RuntimeError(f"pcmon start: {r.why()}")
         tid = str(int(json.loads(r.out)["id"]))
@@ -620,20 +671,27 @@ def cost_workload():
     return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 30)]
 
 
-def bpftrace_prog_stats(pid):
-    """Run count and run time of the BPF programs a bpftrace process loaded (bpftool)."""
-    if not BPFTOOL:
-        return None
-    r = run([BPFTOOL, "prog", "show", "--json"], timeout=30)
-    try:
-        progs = json.loads(r.out)
-    except ValueError:
-        return None
+def bpf_prog_stats(pid):
+    """Run count and run time (ns) of the BPF programs a process holds open, from the
+    fdinfo of its bpf-prog file descriptors. The kernel keeps them only while
+    kernel.bpf_stats_enabled is on, which it is while pcmond runs."""
     runs = ns = 0
-    for p in progs:
-        if any(x.get("pid") == pid for x in p.get("pids", [])):
-            runs += p.get("run_cnt", 0)
-            ns += p.get("run_time_ns", 0)
+    seen = set()
+    fddir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fddir):
+        try:
+            if os.readlink(f"{fddir}/{fd}") != "anon_inode:bpf-prog":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        pid_ = info.get("prog_id", fd).strip()
+        if pid_ in seen:
+            continue
+        seen.add(pid_)
+        runs += int(info.get("run_cnt", "0"))
+        ns += int(info.get("run_time_ns", "0"))
     return runs, ns
 
 
@@ -690,16 +748,16 @@ def perf_cost(hz):
 def bpftrace_cost(hz):
     w = start_workload(cost_workload())
     try:
-        b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz)])
+        b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz, w.pid)])
         if not b.wait_for("Attaching", 60):
             r = b.wait(5) or b.kill()
             return {"error": r.why()}
         time.sleep(0.3)  # "Attaching" is printed just before the probes are attached
         startup = proc_cpu(b.pid)
         t0 = time.monotonic()
-        s0 = bpftrace_prog_stats(b.pid)
+        s0 = bpf_prog_stats(b.pid)
         time.sleep(WINDOW_S)
-        s1 = bpftrace_prog_stats(b.pid)
+        s1 = bpf_prog_stats(b.pid)
         b.signal(signal.SIGINT)
         r = b.wait(120)
         secs = time.monotonic() - t0
@@ -826,8 +884,8 @@ def table(res):
     sd = res.get("slowdown", {})
     add("1. TARGET SLOWDOWN — fixedwork's own CPU time under the profiler / bare "
         f"(median [min-max] of {REPS} runs)")
-    if "error" in sd:
-        add(f"   failed: {sd['error']}")
+    if not sd or "error" in sd:
+        add(f"   failed: {sd.get('error', 'not run')}")
     else:
         add(f"   bare: {fmt_stat(sd['bare_cpu_s'], 3)} s CPU, {fmt_stat(sd['bare_wall_s'], 3)} s wall, "
             f"{sd['units']} units")
@@ -855,14 +913,20 @@ def table(res):
             f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('samples') or {}).get('median'), '.0f')
                                  for hz, _ in RATES)
             for lbl, c in (("pcmon-V", ("pcmon", "virtual", "fp")), ("pcmon-R", ("pcmon", "real", "fp")),
-                           ("perf", ("perf", None, None)), ("bpftrace*", ("bpftrace", None, None)))))
-        add("   (*bpftrace's profile probe samples every CPU, so its count is system-wide)")
+                           ("perf", ("perf", None, None)), ("bpftrace", ("bpftrace", None, None)))))
+        pc = [(f"{c[1][0].upper()}-{c[2]}", c) for c in (("pcmon", "virtual", "fp"), ("pcmon", "real", "fp"),
+                                                          ("pcmon", "virtual", "dwarf"), ("pcmon", "real", "dwarf"))
+              if cell_key(c, RATES[0][0]) in sd["cells"]]
+        add("   pcmon unwalkable % (median): " + "   ".join(
+            f"{lbl} " + "/".join(fmt((sd['cells'][cell_key(c, hz)].get('unwalkable_pct') or {}).get('median'), '.1f')
+                                 for hz, _ in RATES) for lbl, c in pc))
+        add(f"   (each cell: {'/'.join(f'{hz} Hz' for hz, _ in RATES)}; wall time is noisier: other load shares the CPUs)")
     add("")
 
     co = res.get("cost", {})
     add(f"2. PROFILER COST — the profiler's own process, 2 spinning target threads, ~{WINDOW_S:g} s of profiling")
-    if "error" in co:
-        add(f"   failed: {co['error']}")
+    if not co or "error" in co:
+        add(f"   failed: {co.get('error', 'not run')}")
     else:
         add(f"   {'process':<22}{'samples':>9}{'CPU ms/s':>10}{'CPU ms/1k smp':>15}{'peak RSS MB':>13}"
             f"{'BPF ns/run':>12}{'BPF ms/s':>10}")
@@ -886,28 +950,31 @@ def table(res):
 
     acc = res.get("accuracy", [])
     add("3. ACCURACY — share measured by the profiler vs the workload's own measurement (1 kHz, 4 s)")
-    add(f"   {'profiler':<20}{'workload':<11}{'share':<9}{'procedure':<12}{'own %':>8}{'measured %':>12}"
+    add(f"   {'profiler':<18}{'workload':<11}{'share':<11}{'procedure':<12}{'own %':>8}{'measured %':>12}"
         f"{'|err| pp':>10}{'samples':>9}")
-    for a in acc if isinstance(acc, list) else []:
+    if not isinstance(acc, list) or not acc:
+        add(f"   failed: {acc.get('error', 'not run') if isinstance(acc, dict) else 'not run'}")
+        acc = []
+    for a in acc:
         lbl = f"{a['tool']} {a['mode']}"
         if "error" in a:
-            add(f"   {lbl:<20}{a['workload']:<11}failed: {a['error']}")
+            add(f"   {lbl:<18}{a['workload']:<11}failed: {a['error']}")
             continue
         for i, s in enumerate(a["shares"]):
-            add(f"   {lbl if i == 0 else '':<20}{a['workload'] if i == 0 else '':<11}"
-                f"{a['share'] if i == 0 else '':<9}{s['procedure']:<12}{s['own_pct']:>8.2f}"
+            add(f"   {lbl if i == 0 else '':<18}{a['workload'] if i == 0 else '':<11}"
+                f"{a['share'] if i == 0 else '':<11}{s['procedure']:<12}{s['own_pct']:>8.2f}"
                 f"{s['measured_pct']:>12.2f}{s['abs_err_pp']:>10.2f}"
                 f"{fmt(a.get('samples'), '.0f') if i == 0 else '':>9}")
     add("   perf is measured on VIRTUAL/threefn only (cpu-clock samples on-CPU time; off-CPU")
-    add("   wall time needs sched tracing); bpftrace filtered to the workload's pid (cpid)")
+    add("   wall time needs sched tracing); bpftrace: innermost frame, filtered to the workload's pid")
     add("")
 
     sc = res.get("scale", {})
     add("4. SCALE — pcmond while profiling (list: `pcmon list --json` latency, cold/warm)")
     hdr = (f"   {'target':<40}{'samples':>8}{'lost':>6}{'CPU ms/s':>9}{'peak RSS MB':>12}"
            f"{'growth':>8}{'list ms':>12}{'drain ms':>9}{'entries':>9}{'BPF ns':>8}")
-    if "error" in sc:
-        add(f"   failed: {sc['error']}")
+    if not sc or "error" in sc:
+        add(f"   failed: {sc.get('error', 'not run')}")
     else:
         add(hdr)
         for group in ("threads", "stacks"):
@@ -926,8 +993,8 @@ def table(res):
 
     li = res.get("limits", {})
     add("5. LIMITS — pcmon run --virtual at each interval: samples/expected, lost (reasons)")
-    if "error" in li:
-        add(f"   failed: {li['error']}")
+    if not li or "error" in li:
+        add(f"   failed: {li.get('error', 'not run')}")
     else:
         add(f"   {'workload':<40}" + "".join(f"{f'{us} us':>12}" for us in SWEEP_US))
         for name, rows in li.get("sweep", {}).items():
@@ -955,8 +1022,8 @@ def table(res):
 
     pp = res.get("pingpong", {})
     add(f"6. REAL vs VIRTUAL on a context-switch-heavy workload (pipe ping-pong, 1 kHz, {REPS} runs)")
-    if "error" in pp:
-        add(f"   failed: {pp['error']}")
+    if not pp or "error" in pp:
+        add(f"   failed: {pp.get('error', 'not run')}")
     else:
         add(f"   bare: {fmt_stat(pp.get('bare_wall_s'), 3)} s wall for {pp['roundtrips']} round trips "
             f"({fmt(pp.get('roundtrip_us'), '.1f')} us each)")

@@ -474,8 +474,15 @@ static bool all_digits(const char *s)
 static struct target *find_target(struct engine *e, const struct client *c, const cJSON *req,
 				  cJSON **err)
 {
+	const cJSON *num = cJSON_GetObjectItemCaseSensitive(req, "target");
 	const char *arg = proto_str(req, "target", NULL);
 	struct target *found = NULL;
+	char idbuf[24];
+
+	if (cJSON_IsNumber(num)) { /* an id given as a number is as good as its text */
+		snprintf(idbuf, sizeof(idbuf), "%.0f", num->valuedouble);
+		arg = idbuf;
+	}
 
 	if (!arg) {
 		for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
