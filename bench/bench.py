@@ -55,6 +55,8 @@ RATES = [(100, 10000), (1000, 1000), (10000, 100)]
 # The limits sweep, slowest first
 SWEEP_US = [1000, 500, 200, 100, 50, 20, 10]
 THREAD_COUNTS = [1, 16, 256]
+BUDGET_S = 14 * 60  # make bench must finish in 15 minutes
+BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 TMP = tempfile.mkdtemp(prefix="pcmon-bench-")
@@ -243,10 +245,12 @@ def pcmon_run_cmd(mode, unwind, interval_us, cmd):
             "--json", "--", *cmd]
 
 
-def perf_record_cmd(hz, data, cmd):
+def perf_record_cmd(hz, data, cmd, unwind="fp"):
     # cpu-clock, like pcmon and bpftrace; for this software event the kernel turns -F into
-    # a fixed period of 1e9/hz ns, the same as pcmon's --interval
-    return [PERF, "record", "-e", "cpu-clock", "-F", str(hz), "-g", "-o", data, "--", *cmd]
+    # a fixed period of 1e9/hz ns, the same as pcmon's --interval. -g walks frame pointers;
+    # --call-graph dwarf copies 8 KiB of user stack per sample for perf report to unwind.
+    cg = ["-g"] if unwind == "fp" else ["--call-graph", "dwarf"]
+    return [PERF, "record", "-e", "cpu-clock", "-F", str(hz), *cg, "-o", data, "--", *cmd]
 
 
 def bpftrace_prog(hz, pid):
@@ -267,7 +271,7 @@ def profiled(tool, mode, unwind, hz, us, cmd):
     if tool == "pcmon":
         return pcmon_run_cmd(mode, unwind, us, cmd), pcmon_env(NO_DAEMON)
     if tool == "perf":
-        return perf_record_cmd(hz, os.path.join(TMP, "perf.data"), cmd), None
+        return perf_record_cmd(hz, os.path.join(TMP, "perf.data"), cmd, unwind), None
     if tool == "bpftrace":
         # bpftrace -c holds the command until its probes are attached; the profile probe
         # itself is system-wide whatever -c/-p say
@@ -324,10 +328,11 @@ def dwarf_probe():
 
 def slowdown(cal, dwarf_err):
     units = cal["fixedwork_units"]
-    configs = [("pcmon", "virtual", "fp"), ("pcmon", "real", "fp")]
+    configs = [("pcmon", "virtual", "fp"), ("pcmon", "real", "fp"), ("perf", None, "fp")]
     if dwarf_err is None:
-        configs += [("pcmon", "virtual", "dwarf"), ("pcmon", "real", "dwarf")]
-    configs += [("perf", None, None), ("bpftrace", None, None)]
+        # pcmon unwinds with DWARF now: measure it, and perf's DWARF mode beside it
+        configs += [("pcmon", "virtual", "dwarf"), ("pcmon", "real", "dwarf"), ("perf", None, "dwarf")]
+    configs += [("bpftrace", None, None)]
     cells = [(c, hz, us) for c in configs for hz, us in RATES]
     runs = {"bare": []}
     for c, hz, us in cells:
@@ -392,6 +397,8 @@ def cell_key(config, hz):
     tool, mode, unwind = config
     if tool == "pcmon":
         return f"pcmon {mode.upper()} {unwind} @{hz}Hz"
+    if tool == "perf":
+        return f"perf {'-g' if unwind == 'fp' else 'dwarf'} @{hz}Hz"
     return f"{tool} @{hz}Hz"
 
 
@@ -546,15 +553,26 @@ def accuracy():
     return out
 
 
-# ---------------------------------------------------------------------------- daemon
+# ---------------------------------------------------------------------------- sessions
+#
+# A session attaches one profiler to a running workload for a while and reports what the
+# profiler's own process spent: CPU (utime+stime), peak RSS, samples, and the time and cost
+# of turning the samples into a listing (pcmon list / perf report / bpftrace's exit print).
+# "expected" is the target's CPU time during the session times the rate: the samples a
+# profiler should take, so delivered = samples / expected shows silent losses too.
 
 class Daemon:
-    """A private pcmond (own socket and state directory) for the daemon-based sections."""
+    """A private pcmond (own socket and state directory), fresh for each session, so its
+    peak RSS and symbol caches belong to that session alone."""
+    seq = 0
 
     def __init__(self):
-        self.sock = os.path.join(TMP, "pcmond.sock")
+        Daemon.seq += 1
+        d = os.path.join(TMP, f"pcmond.{Daemon.seq}")
+        os.makedirs(d)
+        self.sock = os.path.join(d, "sock")
         self.child = Child([PCMOND, "--foreground", "--socket", self.sock,
-                            "--state-dir", os.path.join(TMP, "state")])
+                            "--state-dir", os.path.join(d, "state")])
         self.pid = self.child.pid
         end = time.monotonic() + 15
         while time.monotonic() < end:
@@ -563,9 +581,10 @@ class Daemon:
             if os.path.exists(self.sock) and self.cli("status").rc == 0:
                 return
             time.sleep(0.05)
+        self.stop()
         raise RuntimeError("pcmond did not answer on its socket within 15 s")
 
-    def cli(self, *args, timeout=120):
+    def cli(self, *args, timeout=300):
         return run([PCMON, *args], env=pcmon_env(self.sock), timeout=timeout)
 
     def json(self, *args):
@@ -574,15 +593,12 @@ class Daemon:
             raise RuntimeError(f"pcmon {' '.join(map(str, args))}: {r.why()}")
         return json.loads(r.out)
 
-    def status(self):
-        return self.json("status")
-
     def cpu(self):
         return proc_cpu(self.pid)
 
     def stop(self):
         self.child.signal(signal.SIGTERM)
-        if self.child.wait(10) is None:
+        if self.child.wait(10) is None or self.child.done is None:
             self.child.kill()
 
 
@@ -600,81 +616,9 @@ def bpf_delta(s0, s1, names):
     return runs, ns
 
 
-def start_workload(cmd):
-    w = Child(cmd)
-    if not w.wait_for("ready", 30):
-        w.kill()
-        raise RuntimeError(f"{os.path.basename(cmd[0])} did not start: {w.done.why()}")
-    return w
-
-
-def pcmond_session(dmn, wl_cmd, mode, us, until=None, window=WINDOW_S):
-    """Profile a workload through pcmond for window seconds (or until until(samples) says
-    enough) and collect what it cost the daemon."""
-    w = start_workload(wl_cmd)
-    try:
-        reset_hwm(dmn.pid)
-        rss0 = proc_status_kb(dmn.pid, "VmRSS")
-        s0, cpu0, t0 = dmn.status(), dmn.cpu(), time.monotonic()
-        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", "fp", "--interval", us, "--json")
-        if r.rc != 0:
-            raise RuntimeError(f"pcmon start: {r.why()}")
-        tid = str(int(json.loads(r.out)["id"]))
-        if until:
-            end = time.monotonic() + window
-            while time.monotonic() < end:
-                time.sleep(0.5)
-                t = [x for x in dmn.json("targets")["targets"] if str(x["id"]) == tid]
-                if t and until(t[0]["samples"]):
-                    break
-        else:
-            time.sleep(window)
-        # the listing while the target runs: the first call symbolizes, the second is warm
-        lat = []
-        for _ in range(2):
-            t1 = time.monotonic()
-            lr = dmn.cli("list", tid, "--json")
-            lat.append((time.monotonic() - t1) * 1e3)
-        dmn.cli("stop", tid)
-        prof_s = time.monotonic() - t0
-        doc = dmn.json("list", tid)
-        cpu1, s1 = dmn.cpu(), dmn.status()
-        hwm = proc_status_kb(dmn.pid, "VmHWM")
-        dmn.cli("drop", tid)
-    finally:
-        w.kill()
-    smp = doc["summary"]["interrupts"]
-    on_runs, on_ns = bpf_delta(s0, s1, ["on_sample"])
-    sw_runs, sw_ns = bpf_delta(s0, s1, ["on_switch_btf", "on_switch_tp"])
-    drains = s1["drains"] - s0["drains"]
-    return {
-        "seconds": prof_s, "samples": smp, "lost": doc["summary"]["lost"],
-        "lost_by_reason": doc["summary"].get("lost_by_reason"),
-        "unwalkable": next((c["count"] for c in doc["summary"].get("critical", [])
-                            if c["name"] == "unwalkable"), None),
-        "cpu_s": cpu1 - cpu0, "cpu_ms_per_s": (cpu1 - cpu0) * 1e3 / prof_s,
-        "cpu_ms_per_1k_samples": (cpu1 - cpu0) * 1e6 / smp if smp else None,
-        "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
-        "list_ms_first": lat[0], "list_ms_second": lat[1], "list_ok": lr.rc == 0,
-        "drains": drains, "drain_ms_avg": (s1["drain_ms_total"] - s0["drain_ms_total"]) / drains if drains else None,
-        "drained_entries": s1["drained_entries"] - s0["drained_entries"],
-        "bpf_sample_runs": on_runs, "bpf_sample_ns_avg": on_ns / on_runs if on_runs else None,
-        "bpf_sample_ms_per_s": on_ns / 1e6 / prof_s,
-        "bpf_switch_runs": sw_runs, "bpf_switch_ns_avg": sw_ns / sw_runs if sw_runs else None,
-    }
-
-
-# ---------------------------------------------------------------------------- 2. profiler cost
-
-def cost_workload():
-    # two spinning threads: both CPUs busy in the target, a handful of stacks
-    return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 30)]
-
-
 def bpf_prog_stats(pid):
     """Run count and run time (ns) of the BPF programs a process holds open, from the
-    fdinfo of its bpf-prog file descriptors. The kernel keeps them only while
-    kernel.bpf_stats_enabled is on, which it is while pcmond runs."""
+    fdinfo of its bpf-prog file descriptors (kept while BPF statistics are enabled)."""
     runs = ns = 0
     seen = set()
     fddir = f"/proc/{pid}/fd"
@@ -686,119 +630,283 @@ def bpf_prog_stats(pid):
                 info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
         except OSError:
             continue
-        pid_ = info.get("prog_id", fd).strip()
-        if pid_ in seen:
+        prog_id = info.get("prog_id", fd).strip()
+        if prog_id in seen:
             continue
-        seen.add(pid_)
+        seen.add(prog_id)
         runs += int(info.get("run_cnt", "0"))
         ns += int(info.get("run_time_ns", "0"))
     return runs, ns
 
 
-def cost(dmn):
-    out = {}
-    for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
-        log(f"cost: pcmond at {hz} Hz")
+class BpfStats:
+    """Turn on the kernel's BPF run-time statistics while held (BPF_ENABLE_STATS returns an
+    fd; closing it turns them off again). pcmond does this itself; for bpftrace's sessions we
+    do it, so both are measured the same way. None if this architecture's syscall number is
+    unknown here."""
+    SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+    BPF_ENABLE_STATS, BPF_STATS_RUN_TIME = 32, 0
+
+    def __enter__(self):
+        self.fd = -1
+        if self.SYS_BPF:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            attr = ctypes.create_string_buffer(self.BPF_STATS_RUN_TIME.to_bytes(4, sys.byteorder), 8)
+            self.fd = libc.syscall(self.SYS_BPF, self.BPF_ENABLE_STATS, attr, 8)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
+def start_workload(cmd):
+    w = Child(cmd)
+    if not w.wait_for("ready", 30):
+        w.kill()
+        raise RuntimeError(f"{os.path.basename(cmd[0])} did not start: {w.done.why()}")
+    return w
+
+
+def wait_attached(pid, timeout=60):
+    """Wait until a profiler holds its perf events open (the count of its perf_event fds
+    has stopped growing); True once attached, False if it died or never did."""
+    end, last, since = time.monotonic() + timeout, -1, time.monotonic()
+    while time.monotonic() < end:
         try:
-            out[f"pcmond @{hz}Hz"] = pcmond_session(dmn, cost_workload(), "virtual", us)
-        except Exception as e:  # noqa: BLE001 - a failure is a result
-            out[f"pcmond @{hz}Hz"] = {"error": str(e)}
+            n = sum(1 for fd in os.listdir(f"/proc/{pid}/fd")
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]")
+        except OSError:
+            n = -1
+            if not os.path.exists(f"/proc/{pid}"):
+                return False
+        if n != last:
+            last, since = n, time.monotonic()
+        elif n > 0 and time.monotonic() - since > 0.2:
+            return True
+        time.sleep(0.02)
+    return False
 
-        if tool_missing("perf"):
-            out[f"perf record @{hz}Hz"] = {"error": tool_missing("perf")}
+
+def per(x, secs, smp):
+    """CPU ms per second of profiling and per 1000 samples."""
+    return {"cpu_ms_per_s": x * 1e3 / secs if secs else None,
+            "cpu_ms_per_1k_samples": x * 1e6 / smp if smp else None}
+
+
+def pcmond_session(wl_cmd, mode, us, until=None, window=WINDOW_S):
+    """Profile a workload through a fresh pcmond for window seconds (or until until(samples)
+    says enough), stop, list, and collect what it cost the daemon."""
+    dmn = Daemon()
+    w = None
+    try:
+        w = start_workload(wl_cmd)
+        reset_hwm(dmn.pid)  # peak RSS from here on
+        rss0 = proc_status_kb(dmn.pid, "VmRSS")
+        s0 = dmn.json("status")
+        cpu0, wcpu0, t0 = dmn.cpu(), proc_cpu(w.pid), time.monotonic()
+        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", "fp", "--interval", us, "--json")
+        if r.rc != 0:
+            raise RuntimeError(f"pcmon start: {r.why()}")
+        tid = str(int(json.loads(r.out)["id"]))
+        if until:
+            end = time.monotonic() + window
+            while time.monotonic() < end:
+                time.sleep(0.25)
+                t = [x for x in dmn.json("targets")["targets"] if str(x["id"]) == tid]
+                if t and until(t[0]["samples"]):
+                    break
         else:
-            log(f"cost: perf record at {hz} Hz")
-            out[f"perf record @{hz}Hz"], out[f"perf report @{hz}Hz"] = perf_cost(hz)
+            time.sleep(window)
+        t_stop = time.monotonic()
+        stop = dmn.cli("stop", tid)
+        stop_ms = (time.monotonic() - t_stop) * 1e3
+        # sampling ends when stop returns: the target's CPU up to here is what was sampled
+        wcpu = proc_cpu(w.pid) - wcpu0
+        secs = time.monotonic() - t0
+        cpu_mid = dmn.cpu()
+        if stop.rc != 0:
+            raise RuntimeError(f"pcmon stop: {stop.why()}")
+        # `pcmon list` of the stopped target: the first call symbolizes, the second is warm
+        lat, lr = [], None
+        for _ in range(2):
+            t1 = time.monotonic()
+            lr = dmn.cli("list", tid, "--json")
+            lat.append((time.monotonic() - t1) * 1e3)
+        if lr.rc != 0:
+            raise RuntimeError(f"pcmon list: {lr.why()}")
+        doc = json.loads(lr.out)
+        cpu1, s1 = dmn.cpu(), dmn.json("status")
+        hwm = proc_status_kb(dmn.pid, "VmHWM")
+    finally:
+        if w:
+            w.kill()
+        dmn.stop()
+    smp = doc["summary"]["interrupts"]
+    expected = wcpu * 1e6 / us if mode == "virtual" else None
+    unw = next((c for c in doc["summary"].get("critical", []) if c["name"] == "unwalkable"), {})
+    on_runs, on_ns = bpf_delta(s0, s1, ["on_sample"])
+    sw_runs, sw_ns = bpf_delta(s0, s1, ["on_switch_btf", "on_switch_tp"])
+    drains = s1.get("drains", 0) - s0.get("drains", 0)
+    return {
+        "seconds": secs, "samples": smp, "expected": expected,
+        "delivered": smp / expected if expected else None,
+        "lost": doc["summary"]["lost"], "lost_by_reason": doc["summary"].get("lost_by_reason"),
+        "unwalkable": unw.get("count"), "unwalkable_reasons": unw.get("reasons"),
+        "cpu_s": cpu_mid - cpu0, **per(cpu_mid - cpu0, secs, smp),
+        "report_cpu_s": cpu1 - cpu_mid,
+        "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
+        "report_ms": lat[0], "report_ms_warm": lat[1], "stop_ms": stop_ms,
+        "drains": drains,
+        "drain_ms_avg": (s1.get("drain_ms_total", 0) - s0.get("drain_ms_total", 0)) / drains if drains else None,
+        "drained_entries": s1.get("drained_entries", 0) - s0.get("drained_entries", 0),
+        "bpf_runs": on_runs, "bpf_ns_avg": on_ns / on_runs if on_runs else None,
+        "bpf_ms_per_s": on_ns / 1e6 / secs,
+        "bpf_switch_runs": sw_runs, "bpf_switch_ns_avg": sw_ns / sw_runs if sw_runs else None,
+    }
 
-        if tool_missing("bpftrace"):
-            out[f"bpftrace @{hz}Hz"] = {"error": tool_missing("bpftrace")}
-        else:
-            log(f"cost: bpftrace at {hz} Hz")
-            out[f"bpftrace @{hz}Hz"] = bpftrace_cost(hz)
-    return out
 
-
-def perf_cost(hz):
-    data = os.path.join(TMP, "cost.perf.data")
-    w = start_workload(cost_workload())
+def perf_session(hz, wl_cmd, window=WINDOW_S):
+    """perf record -g attached to the workload's pid, then perf report (perf's listing)."""
+    data = os.path.join(TMP, "session.perf.data")
+    w = start_workload(wl_cmd)
     try:
         t0 = time.monotonic()
         p = Child([PERF, "record", "-e", "cpu-clock", "-F", hz, "-g", "-p", w.pid, "-o", data])
-        time.sleep(WINDOW_S)
+        wait_attached(p.pid)
+        wcpu0 = proc_cpu(w.pid)
+        time.sleep(window)
+        wcpu = proc_cpu(w.pid) - wcpu0
         p.signal(signal.SIGINT)
-        r = p.wait(120)
+        r = p.wait(300)
         secs = time.monotonic() - t0
+        # perf report is perf's symbolization step, the counterpart of `pcmon list`
+        rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=600)
     finally:
         w.kill()
     smp = perf_samples(r.err)
-    if r.rc not in (0, 130, -2) or smp is None:
-        return {"error": r.why()}, {"error": "no perf.data"}
-    rec = {"seconds": secs, "samples": smp, "lost": perf_lost(data), "cpu_s": r.cpu,
-           "cpu_ms_per_s": r.cpu * 1e3 / secs, "cpu_ms_per_1k_samples": r.cpu * 1e6 / smp if smp else None,
-           "peak_rss_mb": r.maxrss_kb / 1024, "data_mb": os.path.getsize(data) / 2**20}
-    # perf report is perf's symbolization step, the counterpart of `pcmon list`
-    rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=300)
-    rep = {"error": rr.why()} if rr.rc != 0 else {
-        "seconds": secs, "samples": smp, "cpu_s": rr.cpu, "cpu_ms_per_s": rr.cpu * 1e3 / secs,
-        "cpu_ms_per_1k_samples": rr.cpu * 1e6 / smp if smp else None,
-        "peak_rss_mb": rr.maxrss_kb / 1024, "wall_ms": rr.wall * 1e3}
-    return rec, rep
+    if smp is None:
+        return {"error": r.why()}
+    expected = wcpu * hz
+    return {"seconds": secs, "samples": smp, "expected": expected, "delivered": smp / expected if expected else None,
+            "lost": perf_lost(data), "cpu_s": r.cpu, **per(r.cpu, secs, smp),
+            "peak_rss_mb": max(r.maxrss_kb, rr.maxrss_kb) / 1024, "record_peak_rss_mb": r.maxrss_kb / 1024,
+            "data_mb": os.path.getsize(data) / 2**20,
+            "report_ms": rr.wall * 1e3 if rr.rc == 0 else None, "report_cpu_s": rr.cpu,
+            "report_error": rr.why() if rr.rc else None,
+            "note": "perf record's CPU includes its start-up"}
 
 
-def bpftrace_cost(hz):
-    w = start_workload(cost_workload())
+def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
+    """bpftrace -p PID with the pid-filtered one-liner; SIGINT prints (symbolizes) the map."""
+    w = start_workload(wl_cmd)
     try:
-        b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz, w.pid)])
-        if not b.wait_for("Attaching", 60):
-            r = b.wait(5) or b.kill()
-            return {"error": r.why()}
-        time.sleep(0.3)  # "Attaching" is printed just before the probes are attached
-        startup = proc_cpu(b.pid)
-        t0 = time.monotonic()
-        s0 = bpf_prog_stats(b.pid)
-        time.sleep(WINDOW_S)
-        s1 = bpf_prog_stats(b.pid)
-        b.signal(signal.SIGINT)
-        r = b.wait(120)
-        secs = time.monotonic() - t0
+        with BpfStats():
+            b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz, w.pid)])
+            if not b.wait_for("Attaching", 60) or not wait_attached(b.pid):
+                r = b.wait(5) or b.kill()
+                return {"error": r.why()}
+            startup = proc_cpu(b.pid)
+            wcpu0, t0 = proc_cpu(w.pid), time.monotonic()
+            s0 = bpf_prog_stats(b.pid)
+            time.sleep(window)
+            s1 = bpf_prog_stats(b.pid)
+            wcpu = proc_cpu(w.pid) - wcpu0
+            cpu_mid = proc_cpu(b.pid)
+            t1 = time.monotonic()
+            b.signal(signal.SIGINT)
+            r = b.wait(600)
+            secs = time.monotonic() - t0
+            print_ms = (time.monotonic() - t1) * 1e3
     finally:
         w.kill()
     smp = bpftrace_samples(r.out)
-    cpu = r.cpu - startup
-    res = {"seconds": secs, "samples": smp, "startup_cpu_s": startup, "cpu_s": cpu,
-           "cpu_ms_per_s": cpu * 1e3 / secs, "cpu_ms_per_1k_samples": cpu * 1e6 / smp if smp else None,
-           "peak_rss_mb": r.maxrss_kb / 1024, "samples_note": "system-wide"}
-    if s0 and s1 and s1[0] > s0[0]:
+    cpu = cpu_mid - startup
+    expected = wcpu * hz
+    res = {"seconds": secs, "samples": smp, "expected": expected, "delivered": smp / expected if expected else None,
+           "startup_cpu_s": startup, "cpu_s": cpu, **per(cpu, secs, smp),
+           "peak_rss_mb": r.maxrss_kb / 1024, "report_ms": print_ms, "report_cpu_s": r.cpu - cpu_mid,
+           "stacks_printed": len(re.findall(r"\]: \d+\s*$", r.out, re.M)),
+           "note": "CPU counted from attach; start-up (LLVM compile, load) is startup_cpu_s"}
+    if s1[0] > s0[0]:
+        res["bpf_runs"] = s1[0] - s0[0]
         res["bpf_ns_avg"] = (s1[1] - s0[1]) / (s1[0] - s0[0])
-        res["bpf_ms_per_s"] = (s1[1] - s0[1]) / 1e6 / WINDOW_S
+        res["bpf_ms_per_s"] = (s1[1] - s0[1]) / 1e6 / window
     return res
+
+
+def guarded(fn, *args, **kw):
+    """A session's result, or its failure as a result."""
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - a failure is a result
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+# ---------------------------------------------------------------------------- 2. profiler cost
+
+def cost_workload():
+    # two spinning threads: both CPUs busy in the target, a handful of stacks
+    return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 60)]
+
+
+def cost():
+    out = {}
+    for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
+        log(f"cost: pcmond at {hz} Hz")
+        out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
+        log(f"cost: perf record at {hz} Hz")
+        out[f"perf @{hz}Hz"] = ({"error": tool_missing("perf")} if tool_missing("perf")
+                               else guarded(perf_session, hz, cost_workload()))
+        log(f"cost: bpftrace at {hz} Hz")
+        out[f"bpftrace @{hz}Hz"] = ({"error": tool_missing("bpftrace")} if tool_missing("bpftrace")
+                                   else guarded(bpftrace_session, hz, cost_workload()))
+    return out
 
 
 # ---------------------------------------------------------------------------- 4. scale
 
-def scale(dmn):
+def scale():
     out = {"threads": {}, "stacks": {}}
     for n in THREAD_COUNTS:
         for kind, mode in (("spin", "virtual"), ("sleep", "real")):
-            key = f"{n} {kind}ning threads, {mode.upper()} 1kHz".replace("sleepning", "sleeping")
+            key = f"{n} {'spinning' if kind == 'spin' else 'sleeping'} thread{'s' if n > 1 else ''}, {mode.upper()}"
             log(f"scale: {key}")
-            try:
-                out["threads"][key] = pcmond_session(
-                    dmn, [os.path.join(BENCH, "threads"), str(n), kind, "60"], mode, 1000)
-            except Exception as e:  # noqa: BLE001
-                out["threads"][key] = {"error": str(e)}
-    # unique stacks: every sample a new 24-frame stack, vs. a control with a handful of
-    # stacks, both two threads at 10 kHz, until ~100k samples (at most 4 windows)
+            out["threads"][key] = guarded(pcmond_session, [os.path.join(BENCH, "threads"), str(n), kind, "120"],
+                                          mode, 1000)
+    # unique stacks: every sample a new ~28-frame stack, vs. a control with a handful of
+    # stacks; two threads at 10 kHz until ~100k samples (at most 5 windows)
     target = 100000
-    for key, cmd in (("few stacks (2 spinning threads)", ["threads", "2", "spin", "60"]),
-                     ("~100k unique stacks (manystacks)", ["manystacks", "2", "60"])):
+    many = [os.path.join(BENCH, "manystacks"), "2", "120"]
+    for key, cmd in (("few stacks (2 spinning threads)", [os.path.join(BENCH, "threads"), "2", "spin", "120"]),
+                     ("~100k unique stacks (manystacks)", many)):
         log(f"scale: {key}")
-        try:
-            out["stacks"][key] = pcmond_session(
-                dmn, [os.path.join(BENCH, cmd[0]), *cmd[1:]], "virtual", 100,
-                until=lambda s: s >= target, window=4 * WINDOW_S)
-        except Exception as e:  # noqa: BLE001
-            out["stacks"][key] = {"error": str(e)}
+        out["stacks"][key] = guarded(pcmond_session, cmd, "virtual", 100,
+                                     until=lambda s: s >= target, window=5 * WINDOW_S)
+    return out
+
+
+def scale_peers(scale_res):
+    """perf and bpftrace on the same unique-stack workload, for as long as pcmon needed.
+    Run last: bpftrace's exit print of thousands of deep stacks takes minutes here, so it is
+    skipped (and says so) when the benchmark is near its 15-minute budget."""
+    many = [os.path.join(BENCH, "manystacks"), "2", "120"]
+    secs = ((scale_res or {}).get("stacks", {}).get("~100k unique stacks (manystacks)", {})
+            .get("seconds", 3 * WINDOW_S))
+    out = {}
+    log("scale: perf on manystacks")
+    out["perf"] = ({"error": tool_missing("perf")} if tool_missing("perf")
+                   else guarded(perf_session, 10000, many, secs))
+    left = BUDGET_S - (time.monotonic() - T_START)
+    if tool_missing("bpftrace"):
+        out["bpftrace"] = {"error": tool_missing("bpftrace")}
+    elif left < BPFTRACE_MANY_S:
+        out["bpftrace"] = {"error": f"skipped: {left:.0f} s left of the {BUDGET_S / 60:.0f}-minute budget, "
+                                    f"needs ~{BPFTRACE_MANY_S} s"}
+    else:
+        log("scale: bpftrace on manystacks (its exit print takes a while)")
+        out["bpftrace"] = guarded(bpftrace_session, 10000, many, secs)
     return out
 
 
@@ -827,6 +935,9 @@ def limits(cal):
     workloads = {"fixedwork (1 stack, 1 thread)": fixed_cmd(units),
                  "manystacks (unique stacks, 2 threads)": [os.path.join(BENCH, "manystacks"), "2", "1"]}
     out = {"sweep": {}, "highest_sustained": {}, "max_sample_rate_before": before}
+    # the fixed work's bare CPU time, to turn the sweep's times into slowdowns
+    bare = [doc_with(run(fixed_cmd(units)).out, "units") for _ in range(2)]
+    out["fixedwork_bare_cpu_s"] = min(d["cpu_s"] for d in bare if d) if any(bare) else None
     try:
         for name, cmd in workloads.items():
             rows = []
@@ -842,7 +953,9 @@ def limits(cal):
                 rows.append({"interval_us": us, "samples": s["interrupts"], "expected": expected,
                              "delivered": s["interrupts"] / expected if expected else None,
                              "lost": s["lost"], "lost_by_reason": s.get("lost_by_reason"),
-                             "target_cpu_s": own.get("cpu_s") or own["proc_cpu_s"]})
+                             "target_cpu_s": own.get("cpu_s") or own["proc_cpu_s"],
+                             "slowdown": own["cpu_s"] / out["fixedwork_bare_cpu_s"]
+                             if "cpu_s" in own and out["fixedwork_bare_cpu_s"] else None})
             out["sweep"][name] = rows
             # sustained = ran, lost nothing, and delivered >= 90% of the samples it should
             best = None
@@ -872,6 +985,30 @@ def fmt(x, spec=".1f", none="-"):
     return none if x is None else format(x, spec)
 
 
+def session_header(add, scale=False):
+    add(f"   {'session':<{40 if scale else 18}}{'samples':>8}{'deliv':>6}{'lost':>6}"
+        + (f"{'unwalk':>7}" if scale else "")
+        + f"{'prof CPU':>9}{'CPU ms':>8}{'peak RSS':>9}{'listing':>9}{'listing':>9}"
+        + (f"{'drain':>7}{'entries':>8}" if scale else f"{'BPF':>6}{'BPF':>6}"))
+    add(f"   {'':<{40 if scale else 18}}{'':>8}{'':>6}{'':>6}" + (f"{'':>7}" if scale else "")
+        + f"{'ms/s':>9}{'/1k smp':>8}{'MB':>9}{'wall ms':>9}{'CPU ms':>9}"
+        + (f"{'ms':>7}{'':>8}" if scale else f"{'ns':>6}{'ms/s':>6}"))
+
+
+def session_row(add, key, c, scale=False):
+    w = 40 if scale else 18
+    if "error" in c:
+        add(f"   {key:<{w}}failed: {c['error'][:90]}")
+        return
+    add(f"   {key:<{w}}{fmt(c.get('samples'), '.0f'):>8}{fmt(c.get('delivered'), '.2f'):>6}"
+        f"{fmt(c.get('lost'), '.0f'):>6}" + (f"{fmt(c.get('unwalkable'), '.0f'):>7}" if scale else "")
+        + f"{fmt(c.get('cpu_ms_per_s')):>9}{fmt(c.get('cpu_ms_per_1k_samples'), '.2f'):>8}"
+        f"{fmt(c.get('peak_rss_mb')):>9}{fmt(c.get('report_ms'), '.0f'):>9}"
+        f"{fmt(c['report_cpu_s'] * 1e3 if c.get('report_cpu_s') is not None else None, '.0f'):>9}"
+        + (f"{fmt(c.get('drain_ms_avg')):>7}{fmt(c.get('drained_entries'), '.0f'):>8}" if scale
+           else f"{fmt(c.get('bpf_ns_avg'), '.0f'):>6}{fmt(c.get('bpf_ms_per_s')):>6}"))
+
+
 def table(res):
     L = []
     add = L.append
@@ -892,11 +1029,14 @@ def table(res):
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES))
         rows = [("pcmon VIRTUAL fp", ("pcmon", "virtual", "fp")), ("pcmon REAL fp", ("pcmon", "real", "fp")),
                 ("pcmon VIRTUAL dwarf", ("pcmon", "virtual", "dwarf")), ("pcmon REAL dwarf", ("pcmon", "real", "dwarf")),
-                ("perf record -g", ("perf", None, None)), ("bpftrace ustack", ("bpftrace", None, None))]
+                ("perf record -g", ("perf", None, "fp")), ("perf --call-graph dwarf", ("perf", None, "dwarf")),
+                ("bpftrace ustack", ("bpftrace", None, None))]
         for label, c in rows:
             if c[2] == "dwarf" and sd["dwarf"] != "ok":
                 if c[1] == "virtual":
                     add(f"   {'pcmon dwarf (both modes)':<26}  {sd['dwarf']}")
+                continue
+            if not any(cell_key(c, hz) in sd["cells"] for hz, _ in RATES):
                 continue
             cells = []
             for hz, _ in RATES:
@@ -908,12 +1048,12 @@ def table(res):
             f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('wall_ratio') or {}).get('median'), '.2f')
                                  for hz, _ in RATES)
             for lbl, c in (("pcmon-V", ("pcmon", "virtual", "fp")), ("pcmon-R", ("pcmon", "real", "fp")),
-                           ("perf", ("perf", None, None)), ("bpftrace", ("bpftrace", None, None)))))
+                           ("perf", ("perf", None, "fp")), ("bpftrace", ("bpftrace", None, None)))))
         add("   samples per run (median):  " + "   ".join(
             f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('samples') or {}).get('median'), '.0f')
                                  for hz, _ in RATES)
             for lbl, c in (("pcmon-V", ("pcmon", "virtual", "fp")), ("pcmon-R", ("pcmon", "real", "fp")),
-                           ("perf", ("perf", None, None)), ("bpftrace", ("bpftrace", None, None)))))
+                           ("perf", ("perf", None, "fp")), ("bpftrace", ("bpftrace", None, None)))))
         pc = [(f"{c[1][0].upper()}-{c[2]}", c) for c in (("pcmon", "virtual", "fp"), ("pcmon", "real", "fp"),
                                                           ("pcmon", "virtual", "dwarf"), ("pcmon", "real", "dwarf"))
               if cell_key(c, RATES[0][0]) in sd["cells"]]
@@ -924,28 +1064,24 @@ def table(res):
     add("")
 
     co = res.get("cost", {})
-    add(f"2. PROFILER COST — the profiler's own process, 2 spinning target threads, ~{WINDOW_S:g} s of profiling")
+    add(f"2. PROFILER COST — the profiler's own processes, 2 spinning target threads, ~{WINDOW_S:g} s "
+        "attached by pid")
     if not co or "error" in co:
         add(f"   failed: {co.get('error', 'not run')}")
     else:
-        add(f"   {'process':<22}{'samples':>9}{'CPU ms/s':>10}{'CPU ms/1k smp':>15}{'peak RSS MB':>13}"
-            f"{'BPF ns/run':>12}{'BPF ms/s':>10}")
+        session_header(add)
         for key, c in co.items():
-            if "error" in c:
-                add(f"   {key:<22}  failed: {c['error']}")
-                continue
-            add(f"   {key:<22}{fmt(c.get('samples'), '.0f'):>9}{fmt(c.get('cpu_ms_per_s')):>10}"
-                f"{fmt(c.get('cpu_ms_per_1k_samples'), '.2f'):>15}{fmt(c.get('peak_rss_mb')):>13}"
-                f"{fmt(c.get('bpf_sample_ns_avg', c.get('bpf_ns_avg')), '.0f'):>12}"
-                f"{fmt(c.get('bpf_sample_ms_per_s', c.get('bpf_ms_per_s'))):>10}")
-        extra = [f"{k}: startup {c['startup_cpu_s'] * 1e3:.0f} ms CPU (not counted above)"
-                 for k, c in co.items() if "startup_cpu_s" in c]
-        extra += [f"{k}: perf.data {c['data_mb']:.1f} MB, lost {fmt(c.get('lost'), '.0f')}"
-                  for k, c in co.items() if "data_mb" in c]
-        for e in extra:
-            add(f"   {e}")
-        add("   pcmond includes its `pcmon list` work; perf report is perf's symbolization step;")
-        add("   BPF columns: in-kernel program time (charged to whichever task was interrupted)")
+            session_row(add, key, c)
+        for k, c in co.items():
+            if "startup_cpu_s" in c:
+                add(f"   {k}: start-up (compile + load) {c['startup_cpu_s'] * 1e3:.0f} ms CPU, not in the columns")
+            if "data_mb" in c:
+                add(f"   {k}: perf.data {c['data_mb']:.1f} MB, lost {fmt(c.get('lost'), '.0f')}; "
+                    "perf record's CPU includes its start-up")
+        add("   prof = while sampling (per second of it, per 1000 samples); listing = pcmon list /")
+        add("   perf report / bpftrace's exit print (wall ms, CPU ms); delivered = samples per")
+        add("   target CPU second x rate; BPF = in-kernel program time, charged to the interrupted")
+        add("   tasks, not to the profiler process (perf record uses no BPF)")
     add("")
 
     acc = res.get("accuracy", [])
@@ -970,25 +1106,29 @@ def table(res):
     add("")
 
     sc = res.get("scale", {})
-    add("4. SCALE — pcmond while profiling (list: `pcmon list --json` latency, cold/warm)")
-    hdr = (f"   {'target':<40}{'samples':>8}{'lost':>6}{'CPU ms/s':>9}{'peak RSS MB':>12}"
-           f"{'growth':>8}{'list ms':>12}{'drain ms':>9}{'entries':>9}{'BPF ns':>8}")
+    add("4. SCALE — a fresh pcmond per row, --unwind fp; threads at 1 kHz, stacks at 10 kHz")
     if not sc or "error" in sc:
         add(f"   failed: {sc.get('error', 'not run')}")
     else:
-        add(hdr)
-        for group in ("threads", "stacks"):
-            for key, c in sc.get(group, {}).items():
-                if "error" in c:
-                    add(f"   {key:<40}failed: {c['error']}")
-                    continue
-                add(f"   {key:<40}{c['samples']:>8}{c['lost']:>6}{c['cpu_ms_per_s']:>9.1f}"
-                    f"{c['peak_rss_mb']:>12.1f}{c['rss_growth_mb']:>8.1f}"
-                    f"{fmt(c['list_ms_first'], '.0f') + '/' + fmt(c['list_ms_second'], '.0f'):>12}"
-                    f"{fmt(c['drain_ms_avg']):>9}{c['drained_entries']:>9}{fmt(c['bpf_sample_ns_avg'], '.0f'):>8}")
-        add("   drain ms = mean wall time of one drain (every 100 ms; includes an RCU grace period);")
-        add("   entries = (stack, thread) entries drained (~ distinct stacks for manystacks); the")
-        add("   stacks rows sample at 10 kHz (100 us) until ~100k samples")
+        session_header(add, scale=True)
+        for key, c in list(sc.get("threads", {}).items()) + list(sc.get("stacks", {}).items()):
+            session_row(add, key, c, scale=True)
+        peers = res.get("scale_peers", {})
+        if "error" in peers:
+            add(f"   peers on manystacks: failed: {peers['error']}")
+        else:
+            for key, c in peers.items():
+                session_row(add, f"{key}, ~100k unique stacks", c, scale=True)
+        for key, c in list(sc.get("threads", {}).items()) + list(sc.get("stacks", {}).items()):
+            if (c.get("stop_ms") or 0) > 1000:
+                add(f"   {key}: `pcmon stop` took {c['stop_ms'] / 1000:.1f} s")
+        bt = peers.get("bpftrace", {})
+        if bt.get("stacks_printed"):
+            add(f"   bpftrace printed {bt['stacks_printed']} stacks (its map's key limit) in "
+                f"{bt['report_ms'] / 1000:.0f} s")
+        add("   drain = mean wall ms of one pcmond drain (one every 100 ms); entries = entries drained")
+        add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
+        add("   the stacks rows run until pcmon has ~100k samples, the peers for as long")
     add("")
 
     li = res.get("limits", {})
@@ -1005,6 +1145,9 @@ def table(res):
                 else:
                     cells.append(f"{row['delivered']:.2f}/{row['lost']}")
             add(f"   {name:<40}" + "".join(f"{x:>12}" for x in cells))
+            if any(row.get("slowdown") for row in rows):
+                add(f"   {'  its CPU time / bare':<40}" + "".join(
+                    f"{fmt(row.get('slowdown'), '.2f'):>12}" for row in rows))
         for name, best in li.get("highest_sustained", {}).items():
             add(f"   highest rate with zero lost and >=90% delivered, {name}: "
                 + (f"{1e6 / best:,.0f} Hz ({best} us)" if best else "none of the swept intervals"))
@@ -1097,19 +1240,10 @@ def main():
         section("slowdown", slowdown, cal, dwarf_err)
         section("pingpong", pingpong, cal)
         section("accuracy", accuracy)
-        dmn = None
-        try:
-            dmn = Daemon()
-            section("cost", cost, dmn)
-            section("scale", scale, dmn)
-        except Exception as e:  # noqa: BLE001
-            res.setdefault("cost", {"error": str(e)})
-            res.setdefault("scale", {"error": str(e)})
-            rc = 1
-        finally:
-            if dmn:
-                dmn.stop()
+        section("cost", cost)
+        section("scale", scale)
         section("limits", limits, cal)
+        section("scale_peers", scale_peers, res.get("scale"))
     finally:
         res["total_s"] = time.monotonic() - T_START
         text = table(res)
