@@ -31,9 +31,11 @@ for t in "$OUT"/fuzz/fuzz_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
 	corpus=tests/fuzz/corpus/${name#fuzz_}
+	dict=tests/fuzz/${name#fuzz_}.dict
 	mkdir -p "$OUT/fuzz-work/$name"
 	log=$(mktemp)
 	if "$t" -max_total_time="$FUZZ_SECONDS" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+		$( [ -f "$dict" ] && echo "-dict=$dict" ) \
 		"$OUT/fuzz-work/$name" $( [ -d "$corpus" ] && echo "$corpus" ) >"$log" 2>&1; then
 		passed=$((passed + 1))
 		note "fuzz $name: ${FUZZ_SECONDS}s, $(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}') runs, no crash"
