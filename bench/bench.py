@@ -18,13 +18,14 @@ stdout, writes bench/results.json and refreshes the table in bench/README.md.
 
 Python 3 standard library only. Knobs (environment): BENCH_REPS (default 3),
 BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0), BENCH_WINDOW_S (seconds
-each cost/scale measurement profiles, default 3).
+each cost/threads session profiles, default 3), BENCH_STACKS_S (seconds each unique-stacks
+session profiles, default 5). Exit status 1 if a section of the benchmark itself failed
+(a failing peer is a result, not a failure).
 """
 import bisect
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import statistics
@@ -47,8 +48,10 @@ BPFTRACE = shutil.which("bpftrace")
 NM = shutil.which("nm")
 
 REPS = int(os.environ.get("BENCH_REPS", "3"))
+PINGPONG_REPS = max(REPS, 5)  # cheap, and its ratios are noisier
 WORK_S = float(os.environ.get("BENCH_WORK_S", "1.0"))
 WINDOW_S = float(os.environ.get("BENCH_WINDOW_S", "3"))
+STACKS_S = float(os.environ.get("BENCH_STACKS_S", "5"))
 
 # The three rates of the slowdown matrix: (Hz, pcmon --interval in microseconds)
 RATES = [(100, 10000), (1000, 1000), (10000, 100)]
@@ -289,7 +292,7 @@ def tool_missing(tool):
 
 
 def samples_of(tool, r):
-    """How many samples the profiler took in a run (bpftrace's are system-wide)."""
+    """How many samples the profiler took of the target in a run."""
     if tool == "pcmon":
         d = doc_with(r.out, "summary")
         return d["summary"]["interrupts"] if d else None
@@ -362,12 +365,16 @@ def slowdown(cal, dwarf_err):
                               "unwalkable_pct": unwalkable_pct(r) if tool == "pcmon" else None})
     # one more bare run at the end, so drift over the section shows in bare's spread
     d = doc_with(run(fixed_cmd(units)).out, "units")
-    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
+    if d:
+        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
 
-    bare_cpu = statistics.median(x["cpu_s"] for x in runs["bare"])
-    bare_wall = statistics.median(x["wall_s"] for x in runs["bare"])
-    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in runs["bare"]]),
-           "bare_wall_s": stats([x["wall_s"] for x in runs["bare"]]),
+    bare = [x for x in runs["bare"] if "cpu_s" in x]
+    if not bare:
+        raise RuntimeError("fixedwork failed to run bare: " + runs["bare"][0].get("error", "?"))
+    bare_cpu = statistics.median(x["cpu_s"] for x in bare)
+    bare_wall = statistics.median(x["wall_s"] for x in bare)
+    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
+           "bare_wall_s": stats([x["wall_s"] for x in bare]),
            "dwarf": "ok" if dwarf_err is None else f"not implemented yet: {dwarf_err}",
            "cells": {}, "runs": runs}
     for key, rs in runs.items():
@@ -411,8 +418,8 @@ def pingpong(cal):
     hz, us = 1000, 1000
     keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz"]
     runs = {k: [] for k in keys}
-    for rep in range(REPS):
-        log(f"ping-pong: repetition {rep + 1}/{REPS}")
+    for rep in range(PINGPONG_REPS):
+        log(f"ping-pong: repetition {rep + 1}/{PINGPONG_REPS}")
         for i in range(len(keys)):
             key = keys[(i + rep) % len(keys)]
             if key == "bare":
@@ -438,6 +445,8 @@ def pingpong(cal):
     for key in keys[1:]:
         ok = [x for x in runs[key] if "wall_s" in x]
         out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bw for x in ok]),
+                             # two context switches per round trip, both on one CPU
+                             "us_per_switch": stats([(x["wall_s"] - bw) / (2 * rts) * 1e6 for x in ok]),
                              "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
                              "samples": stats([x["samples"] for x in ok]),
                              "errors": [x["error"] for x in runs[key] if "error" in x]}
@@ -696,9 +705,9 @@ def per(x, secs, smp):
             "cpu_ms_per_1k_samples": x * 1e6 / smp if smp else None}
 
 
-def pcmond_session(wl_cmd, mode, us, until=None, window=WINDOW_S):
-    """Profile a workload through a fresh pcmond for window seconds (or until until(samples)
-    says enough), stop, list, and collect what it cost the daemon."""
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S):
+    """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
+    what it cost the daemon."""
     dmn = Daemon()
     w = None
     try:
@@ -711,15 +720,7 @@ def pcmond_session(wl_cmd, mode, us, until=None, window=WINDOW_S):
         if r.rc != 0:
             raise RuntimeError(f"pcmon start: {r.why()}")
         tid = str(int(json.loads(r.out)["id"]))
-        if until:
-            end = time.monotonic() + window
-            while time.monotonic() < end:
-                time.sleep(0.25)
-                t = [x for x in dmn.json("targets")["targets"] if str(x["id"]) == tid]
-                if t and until(t[0]["samples"]):
-                    break
-        else:
-            time.sleep(window)
+        time.sleep(window)
         t_stop = time.monotonic()
         stop = dmn.cli("stop", tid)
         stop_ms = (time.monotonic() - t_stop) * 1e3
@@ -877,24 +878,21 @@ def scale():
             out["threads"][key] = guarded(pcmond_session, [os.path.join(BENCH, "threads"), str(n), kind, "120"],
                                           mode, 1000)
     # unique stacks: every sample a new ~28-frame stack, vs. a control with a handful of
-    # stacks; two threads at 10 kHz until ~100k samples (at most 5 windows)
-    target = 100000
+    # stacks; two threads at 10 kHz for STACKS_S (2 CPUs x 10 kHz x 5 s = 100k samples)
     many = [os.path.join(BENCH, "manystacks"), "2", "120"]
     for key, cmd in (("few stacks (2 spinning threads)", [os.path.join(BENCH, "threads"), "2", "spin", "120"]),
                      ("~100k unique stacks (manystacks)", many)):
         log(f"scale: {key}")
-        out["stacks"][key] = guarded(pcmond_session, cmd, "virtual", 100,
-                                     until=lambda s: s >= target, window=5 * WINDOW_S)
+        out["stacks"][key] = guarded(pcmond_session, cmd, "virtual", 100, window=STACKS_S)
     return out
 
 
-def scale_peers(scale_res):
-    """perf and bpftrace on the same unique-stack workload, for as long as pcmon needed.
+def scale_peers():
+    """perf and bpftrace on the same unique-stack workload, for as long as pcmon.
     Run last: bpftrace's exit print of thousands of deep stacks takes minutes here, so it is
     skipped (and says so) when the benchmark is near its 15-minute budget."""
     many = [os.path.join(BENCH, "manystacks"), "2", "120"]
-    secs = ((scale_res or {}).get("stacks", {}).get("~100k unique stacks (manystacks)", {})
-            .get("seconds", 3 * WINDOW_S))
+    secs = STACKS_S
     out = {}
     log("scale: perf on manystacks")
     out["perf"] = ({"error": tool_missing("perf")} if tool_missing("perf")
@@ -1132,7 +1130,7 @@ def table(res):
     add("")
 
     sc = res.get("scale", {})
-    add("4. SCALE — a fresh pcmond per row, --unwind fp; threads at 1 kHz, stacks at 10 kHz")
+    add(f"4. SCALE — a fresh pcmond per row, --unwind fp; threads at 1 kHz for {WINDOW_S:g} s, stacks at 10 kHz")
     if not sc or "error" in sc:
         add(f"   failed: {sc.get('error', 'not run')}")
     else:
@@ -1154,7 +1152,8 @@ def table(res):
                 f"{bt['report_ms'] / 1000:.0f} s")
         add("   drain = mean wall ms of one pcmond drain (one every 100 ms); entries = entries drained")
         add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
-        add("   the stacks rows run until pcmon has ~100k samples, the peers for as long")
+        add(f"   the stacks rows (pcmon and peers) sample for {STACKS_S:g} s: 2 CPUs x 10 kHz x {STACKS_S:g} s = "
+            f"{2 * 10000 * STACKS_S / 1000:.0f}k samples at most")
     add("")
 
     li = res.get("limits", {})
@@ -1194,18 +1193,20 @@ def table(res):
     add("")
 
     pp = res.get("pingpong", {})
-    add(f"6. REAL vs VIRTUAL on a context-switch-heavy workload (pipe ping-pong, 1 kHz, {REPS} runs)")
+    add(f"6. REAL vs VIRTUAL on a context-switch-heavy workload (pipe ping-pong, 1 kHz, {PINGPONG_REPS} runs)")
     if not pp or "error" in pp:
         add(f"   failed: {pp.get('error', 'not run')}")
     else:
         add(f"   bare: {fmt_stat(pp.get('bare_wall_s'), 3)} s wall for {pp['roundtrips']} round trips "
             f"({fmt(pp.get('roundtrip_us'), '.1f')} us each)")
-        add(f"   {'profiler':<26}{'wall ratio':>22}{'CPU ratio':>22}")
+        add(f"   {'profiler':<26}{'wall ratio':>22}{'CPU ratio':>22}{'added us/switch':>18}")
         for key, c in pp.get("cells", {}).items():
             if not c["wall_ratio"]:
                 add(f"   {key:<26}  failed: {(c['errors'] or ['?'])[0]}")
                 continue
-            add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['cpu_ratio']):>22}")
+            add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['cpu_ratio']):>22}"
+                f"{fmt((c.get('us_per_switch') or {}).get('median'), '.2f'):>18}")
+        add("   (both threads share the CPU pingpong starts on: 2 context switches per round trip)")
     add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
@@ -1273,7 +1274,7 @@ def main():
         section("cost", cost)
         section("scale", scale)
         section("limits", limits, cal)
-        section("scale_peers", scale_peers, res.get("scale"))
+        section("scale_peers", scale_peers)
     finally:
         res["total_s"] = time.monotonic() - T_START
         text = table(res)

@@ -2,11 +2,17 @@
 /*
  * Context-switch-heavy fixed work: `pingpong ROUNDTRIPS` passes one byte back and forth
  * between two threads over two pipes, so every round trip blocks and wakes each thread once.
- * Prints {"roundtrips": N, "wall_s": ..., "cpu_s": ..., "proc_cpu_s": ...}.
+ * Prints {"roundtrips": N, "wall_s": ..., "cpu_s": ..., "proc_cpu_s": ..., "cpu": C}.
+ *
+ * Both threads stay on the CPU the program starts on (C), so a round trip is exactly two
+ * context switches on one CPU. Across CPUs, a round trip's time is mostly the time to wake
+ * an idle CPU, which in a VM depends on whether the other vCPU happened to be halted: the
+ * same run varied 8x depending on what else kept that CPU busy (a profiler's timer does).
  */
 #include "bench.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 static int ping[2], pong[2];
 static uint64_t rounds;
@@ -45,8 +51,14 @@ NOINLINE static void serve(void)
 int main(int argc, char **argv)
 {
 	pthread_t t;
+	cpu_set_t one;
+	int cpu = sched_getcpu();
 
 	rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100000;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one)) /* the partner thread inherits it */
+		perror("pingpong: sched_setaffinity");
 	if (pipe(ping) || pipe(pong) || pthread_create(&t, NULL, partner, NULL)) {
 		perror("pingpong");
 		return 1;
@@ -55,7 +67,7 @@ int main(int argc, char **argv)
 	serve();
 	pthread_join(t, NULL);
 	uint64_t c1 = cpu_ns(), w1 = wall_ns();
-	printf("{\"roundtrips\": %llu, \"wall_s\": %.6f, \"cpu_s\": %.6f, \"proc_cpu_s\": %.6f}\n",
-	       (unsigned long long)rounds, (w1 - w0) / 1e9, (c1 - c0) / 1e9, c1 / 1e9);
+	printf("{\"roundtrips\": %llu, \"wall_s\": %.6f, \"cpu_s\": %.6f, \"proc_cpu_s\": %.6f, \"cpu\": %d}\n",
+	       (unsigned long long)rounds, (w1 - w0) / 1e9, (c1 - c0) / 1e9, c1 / 1e9, cpu);
 	return 0;
 }

@@ -342,13 +342,28 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	d->regs[15] = BPF_CORE_READ(r, r15);
 	d->regs[16] = BPF_CORE_READ(r, ip);
 
-	/* copy up to the end of the stack's mapping: a read past it would fail whole */
+	/*
+	 * Copy up to the end of the stack's mapping: a read past it fails whole. The mapping is
+	 * known when bpf_find_vma() gets the mmap lock (it may not, from an interrupt); the
+	 * main thread's frames all lie below mm->start_stack; else halve until a read succeeds.
+	 */
 	n = dwarf_stack;
-	if (bpf_find_vma(task, sp, vma_end_cb, &end, 0) == 0 && end > sp && end - sp < n)
-		n = end - sp;
+	if (bpf_find_vma(task, sp, vma_end_cb, &end, 0) == 0 && end > sp) {
+		if (end - sp < n)
+			n = end - sp;
+	} else {
+		__u64 top = BPF_CORE_READ(task, mm, start_stack);
+
+		if (top > sp && top - sp + 64 < n)
+			n = top - sp + 64;
+	}
 	if (n > dwarf_stack)
 		n = dwarf_stack;
 	got = bpf_probe_read_user(d->stack, n, (void *)sp);
+	for (int i = 0; i < 6 && got && n > 256; i++) {
+		n /= 2;
+		got = bpf_probe_read_user(d->stack, n, (void *)sp);
+	}
 	d->ulen = got ? 0 : n;
 	if (got)
 		d->h.key.uerr = PCMON_SERR_FAULT;

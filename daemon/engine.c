@@ -214,6 +214,11 @@ static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k
 		st->nuser = st->nkern = 0;
 		return st;
 	}
+	/* a stack taken at sched_switch starts inside pcmon's own program: leave that out */
+	while (!oncpu && nk && sym_kernel_is_tracer(e->sym, kpc[0])) {
+		kpc++;
+		nk--;
+	}
 	st->nuser = nu;
 	st->nkern = nk;
 	for (uint32_t i = 0; i < nu; i++) {
@@ -255,6 +260,9 @@ static struct agg_stack *convert_dwarf(struct engine *e, const struct pcmon_dsam
 		return NULL;
 	if (GROW(e->upcs, e->cap_upcs, depth))
 		return NULL;
+	if (uw != AGG_WALK_OK && log_verbosity >= LOG_DEBUG)
+		pr_debug("pid %u: no user stack copied (sp %#llx)", d->h.key.pid,
+			 (unsigned long long)d->regs[7]);
 	if (uw == AGG_WALK_OK) {
 		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->stack, d->ulen, e->upcs,
 			      depth, &end);

@@ -468,10 +468,11 @@ static void load_kallsyms(struct sym *s)
 
 static const char *ksym_name(struct sym *s, uint64_t a)
 {
-	size_t lo = 0, hi = s->nksyms;
+	size_t lo = 0, hi;
 
 	if (!s->ksyms_loaded)
 		load_kallsyms(s);
+	hi = s->nksyms;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -823,4 +824,18 @@ int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info
 uint32_t sym_nmodules(const struct sym *s)
 {
 	return s->nmods;
+}
+
+/* Frames of the tracing machinery itself (BPF programs, the tracepoint's call into them). */
+bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_",
+						 "perf_trace_", "trace_call_bpf", "__traceiter_",
+						 "bpf_trampoline_" };
+	const char *name = ksym_name(s, pc);
+
+	for (size_t i = 0; name && i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
 }

@@ -61,6 +61,7 @@ int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, 
 /* Location of a user pc in process (pid, epoch); @call_site: pc is a return address. */
 uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site);
 uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site);
+bool sym_kernel_is_tracer(struct sym *s, uint64_t pc);
 
 const struct sym_loc *sym_loc(const struct sym *s, uint32_t loc);
 const uint32_t *sym_frames(const struct sym *s, const struct sym_loc *l);

@@ -115,5 +115,22 @@ def test_open_interval_of_running_sleeper():
         d.stop()
 
 
+def test_kernel_frames():
+    """--kernel keeps kernel frames, innermost: off CPU, the scheduler; without it, none."""
+    k = pcmon_json("run", "--real", "--kernel", "--interval", 1000, "--",
+                   workload("spinsleep"), 2, sock=NODAEMON)[0]
+    p = procs(k)
+    n = k["summary"]["counted"]
+    blocked = k["summary"]["off_blocked"]
+    # every blocked interval went through the scheduler, and its kernel stack is named
+    assert p["kernel.__schedule"]["deep"] >= blocked, (p.get("kernel.__schedule"), blocked)
+    assert k["summary"]["foreign"] <= 0.01 * n, k["summary"]
+    assert not any(name.startswith("kernel.bpf_prog_") for name in p), "pcmon's own frames"
+    assert p["spinsleep.sleep_part"]["deep"] >= 0.9 * blocked
+    plain = pcmon_json("run", "--real", "--interval", 1000, "--", workload("spinsleep"), 1,
+                       sock=NODAEMON)[0]
+    assert not any(name.startswith("kernel.") for name in procs(plain))
+
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))
