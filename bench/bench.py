@@ -1055,6 +1055,7 @@ def table(res):
                 ("pcmon VIRTUAL dwarf", ("pcmon", "virtual", "dwarf")), ("pcmon REAL dwarf", ("pcmon", "real", "dwarf")),
                 ("perf record -g", ("perf", None, "fp")), ("perf --call-graph dwarf", ("perf", None, "dwarf")),
                 ("bpftrace ustack", ("bpftrace", None, None))]
+        errors = []
         for label, c in rows:
             if c[2] == "dwarf" and sd["dwarf"] != "ok":
                 if c[1] == "virtual":
@@ -1066,8 +1067,14 @@ def table(res):
             for hz, _ in RATES:
                 cell = sd["cells"].get(cell_key(c, hz), {})
                 cells.append(fmt_stat(cell.get("cpu_ratio")) if cell.get("cpu_ratio")
-                             else ("failed: " + cell["errors"][0][:14] if cell.get("errors") else "-"))
+                             else "-" if not cell.get("errors")
+                             else "not installed" if "not installed" in cell["errors"][0] else "failed")
+                for e in cell.get("errors", [])[:1]:
+                    if f"{label}: {e}" not in errors:
+                        errors.append(f"{label}: {e}")
             add(f"   {label:<26}" + "".join(f"{x:>22}" for x in cells))
+        for e in errors:
+            add(f"   {e[:110]}")
         add("   wall-time ratio (median):  " + "   ".join(
             f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('wall_ratio') or {}).get('median'), '.2f')
                                  for hz, _ in RATES)
