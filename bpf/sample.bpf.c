@@ -284,9 +284,24 @@ static __always_inline void record(void *counts, void *stacks, struct pcmon_key 
 
 /* ---- --unwind dwarf */
 
-static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+/* The mapping of each thread's stack, remembered: looking it up needs the mmap lock. */
+struct stack_vma {
+	__u64 start, end;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct stack_vma);
+} stackvma SEC(".maps");
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	*(__u64 *)data = vma->vm_end;
+	struct stack_vma *v = data;
+
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
 	return 0;
 }
 
@@ -310,7 +325,8 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct pcmon_dsample *d;
-	__u64 sp, end = 0, n;
+	struct stack_vma *sv;
+	__u64 sp, n;
 	long got;
 
 	/* dwarf_stack is a constant once loaded: the verifier knows the record's size */
@@ -344,13 +360,21 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 
 	/*
 	 * Copy up to the end of the stack's mapping: a read past it fails whole. The mapping is
-	 * known when bpf_find_vma() gets the mmap lock (it may not, from an interrupt); the
-	 * main thread's frames all lie below mm->start_stack; else halve until a read succeeds.
+	 * looked up once per thread (bpf_find_vma() needs the mmap lock, which it may not get
+	 * from an interrupt or the scheduler); failing that, the main thread's frames all lie
+	 * below mm->start_stack; else halve until a read succeeds.
 	 */
 	n = dwarf_stack;
-	if (bpf_find_vma(task, sp, vma_end_cb, &end, 0) == 0 && end > sp) {
-		if (end - sp < n)
-			n = end - sp;
+	sv = bpf_task_storage_get(&stackvma, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (sv && (sp < sv->start || sp >= sv->end)) {
+		struct stack_vma found = {};
+
+		if (bpf_find_vma(task, sp, vma_cb, &found, 0) == 0 && found.end > sp)
+			*sv = found;
+	}
+	if (sv && sp >= sv->start && sp < sv->end) {
+		if (sv->end - sp < n)
+			n = sv->end - sp;
 	} else {
 		__u64 top = BPF_CORE_READ(task, mm, start_stack);
 
