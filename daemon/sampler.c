@@ -564,41 +564,34 @@ void sampler_all_set(struct sampler *s, uint32_t target)
 	s->skel->bss->all_target = target;
 }
 
+/*
+ * Sum a per-CPU value made of __u64 counters over the CPUs. Both counter structs are such
+ * (pcmon_tstat, pcmon_gstat), so the sum goes field by field without naming them.
+ */
+static void percpu_sum(struct sampler *s, struct bpf_map *m, const void *key, size_t ksz,
+		       void *out, size_t vsz)
+{
+	size_t nf = vsz / sizeof(__u64);
+	__u64 *v = calloc(s->ncpus, vsz), *sum = out;
+
+	memset(out, 0, vsz);
+	if (v && !bpf_map__lookup_elem(m, key, ksz, v, s->ncpus * vsz, 0))
+		for (int c = 0; c < s->ncpus; c++)
+			for (size_t f = 0; f < nf; f++)
+				sum[f] += v[c * nf + f];
+	free(v);
+}
+
 void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
 {
-	struct pcmon_tstat *v = calloc(s->ncpus, sizeof(*v));
-
-	memset(sum, 0, sizeof(*sum));
-	if (!v)
-		return;
-	if (!bpf_map__lookup_elem(s->skel->maps.tstat, &target, sizeof(target), v,
-				  s->ncpus * sizeof(*v), 0)) {
-		for (int c = 0; c < s->ncpus; c++) {
-			sum->lost_counts_full += v[c].lost_counts_full;
-			sum->lost_offcpu_full += v[c].lost_offcpu_full;
-			sum->lost_ring_full += v[c].lost_ring_full;
-		}
-	}
-	free(v);
+	percpu_sum(s, s->skel->maps.tstat, &target, sizeof(target), sum, sizeof(*sum));
 }
 
 void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
 {
-	struct pcmon_gstat *v = calloc(s->ncpus, sizeof(*v));
 	uint32_t zero = 0;
 
-	memset(sum, 0, sizeof(*sum));
-	if (!v)
-		return;
-	if (!bpf_map__lookup_elem(s->skel->maps.gstat, &zero, sizeof(zero), v,
-				  s->ncpus * sizeof(*v), 0)) {
-		for (int c = 0; c < s->ncpus; c++) {
-			sum->samples_seen += v[c].samples_seen;
-			sum->events_lost += v[c].events_lost;
-			sum->procs_full += v[c].procs_full;
-		}
-	}
-	free(v);
+	percpu_sum(s, s->skel->maps.gstat, &zero, sizeof(zero), sum, sizeof(*sum));
 }
 
 /* ---- draining */
