@@ -320,5 +320,52 @@ def test_status_reports_overhead():
         d.stop()
 
 
+def cgroup2_root():
+    for line in open("/proc/self/mounts"):
+        dev, mnt, fstype = line.split()[:3]
+        if fstype == "cgroup2":
+            return mnt
+    return None
+
+
+def test_cgroup_and_all_targets():
+    """--cgroup DIR watches the processes in a cgroup v2 directory; --all every task."""
+    root = cgroup2_root()
+    assert root, "no cgroup2 mount"
+    cg = os.path.join(root, f"pcmon-test-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    inside = outside = None
+    try:
+        inside = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE, text=True)
+        inside.stdout.readline()
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(inside.pid))
+        outside = subprocess.Popen([workload("threefn"), "30"], stdout=subprocess.PIPE)
+        cid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        aid = pcmon("start", "--all", "--interval", 1000, "--name", "everything",
+                    sock=d.sock, check=0).stdout.strip()
+        time.sleep(1.5)
+        c = pcmon_json("list", cid, sock=d.sock)[0]
+        a = pcmon_json("list", aid, sock=d.sock)[0]
+        pc, pa = procs(c), procs(a)
+        assert c["target"]["kind"] == "cgroup" and a["target"]["kind"] == "all"
+        assert pc["spinner.spin_here"]["shallow"] >= 0.9 * c["summary"]["counted"], pc
+        assert not any(k.startswith("threefn.") for k in pc), "a process outside the cgroup"
+        # every other task; a process belongs to one target, the first that took it
+        assert pa["threefn.work_a"]["shallow"] > 200, pa
+        assert "spinner.spin_here" not in pa
+        r = pcmon("start", "--cgroup", "/nonexistent", sock=d.sock)
+        assert r.returncode == 1 and "cgroup" in r.stderr
+    finally:
+        for p in (inside, outside):
+            if p:
+                p.kill()
+                p.wait()
+        d.stop()
+        os.rmdir(cg)
+
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))
