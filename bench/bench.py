@@ -134,11 +134,13 @@ class Child:
         self.done = Ran(self.p.returncode, self.output(), err, time.monotonic() - self.t0,
                         ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
 
-    def wait(self, timeout=300):
+    def wait(self, timeout=300, kill=True):
+        """The finished child; past timeout it is killed (or, with kill=False, None)."""
         end = time.monotonic() + timeout
         while self.poll() is None:
             if time.monotonic() > end:
-                self.kill()
+                if kill:
+                    self.kill()
                 break
             time.sleep(0.01)
         return self.done
@@ -679,24 +681,28 @@ def start_workload(cmd):
     return w
 
 
-def wait_attached(pid, timeout=60):
-    """Wait until a profiler holds its perf events open (the count of its perf_event fds
-    has stopped growing); True once attached, False if it died or never did."""
-    end, last, since = time.monotonic() + timeout, -1, time.monotonic()
+def wait_attached(pid, target, timeout=60):
+    """Wait until a profiler holds its perf events open (its count of perf_event fds has
+    stopped growing). Returns (target CPU seconds, time) as of when the first fd appeared:
+    where the profiler's sampling starts. None if it died or never attached."""
+    end, last, since, first = time.monotonic() + timeout, -1, time.monotonic(), None
     while time.monotonic() < end:
+        cpu, now = proc_cpu(target), time.monotonic()
         try:
             n = sum(1 for fd in os.listdir(f"/proc/{pid}/fd")
                     if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]")
         except OSError:
-            n = -1
             if not os.path.exists(f"/proc/{pid}"):
-                return False
+                return None
+            n = -1
+        if n > 0 and first is None:
+            first = (cpu, now)
         if n != last:
-            last, since = n, time.monotonic()
-        elif n > 0 and time.monotonic() - since > 0.2:
-            return True
-        time.sleep(0.02)
-    return False
+            last, since = n, now
+        elif n > 0 and now - since > 0.2:
+            return first
+        time.sleep(0.01)
+    return None
 
 
 def per(x, secs, smp):
@@ -774,15 +780,17 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
     data = os.path.join(TMP, "session.perf.data")
     w = start_workload(wl_cmd)
     try:
-        t0 = time.monotonic()
         p = Child([PERF, "record", "-e", "cpu-clock", "-F", hz, "-g", "-p", w.pid, "-o", data])
-        wait_attached(p.pid)
-        wcpu0 = proc_cpu(w.pid)
-        time.sleep(window)
-        wcpu = proc_cpu(w.pid) - wcpu0
+        att = wait_attached(p.pid, w.pid)
+        if att is None:
+            r = p.wait(5) or p.kill()
+            return {"error": f"perf record did not attach: {r.why()}"}
+        wcpu0, t0 = att
+        time.sleep(max(0.0, window - (time.monotonic() - t0)))
+        w.signal(signal.SIGSTOP)  # freeze the target: the samples end here
+        wcpu, secs = proc_cpu(w.pid) - wcpu0, time.monotonic() - t0
         p.signal(signal.SIGINT)
         r = p.wait(300)
-        secs = time.monotonic() - t0
         # perf report is perf's symbolization step, the counterpart of `pcmon list`
         rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=600)
     finally:
@@ -797,7 +805,7 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
             "data_mb": os.path.getsize(data) / 2**20,
             "report_ms": rr.wall * 1e3 if rr.rc == 0 else None, "report_cpu_s": rr.cpu,
             "report_error": rr.why() if rr.rc else None,
-            "note": "perf record's CPU includes its start-up"}
+            "note": "perf record's CPU includes its start-up and exit"}
 
 
 def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
@@ -806,20 +814,38 @@ def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
     try:
         with BpfStats():
             b = Child([BPFTRACE, "-p", w.pid, "-e", bpftrace_prog(hz, w.pid)])
-            if not b.wait_for("Attaching", 60) or not wait_attached(b.pid):
+            att = b.wait_for("Attaching", 60) and wait_attached(b.pid, w.pid)
+            if not att:
                 r = b.wait(5) or b.kill()
                 return {"error": r.why()}
             startup = proc_cpu(b.pid)
-            wcpu0, t0 = proc_cpu(w.pid), time.monotonic()
+            wcpu0, t0 = att
             s0 = bpf_prog_stats(b.pid)
-            time.sleep(window)
+            time.sleep(max(0.0, window - (time.monotonic() - t0)))
             s1 = bpf_prog_stats(b.pid)
+            # freeze the target: bpftrace's probes stay attached until it has printed, and
+            # a stopped target adds no samples meanwhile (and can still be symbolized)
+            w.signal(signal.SIGSTOP)
+            t_end = time.monotonic()
             wcpu = proc_cpu(w.pid) - wcpu0
             cpu_mid = proc_cpu(b.pid)
-            t1 = time.monotonic()
-            b.signal(signal.SIGINT)
-            r = b.wait(600)
-            secs = time.monotonic() - t0
+            # SIGINT makes bpftrace print its map and exit. Now and then it sleeps through
+            # one (seen here with -p: it then lingered until the target exited), so while it
+            # neither exits nor uses CPU (printing does), say it again; its print time
+            # counts from the last SIGINT
+            sigints, last_cpu, r = 0, None, None
+            while sigints < 10:
+                cpu_now = proc_cpu(b.pid)
+                if sigints == 0 or cpu_now == last_cpu:
+                    t1 = time.monotonic()
+                    b.signal(signal.SIGINT)
+                    sigints += 1
+                last_cpu = cpu_now
+                r = b.wait(2, kill=False)
+                if r:
+                    break
+            r = r or b.wait(600)
+            secs = t_end - t0
             print_ms = (time.monotonic() - t1) * 1e3
     finally:
         w.kill()
@@ -829,7 +855,7 @@ def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
     res = {"seconds": secs, "samples": smp, "expected": expected, "delivered": smp / expected if expected else None,
            "startup_cpu_s": startup, "cpu_s": cpu, **per(cpu, secs, smp),
            "peak_rss_mb": r.maxrss_kb / 1024, "report_ms": print_ms, "report_cpu_s": r.cpu - cpu_mid,
-           "stacks_printed": len(re.findall(r"\]: \d+\s*$", r.out, re.M)),
+           "stacks_printed": len(re.findall(r"\]: \d+\s*$", r.out, re.M)), "sigints": sigints,
            "note": "CPU counted from attach; start-up (LLVM compile, load) is startup_cpu_s"}
     if s1[0] > s0[0]:
         res["bpf_runs"] = s1[0] - s0[0]
@@ -1108,7 +1134,7 @@ def table(res):
                 add(f"   {k}: start-up (compile + load) {c['startup_cpu_s'] * 1e3:.0f} ms CPU, not in the columns")
             if "data_mb" in c:
                 add(f"   {k}: perf.data {c['data_mb']:.1f} MB, lost {fmt(c.get('lost'), '.0f')}; "
-                    "perf record's CPU includes its start-up")
+                    "perf record's CPU includes its start-up and exit")
         add("   prof = while sampling (per second of it, per 1000 samples); listing = pcmon list /")
         add("   perf report / bpftrace's exit print (wall ms, CPU ms); delivered = samples per")
         add("   target CPU second x rate; BPF = in-kernel program time, charged to the interrupted")

@@ -25,7 +25,7 @@ CFLAGS_BENCH="-std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -fno-omit-fr
 mkdir -p .output/bench
 for src in bench/*.c; do
 	bin=.output/bench/$(basename "$src" .c)
-	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ bench/bench.h -nt "$bin" ]; then
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ] || [ bench/bench.h -nt "$bin" ] || [ tests/workloads/workload.h -nt "$bin" ]; then
 		echo "  CC      $bin" >&2
 		$CC $CFLAGS_BENCH "$src" -lpthread -o "$bin"
 	fi

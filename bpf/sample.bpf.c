@@ -82,7 +82,7 @@ struct {
 #define STACKS_MAP(name)                                                                   \
 	struct {                                                                           \
 		__uint(type, BPF_MAP_TYPE_HASH);                                           \
-		__uint(max_entries, 16384);                                                \
+		__uint(max_entries, 65536);                                                \
 		__uint(map_flags, BPF_F_NO_PREALLOC);                                      \
 		__uint(key_size, sizeof(__u64));                                           \
 		/* untyped: the engine trims it to the live depth */                       \

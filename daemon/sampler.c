@@ -623,6 +623,22 @@ static int stack_keys(int fd, uint64_t **keys, size_t *nkeys, size_t *cap)
 	return 0;
 }
 
+/* Empty a map of these keys: in batches where the kernel has them, else one by one. */
+static void delete_keys(int fd, const void *keys, size_t ksz, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		__u32 cnt = MIN(n - done, 4096);
+
+		if (bpf_map_delete_batch(fd, (const char *)keys + done * ksz, &cnt, NULL))
+			break;
+		done += cnt;
+	}
+	for (; done < n; done++)
+		bpf_map_delete_elem(fd, (const char *)keys + done * ksz);
+}
+
 int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 {
 	uint32_t old = s->skel->bss->gen & 1;
@@ -645,6 +661,9 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 		if (!read_int("/proc/sys/kernel/perf_event_max_stack", &cur) && cur > 0)
 			s->sysctl_depth = cur;
 	}
+	/* nothing was written since the last drain: no flip, no grace period */
+	if (bpf_map_get_next_key(cfd, NULL, &k))
+		goto out;
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace_period();
 
@@ -668,11 +687,9 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 		ks->len = MIN(ks->len, s->depth);
 		cb(ctx, &k, &v, k.ustack ? us : NULL, k.kstack ? ks : NULL);
 	}
-	for (size_t i = 0; i < nkeys; i++)
-		bpf_map_delete_elem(cfd, &keys[i]);
+	delete_keys(cfd, keys, sizeof(*keys), nkeys);
 	if (!stack_keys(sfd, &skeys, &nsk, &capsk))
-		for (size_t i = 0; i < nsk; i++)
-			bpf_map_delete_elem(sfd, &skeys[i]);
+		delete_keys(sfd, skeys, sizeof(*skeys), nsk);
 out:
 	free(keys);
 	free(skeys);

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
+/* keeps a call from being a tail call, so the caller stays on the stack */
+#define BARRIER() __asm__ volatile("" ::: "memory")
 
 static inline uint64_t clock_ns(clockid_t c)
 {
@@ -84,6 +86,11 @@ __attribute__((noipa, unused)) static void do_nanosleep(uint64_t ns)
 __attribute__((noipa, unused)) static long do_read(int fd, void *buf, size_t len)
 {
 	return raw_syscall3(SYS_read, fd, (long)buf, len);
+}
+
+__attribute__((noipa, unused)) static long do_write(int fd, const void *buf, size_t len)
+{
+	return raw_syscall3(SYS_write, fd, (long)buf, len);
 }
 
 static inline double arg_seconds(int argc, char **argv, double def)
