@@ -418,7 +418,8 @@ def pingpong(cal):
     rts = cal["pingpong_roundtrips"]
     cmd = [os.path.join(BENCH, "pingpong"), str(rts)]
     hz, us = 1000, 1000
-    keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz"]
+    keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz",
+            "pcmon REAL dwarf @1000Hz"]
     runs = {k: [] for k in keys}
     for rep in range(PINGPONG_REPS):
         log(f"ping-pong: repetition {rep + 1}/{PINGPONG_REPS}")
@@ -427,14 +428,17 @@ def pingpong(cal):
             if key == "bare":
                 c, env = cmd, None
             else:
-                c, env = profiled("pcmon", "real" if "REAL" in key else "virtual", "fp", hz, us, cmd)
+                c, env = profiled("pcmon", "real" if "REAL" in key else "virtual",
+                                  "dwarf" if "dwarf" in key else "fp", hz, us, cmd)
             r = run(c, env=env)
             d = doc_with(r.out, "roundtrips")
             if r.rc != 0 or d is None:
                 runs[key].append({"error": r.why()})
                 continue
+            summ = doc_with(r.out, "summary") if key != "bare" else None
             runs[key].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"],
-                              "samples": samples_of("pcmon", r) if key != "bare" else None})
+                              "samples": samples_of("pcmon", r) if key != "bare" else None,
+                              "lost": summ["summary"]["lost"] if summ else None})
     bare_ok = [x for x in runs["bare"] if "wall_s" in x]
     out = {"roundtrips": rts, "runs": runs, "cells": {}}
     if not bare_ok:
@@ -711,7 +715,7 @@ def per(x, secs, smp):
             "cpu_ms_per_1k_samples": x * 1e6 / smp if smp else None}
 
 
-def pcmond_session(wl_cmd, mode, us, window=WINDOW_S):
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp"):
     """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
     what it cost the daemon."""
     dmn = Daemon()
@@ -722,7 +726,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S):
         rss0 = proc_status_kb(dmn.pid, "VmRSS")
         s0 = dmn.json("status")
         cpu0, wcpu0, t0 = dmn.cpu(), proc_cpu(w.pid), time.monotonic()
-        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", "fp", "--interval", us, "--json")
+        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", unwind, "--interval", us, "--json")
         if r.rc != 0:
             raise RuntimeError(f"pcmon start: {r.why()}")
         tid = str(int(json.loads(r.out)["id"]))
@@ -772,6 +776,9 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S):
         "bpf_runs": on_runs, "bpf_ns_avg": on_ns / on_runs if on_runs else None,
         "bpf_ms_per_s": on_ns / 1e6 / secs,
         "bpf_switch_runs": sw_runs, "bpf_switch_ns_avg": sw_ns / sw_runs if sw_runs else None,
+        # --unwind dwarf: the engine's own unwinding, from `pcmon status`
+        "unwound": s1.get("dwarf_samples_unwound", 0) - s0.get("dwarf_samples_unwound", 0),
+        "unwind_ms": s1.get("dwarf_unwind_ms_total", 0) - s0.get("dwarf_unwind_ms_total", 0),
     }
 
 
@@ -879,11 +886,15 @@ def cost_workload():
     return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 60)]
 
 
-def cost():
+def cost(dwarf_err=None):
     out = {}
     for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
         log(f"cost: pcmond at {hz} Hz")
         out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
+        if dwarf_err is None:
+            log(f"cost: pcmond --unwind dwarf at {hz} Hz")
+            out[f"pcmond dwarf @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us,
+                                                   unwind="dwarf")
         log(f"cost: perf record at {hz} Hz")
         out[f"perf @{hz}Hz"] = ({"error": tool_missing("perf")} if tool_missing("perf")
                                else guarded(perf_session, hz, cost_workload()))
@@ -1130,6 +1141,10 @@ def table(res):
         for key, c in co.items():
             session_row(add, key, c)
         for k, c in co.items():
+            if c.get("unwound") and c.get("unwind_ms"):
+                add(f"   {k}: unwound {c['unwound']:.0f} stacks in {c['unwind_ms']:.0f} ms: "
+                    f"{c['unwound'] / (c['unwind_ms'] / 1e3):,.0f} stacks/s per CPU "
+                    "(the unwinding itself; prof CPU is all of pcmond)")
             if "startup_cpu_s" in c:
                 add(f"   {k}: start-up (compile + load) {c['startup_cpu_s'] * 1e3:.0f} ms CPU, not in the columns")
             if "data_mb" in c:
@@ -1239,6 +1254,11 @@ def table(res):
                 continue
             add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['cpu_ratio']):>22}"
                 f"{fmt((c.get('us_per_switch') or {}).get('median'), '.2f'):>18}")
+        for key, rs in pp.get("runs", {}).items():
+            lost = [x["lost"] for x in rs if x.get("lost")]
+            if lost:
+                add(f"   {key}: lost {statistics.median(lost):.0f} records per run (median; counted, "
+                    "shown by pcmon list): a stack copy per context switch overruns the ring")
         add("   (both threads share the CPU pingpong starts on: 2 context switches per round trip)")
     add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
@@ -1304,7 +1324,7 @@ def main():
         section("slowdown", slowdown, cal, dwarf_err)
         section("pingpong", pingpong, cal)
         section("accuracy", accuracy)
-        section("cost", cost)
+        section("cost", cost, dwarf_err)
         section("scale", scale)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
