@@ -83,7 +83,7 @@ static void attach_usdt(void *ctx, const char *path)
 
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
 {
-	struct sampler_opts so = { .max_depth = o->max_depth };
+	struct sampler_opts so = { .max_depth = o->max_depth, .dwarf_stack = o->dwarf_stack };
 	struct itimerspec its = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct engine *e;
@@ -938,6 +938,7 @@ static cJSON *cmd_status(struct engine *e)
 	cJSON_AddNumberToObject(rep, "uptime_s", (now_ns() - e->started_ns) / 1e9);
 	cJSON_AddNumberToObject(rep, "targets", ntargets);
 	cJSON_AddNumberToObject(rep, "max_stack_depth", sampler_max_depth(e->smp));
+	cJSON_AddNumberToObject(rep, "dwarf_stack_bytes", sampler_dwarf_stack(e->smp));
 	cJSON_AddNumberToObject(rep, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
 	cJSON_AddNumberToObject(rep, "drains", e->drains);
 	cJSON_AddNumberToObject(rep, "drained_entries", e->drained_entries);

@@ -21,6 +21,8 @@ static void usage(FILE *f)
 		"  --foreground      do not detach (as under systemd)\n"
 		"  --max-stack N     frames per stack, up to 512 (default 512; raises\n"
 		"                    kernel.perf_event_max_stack to it if lower)\n"
+		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
+		"                    1024 to 65536 (default 16384)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
 }
@@ -32,6 +34,7 @@ int main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
+		{ "dwarf-stack", required_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -45,7 +48,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:fm:D:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
@@ -66,6 +69,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			eo.max_depth = v;
+			break;
+		}
+		case 'D': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1024 || v > 65536) {
+				fprintf(stderr, "pcmond: --dwarf-stack %s: give a number of bytes from 1024 to 65536\n",
+					optarg);
+				return 2;
+			}
+			eo.dwarf_stack = v;
 			break;
 		}
 		case 'v':

@@ -327,6 +327,11 @@ void sampler_close(struct sampler *s)
 	free(s);
 }
 
+uint32_t sampler_dwarf_stack(const struct sampler *s)
+{
+	return s->skel->rodata->dwarf_stack;
+}
+
 uint32_t sampler_max_depth(const struct sampler *s)
 {
 	return MIN(s->depth, s->sysctl_depth);

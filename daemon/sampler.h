@@ -27,6 +27,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 void sampler_close(struct sampler *s);
 
 uint32_t sampler_max_depth(const struct sampler *s);
+uint32_t sampler_dwarf_stack(const struct sampler *s);
 uint64_t sampler_min_period_ns(void);
 bool sampler_has_offcpu(const struct sampler *s);
 
