@@ -87,18 +87,8 @@ int main(int argc, char **argv)
 	if (argc > 3)
 		depth = atoi(argv[3]) > 0 ? atoi(argv[3]) : 1;
 	leaf_iters = calibrate(10000); /* ~10 us at the end of each path */
-	for (long i = 0; i < n; i++)
-		if (pthread_create(&t[i], NULL, walker, (void *)(i + 1))) {
-			perror("manystacks: pthread_create");
-			return 1;
-		}
-	while (atomic_load(&started) < n)
-		do_nanosleep(1000000);
-	say_ready();
-	do_nanosleep((uint64_t)(secs * 1e9));
-	atomic_store(&stop, 1);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	if (run_threads(n, t, NULL, walker, &started, &stop, secs, "manystacks"))
+		return 1;
 	printf("{\"threads\": %d, \"paths\": %llu, \"depth\": %u, \"proc_cpu_s\": %.6f}\n", n,
 	       (unsigned long long)atomic_load(&paths), depth, cpu_ns() / 1e9);
 	return 0;

@@ -56,18 +56,8 @@ int main(int argc, char **argv)
 	chunk = calibrate(100000); /* 0.1 ms pieces: threads see `stop` soon */
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-	for (int i = 0; i < n; i++)
-		if (pthread_create(&t[i], &attr, spin ? spinner : sleeper, NULL)) {
-			perror("threads: pthread_create");
-			return 1;
-		}
-	while (atomic_load(&started) < n)
-		do_nanosleep(1000000);
-	say_ready();
-	do_nanosleep((uint64_t)(secs * 1e9));
-	atomic_store(&stop, 1);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	if (run_threads(n, t, &attr, spin ? spinner : sleeper, &started, &stop, secs, "threads"))
+		return 1;
 	printf("{\"threads\": %d, \"mode\": \"%s\", \"proc_cpu_s\": %.6f}\n", n,
 	       spin ? "spin" : "sleep", cpu_ns() / 1e9);
 	return 0;

@@ -27,6 +27,22 @@ static void usage(FILE *f)
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
 }
 
+/* A whole number in [lo, hi] for option @opt, or a one-line error. */
+static int parse_range(const char *opt, const char *arg, long lo, long hi, const char *unit,
+		       uint32_t *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (!*arg || *end || v < lo || v > hi) {
+		fprintf(stderr, "pcmond: %s %s: give a number of %s from %ld to %ld\n", opt, arg, unit,
+			lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -59,30 +75,14 @@ int main(int argc, char **argv)
 		case 'f':
 			foreground = true;
 			break;
-		case 'm': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v < 1 || v > 512) {
-				fprintf(stderr, "pcmond: --max-stack %s: give a number of frames from 1 to 512\n",
-					optarg);
+		case 'm':
+			if (parse_range("--max-stack", optarg, 1, 512, "frames", &eo.max_depth))
 				return 2;
-			}
-			eo.max_depth = v;
 			break;
-		}
-		case 'D': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v < 1024 || v > 65536) {
-				fprintf(stderr, "pcmond: --dwarf-stack %s: give a number of bytes from 1024 to 65536\n",
-					optarg);
+		case 'D':
+			if (parse_range("--dwarf-stack", optarg, 1024, 65536, "bytes", &eo.dwarf_stack))
 				return 2;
-			}
-			eo.dwarf_stack = v;
 			break;
-		}
 		case 'v':
 			log_verbosity++;
 			break;
