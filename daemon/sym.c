@@ -163,21 +163,26 @@ void sym_free(struct sym *s)
 int sym_intern_proc(struct sym *s, const char *module, const char *name, const char *file,
 		    uint32_t line, uint32_t *proc)
 {
-	uint32_t key[2] = { str_id(s, module), str_id(s, name) };
+	uint32_t key[2], fid;
 	struct sym_procinfo *pi;
 	char *full;
 	int r;
 
+	/* the names may live in our own string table, which interning can move: ids first */
+	key[0] = str_id(s, module);
+	key[1] = str_id(s, name);
+	fid = file ? str_id(s, file) : 0;
 	r = itab_intern(s->proc_keys, key, sizeof(key), proc);
 	if (r <= 0)
 		return r;
 	if (GROW(s->procs, s->cap_procs, *proc + 1))
 		return -ENOMEM;
-	pi = &s->procs[*proc];
-	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line };
-	pi->file = file ? str_id(s, file) : 0;
-	if (asprintf(&full, "%s%s%s", module, module[0] ? "." : "", name && name[0] ? name : "?") < 0)
+	module = sym_str(s, key[0]);
+	name = sym_str(s, key[1]);
+	if (asprintf(&full, "%s%s%s", module, module[0] ? "." : "", name[0] ? name : "?") < 0)
 		return -ENOMEM;
+	pi = &s->procs[*proc];
+	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line, .file = fid };
 	pi->full = str_id(s, full);
 	free(full);
 	s->st.procs++;
@@ -216,25 +221,28 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 	st->modules = s->nmods;
 }
 
+/*
+ * Callers pass names that may point into our own string table (module names, kernel
+ * symbols), which interning can move: work on copies.
+ */
 static int push_frame(struct sym *s, const char *module, const char *name, const char *file,
 		      uint32_t line)
 {
-	const char *at = name ? strchr(name, '@') : NULL;
-	char *bare = NULL;
+	char *m = strdup(module), *n = NULL, *f = file ? strdup(file) : NULL, *at;
 	uint32_t proc;
-	int r;
+	int r = -ENOMEM;
 
-	/* dynsym names carry their version ("clock_gettime@@GLIBC_2.17"): the name is before it */
-	if (at && at != name) {
-		bare = strndup(name, at - name);
-		if (!bare)
-			return -ENOMEM;
-		name = bare;
+	if (name) {
+		/* dynsym names carry their version ("clock_gettime@@GLIBC_2.17"): drop it */
+		at = strchr(name, '@');
+		n = at && at != name ? strndup(name, at - name) : strdup(name);
 	}
-	r = sym_intern_proc(s, module, name, file, line, &proc);
-	free(bare);
-	if (r ||
-	    GROW(s->frames, s->cap_frames, s->nframes + 1))
+	if (m && (n || !name) && (f || !file))
+		r = sym_intern_proc(s, m, n, f, line, &proc);
+	free(m);
+	free(n);
+	free(f);
+	if (r || GROW(s->frames, s->cap_frames, s->nframes + 1))
 		return -ENOMEM;
 	s->frames[s->nframes++] = proc;
 	return 0;
@@ -374,7 +382,7 @@ static const char *die_name(Dwarf_Die *die)
 /* Frames for address @a of module @m (dwfl address space), innermost first. */
 static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc *l)
 {
-	const char *mname = sym_str(s, m->name), *name, *file = NULL;
+	const char *name, *file = NULL;
 	Dwarf_Die *scopes = NULL, *cu;
 	Dwarf_Addr bias;
 	GElf_Sym gsym;
@@ -414,13 +422,13 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 			int iline = 0;
 
 			dwarf_decl_line(&scopes[i], &iline);
-			r = push_frame(s, mname, die_name(&scopes[i]), ifile, iline);
+			r = push_frame(s, sym_str(s, m->name), die_name(&scopes[i]), ifile, iline);
 			if (r)
 				goto out;
 			l->nframes++;
 		}
 	}
-	r = push_frame(s, mname, name, decl_file, decl_line);
+	r = push_frame(s, sym_str(s, m->name), name, decl_file, decl_line);
 	if (!r)
 		l->nframes++;
 out:

@@ -168,9 +168,18 @@ int itab_intern(struct itab *t, const void *key, size_t len, uint32_t *id)
 	}
 	if ((t->nents + 1) * 2 > t->nslots && itab_rehash(t))
 		return -ENOMEM;
-	if (GROW(t->ents, t->cap_ents, t->nents + 1) ||
-	    GROW(t->arena, t->arena_cap, t->arena_len + len + 1))
+	if (GROW(t->ents, t->cap_ents, t->nents + 1))
 		return -ENOMEM;
+	/* a key taken from this very table (itab_key) moves with the arena when it grows */
+	if (t->arena && (const char *)key >= t->arena && (const char *)key < t->arena + t->arena_cap) {
+		size_t off = (const char *)key - t->arena;
+
+		if (GROW(t->arena, t->arena_cap, t->arena_len + len + 1))
+			return -ENOMEM;
+		key = t->arena + off;
+	} else if (GROW(t->arena, t->arena_cap, t->arena_len + len + 1)) {
+		return -ENOMEM;
+	}
 	itab_lookup(t, key, len, h, &slot);
 	memcpy(t->arena + t->arena_len, key, len);
 	t->ents[t->nents] = (struct itab_ent){ .hash = h, .off = t->arena_len, .len = len };
