@@ -155,6 +155,56 @@ static void test_itab_many(void **state)
 	itab_free(t);
 }
 
+/* A key read back from the table itself stays valid while interning it grows the arena. */
+static void test_itab_key_from_own_arena(void **state)
+{
+	struct itab *t = itab_new();
+	uint32_t first, id, again;
+	char buf[32];
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(itab_str(t, "libc.so.6", &first), 1);
+	for (int i = 0; i < 5000; i++) {
+		const char *own = itab_key(t, first, NULL);
+
+		/* a new key built from the old one, then the old one itself, straight from the arena */
+		snprintf(buf, sizeof(buf), "%s.%d", own, i);
+		assert_true(itab_str(t, buf, &id) >= 0);
+		assert_int_equal(itab_intern(t, itab_key(t, first, NULL), strlen("libc.so.6") + 1,
+					     &again), 0);
+		assert_int_equal(again, first);
+	}
+	assert_string_equal(itab_key(t, first, NULL), "libc.so.6");
+	itab_free(t);
+
+	/* an unseen key whose bytes sit in the arena, interned while the arena has to grow */
+	{
+		char big[3000];
+		size_t len;
+
+		t = itab_new();
+		assert_non_null(t);
+		memset(big, 'x', sizeof(big));
+		assert_int_equal(itab_intern(t, big, sizeof(big), &first), 1);
+		for (int i = 0; i < 8; i++) {
+			const char *k = itab_key(t, itab_count(t) - 1, &len);
+
+			/* one byte shorter: a new key, read from the arena the call will move */
+			assert_int_equal(itab_intern(t, k, len - 1, &id), 1);
+			assert_int_equal(id, i + 1);
+		}
+		for (uint32_t i = 0; i < itab_count(t); i++) {
+			const char *k = itab_key(t, i, &len);
+
+			assert_int_equal(len, sizeof(big) - i);
+			for (size_t j = 0; j < len; j++)
+				assert_int_equal(k[j], 'x');
+		}
+	}
+	itab_free(t);
+}
+
 static void test_itab_binary(void **state)
 {
 	static const unsigned char k0[] = { 0 }, k00[] = { 0, 0 }, k000[] = { 0, 0, 0 };
@@ -624,6 +674,7 @@ int main(void)
 		cmocka_unit_test(test_itab_basic),
 		cmocka_unit_test(test_itab_many),
 		cmocka_unit_test(test_itab_binary),
+		cmocka_unit_test(test_itab_key_from_own_arena),
 		cmocka_unit_test(test_itab_binary_dup),
 		cmocka_unit_test(test_itab_struct_keys),
 		cmocka_unit_test(test_grow),
