@@ -122,11 +122,18 @@ $(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
 	objcopy --only-keep-debug $@ $@.debug
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
 
+# the CLI (with its embedded engine) under ASan/UBSan, for the sanitizer integration test
+$(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
+	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
+
+$(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
+	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
+
 unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(SPECIAL)
 
-check: all unit fuzz workloads
+check: all unit fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
 	@tests/run.sh
 
 demo: all workloads

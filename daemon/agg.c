@@ -334,5 +334,6 @@ void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym
 {
 	struct sort_arg arg = { s, by_deep };
 
-	qsort_r(rows, n, sizeof(*rows), row_cmp, &arg);
+	if (n > 1)
+		qsort_r(rows, n, sizeof(*rows), row_cmp, &arg);
 }

@@ -317,7 +317,8 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	if (deep && pos) {
 		for (size_t i = 0; i < n; i++)
 			pos[l->rows[i].proc] = i;
-		memcpy(deep, l->rows, n * sizeof(*deep));
+		if (n)
+			memcpy(deep, l->rows, n * sizeof(*deep));
 		agg_sort_rows(deep, n, 1, s);
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(arr, cJSON_CreateNumber(pos[deep[i].proc]));

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The whole engine under ASan/UBSan: `pcmon run` built with sanitizers (.output/pcmon-asan)
+over workloads that take every path: fp and dwarf, REAL, kernel frames, inlines, split
+debug info, marked and declared sections, dlopen, WHEN, forks, truncation."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import lib
+from lib import ROOT, Daemon, pcmon, run_tests, workload
+
+ASAN = os.path.join(ROOT, ".output", "pcmon-asan")
+ASAN_D = os.path.join(ROOT, ".output", "pcmond-asan")
+
+SCENARIOS = [
+    ["--interval", "500", "--", workload("threefn"), "0.5"],
+    ["--unwind", "fp", "--real", "--kernel", "--interval", "500", "--", workload("spinsleep"), "0.5"],
+    ["--real", "--interval", "500", "--", workload("threads3"), "0.5"],
+    ["--critical", "a=*->crit.my_alloc->*", "--interval", "500", "--", workload("crit"), "0.5"],
+    ["--interval", "500", "--", workload("crit_dlopen"), "0.5"],
+    ["--when", ":callers.mid->callers.leaf", "--interval", "500", "--", workload("callers"), "0.5"],
+    ["--interval", "500", "--", workload("inlined_stripped"), "0.5"],
+    ["--kernel", "--interval", "500", "--", workload("forker"), "0.5"],
+    ["--interval", "500", "--", workload("deeprec"), "0.5"],
+    ["--unwind", "fp", "--interval", "500", "--", workload("deeprec"), "0.5"],
+]
+
+
+def test_engine_paths_are_clean_under_sanitizers():
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    env.pop("PCMON_SOCKET", None)
+    env["PCMON_SOCKET"] = "/nonexistent/pcmond.sock"
+    for args in SCENARIOS:
+        p = subprocess.run([ASAN, "run", "--json", *args], env=env, capture_output=True,
+                           text=True, errors="replace", timeout=120)
+        bad = [l for l in p.stderr.splitlines()
+               if "Sanitizer" in l or "runtime error" in l]
+        assert not bad, (args, "\n".join(p.stderr.splitlines()[-40:]))
+        assert p.returncode == 0, (args, p.returncode, p.stderr[-2000:])
+        assert '"summary"' in p.stdout, args
+
+
+def test_daemon_is_clean_under_sanitizers():
+    """pcmond under ASan/UBSan: targets, listings, abuse of the protocol, a restart that
+    reloads saved results, and a clean exit with no leak."""
+    old = lib.PCMOND
+    lib.PCMOND = ASAN_D
+    os.environ["ASAN_OPTIONS"] = "detect_leaks=1"
+    os.environ["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    try:
+        d = Daemon().start()
+        sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE, text=True)
+        try:
+            sp.stdout.readline()
+            tid = pcmon("start", "--pid", sp.pid, "--real", "--interval", 1000,
+                        "--critical", "s=spinner.spin_here", sock=d.sock, check=0).stdout.strip()
+            pcmon("run", "--interval", 1000, "--", workload("crit"), 0.5, sock=d.sock, check=0)
+            for args in (["list", tid, "--when", "main->*"], ["targets"], ["status"],
+                         ["pause", tid], ["resume", tid], ["zero", tid], ["stop", tid],
+                         ["list", tid, "--json"], ["list", "1", "--critical", "x=*"]):
+                pcmon(*args, sock=d.sock, check=0)
+            d.request(b"garbage\n{\"v\":1}\n{\"v\":1,\"cmd\":\"nope\"}\n"
+                      + b"{\"v\":1,\"cmd\":\"list\",\"target\":7}\n")
+        finally:
+            sp.kill()
+            sp.wait()
+        assert d.stop() == 0, d.logtext()
+        assert "Sanitizer" not in d.logtext() and "runtime error" not in d.logtext(), d.logtext()
+        d2 = Daemon(state_dir=d.state)
+        d2.sock, d2.dir = d.sock, d.dir
+        d2.start()
+        pcmon("list", tid, sock=d2.sock, check=0)
+        pcmon("drop", tid, sock=d2.sock, check=0)
+        assert d2.stop() == 0, d2.logtext()
+        log = d2.logtext()
+        assert "Sanitizer" not in log and "runtime error" not in log, log
+    finally:
+        lib.PCMOND = old
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
