@@ -125,7 +125,10 @@ def test_kernel_frames():
     # every blocked interval went through the scheduler, and its kernel stack is named
     assert p["kernel.__schedule"]["deep"] >= blocked, (p.get("kernel.__schedule"), blocked)
     assert k["summary"]["foreign"] <= 0.01 * n, k["summary"]
-    assert not any(name.startswith("kernel.bpf_prog_") for name in p), "pcmon's own frames"
+    # off-CPU stacks start at the scheduler, not in pcmon's switch program; a timer sample
+    # may still land inside a BPF program now and then: that is real cost, and rare
+    own = sum(v["shallow"] for k, v in p.items() if k.startswith("kernel.bpf_prog_"))
+    assert own <= 0.01 * n, (own, n)
     assert p["spinsleep.sleep_part"]["deep"] >= 0.9 * blocked
     plain = pcmon_json("run", "--real", "--interval", 1000, "--", workload("spinsleep"), 1,
                        sock=NODAEMON)[0]
