@@ -402,6 +402,17 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	bpf_ringbuf_submit(d, 0);
 }
 
+/* record() into the buffer pair the engine is not draining */
+static __always_inline void record_current(struct pcmon_key *key, const struct pcmon_stack *us,
+					   __u64 uh, const struct pcmon_stack *ks, __u64 kh,
+					   __u64 ns)
+{
+	if (gen & 1)
+		record(&counts1, &stacks1, key, us, uh, ks, kh, ns);
+	else
+		record(&counts0, &stacks0, key, us, uh, ks, kh, ns);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -442,10 +453,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	__u64 uh = stack_hash(&sc->ustack), kh = stack_hash(&sc->kstack);
 
-	if (gen & 1)
-		record(&counts1, &stacks1, &key, &sc->ustack, uh, &sc->kstack, kh, 0);
-	else
-		record(&counts0, &stacks0, &key, &sc->ustack, uh, &sc->kstack, kh, 0);
+	record_current(&key, &sc->ustack, uh, &sc->kstack, kh, 0);
 	return 0;
 }
 
@@ -535,10 +543,7 @@ static __always_inline void switch_in(struct task_struct *next)
 	if (active_cfg(key.target)) {
 		__u64 uh = key.ustack, kh = key.kstack;
 
-		if (gen & 1)
-			record(&counts1, &stacks1, &key, &o->ustack, uh, &o->kstack, kh, ns);
-		else
-			record(&counts0, &stacks0, &key, &o->ustack, uh, &o->kstack, kh, ns);
+		record_current(&key, &o->ustack, uh, &o->kstack, kh, ns);
 	}
 }
 

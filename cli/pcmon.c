@@ -108,17 +108,11 @@ static int fail(const struct args *a, int status, const char *fmt, ...)
 
 static int parse_count(const char *opt, const char *s, long lo, long hi, long *out)
 {
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || end == s || v < lo || v > hi) {
+	if (parse_whole(s, lo, hi, out)) {
 		fprintf(stderr, "pcmon: %s %s: expected a whole number from %ld to %ld\n", opt, s, lo,
 			hi);
 		return -EINVAL;
 	}
-	*out = v;
 	return 0;
 }
 

@@ -31,10 +31,9 @@ static void usage(FILE *f)
 static int parse_range(const char *opt, const char *arg, long lo, long hi, const char *unit,
 		       uint32_t *out)
 {
-	char *end;
-	long v = strtol(arg, &end, 10);
+	long v;
 
-	if (!*arg || *end || v < lo || v > hi) {
+	if (parse_whole(arg, lo, hi, &v)) {
 		fprintf(stderr, "pcmond: %s %s: give a number of %s from %ld to %ld\n", opt, arg, unit,
 			lo, hi);
 		return -EINVAL;

@@ -283,3 +283,16 @@ int online_cpus(bool **mask, int *n)
 	*n = hi + 1;
 	return 0;
 }
+
+int parse_whole(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}

@@ -49,6 +49,8 @@ static inline int itab_str(struct itab *t, const char *s, uint32_t *id)
 /* Read a whole (small) file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
 char *read_file(const char *path, size_t *len);
 const char *basename_of(const char *path);
+/* A whole decimal number in [lo, hi], and nothing else: 0, or -EINVAL. */
+int parse_whole(const char *s, long lo, long hi, long *out);
 /* Online CPUs as a mask of *n entries. */
 int online_cpus(bool **mask, int *n);
 
