@@ -296,6 +296,7 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 		return;
 	}
 	t->seen_samples += v->count;
+	t->dirty = true;
 }
 
 static void drain(struct engine *e)
@@ -340,6 +341,7 @@ static void on_dsample(void *ctx, const void *data, size_t len)
 			return;
 		}
 		t->seen_samples++;
+		t->dirty = true;
 		break;
 	case PCMON_DS_OFF_START:
 		st = convert_dwarf(e, data, len);
@@ -368,6 +370,7 @@ static void on_dsample(void *ctx, const void *data, size_t len)
 			t->lost_oom++;
 		else
 			t->seen_samples++;
+		t->dirty = true;
 		pending_drop(e, p);
 		break;
 	}
@@ -454,7 +457,8 @@ void engine_flush(struct engine *e)
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = e->targets[i];
 
-		if (t && (t->dirty || t->state == TARGET_RUNNING)) {
+		/* only what changed since the last save: a big idle target is not rewritten */
+		if (t && t->dirty) {
 			if (!store_save(e->o.state_dir, e->sym, t))
 				t->dirty = false;
 		}
