@@ -29,7 +29,7 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
 #define TASK_RUNNING 0
 
 const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
-const volatile __u32 dwarf_stack = 16384; /* bytes of user stack per --unwind dwarf record */
+const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 __u32 all_target;	/* target id of an --all target, 0 if none */
@@ -314,23 +314,72 @@ static __always_inline void lost_ring(__u32 target)
 }
 
 /*
- * Stream the current thread's user registers and the top of its user stack (up to the end
- * of the stack's mapping) for the engine to unwind. The user registers are the ones saved
- * at the last entry into the kernel: the interrupted ones for a sample taken in user mode,
- * the system-call site's otherwise.
+ * A record with room for @need bytes of stack, from the smallest size class that holds them.
+ * The ring takes constant sizes only; classes keep a thread with a shallow stack from paying
+ * ring space for the deepest one (a 64 KiB record for 2 KiB of frames).
+ */
+#define DCLASS(bytes)                                                                   \
+	if (need <= (bytes)) {                                                          \
+		*room = (bytes);                                                        \
+		return bpf_ringbuf_reserve(&dsamples, sizeof(struct pcmon_dsample) + (bytes), 0); \
+	}
+static __always_inline struct pcmon_dsample *reserve_dwarf(__u64 need, __u64 *room)
+{
+	DCLASS(1024)
+	DCLASS(2048)
+	DCLASS(4096)
+	DCLASS(8192)
+	DCLASS(16384)
+	DCLASS(32768)
+	*room = PCMON_DWARF_STACK_MAX;
+	return bpf_ringbuf_reserve(&dsamples, sizeof(struct pcmon_dsample) + PCMON_DWARF_STACK_MAX, 0);
+}
+#undef DCLASS
+
+/*
+ * How many bytes above @sp hold the thread's frames. The main thread's outermost frame
+ * (_start) sits just below mm->start_stack, where argc is: the environment and auxiliary
+ * vector above it are not frames. Another thread's stack is its mapping, looked up once per
+ * thread (bpf_find_vma() needs the mmap lock, which it may not get from an interrupt or the
+ * scheduler, so the answer is remembered).
+ */
+static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u64 start_stack)
+{
+	struct stack_vma *sv;
+
+	if (BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid) && start_stack > sp &&
+	    start_stack - sp < PCMON_DWARF_STACK_MAX)
+		return start_stack - sp + 64;
+	sv = bpf_task_storage_get(&stackvma, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (sv && (sp < sv->start || sp >= sv->end)) {
+		struct stack_vma found = {};
+
+		if (bpf_find_vma(task, sp, vma_cb, &found, 0) == 0 && found.end > sp)
+			*sv = found;
+	}
+	if (sv && sp >= sv->start && sp < sv->end)
+		return sv->end - sp;
+	return PCMON_DWARF_STACK_MAX; /* unknown: as much as allowed, halved if unreadable */
+}
+
+/*
+ * Stream the current thread's user registers and the top of its user stack for the engine to
+ * unwind. The user registers are the ones saved at the last entry into the kernel: the
+ * interrupted ones for a sample taken in user mode, the system-call site's otherwise.
  */
 static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, __u32 type,
 				       __u64 ts, bool kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 sp = BPF_CORE_READ(r, sp), start_stack = BPF_CORE_READ(task, mm, start_stack);
+	__u64 need = stack_need(task, sp, start_stack), room, n;
 	struct pcmon_dsample *d;
-	struct stack_vma *sv;
-	__u64 sp, n;
 	long got;
 
-	/* dwarf_stack is a constant once loaded: the verifier knows the record's size */
-	d = bpf_ringbuf_reserve(&dsamples, sizeof(*d) + dwarf_stack, 0);
+	if (need > dwarf_stack)
+		need = dwarf_stack;
+	d = reserve_dwarf(need, &room);
 	if (!d) {
 		lost_ring(key->target);
 		return;
@@ -347,7 +396,7 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	d->regs[4] = BPF_CORE_READ(r, si);
 	d->regs[5] = BPF_CORE_READ(r, di);
 	d->regs[6] = BPF_CORE_READ(r, bp);
-	d->regs[7] = sp = BPF_CORE_READ(r, sp);
+	d->regs[7] = sp;
 	d->regs[8] = BPF_CORE_READ(r, r8);
 	d->regs[9] = BPF_CORE_READ(r, r9);
 	d->regs[10] = BPF_CORE_READ(r, r10);
@@ -357,32 +406,10 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	d->regs[14] = BPF_CORE_READ(r, r14);
 	d->regs[15] = BPF_CORE_READ(r, r15);
 	d->regs[16] = BPF_CORE_READ(r, ip);
+	d->start_stack = start_stack;
 
-	/*
-	 * Copy up to the end of the stack's mapping: a read past it fails whole. The mapping is
-	 * looked up once per thread (bpf_find_vma() needs the mmap lock, which it may not get
-	 * from an interrupt or the scheduler); failing that, the main thread's frames all lie
-	 * below mm->start_stack; else halve until a read succeeds.
-	 */
-	n = dwarf_stack;
-	sv = bpf_task_storage_get(&stackvma, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (sv && (sp < sv->start || sp >= sv->end)) {
-		struct stack_vma found = {};
-
-		if (bpf_find_vma(task, sp, vma_cb, &found, 0) == 0 && found.end > sp)
-			*sv = found;
-	}
-	if (sv && sp >= sv->start && sp < sv->end) {
-		if (sv->end - sp < n)
-			n = sv->end - sp;
-	} else {
-		__u64 top = BPF_CORE_READ(task, mm, start_stack);
-
-		if (top > sp && top - sp + 64 < n)
-			n = top - sp + 64;
-	}
-	if (n > dwarf_stack)
-		n = dwarf_stack;
+	/* a read past the end of the mapping fails whole: halve until one succeeds */
+	n = need < room ? need : room;
 	got = bpf_probe_read_user(d->stack, n, (void *)sp);
 	for (int i = 0; i < 6 && got && n > 256; i++) {
 		n /= 2;

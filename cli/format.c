@@ -82,7 +82,11 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (real)
 		fprintf(f, "   off-CPU blocked %.0f runnable %.0f", num(s, "off_blocked"),
 			num(s, "off_runnable"));
-	fprintf(f, "   lost %.0f\n", num(s, "lost"));
+	fprintf(f, "   lost %.0f", num(s, "lost"));
+	if (num(s, "cut_short"))
+		fprintf(f, "   fp stacks cut short %.0f (%.1f%%: outer frames missing)",
+			num(s, "cut_short"), pct(num(s, "cut_short"), counted));
+	fputc('\n', f);
 	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
 	fprintf(f, "critical sections:");
 	cJSON_ArrayForEach(it, c) {

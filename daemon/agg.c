@@ -12,6 +12,8 @@ const char *const agg_unwalk_names[AGG_UNWALK_MAX] = {
 	[AGG_UNWALK_FAULT] = "fault",
 	[AGG_UNWALK_TRUNCATED] = "truncated",
 	[AGG_UNWALK_LOST] = "lost",
+	[AGG_UNWALK_DEPTH] = "depth",
+	[AGG_UNWALK_NOCFI] = "no_cfi",
 };
 
 struct agg_val {
@@ -236,6 +238,8 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			}
 		}
 		out->counted += w;
+		if (st->cut_short)
+			out->cut_short += w;
 		if (st->section) { /* marked by the program itself */
 			size_t m;
 

@@ -20,10 +20,12 @@ struct pat;
 /* Why a sample's stack could not be walked (the `unwalkable` critical section). */
 enum agg_unwalk {
 	AGG_WALK_OK = 0,
-	AGG_UNWALK_FAULT,	/* the user stack could not be read */
-	AGG_UNWALK_TRUNCATED,	/* the stack filled the maximum depth */
+	AGG_UNWALK_FAULT,	/* the user stack could not be read, or a frame was bad */
+	AGG_UNWALK_TRUNCATED,	/* dwarf: the copied stack ended before the root */
 	AGG_UNWALK_LOST,	/* the frames were lost (stacks map full) */
-	AGG_UNWALK_MAX,
+	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
+	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
+	AGG_UNWALK_MAX,		/* (new reasons go last: state files store the number) */
 };
 extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
 
@@ -31,6 +33,7 @@ struct agg_stack {
 	uint32_t kind;		/* enum pcmon_kind */
 	uint32_t pid;
 	uint32_t unwalk;	/* enum agg_unwalk */
+	uint32_t cut_short;	/* fp: the frame chain ended short of a root (outer frames missing) */
 	uint32_t section;	/* string id (sym) of the marked critical section, 0 = none */
 	uint32_t nuser;		/* user locations, outermost first ... */
 	uint32_t nkern;		/* ... then kernel locations, outermost first */
@@ -93,6 +96,7 @@ struct agg_list {
 	uint64_t off_blocked, off_runnable;	/* off-CPU, in interrupts of t */
 	uint64_t off_blocked_ns, off_runnable_ns;
 	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
+	uint64_t cut_short;		/* counted samples whose fp stack did not reach a root */
 	uint64_t crit[AGG_MAX_CRIT];	/* user-declared sections, as in opts.crit */
 	struct agg_marked {
 		uint32_t name;		/* sym string id */

@@ -206,6 +206,7 @@ static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k
 	st->kind = k->kind;
 	st->pid = k->pid;
 	st->unwalk = unwalk;
+	st->cut_short = 0;
 	st->section = section_name(e, k);
 	if (st->unwalk == AGG_WALK_OK && !nu)
 		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
@@ -234,17 +235,29 @@ static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k
 	return st;
 }
 
-/* A stack the kernel walked with frame pointers (in-kernel aggregates). */
+/*
+ * A stack the kernel walked with frame pointers (in-kernel aggregates). The chain ends where
+ * a frame pointer does (code built without them, as Debian's libc is): unless the outermost
+ * frame's CFI says it has no caller, the stack is marked cut short, so the listing can say
+ * that the deep counts of outer frames are lower bounds.
+ */
 static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
 	enum agg_unwalk uw = unwalk_of(k->uerr);
+	struct agg_stack *st;
 
 	/* a stack that fills the maximum depth was cut off, not whole */
 	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(e->smp))
-		uw = AGG_UNWALK_TRUNCATED;
-	return convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
+		uw = AGG_UNWALK_DEPTH;
+	st = convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
+	if (st && st->unwalk == AGG_WALK_OK && nu) {
+		bool exact = nu == 1 && k->kind == PCMON_KIND_ONCPU;
+
+		st->cut_short = !unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], !exact);
+	}
+	return st;
 }
 
 /* A --unwind dwarf record: unwind its copied stack with the objects' CFI. */
@@ -260,20 +273,37 @@ static struct agg_stack *convert_dwarf(struct engine *e, const struct pcmon_dsam
 		return NULL;
 	if (GROW(e->upcs, e->cap_upcs, depth))
 		return NULL;
-	if (uw != AGG_WALK_OK && log_verbosity >= LOG_DEBUG)
-		pr_debug("pid %u: no user stack copied (sp %#llx)", d->h.key.pid,
-			 (unsigned long long)d->regs[7]);
 	if (uw == AGG_WALK_OK) {
-		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->stack, d->ulen, e->upcs,
-			      depth, &end);
-		if (end != UNW_END_ROOT && log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: unwinding stopped (%s) after %u frames, innermost pc %#llx",
-				 d->h.key.pid, end == UNW_END_TRUNCATED ? "truncated" : "fault", nu,
-				 (unsigned long long)d->regs[16]);
-		if (end == UNW_END_TRUNCATED)
-			uw = AGG_UNWALK_TRUNCATED;
-		else if (end == UNW_END_FAULT)
-			uw = AGG_UNWALK_FAULT;
+		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
+			      d->ulen, e->upcs, depth, &end);
+	} else if (uw == AGG_UNWALK_FAULT) {
+		/*
+		 * Nothing could be copied. A thread the kernel has just created has no frame but
+		 * its entry, and its stack page may not be there yet: that is a whole stack.
+		 */
+		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, NULL, 0,
+			      e->upcs, 1, &end);
+		if (end == UNW_END_ROOT)
+			uw = AGG_WALK_OK;
+		else
+			nu = 0;
+		if (uw != AGG_WALK_OK && log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: no user stack copied (pc %#llx, sp %#llx)", d->h.key.pid,
+				 (unsigned long long)d->regs[16], (unsigned long long)d->regs[7]);
+	}
+	if (uw == AGG_WALK_OK && end != UNW_END_ROOT) {
+		static const enum agg_unwalk reason[] = {
+			[UNW_END_TRUNCATED] = AGG_UNWALK_TRUNCATED,
+			[UNW_END_DEPTH] = AGG_UNWALK_DEPTH,
+			[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
+			[UNW_END_FAULT] = AGG_UNWALK_FAULT,
+		};
+
+		uw = reason[end];
+		if (log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: unwinding stopped (%s) after %u frames at pc %#llx, copy %u bytes",
+				 d->h.key.pid, agg_unwalk_names[uw], nu,
+				 nu ? (unsigned long long)e->upcs[nu - 1] : 0ULL, d->ulen);
 	}
 	e->unwound++;
 	e->unwind_ns += now_ns() - t0;

@@ -16,7 +16,7 @@ struct engine;
 struct engine_opts {
 	const char *state_dir;	/* where results are kept across restarts; NULL: nowhere */
 	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
-	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 16 KiB) */
+	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
 	uint32_t drain_ms;	/* how often the BPF aggregates are drained (0: 100) */
 };
 

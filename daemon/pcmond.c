@@ -22,7 +22,8 @@ static void usage(FILE *f)
 		"  --max-stack N     frames per stack, up to 512 (default 512; raises\n"
 		"                    kernel.perf_event_max_stack to it if lower)\n"
 		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
-		"                    1024 to 65536 (default 16384)\n"
+		"                    1024 to 65536 (default 65536; each sample copies only\n"
+		"                    the frames its thread has, in size classes)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
 }

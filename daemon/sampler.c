@@ -250,7 +250,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	}
 	s->skel = skel;
 	skel->rodata->max_depth = s->depth;
-	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : 16384;
+	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : PCMON_DWARF_STACK_MAX;
 	if (o->ring_bytes)
 		bpf_map__set_max_entries(skel->maps.dsamples, o->ring_bytes);
 	vsz = 8 + s->depth * sizeof(__u64);

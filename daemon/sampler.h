@@ -18,7 +18,7 @@ struct sampler_opts {
 	uint32_t max_depth;	/* wanted frames per stack; raised up to what the kernel allows */
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
 	uint32_t stacks_entries; /* distinct stacks per drain buffer */
-	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 16 KiB) */
+	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
 	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 16 MiB) */
 };
 

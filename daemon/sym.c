@@ -809,6 +809,42 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 	return -ENOENT;
 }
 
+/* Copy @len bytes of an object's file at ELF virtual address @vaddr. */
+static int elf_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len)
+{
+	GElf_Addr bias;
+	Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	Elf_Scn *scn = NULL;
+
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || vaddr < sh.sh_addr ||
+		    vaddr + len > sh.sh_addr + sh.sh_size || !(d = elf_getdata(scn, NULL)) ||
+		    !d->d_buf || vaddr - sh.sh_addr + len > d->d_size)
+			continue;
+		memcpy(buf, (const char *)d->d_buf + (vaddr - sh.sh_addr), len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc)
+{
+	const struct region *r = find_region(s, pid, epoch, pc);
+	static const uint8_t syscall_insn[2] = { 0x0f, 0x05 };
+	uint8_t code[2];
+	uint64_t vaddr;
+	struct smod *m;
+
+	if (!r)
+		return false;
+	m = &s->mods[r->module];
+	return m->mod && m->eh_cfi && offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr) &&
+	       !elf_bytes(m, vaddr - 2, code, 2) && !memcmp(code, syscall_insn, 2);
+}
+
 int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info *out)
 {
 	const struct smod *m;

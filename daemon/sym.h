@@ -81,6 +81,14 @@ int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
 typedef struct Dwarf_Frame_s Dwarf_Frame;
 int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame);
 
+/*
+ * Is @pc, which no CFI covers, the first user instruction of a thread the kernel has just
+ * created? It is when it follows a `syscall` in an object that otherwise has CFI: glibc's
+ * clone and clone3 end their FDE before the system call on purpose, the child's frame being
+ * new. Such a thread has no other user frame yet.
+ */
+bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc);
+
 struct sym_module_info {
 	const char *path;
 	bool opened, eh_frame, debug_frame, cfi_known, usdt;

@@ -248,6 +248,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(sum, "not_matching", l->not_matching);
 	cJSON_AddNumberToObject(sum, "foreign", l->foreign);
 	cJSON_AddNumberToObject(sum, "kernel_mode", l->kernel_mode);
+	cJSON_AddNumberToObject(sum, "cut_short", l->cut_short);
 	cJSON_AddNumberToObject(sum, "oncpu", l->oncpu);
 	cJSON_AddNumberToObject(sum, "off_blocked", l->off_blocked);
 	cJSON_AddNumberToObject(sum, "off_runnable", l->off_runnable);

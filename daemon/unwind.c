@@ -157,11 +157,19 @@ static bool eval(struct walk *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa,
 #undef POP
 }
 
+/* What one step found. */
+enum step {
+	STEP_ROOT,	/* the return address is undefined: this frame has no caller */
+	STEP_OK,	/* the caller's registers are in the walk */
+	STEP_BROKEN,	/* the frame cannot be undone (see walk.short_read for why) */
+};
+
 /*
- * One step with the CFI frame of the current pc. Returns 1 when the caller's registers are
- * in @w, 0 at the root (the return address is undefined), -1 if the frame cannot be undone.
+ * One step with the CFI frame of the current pc. Only an "undefined" rule for the return
+ * address means the root: a return address that cannot be computed (its slot lies past the
+ * copy, say) is a broken step, never a root, or cut-off stacks would pass for whole ones.
  */
-static int cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
+static enum step cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
 {
 	uint64_t cfa, nr[PCMON_NREGS];
 	uint32_t nvalid = 0;
@@ -172,9 +180,13 @@ static int cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
 
 	ra = dwarf_frame_info(frame, NULL, NULL, signal_frame);
 	if (ra < 0 || ra >= PCMON_NREGS)
-		return -1;
+		return STEP_BROKEN;
+	if (dwarf_frame_register(frame, ra, ops_mem, &ops, &nops))
+		return STEP_BROKEN;
+	if (nops == 0 && ops == ops_mem)
+		return STEP_ROOT; /* DW_CFA_undefined: the outermost frame (_start, clone3) */
 	if (dwarf_frame_cfa(frame, &ops, &nops) || !eval(w, ops, nops, 0, false, &cfa, &value))
-		return -1;
+		return STEP_BROKEN;
 	for (int reg = 0; reg < PCMON_NREGS; reg++) {
 		uint64_t v;
 
@@ -192,41 +204,71 @@ static int cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
 		}
 		if (!eval(w, ops, nops, cfa, false, &v, &value))
 			continue;
+		if (!value && v < w->base && (w->valid & (1u << reg))) {
+			/*
+			 * A slot below the stack pointer is dead memory: this happens in an
+			 * epilogue, after `pop %rbp`, where GCC's CFI still names the slot.
+			 * The register holds what was popped from it.
+			 */
+			nr[reg] = w->r[reg];
+			nvalid |= 1u << reg;
+			continue;
+		}
 		if (!value && !mem_read(w, v, &v))
 			continue;
 		nr[reg] = v;
 		nvalid |= 1u << reg;
 	}
 	if (!(nvalid & (1u << ra)))
-		return 0; /* no return address: the outermost frame (e.g. _start, clone3) */
+		return STEP_BROKEN; /* it has a rule, but the rule could not be followed */
 	nr[REG_RSP] = cfa;
 	nvalid |= 1u << REG_RSP;
 	nr[REG_RA] = nr[ra];
 	nvalid |= 1u << REG_RA;
 	memcpy(w->r, nr, sizeof(nr));
 	w->valid = nvalid;
-	return 1;
+	return STEP_OK;
 }
 
-/* Code without CFI (JIT, hand-written assembly): follow the frame pointer once. */
-static int fp_step(struct walk *w)
+/*
+ * Code without CFI (JIT, hand-written assembly): follow the frame pointer once. A zero frame
+ * pointer ends the chain, but without CFI nothing says this is the outermost frame: the
+ * caller reports such a stack as cut short (no CFI), not as whole.
+ */
+static enum step fp_step(struct walk *w)
 {
 	uint64_t bp = w->r[REG_RBP], ra, nbp;
 
-	/* the x86-64 ABI: the outermost frame has a zero frame pointer */
-	if ((w->valid & (1u << REG_RBP)) && bp == 0)
-		return 0;
-	if (!(w->valid & (1u << REG_RBP)) || !mem_read(w, bp + 8, &ra) || !mem_read(w, bp, &nbp))
-		return -1;
+	if (!(w->valid & (1u << REG_RBP)) || !bp || !mem_read(w, bp + 8, &ra) ||
+	    !mem_read(w, bp, &nbp) || !ra)
+		return STEP_BROKEN;
 	w->r[REG_RA] = ra;
 	w->r[REG_RBP] = nbp;
 	w->r[REG_RSP] = bp + 16;
 	w->valid = (1u << REG_RA) | (1u << REG_RBP) | (1u << REG_RSP);
-	return ra ? 1 : 0;
+	return STEP_OK;
+}
+
+bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
+{
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Op *ops, ops_mem[3];
+	size_t nops;
+	bool root = false;
+	int ra;
+
+	if (sym_cfi_frame(s, pid, epoch, pc - call_site, &frame))
+		return false;
+	ra = dwarf_frame_info(frame, NULL, NULL, NULL);
+	if (ra >= 0 && !dwarf_frame_register(frame, ra, ops_mem, &ops, &nops))
+		root = nops == 0 && ops == ops_mem;
+	free(frame);
+	return root;
 }
 
 int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
-	     const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max, enum unw_end *end)
+	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
+	     enum unw_end *end)
 {
 	struct walk w = { .stack = stack, .base = regs[REG_RSP], .len = len };
 	bool after_signal = true; /* the first pc is exact, not a return address */
@@ -234,41 +276,42 @@ int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON
 
 	memcpy(w.r, regs, sizeof(w.r));
 	w.valid = (1u << PCMON_NREGS) - 1;
-	*end = UNW_END_FAULT;
-	while (n < max) {
+	for (;;) {
 		uint64_t pc = w.r[REG_RA], sp = w.r[REG_RSP];
 		Dwarf_Frame *frame = NULL;
-		bool sig = false;
-		int r;
+		bool sig = false, cfi;
+		enum step r;
 
-		if (!pc) {
-			*end = UNW_END_ROOT;
-			break;
+		if (n == max) {
+			*end = UNW_END_DEPTH;
+			return n;
 		}
 		pcs[n++] = pc;
 		/* a return address is one past the call: look the caller's frame up at the call */
-		if (sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0) {
+		cfi = sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0;
+		if (cfi) {
 			r = cfi_step(&w, frame, &sig);
 			free(frame);
+		} else if (start_sp && sp == start_sp) {
+			r = STEP_ROOT; /* the entry point's frame: the kernel put rsp here at exec */
+		} else if (n == 1 && sym_thread_entry(s, pid, epoch, pc)) {
+			r = STEP_ROOT; /* a new thread that has not yet run user code */
 		} else {
 			r = fp_step(&w);
 		}
-		if (r == 0) {
+		if (r == STEP_ROOT) {
 			*end = UNW_END_ROOT;
-			break;
+			return n;
 		}
-		if (r < 0) {
-			*end = w.short_read ? UNW_END_TRUNCATED : UNW_END_FAULT;
-			break;
+		if (r == STEP_BROKEN) {
+			*end = w.short_read ? UNW_END_TRUNCATED : cfi ? UNW_END_FAULT : UNW_END_NOCFI;
+			return n;
 		}
 		/* the stack grows down: a caller's frame is above its callee's */
 		if (w.r[REG_RSP] <= sp && !sig) {
 			*end = UNW_END_FAULT;
-			break;
+			return n;
 		}
 		after_signal = sig;
 	}
-	if (n == max)
-		*end = UNW_END_TRUNCATED;
-	return n;
 }

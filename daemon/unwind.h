@@ -8,24 +8,41 @@
 #ifndef PCMON_UNWIND_H
 #define PCMON_UNWIND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pcmon_bpf.h"
 
 struct sym;
 
+/*
+ * Why a walk stopped. Only UNW_END_ROOT is a whole stack: the outermost frame's CFI says its
+ * return address is undefined, as glibc marks _start and clone3 (the x86-64 ABI's way of
+ * saying "no caller"). Everything else is a stack cut short, and says where it was cut.
+ */
 enum unw_end {
 	UNW_END_ROOT = 0,	/* the outermost frame says there is no caller */
-	UNW_END_TRUNCATED,	/* the copied stack or the depth ran out first */
-	UNW_END_FAULT,		/* no rule to go on (no CFI, no frame pointer), or a bad frame */
+	UNW_END_TRUNCATED,	/* a read fell past the end of the copied stack */
+	UNW_END_DEPTH,		/* the stack has more frames than the maximum depth */
+	UNW_END_NOCFI,		/* code without CFI whose frame-pointer chain ends or breaks */
+	UNW_END_FAULT,		/* a bad frame: unreadable rule, a caller below its callee */
 };
 
 /*
  * Walk from @regs (DWARF numbering) over @stack, a copy of @len bytes of user memory that
- * starts at regs[7] (rsp). Fills @pcs innermost first with at most @max pcs and returns
+ * starts at regs[7] (rsp). @start_sp is the process's initial stack pointer (0: unknown):
+ * code without CFI whose frame sits exactly there is the entry point (the dynamic linker's
+ * _start has no CFI), a root. Fills @pcs innermost first with at most @max pcs and returns
  * their number; *@end says why the walk stopped.
  */
 int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
-	     const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max, enum unw_end *end);
+	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
+	     enum unw_end *end);
+
+/*
+ * Is the function around @pc in (pid, epoch) an outermost frame (its CFI leaves the return
+ * address undefined)? @call_site: @pc is a return address, look it up at the call.
+ */
+bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site);
 
 #endif

@@ -124,10 +124,11 @@ struct pcmon_dhdr {
 struct pcmon_dsample {
 	struct pcmon_dhdr h;
 	__u64 regs[PCMON_NREGS];
+	__u64 start_stack; /* the process's initial stack pointer: the entry frame's CFA */
 	__u32 ulen;	/* bytes of stack copied, from regs[7] (rsp) up */
 	__u32 klen;	/* kernel frames */
 	__u64 kstack[PCMON_KSTACK_MAX];
-	__u8 stack[];	/* ulen bytes; the record is sized for the configured copy */
+	__u8 stack[];	/* ulen bytes; the record has room for a size class >= ulen */
 };
 
 /* A thread that went off CPU and has not run since. */

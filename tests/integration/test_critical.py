@@ -100,7 +100,7 @@ def test_truncated_stack_is_unwalkable():
                             sock=NODAEMON)
     check_identity(listing)
     u = sections(listing)["unwalkable"]
-    assert u["reasons"]["truncated"] >= 0.85 * listing["summary"]["counted"], u
+    assert u["reasons"]["depth"] >= 0.85 * listing["summary"]["counted"], u
     assert "deeprec.bottom" not in procs(listing)
 
 
