@@ -219,6 +219,24 @@ static __always_inline __u64 stack_hash(const struct pcmon_stack *s)
 }
 
 /* Fill @s with the current task's stack; returns enum pcmon_stack_err. */
+/*
+ * The user pc as the program sees it. A thread that hit a uprobe (pcmon's own, on the
+ * dynamic linker, or anyone's) executes the displaced instruction out of line, in the
+ * kernel's [uprobes] page: charge such a sample to the probed instruction itself.
+ */
+static __always_inline __u64 user_pc(struct task_struct *task, __u64 ip)
+{
+	struct uprobe_task *ut = BPF_CORE_READ(task, utask);
+	__u64 xol;
+
+	if (!ut)
+		return ip;
+	xol = BPF_CORE_READ(ut, xol_vaddr);
+	if (xol && ip - xol < 16 /* MAX_UINSN_BYTES */)
+		return BPF_CORE_READ(ut, vaddr) + (ip - xol);
+	return ip;
+}
+
 static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flags)
 {
 	long n = bpf_get_stack(ctx, s->ip, max_depth * sizeof(__u64), flags);
@@ -228,6 +246,8 @@ static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flag
 		return n == -14 /* EFAULT */ ? PCMON_SERR_FAULT : PCMON_SERR_OTHER;
 	}
 	s->len = n / sizeof(__u64);
+	if ((flags & BPF_F_USER_STACK) && s->len)
+		s->ip[0] = user_pc(bpf_get_current_task_btf(), s->ip[0]);
 	return PCMON_SERR_NONE;
 }
 
@@ -405,7 +425,7 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 	d->regs[13] = BPF_CORE_READ(r, r13);
 	d->regs[14] = BPF_CORE_READ(r, r14);
 	d->regs[15] = BPF_CORE_READ(r, r15);
-	d->regs[16] = BPF_CORE_READ(r, ip);
+	d->regs[16] = user_pc(task, BPF_CORE_READ(r, ip));
 	d->start_stack = start_stack;
 
 	/* a read past the end of the mapping fails whole: halve until one succeeds */

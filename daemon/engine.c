@@ -183,9 +183,12 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 
 /*
  * Symbolize a stack into e->scratch: @upc/@kpc innermost first, as the kernel and the
- * unwinder give them; stored stacks run outermost first. Every frame but the sampled pc is a
- * return address, looked up at pc - 1 (the call). Off-CPU stacks have no sampled pc: their
- * innermost user frame is the return from a system call, so all frames count as returns.
+ * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
+ * return address, looked up at pc - 1 (the call). The innermost user pc is the one saved at
+ * the last entry into the kernel, which is exact: the interrupted or faulting instruction,
+ * the entry point right after exec, or the instruction after a `syscall` (in the same
+ * function). Looking it up at pc - 1 would put a process's first instruction in the padding
+ * before _start. The innermost kernel pc is exact only for a timer sample.
  */
 static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
@@ -222,11 +225,8 @@ static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k
 	}
 	st->nuser = nu;
 	st->nkern = nk;
-	for (uint32_t i = 0; i < nu; i++) {
-		bool leaf = i == 0 && k->kind == PCMON_KIND_ONCPU;
-
-		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, upc[i], !leaf);
-	}
+	for (uint32_t i = 0; i < nu; i++)
+		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, upc[i], i > 0);
 	for (uint32_t i = 0; i < nk; i++) {
 		bool leaf = i == 0 && oncpu;
 
@@ -252,11 +252,8 @@ static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(e->smp))
 		uw = AGG_UNWALK_DEPTH;
 	st = convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
-	if (st && st->unwalk == AGG_WALK_OK && nu) {
-		bool exact = nu == 1 && k->kind == PCMON_KIND_ONCPU;
-
-		st->cut_short = !unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], !exact);
-	}
+	if (st && st->unwalk == AGG_WALK_OK && nu)
+		st->cut_short = !unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1);
 	return st;
 }
 

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, pcmon_json, procs, run_tests, workload
+from lib import Daemon, first_json_line, pcmon_json, procs, run_tests, share_tolerance_pp, workload
 
 NODAEMON = "/nonexistent/pcmond.sock"
 
@@ -132,6 +132,85 @@ def test_real_mode_unwinds_off_cpu_stacks():
     assert listing["summary"]["off_blocked"] >= 0.8 * n
     assert p["libcsleep.nap"]["deep"] >= 0.95 * n, (p.get("libcsleep.nap"), n)
     assert p["libcsleep.main"]["deep"] >= 0.98 * n
+
+
+def rooted(listing, prog):
+    """Samples charged to procedures whose stack reaches a root: the program's _start, the
+    dynamic linker's (the first instructions of a process; _dl_start_user is a label inside
+    it), or a thread's clone3. Each stack has one root, so their deep counts add up."""
+    p = procs(listing)
+    return sum(p.get(name, {"deep": 0})["deep"] for name in
+               (f"{prog}._start", "ld-linux-x86-64.so.2._start",
+                "ld-linux-x86-64.so.2._dl_start_user", "libc.so.6.__clone3"))
+
+
+def test_dwarf_stacks_reach_their_root_every_run():
+    """40 levels of 600-byte frames: 24 KiB of stack. Every stack must reach _start, in
+    every run: a walk that stops early is flagged, never passed off as whole."""
+    for i in range(20):
+        mode = ("dwarf", "auto")[i % 2]
+        listing = pcmon_json("run", "--interval", 1000, "--unwind", mode, "--",
+                             workload("rec40"), 1.5, 600, sock=NODAEMON)[0]
+        n = listing["summary"]["counted"]
+        p = procs(listing)
+        assert n >= 300, listing["summary"]  # CPU time: fewer on a busy machine
+        assert listing["summary"]["cut_short"] == 0
+        assert listing["summary"]["critical"][0]["count"] <= 2, listing["summary"]
+        assert charged(listing) == rooted(listing, "rec40"), (i, mode, listing["summary"])
+        # before main, the dynamic linker runs from its own _start (a few ms, longer on a
+        # busy machine); every other sample is under the program's _start and main
+        rtld = p.get("ld-linux-x86-64.so.2._start", {"deep": 0})["deep"]
+        for proc in ("rec40.main", "rec40._start"):
+            assert p[proc]["deep"] >= 0.99 * (n - rtld), (i, mode, proc, p[proc], n, rtld)
+
+
+def test_stacks_past_the_copy_are_flagged():
+    """40 levels of 4 KiB frames: 160 KiB, more than a sample copies. The deep samples are
+    unwalkable (truncated); every stack charged to procedures is still whole."""
+    listing, proc = pcmon_json("run", "--interval", 1000, "--", workload("rec40"), 1.5, 4096,
+                               sock=NODAEMON)
+    truth = first_json_line(proc.stdout)
+    n = listing["summary"]["counted"]
+    u = listing["summary"]["critical"][0]
+    assert charged(listing) == rooted(listing, "rec40"), listing["summary"]
+    assert "rec40.rec_leaf" not in procs(listing)
+    # rec_leaf's samples (and the deeper rec levels') cannot be whole: all are flagged
+    assert u["reasons"]["truncated"] >= (truth["rec_leaf"] - 0.05) * n, (u, truth, n)
+    # the only other reason: a sample taken while stack-clash probing had moved rsp onto a
+    # page it had not touched yet (nothing at rsp can be read)
+    assert u["count"] == u["reasons"]["truncated"] + u["reasons"]["fault"], u
+    assert u["reasons"]["fault"] <= max(3, 0.005 * n), u
+
+
+def test_threads_reach_their_start_routine():
+    listing = run("threads3", "--unwind", "dwarf")
+    n, c = listing["summary"]["counted"], charged(listing)
+    p = procs(listing)
+    assert c == rooted(listing, "threads3"), listing["summary"]
+    assert p["libc.so.6.start_thread"]["deep"] >= 0.9 * n, p["libc.so.6.start_thread"]
+    assert p["libc.so.6.__clone3"]["deep"] >= p["libc.so.6.start_thread"]["deep"]
+    # a thread sampled in its exit system call after the kernel let go of its memory has no
+    # stack left to read: a few such samples per thread at most, flagged as a fault
+    u = listing["summary"]["critical"][0]
+    assert u["count"] <= max(8, 0.005 * n), u
+
+
+def test_fp_and_dwarf_agree_on_outer_frames():
+    """rec40 keeps frame pointers; libc does not. The outermost frames fp reaches have the
+    same deep shares under dwarf, and fp says that its stacks stop short of _start."""
+    fp = pcmon_json("run", "--interval", 1000, "--unwind", "fp", "--", workload("rec40"), 1.5,
+                    sock=NODAEMON)[0]
+    dw = pcmon_json("run", "--interval", 1000, "--unwind", "dwarf", "--", workload("rec40"),
+                    1.5, sock=NODAEMON)[0]
+    nf, nd = fp["summary"]["counted"], dw["summary"]["counted"]
+    pf, pd = procs(fp), procs(dw)
+    for proc in ("rec40.main", "libc.so.6.__libc_start_call_main", "rec40.rec", "rec40.flat_work"):
+        a, b = pf[proc]["deep"] / nf, pd[proc]["deep"] / nd
+        tol = share_tolerance_pp(a, min(nf, nd)) / 100
+        assert abs(a - b) <= tol, (proc, a, b, tol)
+    assert "rec40._start" not in pf and pd["rec40._start"]["deep"] >= 0.99 * nd
+    assert fp["summary"]["cut_short"] >= 0.99 * nf, fp["summary"]
+    assert dw["summary"]["cut_short"] == 0
 
 
 if __name__ == "__main__":
