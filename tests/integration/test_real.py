@@ -26,15 +26,19 @@ def spinsleep(mode, env=None):
 
 def check_real_spinsleep(listing, own):
     s = listing["summary"]
-    n = s["counted"]
     p = procs(listing)
+    # the program's shares are its loop's: calibration (fixed CPU work, longer in wall time on
+    # a busy machine) and the dynamic linker's start come before it
+    before = p.get("spinsleep.calibrate", {"deep": 0})["deep"] + \
+        s["counted"] - p["spinsleep.main"]["deep"]
+    n = s["counted"] - before
     assert n >= 2000, s
     sleep = p["spinsleep.sleep_part"]["deep"] / n
     spin = p["spinsleep.spin_part"]["deep"] / n
     assert abs(sleep - own["sleep"]) <= 0.03, (sleep, own)
     assert abs(spin - own["spin"]) <= 0.03, (spin, own)
     # the sleeping path's callers are charged too
-    assert p["spinsleep.main"]["deep"] >= 0.97 * n
+    assert p["spinsleep.main"]["deep"] >= 0.99 * s["counted"] - 10, s
     assert s["off_blocked"] > 0 and s["off_blocked_ns"] > 0
     # interrupts of t add up to the wall time of the one thread
     assert abs(s["interrupts"] - own["wall_s"] * 1000) <= 0.03 * own["wall_s"] * 1000, s
@@ -81,13 +85,16 @@ def test_every_thread_wall_time_counted():
 
 
 def test_preempted_is_runnable():
-    listing, _ = pcmon_json("run", "--real", "--interval", 1000, "--", workload("preempt"), 2,
+    listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("preempt"), 2,
                             sock=NODAEMON)
     s = listing["summary"]
-    # two spinners sharing one CPU: each waits, runnable, about half of the time
-    spin_wall = 2 * 2000
-    assert 0.3 * spin_wall <= s["off_runnable"] <= 0.7 * spin_wall, s
-    assert s["off_runnable_ns"] > 0
+    own = first_json_line(p.stdout)
+    # two spinners sharing one CPU wait, runnable, about half of the time (more when other
+    # tasks want CPU 0 too): each measured its wall minus its CPU time
+    spinners = procs(listing)["preempt.contended_spin"]["deep"]
+    assert 0.25 * 2 * 2000 <= own["runnable_s"] * 1000, own
+    assert abs(s["off_runnable"] - own["runnable_s"] * 1000) <= 0.05 * own["runnable_s"] * 1000 + 20, (s, own)
+    assert spinners >= 0.95 * (s["oncpu"] + s["off_runnable"]), (spinners, s)
 
 
 def test_open_interval_of_running_sleeper():

@@ -84,11 +84,14 @@ def test_recursion_deep_at_most_counted():
     for name, row in p.items():
         assert row["deep"] <= n, f"{name}: deep {row['deep']} > counted {n}"
         assert row["shallow"] <= row["deep"], name
-    # rec is on nearly every stack, once per sample however deep it recursed
-    assert p["recursive.rec"]["deep"] >= 0.95 * n, p["recursive.rec"]
+    # rec is on every stack of the loop, once per sample however deep it recursed; before the
+    # loop come the dynamic linker and calibration (fixed CPU work)
+    loop = n - p.get("recursive.calibrate", {"deep": 0})["deep"] - \
+        (n - p["recursive.main"]["deep"])
+    assert p["recursive.rec"]["deep"] >= 0.99 * loop, (p["recursive.rec"], loop, n)
     assert p["recursive.leaf"]["deep"] == p["recursive.leaf"]["shallow"]
     # leaf spins 2 units, each of the 9 levels of rec 1 unit: leaf ~ 2/11 of the time
-    leaf = p["recursive.leaf"]["shallow"] / n
+    leaf = p["recursive.leaf"]["shallow"] / loop
     assert abs(leaf - 2 / 11) < 0.05, leaf
     total_shallow = sum(r["shallow"] for r in p.values())
     critical = sum(c["count"] for c in listing["summary"]["critical"])
@@ -354,8 +357,12 @@ def test_cgroup_and_all_targets():
         assert c["target"]["kind"] == "cgroup" and a["target"]["kind"] == "all"
         assert pc["spinner.spin_here"]["shallow"] >= 0.9 * c["summary"]["counted"], pc
         assert not any(k.startswith("threefn.") for k in pc), "a process outside the cgroup"
-        # every other task; a process belongs to one target, the first that took it
-        assert pa["threefn.work_a"]["shallow"] > 200, pa
+        # every other task; a process belongs to one target, the first that took it. threefn
+        # gets what CPU a busy machine leaves it: check its shares (50/30/20), not a count
+        w = [pa.get(f"threefn.work_{x}", {"shallow": 0})["shallow"] for x in "abc"]
+        assert sum(w) >= 100, pa
+        share_a = w[0] / sum(w)
+        assert abs(share_a - 0.5) <= share_tolerance_pp(0.5, sum(w), 5) / 100, w
         assert "spinner.spin_here" not in pa
         r = pcmon("start", "--cgroup", "/nonexistent", sock=d.sock)
         assert r.returncode == 1 and "cgroup" in r.stderr
