@@ -176,6 +176,39 @@ static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
 	return cfg;
 }
 
+#define MMF_DUMPABLE_MASK 3
+#define SUID_DUMP_USER 1
+
+/*
+ * May a target owned by @owner watch @task? The rule ptrace and /proc apply: root may; a user
+ * only while the task's real, effective and saved uids are hers and its memory is still
+ * "dumpable". The kernel clears that on a setuid, setgid or file-capability exec and on a
+ * credential change, and programs clear it themselves (prctl) to keep their secrets: from
+ * then on the process is not hers to look into, though she started it. Checked per sample,
+ * not only at exec, since a process can change credentials at any time.
+ */
+static __always_inline bool may_watch(struct task_struct *task, const struct pcmon_tcfg *cfg,
+				      __u32 target)
+{
+	const struct cred *c;
+	__u64 mmflags = 0;
+	struct pcmon_tstat *ts;
+
+	if (!cfg->owner)
+		return true;
+	c = BPF_CORE_READ(task, real_cred);
+	/* mm->flags is a word, or (6.18) a bitmap whose first word holds the same bits */
+	bpf_core_read(&mmflags, sizeof(mmflags), &task->mm->flags);
+	if (BPF_CORE_READ(c, uid.val) == cfg->owner && BPF_CORE_READ(c, euid.val) == cfg->owner &&
+	    BPF_CORE_READ(c, suid.val) == cfg->owner &&
+	    (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
+		return true;
+	ts = bpf_map_lookup_elem(&tstat, &target);
+	if (ts)
+		__sync_fetch_and_add(&ts->denied, 1);
+	return false;
+}
+
 /* The innermost marked section the current thread is in, 0 if none. */
 static __always_inline __u64 current_section(struct task_struct *task)
 {
@@ -480,6 +513,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	cfg = active_cfg(p->target);
 	if (!cfg || cfg->period_ns != ctx->sample_period)
 		return 0;
+	if (!may_watch(bpf_get_current_task_btf(), cfg, p->target))
+		return 0;
 	sc = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!sc)
 		return 0;
@@ -522,6 +557,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		return;
 	cfg = active_cfg(p->target);
 	if (!cfg || !(cfg->flags & PCMON_TF_REAL))
+		return;
+	if (!may_watch(prev, cfg, p->target))
 		return;
 	if (BPF_CORE_READ(prev, flags) & PF_EXITING)
 		return;

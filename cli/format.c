@@ -83,6 +83,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		fprintf(f, "   off-CPU blocked %.0f runnable %.0f", num(s, "off_blocked"),
 			num(s, "off_runnable"));
 	fprintf(f, "   lost %.0f", num(s, "lost"));
+	if (num(s, "denied"))
+		fprintf(f, "   denied %.0f (processes that became another's: setuid, not dumpable)",
+			num(s, "denied"));
 	if (num(s, "cut_short"))
 		fprintf(f, "   fp stacks cut short %.0f (%.1f%%: outer frames missing)",
 			num(s, "cut_short"), pct(num(s, "cut_short"), counted));

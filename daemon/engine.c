@@ -736,7 +736,7 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 		t->holds_offcpu = true;
 	}
 	sampler_tstat(e->smp, t->id, &t->lost_base);
-	r = sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+	r = sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
 	if (!r && t->kind == TARGET_PID) {
 		r = sampler_proc_add(e->smp, t->pid, t->id,
 				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0);
@@ -782,7 +782,7 @@ static void target_stop(struct engine *e, struct target *t)
 {
 	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) {
 		t->flags &= ~PCMON_TF_ACTIVE;
-		sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+		sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
 		t->state = TARGET_STOPPED;
 		t->end_ns = now_ns();
 	}
@@ -918,7 +918,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 					   target_state_name(t->state), pause ? "running" : "paused",
 					   cmd);
 		t->flags = pause ? t->flags & ~PCMON_TF_ACTIVE : t->flags | PCMON_TF_ACTIVE;
-		sampler_target_set(e->smp, t->id, t->flags, t->period_ns);
+		sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
 		if (pause)
 			t->pause_start = now_ns();
 		else

@@ -484,9 +484,10 @@ void sampler_offcpu_put(struct sampler *s)
 
 /* ---- targets */
 
-int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns)
+int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
+		       uint32_t owner)
 {
-	struct pcmon_tcfg cfg = { .flags = flags, .period_ns = period_ns };
+	struct pcmon_tcfg cfg = { .flags = flags, .owner = owner, .period_ns = period_ns };
 
 	if (bpf_map__update_elem(s->skel->maps.tcfg, &id, sizeof(id), &cfg, sizeof(cfg), 0))
 		return -errno;
@@ -522,7 +523,7 @@ void sampler_target_clear(struct sampler *s, uint32_t id)
 	void *keys;
 	size_t n;
 
-	sampler_target_set(s, id, 0, 0);
+	sampler_target_set(s, id, 0, 0, 0);
 	if (zero) {
 		bpf_map__update_elem(s->skel->maps.tstat, &id, sizeof(id), zero,
 				     s->ncpus * sizeof(*zero), 0);

@@ -38,7 +38,9 @@ void sampler_period_put(struct sampler *s, uint64_t period_ns);
 int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen);
 void sampler_offcpu_put(struct sampler *s);
 
-int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns);
+/* BPF's view of target @id; @owner: uid whose processes it may watch (0: any). */
+int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
+		       uint32_t owner);
 /* Stop sampling @id and forget its processes, cgroups and open intervals in BPF. */
 void sampler_target_clear(struct sampler *s, uint32_t id);
 int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags);

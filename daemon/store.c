@@ -114,6 +114,7 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 	cJSON_AddNumberToObject(o, "lost_offcpu_full", t->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "lost_oom", t->lost_oom);
 	cJSON_AddNumberToObject(o, "lost_ring_full", t->lost.lost_ring_full);
+	cJSON_AddNumberToObject(o, "denied", t->lost.denied);
 
 	lm.arr = cJSON_AddArrayToObject(o, "locs");
 	arr = cJSON_AddArrayToObject(o, "stacks");
@@ -259,6 +260,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->lost.lost_offcpu_full = proto_num(o, "lost_offcpu_full", 0);
 	t->lost_oom = proto_num(o, "lost_oom", 0);
 	t->lost.lost_ring_full = proto_num(o, "lost_ring_full", 0);
+	t->lost.denied = proto_num(o, "denied", 0);
 
 	locs = load_locs(s, cJSON_GetObjectItemCaseSensitive(o, "locs"), &nlocs);
 	if (!locs)

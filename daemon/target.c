@@ -76,6 +76,7 @@ void target_accumulate_lost(struct target *t, struct sampler *smp)
 	t->lost.lost_counts_full = now.lost_counts_full - t->lost_base.lost_counts_full;
 	t->lost.lost_offcpu_full = now.lost_offcpu_full - t->lost_base.lost_offcpu_full;
 	t->lost.lost_ring_full = now.lost_ring_full - t->lost_base.lost_ring_full;
+	t->lost.denied = now.denied - t->lost_base.denied;
 }
 
 void target_zero(struct target *t, struct sampler *smp)
@@ -225,6 +226,7 @@ cJSON *target_summary_json(const struct target *t)
 	add_target_facts(t, o);
 	cJSON_AddNumberToObject(o, "samples", t->seen_samples);
 	cJSON_AddNumberToObject(o, "lost", target_lost(t));
+	cJSON_AddNumberToObject(o, "denied", t->lost.denied);
 	return o;
 }
 
@@ -255,6 +257,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(sum, "off_blocked_ns", l->off_blocked_ns);
 	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
 	cJSON_AddNumberToObject(sum, "lost", target_lost(t));
+	cJSON_AddNumberToObject(sum, "denied", t->lost.denied);
 	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
 	cJSON_AddNumberToObject(o, "counts_map_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "offcpu_map_full", t->lost.lost_offcpu_full);

@@ -41,7 +41,7 @@ enum pcmon_stack_err {
 
 struct pcmon_tcfg {
 	__u32 flags;
-	__u32 pad;
+	__u32 owner;	 /* uid of the target's owner; 0 (root) may watch anything */
 	__u64 period_ns; /* cpu-clock period this target samples at */
 };
 
@@ -96,6 +96,7 @@ struct pcmon_tstat {
 	__u64 lost_counts_full;	/* samples dropped: the counts map was full */
 	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
 	__u64 lost_ring_full;	/* --unwind dwarf samples dropped: the sample ring was full */
+	__u64 denied;		/* samples of a process its non-root owner may no longer watch */
 };
 
 /*

@@ -29,7 +29,16 @@ def workload(name):
     return os.path.join(WORK, name)
 
 
-def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None):
+def as_user(cmd, user, groups=False):
+    """@cmd run as @user: with only the user's primary group, or (groups=True) with all the
+    groups the user is in (group pcmon, to reach pcmond's socket)."""
+    import pwd
+    pw = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
+            "--init-groups" if groups else "--clear-groups", *cmd]
+
+
+def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None, groups=False):
     """Run the CLI; returns CompletedProcess. check=N asserts the exit status."""
     env = dict(os.environ)
     env.pop("PCMON_SOCKET", None)
@@ -37,14 +46,40 @@ def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None):
         env["PCMON_SOCKET"] = sock
     cmd = [PCMON, *map(str, args)]
     if user:
-        import pwd
-        pw = pwd.getpwnam(user)
-        cmd = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups", *cmd]
+        cmd = as_user(cmd, user, groups)
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, stdin=stdin)
     if check is not None and p.returncode != check:
         raise AssertionError(f"pcmon {' '.join(map(str, args))}: exit {p.returncode}, wanted {check}\n"
                              f"stdout: {p.stdout[-2000:]}\nstderr: {p.stderr[-2000:]}")
     return p
+
+
+class Users:
+    """Real unprivileged users for a test, in group pcmon (pcmond's socket group); removed on
+    exit. `with Users("alice", "bob") as u: u["alice"]` is alice's uid."""
+
+    def __init__(self, *names, group="pcmon"):
+        self.names, self.group, self.made = names, group, []
+
+    def __enter__(self):
+        import pwd
+        if subprocess.run(["getent", "group", self.group], capture_output=True).returncode:
+            subprocess.run(["groupadd", "--system", self.group], check=True)
+        for n in self.names:
+            if subprocess.run(["id", n], capture_output=True).returncode:
+                subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                                n], check=True)
+                self.made.append(n)
+            subprocess.run(["usermod", "-a", "-G", self.group, n], check=True)
+        self.uid = {n: pwd.getpwnam(n).pw_uid for n in self.names}
+        return self
+
+    def __getitem__(self, name):
+        return self.uid[name]
+
+    def __exit__(self, *exc):
+        for n in self.made:
+            subprocess.run(["userdel", n], capture_output=True)
 
 
 def pcmon_json(*args, sock=None, **kw):
