@@ -321,20 +321,44 @@ struct session {
 	struct engine *e;	/* embedded engine, or NULL */
 };
 
-static cJSON *call(struct session *s, const cJSON *req)
+/* Send @req with @nfds descriptors (closed here, whatever happens) and return the reply. */
+static cJSON *call_fds(struct session *s, const cJSON *req, int *fds, int nfds)
 {
 	cJSON *rep = NULL;
 	int r;
 
 	if (s->e) {
-		struct client c = { .uid = getuid(), .pid = getpid() };
+		struct client c = { .uid = getuid(), .pid = getpid(), .fds = fds, .nfds = nfds };
 
-		return engine_handle(s->e, &c, req);
+		rep = engine_handle(s->e, &c, req);
+	} else {
+		r = proto_call_fds(s->fd, req, fds, nfds, &rep);
+		if (r)
+			rep = proto_error(1, "lost the connection to pcmond: %s", strerror(-r));
 	}
-	r = proto_call(s->fd, req, &rep);
-	if (r)
-		return proto_error(1, "lost the connection to pcmond: %s", strerror(-r));
+	for (int i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return rep;
+}
+
+static cJSON *call(struct session *s, const cJSON *req)
+{
+	return call_fds(s, req, NULL, 0);
+}
+
+/*
+ * Open the path option @opt names with our own rights, and name the descriptor in the
+ * request's @field: pcmond opens no path on a user's behalf. 0, or the exit status.
+ */
+static int open_for_request(struct args *a, const char *opt, const char *path, int flags,
+			    const char *field, int index, int *fd)
+{
+	*fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (*fd < 0)
+		return fail(a, 1, "%s %s: %s", opt, path, strerror(errno));
+	cJSON_AddNumberToObject(a->req, field, index);
+	return 0;
 }
 
 static int connect_daemon(const struct args *a, struct session *s)
@@ -408,17 +432,24 @@ static int cmd_start(struct args *a)
 {
 	struct session s;
 	cJSON *rep;
-	int r;
+	int r, fd = -1;
 
 	if (a->target)
 		return fail(a, 2, "pcmon start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    a->target);
 	if (!!(a->seen & O_PID) + !!(a->seen & O_CGROUP) + !!(a->seen & O_ALL) != 1)
 		return fail(a, 2, "pcmon start: give exactly one of --pid PID, --cgroup DIR, --all");
-	r = connect_daemon(a, &s);
-	if (r)
+	if ((a->seen & O_CGROUP) &&
+	    (r = open_for_request(a, "--cgroup", proto_str(a->req, "cgroup", ""),
+				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
 		return r;
-	rep = call(&s, a->req);
+	r = connect_daemon(a, &s);
+	if (r) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	rep = call_fds(&s, a->req, &fd, fd >= 0);
 	r = show(a, rep, NULL);
 	if (!r && !a->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));
@@ -480,7 +511,7 @@ static char *resolve_exe(const char *cmd)
 static int cmd_run(struct args *a)
 {
 	struct session s = { .fd = -1 };
-	int go[2], status = 0, r;
+	int go[2], status = 0, r, exe_fd = -1;
 	char errbuf[512];
 	cJSON *rep, *req;
 	pid_t child;
@@ -519,14 +550,19 @@ static int cmd_run(struct args *a)
 	{
 		char *exe = resolve_exe(a->argv_cmd[0]);
 
-		if (exe)
+		/* no executable to open is for execvp() to report, not us */
+		if (exe) {
+			exe_fd = open(exe, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 			cJSON_AddStringToObject(a->req, "exe", exe);
+			if (exe_fd >= 0)
+				cJSON_AddNumberToObject(a->req, "exe_fd", 0);
+		}
 		free(exe);
 	}
 	if (!proto_str(a->req, "name", NULL))
 		cJSON_AddStringToObject(a->req, "name", basename_of(a->argv_cmd[0]));
 	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));
-	rep = call(&s, a->req);
+	rep = call_fds(&s, a->req, &exe_fd, exe_fd >= 0);
 	if (!proto_bool(rep, "ok", 0)) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -624,12 +627,100 @@ static void target_release(struct engine *e, struct target *t)
 
 /* ---- commands */
 
+/*
+ * The descriptor that request field @field names (an index into those the client passed),
+ * taken over: -ENOENT if the field is absent, -EBADF if it names no descriptor.
+ */
+static int take_fd(const struct client *c, const cJSON *req, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, field);
+	int fd;
+
+	if (!v)
+		return -ENOENT;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valueint < 0 ||
+	    v->valueint >= c->nfds || c->fds[v->valueint] < 0)
+		return -EBADF;
+	fd = c->fds[v->valueint];
+	c->fds[v->valueint] = -1;
+	return fd;
+}
+
+/*
+ * A directory or file a request refers to. pcmond opens nothing on a user's behalf (as root,
+ * it could read what she may not, learn whether a path exists, or block on a FIFO): the
+ * client opens it with its own rights and passes the descriptor; only root's requests may
+ * name a bare path, which is opened without blocking.
+ */
+static int request_fd(const struct client *c, const cJSON *req, const char *fd_field,
+		      const char *path, int flags, const char *what, cJSON **rep)
+{
+	int fd = take_fd(c, req, fd_field);
+
+	if (fd == -EBADF) {
+		*rep = proto_error(2, "%s: field '%s' names no descriptor passed with the request",
+				   what, fd_field);
+		return -1;
+	}
+	if (fd >= 0)
+		return fd;
+	if (c->uid != 0) {
+		*rep = proto_error(2, "%s: pcmond opens no path for a user; pass the descriptor in '%s' (pcmon does)",
+				   what, fd_field);
+		return -1;
+	}
+	fd = path ? open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		*rep = proto_error(1, "%s %s: %s", what, path ? path : "", strerror(errno));
+	return fd;
+}
+
+/*
+ * pcmon run: the probes of the command it is about to exec, attached before it is released.
+ * Only a regular file: the descriptor is the client's, opened with its rights.
+ */
+static void attach_exe_probes(struct engine *e, const struct client *c, const cJSON *req)
+{
+	cJSON *rep = NULL;
+	char path[64];
+	struct stat st;
+	int fd = request_fd(c, req, "exe_fd", proto_str(req, "exe", NULL), O_RDONLY, "exe", &rep);
+
+	cJSON_Delete(rep); /* no probes is no reason to refuse the target */
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && sym_fd_has_probes(fd))
+		sampler_usdt_attach(e->smp, path);
+	close(fd);
+}
+
+/* The cgroup v2 directory behind @fd, if the client may watch it: its id, else 0. */
+static uint64_t cgroup_of_fd(const struct client *c, int fd, const char *path, cJSON **rep)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC || fstat(fd, &st) ||
+	    !S_ISDIR(st.st_mode)) {
+		*rep = proto_error(1, "--cgroup %s: not a cgroup v2 directory (under the cgroup2 mount, e.g. /sys/fs/cgroup)",
+				   path);
+		return 0;
+	}
+	if (c->uid != 0 && st.st_uid != c->uid) {
+		*rep = proto_error(1, "--cgroup %s belongs to uid %u: you may only watch your own cgroups",
+				   path, st.st_uid);
+		return 0;
+	}
+	return st.st_ino; /* a cgroup2 directory's inode number is the cgroup id BPF sees */
+}
+
 static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *req)
 {
 	const char *mode = proto_str(req, "mode", NULL), *cg = proto_str(req, "cgroup", NULL);
 	const char *unwind = proto_str(req, "unwind", "auto");
 	double pidn = proto_num(req, "pid", 0), usec = proto_num(req, "interval_us", 10000);
-	int all = proto_bool(req, "all", 0);
+	int all = proto_bool(req, "all", 0), fd;
 	uint64_t floor_ns = sampler_min_period_ns();
 	char err[256];
 	cJSON *rep = NULL;
@@ -637,6 +728,8 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	uint32_t id = 0;
 	int r;
 
+	if (!cg && cJSON_GetObjectItemCaseSensitive(req, "cgroup_fd"))
+		cg = "(descriptor)";
 	if (!!pidn + !!cg + !!all != 1)
 		return proto_error(2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
 	if (pidn && (pidn < 1 || pidn > 4194304 || pidn != (uint32_t)pidn))
@@ -698,19 +791,14 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 		t->pid = pidn;
 		proc_comm(t->pid, t->comm, sizeof(t->comm));
 	} else if (cg) {
-		struct stat st;
-
 		t->kind = TARGET_CGROUP;
-		if (stat(cg, &st) || !S_ISDIR(st.st_mode)) {
-			rep = proto_error(1, "--cgroup %s: not a cgroup v2 directory (e.g. /sys/fs/cgroup/unified/...)", cg);
+		fd = request_fd(c, req, "cgroup_fd", cg, O_RDONLY | O_DIRECTORY, "--cgroup", &rep);
+		if (fd < 0)
 			goto fail;
-		}
-		if (c->uid != 0 && st.st_uid != c->uid) {
-			rep = proto_error(1, "--cgroup %s belongs to uid %u: you may only watch your own cgroups", cg,
-					  st.st_uid);
+		t->cgroup_id = cgroup_of_fd(c, fd, cg, &rep);
+		close(fd);
+		if (!t->cgroup_id)
 			goto fail;
-		}
-		t->cgroup_id = st.st_ino;
 		snprintf(t->comm, sizeof(t->comm), "%s", basename_of(cg));
 	} else {
 		t->kind = TARGET_ALL;
@@ -744,9 +832,8 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 		sym_proc_load(e->sym, t->pid, 0);
 		sym_proc_usdt(e->sym, t->pid, 0, attach_usdt, e);
 		/* pcmon run: the command's own probes are attached before it is released */
-		if (proto_str(req, "exe", NULL) && !access(proto_str(req, "exe", ""), R_OK) &&
-		    sym_file_has_probes(proto_str(req, "exe", "")))
-			sampler_usdt_attach(e->smp, proto_str(req, "exe", ""));
+		if (proto_str(req, "exe", NULL) || cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))
+			attach_exe_probes(e, c, req);
 	} else if (!r && t->kind == TARGET_CGROUP) {
 		r = sampler_cgroup_add(e->smp, t->cgroup_id, t->id);
 	} else if (!r) {

@@ -23,6 +23,9 @@ struct engine_opts {
 struct client {
 	uid_t uid;
 	pid_t pid;
+	/* descriptors the client passed with this request; a handler that keeps one sets -1 */
+	int *fds;
+	int nfds;
 };
 
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen);

@@ -161,8 +161,60 @@ void proto_reader_init(struct proto_reader *r, size_t max)
 
 void proto_reader_free(struct proto_reader *r)
 {
+	for (int i = 0; i < r->nfds; i++)
+		close(r->fds[i]);
 	free(r->buf);
 	memset(r, 0, sizeof(*r));
+}
+
+int proto_reader_take_fds(struct proto_reader *r, int *fds, int max)
+{
+	int n = 0;
+
+	while (n < r->nfds && n < max && r->fd_at[n] <= r->base)
+		n++;
+	memcpy(fds, r->fds, n * sizeof(*fds));
+	memmove(r->fds, r->fds + n, (r->nfds - n) * sizeof(*fds));
+	memmove(r->fd_at, r->fd_at + n, (r->nfds - n) * sizeof(*r->fd_at));
+	r->nfds -= n;
+	return n;
+}
+
+/* read() that also keeps descriptors passed with the bytes (SCM_RIGHTS). */
+static ssize_t recv_fds(struct proto_reader *r, int fd, void *buf, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(PROTO_MAX_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = { buf, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			    .msg_controllen = sizeof(ctl.b) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+
+	if (n < 0 && errno == ENOTSOCK)
+		return read(fd, buf, len);
+	for (c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
+		int *p = (int *)CMSG_DATA(c), k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (int i = 0; i < k; i++) {
+			if (r->nfds < PROTO_MAX_FDS) {
+				/* the kernel ends a read with the segment that carried them */
+				r->fd_at[r->nfds] = r->base + r->len + n;
+				r->fds[r->nfds++] = p[i];
+			} else {
+				close(p[i]);
+				r->fds_dropped = 1;
+			}
+		}
+	}
+	if (m.msg_flags & MSG_CTRUNC)
+		r->fds_dropped = 1;
+	return n;
 }
 
 int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
@@ -173,6 +225,7 @@ int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
 	if (r->consumed) { /* drop the line handed out by the previous call */
 		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
 		r->len -= r->consumed;
+		r->base += r->consumed;
 		r->consumed = 0;
 	}
 	for (;;) {
@@ -191,11 +244,12 @@ int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
 		}
 		if (r->len > r->max) { /* no newline in max + 1 bytes: skip the rest of the line */
 			r->overflow = 1;
+			r->base += r->len;
 			r->len = 0;
 		}
 		if (GROW(r->buf, r->cap, r->len + chunk))
 			return -ENOMEM;
-		n = read(fd, r->buf + r->len, chunk);
+		n = recv_fds(r, fd, r->buf + r->len, chunk);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -207,7 +261,34 @@ int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
 	}
 }
 
+/* The empty line that carries @nfds descriptors to the next request. */
+static int send_fds(int fd, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(PROTO_MAX_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = { "\n", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+			    .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	if (nfds < 1 || nfds > PROTO_MAX_FDS)
+		return -EINVAL;
+	memset(ctl.b, 0, sizeof(ctl.b));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	return sendmsg(fd, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
 int proto_call(int fd, const cJSON *req, cJSON **reply)
+{
+	return proto_call_fds(fd, req, NULL, 0, reply);
+}
+
+int proto_call_fds(int fd, const cJSON *req, const int *fds, int nfds, cJSON **reply)
 {
 	struct proto_reader rd;
 	char *line;
@@ -215,7 +296,9 @@ int proto_call(int fd, const cJSON *req, cJSON **reply)
 	int r;
 
 	*reply = NULL;
-	r = proto_send(fd, req);
+	r = nfds ? send_fds(fd, fds, nfds) : 0;
+	if (!r)
+		r = proto_send(fd, req);
 	if (r)
 		return r;
 	proto_reader_init(&rd, PROTO_MAX_REPLY);

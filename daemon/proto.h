@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PROTO_VERSION 1
 #define PROTO_MAX_LINE (256 * 1024)	/* longest request accepted */
@@ -37,6 +38,14 @@ int proto_bool(const cJSON *o, const char *name, int def);
 /* Write @msg as one line; 0 or -errno. */
 int proto_send(int fd, const cJSON *msg);
 
+/*
+ * Descriptors travel with an empty line sent with SCM_RIGHTS just before the request that
+ * uses them (a cgroup directory or an executable the client opened with its own rights, so
+ * that pcmond never opens a path on a user's behalf). The request names them by index, in
+ * the order they came: "cgroup_fd": 0. An empty line gets no reply.
+ */
+#define PROTO_MAX_FDS 4
+
 /* Buffered line reader for one connection. */
 struct proto_reader {
 	char *buf;
@@ -44,6 +53,11 @@ struct proto_reader {
 	size_t max;		/* longest line accepted */
 	size_t consumed;	/* bytes of the line handed out last */
 	int overflow;		/* the current line is too long: it is being skipped */
+	uint64_t base;		/* stream offset of buf[0] */
+	int fds[PROTO_MAX_FDS];	/* descriptors received and not yet handed out, oldest first */
+	uint64_t fd_at[PROTO_MAX_FDS]; /* stream offset just past their carrier line */
+	int nfds;
+	int fds_dropped;	/* more came than fit: they were closed */
 };
 void proto_reader_init(struct proto_reader *r, size_t max);
 void proto_reader_free(struct proto_reader *r);
@@ -54,8 +68,15 @@ void proto_reader_free(struct proto_reader *r);
  */
 int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len);
 
-/* Client side: send @req and wait for the reply. */
+/*
+ * Hand out the descriptors that came before the line last returned (at most @max), oldest
+ * first, and forget them; returns how many. Descriptors sent for a later request stay.
+ */
+int proto_reader_take_fds(struct proto_reader *r, int *fds, int max);
+
+/* Client side: send @req (after @nfds descriptors, if any) and wait for the reply. */
 int proto_call(int fd, const cJSON *req, cJSON **reply);
+int proto_call_fds(int fd, const cJSON *req, const int *fds, int nfds, cJSON **reply);
 /* Connect to the daemon socket; -errno on failure. */
 int proto_connect(const char *path);
 

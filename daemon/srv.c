@@ -177,16 +177,27 @@ static void on_conn(struct srv *s, struct conn *c)
 	while ((r = proto_read_line(&c->rd, c->fd, &line, &len)) != 0) {
 		cJSON *req, *rep;
 
+		int fds[PROTO_MAX_FDS];
+
 		if (r == -EMSGSIZE) {
 			rep = proto_error(2, "request too long (at most %d bytes)", PROTO_MAX_LINE);
 		} else if (r < 0) {
 			conn_close(s, c);
 			return;
+		} else if (!len) {
+			continue; /* carries descriptors for the next request: no reply */
 		} else if (!(req = proto_parse_request(line, len, err, sizeof(err)))) {
 			rep = proto_error(2, "%s", err);
 		} else {
+			c->cred.nfds = proto_reader_take_fds(&c->rd, fds, PROTO_MAX_FDS);
+			c->cred.fds = fds;
 			rep = engine_handle(s->e, &c->cred, req);
 			cJSON_Delete(req);
+			for (int i = 0; i < c->cred.nfds; i++)
+				if (fds[i] >= 0)
+					close(fds[i]);
+			c->cred.fds = NULL;
+			c->cred.nfds = 0;
 		}
 		r = rep ? proto_send(c->fd, rep) : -ENOMEM;
 		cJSON_Delete(rep);

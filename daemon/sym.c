@@ -714,18 +714,26 @@ void sym_proc_usdt(struct sym *s, uint32_t pid, uint32_t epoch,
 	}
 }
 
-bool sym_file_has_probes(const char *path)
+bool sym_fd_has_probes(int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	Elf *elf;
 	bool r;
 
-	if (fd < 0)
-		return false;
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	r = elf && has_pcmon_probes(elf);
 	elf_end(elf);
+	return r;
+}
+
+bool sym_file_has_probes(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool r;
+
+	if (fd < 0)
+		return false;
+	r = sym_fd_has_probes(fd);
 	close(fd);
 	return r;
 }

@@ -54,6 +54,7 @@ void sym_proc_usdt(struct sym *s, uint32_t pid, uint32_t epoch,
 		   void (*cb)(void *ctx, const char *path), void *ctx);
 
 bool sym_file_has_probes(const char *path);
+bool sym_fd_has_probes(int fd);
 /* A string at @addr in process (pid, epoch): from its object file, else from the process. */
 int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, char *buf,
 		    size_t len);

@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Safe to share: what a user in group pcmon may watch, start and see, tested as real
 unprivileged users against a real pcmond."""
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, Users, as_user, pcmon, pcmon_json, procs, run_tests, workload
@@ -19,6 +21,89 @@ def shared_daemon():
     d = Daemon().start()
     os.chmod(d.dir, 0o755)
     return d
+
+
+def user_request(d, user, reqs, timeout=5):
+    """Send raw request lines to pcmond as @user; returns (replies, seconds taken)."""
+    prog = ("import socket, sys, json\n"
+            "s = socket.socket(socket.AF_UNIX); s.settimeout(%d); s.connect(sys.argv[1])\n"
+            "s.sendall(sys.stdin.buffer.read()); out = b''\n"
+            "while out.count(b'\\n') < int(sys.argv[2]):\n"
+            "    c = s.recv(65536)\n"
+            "    if not c: break\n"
+            "    out += c\n"
+            "sys.stdout.buffer.write(out)\n" % timeout)
+    raw = "".join(json.dumps(r) + "\n" for r in reqs).encode()
+    t0 = time.time()
+    p = subprocess.run(as_user(["python3", "-c", prog, d.sock, str(len(reqs))], user, True),
+                       input=raw, capture_output=True, timeout=timeout + 5)
+    return [json.loads(l) for l in p.stdout.splitlines() if l.strip()], time.time() - t0
+
+
+def cgroup2_root():
+    for line in open("/proc/self/mounts"):
+        f = line.split()
+        if f[2] == "cgroup2":
+            return f[1]
+    return None
+
+
+def test_cgroup_target_must_be_a_cgroup2_directory_of_hers():
+    """Only a cgroup v2 directory (fs magic, not an inode number that happens to match a
+    cgroup id), opened with the user's own rights, and owned by her."""
+    root = cgroup2_root()
+    mine = os.path.join(root, f"pcmon-safe-{os.getpid()}")
+    theirs = os.path.join(root, f"pcmon-root-{os.getpid()}")
+    shm = tempfile.mkdtemp(dir="/dev/shm")
+    with Users(ALICE) as u:
+        os.mkdir(mine)
+        os.mkdir(theirs)
+        os.chown(mine, u[ALICE], -1)
+        os.chown(shm, u[ALICE], -1)
+        d = shared_daemon()
+        try:
+            # a tmpfs directory she owns: its inode number could equal any cgroup's id
+            r = pcmon("start", "--cgroup", shm, sock=d.sock, user=ALICE, groups=True)
+            assert r.returncode == 1 and "not a cgroup v2 directory" in r.stderr, r.stderr
+            r = pcmon("start", "--cgroup", theirs, sock=d.sock, user=ALICE, groups=True)
+            assert r.returncode == 1 and "belongs to uid 0" in r.stderr, r.stderr
+            r = pcmon("start", "--cgroup", mine, sock=d.sock, user=ALICE, groups=True)
+            assert r.returncode == 0, r.stderr
+            # a raw request naming a path: pcmond opens nothing as root on her behalf
+            reps, _ = user_request(d, ALICE, [{"v": 1, "cmd": "start", "cgroup": theirs}])
+            assert not reps[0]["ok"] and "pass the descriptor" in reps[0]["error"], reps
+            assert [t["kind"] for t in pcmon_json("targets", sock=d.sock)[0]["targets"]] == ["cgroup"]
+        finally:
+            d.stop()
+            os.rmdir(mine)
+            os.rmdir(theirs)
+            os.rmdir(shm)
+
+
+def test_nothing_a_user_names_can_block_the_daemon():
+    """A FIFO given as the command's executable: pcmond opens no path for a user, and a
+    root request naming one opens it without blocking."""
+    tmp = tempfile.mkdtemp()
+    os.chmod(tmp, 0o755)
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo, 0o666)
+    with Users(ALICE) as u:
+        d = shared_daemon()
+        p = subprocess.Popen(as_user([workload("spinner"), "20"], ALICE), stdout=subprocess.PIPE)
+        try:
+            p.stdout.readline()
+            reps, took = user_request(d, ALICE, [{"v": 1, "cmd": "start", "pid": p.pid,
+                                                  "exe": fifo}, {"v": 1, "cmd": "status"}])
+            assert len(reps) == 2 and reps[1]["ok"] and took < 3, (reps, took)
+            t0 = time.time()
+            rep = d.request(json.dumps({"v": 1, "cmd": "start", "pid": os.getpid(),
+                                        "exe": fifo}).encode() + b"\n")
+            assert rep and time.time() - t0 < 3, rep
+        finally:
+            p.kill()
+            p.wait()
+            d.stop()
+            shutil.rmtree(tmp)
 
 
 def test_non_dumpable_process_is_not_watched():
