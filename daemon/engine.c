@@ -978,9 +978,9 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 	return rep;
 }
 
-static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *req,
-			 const char *cmd)
+static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *req)
 {
+	const char *cmd = proto_str(req, "cmd", "");
 	struct target *t;
 	cJSON *rep = NULL;
 
@@ -1100,36 +1100,87 @@ static cJSON *cmd_status(struct engine *e)
 	return rep;
 }
 
-static const struct {
+#define F_BOOL(n) { .name = (n), .type = PT_BOOL }
+#define F_UINT(n, lo, hi) { .name = (n), .type = PT_UINT, .min = (lo), .max = (hi) }
+#define F_STR(n, len) { .name = (n), .type = PT_STR, .max = (len) }
+#define F_ENUM(n, v) { .name = (n), .type = PT_ENUM, .values = (v) }
+#define F_TARGET(req) { .name = "target", .type = PT_TARGET, .required = (req) }
+#define F_WHEN F_STR("when", PROTO_MAX_LINE), F_BOOL("when_from_file"), F_BOOL("icase"), \
+	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE }
+
+static const struct proto_field start_fields[] = {
+	F_UINT("pid", 1, 4194304),
+	F_STR("cgroup", 4096),
+	F_UINT("cgroup_fd", 0, PROTO_MAX_FDS - 1),
+	F_BOOL("all"),
+	F_ENUM("mode", "real|virtual"),
+	F_UINT("interval_us", 1, 60000000),
+	F_ENUM("unwind", "fp|dwarf|auto"),
+	F_BOOL("kernel"),
+	F_BOOL("no_inline"),
+	F_BOOL("children"),
+	F_BOOL("exec_wait"),
+	F_STR("name", 4096),
+	F_STR("exe", 4096),
+	F_UINT("exe_fd", 0, PROTO_MAX_FDS - 1),
+	F_WHEN,
+};
+static const struct proto_field list_fields[] = { F_TARGET(false), F_WHEN };
+static const struct proto_field target_fields[] = { F_TARGET(true) };
+
+typedef cJSON *cmd_fn(struct engine *e, const struct client *c, const cJSON *req);
+
+static cJSON *cmd_targets_req(struct engine *e, const struct client *c, const cJSON *req)
+{
+	(void)req;
+	return cmd_targets(e, c);
+}
+
+static cJSON *cmd_status_req(struct engine *e, const struct client *c, const cJSON *req)
+{
+	(void)c;
+	(void)req;
+	return cmd_status(e);
+}
+
+#define CMD(name, fn, fields) { name, fn, fields, ARRAY_SIZE(fields) }
+#define CMD0(name, fn) { name, fn, NULL, 0 }
+static const struct command {
 	const char *name;
-	int needs_target;
+	cmd_fn *fn;
+	const struct proto_field *fields;
+	size_t nfields;
 } commands[] = {
-	{ "start", 0 }, { "list", 1 },	 { "stop", 1 },	   { "pause", 1 },  { "resume", 1 },
-	{ "zero", 1 },	{ "drop", 1 },	 { "targets", 0 }, { "status", 0 },
+	CMD("start", cmd_start, start_fields),
+	CMD("list", cmd_list, list_fields),
+	CMD("stop", cmd_simple, target_fields),
+	CMD("pause", cmd_simple, target_fields),
+	CMD("resume", cmd_simple, target_fields),
+	CMD("zero", cmd_simple, target_fields),
+	CMD("drop", cmd_simple, target_fields),
+	CMD0("targets", cmd_targets_req),
+	CMD0("status", cmd_status_req),
 };
 
+/*
+ * One request: the command is looked up and every field checked against its table before
+ * anything is done, so a wrong type or an unknown field is an error naming it, never a
+ * default quietly put in its place.
+ */
 cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req)
 {
 	const char *cmd = proto_str(req, "cmd", "");
-	cJSON *rep = NULL;
-	size_t i;
+	const struct command *k = NULL;
+	char err[160];
+	cJSON *rep;
 
-	for (i = 0; i < ARRAY_SIZE(commands); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(commands) && !k; i++)
 		if (!strcmp(cmd, commands[i].name))
-			break;
-	if (i == ARRAY_SIZE(commands))
-		rep = proto_error(2, "unknown command '%.64s'", cmd);
-	else if (!strcmp(cmd, "start"))
-		rep = cmd_start(e, c, req);
-	else if (!strcmp(cmd, "list"))
-		rep = cmd_list(e, c, req);
-	else if (!strcmp(cmd, "targets"))
-		rep = cmd_targets(e, c);
-	else if (!strcmp(cmd, "status"))
-		rep = cmd_status(e);
-	else
-		rep = cmd_simple(e, c, req, cmd);
-	if (!rep)
-		rep = proto_error(1, "out of memory");
-	return rep;
+			k = &commands[i];
+	if (!k)
+		return proto_error(2, "unknown command '%.64s'", cmd);
+	if (proto_check(req, k->fields, k->nfields, err, sizeof(err)))
+		return proto_error(2, "%s: %s", cmd, err);
+	rep = k->fn(e, c, req);
+	return rep ? rep : proto_error(1, "out of memory");
 }

@@ -123,6 +123,116 @@ int proto_bool(const cJSON *o, const char *name, int def)
 	return cJSON_IsBool(i) ? cJSON_IsTrue(i) : def;
 }
 
+static bool is_whole(const cJSON *v, double min, double max)
+{
+	/* the range first: converting a double out of int64_t's range is undefined */
+	return cJSON_IsNumber(v) && v->valuedouble >= min && v->valuedouble <= max &&
+	       v->valuedouble == (double)(int64_t)v->valuedouble;
+}
+
+/* Is @s one of the '|'-separated words of @values, whole? */
+static bool in_values(const char *s, const char *values)
+{
+	size_t n = strlen(s);
+
+	for (const char *p = values; *p;) {
+		size_t w = strcspn(p, "|");
+
+		if (w == n && n && !strncmp(p, s, n))
+			return true;
+		p += w + (p[w] == '|');
+	}
+	return false;
+}
+
+static bool field_ok(const struct proto_field *f, const cJSON *v)
+{
+	const cJSON *x;
+
+	switch (f->type) {
+	case PT_STR:
+		return cJSON_IsString(v) && strlen(v->valuestring) <= f->max;
+	case PT_BOOL:
+		return cJSON_IsBool(v);
+	case PT_UINT:
+		return is_whole(v, f->min, f->max);
+	case PT_ENUM:
+		return cJSON_IsString(v) && in_values(v->valuestring, f->values);
+	case PT_TARGET:
+		return is_whole(v, 1, 1e9) ||
+		       (cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) <= 255);
+	case PT_STRS:
+		if (!cJSON_IsArray(v))
+			return false;
+		cJSON_ArrayForEach(x, v)
+			if (!cJSON_IsString(x) || strlen(x->valuestring) > f->max)
+				return false;
+		return true;
+	}
+	return false;
+}
+
+static const char *type_words(const struct proto_field *f, char *buf, size_t len)
+{
+	switch (f->type) {
+	case PT_STR:
+		snprintf(buf, len, "a string of at most %.0f bytes", f->max);
+		break;
+	case PT_BOOL:
+		snprintf(buf, len, "true or false");
+		break;
+	case PT_UINT:
+		snprintf(buf, len, "a whole number from %.0f to %.0f", f->min, f->max);
+		break;
+	case PT_ENUM:
+		snprintf(buf, len, "one of %s", f->values);
+		break;
+	case PT_TARGET:
+		snprintf(buf, len, "a target id or name");
+		break;
+	case PT_STRS:
+		snprintf(buf, len, "an array of strings");
+		break;
+	}
+	return buf;
+}
+
+int proto_check(const cJSON *req, const struct proto_field *fields, size_t n, char *err,
+		size_t errlen)
+{
+	const cJSON *m;
+	char words[96];
+
+	cJSON_ArrayForEach(m, req) {
+		size_t i;
+
+		if (!strcmp(m->string, "v") || !strcmp(m->string, "cmd"))
+			continue;
+		for (i = 0; i < n && strcmp(fields[i].name, m->string); i++)
+			;
+		if (i == n) {
+			snprintf(err, errlen, "unknown field '%.64s'", m->string);
+			return -EINVAL;
+		}
+		if (cJSON_GetObjectItemCaseSensitive(req, m->string) != m) {
+			snprintf(err, errlen, "field '%s' given twice", m->string);
+			return -EINVAL;
+		}
+		if (!field_ok(&fields[i], m)) {
+			snprintf(err, errlen, "field '%s' must be %s", m->string,
+				 type_words(&fields[i], words, sizeof(words)));
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (fields[i].required && !cJSON_GetObjectItemCaseSensitive(req, fields[i].name)) {
+			snprintf(err, errlen, "field '%s' is missing", fields[i].name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int proto_send(int fd, const cJSON *msg)
 {
 	char *s = cJSON_PrintUnformatted(msg);

@@ -12,6 +12,7 @@
 #define PCMON_PROTO_H
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,32 @@ cJSON *proto_request(const char *cmd);
 const char *proto_str(const cJSON *o, const char *name, const char *def);
 double proto_num(const cJSON *o, const char *name, double def);
 int proto_bool(const cJSON *o, const char *name, int def);
+
+/*
+ * What a command accepts: every member of a request must be one of its fields (besides "v"
+ * and "cmd"), of that field's type and within its range, or the request is refused whole,
+ * naming the field. Handlers can then read fields without second-guessing their types.
+ */
+enum proto_type {
+	PT_STR,		/* a string of at most .max bytes */
+	PT_BOOL,
+	PT_UINT,	/* a whole number from .min to .max */
+	PT_ENUM,	/* one of the strings in .values, "a|b|c" */
+	PT_TARGET,	/* a target: its id (a whole number) or its name (a string) */
+	PT_STRS,	/* an array of strings of at most .max bytes each */
+};
+
+struct proto_field {
+	const char *name;
+	enum proto_type type;
+	double min, max;
+	const char *values;
+	bool required;
+};
+
+/* 0, or -EINVAL with a one-line reason in @err. */
+int proto_check(const cJSON *req, const struct proto_field *fields, size_t n, char *err,
+		size_t errlen);
 
 /* Write @msg as one line; 0 or -errno. */
 int proto_send(int fd, const cJSON *msg);

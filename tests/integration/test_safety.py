@@ -106,6 +106,37 @@ def test_nothing_a_user_names_can_block_the_daemon():
             shutil.rmtree(tmp)
 
 
+def test_wrong_types_are_refused_and_nothing_is_done():
+    """A wrong type, an out-of-range number or an unknown field is an error naming the
+    field: it never falls back to a default ("your newest target")."""
+    with Users(ALICE) as u:
+        d = shared_daemon()
+        p = subprocess.Popen(as_user([workload("spinner"), "20"], ALICE), stdout=subprocess.PIPE)
+        try:
+            p.stdout.readline()
+            tid = pcmon("start", "--pid", p.pid, sock=d.sock, user=ALICE, groups=True,
+                        check=0).stdout.strip()
+            bad = [{"cmd": "drop", "target": v} for v in ([], {}, True, None, 0.6, -1, "")]
+            bad += [{"cmd": "drop"}, {"cmd": "stop", "target": int(tid), "extra": 1},
+                    {"cmd": "start", "pid": p.pid, "interval_us": "1000"},
+                    {"cmd": "start", "pid": p.pid, "mode": 1},
+                    {"cmd": "start", "pid": p.pid, "unwind": "frame"},
+                    {"cmd": "start", "pid": float(p.pid) + 0.5},
+                    {"cmd": "start", "pid": p.pid, "critical": "x=y"},
+                    {"cmd": "list", "target": int(tid), "when": ["main"]}]
+            reps, _ = user_request(d, ALICE, [dict(v=1, **b) for b in bad])
+            assert len(reps) == len(bad), reps
+            for b, r in zip(bad, reps):
+                assert not r["ok"] and r["status"] == 2, (b, r)
+                assert "field" in r["error"], (b, r)
+            targets = pcmon_json("targets", sock=d.sock)[0]["targets"]
+            assert [(t["id"], t["state"]) for t in targets] == [(int(tid), "running")], targets
+        finally:
+            p.kill()
+            p.wait()
+            d.stop()
+
+
 def test_non_dumpable_process_is_not_watched():
     """A process that makes itself non-dumpable (prctl, as ssh-agent does) is out of its
     owner's reach from then on, like ptrace: its samples are denied and counted."""

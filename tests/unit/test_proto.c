@@ -895,6 +895,81 @@ static void test_connect(void **state)
 	rmdir(tmp);
 }
 
+
+/* ---------------------------------------------------------------------------------------- */
+/* proto_check: every field known, of its type, in range */
+
+static const struct proto_field check_fields[] = {
+	{ .name = "n", .type = PT_UINT, .min = 1, .max = 100 },
+	{ .name = "s", .type = PT_STR, .max = 4 },
+	{ .name = "b", .type = PT_BOOL },
+	{ .name = "e", .type = PT_ENUM, .values = "fp|dwarf|auto" },
+	{ .name = "t", .type = PT_TARGET, .required = true },
+	{ .name = "a", .type = PT_STRS, .max = 3 },
+};
+
+static int check(const char *json, char *err)
+{
+	cJSON *req = cJSON_Parse(json);
+	int r;
+
+	assert_non_null(req);
+	err[0] = '\0';
+	r = proto_check(req, check_fields, sizeof(check_fields) / sizeof(check_fields[0]), err, 160);
+	cJSON_Delete(req);
+	return r;
+}
+
+static void test_check_accepts_good_requests(void **state)
+{
+	char err[160];
+
+	(void)state;
+	assert_int_equal(check("{\"v\":1,\"cmd\":\"x\",\"t\":3}", err), 0);
+	assert_int_equal(check("{\"t\":\"name\",\"n\":100,\"s\":\"abcd\",\"b\":false,\"e\":\"auto\","
+			       "\"a\":[\"x\",\"yz\"]}", err), 0);
+	assert_int_equal(check("{\"t\":1,\"n\":1,\"e\":\"fp\",\"a\":[]}", err), 0);
+}
+
+static void test_check_refuses_wrong_types(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "{\"t\":[]}", "field 't' must be a target id or name" },
+		{ "{\"t\":{}}", "field 't' must be" },
+		{ "{\"t\":true}", "field 't' must be" },
+		{ "{\"t\":null}", "field 't' must be" },
+		{ "{\"t\":0.6}", "field 't' must be" },
+		{ "{\"t\":0}", "field 't' must be" },
+		{ "{\"t\":\"\"}", "field 't' must be" },
+		{ "{\"t\":1,\"n\":\"5\"}", "field 'n' must be a whole number from 1 to 100" },
+		{ "{\"t\":1,\"n\":0}", "field 'n' must be" },
+		{ "{\"t\":1,\"n\":101}", "field 'n' must be" },
+		{ "{\"t\":1,\"n\":2.5}", "field 'n' must be" },
+		{ "{\"t\":1,\"n\":1e300}", "field 'n' must be" },
+		{ "{\"t\":1,\"s\":\"abcde\"}", "field 's' must be a string of at most 4 bytes" },
+		{ "{\"t\":1,\"s\":1}", "field 's' must be" },
+		{ "{\"t\":1,\"b\":1}", "field 'b' must be true or false" },
+		{ "{\"t\":1,\"e\":\"dw\"}", "field 'e' must be one of fp|dwarf|auto" },
+		{ "{\"t\":1,\"e\":\"\"}", "field 'e' must be" },
+		{ "{\"t\":1,\"e\":\"fp|dwarf\"}", "field 'e' must be" },
+		{ "{\"t\":1,\"a\":\"x\"}", "field 'a' must be an array of strings" },
+		{ "{\"t\":1,\"a\":[1]}", "field 'a' must be" },
+		{ "{\"t\":1,\"a\":[\"long\"]}", "field 'a' must be" },
+		{ "{\"t\":1,\"zz\":1}", "unknown field 'zz'" },
+		{ "{\"t\":1,\"t\":2}", "field 't' given twice" },
+		{ "{\"n\":3}", "field 't' is missing" },
+	};
+	char err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (check(bad[i][0], err) != -EINVAL)
+			fail_msg("%s: accepted", bad[i][0]);
+		if (strncmp(err, bad[i][1], strlen(bad[i][1])))
+			fail_msg("%s: got \"%s\", wanted \"%s...\"", bad[i][0], err, bad[i][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -920,6 +995,8 @@ int main(void)
 		cmocka_unit_test(test_call_forked_echo),
 		cmocka_unit_test(test_call_errors),
 		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_check_accepts_good_requests),
+		cmocka_unit_test(test_check_refuses_wrong_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
