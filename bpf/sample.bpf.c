@@ -163,6 +163,7 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 		np.target = all_target;
 	if (!np.target)
 		return NULL;
+	np.flags = PCMON_PF_IMPLICIT;
 	bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
@@ -769,6 +770,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!cfg || !(cfg->flags & PCMON_TF_CHILDREN))
 		return 0;
 	np.target = p->target;
+	np.flags = p->flags & PCMON_PF_IMPLICIT;
 	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
 		struct pcmon_gstat *gs = gstats();
 

@@ -83,6 +83,8 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		fprintf(f, "   off-CPU blocked %.0f runnable %.0f", num(s, "off_blocked"),
 			num(s, "off_runnable"));
 	fprintf(f, "   lost %.0f", num(s, "lost"));
+	if (num(s, "handed_over"))
+		fprintf(f, "   processes handed over to --pid targets %.0f", num(s, "handed_over"));
 	if (num(s, "denied"))
 		fprintf(f, "   denied %.0f (processes that became another's: setuid, not dumpable)",
 			num(s, "denied"));

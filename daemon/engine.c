@@ -826,8 +826,24 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	sampler_tstat(e->smp, t->id, &t->lost_base);
 	r = sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
 	if (!r && t->kind == TARGET_PID) {
+		uint32_t had;
+
 		r = sampler_proc_add(e->smp, t->pid, t->id,
-				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0);
+				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0, &had);
+		if (r == -EEXIST) {
+			/* a process is in one target: refused, never moved away silently */
+			if (e->targets[had] && may_access(c, e->targets[had]))
+				rep = proto_error(1, "pid %u is already watched by target %u \"%s\": stop and drop it first",
+						  t->pid, had, e->targets[had]->name);
+			else
+				rep = proto_error(1, "pid %u is already watched by another user's target",
+						  t->pid);
+			goto fail_release;
+		}
+		if (had && e->targets[had]) {
+			e->targets[had]->handed_over++;
+			e->targets[had]->dirty = true;
+		}
 		t->live = 1;
 		sym_proc_load(e->sym, t->pid, 0);
 		sym_proc_usdt(e->sym, t->pid, 0, attach_usdt, e);

@@ -542,10 +542,18 @@ void sampler_target_clear(struct sampler *s, uint32_t id)
 		s->skel->bss->all_target = 0;
 }
 
-int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags)
+int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
+		     uint32_t *had)
 {
-	struct pcmon_proc p = { .target = target, .flags = flags };
+	struct pcmon_proc p = { .target = target, .flags = flags }, old;
 
+	*had = 0;
+	if (!bpf_map__lookup_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &old, sizeof(old), 0) &&
+	    old.target != target) {
+		*had = old.target;
+		if (!(old.flags & PCMON_PF_IMPLICIT))
+			return -EEXIST;
+	}
 	if (bpf_map__update_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &p, sizeof(p), 0))
 		return -errno;
 	return 0;

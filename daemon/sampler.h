@@ -43,7 +43,13 @@ int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t 
 		       uint32_t owner);
 /* Stop sampling @id and forget its processes, cgroups and open intervals in BPF. */
 void sampler_target_clear(struct sampler *s, uint32_t id);
-int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags);
+/*
+ * Watch process @tgid as part of @target. A process another target named explicitly is not
+ * taken: -EEXIST, *@had = that target. One a --cgroup or --all target merely picked up is
+ * taken over: *@had = that target, to be told. Else *@had = 0.
+ */
+int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
+		     uint32_t *had);
 int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch);
 int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target);
 void sampler_all_set(struct sampler *s, uint32_t target);

@@ -115,6 +115,7 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 	cJSON_AddNumberToObject(o, "lost_oom", t->lost_oom);
 	cJSON_AddNumberToObject(o, "lost_ring_full", t->lost.lost_ring_full);
 	cJSON_AddNumberToObject(o, "denied", t->lost.denied);
+	cJSON_AddNumberToObject(o, "handed_over", t->handed_over);
 
 	lm.arr = cJSON_AddArrayToObject(o, "locs");
 	arr = cJSON_AddArrayToObject(o, "stacks");
@@ -261,6 +262,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->lost_oom = proto_num(o, "lost_oom", 0);
 	t->lost.lost_ring_full = proto_num(o, "lost_ring_full", 0);
 	t->lost.denied = proto_num(o, "denied", 0);
+	t->handed_over = proto_num(o, "handed_over", 0);
 
 	locs = load_locs(s, cJSON_GetObjectItemCaseSensitive(o, "locs"), &nlocs);
 	if (!locs)

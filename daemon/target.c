@@ -258,6 +258,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
 	cJSON_AddNumberToObject(sum, "lost", target_lost(t));
 	cJSON_AddNumberToObject(sum, "denied", t->lost.denied);
+	cJSON_AddNumberToObject(sum, "handed_over", t->handed_over);
 	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
 	cJSON_AddNumberToObject(o, "counts_map_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "offcpu_map_full", t->lost.lost_offcpu_full);

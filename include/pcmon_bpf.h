@@ -55,6 +55,12 @@ struct pcmon_proc {
 
 /* Launched by `pcmon run`, held before exec: its samples count from the exec on. */
 #define PCMON_PF_EXEC_WAIT (1u << 0)
+/*
+ * Taken by a --cgroup or --all target when first sampled (or forked from such a process),
+ * not named by a --pid target: an explicit target may take it over, and the one that had
+ * it says so.
+ */
+#define PCMON_PF_IMPLICIT (1u << 1)
 
 /* A stack as stored in the stacks maps: frames innermost first, as the kernel gives them. */
 struct pcmon_stack {

@@ -137,6 +137,38 @@ def test_wrong_types_are_refused_and_nothing_is_done():
             d.stop()
 
 
+def test_a_process_is_in_one_target_and_never_moved_silently():
+    """A process root named explicitly is refused to her; one root's --all merely picked up
+    may become hers, and root's target says it handed it over."""
+    with Users(ALICE) as u:
+        d = shared_daemon()
+        a = subprocess.Popen(as_user([workload("spinner"), "20"], ALICE), stdout=subprocess.PIPE)
+        b = subprocess.Popen(as_user([workload("spinner"), "20"], ALICE), stdout=subprocess.PIPE)
+        try:
+            a.stdout.readline()
+            b.stdout.readline()
+            rid = pcmon("start", "--pid", a.pid, sock=d.sock, check=0).stdout.strip()
+            r = pcmon("start", "--pid", a.pid, sock=d.sock, user=ALICE, groups=True)
+            assert r.returncode == 1 and "already watched by another user's target" in r.stderr, r
+            r = pcmon("start", "--pid", a.pid, sock=d.sock)
+            assert r.returncode == 1 and f"already watched by target {rid}" in r.stderr, r
+            allid = pcmon("start", "--all", "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+            time.sleep(0.5)  # b is sampled, so --all has picked it up
+            mine = pcmon("start", "--pid", b.pid, "--interval", 1000, sock=d.sock, user=ALICE,
+                         groups=True, check=0).stdout.strip()
+            time.sleep(0.5)
+            everything = pcmon_json("list", allid, sock=d.sock)[0]["summary"]
+            assert everything["handed_over"] == 1, everything
+            assert pcmon("list", allid, sock=d.sock, check=0).stdout.count("handed over") == 1
+            hers = pcmon_json("list", mine, sock=d.sock, user=ALICE, groups=True)[0]
+            assert procs(hers)["spinner.spin_here"]["shallow"] > 0
+        finally:
+            for p in (a, b):
+                p.kill()
+                p.wait()
+            d.stop()
+
+
 def test_non_dumpable_process_is_not_watched():
     """A process that makes itself non-dumpable (prctl, as ssh-agent does) is out of its
     owner's reach from then on, like ptrace: its samples are denied and counted."""
