@@ -4,10 +4,25 @@
 
 #include "format.h"
 #include "proto.h"
+#include "util.h"
 
 static double num(const cJSON *o, const char *k)
 {
 	return proto_num(o, k, 0);
+}
+
+/*
+ * A string of a reply, fit for the terminal: names come from other people's processes and
+ * binaries, and a control character in one must not reach the reader's terminal. Each call
+ * has a buffer of its own among a few, so that one printf() can take several.
+ */
+static const char *str(const cJSON *o, const char *k, const char *def)
+{
+	static char bufs[6][1024];
+	static unsigned next;
+	char *b = bufs[next++ % 6];
+
+	return str_escape(proto_str(o, k, def), b, sizeof(bufs[0]));
 }
 
 static double pct(double a, double b)
@@ -51,7 +66,7 @@ static void table(FILE *f, const cJSON *procs, const cJSON *order, double counte
 		if (top && shown++ >= top)
 			break;
 		fprintf(f, "%8.0f %5.1f%% %8.0f %5.1f%%  %s\n", sh, pct(sh, counted), dp,
-			pct(dp, counted), proto_str(p, "procedure", "?"));
+			pct(dp, counted), str(p, "procedure", "?"));
 	}
 }
 
@@ -60,18 +75,18 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary"), *c, *it;
 	double counted = num(s, "counted"), interrupts = num(s, "interrupts");
-	int real = !strcmp(proto_str(t, "mode", ""), "REAL");
+	int real = !strcmp(str(t, "mode", ""), "REAL");
 	char state[64], who[64] = "";
 	const char *when = proto_str(s, "when", NULL);
 	int both = !v->shallow && !v->deep;
 
 	fmt_state(state, sizeof(state), t);
-	if (!strcmp(proto_str(t, "kind", ""), "pid"))
+	if (!strcmp(str(t, "kind", ""), "pid"))
 		snprintf(who, sizeof(who), " pid %.0f", num(t, "pid"));
 	else
-		snprintf(who, sizeof(who), " %s", proto_str(t, "kind", ""));
+		snprintf(who, sizeof(who), " %s", str(t, "kind", ""));
 	fprintf(f, "pcmon: target %.0f \"%s\"%s, %s t=%.0fus, %.2f s, %s\n", num(t, "id"),
-		proto_str(t, "name", "?"), who, proto_str(t, "mode", "?"), num(t, "interval_us"),
+		str(t, "name", "?"), who, str(t, "mode", "?"), num(t, "interval_us"),
 		num(t, "elapsed_s"), state);
 	fprintf(f, "interrupts %.0f   counted %.0f (%.1f%%)", interrupts, counted,
 		pct(counted, interrupts));
@@ -97,7 +112,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	cJSON_ArrayForEach(it, c) {
 		const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "reasons"), *x;
 
-		fprintf(f, " %s %.0f (%.1f%%)", proto_str(it, "name", "?"), num(it, "count"),
+		fprintf(f, " %s %.0f (%.1f%%)", str(it, "name", "?"), num(it, "count"),
 			pct(num(it, "count"), counted));
 		if (r && num(it, "count")) {
 			const char *sep = " [";
@@ -131,8 +146,8 @@ void fmt_targets(FILE *f, const cJSON *rep)
 
 		fmt_state(state, sizeof(state), it);
 		fprintf(f, "%4.0f  %-20s %-8s %-7s %-18s %10.0f %8.0f\n", num(it, "id"),
-			proto_str(it, "name", "?"), proto_str(it, "kind", "?"),
-			proto_str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"));
+			str(it, "name", "?"), str(it, "kind", "?"),
+			str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"));
 	}
 }
 
@@ -140,7 +155,7 @@ void fmt_status(FILE *f, const cJSON *rep)
 {
 	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it;
 
-	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", proto_str(rep, "version", "?"),
+	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", str(rep, "version", "?"),
 		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
 	fprintf(f, "stacks up to %.0f frames, interval floor %.0f us\n", num(rep, "max_stack_depth"),
 		num(rep, "min_interval_us"));
@@ -151,17 +166,25 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(sy, "locations"), num(sy, "procedures"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	{
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(rep, "limits");
+
+		fprintf(f, "limits per user (root exempt): %.0f targets, %.0f MiB of results (%.0f targets are root's alone); yours: %.0f targets, %.1f MiB\n",
+			num(l, "targets_per_user"), num(l, "memory_per_user_bytes") / 1048576,
+			num(l, "targets_reserved_for_root"), num(l, "your_targets"),
+			num(l, "your_memory_bytes") / 1048576);
+	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))
-			fprintf(f, "%-6s %-13s %12.0f %10.0f  %s\n", proto_str(it, "unwind", "?"),
-				proto_str(it, "cfi", "?"), num(it, "frames_unwound"),
-				num(it, "frames_without_cfi"), proto_str(it, "path", "?"));
+			fprintf(f, "%-6s %-13s %12.0f %10.0f  %s\n", str(it, "unwind", "?"),
+				str(it, "cfi", "?"), num(it, "frames_unwound"),
+				num(it, "frames_without_cfi"), str(it, "path", "?"));
 	}
 	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
 		"total ms");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {
-		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", proto_str(it, "name", "?"),
+		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", str(it, "name", "?"),
 			proto_bool(it, "attached", 0) ? "yes" : "no", num(it, "runs"),
 			num(it, "avg_ns"), num(it, "run_time_ns") / 1e6);
 	}

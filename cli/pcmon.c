@@ -374,9 +374,14 @@ static int connect_daemon(const struct args *a, struct session *s)
 /* Print a reply: JSON as is (without the envelope), or a table; returns the exit status. */
 static int show(const struct args *a, cJSON *rep, void (*table)(FILE *, const cJSON *))
 {
+	char esc[1024];
+
+	/* an error may quote a name someone else chose: escaped for the terminal */
 	if (!proto_bool(rep, "ok", 0))
 		return fail(a, proto_num(rep, "status", 1), "%s",
-			    proto_str(rep, "error", "pcmond sent a malformed reply"));
+			    a->json ? proto_str(rep, "error", "pcmond sent a malformed reply")
+				    : str_escape(proto_str(rep, "error", "pcmond sent a malformed reply"),
+						 esc, sizeof(esc)));
 	if (a->json) {
 		char *s;
 
@@ -433,6 +438,7 @@ static int cmd_start(struct args *a)
 	struct session s;
 	cJSON *rep;
 	int r, fd = -1;
+	char esc[256];
 
 	if (a->target)
 		return fail(a, 2, "pcmon start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
@@ -454,7 +460,8 @@ static int cmd_start(struct args *a)
 	if (!r && !a->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));
 		fprintf(stderr, "pcmon: started target %.0f \"%s\", %s t=%.0fus\n",
-			proto_num(rep, "id", 0), proto_str(rep, "name", ""), proto_str(rep, "mode", ""),
+			proto_num(rep, "id", 0), str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)),
+			proto_str(rep, "mode", ""),
 			proto_num(rep, "interval_us", 0));
 	}
 	cJSON_Delete(rep);
@@ -559,8 +566,13 @@ static int cmd_run(struct args *a)
 		}
 		free(exe);
 	}
-	if (!proto_str(a->req, "name", NULL))
-		cJSON_AddStringToObject(a->req, "name", basename_of(a->argv_cmd[0]));
+	if (!proto_str(a->req, "name", NULL)) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s", basename_of(a->argv_cmd[0]));
+		str_sanitize(name, sizeof(name) - 1);
+		cJSON_AddStringToObject(a->req, "name", name);
+	}
 	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));
 	rep = call_fds(&s, a->req, &exe_fd, exe_fd >= 0);
 	if (!proto_bool(rep, "ok", 0)) {

@@ -75,6 +75,22 @@ int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t 
 	return 0;
 }
 
+int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)
+{
+	int64_t id = a->keys ? itab_find(a->keys, st, agg_stack_size(st->nuser + st->nkern)) : -1;
+
+	if (id < 0)
+		return -ENOENT;
+	a->vals[id].count += count;
+	a->vals[id].ns += ns;
+	return 0;
+}
+
+size_t agg_bytes(const struct agg *a)
+{
+	return itab_bytes(a->keys) + a->cap * sizeof(*a->vals);
+}
+
 size_t agg_count(const struct agg *a)
 {
 	return a->keys ? itab_count(a->keys) : 0;

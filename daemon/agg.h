@@ -45,6 +45,9 @@ struct agg *agg_new(void);
 void agg_free(struct agg *a);
 void agg_zero(struct agg *a);
 int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
+/* agg_add() for a stack already there; -ENOENT (nothing added) for a new one. */
+int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
+size_t agg_bytes(const struct agg *a); /* memory it holds */
 size_t agg_count(const struct agg *a);
 const struct agg_stack *agg_get(const struct agg *a, size_t i, uint64_t *count, uint64_t *ns);
 static inline size_t agg_stack_size(uint32_t nlocs)

@@ -98,6 +98,10 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->o = *o;
 	if (!e->o.drain_ms)
 		e->o.drain_ms = 100;
+	if (!e->o.user_targets)
+		e->o.user_targets = 16;
+	if (!e->o.user_memory)
+		e->o.user_memory = 256ull << 20;
 	e->epfd = e->timerfd = -1;
 	e->next_id = 1;
 	e->started_ns = now_ns();
@@ -310,29 +314,65 @@ static struct agg_stack *convert_dwarf(struct engine *e, const struct pcmon_dsam
 	return convert_pcs(e, &d->h.key, e->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
 }
 
+/*
+ * Add @count samples of stack @st (NULL: it could not be built) to @t. A target whose owner
+ * is over her memory allowance still counts the stacks it has, but keeps no new one: those
+ * samples are lost, and counted as such.
+ */
+static void charge(struct target *t, const struct agg_stack *st, uint64_t count, uint64_t ns)
+{
+	int r = !st ? -ENOMEM
+		: t->over_memory ? agg_bump(t->agg, st, count, ns)
+				 : agg_add(t->agg, st, count, ns);
+
+	if (r == -ENOENT)
+		t->lost_memory += count;
+	else if (r)
+		t->lost_oom += count;
+	else
+		t->seen_samples += count;
+	t->dirty = true;
+}
+
 static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
 		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	struct engine *e = ctx;
 	struct target *t = k->target < PCMON_MAX_TARGETS ? e->targets[k->target] : NULL;
-	struct agg_stack *st;
 
 	e->drained_entries++;
 	if (!t)
 		return; /* dropped while its last samples were in flight */
-	st = convert(e, k, us, ks);
-	if (!st || agg_add(t->agg, st, v->count, v->ns)) {
-		t->lost_oom += v->count;
-		return;
+	charge(t, convert(e, k, us, ks), v->count, v->ns);
+}
+
+/* Memory the targets of @uid hold. */
+static size_t user_bytes(const struct engine *e, uid_t uid)
+{
+	size_t sum = 0;
+
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+		if (e->targets[i] && e->targets[i]->owner == uid)
+			sum += agg_bytes(e->targets[i]->agg);
+	return sum;
+}
+
+/* Who is over the memory allowance of a user, as of now (root has none). */
+static void check_user_memory(struct engine *e)
+{
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = e->targets[i];
+
+		if (t)
+			t->over_memory = t->owner && user_bytes(e, t->owner) > e->o.user_memory;
 	}
-	t->seen_samples += v->count;
-	t->dirty = true;
 }
 
 static void drain(struct engine *e)
 {
 	uint64_t t0 = now_ns();
 
+	check_user_memory(e);
 	sampler_drain(e->smp, on_entry, e);
 	e->drains++;
 	e->drain_ns += now_ns() - t0;
@@ -365,13 +405,7 @@ static void on_dsample(void *ctx, const void *data, size_t len)
 		return;
 	switch (h->type) {
 	case PCMON_DS_SAMPLE:
-		st = convert_dwarf(e, data, len);
-		if (!st || agg_add(t->agg, st, 1, 0)) {
-			t->lost_oom++;
-			return;
-		}
-		t->seen_samples++;
-		t->dirty = true;
+		charge(t, convert_dwarf(e, data, len), 1, 0);
 		break;
 	case PCMON_DS_OFF_START:
 		st = convert_dwarf(e, data, len);
@@ -396,11 +430,7 @@ static void on_dsample(void *ctx, const void *data, size_t len)
 		p = pending_find(e, h->tid);
 		if (!p)
 			return; /* its start was lost with a full ring: counted there */
-		if (agg_add(t->agg, p->st, 1, h->ns))
-			t->lost_oom++;
-		else
-			t->seen_samples++;
-		t->dirty = true;
+		charge(t, p->st, 1, h->ns);
 		pending_drop(e, p);
 		break;
 	}
@@ -753,6 +783,25 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 			return proto_error(1, "pid %u belongs to uid %u: you may only watch your own processes (or run as root)",
 					   (uint32_t)pidn, owner);
 	}
+	if (c->uid != 0) {
+		uint32_t mine = 0, users = 0;
+
+		for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+			if (e->targets[i] && e->targets[i]->owner)
+				users++;
+			if (e->targets[i] && e->targets[i]->owner == c->uid)
+				mine++;
+		}
+		if (mine >= e->o.user_targets)
+			return proto_error(1, "you have %u targets, the most one user may have (pcmond --user-targets): drop some with 'pcmon drop TARGET'",
+					   mine);
+		if (users >= PCMON_MAX_TARGETS - 1 - ENGINE_ROOT_RESERVE)
+			return proto_error(1, "users hold %u targets, all the daemon gives to users (%d more are root's): drop some with 'pcmon drop TARGET'",
+					   users, ENGINE_ROOT_RESERVE);
+		if (user_bytes(e, c->uid) > e->o.user_memory)
+			return proto_error(1, "your targets hold %zu MiB of results, more than one user may (pcmond --user-memory): drop some with 'pcmon drop TARGET'",
+					   user_bytes(e, c->uid) >> 20);
+	}
 	for (uint32_t i = 0; i < PCMON_MAX_TARGETS - 1 && !id; i++) {
 		uint32_t cand = (e->next_id + i - 1) % (PCMON_MAX_TARGETS - 1) + 1;
 
@@ -803,6 +852,13 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	} else {
 		t->kind = TARGET_ALL;
 		snprintf(t->comm, sizeof(t->comm), "all");
+	}
+	/* a name is shown to root and in other users' replies: printable, bounded */
+	str_sanitize(t->comm, sizeof(t->comm) - 1);
+	if (proto_str(req, "name", NULL) && !str_printable(proto_str(req, "name", ""), sizeof(t->name) - 1)) {
+		rep = proto_error(2, "--name: use printable characters, at most %zu bytes",
+				  sizeof(t->name) - 1);
+		goto fail;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
 
@@ -1054,6 +1110,21 @@ static cJSON *cmd_targets(struct engine *e, const struct client *c)
 	return rep;
 }
 
+/* What one user may hold, and what @c holds now. */
+static void add_limits(struct engine *e, const struct client *c, cJSON *rep)
+{
+	cJSON *o = cJSON_AddObjectToObject(rep, "limits");
+	uint32_t mine = 0;
+
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+		mine += e->targets[i] && e->targets[i]->owner == c->uid;
+	cJSON_AddNumberToObject(o, "targets_per_user", e->o.user_targets);
+	cJSON_AddNumberToObject(o, "memory_per_user_bytes", (double)e->o.user_memory);
+	cJSON_AddNumberToObject(o, "targets_reserved_for_root", ENGINE_ROOT_RESERVE);
+	cJSON_AddNumberToObject(o, "your_targets", mine);
+	cJSON_AddNumberToObject(o, "your_memory_bytes", (double)user_bytes(e, c->uid));
+}
+
 static cJSON *cmd_status(struct engine *e)
 {
 	struct sampler_prog_stats ps[16];
@@ -1152,11 +1223,27 @@ static cJSON *cmd_targets_req(struct engine *e, const struct client *c, const cJ
 	return cmd_targets(e, c);
 }
 
+/*
+ * status. A user other than root sees the daemon's own figures and her targets, but not the
+ * paths of the objects other users' processes map, nor their targets.
+ */
 static cJSON *cmd_status_req(struct engine *e, const struct client *c, const cJSON *req)
 {
-	(void)c;
+	cJSON *rep = cmd_status(e);
+
 	(void)req;
-	return cmd_status(e);
+	if (!rep)
+		return NULL;
+	if (c->uid != 0) {
+		int mine = 0;
+
+		for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+			mine += e->targets[i] && e->targets[i]->owner == c->uid;
+		cJSON_DeleteItemFromObjectCaseSensitive(rep, "objects");
+		cJSON_ReplaceItemInObjectCaseSensitive(rep, "targets", cJSON_CreateNumber(mine));
+	}
+	add_limits(e, c, rep);
+	return rep;
 }
 
 #define CMD(name, fn, fields) { name, fn, fields, ARRAY_SIZE(fields) }

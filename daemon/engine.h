@@ -18,7 +18,12 @@ struct engine_opts {
 	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
 	uint32_t drain_ms;	/* how often the BPF aggregates are drained (0: 100) */
+	uint32_t user_targets;	/* targets one user other than root may have (0: 16) */
+	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
 };
+
+/* Target slots only root may take, so that users together can never lock root out. */
+#define ENGINE_ROOT_RESERVE 32
 
 struct client {
 	uid_t uid;

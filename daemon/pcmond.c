@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "pcmon_bpf.h"
 #include "proto.h"
 #include "srv.h"
 #include "util.h"
@@ -24,6 +25,10 @@ static void usage(FILE *f)
 		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
 		"                    1024 to 65536 (default 65536; each sample copies only\n"
 		"                    the frames its thread has, in size classes)\n"
+		"  --user-targets N  targets one user other than root may have (default 16;\n"
+		"                    32 of the 255 are root's alone)\n"
+		"  --user-memory MiB results the targets of one user may hold (default 256);\n"
+		"                    past it, new stacks are lost and counted (memory_limit)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
 }
@@ -51,6 +56,8 @@ int main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "dwarf-stack", required_argument, NULL, 'D' },
+		{ "user-targets", required_argument, NULL, 'T' },
+		{ "user-memory", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -64,7 +71,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:D:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:fm:D:T:M:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
@@ -83,6 +90,19 @@ int main(int argc, char **argv)
 			if (parse_range("--dwarf-stack", optarg, 1024, 65536, "bytes", &eo.dwarf_stack))
 				return 2;
 			break;
+		case 'T':
+			if (parse_range("--user-targets", optarg, 1, PCMON_MAX_TARGETS - 1 - ENGINE_ROOT_RESERVE,
+					"targets", &eo.user_targets))
+				return 2;
+			break;
+		case 'M': {
+			uint32_t mib;
+
+			if (parse_range("--user-memory", optarg, 1, 1 << 20, "MiB", &mib))
+				return 2;
+			eo.user_memory = (uint64_t)mib << 20;
+			break;
+		}
 		case 'v':
 			log_verbosity++;
 			break;

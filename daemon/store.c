@@ -113,6 +113,7 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 	cJSON_AddNumberToObject(o, "lost_counts_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "lost_offcpu_full", t->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "lost_oom", t->lost_oom);
+	cJSON_AddNumberToObject(o, "lost_memory", t->lost_memory);
 	cJSON_AddNumberToObject(o, "lost_ring_full", t->lost.lost_ring_full);
 	cJSON_AddNumberToObject(o, "denied", t->lost.denied);
 	cJSON_AddNumberToObject(o, "handed_over", t->handed_over);
@@ -226,6 +227,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	if (!t || !t->id || t->id >= PCMON_MAX_TARGETS)
 		goto bad;
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(o, "name", "?"));
+	str_sanitize(t->name, sizeof(t->name) - 1);
 	snprintf(t->comm, sizeof(t->comm), "%s", proto_str(o, "comm", ""));
 	t->owner = proto_num(o, "owner", 0);
 	t->kind = proto_num(o, "kind", 0);
@@ -260,6 +262,7 @@ static struct target *load_one(const char *path, struct sym *s)
 	t->lost.lost_counts_full = proto_num(o, "lost_counts_full", 0);
 	t->lost.lost_offcpu_full = proto_num(o, "lost_offcpu_full", 0);
 	t->lost_oom = proto_num(o, "lost_oom", 0);
+	t->lost_memory = proto_num(o, "lost_memory", 0);
 	t->lost.lost_ring_full = proto_num(o, "lost_ring_full", 0);
 	t->lost.denied = proto_num(o, "denied", 0);
 	t->handed_over = proto_num(o, "handed_over", 0);

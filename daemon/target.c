@@ -63,7 +63,7 @@ double target_elapsed(const struct target *t)
 uint64_t target_lost(const struct target *t)
 {
 	return t->lost.lost_counts_full + t->lost.lost_offcpu_full + t->lost.lost_ring_full +
-	       t->lost_oom;
+	       t->lost_oom + t->lost_memory;
 }
 
 void target_accumulate_lost(struct target *t, struct sampler *smp)
@@ -82,7 +82,7 @@ void target_accumulate_lost(struct target *t, struct sampler *smp)
 void target_zero(struct target *t, struct sampler *smp)
 {
 	agg_zero(t->agg);
-	t->seen_samples = t->lost_oom = 0;
+	t->seen_samples = t->lost_oom = t->lost_memory = 0;
 	memset(&t->lost, 0, sizeof(t->lost));
 	if (t->holds_period)
 		sampler_tstat(smp, t->id, &t->lost_base);
@@ -263,6 +263,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(o, "counts_map_full", t->lost.lost_counts_full);
 	cJSON_AddNumberToObject(o, "offcpu_map_full", t->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "out_of_memory", t->lost_oom);
+	cJSON_AddNumberToObject(o, "memory_limit", t->lost_memory);
 	cJSON_AddNumberToObject(o, "sample_ring_full", t->lost.lost_ring_full);
 	if (when)
 		cJSON_AddStringToObject(sum, "when", when);

@@ -55,6 +55,8 @@ struct target {
 	uint64_t seen_samples;	/* drained from BPF (on-CPU samples + off-CPU switches) */
 	uint64_t lost_oom;	/* could not be stored: out of memory */
 	uint64_t handed_over;	/* processes it had picked up that a --pid target took */
+	uint64_t lost_memory;	/* new stacks not kept: the owner was over her memory allowance */
+	bool over_memory;	/* the owner is over it (as of the last drain) */
 	struct pcmon_tstat lost_base;	/* BPF drop counters when started or zeroed */
 	struct pcmon_tstat lost;	/* drops since, as last read */
 	bool holds_period, holds_offcpu;

@@ -200,6 +200,11 @@ const void *itab_key(const struct itab *t, uint32_t id, size_t *len)
 	return t->arena + t->ents[id].off;
 }
 
+size_t itab_bytes(const struct itab *t)
+{
+	return t ? t->cap_ents * sizeof(*t->ents) + t->arena_cap + t->nslots * sizeof(*t->slots) : 0;
+}
+
 uint32_t itab_count(const struct itab *t)
 {
 	return t->nents;
@@ -295,4 +300,90 @@ int parse_whole(const char *s, long lo, long hi, long *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* ---- text from others */
+
+size_t utf8_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t cp;
+	size_t n;
+
+	if (u[0] >= 0x20 && u[0] < 0x7f)
+		return 1;
+	if (u[0] >= 0xc2 && u[0] <= 0xdf)
+		n = 2, cp = u[0] & 0x1f;
+	else if (u[0] >= 0xe0 && u[0] <= 0xef)
+		n = 3, cp = u[0] & 0x0f;
+	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
+		n = 4, cp = u[0] & 0x07;
+	else
+		return 0; /* ASCII control, DEL, a stray continuation byte or an invalid lead */
+	for (size_t i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (u[i] & 0x3f);
+	}
+	/* overlong forms, surrogates, past U+10FFFF, and the C1 controls */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
+		return 0;
+	return n;
+}
+
+bool str_printable(const char *s, size_t max)
+{
+	size_t n, len = 0;
+
+	for (; *s; s += n, len += n)
+		if (!(n = utf8_len(s)))
+			return false;
+	return len <= max;
+}
+
+char *str_escape(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0, n;
+
+	if (!outlen)
+		return out;
+	for (; *in; in += n) {
+		n = utf8_len(in);
+		if (n) {
+			if (o + n >= outlen)
+				break;
+			memcpy(out + o, in, n);
+			o += n;
+		} else {
+			if (o + 4 >= outlen)
+				break;
+			snprintf(out + o, 5, "\\x%02x", (unsigned char)*in);
+			o += 4;
+			n = 1;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+void str_sanitize(char *s, size_t max)
+{
+	size_t o = 0, n;
+
+	for (char *p = s; *p; p += n) {
+		n = utf8_len(p);
+		if (!n) {
+			n = 1;
+			if (o + 1 > max)
+				break;
+			s[o++] = '?';
+			continue;
+		}
+		if (o + n > max)
+			break;
+		memmove(s + o, p, n);
+		o += n;
+	}
+	s[o] = '\0';
 }

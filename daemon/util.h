@@ -41,6 +41,7 @@ int itab_intern(struct itab *t, const void *key, size_t len, uint32_t *id);
 int64_t itab_find(const struct itab *t, const void *key, size_t len); /* id or -1 */
 const void *itab_key(const struct itab *t, uint32_t id, size_t *len);
 uint32_t itab_count(const struct itab *t);
+size_t itab_bytes(const struct itab *t); /* memory it holds */
 static inline int itab_str(struct itab *t, const char *s, uint32_t *id)
 {
 	return itab_intern(t, s, strlen(s) + 1, id);
@@ -53,5 +54,19 @@ const char *basename_of(const char *path);
 int parse_whole(const char *s, long lo, long hi, long *out);
 /* Online CPUs as a mask of *n entries. */
 int online_cpus(bool **mask, int *n);
+
+/*
+ * Text from others (process names, symbols, names users gave) shown to someone else must not
+ * be able to steer a terminal or break a JSON reply. utf8_len(): bytes of the valid, printable
+ * UTF-8 character at @s (no control character), 0 if it is not one.
+ */
+size_t utf8_len(const char *s);
+/* Every character of @s is printable UTF-8, and it has at most @max bytes. */
+bool str_printable(const char *s, size_t max);
+/* Copy @in into @out (@outlen bytes, NUL included), each byte that is not part of a printable
+ * character written as \xNN and cut on a character boundary; returns @out. */
+char *str_escape(const char *in, char *out, size_t outlen);
+/* The same, in place: what is not printable becomes '?'; cut to @max bytes on a boundary. */
+void str_sanitize(char *s, size_t max);
 
 #endif

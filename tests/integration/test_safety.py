@@ -16,9 +16,9 @@ from lib import Daemon, Users, as_user, pcmon, pcmon_json, procs, run_tests, wor
 ALICE = "pcmsafe-alice"
 
 
-def shared_daemon():
+def shared_daemon(*args):
     """A pcmond whose socket a user in group pcmon can reach."""
-    d = Daemon().start()
+    d = Daemon(args=args).start()
     os.chmod(d.dir, 0o755)
     return d
 
@@ -167,6 +167,75 @@ def test_a_process_is_in_one_target_and_never_moved_silently():
                 p.kill()
                 p.wait()
             d.stop()
+
+
+def test_per_user_limits():
+    """A user has at most --user-targets targets and --user-memory MiB of results; past the
+    memory, new stacks are lost and counted; root is exempt; status states the limits."""
+    with Users(ALICE) as u:
+        d = shared_daemon("--user-targets", 2, "--user-memory", 1)
+        spin = subprocess.Popen(as_user([workload("spinner"), "30"], ALICE), stdout=subprocess.PIPE)
+        uq = subprocess.Popen(as_user([workload("uniq"), "4"], ALICE), stdout=subprocess.PIPE)
+        try:
+            spin.stdout.readline()
+            uq.stdout.readline()
+            big = pcmon("start", "--pid", uq.pid, "--interval", 200, sock=d.sock, user=ALICE,
+                        groups=True, check=0).stdout.strip()
+            pcmon("start", "--pid", spin.pid, sock=d.sock, user=ALICE, groups=True, check=0)
+            r = pcmon("start", "--pid", spin.pid, sock=d.sock, user=ALICE, groups=True)
+            assert r.returncode == 1 and "the most one user may have" in r.stderr, r.stderr
+            uq.wait(30)
+            time.sleep(0.3)
+            s = pcmon_json("list", big, sock=d.sock, user=ALICE, groups=True)[0]["summary"]
+            lost = s["lost_by_reason"]["memory_limit"]
+            assert lost > 0 and s["lost"] >= lost, s
+            st = pcmon_json("status", sock=d.sock, user=ALICE, groups=True)[0]
+            lim = st["limits"]
+            assert lim["targets_per_user"] == 2 and lim["your_targets"] == 2, lim
+            assert lim["memory_per_user_bytes"] == 1 << 20, lim
+            # over the allowance by at most what one drain brought
+            assert 1 << 20 < lim["your_memory_bytes"] < 8 << 20, lim
+            assert "objects" not in st and st["targets"] == 2, st
+            assert "objects" in pcmon_json("status", sock=d.sock)[0]
+            assert "limits per user" in pcmon("status", sock=d.sock, check=0).stdout
+            # root is exempt
+            pcmon("start", "--pid", os.getpid(), sock=d.sock, check=0)
+        finally:
+            for p in (spin, uq):
+                p.kill()
+                p.wait()
+            d.stop()
+
+
+def test_names_are_printable_and_escaped():
+    """A process name with a terminal escape reaches root's `pcmon targets` only escaped;
+    --name must be printable UTF-8."""
+    tmp = tempfile.mkdtemp()
+    os.chmod(tmp, 0o755)
+    evil = os.path.join(os.fsencode(tmp), b"x\x1b[2Jy\xff")  # ESC, and a byte no UTF-8 has
+    shutil.copy(workload("spinner"), evil)
+    with Users(ALICE) as u:
+        d = shared_daemon()
+        p = subprocess.Popen(as_user([evil, "20"], ALICE), stdout=subprocess.PIPE)
+        try:
+            p.stdout.readline()
+            r = pcmon("start", "--pid", p.pid, "--name", "a\nb", sock=d.sock, user=ALICE,
+                      groups=True)
+            assert r.returncode == 2 and "printable" in r.stderr, r
+            pcmon("start", "--pid", p.pid, sock=d.sock, user=ALICE, groups=True, check=0)
+            out = subprocess.run([os.path.join(os.path.dirname(__file__), "..", "..", "bin",
+                                               "pcmon"), "targets"],
+                                 env=dict(os.environ, PCMON_SOCKET=d.sock),
+                                 capture_output=True).stdout
+            assert b"\x1b" not in out and b"\xff" not in out, out
+            assert b"x?[2Jy?" in out, out
+            doc = pcmon_json("targets", sock=d.sock)[0]
+            assert doc["targets"][0]["name"] == "x?[2Jy?", doc
+        finally:
+            p.kill()
+            p.wait()
+            d.stop()
+            shutil.rmtree(tmp)
 
 
 def test_non_dumpable_process_is_not_watched():

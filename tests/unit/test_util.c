@@ -668,6 +668,67 @@ static void test_log(void **state)
 	unlink(path);
 }
 
+
+/* ---- text from others */
+
+static void test_utf8_len(void **state)
+{
+	(void)state;
+	assert_int_equal(utf8_len("a"), 1);
+	assert_int_equal(utf8_len("\xc3\xa9"), 2);		/* é */
+	assert_int_equal(utf8_len("\xe2\x82\xac"), 3);		/* € */
+	assert_int_equal(utf8_len("\xf0\x9f\x98\x80"), 4);	/* an emoji */
+	assert_int_equal(utf8_len("\x1b"), 0);			/* ESC */
+	assert_int_equal(utf8_len("\n"), 0);
+	assert_int_equal(utf8_len("\x7f"), 0);			/* DEL */
+	assert_int_equal(utf8_len("\xc2\x9b"), 0);		/* CSI, a C1 control */
+	assert_int_equal(utf8_len("\xff"), 0);
+	assert_int_equal(utf8_len("\x80"), 0);			/* a lone continuation */
+	assert_int_equal(utf8_len("\xc0\xaf"), 0);		/* overlong '/' */
+	assert_int_equal(utf8_len("\xe0\x80\xaf"), 0);		/* overlong */
+	assert_int_equal(utf8_len("\xed\xa0\x80"), 0);		/* a surrogate */
+	assert_int_equal(utf8_len("\xf4\x90\x80\x80"), 0);	/* past U+10FFFF */
+	assert_int_equal(utf8_len("\xe2\x82"), 0);		/* cut short */
+}
+
+static void test_str_printable(void **state)
+{
+	(void)state;
+	assert_true(str_printable("my prog-1.2 \xc3\xa9", 63));
+	assert_false(str_printable("a\nb", 63));
+	assert_false(str_printable("a\x1b[2J", 63));
+	assert_false(str_printable("\xff", 63));
+	assert_true(str_printable("abcd", 4));
+	assert_false(str_printable("abcde", 4));
+	assert_true(str_printable("", 4));
+}
+
+static void test_str_escape(void **state)
+{
+	char out[32];
+
+	(void)state;
+	assert_string_equal(str_escape("ok \xc3\xa9", out, sizeof(out)), "ok \xc3\xa9");
+	assert_string_equal(str_escape("a\x1b[2Jb\xff", out, sizeof(out)), "a\\x1b[2Jb\\xff");
+	/* cut on a boundary: never half an escape or half a character */
+	assert_string_equal(str_escape("ab\x1b", out, 6), "ab");
+	assert_string_equal(str_escape("a\xe2\x82\xac", out, 4), "a");
+	assert_string_equal(str_escape("abc", out, 1), "");
+}
+
+static void test_str_sanitize(void **state)
+{
+	char s[32];
+
+	(void)state;
+	strcpy(s, "x\x1b[2Jy\xff");
+	str_sanitize(s, 31);
+	assert_string_equal(s, "x?[2Jy?");
+	strcpy(s, "\xc3\xa9\xc3\xa9\xc3\xa9");
+	str_sanitize(s, 5); /* 5 bytes: two characters, not two and a half */
+	assert_string_equal(s, "\xc3\xa9\xc3\xa9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +752,10 @@ int main(void)
 		cmocka_unit_test(test_online_cpus),
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_log),
+			cmocka_unit_test(test_utf8_len),
+		cmocka_unit_test(test_str_printable),
+		cmocka_unit_test(test_str_escape),
+		cmocka_unit_test(test_str_sanitize),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
