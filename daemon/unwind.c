@@ -249,6 +249,16 @@ static enum step fp_step(struct walk *w)
 	return STEP_OK;
 }
 
+bool unw_eval(const Dwarf_Op *ops, size_t nops, const uint64_t regs[PCMON_NREGS],
+	      uint32_t valid, const uint8_t *stack, uint64_t base, uint32_t len, uint64_t cfa,
+	      uint64_t *out, bool *is_value)
+{
+	struct walk w = { .valid = valid, .stack = stack, .base = base, .len = len };
+
+	memcpy(w.r, regs, sizeof(w.r));
+	return eval(&w, ops, nops, cfa, false, out, is_value);
+}
+
 bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
 {
 	Dwarf_Frame *frame = NULL;

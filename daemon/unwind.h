@@ -9,7 +9,10 @@
 #define PCMON_UNWIND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <elfutils/libdw.h>
 
 #include "pcmon_bpf.h"
 
@@ -38,6 +41,16 @@ enum unw_end {
 int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
 	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
 	     enum unw_end *end);
+
+/*
+ * Evaluate a CFI expression (the rules' DWARF operations) over registers @regs (bit i of
+ * @valid: regs[i] is known) and the copied stack @stack of @len bytes at address @base;
+ * DW_OP_call_frame_cfa yields @cfa. *@is_value: DW_OP_stack_value ended it (the result is
+ * the register's value, not where it is saved). False if it cannot be evaluated.
+ */
+bool unw_eval(const Dwarf_Op *ops, size_t nops, const uint64_t regs[PCMON_NREGS],
+	      uint32_t valid, const uint8_t *stack, uint64_t base, uint32_t len, uint64_t cfa,
+	      uint64_t *out, bool *is_value);
 
 /*
  * Is the function around @pc in (pid, epoch) an outermost frame (its CFI leaves the return
