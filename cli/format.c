@@ -104,6 +104,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		fputs("  ", f);
 	}
 	fputc('\n', f);
+	if (num(s, "marks_pending"))
+		fprintf(f, "critical marks pending %.0f (%.1f%%): taken before the probes of objects just loaded were attached; any may belong to a marked section\n",
+			num(s, "marks_pending"), pct(num(s, "marks_pending"), counted));
 	if (both || v->shallow)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
 	if (both || v->deep)
@@ -142,6 +145,10 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(sy, "locations"), num(sy, "procedures"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	it = cJSON_GetObjectItemCaseSensitive(rep, "critical_probes");
+	fprintf(f, "critical-section probes: %.0f events, %.0f acknowledged, longest wait %.1f ms, %.0f files looked into\n",
+		num(it, "events"), num(it, "acknowledged"), num(it, "lag_ms_max"),
+		num(it, "objects_checked"));
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

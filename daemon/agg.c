@@ -249,6 +249,8 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			out->marked[m].count += w;
 			continue;
 		}
+		if (st->flags & AGG_SF_MARKS_PENDING)
+			out->marks_pending += w;
 		{
 			size_t c;
 
