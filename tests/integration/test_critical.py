@@ -92,8 +92,9 @@ def test_section_in_dlopened_library():
     # before the attachment, up to one call of 100 us: one sample of 250 us at most.)
     early = pp.get("libcritlib.so.lib_marked", {"shallow": 0})["shallow"]
     assert early <= s["marks_pending"] + 1, (early, s["marks_pending"])
-    # the attachment waits neither for the symbolizer nor for the unwinder (README: a few ms)
-    assert pending <= 0.02, s
+    # the attachment waits neither for the symbolizer nor for the unwinder: a few ms (README),
+    # some 20-50 samples here; loose, for loaded machines (it was 70-1150 ms: 5-30 %)
+    assert pending <= 0.05, s
 
 
 def test_sections_of_a_process_that_joins_a_cgroup_target():
