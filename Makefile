@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# pcmon — eBPF PC-sampling profiler.  `make deps && make && make check`.
+# pcmon — eBPF PC-sampling profiler.  `make deps all check`, in one run or three.
 
 OUTPUT	:= .output
 BIN	:= bin
@@ -8,7 +8,6 @@ DESTDIR	?=
 
 CC	?= gcc
 CLANG	?= clang
-BPFTOOL	?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 PKG_CONFIG ?= pkg-config
 
 UNAME_M	:= $(shell uname -m)
@@ -18,14 +17,23 @@ ifeq ($(wildcard $(VMLINUX)),)
 $(error unsupported architecture '$(UNAME_M)': no $(VMLINUX); generate one with 'bpftool btf dump file /sys/kernel/btf/vmlinux format c')
 endif
 
+# What `make deps` installs is asked about only when a recipe first needs it — in `make
+# deps all`, after deps has run, not when this file is read — and only once: each variable
+# replaces itself with the answer ($(call memo,VAR,shell command)). A failed pkg-config stops
+# the build with what to do, rather than with a missing header. (.SHELLSTATUS is not set by
+# a $(shell) inside $(eval): the failure is told by a word in the answer.)
+memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
-PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $(PKGS) || echo pkg-config-failed)),$(error \
+	'$(PKG_CONFIG) $2 $(PKGS)' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
+PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags)
+PKG_LIBS   = $(call pkg,PKG_LIBS,--libs)
+BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 
 CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
-LIBS	:= $(PKG_LIBS) -lz -lpthread
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
+LIBS	= $(PKG_LIBS) -lz -lpthread
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -49,20 +57,31 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux
 
-.SECONDARY:
-.PHONY: all deps check unit fuzz integration demo bench install clean format
-all: $(BIN)/pcmon $(BIN)/pcmond
-
-deps:
-	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi
-	@missing=$$(for p in $(DEPS_APT); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
+DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
+	missing=$$(for p in $(DEPS_APT); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "all build and test dependencies are installed"; fi
 
-$(OUTPUT) $(OUTPUT)/engine $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz $(OUTPUT)/workloads $(BIN):
+.SECONDARY:
+.PHONY: all deps check unit fuzz integration demo bench install clean format
+all: $(BIN)/pcmon $(BIN)/pcmond
+
+deps:
+	@$(DEPS_INSTALL)
+
+DIRS := $(OUTPUT) $(OUTPUT)/engine $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz \
+	$(OUTPUT)/workloads $(BIN)
+$(DIRS):
 	@mkdir -p $@
+# `make deps demo` (the README's first command) in one run, on a machine without the
+# dependencies: everything that builds makes its output directory first, so nothing starts
+# before deps is done, under -j too.
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+$(DIRS): | deps
+endif
 
 # --- BPF: .bpf.c -> .bpf.o -> .skel.h
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/pcmon_bpf.h $(VMLINUX) | $(OUTPUT)

@@ -25,6 +25,11 @@ char LICENSE[] SEC("license") = "GPL";
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
 
+#ifndef READ_ONCE
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+#endif
+
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0
 
@@ -131,6 +136,16 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+/*
+ * Events after which a process's critical-section probes may be pending (exec, dynamic
+ * linker, the fork of a process with probes pending): read by the engine's probe thread
+ * (daemon/probes.c), which attaches them without waiting for the symbolizer.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024); /* 4096 events: every process of an --all target at once */
+} probe_events SEC(".maps");
+
 /* --unwind dwarf records (sized by the engine before load). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -144,7 +159,13 @@ static __always_inline struct pcmon_gstat *gstats(void)
 	return bpf_map_lookup_elem(&gstat, &zero);
 }
 
-/* The target a process belongs to, joining --cgroup and --all targets on first sight. */
+static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
+				 __u32 epoch, __u32 exit_code, __u32 probe_seq);
+
+/*
+ * The target a process belongs to, joining --cgroup and --all targets on first sight. A
+ * process that joins so was running before anyone looked for its probes: they are pending.
+ */
 static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 {
 	struct pcmon_proc *p, np = {};
@@ -164,8 +185,27 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 	if (!np.target)
 		return NULL;
 	np.flags = PCMON_PF_IMPLICIT;
-	bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST);
+	np.probe_seq = 1;
+	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST))
+		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
 	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/*
+ * One more event that may bring probes; returns the number the event carries. (A value read
+ * after the add may include another thread's add too: that thread had mapped its objects
+ * before its add, so the engine still looks after they are there.)
+ */
+static __always_inline __u32 probe_event(struct pcmon_proc *p)
+{
+	__sync_fetch_and_add(&p->probe_seq, 1);
+	return READ_ONCE(p->probe_seq);
+}
+
+/* Has the engine attached the probes of everything this process loaded? (struct pcmon_proc) */
+static __always_inline __u8 marks_pending(const struct pcmon_proc *p)
+{
+	return READ_ONCE(p->probe_seq) != READ_ONCE(p->probe_ack) ? PCMON_KF_MARKS_PENDING : 0;
 }
 
 static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
@@ -525,6 +565,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.epoch = p->epoch;
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
 	key.section = current_section(bpf_get_current_task_btf());
+	key.flags = marks_pending(p);
 	if (cfg->flags & PCMON_TF_DWARF) {
 		emit_dwarf(ctx, &key, PCMON_DS_SAMPLE, 0, cfg->flags & PCMON_TF_KERNEL);
 		return 0;
@@ -577,6 +618,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->key.epoch = p->epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
+	o->key.flags = marks_pending(p);
 	o->ts = bpf_ktime_get_ns();
 	if (cfg->flags & PCMON_TF_DWARF) {
 		/* the stack goes to the engine now; switch_in() only reports the length */
@@ -674,10 +716,10 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-static __always_inline void emit(__u32 type, __u32 target, __u32 pid, __u32 ppid, __u32 epoch,
-				 __u32 exit_code)
+static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
+				 __u32 epoch, __u32 exit_code, __u32 probe_seq)
 {
-	struct pcmon_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct pcmon_event *e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
 
 	if (!e) {
 		struct pcmon_gstat *gs = gstats();
@@ -692,6 +734,9 @@ static __always_inline void emit(__u32 type, __u32 target, __u32 pid, __u32 ppid
 	e->ppid = ppid;
 	e->epoch = epoch;
 	e->exit_code = exit_code;
+	e->probe_seq = probe_seq;
+	e->pad = 0;
+	e->ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	/* rare, and the engine must act on them at once (attach probes, read maps) */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
@@ -740,8 +785,9 @@ int BPF_USDT(crit_end)
 
 /*
  * The dynamic linker calls _dl_debug_state() (the debugger's breakpoint, r_brk) whenever the
- * set of loaded objects changes: at start-up and around each dlopen/dlclose. New objects
- * may carry probes.
+ * set of loaded objects changes: at start-up and around each dlopen/dlclose — after mapping
+ * a new object and before running any of its code. New objects may carry probes: until the
+ * engine has attached them, the process's samples are flagged (marks_pending()).
  */
 SEC("uprobe")
 int on_dl_debug_state(struct pt_regs *ctx)
@@ -749,8 +795,29 @@ int on_dl_debug_state(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
 
-	if (p)
-		emit(PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0);
+	if (p) {
+		__u32 seq = probe_event(p);
+
+		emit(&probe_events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
+		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
+	}
+	return 0;
+}
+
+/*
+ * The engine's acknowledgement: the probes of everything up to event @seq are attached. A
+ * program, so that the engine's write touches that one field in place: a map update from
+ * user space would rewrite the whole entry under BPF's own in-place updates.
+ */
+SEC("syscall")
+int probes_ack(struct pcmon_probes_ack *a)
+{
+	__u32 tgid = a->tgid, seq = a->seq;
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	/* events are handled in order; a late acknowledgement never goes back */
+	if (p && (__s32)(seq - READ_ONCE(p->probe_ack)) > 0)
+		WRITE_ONCE(p->probe_ack, seq);
 	return 0;
 }
 
@@ -771,6 +838,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	np.target = p->target;
 	np.flags = p->flags & PCMON_PF_IMPLICIT;
+	/* the child has the parent's objects: probes the engine has not attached yet in the
+	 * parent's are missing in the child's too, until the engine has seen the fork */
+	np.probe_seq = marks_pending(p) ? 1 : 0;
 	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
 		struct pcmon_gstat *gs = gstats();
 
@@ -778,21 +848,26 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 			gs->procs_full++;
 		return 0;
 	}
-	emit(PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0);
+	if (np.probe_seq)
+		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
+	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid = BPF_CORE_READ(p, tgid), seq;
 	struct pcmon_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
 
 	if (!pr)
 		return 0;
 	pr->epoch++;
 	pr->flags &= ~PCMON_PF_EXEC_WAIT;
-	emit(PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0);
+	/* a new image: its probes are attached when the engine's probe thread has seen this */
+	seq = probe_event(pr);
+	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
+	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
 	return 0;
 }
 
@@ -808,7 +883,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	pr = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pr)
 		return 0;
-	emit(PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code));
+	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0);
 	bpf_map_delete_elem(&procs, &tgid);
 	return 0;
 }

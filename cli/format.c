@@ -128,6 +128,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		fputs("  ", f);
 	}
 	fputc('\n', f);
+	if (num(s, "marks_pending"))
+		fprintf(f, "critical marks pending %.0f (%.1f%%): taken before the probes of objects just loaded were attached; any may belong to a marked section\n",
+			num(s, "marks_pending"), pct(num(s, "marks_pending"), counted));
 	if (both || v->shallow)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
 	if (both || v->deep)
@@ -174,6 +177,10 @@ void fmt_status(FILE *f, const cJSON *rep)
 			num(l, "targets_reserved_for_root"), num(l, "your_targets"),
 			num(l, "your_memory_bytes") / 1048576);
 	}
+	it = cJSON_GetObjectItemCaseSensitive(rep, "critical_probes");
+	fprintf(f, "critical-section probes: %.0f events, %.0f acknowledged, longest wait %.1f ms, %.0f files looked into\n",
+		num(it, "events"), num(it, "acknowledged"), num(it, "lag_ms_max"),
+		num(it, "objects_checked"));
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

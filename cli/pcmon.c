@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,11 @@ static const char *socket_path(const struct args *a)
 	return a->socket ? a->socket : env && *env ? env : PCMON_DEFAULT_SOCKET;
 }
 
-/* ---- errors: one line on stderr (or {"error":...} with --json), then the exit status */
+/*
+ * ---- errors: the one place they are printed. One line on stderr, "pcmon: MESSAGE"; with
+ * --json instead one JSON object on stdout, {"error": "MESSAGE"}, and nothing on stderr, so
+ * that a script reading stdout gets one document whatever happened (bpftool's p_err).
+ */
 
 static int fail(const struct args *a, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -94,30 +99,30 @@ static int fail(const struct args *a, int status, const char *fmt, ...)
 	va_end(ap);
 	if (a && a->json) {
 		cJSON *o = cJSON_CreateObject();
-		char *s;
+		char *s = NULL;
 
-		cJSON_AddStringToObject(o, "error", msg);
-		s = cJSON_PrintUnformatted(o);
+		if (o && cJSON_AddStringToObject(o, "error", msg))
+			s = cJSON_PrintUnformatted(o);
 		printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+		fflush(stdout);
 		free(s);
 		cJSON_Delete(o);
+	} else {
+		fprintf(stderr, "pcmon: %s\n", msg);
 	}
-	fprintf(stderr, "pcmon: %s\n", msg);
 	return status;
 }
 
-static int parse_count(const char *opt, const char *s, long lo, long hi, long *out)
+static int parse_count(const struct args *a, const char *opt, const char *s, long lo, long hi,
+		       long *out)
 {
-	if (parse_whole(s, lo, hi, out)) {
-		fprintf(stderr, "pcmon: %s %s: expected a whole number from %ld to %ld\n", opt, s, lo,
-			hi);
-		return -EINVAL;
-	}
+	if (parse_whole(s, lo, hi, out))
+		return fail(a, 2, "%s %s: expected a whole number from %ld to %ld", opt, s, lo, hi);
 	return 0;
 }
 
 /* Validate a pattern here, so that a bad one stops everything before it starts. */
-static int check_pattern(const char *opt, const char *text, unsigned flags)
+static int check_pattern(const struct args *a, const char *opt, const char *text, unsigned flags)
 {
 	struct pat_error pe = { 0 };
 	struct pat *p = NULL;
@@ -129,45 +134,88 @@ static int check_pattern(const char *opt, const char *text, unsigned flags)
 			int line, col;
 
 			pat_error_location(text, pe.column, &line, &col);
-			fprintf(stderr, "pcmon: %s: line %d, column %d: %s\n", opt, line, col, pe.msg);
-		} else {
-			fprintf(stderr, "pcmon: %s: column %d: %s\n", opt, pe.column, pe.msg);
+			return fail(a, 2, "%s: line %d, column %d: %s", opt, line, col, pe.msg);
 		}
-		return 2;
+		return fail(a, 2, "%s: column %d: %s", opt, pe.column, pe.msg);
 	}
-	return r ? 1 : 0;
+	return r ? fail(a, 1, "%s: %s", opt, strerror(-r)) : 0;
+}
+
+/* The stack walkers --unwind names: what the parser accepts and --help shows. */
+static const char *const unwind_methods[] = { "fp", "dwarf", "auto" };
+
+static bool unwind_known(const char *m)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(unwind_methods); i++)
+		if (!strcmp(m, unwind_methods[i]))
+			return true;
+	return false;
+}
+
+/* "fp|dwarf|auto" (sep "|") or "fp, dwarf or auto" (sep ", ", last " or ") */
+static void unwind_list(char *buf, size_t len, const char *sep, const char *last)
+{
+	size_t n = ARRAY_SIZE(unwind_methods), at = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && at < len; i++)
+		at += snprintf(buf + at, len - at, "%s%s", i == 0 ? "" : i + 1 == n ? last : sep,
+			       unwind_methods[i]);
+}
+
+/*
+ * Is --json among the options of this command line? Asked before parsing, so that every
+ * error of the parse itself (one that comes before --json, too) is JSON. A first getopt
+ * pass with the same option string sees the options exactly as the real one will.
+ */
+static bool json_asked(int argc, char **argv, const char *optstring)
+{
+	bool json = false;
+	int c;
+
+	optind = 0; /* full re-initialisation of GNU getopt */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, optstring, long_opts, NULL)) != -1)
+		json |= c == 'j';
+	return json;
+}
+
+/* Before a command is known: any "--json" ahead of a "--". */
+static bool json_anywhere(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			return true;
+	return false;
 }
 
 static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, struct args *a)
 {
+	/* run stops at the command; the others take options anywhere */
+	const char *optstring = !strcmp(cmd, "run") ? "+:iv" : "-:iv";
 	cJSON *crit = NULL;
 	unsigned flags = 0;
 	int c;
 
-	optind = 1;
+	a->json = json_asked(argc, argv, optstring);
+	optind = 0;
 	opterr = 0;
 	a->req = proto_request(cmd);
-	/* run stops at the command; the others take options anywhere */
-	while ((c = getopt_long(argc, argv, !strcmp(cmd, "run") ? "+iv" : "-iv", long_opts,
-				NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, optstring, long_opts, NULL)) != -1) {
 		unsigned bit = 0;
 		long v;
 
 		for (size_t k = 0; k < ARRAY_SIZE(opt_bits); k++)
 			if (opt_bits[k].ch == c)
 				bit = opt_bits[k].bit;
-		if (bit && !(allowed & bit)) {
-			fprintf(stderr, "pcmon %s: %s is not an option of %s (see pcmon --help)\n", cmd,
-				argv[optind - 1], cmd);
-			return 2;
-		}
+		if (bit && !(allowed & bit))
+			return fail(a, 2, "%s: %s is not an option of %s (see pcmon --help)", cmd,
+				    argv[optind - 1], cmd);
 		a->seen |= bit;
 		switch (c) {
 		case 1: /* a positional argument */
-			if (a->target) {
-				fprintf(stderr, "pcmon %s: unexpected argument '%s'\n", cmd, optarg);
-				return 2;
-			}
+			if (a->target)
+				return fail(a, 2, "%s: unexpected argument '%s'", cmd, optarg);
 			a->target = optarg;
 			break;
 		case 'V':
@@ -176,7 +224,7 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			cJSON_AddStringToObject(a->req, "mode", c == 'R' ? "real" : "virtual");
 			break;
 		case 't':
-			if (parse_count("--interval", optarg, 1, 60000000, &v))
+			if (parse_count(a, "--interval", optarg, 1, 60000000, &v))
 				return 2;
 			cJSON_AddNumberToObject(a->req, "interval_us", v);
 			break;
@@ -187,10 +235,8 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 		case 'W':
 			free(a->when_text);
 			a->when_text = read_file(optarg, NULL);
-			if (!a->when_text) {
-				fprintf(stderr, "pcmon: --when-file %s: %s\n", optarg, strerror(errno));
-				return 2;
-			}
+			if (!a->when_text)
+				return fail(a, 2, "--when-file %s: %s", optarg, strerror(errno));
 			flags |= PAT_FROM_FILE;
 			cJSON_DeleteItemFromObject(a->req, "when");
 			cJSON_AddStringToObject(a->req, "when", a->when_text);
@@ -205,9 +251,11 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			cJSON_AddBoolToObject(a->req, "kernel", 1);
 			break;
 		case 'u':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "auto")) {
-				fprintf(stderr, "pcmon: --unwind %s: use fp, dwarf or auto\n", optarg);
-				return 2;
+			if (!unwind_known(optarg)) {
+				char known[64];
+
+				unwind_list(known, sizeof(known), ", ", " or ");
+				return fail(a, 2, "--unwind %s: use %s", optarg, known);
 			}
 			cJSON_AddStringToObject(a->req, "unwind", optarg);
 			break;
@@ -221,15 +269,13 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			cJSON_AddStringToObject(a->req, "name", optarg);
 			break;
 		case 'i':
-			if (!(allowed & O_ICASE)) {
-				fprintf(stderr, "pcmon %s: -i is not an option of %s\n", cmd, cmd);
-				return 2;
-			}
+			if (!(allowed & O_ICASE))
+				return fail(a, 2, "%s: -i is not an option of %s", cmd, cmd);
 			flags |= PAT_ICASE;
 			cJSON_AddBoolToObject(a->req, "icase", 1);
 			break;
 		case 'p':
-			if (parse_count("--pid", optarg, 1, 4194304, &v))
+			if (parse_count(a, "--pid", optarg, 1, 4194304, &v))
 				return 2;
 			cJSON_AddNumberToObject(a->req, "pid", v);
 			break;
@@ -246,12 +292,11 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			a->view.deep = 1;
 			break;
 		case 'T':
-			if (parse_count("--top", optarg, 1, 1000000000, &a->view.top))
+			if (parse_count(a, "--top", optarg, 1, 1000000000, &a->view.top))
 				return 2;
 			break;
 		case 'L':
-			fprintf(stderr, "pcmon: --lines is not available yet in this pcmon\n");
-			return 2;
+			return fail(a, 2, "--lines is not available yet in this pcmon");
 		case 'j':
 			a->json = 1;
 			break;
@@ -263,22 +308,20 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			break;
 		case 'h':
 			return -1;
+		case ':':
+			return fail(a, 2, "%s: %s needs a value (see pcmon --help)", cmd,
+				    argv[optind - 1]);
 		default:
-			fprintf(stderr, "pcmon %s: unknown option '%s' (see pcmon --help)\n", cmd,
-				argv[optind - 1]);
-			return 2;
+			return fail(a, 2, "%s: unknown option '%s' (see pcmon --help)", cmd,
+				    argv[optind - 1]);
 		}
 	}
-	if ((a->seen & O_VIRTUAL) && (a->seen & O_REAL)) {
-		fprintf(stderr, "pcmon: --virtual and --real exclude each other: give one\n");
-		return 2;
-	}
-	if ((a->seen & O_WHEN) && (a->seen & O_WHEN_FILE)) {
-		fprintf(stderr, "pcmon: --when and --when-file exclude each other: give one\n");
-		return 2;
-	}
+	if ((a->seen & O_VIRTUAL) && (a->seen & O_REAL))
+		return fail(a, 2, "--virtual and --real exclude each other: give one");
+	if ((a->seen & O_WHEN) && (a->seen & O_WHEN_FILE))
+		return fail(a, 2, "--when and --when-file exclude each other: give one");
 	if (proto_str(a->req, "when", NULL)) {
-		int r = check_pattern((a->seen & O_WHEN_FILE) ? "--when-file" : "--when",
+		int r = check_pattern(a, (a->seen & O_WHEN_FILE) ? "--when-file" : "--when",
 				      proto_str(a->req, "when", ""), flags);
 
 		if (r)
@@ -291,22 +334,18 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			const char *eq = strchr(it->valuestring, '=');
 			char opt[160];
 
-			if (!eq || eq == it->valuestring) {
-				fprintf(stderr, "pcmon: --critical '%s': expected NAME=PATTERN\n",
-					it->valuestring);
-				return 2;
-			}
+			if (!eq || eq == it->valuestring)
+				return fail(a, 2, "--critical '%s': expected NAME=PATTERN",
+					    it->valuestring);
 			snprintf(opt, sizeof(opt), "--critical %.*s", (int)(eq - it->valuestring),
 				 it->valuestring);
-			if (check_pattern(opt, eq + 1, flags & PAT_ICASE))
+			if (check_pattern(a, opt, eq + 1, flags & PAT_ICASE))
 				return 2;
 		}
 	}
 	if (!strcmp(cmd, "run")) {
-		if (optind >= argc) {
-			fprintf(stderr, "pcmon run: no command: pcmon run [OPTIONS] -- CMD [ARGS]\n");
-			return 2;
-		}
+		if (optind >= argc)
+			return fail(a, 2, "run: no command: pcmon run [OPTIONS] -- CMD [ARGS]");
 		a->argv_cmd = argv + optind;
 	}
 	if (a->target)
@@ -413,7 +452,7 @@ static int cmd_simple(struct args *a)
 
 	if (!a->target && strcmp(a->cmd, "targets") && strcmp(a->cmd, "status") &&
 	    strcmp(a->cmd, "list"))
-		return fail(a, 2, "pcmon %s: which target? give its id or name (see pcmon targets)",
+		return fail(a, 2, "%s: which target? give its id or name (see pcmon targets)",
 			    a->cmd);
 	r = connect_daemon(a, &s);
 	if (r)
@@ -441,10 +480,10 @@ static int cmd_start(struct args *a)
 	char esc[256];
 
 	if (a->target)
-		return fail(a, 2, "pcmon start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
+		return fail(a, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    a->target);
 	if (!!(a->seen & O_PID) + !!(a->seen & O_CGROUP) + !!(a->seen & O_ALL) != 1)
-		return fail(a, 2, "pcmon start: give exactly one of --pid PID, --cgroup DIR, --all");
+		return fail(a, 2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
 	if ((a->seen & O_CGROUP) &&
 	    (r = open_for_request(a, "--cgroup", proto_str(a->req, "cgroup", ""),
 				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
@@ -627,11 +666,13 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "run", cmd_run, O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON,
-	  "run   [OPTS] -- CMD [ARGS]   launch CMD watched from its first instruction, print LIST" },
+	  "run   [OPTS] [--shallow|--deep] [--top N] -- CMD [ARGS]\n"
+	  "              launch CMD watched from its first instruction, print LIST" },
 	{ "start", cmd_start, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_JSON,
 	  "start [OPTS] (--pid PID | --cgroup DIR | --all)   start a target; prints its id" },
 	{ "list", cmd_simple, O_LISTING,
-	  "list  [TARGET] [--shallow|--deep] [--top N] [--when P] [--critical N=P] [--json]" },
+	  "list  [TARGET] [--shallow|--deep] [--top N] [--when P|--when-file F] [-i]\n"
+	  "              [--critical N=P] [--no-inline]   the listing so far" },
 	{ "stop", cmd_simple, O_JSON, "stop   TARGET   stop sampling; results kept" },
 	{ "pause", cmd_simple, O_JSON, "pause  TARGET   stop counting for a while" },
 	{ "resume", cmd_simple, O_JSON, "resume TARGET   count again" },
@@ -643,14 +684,19 @@ static const struct command {
 
 static void usage(FILE *f)
 {
+	char unwind[64];
+
+	unwind_list(unwind, sizeof(unwind), "|", "|");
 	fprintf(f, "usage: pcmon COMMAND [ARGS]   (any unambiguous prefix of a command)\n\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  pcmon %s\n", commands[i].help);
 	fprintf(f, "\nOPTS: --virtual|--real  --interval USEC  --when P  --when-file F  --critical NAME=P\n"
-		   "      --kernel  --unwind fp|auto  --no-inline  --no-children  --name NAME  -i\n"
-		   "Every command takes --socket PATH (or $PCMON_SOCKET; default %s).\n"
+		   "      --kernel  --unwind %s  --no-inline  --no-children  --name NAME\n"
+		   "      -i|--ignore-case (names in patterns)\n"
+		   "Every command takes --json (errors too: {\"error\": ...} on stdout), -v|--verbose,\n"
+		   "and --socket PATH (or $PCMON_SOCKET; default %s).\n"
 		   "See pcmon(1).\n",
-		PCMON_DEFAULT_SOCKET);
+		unwind, PCMON_DEFAULT_SOCKET);
 }
 
 int main(int argc, char **argv)
@@ -681,10 +727,11 @@ int main(int argc, char **argv)
 				 n > 1 ? ", " : "", commands[i].name);
 		}
 	}
+	a.json = json_anywhere(argc, argv);
 	if (n == 0)
-		return fail(NULL, 2, "unknown command '%s' (see pcmon --help)", argv[1]);
+		return fail(&a, 2, "unknown command '%s' (see pcmon --help)", argv[1]);
 	if (n > 1)
-		return fail(NULL, 2, "'%s' is ambiguous: it could be %s", argv[1], matches);
+		return fail(&a, 2, "'%s' is ambiguous: it could be %s", argv[1], matches);
 
 	a.cmd = cmd->name;
 	r = parse_args(argc - 1, argv + 1, cmd->name, cmd->opts, &a);

@@ -254,7 +254,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			}
 		}
 		out->counted += w;
-		if (st->cut_short)
+		if (st->flags & AGG_SF_CUT_SHORT)
 			out->cut_short += w;
 		if (st->section) { /* marked by the program itself */
 			size_t m;
@@ -269,6 +269,8 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			out->marked[m].count += w;
 			continue;
 		}
+		if (st->flags & AGG_SF_MARKS_PENDING)
+			out->marks_pending += w;
 		{
 			size_t c;
 

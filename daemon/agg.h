@@ -33,12 +33,18 @@ struct agg_stack {
 	uint32_t kind;		/* enum pcmon_kind */
 	uint32_t pid;
 	uint32_t unwalk;	/* enum agg_unwalk */
-	uint32_t cut_short;	/* fp: the frame chain ended short of a root (outer frames missing) */
 	uint32_t section;	/* string id (sym) of the marked critical section, 0 = none */
+	uint32_t flags;		/* AGG_SF_* */
 	uint32_t nuser;		/* user locations, outermost first ... */
 	uint32_t nkern;		/* ... then kernel locations, outermost first */
 	uint32_t locs[];
 };
+
+/* Taken before the probes of objects the process had just loaded were attached: if the
+ * thread was in a section marked there, the sample does not say so (PCMON_KF_MARKS_PENDING). */
+#define AGG_SF_MARKS_PENDING (1u << 0)
+/* fp: the frame chain ended short of a root, so the outer frames are missing. */
+#define AGG_SF_CUT_SHORT (1u << 1)
 
 struct agg;
 struct agg *agg_new(void);
@@ -100,6 +106,13 @@ struct agg_list {
 	uint64_t off_blocked_ns, off_runnable_ns;
 	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
 	uint64_t cut_short;		/* counted samples whose fp stack did not reach a root */
+	/*
+	 * Counted samples charged to no marked section (to procedures, foreignPcs or declared
+	 * sections) that were taken while probes were pending (AGG_SF_MARKS_PENDING): any of
+	 * them may belong to a marked section. A marked section's true count lies between its
+	 * count and its count + marks_pending.
+	 */
+	uint64_t marks_pending;
 	uint64_t crit[AGG_MAX_CRIT];	/* user-declared sections, as in opts.crit */
 	struct agg_marked {
 		uint32_t name;		/* sym string id */

@@ -16,6 +16,7 @@
 #include "agg.h"
 #include "engine.h"
 #include "pat.h"
+#include "probes.h"
 #include "proto.h"
 #include "sampler.h"
 #include "store.h"
@@ -34,6 +35,7 @@ struct pending {
 struct engine {
 	struct engine_opts o;
 	struct sampler *smp;
+	struct probes *probes;		/* the probe thread, from the first target on */
 	struct sym *sym;
 	struct target *targets[PCMON_MAX_TARGETS];
 	uint32_t next_id;
@@ -153,6 +155,7 @@ void engine_free(struct engine *e)
 			target_release(e, e->targets[i]);
 		target_free(e->targets[i]);
 	}
+	probes_stop(e->probes);
 	sampler_close(e->smp);
 	sym_free(e->sym);
 	if (e->epfd >= 0)
@@ -216,8 +219,8 @@ static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k
 	st->kind = k->kind;
 	st->pid = k->pid;
 	st->unwalk = unwalk;
-	st->cut_short = 0;
 	st->section = section_name(e, k);
+	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
 	if (st->unwalk == AGG_WALK_OK && !nu)
 		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
 	if (st->unwalk != AGG_WALK_OK) {
@@ -260,7 +263,7 @@ static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
 		uw = AGG_UNWALK_DEPTH;
 	st = convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
 	if (st && st->unwalk == AGG_WALK_OK && nu)
-		st->cut_short = !unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1);
+		st->flags |= unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1) ? 0 : AGG_SF_CUT_SHORT;
 	return st;
 }
 
@@ -438,6 +441,7 @@ static void on_dsample(void *ctx, const void *data, size_t len)
 
 /* ---- process lifecycle */
 
+/* Critical-section probes are the probe thread's (probes.h): here only symbols. */
 static void on_event(void *ctx, const struct pcmon_event *ev)
 {
 	struct engine *e = ctx;
@@ -453,13 +457,11 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 		if (ev->epoch)
 			sym_proc_final(e->sym, ev->pid, ev->epoch - 1);
 		sym_proc_load(e->sym, ev->pid, ev->epoch);
-		sym_proc_usdt(e->sym, ev->pid, ev->epoch, attach_usdt, e);
 		if (t && ev->pid == t->pid)
 			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
 		break;
 	case PCMON_EV_DLOPEN:
 		sym_proc_load(e->sym, ev->pid, ev->epoch);
-		sym_proc_usdt(e->sym, ev->pid, ev->epoch, attach_usdt, e);
 		break;
 	case PCMON_EV_EXIT:
 		sym_proc_final(e->sym, ev->pid, ev->epoch);
@@ -811,6 +813,9 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	if (!id)
 		return proto_error(1, "too many targets (%d): drop some with 'pcmon drop TARGET'",
 				   PCMON_MAX_TARGETS - 1);
+	/* started here, not in engine_new(): pcmond forks into the background after that */
+	if (!e->probes && probes_start(e->smp, &e->probes, err, sizeof(err)))
+		return proto_error(1, "%s", err);
 
 	t = target_new(id);
 	if (!t)
@@ -1155,6 +1160,17 @@ static cJSON *cmd_status(struct engine *e)
 	cJSON_AddNumberToObject(o, "locations", ss.locs);
 	cJSON_AddNumberToObject(o, "procedures", ss.procs);
 	cJSON_AddNumberToObject(o, "maps_reads", ss.maps_reads);
+	/* how long processes went with critical-section probes pending (README) */
+	{
+		struct probes_stats ps;
+
+		probes_stats(e->probes, &ps);
+		o = cJSON_AddObjectToObject(rep, "critical_probes");
+		cJSON_AddNumberToObject(o, "events", ps.events);
+		cJSON_AddNumberToObject(o, "acknowledged", ps.acked);
+		cJSON_AddNumberToObject(o, "lag_ms_max", ps.lag_max_ns / 1e6);
+		cJSON_AddNumberToObject(o, "objects_checked", ps.objects);
+	}
 	cJSON_AddNumberToObject(rep, "dwarf_samples_unwound", e->unwound);
 	cJSON_AddNumberToObject(rep, "dwarf_unwind_ms_total", e->unwind_ns / 1e6);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */

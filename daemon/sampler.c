@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct usdt_obj {
 
 struct sampler {
 	struct sample_bpf *skel;
+	pthread_mutex_t usdt_lock; /* the engine's loop and its probe thread attach */
 	struct usdt_obj *usdt;	/* objects whose pcmon probes are attached */
 	size_t nusdt, cap_usdt;
 	struct bpf_link *dl_link;
@@ -172,7 +174,19 @@ static void attach_dl_debug_state(struct sampler *s)
 	free(maps);
 }
 
+static int usdt_attach_locked(struct sampler *s, const char *path);
+
 int sampler_usdt_attach(struct sampler *s, const char *path)
+{
+	int r;
+
+	pthread_mutex_lock(&s->usdt_lock);
+	r = usdt_attach_locked(s, path);
+	pthread_mutex_unlock(&s->usdt_lock);
+	return r;
+}
+
+static int usdt_attach_locked(struct sampler *s, const char *path)
 {
 	struct usdt_obj u = { 0 };
 	struct stat st;
@@ -227,6 +241,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s)
 		return -ENOMEM;
 	s->stats_fd = -1;
+	pthread_mutex_init(&s->usdt_lock, NULL);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		snprintf(err, errlen, "cannot count CPUs: %s", strerror(-s->ncpus));
@@ -271,6 +286,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.crit_begin, false);
 	bpf_program__set_autoattach(skel->progs.crit_end, false);
 	bpf_program__set_autoattach(skel->progs.on_dl_debug_state, false);
+	bpf_program__set_autoattach(skel->progs.probes_ack, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -329,6 +345,7 @@ void sampler_close(struct sampler *s)
 	sample_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
+	pthread_mutex_destroy(&s->usdt_lock);
 	free(s);
 }
 
@@ -771,6 +788,21 @@ int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, 
 	return ring_buffer__consume(s->rb);
 }
 
+int sampler_probe_events_fd(struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.probe_events);
+}
+
+int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq)
+{
+	struct pcmon_probes_ack a = { .tgid = tgid, .seq = seq };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.probes_ack), &o))
+		return -errno;
+	return 0;
+}
+
 int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
 {
 	struct bpf_program *p;
@@ -793,10 +825,13 @@ int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int ma
 			out[n].attached = s->switch_link && s->use_tp_btf;
 		if (p == s->skel->progs.on_switch_tp)
 			out[n].attached = s->switch_link && !s->use_tp_btf;
-		if (p == s->skel->progs.dump_offcpu)
-			out[n].attached = false;
-		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end)
+		if (p == s->skel->progs.dump_offcpu || p == s->skel->progs.probes_ack)
+			out[n].attached = false; /* run on demand */
+		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {
+			pthread_mutex_lock(&s->usdt_lock);
 			out[n].attached = s->nusdt > 0;
+			pthread_mutex_unlock(&s->usdt_lock);
+		}
 		if (p == s->skel->progs.on_dl_debug_state)
 			out[n].attached = s->dl_link != NULL;
 		if (p == s->skel->progs.on_sample) {

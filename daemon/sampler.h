@@ -75,8 +75,14 @@ typedef void (*sampler_event_cb)(void *ctx, const struct pcmon_event *e);
 typedef void (*sampler_dsample_cb)(void *ctx, const void *data, size_t len);
 int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx);
 
-/* Attach the PCMON_CRITICAL_BEGIN/END probes of an object (once per path). */
+/* Attach the PCMON_CRITICAL_BEGIN/END probes of an object (once per file). Thread-safe:
+ * the engine's loop and its probe thread (probes.h) both call it. */
 int sampler_usdt_attach(struct sampler *s, const char *path);
+/* The ring of events after which probes may be pending (struct pcmon_event), for probes.c. */
+int sampler_probe_events_fd(struct sampler *s);
+/* The probes of everything process @tgid loaded up to its event @seq are attached: its
+ * samples are no longer flagged PCMON_KF_MARKS_PENDING (struct pcmon_proc). Thread-safe. */
+int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq);
 
 struct sampler_prog_stats {
 	const char *name;

@@ -128,8 +128,8 @@ int store_save(const char *dir, const struct sym *s, const struct target *t)
 		cJSON_AddNumberToObject(e, "k", st->kind);
 		cJSON_AddNumberToObject(e, "p", st->pid);
 		cJSON_AddNumberToObject(e, "u", st->unwalk);
-		if (st->cut_short)
-			cJSON_AddBoolToObject(e, "cs", 1);
+		if (st->flags)
+			cJSON_AddNumberToObject(e, "f", st->flags);
 		if (st->section)
 			cJSON_AddStringToObject(e, "s", sym_str(s, st->section));
 		cJSON_AddNumberToObject(e, "nu", st->nuser);
@@ -286,7 +286,7 @@ static struct target *load_one(const char *path, struct sym *s)
 		st->kind = proto_num(it, "k", 0);
 		st->pid = proto_num(it, "p", 0);
 		st->unwalk = proto_num(it, "u", 0);
-		st->cut_short = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "cs"));
+		st->flags = (uint32_t)proto_num(it, "f", 0) & (AGG_SF_MARKS_PENDING | AGG_SF_CUT_SHORT);
 		st->section = 0;
 		if (proto_str(it, "s", NULL) && sym_intern_str(s, proto_str(it, "s", ""), &st->section))
 			goto bad;

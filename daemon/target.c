@@ -267,6 +267,7 @@ void target_list_json(const struct target *t, const struct sym *s, struct agg_li
 	cJSON_AddNumberToObject(o, "sample_ring_full", t->lost.lost_ring_full);
 	if (when)
 		cJSON_AddStringToObject(sum, "when", when);
+	cJSON_AddNumberToObject(sum, "marks_pending", l->marks_pending);
 
 	arr = cJSON_AddArrayToObject(sum, "critical");
 	o = cJSON_CreateObject();

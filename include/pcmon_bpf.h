@@ -45,12 +45,30 @@ struct pcmon_tcfg {
 	__u64 period_ns; /* cpu-clock period this target samples at */
 };
 
-/* tgid -> which target it belongs to, and how many times it has exec'ed since. */
+/*
+ * tgid -> which target it belongs to, and how many times it has exec'ed since.
+ *
+ * probe_seq/probe_ack: an exec or a dynamic-linker event may bring objects with critical-
+ * section probes (include/pcmon/critical.h), which only the engine can attach. BPF counts
+ * such events in probe_seq (each event carries its number); the engine's probe thread
+ * (daemon/probes.c), once it has looked for probes and attached them, stores that number in
+ * probe_ack (the probes_ack program).
+ * While they differ the process's marks may be missing, and its samples say so
+ * (PCMON_KF_MARKS_PENDING).
+ */
 struct pcmon_proc {
 	__u32 target;	/* first: the engine finds a target's entries by it */
 	__u32 epoch;
 	__u32 flags;	/* PCMON_PF_* */
+	__u32 probe_seq;	/* written by BPF only */
+	__u32 probe_ack;	/* written by the engine only, through probes_ack */
 	__u32 pad;
+};
+
+/* The context of the probes_ack program (BPF_PROG_TEST_RUN). */
+struct pcmon_probes_ack {
+	__u32 tgid;
+	__u32 seq;
 };
 
 /* Launched by `pcmon run`, held before exec: its samples count from the exec on. */
@@ -76,11 +94,14 @@ struct pcmon_key {
 	__u8 kind;	/* enum pcmon_kind */
 	__u8 uerr;	/* enum pcmon_stack_err for the user stack */
 	__u8 kerr;	/* enum pcmon_stack_err for the kernel stack */
-	__u8 pad;
+	__u8 flags;	/* PCMON_KF_* */
 	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
 	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
 	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */
 };
+
+/* Taken while the probes of objects the process just loaded were not attached yet. */
+#define PCMON_KF_MARKS_PENDING (1u << 0)
 
 #define PCMON_SECTION_LEN 32	/* bytes of a section name kept, with its NUL */
 #define PCMON_SECTION_NEST 8	/* names remembered per thread; deeper nesting keeps counting */
@@ -154,6 +175,7 @@ enum pcmon_ev_type {
 	PCMON_EV_EXEC,
 	PCMON_EV_EXIT,
 	PCMON_EV_DLOPEN,	/* a watched process loaded a library: look for probes in it */
+	PCMON_EV_JOIN,		/* a process joined a --cgroup or --all target (probe ring only) */
 };
 
 struct pcmon_event {
@@ -164,6 +186,9 @@ struct pcmon_event {
 	__u32 epoch;
 	__u32 exit_code;
 	char comm[PCMON_COMM_LEN];
+	__u32 probe_seq;	/* FORK, EXEC, DLOPEN, JOIN: the process's probe_seq after it */
+	__u32 pad;
+	__u64 ts;		/* bpf_ktime_get_ns() at the event */
 };
 
 /* Global counters (per-CPU array, one element). */

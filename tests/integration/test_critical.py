@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Critical sections: unwalkable stacks, USDT-marked regions, user-declared sections."""
 import os
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon_json, procs, run_tests, workload
+from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+                 share_tolerance_pp, workload)
 
 NODAEMON = "/nonexistent/pcmond.sock"
 
@@ -77,12 +80,62 @@ def test_section_in_dlopened_library():
                             sock=NODAEMON)
     own = first_json_line(p.stdout)
     check_identity(listing)
-    assert abs(share(listing, "libsec") - own["libsec"]) <= 0.03, (share(listing, "libsec"), own)
+    s = listing["summary"]
+    n = s["counted"]
+    marked, pending = share(listing, "libsec"), s["marks_pending"] / n
+    # Between dlopen() and the attachment of the library's probes a section is not seen, and
+    # the samples taken then say so (README): the truth lies in [marked, marked + pending].
+    assert marked - 0.03 <= own["libsec"] <= marked + pending + 0.03, (marked, pending, own)
     pp = procs(listing)
-    # between dlopen() and the attachment (10-50 ms here, README) the section is not yet seen
-    early = pp.get("libcritlib.so.lib_marked", {"shallow": 0})["shallow"]
-    assert early <= 0.02 * listing["summary"]["counted"], early
     assert pp["libcritlib.so.lib_plain"]["shallow"] > 0
+    # lib_marked runs only inside the section: a sample charged to it was taken before the
+    # probes were attached, and must be flagged so. (Or in the rest of a section entered
+    # before the attachment, up to one call of 100 us: one sample of 250 us at most.)
+    early = pp.get("libcritlib.so.lib_marked", {"shallow": 0})["shallow"]
+    assert early <= s["marks_pending"] + 1, (early, s["marks_pending"])
+    # the attachment waits neither for the symbolizer nor for the unwinder: a few ms (README),
+    # some 20-50 samples here; loose, for loaded machines (it was 70-1150 ms: 5-30 %)
+    assert pending <= 0.05, s
+
+
+def test_sections_of_a_process_that_joins_a_cgroup_target():
+    """A process already running when it joins a --cgroup target gets its probes attached."""
+    root = next((l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] == "cgroup2"),
+                None)
+    assert root, "no cgroup2 mount"
+    cg = os.path.join(root, f"pcmon-crit-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    w = None
+    try:
+        w = subprocess.Popen([workload("crit"), "30"], stdout=subprocess.PIPE, text=True)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(w.pid))
+        tid = pcmon("start", "--cgroup", cg, "--interval", 500, sock=d.sock,
+                    check=0).stdout.strip()
+        deadline = time.time() + 15  # 2000 samples: 1 s of CPU, however busy the machine
+        while True:
+            time.sleep(0.5)
+            listing = pcmon_json("list", tid, sock=d.sock)[0]
+            n = listing["summary"]["counted"]
+            if n >= 2000 or time.time() > deadline:
+                break
+        check_identity(listing)
+        assert n >= 500, listing["summary"]
+        # crit spends 20 % in "gc" outside "mark", 10 % in "mark" (tests/workloads/crit.c)
+        gc = sections(listing).get("gc", {"count": 0})["count"] / n
+        mark = sections(listing).get("mark", {"count": 0})["count"] / n
+        tol = share_tolerance_pp(0.2, n, 5.0) / 100
+        assert abs(gc - 0.2) <= tol and abs(mark - 0.1) <= tol, (gc, mark, listing["summary"])
+        assert listing["summary"]["marks_pending"] <= 0.02 * n, listing["summary"]
+        st = pcmon_json("status", sock=d.sock)[0]["critical_probes"]
+        assert st["events"] >= 1 and st["acknowledged"] == st["events"], st
+    finally:
+        if w:
+            w.kill()
+            w.wait()
+        d.stop()
+        os.rmdir(cg)
 
 
 def test_program_without_probes_pays_nothing():

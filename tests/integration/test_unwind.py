@@ -202,12 +202,20 @@ def test_fp_and_dwarf_agree_on_outer_frames():
                     sock=NODAEMON)[0]
     dw = pcmon_json("run", "--interval", 1000, "--unwind", "dwarf", "--", workload("rec40"),
                     1.5, sock=NODAEMON)[0]
-    nf, nd = fp["summary"]["counted"], dw["summary"]["counted"]
     pf, pd = procs(fp), procs(dw)
-    for proc in ("rec40.main", "libc.so.6.__libc_start_call_main", "rec40.rec", "rec40.flat_work"):
+    # shares of the loop: calibration is a fixed amount of CPU, a larger share of a run that
+    # got less of the (busy) machine; before main the dynamic linker runs
+    nf, nd = (p["rec40.main"]["deep"] - p.get("rec40.calibrate", {"deep": 0})["deep"]
+              for p in (pf, pd))
+    for proc in ("rec40.rec", "rec40.flat_work"):
         a, b = pf[proc]["deep"] / nf, pd[proc]["deep"] / nd
         tol = share_tolerance_pp(a, min(nf, nd)) / 100
         assert abs(a - b) <= tol, (proc, a, b, tol)
+    # the outermost frame fp reaches is on (nearly) every stack of both, main inside it
+    for p, s in ((pf, fp["summary"]), (pd, dw["summary"])):
+        n = s["counted"]
+        assert p["libc.so.6.__libc_start_call_main"]["deep"] >= 0.97 * n, (s, n)
+        assert p["rec40.main"]["deep"] >= 0.97 * n
     assert "rec40._start" not in pf and pd["rec40._start"]["deep"] >= 0.99 * nd
     assert fp["summary"]["cut_short"] >= 0.99 * nf, fp["summary"]
     assert dw["summary"]["cut_short"] == 0

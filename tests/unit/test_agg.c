@@ -1057,6 +1057,65 @@ static void test_marked_sections(void **state)
 	ROWS(f, { "prog.main", 0, 5 }, { "prog.write", 1, 1 }, { "prog.work", 4, 4 });
 }
 
+/* A sample taken while the probes of just-loaded objects were pending (AGG_SF_MARKS_PENDING). */
+static void add_pending(struct fx *f, const char *section, uint32_t kind, uint32_t unwalk,
+			const char *spec, uint64_t count, uint64_t ns)
+{
+	struct agg_stack *st = mk(f, kind, 1, unwalk, spec);
+
+	st->flags = AGG_SF_MARKS_PENDING;
+	if (section)
+		assert_int_equal(sym_intern_str(f->s, section, &st->section), 0);
+	assert_int_equal(agg_add(f->a, st, count, ns), 0);
+	free(f->own[--f->nown]);
+}
+
+/*
+ * marks_pending: the counted samples that a marked section may be missing — pending, and
+ * charged to a procedure, foreignPcs or a declared section; not those already in a marked
+ * section, not unwalkable ones (charged there whatever), not those WHEN leaves out.
+ */
+static void test_marks_pending(void **state)
+{
+	struct fx *f = *state;
+	struct agg_critical crit[1] = { { "lock", NULL } };
+	struct agg_list_opts o = { .period_ns = 10000 };
+	struct agg_list *l;
+
+	ON(f, "prog/main lib/marked", 10);
+	add_marked(f, "libsec", PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main lib/marked", 20, 0);
+	add_pending(f, NULL, PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main lib/marked", 3, 0);
+	add_pending(f, "libsec", PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main lib/marked", 4, 0);
+	add_pending(f, NULL, PCMON_KIND_ONCPU, AGG_UNWALK_FAULT, "", 2, 0);
+	add_pending(f, NULL, PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/main -/?", 1, 0);
+	add_pending(f, NULL, PCMON_KIND_OFF_BLOCKED, AGG_WALK_OK, "prog/main lib/lock", 1, 25000);
+	add_pending(f, NULL, PCMON_KIND_ONCPU, AGG_WALK_OK, "prog/init prog/x", 5, 0);
+
+	l = list(f, &o);
+	SUMS(l, .interrupts = 48, .counted = 48, .foreign = 1, .oncpu = 45, .off_blocked = 3);
+	assert_int_equal(marked(f, "libsec"), 24);
+	/* 3 lib.marked + 1 foreign + 3 blocked (25 us of t = 10 us) + 5 prog.x */
+	assert_int_equal(l->marks_pending, 12);
+	ROWS(f, { "prog.main", 0, 17 }, { "lib.marked", 13, 13 }, { "lib.lock", 3, 3 },
+	     { "prog.init", 0, 5 }, { "prog.x", 5, 5 });
+
+	/* in a declared section: still maybe in a marked one, which comes first */
+	crit[0].pat = P(f, "*->lib.lock");
+	o.crit = crit;
+	o.ncrit = 1;
+	l = list(f, &o);
+	assert_int_equal(l->crit[0], 3);
+	assert_int_equal(l->marks_pending, 12);
+
+	/* WHEN leaves some out: they are not counted, so not pending either */
+	o.ncrit = 0;
+	o.when = P(f, "prog.main->*");
+	l = list(f, &o);
+	SUMS(l, .interrupts = 48, .counted = 43, .not_matching = 5, .foreign = 1, .oncpu = 45,
+	     .off_blocked = 3);
+	assert_int_equal(l->marks_pending, 7);
+}
+
 /* Every kind of sample at once, with exact numbers: the accounting identity of section 7. */
 static void test_accounting(void **state)
 {
@@ -1241,6 +1300,7 @@ int main(void)
 		T(test_critical),
 		T(test_critical_and_when),
 		T(test_marked_sections),
+		T(test_marks_pending),
 		T(test_accounting),
 		T(test_sort_rows),
 		T(test_sort_rows_wide),

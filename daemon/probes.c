@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pcmon_bpf.h"
+#include "probes.h"
+#include "sampler.h"
+#include "sym.h"
+#include "util.h"
+
+#define PROBES_NICE -10
+
+struct probes {
+	struct sampler *smp;
+	struct ring_buffer *rb;
+	int epfd, stopfd;
+	pthread_t thread;
+	bool running;
+	/* the thread's own: which files carry pcmon probes, by (dev, ino, ctime, size) */
+	struct itab *files;
+	bool *has;
+	size_t cap_has;
+	pthread_mutex_t lock;	/* stats, read by the engine's loop */
+	struct probes_stats st;
+};
+
+/* 1 if the file carries pcmon probes, 0 if not, -errno; each file is opened once. */
+static int file_has_probes(struct probes *p, const char *path)
+{
+	struct { uint64_t dev, ino, ctime_ns, size; } key = { 0 };
+	struct stat st;
+	uint32_t id;
+	int r;
+
+	if (stat(path, &st))
+		return -errno;
+	key.dev = st.st_dev;
+	key.ino = st.st_ino;
+	key.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+	key.size = st.st_size;
+	r = itab_intern(p->files, &key, sizeof(key), &id);
+	if (r == 0)
+		return p->has[id];
+	if (r < 0 || GROW(p->has, p->cap_has, id + 1))
+		return -ENOMEM;
+	p->has[id] = sym_file_has_probes(path);
+	pthread_mutex_lock(&p->lock);
+	p->st.objects++;
+	pthread_mutex_unlock(&p->lock);
+	return p->has[id];
+}
+
+/*
+ * Attach the probes of every object process @pid has mapped for execution. false if some
+ * could not be attached (the process then stays flagged) or its map could not be read.
+ */
+static bool attach_mapped(struct probes *p, uint32_t pid)
+{
+	char path[64], file[4200], *buf, *line, *save;
+	bool ok = true;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	buf = read_file(path, NULL);
+	if (!buf)
+		return false; /* gone: it samples no more */
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long ino;
+		char perms[8];
+		const char *name;
+		int pos = 0;
+
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %n", perms, &ino, &pos) < 2 || !ino ||
+		    !strchr(perms, 'x') || !pos)
+			continue;
+		name = line + pos;
+		if (name[0] != '/' || strstr(name, " (deleted)"))
+			continue; /* probes are attached by path: a deleted file has none */
+		/* the object as this process sees it (it may live in another mount namespace) */
+		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, name);
+		if (file_has_probes(p, file) > 0 && sampler_usdt_attach(p->smp, file) < 0)
+			ok = false;
+	}
+	free(buf);
+	return ok;
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct probes *p = ctx;
+	const struct pcmon_event *ev = data;
+	bool acked = false;
+	uint64_t lag;
+
+	if (len < sizeof(*ev))
+		return 0;
+	if (attach_mapped(p, ev->pid))
+		acked = !sampler_probes_ack(p->smp, ev->pid, ev->probe_seq);
+	lag = now_ns() - MIN(ev->ts, now_ns());
+	pthread_mutex_lock(&p->lock);
+	p->st.events++;
+	p->st.acked += acked;
+	p->st.lag_max_ns = MAX(p->st.lag_max_ns, lag);
+	pthread_mutex_unlock(&p->lock);
+	pr_debug("pid %u: critical-section probes %s %.2f ms after its %s", ev->pid,
+		 acked ? "attached" : "NOT all attached", lag / 1e6,
+		 ev->type == PCMON_EV_EXEC   ? "exec"
+		 : ev->type == PCMON_EV_FORK ? "fork"
+		 : ev->type == PCMON_EV_JOIN ? "joining the target"
+					     : "dlopen");
+	return 0;
+}
+
+static void *run(void *arg)
+{
+	struct probes *p = arg;
+
+	/*
+	 * The window it closes is open while it waits for a CPU: ahead of busy tasks when it
+	 * may (root), at a cost of a few milliseconds of CPU per dlopen.
+	 */
+	if (setpriority(PRIO_PROCESS, gettid(), PROBES_NICE))
+		pr_debug("probe thread: cannot raise its priority: %s", strerror(errno));
+
+	for (;;) {
+		struct epoll_event ev;
+		int n = epoll_wait(p->epfd, &ev, 1, -1);
+
+		if (n < 0 && errno != EINTR) {
+			pr_err("probe thread: epoll_wait: %s: critical sections in objects loaded from now on are not seen",
+			       strerror(errno));
+			break;
+		}
+		if (n > 0 && ev.data.fd == p->stopfd)
+			break;
+		if (n > 0)
+			ring_buffer__consume(p->rb);
+	}
+	return NULL;
+}
+
+int probes_start(struct sampler *smp, struct probes **out, char *err, size_t errlen)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct probes *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	p->smp = smp;
+	p->epfd = p->stopfd = -1;
+	pthread_mutex_init(&p->lock, NULL);
+	p->files = itab_new();
+	p->rb = ring_buffer__new(sampler_probe_events_fd(smp), on_event, p, NULL);
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!p->files || !p->rb || p->epfd < 0 || p->stopfd < 0) {
+		r = -errno ?: -ENOMEM;
+		snprintf(err, errlen, "cannot set up the probe thread: %s", strerror(-r));
+		goto fail;
+	}
+	ev.data.fd = ring_buffer__epoll_fd(p->rb);
+	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	ev.data.fd = p->stopfd;
+	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	r = -pthread_create(&p->thread, NULL, run, p);
+	if (r) {
+		snprintf(err, errlen, "cannot start the probe thread: %s", strerror(-r));
+		goto fail;
+	}
+	p->running = true;
+	*out = p;
+	return 0;
+fail:
+	probes_stop(p);
+	return r;
+}
+
+void probes_stop(struct probes *p)
+{
+	if (!p)
+		return;
+	if (p->running) {
+		uint64_t one = 1;
+
+		if (write(p->stopfd, &one, sizeof(one)) != sizeof(one))
+			pr_warn("cannot stop the probe thread: %s", strerror(errno));
+		pthread_join(p->thread, NULL);
+	}
+	ring_buffer__free(p->rb);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->stopfd >= 0)
+		close(p->stopfd);
+	itab_free(p->files);
+	free(p->has);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void probes_stats(struct probes *p, struct probes_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	*out = p->st;
+	pthread_mutex_unlock(&p->lock);
+}

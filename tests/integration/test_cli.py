@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The command line itself: --help against what the parser accepts, and errors in --json mode."""
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import ROOT, Daemon, pcmon, run_tests
+
+NODAEMON = "/nonexistent/pcmond.sock"
+GLOBAL = {"--json", "--verbose", "--socket", "--help"}  # "Every command takes ..."
+
+
+def parser_options():
+    """The long options of the parser's getopt table (cli/pcmon.c long_opts)."""
+    src = open(os.path.join(ROOT, "cli", "pcmon.c")).read()
+    table = src[src.index("long_opts[]"):]
+    table = table[:table.index("};")]
+    opts = dict(re.findall(r'\{ "([a-z-]+)", (no|required)_argument', table))
+    assert len(opts) > 15, opts
+    return {"--" + k: v == "required" for k, v in opts.items()}
+
+
+def sample_value(opt, tmp):
+    when_file = os.path.join(tmp, "when")
+    with open(when_file, "w") as f:
+        f.write("main;\n")
+    return {"--interval": "1000", "--when": "main", "--when-file": when_file,
+            "--critical": "x=main", "--name": "n", "--pid": "1", "--cgroup": "/sys/fs/cgroup",
+            "--top": "5", "--unwind": "fp", "--socket": NODAEMON, "--lines": "main"}[opt]
+
+
+def accepts(cmd, opt, takes_value, tmp):
+    """Does `pcmon CMD OPT [VALUE]` get past the option parser? (It fails later: no daemon,
+    no target, no command: all fine here.)"""
+    args = [cmd, opt] + ([sample_value(opt, tmp)] if takes_value else [])
+    r = pcmon(*args, sock=NODAEMON, timeout=20)
+    return not re.search(r"is not an option of|unknown option", r.stderr), r
+
+
+def help_text():
+    r = pcmon("--help", check=0)
+    assert r.stderr == "", r.stderr
+    return r.stdout
+
+
+def options_in(text):
+    """--long options named in a piece of help; -i as --ignore-case, -v as --verbose."""
+    found = set(re.findall(r"(--[a-z][a-z-]*)", text))
+    if re.search(r"(^|[\s\[|])-i\b", text):
+        found.add("--ignore-case")
+    if re.search(r"(^|[\s\[|])-v\b", text):
+        found.add("--verbose")
+    return found
+
+
+def test_help_lists_what_the_parser_accepts():
+    text = help_text()
+    parser = parser_options()
+    opts_start = text.index("\nOPTS:")
+    opts_part = text[opts_start:text.index("\n", text.index("\n", opts_start + 1) + 1)]
+    opts_part = text[opts_start:text.index("Every command")]
+    common = options_in(text[text.index("Every command"):])
+    assert common >= GLOBAL - {"--help"}, common
+    # the commands' lines, joined with their continuation lines
+    lines = {}
+    cur = None
+    for line in text[:opts_start].splitlines():
+        m = re.match(r"\s+pcmon (\w+)\s(.*)", line)
+        if m:
+            cur = m.group(1)
+            lines[cur] = m.group(2)
+        elif cur and line.startswith("      "):
+            lines[cur] += " " + line
+    assert {"run", "start", "list", "stop", "targets", "status"} <= set(lines), lines.keys()
+    tmp = tempfile.mkdtemp()
+    bad = []
+    for cmd, line in lines.items():
+        shown = options_in(line) | common
+        if "[OPTS]" in line:
+            shown |= options_in(opts_part)
+        for opt, takes_value in parser.items():
+            if opt == "--help":
+                continue
+            ok, r = accepts(cmd, opt, takes_value, tmp)
+            if ok != (opt in shown):
+                bad.append(f"pcmon {cmd} {opt}: parser {'accepts' if ok else 'refuses'} it, "
+                           f"--help {'shows' if opt in shown else 'does not show'} it "
+                           f"({r.stderr.strip()!r})")
+        for opt in shown - set(parser) - {"--help"}:
+            bad.append(f"pcmon {cmd}: --help shows {opt}, which the parser does not know")
+    assert not bad, "\n".join(bad)
+
+
+def test_help_lists_every_unwind_method():
+    text = help_text()
+    m = re.search(r"--unwind ([a-z|]+)", text)
+    assert m, text
+    shown = m.group(1).split("|")
+    for method in shown:
+        r = pcmon("start", "--unwind", method, sock=NODAEMON)
+        assert r.returncode == 2 and "--unwind" not in r.stderr, (method, r.stderr)
+        assert "exactly one of --pid" in r.stderr, r.stderr
+    r = pcmon("start", "--unwind", "no-such-method", sock=NODAEMON)
+    assert r.returncode == 2, r
+    m = re.search(r"use (.*)$", r.stderr.strip())
+    assert m, r.stderr
+    accepted = re.split(r", | or ", m.group(1))
+    assert sorted(accepted) == sorted(shown), (accepted, shown)
+    assert {"fp", "dwarf", "auto"} <= set(shown), shown
+    # and the manual page says the same
+    man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
+    assert f"--unwind {'|'.join(shown)}" in man, shown
+
+
+def test_manual_page_names_every_option():
+    man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
+    missing = [o for o in parser_options() if o not in ("--help", "--lines") and o not in man]
+    assert not missing, missing
+
+
+def one_json_error(r, status, *words):
+    """With --json an error is exactly one JSON object on stdout, and nothing on stderr."""
+    where = f"exit {r.returncode}, stdout {r.stdout!r}, stderr {r.stderr!r}"
+    assert r.returncode == status, where
+    assert r.stderr == "", where
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"stdout is not one JSON document ({e}): {where}")
+    assert isinstance(doc, dict) and list(doc) == ["error"], where
+    assert isinstance(doc["error"], str) and doc["error"], where
+    assert "\n" not in doc["error"] and not re.match(r"pcmon( \w+)?:", doc["error"]), where
+    for w in words:
+        assert w in doc["error"], (w, where)
+    return doc
+
+
+def test_json_errors_without_a_daemon():
+    for args in (("start", "--pid", 1), ("list",), ("list", "1"), ("stop", "1"),
+                 ("targets",), ("status",), ("zero", "x"), ("drop", "1")):
+        for a in ((args[0], "--json") + args[1:], args + ("--json",)):  # first or last
+            one_json_error(pcmon(*a, sock=NODAEMON), 1, "cannot reach pcmond")
+
+
+def test_json_usage_errors():
+    tmp = tempfile.mkdtemp()
+    cases = [
+        (("start", "--json"), "exactly one of --pid"),
+        (("start", "--json", "--pid", 1, "--all"), "exactly one of --pid"),
+        (("start", "--json", "extra"), "unexpected argument"),
+        (("start", "--json", "--pid", "abc"), "--pid abc"),
+        (("start", "--pid", "abc", "--json"), "--pid abc"),
+        (("start", "--json", "--pid"), "needs a value"),
+        (("start", "--json", "--unwind", "nope"), "--unwind nope"),
+        (("start", "--json", "--pid", 1, "--interval", 0), "--interval"),
+        (("start", "--json", "--real", "--virtual", "--pid", 1), "exclude"),
+        (("list", "--bogus", "--json"), "unknown option"),
+        (("list", "--json", "--bogus"), "unknown option"),
+        (("list", "--json", "--pid", 1), "not an option of list"),
+        (("list", "--json", "--when", "a->"), "column"),
+        (("list", "--json", "--when-file", os.path.join(tmp, "missing")), "--when-file"),
+        (("list", "--json", "--critical", "noequals"), "NAME=PATTERN"),
+        (("list", "--json", "--lines", "main"), "not an option"),
+        (("list", "--json", "--top", "-3"), "--top"),
+        (("stop", "--json"), "which target"),
+        (("run", "--json"), "no command"),
+        (("run", "--json", "--when", "(", "--", "true"), "--when"),
+        (("frobnicate", "--json"), "unknown command"),
+        (("st", "--json"), "ambiguous"),
+    ]
+    for args, words in cases:
+        one_json_error(pcmon(*args, sock=NODAEMON), 2, words)
+    # without --json: the same errors are one line on stderr, nothing on stdout
+    for args, words in cases:
+        plain = [a for a in args if a != "--json"]
+        r = pcmon(*plain, sock=NODAEMON)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and r.stdout == "" and len(lines) == 1, (plain, r)
+        assert lines[0].startswith("pcmon: ") and words in lines[0], (plain, lines)
+    # `run` stops at the command: a --json after it is the command's own
+    r = pcmon("run", "--real", "--virtual", "true", "--json", sock=NODAEMON)
+    assert r.returncode == 2 and r.stdout == "" and "exclude" in r.stderr, r
+
+
+def test_json_errors_from_the_daemon_and_the_engine():
+    d = Daemon().start()
+    try:
+        one_json_error(pcmon("list", "42", "--json", sock=d.sock), 1, "no target")
+        one_json_error(pcmon("start", "--json", "--pid", 3999999, sock=d.sock), 1, "no process")
+        one_json_error(pcmon("pause", "--json", "1", sock=d.sock), 1, "no target")
+        assert d.alive()
+    finally:
+        d.stop()
+    # no daemon, and no BPF for an unprivileged user: the embedded engine cannot start
+    r = pcmon("run", "--json", "--", "true", sock=NODAEMON, user="nobody")
+    one_json_error(r, 1, "embedded engine")
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
