@@ -18,7 +18,7 @@ ifeq ($(wildcard $(VMLINUX)),)
 $(error unsupported architecture '$(UNAME_M)': no $(VMLINUX); generate one with 'bpftool btf dump file /sys/kernel/btf/vmlinux format c')
 endif
 
-PKGS	:= libbpf libdw libelf libcjson
+PKGS	:= libbpf libdw libelf libcjson libdebuginfod
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -47,7 +47,8 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
-	libclang-rt-14-dev binutils python3 util-linux
+	libclang-rt-14-dev binutils python3 util-linux \
+	libdebuginfod-dev debuginfod
 
 .SECONDARY:
 .PHONY: all deps check unit fuzz integration demo bench install clean format

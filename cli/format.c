@@ -142,6 +142,18 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(sy, "locations"), num(sy, "procedures"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	it = cJSON_GetObjectItemCaseSensitive(rep, "debuginfod");
+	if (it && proto_bool(it, "enabled", 0)) {
+		fprintf(f, "debuginfod: %s, cache %s\n", proto_str(it, "urls", "?"),
+			proto_str(it, "cache", "?"));
+		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; %.0f requests in %.1f ms, longest %.1f ms\n",
+			num(it, "fetched"), num(it, "failed"), num(it, "pending"), num(it, "requests"),
+			num(it, "fetch_ms_total"), num(it, "fetch_ms_max"));
+		if (proto_str(it, "last_error", NULL))
+			fprintf(f, "  last failure: %s\n", proto_str(it, "last_error", ""));
+	} else if (it) {
+		fprintf(f, "debuginfod: off (set DEBUGINFOD_URLS or pcmond --debuginfod)\n");
+	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

@@ -18,6 +18,8 @@ struct engine_opts {
 	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 16 KiB) */
 	uint32_t drain_ms;	/* how often the BPF aggregates are drained (0: 100) */
+	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */
+	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
 };
 
 struct client {

@@ -15,7 +15,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N] [-v]\n"
+		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N]\n"
+		"              [--debuginfod URLS] [--cache-dir DIR] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -23,8 +24,11 @@ static void usage(FILE *f)
 		"                    kernel.perf_event_max_stack to it if lower)\n"
 		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
 		"                    1024 to 65536 (default 16384)\n"
+		"  --debuginfod URLS fetch debug info missing here from these debuginfod servers\n"
+		"                    (space-separated; default $DEBUGINFOD_URLS; none: off)\n"
+		"  --cache-dir DIR   keep fetched debug info here (default %s)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR);
 }
 
 /* A whole number in [lo, hi] for option @opt, or a one-line error. */
@@ -50,20 +54,23 @@ int main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "dwarf-stack", required_argument, NULL, 'D' },
+		{ "debuginfod", required_argument, NULL, 'U' },
+		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	const char *sock = PCMON_DEFAULT_SOCKET;
-	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR };
+	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR,
+				  .cache_dir = PCMON_DEFAULT_CACHE_DIR };
 	struct engine *e = NULL;
 	struct srv *s = NULL;
 	bool foreground = false;
 	char err[512];
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:D:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:fm:D:U:C:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
@@ -81,6 +88,12 @@ int main(int argc, char **argv)
 		case 'D':
 			if (parse_range("--dwarf-stack", optarg, 1024, 65536, "bytes", &eo.dwarf_stack))
 				return 2;
+			break;
+		case 'U':
+			eo.debuginfod = optarg;
+			break;
+		case 'C':
+			eo.cache_dir = optarg;
 			break;
 		case 'v':
 			log_verbosity++;
