@@ -48,7 +48,7 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
-	libdebuginfod-dev debuginfod
+	libdebuginfod-dev debuginfod dwz
 
 .SECONDARY:
 .PHONY: all deps check unit fuzz integration demo bench install clean format

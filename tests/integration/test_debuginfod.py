@@ -245,6 +245,33 @@ def test_stripped_program_gets_names_from_debuginfod():
     fixture(body)
 
 
+def test_dwz_debug_info_brings_its_shared_part():
+    """Debug info compressed with dwz (as distributions ship it) refers to a shared file
+    by .gnu_debugaltlink: fetched too, by its own build-id; inline frames need it."""
+    def body(tmp, srvdir):
+        progs = [Program(tmp, srvdir, n) for n in ("dbgd_dwz1", "dbgd_dwz2")]
+        common = os.path.join(srvdir, "common.debug")
+        # the shared part's name says where it would be installed: not on this machine
+        subprocess.run(["dwz", "-m", common, "-M", f"/usr/lib/debug/.dwz/pcmon-{os.getpid()}.debug",
+                        *[p.debug for p in progs]], check=True)
+        out = subprocess.run(["readelf", "-S", "-n", common, progs[0].debug],
+                             capture_output=True, text=True).stdout
+        assert ".gnu_debugaltlink" in out, out
+        alt = out.split("Build ID: ")[1].split()[0]
+        srv = Server(tmp, srvdir)
+        try:
+            srv.wait_indexed(progs[0].bid)
+            srv.wait_indexed(alt)
+            listing, _ = run(progs[0], env_with(DEBUGINFOD_URLS=srv.url), "--cache-dir",
+                             os.path.join(tmp, "cache"), secs=2)
+            check_inline(listing, progs[0].name)
+            assert srv.requests(progs[0].bid) == 1 and srv.requests(alt) == 1, \
+                srv.logtext()[-3000:]
+        finally:
+            srv.stop()
+    fixture(body)
+
+
 def test_local_debug_info_comes_first():
     """With servers configured, debug info found here (by .gnu_debuglink, by build-id under
     /usr/lib/debug) is used as before, and nothing is asked for it."""
