@@ -450,12 +450,13 @@ void dbginfo_tick(struct dbginfo *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
-/* A module lacks debug info that no local place has: fetch it, unless that is under way. */
-static void want(struct dbginfo *d, const unsigned char *bid, size_t len, const char *file)
+void dbginfo_want(struct dbginfo *d, const unsigned char *bid, size_t len, const char *file)
 {
 	struct ent *e;
 	uint32_t id;
 
+	if (!d)
+		return;
 	pthread_mutex_lock(&d->mu);
 	e = ent_get(d, bid, len, true, &id);
 	if (e && !e->file && file)
@@ -673,7 +674,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		free(canon);
 	}
 	if (fd < 0 && d && len > 0)
-		want(d, bid, len, file);
+		dbginfo_want(d, bid, len, file);
 	errno = 0;
 	return fd;
 }

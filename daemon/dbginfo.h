@@ -58,6 +58,11 @@ void dbginfo_attach(struct dbginfo *d, Dwfl_Module *mod);
  */
 int dbginfo_reopen(Dwfl_Module *mod, const char *path);
 
+/*
+ * Object @file (build-id @bid) lacks debug info that no local place has: fetch it, unless
+ * that is under way, or failed and its retry time has not come. The callbacks call it.
+ */
+void dbginfo_want(struct dbginfo *d, const unsigned char *bid, size_t len, const char *file);
 /* Engine thread: hand each debug file that arrived to @fn, never blocking. */
 typedef void dbginfo_arrived_fn(void *ctx, const unsigned char *bid, size_t len);
 void dbginfo_collect(struct dbginfo *d, dbginfo_arrived_fn *fn, void *ctx);
