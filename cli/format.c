@@ -104,6 +104,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		fputs("  ", f);
 	}
 	fputc('\n', f);
+	if (num(s, "debuginfod_pending") > 0)
+		fprintf(f, "debuginfod: debug info of %.0f object(s) still downloading: names from it may be missing\n",
+			num(s, "debuginfod_pending"));
 	if (both || v->shallow)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
 	if (both || v->deep)

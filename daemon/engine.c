@@ -885,6 +885,13 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 		rep = proto_ok();
 		target_list_json(t, e->sym, &l, wtext ? wtext : t->when_text, crit, ncrit, rep);
 		agg_list_free(&l);
+		if (e->dbg) { /* names that may still come */
+			struct dbginfo_stats ds;
+
+			dbginfo_stats(e->dbg, &ds);
+			cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(rep, "summary"),
+						"debuginfod_pending", ds.pending);
+		}
 	}
 	for (size_t i = 0; i < oc.n; i++)
 		free((void *)oc.extra[i].st);

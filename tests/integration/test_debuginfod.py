@@ -316,6 +316,7 @@ def test_off_without_urls():
             listing, _ = run(prog, env_with(), "--cache-dir", cache, secs=1)
             assert nameless(listing, prog.name), procs(listing).keys()
             assert listing["summary"]["counted"] > 0
+            assert "debuginfod_pending" not in listing["summary"]
             # an empty --debuginfod turns it off even when the environment names servers
             listing, _ = run(prog, env_with(DEBUGINFOD_URLS=srv.url), "--debuginfod", "",
                              "--cache-dir", cache, secs=1)
@@ -367,6 +368,8 @@ def test_server_that_never_answers_delays_nothing():
             assert answered < 3, answered
             text = pcmon("status", sock=d.sock, check=0).stdout
             assert "debuginfod" in text and url in text, text
+            text = pcmon("list", str(listing["target"]["id"]), sock=d.sock, check=0).stdout
+            assert "still downloading" in text, text
             t2 = time.time()
             d.stop()
             stopped = time.time() - t2
@@ -400,6 +403,7 @@ def test_names_improve_after_the_fact():
             first, _ = pcmon_json("run", "--interval", 1000, "--", prog.exe, 2, sock=d.sock)
             tid = str(first["target"]["id"])
             assert nameless(first, prog.name), procs(first).keys()
+            assert first["summary"]["debuginfod_pending"] >= 1, first["summary"]
             st = pcmon_json("status", sock=d.sock)[0]
             assert state_of(st, prog.bid) in ("pending", "fetching"), st["debuginfod"]
             assert st["debuginfod"]["fetched"] == 0, st["debuginfod"]
