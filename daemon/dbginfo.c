@@ -235,6 +235,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&d->mu);
 		e = &d->ents[id]; /* the array may have moved */
 		if (!r) {
+			free(e->path); /* fetched again after the cache lost it */
 			e->state = ENT_FOUND;
 			e->path = path;
 			e->failures = 0;

@@ -902,10 +902,10 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 			bool mapped = false;
 
 			/* only addresses that are ELF vaddrs: those make_loc symbolized */
-			for (size_t k = 0; k < m->nloads && !mapped; k++)
+			for (size_t k = 0; l->module == i && k < m->nloads && !mapped; k++)
 				mapped = l->addr >= m->loads[k].p_vaddr &&
 					 l->addr < m->loads[k].p_vaddr + m->loads[k].p_memsz;
-			if (l->module != i || !mapped)
+			if (!mapped)
 				continue;
 			*l = (struct sym_loc){ .module = i, .addr = old.addr, .first = s->nframes };
 			symbolize_elf(s, m, l->addr + m->bias, l);
