@@ -436,9 +436,12 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 static void on_debuginfo(void *ctx, const unsigned char *bid, size_t len)
 {
 	struct engine *e = ctx;
+	uint64_t t0 = now_ns();
+	uint32_t n = sym_debuginfo_arrived(e->sym, bid, len);
 
-	if (!sym_debuginfo_arrived(e->sym, bid, len))
+	if (!n)
 		return;
+	pr_info("debuginfod: %u object(s) symbolized again in %.1f ms", n, (now_ns() - t0) / 1e6);
 	/* stacks are saved symbolized: save them again with the better names */
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++)
 		if (e->targets[i])
