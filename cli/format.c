@@ -149,8 +149,9 @@ void fmt_status(FILE *f, const cJSON *rep)
 	if (it && proto_bool(it, "enabled", 0)) {
 		fprintf(f, "debuginfod: %s, cache %s\n", proto_str(it, "urls", "?"),
 			proto_str(it, "cache", "?"));
-		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; %.0f requests in %.1f ms, longest %.1f ms\n",
-			num(it, "fetched"), num(it, "failed"), num(it, "pending"), num(it, "requests"),
+		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; ", num(it, "fetched"),
+			num(it, "failed"), num(it, "pending"));
+		fprintf(f, "%.0f requests in %.1f ms, longest %.1f ms\n", num(it, "requests"),
 			num(it, "fetch_ms_total"), num(it, "fetch_ms_max"));
 		if (proto_str(it, "last_error", NULL))
 			fprintf(f, "  last failure: %s\n", proto_str(it, "last_error", ""));

@@ -48,7 +48,8 @@ static const struct option long_opts[] = {
 	{ "deep", no_argument, NULL, 'd' },	     { "top", required_argument, NULL, 'T' },
 	{ "lines", required_argument, NULL, 'L' },   { "json", no_argument, NULL, 'j' },
 	{ "socket", required_argument, NULL, 'S' },  { "verbose", no_argument, NULL, 'v' },
-	{ "debuginfod", required_argument, NULL, 'D' }, { "cache-dir", required_argument, NULL, 'K' },
+	{ "debuginfod", required_argument, NULL, 'D' },
+	{ "cache-dir", required_argument, NULL, 'K' },
 	{ "help", no_argument, NULL, 'h' },	     {},
 };
 
@@ -71,7 +72,7 @@ struct args {
 	const char *target;	/* positional TARGET */
 	char **argv_cmd;	/* run: the command */
 	const char *socket;
-	const char *debuginfod;	/* run: the embedded engine's servers (NULL: $DEBUGINFOD_URLS) */
+	const char *debuginfod;	/* run: its own engine's servers (NULL: $DEBUGINFOD_URLS) */
 	const char *cache_dir;	/* run: where the embedded engine keeps what it fetches */
 	int json;
 	struct list_view view;
@@ -626,7 +627,8 @@ static const struct command {
 	unsigned opts;
 	const char *help;
 } commands[] = {
-	{ "run", cmd_run, O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON | O_DEBUGINFOD | O_CACHE_DIR,
+	{ "run", cmd_run,
+	  O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON | O_DEBUGINFOD | O_CACHE_DIR,
 	  "run   [OPTS] -- CMD [ARGS]   launch CMD watched from its first instruction, print LIST" },
 	{ "start", cmd_start, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_JSON,
 	  "start [OPTS] (--pid PID | --cgroup DIR | --all)   start a target; prints its id" },

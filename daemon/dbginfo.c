@@ -539,9 +539,10 @@ void dbginfo_status_json(struct dbginfo *d, cJSON *parent)
 	/* each build-id asked for (the first DBGINFO_STATUS_MAX) */
 	arr = cJSON_AddArrayToObject(o, "build_ids");
 	for (uint32_t i = 0; i < itab_count(d->keys) && i < DBGINFO_STATUS_MAX; i++) {
-		static const char *const names[] = { [ENT_NEW] = "pending", [ENT_QUEUED] = "pending",
-						     [ENT_FETCHING] = "fetching", [ENT_FOUND] = "fetched",
-						     [ENT_FAILED] = "failed" };
+		static const char *const names[] = {
+			[ENT_NEW] = "pending",	 [ENT_QUEUED] = "pending", [ENT_FETCHING] = "fetching",
+			[ENT_FOUND] = "fetched", [ENT_FAILED] = "failed",
+		};
 		const struct ent *e = &d->ents[i];
 		char hex[2 * BID_MAX + 1];
 		cJSON *x = cJSON_CreateObject();
@@ -554,8 +555,9 @@ void dbginfo_status_json(struct dbginfo *d, cJSON *parent)
 		if (e->state == ENT_FOUND)
 			cJSON_AddStringToObject(x, "debug_file", e->path);
 		if (e->state == ENT_FAILED) {
-			cJSON_AddStringToObject(x, "error", e->err == -ENOENT ? "not on the servers" :
-							    strerror(-e->err));
+			cJSON_AddStringToObject(x, "error", e->err == -ENOENT ?
+								    "not on the servers" :
+								    strerror(-e->err));
 			cJSON_AddNumberToObject(x, "retry_in_s",
 						e->retry_ns > now ? (e->retry_ns - now) / 1e9 : 0);
 		}

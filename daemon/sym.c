@@ -875,7 +875,8 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 		Dwfl *dwfl;
 		int fd;
 
-		if (!m->mod || dwfl_module_build_id(m->mod, &b, &v) != (int)len || memcmp(b, bid, len))
+		if (!m->mod || dwfl_module_build_id(m->mod, &b, &v) != (int)len ||
+		    memcmp(b, bid, len))
 			continue;
 		fd = dbginfo_reopen(m->mod, m->path);
 		dwfl = fd >= 0 ? dwfl_begin(dbginfo_callbacks()) : NULL;
@@ -886,7 +887,8 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 			close(fd);
 		}
 		if (!mod) {
-			pr_warn("cannot open %s again with its debug info: %s", m->path, dwfl_errmsg(-1));
+			pr_warn("cannot open %s again with its debug info: %s", m->path,
+				dwfl_errmsg(-1));
 			dwfl_end(dwfl);
 			continue;
 		}

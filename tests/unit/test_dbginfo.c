@@ -33,7 +33,8 @@ struct fx {
  * otherwise the port is closed again at once and connections are refused. */
 static void server(struct fx *f, bool listening)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
 
 	f->sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -223,7 +224,8 @@ static void test_failure_is_remembered(void **state)
 	assert_int_equal(st.failed, 1);
 	assert_int_equal(st.pending, 0);
 	dbginfo_status_json(f->d, o);
-	b = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "debuginfod"), "build_ids"), 0);
+	b = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "debuginfod"), "build_ids");
+	b = cJSON_GetArrayItem(b, 0);
 	assert_non_null(b);
 	assert_string_equal(cJSON_GetObjectItem(b, "state")->valuestring, "failed");
 	assert_string_equal(cJSON_GetObjectItem(b, "object")->valuestring, "/usr/lib/libx.so");
