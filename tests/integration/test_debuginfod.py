@@ -235,12 +235,15 @@ def test_stripped_program_gets_names_from_debuginfod():
             t0 = time.time()
             listing, _ = run(prog, env, "--cache-dir", cache, secs=3)
             took = time.time() - t0
+            runs = 1
             if nameless(listing, prog.name) and listing["summary"]["debuginfod_pending"]:
                 # a machine so busy that the download outlasted the program: the listing
                 # does not wait for it; the next run finds it in the cache
                 listing, _ = run(prog, env, "--cache-dir", cache, secs=3)
+                runs = 2
             check_inline(listing, prog.name)
-            assert srv.requests(prog.bid) == 1, srv.logtext()[-3000:]
+            # once (twice if the first download was cut short when the first run ended)
+            assert 1 <= srv.requests(prog.bid) <= runs, srv.logtext()[-3000:]
             cached = [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs
                       if prog.bid in d]
             assert cached, list(os.walk(cache))
