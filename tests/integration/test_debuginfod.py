@@ -397,9 +397,9 @@ def test_server_that_never_answers_delays_nothing():
 
 
 def test_names_improve_after_the_fact():
-    """pcmond's server answers only after the samples were taken and listed: the same
-    target, listed again once the debug info arrived, has the names, inline frames and
-    lines; its saved results too."""
+    """pcmond's server answers only after the samples were taken and listed (and the
+    program deleted): the same target, listed again once the debug info arrived, has the
+    names, inline frames and lines; its saved results too."""
     def body(tmp, srvdir):
         prog = Program(tmp, srvdir, "dbgd_late")
         srv = Server(tmp, srvdir)
@@ -419,6 +419,8 @@ def test_names_improve_after_the_fact():
             assert st["debuginfod"]["fetched"] == 0, st["debuginfod"]
             before = pcmon_json("list", tid, sock=d.sock)[0]
             assert nameless(before, prog.name)  # the gate is still closed
+            # gone from the disk too: pcmond reopens the image it read
+            os.unlink(prog.exe)
 
             gate.opened.set()
             deadline = time.time() + 60
