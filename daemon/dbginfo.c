@@ -361,9 +361,9 @@ int dbginfo_new(const struct dbginfo_opts *o, struct dbginfo **out)
 	*out = d;
 	return 0;
 off:
-	unsetenv("DEBUGINFOD_URLS"); /* off, as above */
 	r = 0;
 fail:
+	unsetenv("DEBUGINFOD_URLS"); /* off, as above */
 	dbginfo_free(d);
 	return r;
 }
