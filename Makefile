@@ -23,7 +23,7 @@ endif
 # the build with what to do, rather than with a missing header. (.SHELLSTATUS is not set by
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
-PKGS	:= libbpf libdw libelf libcjson
+PKGS	:= libbpf libdw libelf libcjson libdebuginfod
 pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $(PKGS) || echo pkg-config-failed)),$(error \
 	'$(PKG_CONFIG) $2 $(PKGS)' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
 PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags)
@@ -55,7 +55,8 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
-	libclang-rt-14-dev binutils python3 util-linux
+	libclang-rt-14-dev binutils python3 util-linux \
+	libdebuginfod-dev debuginfod dwz
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \

@@ -131,6 +131,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (num(s, "marks_pending"))
 		fprintf(f, "critical marks pending %.0f (%.1f%%): taken before the probes of objects just loaded were attached; any may belong to a marked section\n",
 			num(s, "marks_pending"), pct(num(s, "marks_pending"), counted));
+	if (num(s, "debuginfod_pending") > 0)
+		fprintf(f, "debuginfod: debug info of %.0f object(s) still downloading: names from it may be missing\n",
+			num(s, "debuginfod_pending"));
 	if (both || v->shallow)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
 	if (both || v->deep)
@@ -181,6 +184,19 @@ void fmt_status(FILE *f, const cJSON *rep)
 	fprintf(f, "critical-section probes: %.0f events, %.0f acknowledged, longest wait %.1f ms, %.0f files looked into\n",
 		num(it, "events"), num(it, "acknowledged"), num(it, "lag_ms_max"),
 		num(it, "objects_checked"));
+	it = cJSON_GetObjectItemCaseSensitive(rep, "debuginfod");
+	if (it && proto_bool(it, "enabled", 0)) {
+		fprintf(f, "debuginfod: %s, cache %s\n", proto_str(it, "urls", "?"),
+			proto_str(it, "cache", "?"));
+		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; ", num(it, "fetched"),
+			num(it, "failed"), num(it, "pending"));
+		fprintf(f, "%.0f requests in %.1f ms, longest %.1f ms\n", num(it, "requests"),
+			num(it, "fetch_ms_total"), num(it, "fetch_ms_max"));
+		if (proto_str(it, "last_error", NULL))
+			fprintf(f, "  last failure: %s\n", proto_str(it, "last_error", ""));
+	} else if (it) {
+		fprintf(f, "debuginfod: off (set DEBUGINFOD_URLS or pcmond --debuginfod)\n");
+	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

@@ -30,6 +30,7 @@ enum {
 	O_NO_INLINE = 1 << 8, O_NO_CHILDREN = 1 << 9, O_NAME = 1 << 10, O_ICASE = 1 << 11,
 	O_PID = 1 << 12, O_CGROUP = 1 << 13, O_ALL = 1 << 14, O_SHALLOW = 1 << 15,
 	O_DEEP = 1 << 16, O_TOP = 1 << 17, O_LINES = 1 << 18, O_JSON = 1 << 19,
+	O_DEBUGINFOD = 1 << 20, O_CACHE_DIR = 1 << 21,
 };
 #define O_SAMPLING (O_VIRTUAL | O_REAL | O_INTERVAL | O_WHEN | O_WHEN_FILE | O_CRITICAL | \
 		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE)
@@ -48,6 +49,8 @@ static const struct option long_opts[] = {
 	{ "deep", no_argument, NULL, 'd' },	     { "top", required_argument, NULL, 'T' },
 	{ "lines", required_argument, NULL, 'L' },   { "json", no_argument, NULL, 'j' },
 	{ "socket", required_argument, NULL, 'S' },  { "verbose", no_argument, NULL, 'v' },
+	{ "debuginfod", required_argument, NULL, 'D' },
+	{ "cache-dir", required_argument, NULL, 'K' },
 	{ "help", no_argument, NULL, 'h' },	     {},
 };
 
@@ -60,6 +63,7 @@ static const struct {
 	{ 'I', O_NO_INLINE }, { 'C', O_NO_CHILDREN }, { 'n', O_NAME },	  { 'i', O_ICASE },
 	{ 'p', O_PID },	    { 'g', O_CGROUP },	  { 'a', O_ALL },	  { 's', O_SHALLOW },
 	{ 'd', O_DEEP },    { 'T', O_TOP },	  { 'L', O_LINES },	  { 'j', O_JSON },
+	{ 'D', O_DEBUGINFOD }, { 'K', O_CACHE_DIR },
 };
 
 struct args {
@@ -69,6 +73,8 @@ struct args {
 	const char *target;	/* positional TARGET */
 	char **argv_cmd;	/* run: the command */
 	const char *socket;
+	const char *debuginfod;	/* run: its own engine's servers (NULL: $DEBUGINFOD_URLS) */
+	const char *cache_dir;	/* run: where the embedded engine keeps what it fetches */
 	int json;
 	struct list_view view;
 	char *when_text;	/* owned when read from --when-file */
@@ -303,6 +309,12 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 		case 'S':
 			a->socket = optarg;
 			break;
+		case 'D':
+			a->debuginfod = optarg;
+			break;
+		case 'K':
+			a->cache_dir = optarg;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -534,6 +546,22 @@ static int wait_child(struct session *s, pid_t child, int *status)
 	return 0;
 }
 
+/*
+ * Where the embedded engine keeps debug info fetched from debuginfod servers:
+ * $XDG_CACHE_HOME/pcmon, else pcmond's directory for root, else ~/.cache/pcmon.
+ */
+static char *default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char *dir = NULL;
+
+	if (xdg && *xdg)
+		return asprintf(&dir, "%s/pcmon", xdg) < 0 ? NULL : dir;
+	if (geteuid() == 0 || !home || !*home)
+		return strdup(PCMON_DEFAULT_CACHE_DIR);
+	return asprintf(&dir, "%s/.cache/pcmon", home) < 0 ? NULL : dir;
+}
+
 /* Where execvp() will find CMD, so pcmond can attach to its probes before it starts. */
 static char *resolve_exe(const char *cmd)
 {
@@ -557,25 +585,45 @@ static char *resolve_exe(const char *cmd)
 static int cmd_run(struct args *a)
 {
 	struct session s = { .fd = -1 };
-	int go[2], status = 0, r, exe_fd = -1;
-	char errbuf[512];
+	int go[2] = { -1, -1 }, status = 0, r, exe_fd = -1;
+	char errbuf[512], **envp;
 	cJSON *rep, *req;
 	pid_t child;
+	size_t n;
 
+	/* the command gets our environment as it is now: the engine may set DEBUGINFOD_* */
+	for (n = 0; environ[n]; n++)
+		;
+	envp = calloc(n + 1, sizeof(*envp));
+	if (!envp)
+		return fail(a, 1, "out of memory");
+	memcpy(envp, environ, n * sizeof(*envp));
 	s.fd = proto_connect(socket_path(a));
 	if (s.fd < 0) {
-		struct engine_opts eo = { 0 };
+		char *cache = a->cache_dir ? NULL : default_cache_dir();
+		struct engine_opts eo = { .debuginfod = a->debuginfod,
+					  .cache_dir = a->cache_dir ? a->cache_dir : cache };
 
 		r = engine_new(&eo, &s.e, errbuf, sizeof(errbuf));
-		if (r)
+		free(cache);
+		if (r) {
+			free(envp);
 			return fail(a, 1, "pcmond is not running and the embedded engine failed: %s",
 				    errbuf);
+		}
+	} else if (a->debuginfod || a->cache_dir) {
+		fprintf(stderr, "pcmon: note: --debuginfod and --cache-dir set pcmon run's own engine; "
+				"pcmond has its own (see pcmon status)\n");
 	}
-	if (pipe2(go, O_CLOEXEC))
-		return fail(a, 1, "pipe: %s", strerror(errno));
+	if (pipe2(go, O_CLOEXEC)) {
+		r = fail(a, 1, "pipe: %s", strerror(errno));
+		goto out;
+	}
 	child = fork();
-	if (child < 0)
-		return fail(a, 1, "fork: %s", strerror(errno));
+	if (child < 0) {
+		r = fail(a, 1, "fork: %s", strerror(errno));
+		goto out;
+	}
 	if (child == 0) {
 		char c;
 
@@ -583,7 +631,7 @@ static int cmd_run(struct args *a)
 		/* held here until sampling is on, so the first instruction is watched */
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
-		execvp(a->argv_cmd[0], a->argv_cmd);
+		execvpe(a->argv_cmd[0], a->argv_cmd, envp);
 		fprintf(stderr, "pcmon: cannot run '%s': %s\n", a->argv_cmd[0], strerror(errno));
 		_exit(127);
 	}
@@ -651,6 +699,7 @@ static int cmd_run(struct args *a)
 	if (!r)
 		r = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 out:
+	free(envp);
 	if (go[1] >= 0)
 		close(go[1]);
 	if (s.fd >= 0)
@@ -665,9 +714,11 @@ static const struct command {
 	unsigned opts;
 	const char *help;
 } commands[] = {
-	{ "run", cmd_run, O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON,
+	{ "run", cmd_run,
+	  O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON | O_DEBUGINFOD | O_CACHE_DIR,
 	  "run   [OPTS] [--shallow|--deep] [--top N] -- CMD [ARGS]\n"
-	  "              launch CMD watched from its first instruction, print LIST" },
+	  "              launch CMD watched from its first instruction, print LIST;\n"
+	  "              without pcmond: --debuginfod URLS (default $DEBUGINFOD_URLS) --cache-dir DIR" },
 	{ "start", cmd_start, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_JSON,
 	  "start [OPTS] (--pid PID | --cgroup DIR | --all)   start a target; prints its id" },
 	{ "list", cmd_simple, O_LISTING,

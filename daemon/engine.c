@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agg.h"
+#include "dbginfo.h"
 #include "engine.h"
 #include "pat.h"
 #include "probes.h"
@@ -37,6 +38,7 @@ struct engine {
 	struct sampler *smp;
 	struct probes *probes;		/* the probe thread, from the first target on */
 	struct sym *sym;
+	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */
 	struct target *targets[PCMON_MAX_TARGETS];
 	uint32_t next_id;
 	int epfd, timerfd;
@@ -132,6 +134,16 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timerfd, &ev);
 	ev.data.fd = sampler_events_fd(e->smp);
 	epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	{
+		struct dbginfo_opts dio = { .urls = o->debuginfod, .cache_dir = o->cache_dir };
+
+		/* off unless servers are configured; trouble starting it is only a warning */
+		if (!dbginfo_new(&dio, &e->dbg) && e->dbg) {
+			sym_set_dbginfo(e->sym, e->dbg);
+			ev.data.fd = dbginfo_fd(e->dbg);
+			epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+		}
+	}
 	if (e->o.state_dir)
 		store_load_all(e->o.state_dir, e->sym, e->targets, PCMON_MAX_TARGETS, &e->next_id);
 	*out = e;
@@ -158,6 +170,7 @@ void engine_free(struct engine *e)
 	probes_stop(e->probes);
 	sampler_close(e->smp);
 	sym_free(e->sym);
+	dbginfo_free(e->dbg);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->timerfd >= 0)
@@ -481,13 +494,31 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 	}
 }
 
+/* Debug info fetched for a build-id: its modules' locations get their names now. */
+static void on_debuginfo(void *ctx, const unsigned char *bid, size_t len)
+{
+	struct engine *e = ctx;
+	uint64_t t0 = now_ns();
+	uint32_t n = sym_debuginfo_arrived(e->sym, bid, len);
+
+	if (!n)
+		return;
+	pr_info("debuginfod: %u object(s) symbolized again in %.1f ms", n, (now_ns() - t0) / 1e6);
+	/* stacks are saved symbolized: save them again with the better names */
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++)
+		if (e->targets[i])
+			e->targets[i]->dirty = true;
+}
+
 void engine_work(struct engine *e)
 {
 	struct epoll_event evs[4];
 	int n = epoll_wait(e->epfd, evs, 4, 0);
 
 	for (int i = 0; i < n; i++) {
-		if (evs[i].data.fd == e->timerfd) {
+		if (evs[i].data.fd == dbginfo_fd(e->dbg)) {
+			dbginfo_collect(e->dbg, on_debuginfo, e);
+		} else if (evs[i].data.fd == e->timerfd) {
 			uint64_t ticks;
 
 			if (read(e->timerfd, &ticks, sizeof(ticks)) < 0)
@@ -495,6 +526,7 @@ void engine_work(struct engine *e)
 			/* events first: an exec must finalize the old map before its samples drain */
 			sampler_poll(e->smp, on_event, on_dsample, e);
 			drain(e);
+			dbginfo_tick(e->dbg);
 			if (e->o.state_dir && now_ns() - e->last_flush_ns > 5000000000ULL)
 				engine_flush(e);
 		} else {
@@ -1012,6 +1044,7 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 	}
 	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
 		sync_all(e);
+	dbginfo_collect(e->dbg, on_debuginfo, e); /* names that arrived since the last loop */
 	oc.t = t;
 	oc.now = now_ns();
 	if (t->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
@@ -1046,6 +1079,13 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 		rep = proto_ok();
 		target_list_json(t, e->sym, &l, wtext ? wtext : t->when_text, crit, ncrit, rep);
 		agg_list_free(&l);
+		if (e->dbg) { /* names that may still come */
+			struct dbginfo_stats ds;
+
+			dbginfo_stats(e->dbg, &ds);
+			cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(rep, "summary"),
+						"debuginfod_pending", ds.pending);
+		}
 	}
 	for (size_t i = 0; i < oc.n; i++)
 		free((void *)oc.extra[i].st);
@@ -1171,6 +1211,7 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddNumberToObject(o, "lag_ms_max", ps.lag_max_ns / 1e6);
 		cJSON_AddNumberToObject(o, "objects_checked", ps.objects);
 	}
+	dbginfo_status_json(e->dbg, rep);
 	cJSON_AddNumberToObject(rep, "dwarf_samples_unwound", e->unwound);
 	cJSON_AddNumberToObject(rep, "dwarf_unwind_ms_total", e->unwind_ns / 1e6);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */

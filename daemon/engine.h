@@ -20,6 +20,8 @@ struct engine_opts {
 	uint32_t drain_ms;	/* how often the BPF aggregates are drained (0: 100) */
 	uint32_t user_targets;	/* targets one user other than root may have (0: 16) */
 	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
+	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */
+	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
 };
 
 /* Target slots only root may take, so that users together can never lock root out. */

@@ -16,7 +16,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N] [-v]\n"
+		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N]\n"
+		"              [--dwarf-stack N] [--user-targets N] [--user-memory MiB]\n"
+		"              [--debuginfod URLS] [--cache-dir DIR] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -29,8 +31,11 @@ static void usage(FILE *f)
 		"                    32 of the 255 are root's alone)\n"
 		"  --user-memory MiB results the targets of one user may hold (default 256);\n"
 		"                    past it, new stacks are lost and counted (memory_limit)\n"
+		"  --debuginfod URLS fetch debug info missing here from these debuginfod servers\n"
+		"                    (space-separated; default $DEBUGINFOD_URLS; none: off)\n"
+		"  --cache-dir DIR   keep fetched debug info here (default %s)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR);
 }
 
 /* A whole number in [lo, hi] for option @opt, or a one-line error. */
@@ -58,20 +63,23 @@ int main(int argc, char **argv)
 		{ "dwarf-stack", required_argument, NULL, 'D' },
 		{ "user-targets", required_argument, NULL, 'T' },
 		{ "user-memory", required_argument, NULL, 'M' },
+		{ "debuginfod", required_argument, NULL, 'U' },
+		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	const char *sock = PCMON_DEFAULT_SOCKET;
-	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR };
+	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR,
+				  .cache_dir = PCMON_DEFAULT_CACHE_DIR };
 	struct engine *e = NULL;
 	struct srv *s = NULL;
 	bool foreground = false;
 	char err[512];
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:D:T:M:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:fm:D:T:M:U:C:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
@@ -103,6 +111,12 @@ int main(int argc, char **argv)
 			eo.user_memory = (uint64_t)mib << 20;
 			break;
 		}
+		case 'U':
+			eo.debuginfod = optarg;
+			break;
+		case 'C':
+			eo.cache_dir = optarg;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;

@@ -23,6 +23,7 @@
 #define PCMON_VERSION "0.1.0"
 #define PCMON_DEFAULT_SOCKET "/run/pcmon/pcmond.sock"
 #define PCMON_DEFAULT_STATE_DIR "/var/lib/pcmon"
+#define PCMON_DEFAULT_CACHE_DIR "/var/cache/pcmon"
 
 /* Parse and validate one request line; NULL and @err filled if it is not acceptable. */
 cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "dbginfo.h"
 #include "sym.h"
 #include "util.h"
 
@@ -71,6 +72,7 @@ struct sym {
 	size_t nksyms;
 	bool ksyms_loaded;
 	struct sym_stats st;
+	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -331,7 +333,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 		pr_debug("cannot open %s: %s", m->path, strerror(errno));
 		return;
 	}
-	m->dwfl = dwfl_begin(&dwfl_cbs);
+	m->dwfl = dwfl_begin(s->dbg ? dbginfo_callbacks() : &dwfl_cbs);
 	if (!m->dwfl) {
 		close(fd);
 		return;
@@ -339,6 +341,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	/* libdwfl takes ownership of fd */
 	m->mod = dwfl_report_elf(m->dwfl, sym_str(s, m->name), m->path, fd, 0, false);
 	dwfl_report_end(m->dwfl, NULL, NULL);
+	dbginfo_attach(s->dbg, m->mod);
 	if (!m->mod) {
 		pr_debug("libdw cannot read %s: %s", m->path, dwfl_errmsg(-1));
 		return;
@@ -890,4 +893,73 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
 		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
 			return true;
 	return false;
+}
+
+/* ---- debug info that arrives after its module was opened (dbginfo.c) */
+
+void sym_set_dbginfo(struct sym *s, struct dbginfo *d)
+{
+	s->dbg = d;
+}
+
+/*
+ * Debug info for build-id @bid arrived: report each module with that build-id again in a
+ * new Dwfl, whose callbacks find the file, and symbolize its locations again, so that the
+ * samples already taken list under the new names. Returns how many modules changed.
+ */
+uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t len)
+{
+	uint32_t changed = 0;
+
+	for (uint32_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
+		struct smod *m = &s->mods[i];
+		const unsigned char *b;
+		Dwfl_Module *mod = NULL;
+		GElf_Addr v;
+		Dwfl *dwfl;
+		int fd;
+
+		if (!m->mod || dwfl_module_build_id(m->mod, &b, &v) != (int)len ||
+		    memcmp(b, bid, len))
+			continue;
+		fd = dbginfo_reopen(m->mod, m->path);
+		dwfl = fd >= 0 ? dwfl_begin(dbginfo_callbacks()) : NULL;
+		if (dwfl) {
+			mod = dwfl_report_elf(dwfl, sym_str(s, m->name), m->path, fd, 0, false);
+			dwfl_report_end(dwfl, NULL, NULL);
+		} else if (fd >= 0) {
+			close(fd);
+		}
+		if (!mod) {
+			pr_warn("cannot open %s again with its debug info: %s", m->path,
+				dwfl_errmsg(-1));
+			dwfl_end(dwfl);
+			continue;
+		}
+		dbginfo_attach(s->dbg, mod);
+		dwfl_end(m->dwfl); /* the CFI came from it: read again on next use */
+		m->dwfl = dwfl;
+		m->mod = mod;
+		dwfl_module_getelf(mod, &m->bias);
+		m->cfi_tried = false;
+		m->eh_cfi = m->dbg_cfi = NULL;
+		for (uint32_t id = 0; id < itab_count(s->loc_keys); id++) {
+			struct sym_loc *l = &s->locs[id], old = *l;
+			bool mapped = false;
+
+			/* only addresses that are ELF vaddrs: those make_loc symbolized */
+			for (size_t k = 0; l->module == i && k < m->nloads && !mapped; k++)
+				mapped = l->addr >= m->loads[k].p_vaddr &&
+					 l->addr < m->loads[k].p_vaddr + m->loads[k].p_memsz;
+			if (!mapped)
+				continue;
+			*l = (struct sym_loc){ .module = i, .addr = old.addr, .first = s->nframes };
+			symbolize_elf(s, m, l->addr + m->bias, l);
+			l->nframes = s->nframes - l->first;
+			if (!l->nframes)
+				*l = old; /* out of memory: keep what it had */
+		}
+		changed++;
+	}
+	return changed;
 }

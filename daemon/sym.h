@@ -98,6 +98,12 @@ struct sym_module_info {
 int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info *out);
 uint32_t sym_nmodules(const struct sym *s);
 
+/* Separate debug info from debuginfod servers (dbginfo.h); NULL: local lookups only. */
+struct dbginfo;
+void sym_set_dbginfo(struct sym *s, struct dbginfo *d);
+/* The debug file of build-id @bid arrived: symbolize its modules' locations again. */
+uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t len);
+
 struct sym_stats {
 	uint64_t locs, procs, modules, maps_reads, maps_misses;
 };

@@ -38,9 +38,11 @@ def as_user(cmd, user, groups=False):
             "--init-groups" if groups else "--clear-groups", *cmd]
 
 
-def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None, groups=False):
-    """Run the CLI; returns CompletedProcess. check=N asserts the exit status."""
-    env = dict(os.environ)
+def pcmon(*args, sock=None, check=None, timeout=120, user=None, stdin=None, groups=False,
+          env=None):
+    """Run the CLI; returns CompletedProcess. check=N asserts the exit status; env: the
+    environment (default ours)."""
+    env = dict(os.environ if env is None else env)
     env.pop("PCMON_SOCKET", None)
     if sock:
         env["PCMON_SOCKET"] = sock
@@ -120,18 +122,19 @@ def share_tolerance_pp(p, n, floor_pp=2.0):
 class Daemon:
     """A pcmond of our own, on a private socket and state directory."""
 
-    def __init__(self, state_dir=None, args=()):
-        self.args = list(map(str, args))
+    def __init__(self, state_dir=None, args=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="pcmon-it-")
         self.sock = os.path.join(self.dir, "pcmond.sock")
         self.state = state_dir or os.path.join(self.dir, "state")
+        self.args = [str(a) for a in args]  # more pcmond options
+        self.env = env  # its environment (default ours)
         self.proc = None
 
     def start(self):
         self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
         self.proc = subprocess.Popen([PCMOND, "--foreground", "--socket", self.sock,
                                       "--state-dir", self.state, "-v", *self.args],
-                                     stdout=self.log, stderr=self.log)
+                                     stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -30,7 +30,8 @@ def sample_value(opt, tmp):
         f.write("main;\n")
     return {"--interval": "1000", "--when": "main", "--when-file": when_file,
             "--critical": "x=main", "--name": "n", "--pid": "1", "--cgroup": "/sys/fs/cgroup",
-            "--top": "5", "--unwind": "fp", "--socket": NODAEMON, "--lines": "main"}[opt]
+            "--top": "5", "--unwind": "fp", "--socket": NODAEMON, "--lines": "main",
+            "--debuginfod": "", "--cache-dir": tmp}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):
