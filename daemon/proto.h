@@ -12,6 +12,7 @@
 #define PCMON_PROTO_H
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PROTO_VERSION 1
@@ -22,7 +23,13 @@
 #define PCMON_DEFAULT_SOCKET "/run/pcmon/pcmond.sock"
 #define PCMON_DEFAULT_STATE_DIR "/var/lib/pcmon"
 
-/* Parse and validate one request line; NULL and @err filled if it is not acceptable. */
+/*
+ * Parse and validate one request line: one JSON object (nothing after it), protocol version
+ * "v", a "cmd" string, and every argument the protocol knows (proto.c, fields[]) of its
+ * type: a wrong-typed argument is refused, never taken for an absent one; numbers are
+ * finite and at most 2^53 in size. Unknown arguments are left to the command. NULL and
+ * @err filled if the request is not acceptable.
+ */
 cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen);
 
 cJSON *proto_ok(void);
@@ -34,27 +41,50 @@ const char *proto_str(const cJSON *o, const char *name, const char *def);
 double proto_num(const cJSON *o, const char *name, double def);
 int proto_bool(const cJSON *o, const char *name, int def);
 
-/* Write @msg as one line; 0 or -errno. */
+/* @msg as one line ending in a newline (malloc'ed, *len bytes, no NUL); NULL: no memory. */
+char *proto_format(const cJSON *msg, size_t *len);
+/* Write @msg as one line to a blocking @fd (the client side); 0 or -errno. */
 int proto_send(int fd, const cJSON *msg);
 
-/* Buffered line reader for one connection. */
+/*
+ * Buffered line reader for one connection. Bytes come in with proto_reader_fill() (one
+ * read from a socket) or proto_reader_feed(); proto_reader_next() hands out complete lines.
+ * It holds at most one line's worth (max) plus one read: a longer line is discarded as it
+ * arrives and reported once, when its newline comes.
+ */
 struct proto_reader {
 	char *buf;
-	size_t len, cap;
+	size_t start, len, cap;	/* unread bytes are buf[start, len) */
+	size_t scanned;		/* of those, how many are known to hold no newline */
 	size_t max;		/* longest line accepted */
-	size_t consumed;	/* bytes of the line handed out last */
 	int overflow;		/* the current line is too long: it is being skipped */
 };
+#define PROTO_READ_CHUNK 65536
 void proto_reader_init(struct proto_reader *r, size_t max);
 void proto_reader_free(struct proto_reader *r);
+/* One read() of up to PROTO_READ_CHUNK bytes: bytes read, 0 if none now (EAGAIN), -EPIPE at
+ * end of input, other -errno on error. */
+int proto_reader_fill(struct proto_reader *r, int fd);
+/* Take @n bytes as if read; 0 or -ENOMEM. */
+int proto_reader_feed(struct proto_reader *r, const void *data, size_t n);
 /*
- * Read what is available from @fd. Returns 1 when *line holds a complete line (valid until
- * the next call), 0 when more input is needed, -EMSGSIZE for an overlong line (skipped),
- * -EPIPE at end of input, other -errno on error.
+ * The next buffered line: 1 when *line holds one (NUL-terminated, without its newline; valid
+ * until the next fill or feed), 0 when none is complete, -EMSGSIZE for a line longer than
+ * max (skipped: the next call goes on after it).
+ */
+int proto_reader_next(struct proto_reader *r, char **line, size_t *len);
+/* After proto_reader_next() returned 0: does the reader hold part of a line? */
+bool proto_reader_partial(const struct proto_reader *r);
+/*
+ * Next line, reading from @fd as needed: 1, 0 when more input is needed (non-blocking @fd),
+ * -EMSGSIZE for an overlong line (skipped), -EPIPE at end of input, other -errno on error.
  */
 int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len);
 
-/* Client side: send @req and wait for the reply. */
+/*
+ * Client side: send @req on a blocking @fd and wait for the reply. A daemon that refuses the
+ * connection says why in a line and closes: that line is the reply, even if sending failed.
+ */
 int proto_call(int fd, const cJSON *req, cJSON **reply);
 /* Connect to the daemon socket; -errno on failure. */
 int proto_connect(const char *path);
