@@ -551,6 +551,16 @@ static int cmd_run(struct args *a)
 	go[1] = -1;
 	wait_child(&s, child, &status);
 
+	if (!s.e) { /* idle while the command ran, the connection may be closed: a fresh one */
+		close(s.fd);
+		s.fd = proto_connect(socket_path(a));
+		if (s.fd < 0) {
+			cJSON_Delete(req);
+			r = fail(a, 1, "cannot reach pcmond at %s again: %s", socket_path(a),
+				 strerror(-s.fd));
+			goto out;
+		}
+	}
 	rep = call(&s, req);
 	cJSON_Delete(rep);
 	cJSON_ReplaceItemInObject(req, "cmd", cJSON_CreateString("list"));

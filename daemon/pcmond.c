@@ -15,7 +15,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N] [-v]\n"
+		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N]\n"
+		"              [--dwarf-stack N] [--max-clients N] [--max-user-clients N]\n"
+		"              [--idle-timeout S] [--request-timeout S] [--write-timeout S] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -24,8 +26,23 @@ static void usage(FILE *f)
 		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
 		"                    1024 to 65536 (default 65536; each sample copies only\n"
 		"                    the frames its thread has, in size classes)\n"
+		"  --max-clients N   connections in all, %d to %d (default %d; the last %d\n"
+		"                    are kept for root)\n"
+		"  --max-user-clients N\n"
+		"                    connections one user other than root may hold\n"
+		"                    (default %d)\n"
+		"  --idle-timeout S  close a connection without a request for S seconds\n"
+		"                    (default %d)\n"
+		"  --request-timeout S\n"
+		"                    close one that sent part of a request and not the rest\n"
+		"                    within S seconds (default %d)\n"
+		"  --write-timeout S close one that leaves its replies unread for S seconds\n"
+		"                    (default %d; it is not read from while more than\n"
+		"                    %d KiB of replies wait)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR);
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
+		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
+		SRV_DEFAULT_REQUEST_S, SRV_DEFAULT_WRITE_S, SRV_OUT_CAP / 1024);
 }
 
 /* A whole number in [lo, hi] for option @opt, or a one-line error. */
@@ -51,6 +68,11 @@ int main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "dwarf-stack", required_argument, NULL, 'D' },
+		{ "max-clients", required_argument, NULL, 'C' },
+		{ "max-user-clients", required_argument, NULL, 'U' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "request-timeout", required_argument, NULL, 'R' },
+		{ "write-timeout", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -58,13 +80,14 @@ int main(int argc, char **argv)
 	};
 	const char *sock = PCMON_DEFAULT_SOCKET;
 	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR };
+	struct srv_opts so = { 0 };
 	struct engine *e = NULL;
 	struct srv *s = NULL;
 	bool foreground = false;
 	char err[512];
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:D:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:fm:D:C:U:I:R:W:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
@@ -83,6 +106,28 @@ int main(int argc, char **argv)
 			if (parse_range("--dwarf-stack", optarg, 1024, 65536, "bytes", &eo.dwarf_stack))
 				return 2;
 			break;
+		case 'C':
+			if (parse_range("--max-clients", optarg, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
+					"connections", &so.max_clients))
+				return 2;
+			break;
+		case 'U':
+			if (parse_range("--max-user-clients", optarg, 1,
+					SRV_MAX_CLIENTS - SRV_ROOT_RESERVE, "connections", &so.per_user))
+				return 2;
+			break;
+		case 'I':
+			if (parse_range("--idle-timeout", optarg, 1, 86400, "seconds", &so.idle_s))
+				return 2;
+			break;
+		case 'R':
+			if (parse_range("--request-timeout", optarg, 1, 3600, "seconds", &so.request_s))
+				return 2;
+			break;
+		case 'W':
+			if (parse_range("--write-timeout", optarg, 1, 3600, "seconds", &so.write_s))
+				return 2;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -97,6 +142,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (so.per_user &&
+	    so.per_user > (so.max_clients ? so.max_clients : SRV_DEFAULT_MAX_CLIENTS) - SRV_ROOT_RESERVE) {
+		fprintf(stderr, "pcmond: --max-user-clients %u: at most --max-clients less the %d kept for root\n",
+			so.per_user, SRV_ROOT_RESERVE);
+		return 2;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "pcmond: unexpected argument '%s' (see pcmond --help)\n", argv[optind]);
 		return 2;
@@ -109,7 +160,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pcmond: %s\n", err);
 		return 1;
 	}
-	r = srv_open(sock, e, &s, err, sizeof(err));
+	r = srv_open(sock, e, &so, &s, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
 		engine_free(e);

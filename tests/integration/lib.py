@@ -85,8 +85,9 @@ def share_tolerance_pp(p, n, floor_pp=2.0):
 class Daemon:
     """A pcmond of our own, on a private socket and state directory."""
 
-    def __init__(self, state_dir=None):
+    def __init__(self, state_dir=None, args=()):
         self.dir = tempfile.mkdtemp(prefix="pcmon-it-")
+        self.args = [str(a) for a in args]
         self.sock = os.path.join(self.dir, "pcmond.sock")
         self.state = state_dir or os.path.join(self.dir, "state")
         self.proc = None
@@ -94,7 +95,7 @@ class Daemon:
     def start(self):
         self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
         self.proc = subprocess.Popen([PCMOND, "--foreground", "--socket", self.sock,
-                                      "--state-dir", self.state, "-v"],
+                                      "--state-dir", self.state, "-v", *self.args],
                                      stdout=self.log, stderr=self.log)
         deadline = time.time() + 20
         while time.time() < deadline:
