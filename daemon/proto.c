@@ -20,6 +20,7 @@ static const struct {
 	const char *name;
 	unsigned types;
 } fields[] = {
+	{ "v", F_NUM },		     { "cmd", F_STR },
 	{ "target", F_STR | F_NUM }, { "pid", F_NUM },	      { "cgroup", F_STR },
 	{ "all", F_BOOL },	     { "mode", F_STR },	      { "interval_us", F_NUM },
 	{ "unwind", F_STR },	     { "kernel", F_BOOL },    { "no_inline", F_BOOL },
@@ -66,7 +67,10 @@ static const char *type_names(unsigned types)
 	}
 }
 
-/* Every known argument of the right type; 0, or -EINVAL with @err filled. */
+/*
+ * Every known argument of its type; 0, or -EINVAL with @err filled. An argument given twice
+ * is checked both times (the engine reads the first; pcmon repeats one given twice).
+ */
 static int check_fields(const cJSON *req, char *err, size_t errlen)
 {
 	const cJSON *it;

@@ -195,9 +195,12 @@ static void test_parse_field_types(void **state)
 		"{\"v\":1,\"cmd\":\"start\",\"all\":true,\"critical\":[]}",
 		"{\"v\":1,\"cmd\":\"list\",\"target\":\"db\"}",
 		"{\"v\":1,\"cmd\":\"list\",\"target\":7}",
+		/* pcmon -k -k repeats an argument: the engine reads the first */
+		"{\"v\":1,\"cmd\":\"start\",\"pid\":1,\"kernel\":true,\"kernel\":true}",
 		"{\"v\":1,\"cmd\":\"list\",\"pid\":-9007199254740992}", /* range is the protocol's */
 		/* arguments the protocol does not know are the command's business */
-		"{\"v\":1,\"cmd\":\"list\",\"future\":{\"x\":[1,null]},\"json\":\"yes\"}",
+		"{\"v\":1,\"cmd\":\"list\",\"future\":{\"x\":[1,null]},\"json\":\"yes\","
+		"\"future\":2}",
 	};
 	static const struct {
 		const char *line, *what;
@@ -218,8 +221,9 @@ static void test_parse_field_types(void **state)
 		{ "{\"v\":1,\"cmd\":\"list\",\"target\":true}", "\"target\" must be a string or a number" },
 		{ "{\"v\":1,\"cmd\":\"list\",\"target\":[\"1\"]}", "\"target\" must be a string or a number" },
 		{ "{\"v\":1,\"cmd\":\"list\",\"when\":{}}", "\"when\" must be a string" },
-		/* a repeated argument is checked every time it appears */
+		/* an argument given twice is checked both times */
 		{ "{\"v\":1,\"cmd\":\"start\",\"pid\":1,\"pid\":\"1\"}", "\"pid\" must be a number" },
+		{ "{\"v\":1,\"cmd\":\"status\",\"cmd\":7}", "\"cmd\" must be a string" },
 	};
 	char err[256];
 	cJSON *r;
