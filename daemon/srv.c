@@ -393,7 +393,7 @@ static void conn_event(struct srv *s, struct conn *c, uint32_t events)
 		conn_close(s, c);
 		return;
 	}
-	if (events & EPOLLIN) {
+	if ((events & EPOLLIN) && !c->lines) { /* more only once the requests held are served */
 		int n = proto_reader_fill(&c->rd, c->fd);
 
 		if (n > 0) {
