@@ -321,7 +321,7 @@ static void add_connections(const struct srv *s, const struct conn *c, cJSON *re
 	cJSON_AddNumberToObject(o, "write_timeouts", s->write_timeouts);
 }
 
-/* The reply to one line: checked for size, version and command before the engine sees it. */
+/* The reply to one line: size, form and version checked here, the command by the engine. */
 static cJSON *answer(struct srv *s, const struct conn *c, int r, const char *line, size_t len)
 {
 	char err[256];
