@@ -33,8 +33,8 @@ struct conn {
 	bool eof;		/* the peer has sent all it will: answer it, then close */
 	uint64_t active_ns;	/* accepted, last request served or last reply bytes written */
 	uint64_t partial_ns;	/* since when part of a request is held; 0: none */
-	uint64_t progress_ns;	/* replies pending: since the last byte was taken (or queued) */
-	uint64_t over_ns;	/* since when the unread replies are over the cap; 0: under it */
+	uint64_t progress_ns;	/* replies pending: since they last moved (or were queued) */
+	size_t taken;		/* bytes the peer took since then */
 };
 
 struct srv {
@@ -227,7 +227,13 @@ static int conn_flush(struct conn *c, uint64_t now)
 		if (n < 0)
 			return -errno;
 		c->off += n;
-		c->progress_ns = c->active_ns = now;
+		c->taken += n;
+		c->active_ns = now;
+	}
+	/* a reader that takes a byte now and then does not count as moving */
+	if (c->taken >= SRV_PROGRESS_BYTES || (!pending(c) && c->taken)) {
+		c->progress_ns = now;
+		c->taken = 0;
 	}
 	if (!pending(c)) {
 		c->off = c->len = 0;
@@ -237,10 +243,6 @@ static int conn_flush(struct conn *c, uint64_t now)
 			c->cap = 0;
 		}
 	}
-	if (pending(c) <= SRV_OUT_CAP)
-		c->over_ns = 0;
-	else if (!c->over_ns)
-		c->over_ns = now;
 	return 0;
 }
 
@@ -254,6 +256,7 @@ static int conn_queue(struct conn *c, const cJSON *rep, uint64_t now)
 		return -ENOMEM;
 	if (!pending(c)) { /* the write timer runs from the first reply that waits */
 		c->progress_ns = now;
+		c->taken = 0;
 		if (c->cap < n) { /* take the line as it is: a big reply is not copied */
 			free(c->out);
 			c->out = line;
@@ -413,22 +416,16 @@ static void conn_event(struct srv *s, struct conn *c, uint32_t events)
 }
 
 /*
- * When a connection times out, and why: replies that do not move (or stay over the cap);
- * part of a request without the rest; nothing at all. A client with requests to serve
- * waits for us, not we for it.
+ * When a connection times out, and why: replies that do not move; part of a request without
+ * the rest; nothing at all. A client with requests to serve waits for us, not we for it.
  */
 enum expiry { EXP_NONE, EXP_WRITE, EXP_REQUEST, EXP_IDLE };
 
 static uint64_t conn_deadline(const struct srv *s, const struct conn *c, enum expiry *why)
 {
-	uint64_t d;
-
 	if (pending(c)) {
-		d = c->progress_ns + s->o.write_s * NS_PER_S;
-		if (c->over_ns)
-			d = MIN(d, c->over_ns + s->o.write_s * NS_PER_S);
 		*why = EXP_WRITE;
-		return d;
+		return c->progress_ns + s->o.write_s * NS_PER_S;
 	}
 	if (c->lines) {
 		*why = EXP_NONE;
@@ -636,16 +633,23 @@ static void on_accept(struct srv *s)
 
 int srv_run(struct srv *s)
 {
-	struct epoll_event evs[64];
+	int nevs = s->o.max_clients + 3; /* every fd at once: none waits for the next turn */
+	struct epoll_event *evs = calloc(nevs, sizeof(*evs));
 	bool busy = false;
 
+	if (!evs)
+		return -ENOMEM;
 	for (;;) {
-		int n = epoll_wait(s->epfd, evs, ARRAY_SIZE(evs), busy ? 0 : wait_ms(s));
+		int n = epoll_wait(s->epfd, evs, nevs, busy ? 0 : wait_ms(s));
 		bool engine = busy, accept = false;
 
 		if (n < 0) {
-			if (errno != EINTR)
-				return -errno;
+			int r = -errno;
+
+			if (r != -EINTR) {
+				free(evs);
+				return r;
+			}
 			n = 0;
 		}
 		/* the engine first, and in every turn while clients keep us busy: sampling and
@@ -664,6 +668,7 @@ int srv_run(struct srv *s)
 
 				if (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
 					pr_info("signal %u: stopping", si.ssi_signo);
+					free(evs);
 					return 0;
 				}
 			} else if (tag >= TAG_CONN0 && tag - TAG_CONN0 < s->o.max_clients) {
@@ -675,8 +680,10 @@ int srv_run(struct srv *s)
 		}
 		if (accept) /* after the events: a slot freed and taken again gets none of them */
 			on_accept(s);
-		busy = serve_turn(s);
+		/* timeouts after the events, before serving: what a client sent or took while a
+		 * long request of another held the loop counts for it, not against it */
 		expire(s);
+		busy = serve_turn(s);
 	}
 }
 

@@ -7,8 +7,8 @@
  *
  * - the loop never waits on a client: sockets are non-blocking, each client's replies wait
  *   in its own output buffer; a client with more than SRV_OUT_CAP unread bytes is not read
- *   from until it drains (backpressure), and is closed when its output makes no progress,
- *   or stays over the cap, for write_s seconds;
+ *   from until it drains (backpressure), and is closed when its replies do not move for
+ *   write_s seconds (it takes less than SRV_PROGRESS_BYTES of them, and not the last);
  * - a connection is closed after idle_s seconds without a request, or request_s seconds
  *   after part of a request came without the rest (both with a line saying why);
  * - a non-root user may hold per_user connections; users together max_clients -
@@ -32,6 +32,7 @@
 #define SRV_MIN_CLIENTS (2 * SRV_ROOT_RESERVE)
 #define SRV_MAX_CLIENTS 4096
 #define SRV_OUT_CAP (1 << 20)		/* unread reply bytes past which a client is not read */
+#define SRV_PROGRESS_BYTES (64 << 10)	/* reply bytes a reader must take per write_s */
 #define SRV_BURST 8			/* requests served per client per turn */
 #define SRV_SLICE_MS 10			/* a turn of serving clients ends after this */
 
@@ -44,7 +45,7 @@ struct srv_opts {
 				   max_clients - SRV_ROOT_RESERVE) */
 	uint32_t idle_s;	/* close a connection silent this long (0: 60) */
 	uint32_t request_s;	/* ... holding part of a request this long (0: 10) */
-	uint32_t write_s;	/* ... whose replies stalled or stayed over the cap this long (0: 10) */
+	uint32_t write_s;	/* ... whose replies did not move for this long (0: 10) */
 };
 
 int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struct srv **out,

@@ -135,6 +135,28 @@ elif mode == "flood":
             break
     say(sent_s=sent_s, send_error=err, closed_s=closed_s)
 
+elif mode == "trickle":
+    # pipeline N status requests and read their replies a hundred bytes at a time
+    import threading
+    n = int(sys.argv[3])
+    s = connect()
+    s.settimeout(None)
+    def send():
+        try:
+            s.sendall(STATUS * n)
+        except OSError:
+            pass   # closed by the daemon: expected
+    threading.Thread(target=send, daemon=True).start()
+    p = select.poll()
+    p.register(s, 0)   # no events: only a hangup (the daemon closing us) shows
+    t0, got, closed_s = time.monotonic(), 0, None
+    while time.monotonic() < t0 + 60:
+        if p.poll(200):
+            closed_s = time.monotonic() - t0
+            break
+        got += len(s.recv(100))
+    say(closed_s=closed_s, read=got)
+
 elif mode == "partial":
     # half a request, then nothing
     s = connect()
@@ -420,6 +442,9 @@ def test_pipelined_flood_never_read():
             rep = report(f, 60)
             print(f"  flooder: {rep}", flush=True)
             assert rep["closed_s"] is not None and rep["closed_s"] <= 10 + 5, rep
+            # pcmond stopped reading it once its replies passed the cap: its writes blocked
+            # until it was closed
+            assert rep["send_error"] is not None, rep
             f.wait(10)
         c = connections(a.d)
         assert c["write_timeouts"] >= 2, c
@@ -488,11 +513,13 @@ def test_connection_limits():
 
 def test_slow_clients():
     """Half a request is answered and closed after the request timeout; a connection that
-    says nothing after its last reply is closed after the idle timeout; `pcmon run`, idle
-    while its command runs, is not hurt by that."""
-    with Abused(*QUICK) as a, Users(2) as u:
+    says nothing after its last reply is closed after the idle timeout; one that reads its
+    replies a trickle at a time after the write timeout; `pcmon run`, idle while its command
+    runs, is not hurt by any of that."""
+    with Abused(*QUICK) as a, Users(3) as u:
         part = u.helper(0, "partial", a.d.sock)
         idle = u.helper(1, "conns", a.d.sock, 3, 20)
+        slow = u.helper(2, "trickle", a.d.sock, 20000)
         r = report(idle)
         assert r["ok"] == 3, r
         idle.stdin.write("\n")
@@ -505,8 +532,14 @@ def test_slow_clients():
         assert done["still_open"] == 0, done
         for cl in done["closed"]:
             assert "idle" in cl["line"] and cl["after_s"] <= 3 + 3, cl
+        # a reader that takes a hundred bytes now and then is as stalled as one that reads
+        # nothing: closed after the write timeout
+        t = report(slow, 30)
+        print(f"  trickler: {t}", flush=True)
+        assert t["closed_s"] is not None and t["closed_s"] <= 2 + 3, t
         c = connections(a.d)
         assert c["request_timeouts"] == 1 and c["idle_timeouts"] >= 3, c
+        assert c["write_timeouts"] == 1, c
         # `pcmon run` through pcmond outlives the idle timeout of its connection
         listing, _ = pcmon_json("run", "--interval", 1000, "--", workload("spinner"), 4,
                                 sock=a.d.sock)
