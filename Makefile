@@ -115,9 +115,13 @@ $(BIN)/pcmon: $(CLI_OBJS) $(OUTPUT)/libpcmon.a | $(BIN)
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) | $(OUTPUT)/fuzz
-	$(CLANG) -std=gnu11 -g -O1 -Iinclude -Idaemon -fsanitize=fuzzer,address,undefined \
-		$< daemon/pat.c -o $@
+# each fuzz target names the daemon sources (and libraries) it is built with
+FUZZ_fuzz_pat_SRCS   := daemon/pat.c
+FUZZ_fuzz_proto_SRCS := daemon/proto.c daemon/util.c
+FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/*.h) | $(OUTPUT)/fuzz
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon $(PKG_CFLAGS) \
+		-fsanitize=fuzzer,address,undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-Iinclude $< -lpthread -lm -ldl -o $@

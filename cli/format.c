@@ -197,6 +197,13 @@ void fmt_status(FILE *f, const cJSON *rep)
 	} else if (it) {
 		fprintf(f, "debuginfod: off (set DEBUGINFOD_URLS or pcmond --debuginfod)\n");
 	}
+	it = cJSON_GetObjectItemCaseSensitive(rep, "connections"); /* pcmond's socket */
+	if (it)
+		fprintf(f, "connections: %.0f of %.0f (%.0f kept for root, %.0f per user), "
+			   "%.0f refused; closed: %.0f idle, %.0f half-sent, %.0f unread\n",
+			num(it, "clients"), num(it, "max_clients"), num(it, "root_reserved"),
+			num(it, "per_user"), num(it, "refused"), num(it, "idle_timeouts"),
+			num(it, "request_timeouts"), num(it, "write_timeouts"));
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

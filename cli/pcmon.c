@@ -37,6 +37,15 @@ enum {
 #define O_LISTING (O_SHALLOW | O_DEEP | O_TOP | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | \
 		   O_NO_INLINE | O_JSON)
 
+/* Set request field @k to @v (a later option replaces an earlier one: one field, once). */
+static void req_set(cJSON *req, const char *k, cJSON *v)
+{
+	if (cJSON_GetObjectItemCaseSensitive(req, k))
+		cJSON_ReplaceItemInObjectCaseSensitive(req, k, v);
+	else
+		cJSON_AddItemToObject(req, k, v);
+}
+
 static const struct option long_opts[] = {
 	{ "virtual", no_argument, NULL, 'V' },	     { "real", no_argument, NULL, 'R' },
 	{ "interval", required_argument, NULL, 't' }, { "when", required_argument, NULL, 'w' },
@@ -227,16 +236,16 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 		case 'V':
 		case 'R':
 			cJSON_DeleteItemFromObject(a->req, "mode");
-			cJSON_AddStringToObject(a->req, "mode", c == 'R' ? "real" : "virtual");
+			req_set(a->req, "mode", cJSON_CreateString(c == 'R' ? "real" : "virtual"));
 			break;
 		case 't':
 			if (parse_count(a, "--interval", optarg, 1, 60000000, &v))
 				return 2;
-			cJSON_AddNumberToObject(a->req, "interval_us", v);
+			req_set(a->req, "interval_us", cJSON_CreateNumber(v));
 			break;
 		case 'w':
 			cJSON_DeleteItemFromObject(a->req, "when");
-			cJSON_AddStringToObject(a->req, "when", optarg);
+			req_set(a->req, "when", cJSON_CreateString(optarg));
 			break;
 		case 'W':
 			free(a->when_text);
@@ -245,8 +254,8 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 				return fail(a, 2, "--when-file %s: %s", optarg, strerror(errno));
 			flags |= PAT_FROM_FILE;
 			cJSON_DeleteItemFromObject(a->req, "when");
-			cJSON_AddStringToObject(a->req, "when", a->when_text);
-			cJSON_AddBoolToObject(a->req, "when_from_file", 1);
+			req_set(a->req, "when", cJSON_CreateString(a->when_text));
+			req_set(a->req, "when_from_file", cJSON_CreateBool(1));
 			break;
 		case 'c':
 			if (!crit)
@@ -254,7 +263,7 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 			cJSON_AddItemToArray(crit, cJSON_CreateString(optarg));
 			break;
 		case 'k':
-			cJSON_AddBoolToObject(a->req, "kernel", 1);
+			req_set(a->req, "kernel", cJSON_CreateBool(1));
 			break;
 		case 'u':
 			if (!unwind_known(optarg)) {
@@ -263,33 +272,33 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 				unwind_list(known, sizeof(known), ", ", " or ");
 				return fail(a, 2, "--unwind %s: use %s", optarg, known);
 			}
-			cJSON_AddStringToObject(a->req, "unwind", optarg);
+			req_set(a->req, "unwind", cJSON_CreateString(optarg));
 			break;
 		case 'I':
-			cJSON_AddBoolToObject(a->req, "no_inline", 1);
+			req_set(a->req, "no_inline", cJSON_CreateBool(1));
 			break;
 		case 'C':
-			cJSON_AddBoolToObject(a->req, "children", 0);
+			req_set(a->req, "children", cJSON_CreateBool(0));
 			break;
 		case 'n':
-			cJSON_AddStringToObject(a->req, "name", optarg);
+			req_set(a->req, "name", cJSON_CreateString(optarg));
 			break;
 		case 'i':
 			if (!(allowed & O_ICASE))
 				return fail(a, 2, "%s: -i is not an option of %s", cmd, cmd);
 			flags |= PAT_ICASE;
-			cJSON_AddBoolToObject(a->req, "icase", 1);
+			req_set(a->req, "icase", cJSON_CreateBool(1));
 			break;
 		case 'p':
 			if (parse_count(a, "--pid", optarg, 1, 4194304, &v))
 				return 2;
-			cJSON_AddNumberToObject(a->req, "pid", v);
+			req_set(a->req, "pid", cJSON_CreateNumber(v));
 			break;
 		case 'g':
-			cJSON_AddStringToObject(a->req, "cgroup", optarg);
+			req_set(a->req, "cgroup", cJSON_CreateString(optarg));
 			break;
 		case 'a':
-			cJSON_AddBoolToObject(a->req, "all", 1);
+			req_set(a->req, "all", cJSON_CreateBool(1));
 			break;
 		case 's':
 			a->view.shallow = 1;
@@ -361,7 +370,7 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 		a->argv_cmd = argv + optind;
 	}
 	if (a->target)
-		cJSON_AddStringToObject(a->req, "target", a->target);
+		req_set(a->req, "target", cJSON_CreateString(a->target));
 	return 0;
 }
 
@@ -408,7 +417,7 @@ static int open_for_request(struct args *a, const char *opt, const char *path, i
 	*fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (*fd < 0)
 		return fail(a, 1, "%s %s: %s", opt, path, strerror(errno));
-	cJSON_AddNumberToObject(a->req, field, index);
+	req_set(a->req, field, cJSON_CreateNumber(index));
 	return 0;
 }
 
@@ -639,17 +648,17 @@ static int cmd_run(struct args *a)
 	signal(SIGINT, SIG_IGN); /* ^C reaches the command; we stay to print its profile */
 	signal(SIGQUIT, SIG_IGN);
 
-	cJSON_AddNumberToObject(a->req, "pid", child);
-	cJSON_AddBoolToObject(a->req, "exec_wait", 1);
+	req_set(a->req, "pid", cJSON_CreateNumber(child));
+	req_set(a->req, "exec_wait", cJSON_CreateBool(1));
 	{
 		char *exe = resolve_exe(a->argv_cmd[0]);
 
 		/* no executable to open is for execvp() to report, not us */
 		if (exe) {
 			exe_fd = open(exe, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-			cJSON_AddStringToObject(a->req, "exe", exe);
+			req_set(a->req, "exe", cJSON_CreateString(exe));
 			if (exe_fd >= 0)
-				cJSON_AddNumberToObject(a->req, "exe_fd", 0);
+				req_set(a->req, "exe_fd", cJSON_CreateNumber(0));
 		}
 		free(exe);
 	}
@@ -658,7 +667,7 @@ static int cmd_run(struct args *a)
 
 		snprintf(name, sizeof(name), "%s", basename_of(a->argv_cmd[0]));
 		str_sanitize(name, sizeof(name) - 1);
-		cJSON_AddStringToObject(a->req, "name", name);
+		req_set(a->req, "name", cJSON_CreateString(name));
 	}
 	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));
 	rep = call_fds(&s, a->req, &exe_fd, exe_fd >= 0);
@@ -686,6 +695,16 @@ static int cmd_run(struct args *a)
 	go[1] = -1;
 	wait_child(&s, child, &status);
 
+	if (!s.e) { /* idle while the command ran, the connection may be closed: a fresh one */
+		close(s.fd);
+		s.fd = proto_connect(socket_path(a));
+		if (s.fd < 0) {
+			cJSON_Delete(req);
+			r = fail(a, 1, "cannot reach pcmond at %s again: %s", socket_path(a),
+				 strerror(-s.fd));
+			goto out;
+		}
+	}
 	rep = call(&s, req);
 	cJSON_Delete(rep);
 	cJSON_ReplaceItemInObject(req, "cmd", cJSON_CreateString("list"));

@@ -722,7 +722,7 @@ static int request_fd(const struct client *c, const cJSON *req, const char *fd_f
 	int fd = take_fd(c, req, fd_field);
 
 	if (fd == -EBADF) {
-		*rep = proto_error(2, "%s: field '%s' names no descriptor passed with the request",
+		*rep = proto_error(2, "%s: field \"%s\" names no descriptor passed with the request",
 				   what, fd_field);
 		return -1;
 	}

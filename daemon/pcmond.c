@@ -18,7 +18,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N]\n"
 		"              [--dwarf-stack N] [--user-targets N] [--user-memory MiB]\n"
-		"              [--debuginfod URLS] [--cache-dir DIR] [-v]\n"
+		"              [--debuginfod URLS] [--cache-dir DIR] [--max-clients N]\n"
+		"              [--max-user-clients N] [--idle-timeout S] [--request-timeout S]\n"
+		"              [--write-timeout S] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -34,8 +36,23 @@ static void usage(FILE *f)
 		"  --debuginfod URLS fetch debug info missing here from these debuginfod servers\n"
 		"                    (space-separated; default $DEBUGINFOD_URLS; none: off)\n"
 		"  --cache-dir DIR   keep fetched debug info here (default %s)\n"
+		"  --max-clients N   connections in all, %d to %d (default %d; the last %d\n"
+		"                    are kept for root)\n"
+		"  --max-user-clients N\n"
+		"                    connections one user other than root may hold\n"
+		"                    (default %d)\n"
+		"  --idle-timeout S  close a connection without a request for S seconds\n"
+		"                    (default %d)\n"
+		"  --request-timeout S\n"
+		"                    close one that sent part of a request and not the rest\n"
+		"                    within S seconds (default %d)\n"
+		"  --write-timeout S close one that leaves its replies unread for S seconds\n"
+		"                    (default %d; it is not read from while more than\n"
+		"                    %d KiB of replies wait)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR);
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS,
+		SRV_MAX_CLIENTS, SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER,
+		SRV_DEFAULT_IDLE_S, SRV_DEFAULT_REQUEST_S, SRV_DEFAULT_WRITE_S, SRV_OUT_CAP / 1024);
 }
 
 /* A whole number in [lo, hi] for option @opt, or a one-line error. */
@@ -53,6 +70,15 @@ static int parse_range(const char *opt, const char *arg, long lo, long hi, const
 	return 0;
 }
 
+/* Options with no short form. */
+enum {
+	OPT_MAX_CLIENTS = 256,
+	OPT_MAX_USER_CLIENTS,
+	OPT_IDLE_TIMEOUT,
+	OPT_REQUEST_TIMEOUT,
+	OPT_WRITE_TIMEOUT,
+};
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -65,6 +91,11 @@ int main(int argc, char **argv)
 		{ "user-memory", required_argument, NULL, 'M' },
 		{ "debuginfod", required_argument, NULL, 'U' },
 		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+		{ "max-user-clients", required_argument, NULL, OPT_MAX_USER_CLIENTS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+		{ "request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT },
+		{ "write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -73,6 +104,7 @@ int main(int argc, char **argv)
 	const char *sock = PCMON_DEFAULT_SOCKET;
 	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR,
 				  .cache_dir = PCMON_DEFAULT_CACHE_DIR };
+	struct srv_opts so = { 0 };
 	struct engine *e = NULL;
 	struct srv *s = NULL;
 	bool foreground = false;
@@ -117,6 +149,28 @@ int main(int argc, char **argv)
 		case 'C':
 			eo.cache_dir = optarg;
 			break;
+		case OPT_MAX_CLIENTS:
+			if (parse_range("--max-clients", optarg, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
+					"connections", &so.max_clients))
+				return 2;
+			break;
+		case OPT_MAX_USER_CLIENTS:
+			if (parse_range("--max-user-clients", optarg, 1,
+					SRV_MAX_CLIENTS - SRV_ROOT_RESERVE, "connections", &so.per_user))
+				return 2;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_range("--idle-timeout", optarg, 1, 86400, "seconds", &so.idle_s))
+				return 2;
+			break;
+		case OPT_REQUEST_TIMEOUT:
+			if (parse_range("--request-timeout", optarg, 1, 3600, "seconds", &so.request_s))
+				return 2;
+			break;
+		case OPT_WRITE_TIMEOUT:
+			if (parse_range("--write-timeout", optarg, 1, 3600, "seconds", &so.write_s))
+				return 2;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -131,6 +185,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (so.per_user &&
+	    so.per_user > (so.max_clients ? so.max_clients : SRV_DEFAULT_MAX_CLIENTS) - SRV_ROOT_RESERVE) {
+		fprintf(stderr, "pcmond: --max-user-clients %u: at most --max-clients less the %d kept for root\n",
+			so.per_user, SRV_ROOT_RESERVE);
+		return 2;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "pcmond: unexpected argument '%s' (see pcmond --help)\n", argv[optind]);
 		return 2;
@@ -143,7 +203,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pcmond: %s\n", err);
 		return 1;
 	}
-	r = srv_open(sock, e, &s, err, sizeof(err));
+	r = srv_open(sock, e, &so, &s, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
 		engine_free(e);

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -11,6 +10,23 @@
 
 #include "proto.h"
 #include "util.h"
+
+/* "v" and "cmd" given once: a second one would be read by nobody, and mean nothing. */
+static int check_once(const cJSON *req, char *err, size_t errlen)
+{
+	int v = 0, cmd = 0;
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, req) {
+		v += !strcmp(it->string, "v");
+		cmd += !strcmp(it->string, "cmd");
+	}
+	if (v > 1 || cmd > 1) {
+		snprintf(err, errlen, "malformed request: \"%s\" given twice", v > 1 ? "v" : "cmd");
+		return -EINVAL;
+	}
+	return 0;
+}
 
 cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errlen)
 {
@@ -53,6 +69,8 @@ cJSON *proto_parse_request(const char *line, size_t len, char *err, size_t errle
 		snprintf(err, errlen, "malformed request: no \"cmd\"");
 		goto bad;
 	}
+	if (check_once(req, err, errlen))
+		goto bad;
 	return req;
 bad:
 	cJSON_Delete(req);
@@ -145,7 +163,7 @@ static bool in_values(const char *s, const char *values)
 	return false;
 }
 
-static bool field_ok(const struct proto_field *f, const cJSON *v)
+static bool field_fits(const struct proto_field *f, const cJSON *v)
 {
 	const cJSON *x;
 
@@ -211,51 +229,56 @@ int proto_check(const cJSON *req, const struct proto_field *fields, size_t n, ch
 		for (i = 0; i < n && strcmp(fields[i].name, m->string); i++)
 			;
 		if (i == n) {
-			snprintf(err, errlen, "unknown field '%.64s'", m->string);
+			snprintf(err, errlen, "unknown field \"%.64s\"", m->string);
 			return -EINVAL;
 		}
 		if (cJSON_GetObjectItemCaseSensitive(req, m->string) != m) {
-			snprintf(err, errlen, "field '%s' given twice", m->string);
+			snprintf(err, errlen, "field \"%s\" given twice", m->string);
 			return -EINVAL;
 		}
-		if (!field_ok(&fields[i], m)) {
-			snprintf(err, errlen, "field '%s' must be %s", m->string,
+		if (!field_fits(&fields[i], m)) {
+			snprintf(err, errlen, "field \"%s\" must be %s", m->string,
 				 type_words(&fields[i], words, sizeof(words)));
 			return -EINVAL;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (fields[i].required && !cJSON_GetObjectItemCaseSensitive(req, fields[i].name)) {
-			snprintf(err, errlen, "field '%s' is missing", fields[i].name);
+			snprintf(err, errlen, "field \"%s\" is missing", fields[i].name);
 			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
-int proto_send(int fd, const cJSON *msg)
+char *proto_format(const cJSON *msg, size_t *len)
 {
 	char *s = cJSON_PrintUnformatted(msg);
+
+	if (!s)
+		return NULL;
+	*len = strlen(s);
+	s[(*len)++] = '\n'; /* replaces the NUL; the buffer is not used as a string again */
+	return s;
+}
+
+int proto_send(int fd, const cJSON *msg)
+{
 	size_t len, off = 0;
+	char *s = proto_format(msg, &len);
 
 	if (!s)
 		return -ENOMEM;
-	len = strlen(s);
-	s[len++] = '\n'; /* replaces the NUL; the buffer is not used as a string again */
 	while (off < len) {
 		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
 
 		if (n < 0) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int r = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 
 			if (errno == EINTR)
 				continue;
-			/* a non-blocking peer socket is full: give the reader a while, not forever */
-			if ((errno == EAGAIN || errno == EWOULDBLOCK) && poll(&pfd, 1, 5000) > 0)
-				continue;
-			n = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 			free(s);
-			return n;
+			return r; /* a blocking socket with a send timeout, or a non-blocking one */
 		}
 		off += n;
 	}
@@ -281,7 +304,7 @@ int proto_reader_take_fds(struct proto_reader *r, int *fds, int max)
 {
 	int n = 0;
 
-	while (n < r->nfds && n < max && r->fd_at[n] <= r->base)
+	while (n < r->nfds && n < max && r->fd_at[n] <= r->line_at)
 		n++;
 	memcpy(fds, r->fds, n * sizeof(*fds));
 	memmove(r->fds, r->fds + n, (r->nfds - n) * sizeof(*fds));
@@ -314,7 +337,7 @@ static ssize_t recv_fds(struct proto_reader *r, int fd, void *buf, size_t len)
 		for (int i = 0; i < k; i++) {
 			if (r->nfds < PROTO_MAX_FDS) {
 				/* the kernel ends a read with the segment that carried them */
-				r->fd_at[r->nfds] = r->base + r->len + n;
+				r->fd_at[r->nfds] = r->total + n;
 				r->fds[r->nfds++] = p[i];
 			} else {
 				close(p[i]);
@@ -327,47 +350,106 @@ static ssize_t recv_fds(struct proto_reader *r, int fd, void *buf, size_t len)
 	return n;
 }
 
-int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
+
+/* Room for @n more bytes at buf + len: unread bytes move to the front first. */
+static int reader_room(struct proto_reader *r, size_t n)
 {
-	static const size_t chunk = 65536;
+	if (r->start) {
+		memmove(r->buf, r->buf + r->start, r->len - r->start);
+		r->len -= r->start;
+		r->start = 0;
+	}
+	if (r->len + n < r->len)
+		return -ENOMEM;
+	return GROW(r->buf, r->cap, r->len + n);
+}
+
+/* A line longer than max has no newline in the first max + 1 bytes: drop what is held. */
+static void reader_check_overflow(struct proto_reader *r)
+{
+	if (r->len - r->start > r->max) {
+		r->overflow = 1;
+		r->start = r->len = r->scanned = 0;
+	}
+}
+
+int proto_reader_fill(struct proto_reader *r, int fd)
+{
 	ssize_t n;
 
-	if (r->consumed) { /* drop the line handed out by the previous call */
-		memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
-		r->len -= r->consumed;
-		r->base += r->consumed;
-		r->consumed = 0;
+	/* nothing held: a buffer grown for a big line is not kept for good */
+	if (r->len == r->start && r->cap > 4 * PROTO_READ_CHUNK) {
+		free(r->buf);
+		r->buf = NULL;
+		r->start = r->len = r->cap = r->scanned = 0;
 	}
-	for (;;) {
-		char *nl = r->len ? memchr(r->buf, '\n', r->len) : NULL;
+	if (reader_room(r, PROTO_READ_CHUNK))
+		return -ENOMEM;
+	do
+		n = recv_fds(r, fd, r->buf + r->len, PROTO_READ_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	if (n == 0)
+		return -EPIPE;
+	r->len += n;
+	r->total += n;
+	return n;
+}
 
-		if (nl) {
-			*nl = '\0';
-			*line = r->buf;
-			*len = nl - r->buf;
-			r->consumed = *len + 1;
-			if (r->overflow || *len > r->max) {
-				r->overflow = 0;
-				return -EMSGSIZE;
-			}
-			return 1;
-		}
-		if (r->len > r->max) { /* no newline in max + 1 bytes: skip the rest of the line */
-			r->overflow = 1;
-			r->base += r->len;
-			r->len = 0;
-		}
-		if (GROW(r->buf, r->cap, r->len + chunk))
-			return -ENOMEM;
-		n = recv_fds(r, fd, r->buf + r->len, chunk);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-		}
-		if (n == 0)
-			return -EPIPE;
-		r->len += n;
+int proto_reader_feed(struct proto_reader *r, const void *data, size_t n)
+{
+	if (!n)
+		return 0;
+	if (reader_room(r, n))
+		return -ENOMEM;
+	memcpy(r->buf + r->len, data, n);
+	r->len += n;
+	r->total += n;
+	return 0;
+}
+
+int proto_reader_next(struct proto_reader *r, char **line, size_t *len)
+{
+	char *from = r->buf + r->start + r->scanned;
+	size_t avail = r->len - r->start - r->scanned;
+	char *nl = avail ? memchr(from, '\n', avail) : NULL;
+
+	if (!nl) {
+		r->scanned = r->len - r->start;
+		reader_check_overflow(r);
+		return 0;
+	}
+	*nl = '\0';
+	*line = r->buf + r->start;
+	*len = nl - *line;
+	r->line_at = r->total - (r->len - r->start);
+	r->start += *len + 1;
+	r->scanned = 0;
+	if (r->start == r->len) /* the line stays valid: its bytes are not touched */
+		r->start = r->len = 0;
+	if (r->overflow || *len > r->max) {
+		r->overflow = 0;
+		return -EMSGSIZE;
+	}
+	return 1;
+}
+
+bool proto_reader_partial(const struct proto_reader *r)
+{
+	return r->overflow || r->len > r->start;
+}
+
+int proto_read_line(struct proto_reader *r, int fd, char **line, size_t *len)
+{
+	for (;;) {
+		int n = proto_reader_next(r, line, len);
+
+		if (n)
+			return n;
+		n = proto_reader_fill(r, fd);
+		if (n <= 0)
+			return n;
 	}
 }
 
@@ -409,8 +491,9 @@ int proto_call_fds(int fd, const cJSON *req, const int *fds, int nfds, cJSON **r
 	r = nfds ? send_fds(fd, fds, nfds) : 0;
 	if (!r)
 		r = proto_send(fd, req);
-	if (r)
+	if (r && r != -EPIPE)
 		return r;
+	/* even when sending failed: a daemon that refused us wrote why before it closed */
 	proto_reader_init(&rd, PROTO_MAX_REPLY);
 	r = proto_read_line(&rd, fd, &line, &len);
 	if (r == 1) {

@@ -183,6 +183,44 @@ static void test_parse_errors(void **state)
 	expect_bad("{\"v\":1,\"Cmd\":\"list\"}", "no \"cmd\"");
 }
 
+/* Known arguments must have their type: a wrong one is refused, never taken for absent. */
+static void test_parse_field_types(void **state)
+{
+	static const char *good[] = {
+		"{\"v\":1,\"cmd\":\"start\",\"pid\":42,\"interval_us\":1000,\"mode\":\"real\","
+		"\"unwind\":\"fp\",\"kernel\":true,\"no_inline\":false,\"children\":false,"
+		"\"name\":\"n\",\"icase\":true,\"when\":\"a->b\",\"when_from_file\":false,"
+		"\"critical\":[\"x=a\",\"y=b\"],\"exec_wait\":true,\"exe\":\"/bin/true\"}",
+		"{\"v\":1,\"cmd\":\"start\",\"cgroup\":\"/sys/fs/cgroup/x\"}",
+		"{\"v\":1,\"cmd\":\"start\",\"all\":true,\"critical\":[]}",
+		"{\"v\":1,\"cmd\":\"list\",\"target\":\"db\"}",
+		"{\"v\":1,\"cmd\":\"list\",\"target\":7}",
+		"{\"v\":1,\"cmd\":\"list\",\"pid\":-9007199254740992}", /* range is the protocol's */
+		/* arguments the protocol does not know are the command's business */
+		"{\"v\":1,\"cmd\":\"list\",\"future\":{\"x\":[1,null]},\"json\":\"yes\","
+		"\"future\":2}",
+	};
+	static const struct {
+		const char *line, *what;
+	} bad[] = {
+		/* the fields of a command are its table's business (proto_check, below) */
+		{ "{\"v\":1,\"cmd\":\"status\",\"cmd\":7}", "\"cmd\" given twice" },
+		{ "{\"v\":1,\"v\":1,\"cmd\":\"status\"}", "\"v\" given twice" },
+	};
+	char err[256];
+	cJSON *r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		r = req(good[i], err, sizeof(err));
+		if (!r)
+			fail_msg("request '%s' refused: %s", good[i], err);
+		cJSON_Delete(r);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_bad(bad[i].line, bad[i].what);
+}
+
 /*
  * A request line is one JSON object and nothing else: text after the object is malformed,
  * not silently dropped (a second request glued to the first would be lost unanswered).
@@ -421,6 +459,78 @@ static void test_read_overlong_pieces(void **state)
 	proto_reader_free(&rd);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* The reader without a socket: bytes fed in any pieces give the same lines. */
+static void test_reader_feed(void **state)
+{
+	static const char in[] = "{\"v\":1}\n\nabcdefghijklmnopq\nxy\r\n0123456789abcdef\nrest";
+	struct proto_reader rd;
+	char *line;
+	size_t len;
+
+	(void)state;
+	for (size_t piece = 1; piece <= sizeof(in); piece++) {
+		const char *want[] = { "{\"v\":1}", "", NULL /* 17 bytes: too long */, "xy\r",
+				       "0123456789abcdef" };
+		size_t got = 0;
+
+		proto_reader_init(&rd, 16);
+		assert_false(proto_reader_partial(&rd));
+		for (size_t off = 0; off < sizeof(in) - 1; off += piece) {
+			int r;
+
+			assert_int_equal(proto_reader_feed(&rd, in + off, MIN(piece, sizeof(in) - 1 - off)), 0);
+			while ((r = proto_reader_next(&rd, &line, &len)) != 0) {
+				assert_true(got < 5);
+				if (!want[got]) {
+					assert_int_equal(r, -EMSGSIZE);
+				} else {
+					assert_int_equal(r, 1);
+					assert_int_equal(len, strlen(want[got]));
+					assert_string_equal(line, want[got]);
+				}
+				got++;
+			}
+		}
+		assert_int_equal(got, 5);
+		/* "rest" is held: part of a line */
+		assert_true(proto_reader_partial(&rd));
+		assert_int_equal(proto_reader_feed(&rd, "\n", 1), 0);
+		assert_int_equal(proto_reader_next(&rd, &line, &len), 1);
+		assert_string_equal(line, "rest");
+		assert_int_equal(proto_reader_next(&rd, &line, &len), 0);
+		assert_false(proto_reader_partial(&rd));
+		proto_reader_free(&rd);
+	}
+	/* a line being skipped counts as partial though nothing of it is held */
+	proto_reader_init(&rd, 4);
+	assert_int_equal(proto_reader_feed(&rd, "0123456789", 10), 0);
+	assert_int_equal(proto_reader_next(&rd, &line, &len), 0);
+	assert_true(proto_reader_partial(&rd));
+	assert_int_equal(rd.len, 0);
+	assert_int_equal(proto_reader_feed(&rd, "x\nok\n", 5), 0);
+	assert_int_equal(proto_reader_next(&rd, &line, &len), -EMSGSIZE);
+	assert_int_equal(proto_reader_next(&rd, &line, &len), 1);
+	assert_string_equal(line, "ok");
+	proto_reader_free(&rd);
+}
+
+/* proto_format: one line, one newline, at the end (newlines in strings are escaped). */
+static void test_format(void **state)
+{
+	cJSON *m = proto_error(1, "two\nlines\r\n");
+	size_t len = 0;
+	char *s = proto_format(m, &len);
+
+	(void)state;
+	assert_non_null(s);
+	assert_true(len > 1 && s[len - 1] == '\n');
+	assert_null(memchr(s, '\n', len - 1));
+	assert_memory_equal(s, "{\"v\":1,\"ok\":false,\"error\":\"two\\nlines\\r\\n\",\"status\":1}\n",
+			    len);
+	free(s);
+	cJSON_Delete(m);
 }
 
 struct conn {
@@ -845,6 +955,29 @@ static void test_call_errors(void **state)
 	cJSON_Delete(q);
 }
 
+/*
+ * A daemon that refuses a connection writes why and closes, maybe before the request is
+ * sent: proto_call returns that line as the reply, not "Broken pipe".
+ */
+static void test_call_refused(void **state)
+{
+	static const char why[] = "{\"v\":1,\"ok\":false,\"error\":\"pcmond is busy\",\"status\":1}\n";
+	cJSON *q = proto_request("targets"), *rep = NULL;
+	int sv[2];
+
+	(void)state;
+	pair(sv);
+	PUT(sv[1], why);
+	close(sv[1]);
+	assert_int_equal(proto_call(sv[0], q, &rep), 0);
+	assert_non_null(rep);
+	assert_int_equal(proto_bool(rep, "ok", 1), 0);
+	assert_string_equal(proto_str(rep, "error", ""), "pcmond is busy");
+	cJSON_Delete(rep);
+	close(sv[0]);
+	cJSON_Delete(q);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* proto_connect */
 
@@ -934,30 +1067,30 @@ static void test_check_accepts_good_requests(void **state)
 static void test_check_refuses_wrong_types(void **state)
 {
 	static const char *const bad[][2] = {
-		{ "{\"t\":[]}", "field 't' must be a target id or name" },
-		{ "{\"t\":{}}", "field 't' must be" },
-		{ "{\"t\":true}", "field 't' must be" },
-		{ "{\"t\":null}", "field 't' must be" },
-		{ "{\"t\":0.6}", "field 't' must be" },
-		{ "{\"t\":0}", "field 't' must be" },
-		{ "{\"t\":\"\"}", "field 't' must be" },
-		{ "{\"t\":1,\"n\":\"5\"}", "field 'n' must be a whole number from 1 to 100" },
-		{ "{\"t\":1,\"n\":0}", "field 'n' must be" },
-		{ "{\"t\":1,\"n\":101}", "field 'n' must be" },
-		{ "{\"t\":1,\"n\":2.5}", "field 'n' must be" },
-		{ "{\"t\":1,\"n\":1e300}", "field 'n' must be" },
-		{ "{\"t\":1,\"s\":\"abcde\"}", "field 's' must be a string of at most 4 bytes" },
-		{ "{\"t\":1,\"s\":1}", "field 's' must be" },
-		{ "{\"t\":1,\"b\":1}", "field 'b' must be true or false" },
-		{ "{\"t\":1,\"e\":\"dw\"}", "field 'e' must be one of fp|dwarf|auto" },
-		{ "{\"t\":1,\"e\":\"\"}", "field 'e' must be" },
-		{ "{\"t\":1,\"e\":\"fp|dwarf\"}", "field 'e' must be" },
-		{ "{\"t\":1,\"a\":\"x\"}", "field 'a' must be an array of strings" },
-		{ "{\"t\":1,\"a\":[1]}", "field 'a' must be" },
-		{ "{\"t\":1,\"a\":[\"long\"]}", "field 'a' must be" },
-		{ "{\"t\":1,\"zz\":1}", "unknown field 'zz'" },
-		{ "{\"t\":1,\"t\":2}", "field 't' given twice" },
-		{ "{\"n\":3}", "field 't' is missing" },
+		{ "{\"t\":[]}", "field \"t\" must be a target id or name" },
+		{ "{\"t\":{}}", "field \"t\" must be" },
+		{ "{\"t\":true}", "field \"t\" must be" },
+		{ "{\"t\":null}", "field \"t\" must be" },
+		{ "{\"t\":0.6}", "field \"t\" must be" },
+		{ "{\"t\":0}", "field \"t\" must be" },
+		{ "{\"t\":\"\"}", "field \"t\" must be" },
+		{ "{\"t\":1,\"n\":\"5\"}", "field \"n\" must be a whole number from 1 to 100" },
+		{ "{\"t\":1,\"n\":0}", "field \"n\" must be" },
+		{ "{\"t\":1,\"n\":101}", "field \"n\" must be" },
+		{ "{\"t\":1,\"n\":2.5}", "field \"n\" must be" },
+		{ "{\"t\":1,\"n\":1e300}", "field \"n\" must be" },
+		{ "{\"t\":1,\"s\":\"abcde\"}", "field \"s\" must be a string of at most 4 bytes" },
+		{ "{\"t\":1,\"s\":1}", "field \"s\" must be" },
+		{ "{\"t\":1,\"b\":1}", "field \"b\" must be true or false" },
+		{ "{\"t\":1,\"e\":\"dw\"}", "field \"e\" must be one of fp|dwarf|auto" },
+		{ "{\"t\":1,\"e\":\"\"}", "field \"e\" must be" },
+		{ "{\"t\":1,\"e\":\"fp|dwarf\"}", "field \"e\" must be" },
+		{ "{\"t\":1,\"a\":\"x\"}", "field \"a\" must be an array of strings" },
+		{ "{\"t\":1,\"a\":[1]}", "field \"a\" must be" },
+		{ "{\"t\":1,\"a\":[\"long\"]}", "field \"a\" must be" },
+		{ "{\"t\":1,\"zz\":1}", "unknown field \"zz\"" },
+		{ "{\"t\":1,\"t\":2}", "field \"t\" given twice" },
+		{ "{\"n\":3}", "field \"t\" is missing" },
 	};
 	char err[160];
 
@@ -975,6 +1108,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_valid),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_field_types),
 		cmocka_unit_test(test_parse_trailing_garbage),
 		cmocka_unit_test(test_parse_trailing_blank_ok),
 		cmocka_unit_test(test_parse_length),
@@ -985,6 +1119,8 @@ int main(void)
 		cmocka_unit_test(test_read_many_in_one_write),
 		cmocka_unit_test(test_read_split),
 		cmocka_unit_test(test_read_overlong_pieces),
+		cmocka_unit_test(test_reader_feed),
+		cmocka_unit_test(test_format),
 		CONN(test_read_limit_exact),
 		CONN(test_read_limit_one_read),
 		cmocka_unit_test(test_read_overlong_real),
@@ -994,6 +1130,7 @@ int main(void)
 		cmocka_unit_test(test_call_thread),
 		cmocka_unit_test(test_call_forked_echo),
 		cmocka_unit_test(test_call_errors),
+		cmocka_unit_test(test_call_refused),
 		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_check_accepts_good_requests),
 		cmocka_unit_test(test_check_refuses_wrong_types),
