@@ -41,6 +41,8 @@ struct jitmap {
 	char *names;		/* NUL-terminated names, back to back */
 	size_t names_len, names_cap;
 	uint32_t seq;
+	uint32_t *pending;	/* locations in its module that it does not name yet */
+	size_t npending, cap_pending;
 };
 
 struct smod {
@@ -190,6 +192,7 @@ void sym_free(struct sym *s)
 				close(s->mods[i].jit->fd);
 			free(s->mods[i].jit->syms);
 			free(s->mods[i].jit->names);
+			free(s->mods[i].jit->pending);
 			free(s->mods[i].jit);
 		}
 	}
@@ -1025,38 +1028,81 @@ static int jit_open(struct sym *s, struct pmap *pm, uint32_t pid)
 }
 
 /*
- * The location of @pc, outside every file mapping of (pid, epoch), when its perf map names
- * it. Each address is looked up once; a miss looks for new lines (a stat) at most once a
- * millisecond, and for a perf map not there yet at most every 100 ms.
+ * Name the locations of @mod (a perf map) still waiting for their line: a JIT writes a line
+ * when it has compiled the code, and the samples in it may come before it reaches the file.
+ * The frame is renamed in place, so samples already stored get the name too.
  */
-static bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, uint32_t *loc)
+static void jit_resolve(struct sym *s, uint32_t mod)
+{
+	struct jitmap *j = s->mods[mod].jit;
+	size_t out = 0;
+
+	for (size_t i = 0; i < j->npending; i++) {
+		const struct sym_loc *l = &s->locs[j->pending[i]];
+		const char *name = jit_name(j, l->addr);
+		uint32_t proc;
+
+		if (!name || sym_intern_proc(s, SYM_JIT_MODULE, name, NULL, 0, &proc) < 0)
+			j->pending[out++] = j->pending[i];
+		else
+			s->frames[l->first] = proc;
+	}
+	j->npending = out;
+}
+
+/* Read what the perf map of @mod gained; name what waited for it. */
+static void jit_refresh(struct sym *s, uint32_t mod)
+{
+	if (jit_read(s->mods[mod].jit))
+		jit_resolve(s, mod);
+}
+
+/*
+ * The location of @pc, outside every file mapping of (pid, epoch), in its perf map's module.
+ * Each address is symbolized once: a pc the map does not name yet (@create: it is in no file
+ * either) gets a location without a name, named when the map grows (jit_resolve). Looking
+ * for growth costs a stat, at most once a millisecond, done when an unnamed pc comes; looking
+ * for a perf map not there yet, at most once every 100 ms.
+ */
+static bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool create,
+		     uint32_t *loc)
 {
 	struct { uint64_t addr; uint32_t module, pad; } key = { pc, pm->jit_mod, 0 };
-	struct jitmap *j = pm->jit_mod ? s->mods[pm->jit_mod].jit : NULL;
-	uint64_t now;
-	const char *name;
+	uint64_t now = now_ns();
+	struct jitmap *j;
 	int64_t found;
 
-	if (j) {
-		found = itab_find(s->loc_keys, &key, sizeof(key));
-		if (found >= 0) {
-			*loc = found;
-			return true;
-		}
-	}
-	name = j ? jit_name(j, pc) : NULL;
-	if (!name) {
-		now = now_ns();
-		if (now - pm->jit_try_ns < (j ? 1000000 : 100000000))
+	if (!pm->jit_mod) {
+		if (pm->final || now - pm->jit_try_ns < 100000000)
 			return false;
 		pm->jit_try_ns = now;
-		if (!j && (pm->final || jit_open(s, pm, pid)))
+		if (jit_open(s, pm, pid))
 			return false;
-		j = s->mods[pm->jit_mod].jit;
-		if (!jit_read(j) || !(name = jit_name(j, pc)))
-			return false;
+		key.module = pm->jit_mod;
+		jit_refresh(s, pm->jit_mod);
 	}
-	*loc = make_loc(s, pm->jit_mod, pc, 0, name);
+	j = s->mods[pm->jit_mod].jit;
+	found = itab_find(s->loc_keys, &key, sizeof(key));
+	if (found >= 0 && sym_proc(s, s->frames[s->locs[found].first])->name) {
+		*loc = found;
+		return true;
+	}
+	/* a pc it does not name (yet): has it grown? */
+	if (now - pm->jit_try_ns >= 1000000) {
+		pm->jit_try_ns = now;
+		jit_refresh(s, pm->jit_mod);
+	}
+	/* still unnamed: a file the address map has yet to show comes first */
+	if (found >= 0 && (create || sym_proc(s, s->frames[s->locs[found].first])->name)) {
+		*loc = found;
+		return true;
+	}
+	if (found >= 0 || (!jit_name(j, pc) && !create))
+		return false;
+	*loc = make_loc(s, pm->jit_mod, pc, 0, jit_name(j, pc));
+	if (!sym_proc(s, s->frames[s->locs[*loc].first])->name &&
+	    !GROW(j->pending, j->cap_pending, j->npending + 1))
+		j->pending[j->npending++] = *loc;
 	return true;
 }
 
@@ -1084,6 +1130,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
 	char path[64], *buf, *line, *save;
+	size_t old_n;
 
 	if (!pm)
 		return -ENOMEM;
@@ -1095,6 +1142,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -errno;
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
+	old_n = pm->n;
 	pm->n = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		uint64_t start, end, pgoff, ino;
@@ -1143,6 +1191,12 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			break;
 		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod };
 	}
+	/*
+	 * A process on its way out has no address space left: its maps read empty before its
+	 * exit is reported. Keep what it had, for the samples it left.
+	 */
+	if (!pm->n)
+		pm->n = old_n;
 	free(buf);
 	return 0;
 }
@@ -1156,7 +1210,7 @@ void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
 		pm->final = true;
 	/* its perf map is complete: read its last lines and let the file go */
 	if (j && j->fd >= 0) {
-		jit_read(j);
+		jit_refresh(s, pm->jit_mod);
 		close(j->fd);
 		j->fd = -1;
 	}
@@ -1198,18 +1252,34 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 	uint64_t vaddr;
 	uint32_t loc;
 
-	/* not in a file: JIT code named by the perf map, before re-reading the address map */
-	if (!r && pm && jit_user(s, pm, pid, pc - call_site, &loc))
+	/*
+	 * Not in a file: JIT code named by the perf map, before re-reading the address map; a pc
+	 * the map does not name yet, only once the address map has it in no file either.
+	 */
+	if (!r && pm && jit_user(s, pm, pid, pc - call_site, false, &loc))
 		return loc;
-	if (!r)
+	if (!r) {
 		r = find_region(s, pid, epoch, pc);
+		pm = pmap_get(s, pid, epoch, false); /* not moved, but who knows what reading adds */
+	}
+	if (!r && pm && jit_user(s, pm, pid, pc - call_site, true, &loc))
+		return loc;
 	pc -= call_site;
 	if (!r)
 		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0, NULL);
 	m = &s->mods[r->module];
 	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr))
 		return make_loc(s, r->module, pc - r->start + r->pgoff, 0, NULL);
-	return make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+	loc = make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+	/*
+	 * A call is always inside a function, so a return address whose call site lies in no
+	 * function was not one: the pc the kernel left at a fault on the first instruction of
+	 * a function (an innermost frame sampled in kernel mode). Take the pc itself.
+	 */
+	if (call_site && !sym_proc(s, s->frames[s->locs[loc].first])->name &&
+	    pc + 1 < r->end && offset_to_vaddr(m, pc + 1 - r->start + r->pgoff, &vaddr))
+		loc = make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+	return loc;
 }
 
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,

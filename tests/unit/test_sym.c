@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,6 +240,39 @@ static void test_stripped_code_named_by_fde(void **state)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Address maps */
+
+/* An exiting process's maps read empty before its exit is reported: keep the last ones. */
+static void test_maps_of_an_exiting_process_are_kept(void **state)
+{
+	struct sym *s = sym_new(0);
+	siginfo_t si;
+	pid_t child;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(sym_proc_load(s, child, 0), 0);
+	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_a + 2, false),
+				      0),
+			    "test_sym.fde_probe_a");
+	/* a zombie: dead, not reaped, its address space gone */
+	kill(child, SIGKILL);
+	assert_int_equal(waitid(P_PID, child, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(sym_proc_load(s, child, 0), 0);
+	/* an address not seen before still resolves, from the maps read while it lived */
+	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_b + 2, false),
+				      0),
+			    "test_sym.fde_probe_b");
+	waitpid(child, NULL, 0);
+	sym_free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* JIT code: perf maps */
 
 static void append(const char *path, const char *fmt, ...)
@@ -295,11 +330,16 @@ static void test_jit_perf_map(void **state)
 	assert_int_equal(sym_user(s, getpid(), 0, a + 0x10, false), loc);
 
 	/* not in the map yet: foreignPcs material, no name */
+	loc = sym_user(s, getpid(), 0, a + 0x100, false);
 	assert_null(name_at(s, a + 0x100, &mod));
+	assert_string_equal(mod, SYM_JIT_MODULE);
 	/* the map grows, with a line still being written: only whole lines count */
 	append(path, "%" PRIx64 " 10 second\n%" PRIx64 " 10 thi", a + 0x100, a + 0x200);
 	pause_ms(3);
 	assert_string_equal(name_at(s, a + 0x104, &mod), "second");
+	/* the location seen before its line came is named now, samples stored with it too */
+	assert_string_equal(proc_full(s, loc, 0), "[jit].second");
+	assert_int_equal(sym_user(s, getpid(), 0, a + 0x100, false), loc);
 	pause_ms(3);
 	assert_null(name_at(s, a + 0x204, &mod));
 	append(path, "rd\n");
@@ -324,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_frame_lines),
 		cmocka_unit_test(test_frame_lines_survive_a_restart),
 		cmocka_unit_test(test_stripped_code_named_by_fde),
+		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
 		cmocka_unit_test(test_jit_perf_map),
 	};
 
