@@ -47,7 +47,7 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
-	libclang-rt-14-dev binutils python3 util-linux
+	libclang-rt-14-dev binutils python3 util-linux xz-utils nodejs
 
 .SECONDARY:
 .PHONY: all deps check unit fuzz integration demo bench install clean format
@@ -110,12 +110,14 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 # workloads built the way real programs are: no frame pointers, leaf frames omitted,
 # debug info split off (by build-id, and by .gnu_debuglink next to the binary)
 SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
-	$(OUTPUT)/workloads/inlined_stripped
+	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain
 $(OUTPUT)/workloads/qsort_nofp: tests/workloads/special/qsort_nofp.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/leaf_fp: tests/workloads/special/leaf_fp.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+$(OUTPUT)/workloads/inline_chain: tests/workloads/special/inline_chain.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
 $(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
 	cp $< $@
