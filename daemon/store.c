@@ -216,13 +216,14 @@ static uint32_t *load_locs(struct sym *s, const cJSON *arr, size_t *n)
 		lines[0] = proto_num(it, "line", 0);
 		for (size_t i = 0; cJSON_IsArray(fl) && i < nn; i++) {
 			const cJSON *fi = cJSON_GetArrayItem(fl, i);
-			const cJSON *file = cJSON_GetArrayItem(fi, 0), *line = cJSON_GetArrayItem(fi, 1);
+			const cJSON *file = cJSON_GetArrayItem(fi, 0);
+			const cJSON *line = cJSON_GetArrayItem(fi, 1);
+			bool known = cJSON_IsNumber(line) && line->valuedouble > 0 &&
+				     line->valuedouble < UINT32_MAX;
 
-			files[i] = cJSON_IsString(file) && file->valuestring[0] ? file->valuestring : NULL;
-			lines[i] = cJSON_IsNumber(line) && line->valuedouble > 0 &&
-						   line->valuedouble < UINT32_MAX ?
-					   (uint32_t)line->valuedouble :
-					   0;
+			files[i] = cJSON_IsString(file) && file->valuestring[0] ? file->valuestring
+										 : NULL;
+			lines[i] = known ? (uint32_t)line->valuedouble : 0;
 		}
 		if (sym_intern_loc(s, proto_str(it, "m", ""), (uint64_t)proto_num(it, "a", 0), names,
 				   files, lines, nn, &ids[*n])) {

@@ -86,7 +86,7 @@ struct pmap {
 	bool final;
 	uint64_t read_ns;	/* when /proc/PID/maps was last read */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
-	uint64_t jit_try_ns;	/* when the perf map was last looked for, or checked for growth */
+	uint64_t jit_try_ns;	/* when the perf map was last looked for or checked for growth */
 };
 
 struct ksym {
@@ -1260,7 +1260,7 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 		return loc;
 	if (!r) {
 		r = find_region(s, pid, epoch, pc);
-		pm = pmap_get(s, pid, epoch, false); /* not moved, but who knows what reading adds */
+		pm = pmap_get(s, pid, epoch, false); /* reading the map may add pmaps */
 	}
 	if (!r && pm && jit_user(s, pm, pid, pc - call_site, true, &loc))
 		return loc;

@@ -40,7 +40,8 @@ def check_shares(listing, own, names):
         got = p[name]["shallow"] / n
         tol = share_tolerance_pp(own[fn], n)
         assert abs(got - own[fn]) * 100 <= tol, \
-            f"{name}: pcmon {got:.4f} vs program {own[fn]:.4f} (tolerance {tol:.2f} pp, {n} samples)"
+            f"{name}: pcmon {got:.4f} vs program {own[fn]:.4f} " \
+            f"(tolerance {tol:.2f} pp, {n} samples)"
 
 
 def at_most_foreign(listing, frac):
@@ -284,7 +285,7 @@ def test_binary_deleted_while_it_runs():
         os.unlink(exe)
         out = pcmon("start", "--pid", proc.pid, "--unwind", "dwarf", "--interval", 500,
                     sock=d.sock, check=0).stdout
-        tid = int(out.split()[0]) if out.split()[0].isdigit() else int(re.findall(r"\d+", out)[0])
+        tid = int(out.split()[0])  # start prints the target's id
         own = json.loads(proc.communicate(timeout=30)[0])
         time.sleep(0.5)
         listing = pcmon_json("list", tid, sock=d.sock)[0]

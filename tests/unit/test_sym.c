@@ -200,6 +200,7 @@ static void test_stripped_code_named_by_fde(void **state)
 	struct sym *s = sym_new(0);
 	struct stat st;
 	uint8_t *map;
+	uint32_t loc;
 	int fd;
 
 	(void)state;
@@ -219,7 +220,6 @@ static void test_stripped_code_named_by_fde(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++) {
 		uint64_t v = (uintptr_t)fns[i] - si.bias;
 		char want[128];
-		uint32_t loc;
 
 		/* a pc inside the function, not at its start */
 		loc = sym_user(s, getpid(), 0, (uintptr_t)map + self_offset(&si, v) + 2, false);
@@ -231,9 +231,8 @@ static void test_stripped_code_named_by_fde(void **state)
 				 loc);
 	}
 	/* the program itself still has its symbols */
-	assert_string_equal(proc_full(s, sym_user(s, getpid(), 0, (uintptr_t)fde_probe_a + 2, false),
-				      0),
-			    "test_sym.fde_probe_a");
+	loc = sym_user(s, getpid(), 0, (uintptr_t)fde_probe_a + 2, false);
+	assert_string_equal(proc_full(s, loc, 0), "test_sym.fde_probe_a");
 	munmap(map, st.st_size);
 	unlink(path);
 	sym_free(s);
