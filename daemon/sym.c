@@ -220,6 +220,7 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 {
 	uint32_t key[2], fid;
 	struct sym_procinfo *pi;
+	const char *sep;
 	char *full;
 	int r;
 
@@ -235,9 +236,8 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 	module = sym_str(s, key[0]);
 	name = sym_str(s, key[1]);
 	/* "module.procedure"; a name made from call-frame information reads "module+0xSTART" */
-	if (asprintf(&full, "%s%s%s", module,
-		     module[0] && strncmp(name, SYM_CFI_NAME_PREFIX, 3) ? "." : "",
-		     name[0] ? name : "?") < 0)
+	sep = module[0] && strncmp(name, SYM_CFI_NAME_PREFIX, strlen(SYM_CFI_NAME_PREFIX)) ? "." : "";
+	if (asprintf(&full, "%s%s%s", module, sep, name[0] ? name : "?") < 0)
 		return -ENOMEM;
 	pi = &s->procs[*proc];
 	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line, .file = fid };
@@ -915,10 +915,10 @@ static size_t jit_parse(struct jitmap *j, char *buf, size_t len)
  */
 static bool jit_read(struct jitmap *j)
 {
+	enum { CHUNK = 1 << 20 };
+	size_t before = j->n, out = 0;
 	struct stat st;
-	size_t before = j->n, len, out = 0;
 	char *buf;
-	ssize_t got;
 
 	if (j->fd < 0 || fstat(j->fd, &st))
 		return false;
@@ -929,14 +929,19 @@ static bool jit_read(struct jitmap *j)
 	}
 	if ((uint64_t)st.st_size == j->off)
 		return false;
-	len = st.st_size - j->off;
-	buf = malloc(len + 1);
-	if (!buf)
-		return false;
-	got = pread(j->fd, buf, len, j->off);
-	if (got > 0) {
+	/* a megabyte at a time (a JVM's map reaches hundreds): whole lines, the rest next round */
+	buf = malloc(CHUNK + 1);
+	while (buf && j->off < (uint64_t)st.st_size) {
+		ssize_t got = pread(j->fd, buf, MIN((uint64_t)CHUNK, st.st_size - j->off), j->off);
+		size_t used;
+
+		if (got <= 0)
+			break;
 		buf[got] = '\0';
-		j->off += jit_parse(j, buf, got);
+		used = jit_parse(j, buf, got);
+		if (!used)
+			break; /* a line longer than a chunk, or one still being written */
+		j->off += used;
 	}
 	free(buf);
 	if (j->n == before)

@@ -356,6 +356,34 @@ static void test_jit_perf_map(void **state)
 	sym_free(s);
 }
 
+/* A map of many megabytes (a JVM's) is read a chunk at a time, lines across chunks whole. */
+static void test_jit_big_perf_map(void **state)
+{
+	struct sym *s = sym_new(0);
+	uint8_t *code = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[64];
+	const char *mod;
+	FILE *f;
+
+	(void)state;
+	assert_true(code != MAP_FAILED);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	/* 3 MB of lines elsewhere (a kernel address: never this process's memory) */
+	for (unsigned i = 0; i < 100000; i++)
+		fprintf(f, "ffffffffff%06x 10 LazyCompile:~filler_%u /srv/app/lib/module.js:%u\n",
+			i * 16, i, i);
+	fprintf(f, "%" PRIxPTR " 100 LazyCompile:*after_3MB /srv/app/x.js:1\n", (uintptr_t)code);
+	fclose(f);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	assert_string_equal(name_at(s, (uintptr_t)code + 8, &mod),
+			    "LazyCompile:*after_3MB /srv/app/x.js:1");
+	unlink(path);
+	munmap(code, 4096);
+	sym_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_stripped_code_named_by_fde),
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
 		cmocka_unit_test(test_jit_perf_map),
+		cmocka_unit_test(test_jit_big_perf_map),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
