@@ -17,6 +17,20 @@
 #include "sym.h"
 #include "util.h"
 
+/*
+ * A symbol of an object: [start, end) in its ELF vaddrs, end == start for a symbol without a
+ * size, which may stand for code up to the end of its section [sec_start, sec_end). @name
+ * points into libdwfl's copy of the symbol table (lives as long as the module).
+ */
+struct esym {
+	uint64_t start, end;
+	uint64_t reach;		/* the largest end of it and of all symbols sorted before it */
+	uint64_t sec_start, sec_end;
+	const char *name;
+	uint32_t idx;		/* index in libdwfl's table: its order breaks ties */
+	uint8_t bind;		/* 3 global, 2 weak, 1 local, 0 other: the preferred among aliases */
+};
+
 /* The code range [start, end) of one FDE, in the object's ELF vaddrs. */
 struct fde_range {
 	uint64_t start, end;
@@ -57,9 +71,12 @@ struct smod {
 	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
 	Dwarf_Addr eh_bias, dbg_bias;
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
-	bool fdes_read;
+	bool fdes_read, syms_read;
 	struct fde_range *fdes;	/* functions its CFI describes, sorted by start */
 	size_t nfdes;
+	struct esym *syms;	/* its symbols, sorted by start */
+	size_t nsyms;
+	int first_global;	/* libdwfl's table: locals before this index, globals from it */
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;
 	struct jitmap *jit;	/* a process's perf map: the module [jit] of that process */
@@ -85,6 +102,7 @@ struct pmap {
 	size_t n, cap;
 	bool final;
 	uint64_t read_ns;	/* when /proc/PID/maps was last read */
+	uint64_t born_ns;	/* when its map was first read: about its exec */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
 	uint64_t jit_try_ns;	/* when the perf map was last looked for or checked for growth */
 };
@@ -187,6 +205,7 @@ void sym_free(struct sym *s)
 		free(s->mods[i].path);
 		free(s->mods[i].loads);
 		free(s->mods[i].fdes);
+		free(s->mods[i].syms);
 		if (s->mods[i].jit) {
 			if (s->mods[i].jit->fd >= 0)
 				close(s->mods[i].jit->fd);
@@ -669,6 +688,147 @@ static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start)
 	return true;
 }
 
+/* ---- symbols */
+
+static int esym_cmp(const void *a, const void *b)
+{
+	const struct esym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * @m's symbols (every table libdwfl knows: .symtab, .dynsym, its separate debug file and
+ * MiniDebugInfo), sorted, built on first use. dwfl_module_addrinfo() scans every symbol on
+ * every call: on node's 100k symbols that is 9 ms per address, seconds of drain time.
+ */
+static void read_syms(struct smod *m)
+{
+	size_t cap = 0;
+	int n;
+
+	if (m->syms_read || !m->mod)
+		return;
+	m->syms_read = true;
+	n = dwfl_module_getsymtab(m->mod);
+	m->first_global = dwfl_module_getsymtab_first_global(m->mod);
+	for (int i = 1; i < n; i++) {
+		static const uint8_t binds[] = { [STB_LOCAL] = 1, [STB_GLOBAL] = 3, [STB_WEAK] = 2 };
+		GElf_Sym sym;
+		GElf_Addr addr, sbias;
+		GElf_Word shndx;
+		GElf_Shdr sh;
+		Elf_Scn *scn;
+		Elf *elf;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf,
+							   &sbias);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		struct esym *e;
+
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
+		    type == STT_FILE || type == STT_TLS || addr < m->bias)
+			continue;
+		if (GROW(m->syms, cap, m->nsyms + 1))
+			break;
+		e = &m->syms[m->nsyms++];
+		*e = (struct esym){
+			.start = addr - m->bias,
+			.end = addr - m->bias + sym.st_size,
+			.name = name,
+			.idx = i,
+			.bind = bind < (int)sizeof(binds) ? binds[bind] : 0,
+		};
+		/* a symbol without a size reaches no further than its section */
+		if (!sym.st_size && shndx < SHN_LORESERVE && elf && (scn = elf_getscn(elf, shndx)) &&
+		    gelf_getshdr(scn, &sh)) {
+			e->sec_start = sh.sh_addr + sbias - m->bias;
+			e->sec_end = e->sec_start + sh.sh_size;
+		}
+	}
+	qsort(m->syms, m->nsyms, sizeof(*m->syms), esym_cmp);
+	for (size_t i = 0; i < m->nsyms; i++)
+		m->syms[i].reach = MAX(m->syms[i].end, i ? m->syms[i - 1].reach : 0);
+}
+
+/*
+ * Is @e, met after @best in libdwfl's table order, the better name for an address both
+ * hold? The closer start, else the stronger binding, else (same start) the smaller size.
+ */
+static bool esym_better(const struct esym *e, const struct esym *best)
+{
+	if (!best)
+		return true;
+	if (best->start < e->start || best->bind < e->bind)
+		return true;
+	return best->start == e->start &&
+	       ((best->end > e->end && best->bind <= e->bind) ||
+		(best->end >= e->end && best->bind < e->bind));
+}
+
+/*
+ * The symbol that covers @vaddr, chosen as dwfl_module_addrinfo() chooses, so names do not
+ * change with the lookup: among symbols whose [start, end) holds it the global and weak
+ * ones first, then the local ones (esym_better() decides, in table order); without one,
+ * the closest symbol without a size below it in the same section, above the end of every
+ * sized symbol below it (hand-written assembly). NULL if none.
+ */
+static const char *sym_name_at(struct smod *m, uint64_t vaddr)
+{
+	enum { MAXC = 64 };
+	const struct esym *cand[MAXC], *best = NULL;
+	size_t lo = 0, hi, nc = 0;
+	bool found_global;
+	uint64_t min_label;
+
+	read_syms(m);
+	hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* symbols at or below @vaddr, while one of them may still reach it */
+	for (size_t i = lo; i-- > 0 && m->syms[i].reach > vaddr && nc < MAXC;)
+		if (m->syms[i].end > vaddr)
+			cand[nc++] = &m->syms[i];
+	/* in table order (few: insertion sort), globals, then locals if no global holds it */
+	for (size_t c = 1; c < nc; c++)
+		for (size_t k = c; k > 0 && cand[k - 1]->idx > cand[k]->idx; k--) {
+			const struct esym *t = cand[k];
+
+			cand[k] = cand[k - 1];
+			cand[k - 1] = t;
+		}
+	for (size_t c = 0; c < nc; c++)
+		if ((int)cand[c]->idx >= m->first_global && esym_better(cand[c], best))
+			best = cand[c];
+	found_global = best;
+	for (size_t c = 0; c < nc && !found_global; c++)
+		if ((int)cand[c]->idx < m->first_global && esym_better(cand[c], best))
+			best = cand[c];
+	if (best)
+		return best->name;
+	min_label = m->syms[lo - 1].reach;
+	for (size_t i = lo; i-- > 0 && m->syms[i].start >= min_label;) {
+		const struct esym *e = &m->syms[i];
+
+		if (e->end != e->start || vaddr < e->sec_start || vaddr >= e->sec_end)
+			continue;
+		if (best && best->start != e->start)
+			break;
+		if (!best || e->bind > best->bind)
+			best = e;
+	}
+	return best ? best->name : NULL;
+}
+
 /* The line in the caller where the inlined call @die was made: DW_AT_call_file/_line. */
 static struct sym_line call_site(struct sym *s, Dwarf_Die *die)
 {
@@ -704,8 +864,6 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 	char cfi_name[32];
 	uint64_t start;
 	Dwarf_Addr bias;
-	GElf_Sym gsym;
-	GElf_Off off;
 	Dwfl_Line *ln;
 	int nchain = 0, line = 0, decl_line = 0, r;
 
@@ -717,9 +875,7 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 	}
 	l->file = where.file;
 	l->line = where.line;
-	name = dwfl_module_addrinfo(m->mod, a, &off, &gsym, NULL, NULL, NULL);
-	if (name && gsym.st_size && off >= gsym.st_size)
-		name = NULL;
+	name = sym_name_at(m, a - m->bias);
 
 	/*
 	 * dwarf_getscopes() gives the innermost scope, but above an inlined instance it goes on
@@ -1007,15 +1163,33 @@ static uint32_t ns_pid(uint32_t pid)
 static int jit_open(struct sym *s, struct pmap *pm, uint32_t pid)
 {
 	struct mod_key mkey = { UINT64_MAX - 2, 0, 0, 0 };
-	char path[128];
+	char path[128], root[64];
 	struct jitmap *j;
 	uint32_t mod;
 	int fd, r;
 
 	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", pid, ns_pid(pid));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(root, sizeof(root), "/proc/%u/root/", pid);
+	if (fd < 0 && access(root, F_OK)) {
+		struct stat st;
+		double born;
+
+		/*
+		 * The process is gone (its samples can be drained after it): its perf map is
+		 * still in /tmp, if it ran in our mount namespace. Not a leftover of an earlier
+		 * process with that pid: it must have been written since this one was first seen.
+		 */
+		born = wall_time() - (double)(now_ns() - pm->born_ns) / 1e9;
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || st.st_mtim.tv_sec + 1 < born)) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	if (fd < 0)
-		return -errno;
+		return -ENOENT;
 	j = calloc(1, sizeof(*j));
 	/* each process's perf map is a module of its own: a key no other module has */
 	mkey.ino = s->nmods;
@@ -1062,51 +1236,74 @@ static void jit_refresh(struct sym *s, uint32_t mod)
 		jit_resolve(s, mod);
 }
 
+/* (pid, epoch)'s perf map, opened on first need: an attempt at most every 100 ms. */
+static struct jitmap *jit_map(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t now)
+{
+	if (!pm->jit_mod) {
+		if (now - pm->jit_try_ns < 100000000)
+			return NULL;
+		pm->jit_try_ns = now;
+		if (jit_open(s, pm, pid))
+			return NULL;
+		jit_refresh(s, pm->jit_mod);
+		if (pm->final) {
+			/* found after the process left: complete, nothing more to wait for */
+			close(s->mods[pm->jit_mod].jit->fd);
+			s->mods[pm->jit_mod].jit->fd = -1;
+		}
+	}
+	return s->mods[pm->jit_mod].jit;
+}
+
+/* The name @j gives @pc; if none, after looking for new lines (a stat, at most once a ms). */
+static const char *jit_lookup(struct sym *s, struct pmap *pm, struct jitmap *j, uint64_t pc,
+			      uint64_t now)
+{
+	const char *name = jit_name(j, pc);
+
+	if (!name && now - pm->jit_try_ns >= 1000000) {
+		pm->jit_try_ns = now;
+		jit_refresh(s, pm->jit_mod);
+		name = jit_name(j, pc);
+	}
+	return name;
+}
+
 /*
  * The location of @pc, outside every file mapping of (pid, epoch), in its perf map's module.
  * Each address is symbolized once: a pc the map does not name yet (@create: it is in no file
- * either) gets a location without a name, named when the map grows (jit_resolve). Looking
- * for growth costs a stat, at most once a millisecond, done when an unnamed pc comes; looking
- * for a perf map not there yet, at most once every 100 ms.
+ * either) gets a location without a name, named when the map grows (jit_resolve).
  */
 static bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool create,
 		     uint32_t *loc)
 {
-	struct { uint64_t addr; uint32_t module, pad; } key = { pc, pm->jit_mod, 0 };
+	struct { uint64_t addr; uint32_t module, pad; } key = { pc, 0, 0 };
 	uint64_t now = now_ns();
-	struct jitmap *j;
+	struct jitmap *j = jit_map(s, pm, pid, now);
+	const char *name;
 	int64_t found;
 
-	if (!pm->jit_mod) {
-		if (pm->final || now - pm->jit_try_ns < 100000000)
-			return false;
-		pm->jit_try_ns = now;
-		if (jit_open(s, pm, pid))
-			return false;
-		key.module = pm->jit_mod;
-		jit_refresh(s, pm->jit_mod);
-	}
-	j = s->mods[pm->jit_mod].jit;
+	if (!j)
+		return false;
+	key.module = pm->jit_mod;
 	found = itab_find(s->loc_keys, &key, sizeof(key));
 	if (found >= 0 && sym_proc(s, s->frames[s->locs[found].first])->name) {
 		*loc = found;
 		return true;
 	}
-	/* a pc it does not name (yet): has it grown? */
-	if (now - pm->jit_try_ns >= 1000000) {
-		pm->jit_try_ns = now;
-		jit_refresh(s, pm->jit_mod);
-	}
-	/* still unnamed: a file the address map has yet to show comes first */
-	if (found >= 0 && (create || sym_proc(s, s->frames[s->locs[found].first])->name)) {
+	/* unnamed yet: new lines may name it (and rename its location) */
+	name = jit_lookup(s, pm, j, pc, now);
+	if (found >= 0) {
+		/* still unnamed: a file the address map has yet to show comes first */
+		if (!create && !sym_proc(s, s->frames[s->locs[found].first])->name)
+			return false;
 		*loc = found;
 		return true;
 	}
-	if (found >= 0 || (!jit_name(j, pc) && !create))
+	if (!name && !create)
 		return false;
-	*loc = make_loc(s, pm->jit_mod, pc, 0, jit_name(j, pc));
-	if (!sym_proc(s, s->frames[s->locs[*loc].first])->name &&
-	    !GROW(j->pending, j->cap_pending, j->npending + 1))
+	*loc = make_loc(s, pm->jit_mod, pc, 0, name);
+	if (!name && !GROW(j->pending, j->cap_pending, j->npending + 1))
 		j->pending[j->npending++] = *loc;
 	return true;
 }
@@ -1135,6 +1332,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
 	char path[64], *buf, *line, *save;
+	bool anon_code = false;
 	size_t old_n;
 
 	if (!pm)
@@ -1147,6 +1345,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -errno;
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
+	if (!pm->born_ns)
+		pm->born_ns = pm->read_ns;
 	old_n = pm->n;
 	pm->n = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -1170,6 +1370,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
 			continue;
 		file = line + pos;
+		anon_code |= !ino && perms[2] == 'x' && file[0] != '[';
 		if (!ino && strcmp(file, "[vdso]"))
 			continue; /* only file-backed mappings (and the vDSO) name code and strings */
 		/* the kernel marks a file unlinked since it was mapped; map_files still opens it */
@@ -1203,6 +1404,9 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	if (!pm->n)
 		pm->n = old_n;
 	free(buf);
+	/* code in anonymous memory: a JIT; find its perf map while the process is there */
+	if (anon_code)
+		jit_map(s, pm, pid, now_ns());
 	return 0;
 }
 
@@ -1426,11 +1630,19 @@ static void module_cfi(struct smod *m)
 
 int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame)
 {
-	const struct region *r = find_region(s, pid, epoch, pc);
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	const struct region *r = pmap_find(pm, pc);
+	struct jitmap *j;
 	struct smod *m;
-	uint64_t vaddr;
+	uint64_t vaddr, now;
 
 	*frame = NULL;
+	/* JIT code has no CFI: known as such, it needs no new look at the address map */
+	if (!r && pm && (now = now_ns(), j = jit_map(s, pm, pid, now)) &&
+	    jit_lookup(s, pm, j, pc, now))
+		return -ENOENT;
+	if (!r)
+		r = find_region(s, pid, epoch, pc);
 	if (!r)
 		return -ENOENT;
 	m = &s->mods[r->module];

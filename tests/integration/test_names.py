@@ -174,13 +174,16 @@ function hotLoop(n) {
         x = (x * 31 + i) % 1000003;
     return x;
 }
+const cpu = () => { const u = process.cpuUsage(); return u.user + u.system; };
 const end = Date.now() + SECS * 1000;
-let s = 0, calls = 0;
+let s = 0, inHot = 0;
 while (Date.now() < end) {
+    const t0 = cpu();
     s += hotLoop(100000);
-    calls++;
+    inHot += cpu() - t0;
 }
-console.log(JSON.stringify({ calls: calls, s: s }));
+console.log(JSON.stringify({ hotLoop: inHot / cpu(), cpu_s: cpu() / 1e6, s: s }));
+setTimeout(() => {}, LINGER * 1000);
 """
 
 
@@ -195,12 +198,12 @@ def cwd(path):
         os.chdir(old)
 
 
-def node_script(tmp, secs):
+def node_script(tmp, secs, linger=0):
     node = shutil.which("node") or shutil.which("nodejs")
     assert node, "node is missing: make deps installs nodejs"
     js = os.path.join(tmp, "hot.js")
     with open(js, "w") as f:
-        f.write(NODE_JS.replace("SECS", str(secs)))
+        f.write(NODE_JS.replace("SECS", str(secs)).replace("LINGER", str(linger)))
     return node, js
 
 
@@ -208,47 +211,58 @@ def jit_rows(listing, fn):
     return [p for p in listing["procedures"] if p["module"] == "[jit]" and fn in p["name"]]
 
 
-def check_jit(listing):
+def check_jit(listing, own):
     n = charged(listing)
-    assert n >= 500, listing["summary"]
+    assert n >= 300, listing["summary"]
     hot = jit_rows(listing, "hotLoop")
     shallow = sum(p["shallow"] for p in hot)
-    # the program spends nearly all its time in hotLoop: most samples are there
-    assert shallow >= 0.6 * n, (shallow, n, listing["procedures"][:10])
+    # The program's own share is process CPU time during its calls of hotLoop: it also holds
+    # what V8's other threads and its clock did meanwhile (node has no per-thread clock),
+    # so pcmon's share is a few points below it. What is checked is the name, carrying the
+    # bulk of that time, and never more than the program spent there.
+    tol = share_tolerance_pp(own["hotLoop"], n) / 100
+    assert 0.5 * own["hotLoop"] <= shallow / n <= own["hotLoop"] + tol, \
+        (shallow, n, own, listing["procedures"][:10])
     assert all(p["procedure"] == "[jit]." + p["name"] for p in hot), hot
     at_most_foreign(listing, 0.05)
+    # stacks through JIT frames are whole: unwalkable ones are few
+    assert n >= 0.95 * listing["summary"]["counted"], listing["summary"]
     return shallow / n, max(p["deep"] for p in hot) / n
 
 
-# V8's JIT frames keep frame pointers and have no CFI; the kernel's frame-pointer walk
-# (--unwind fp) walks them whole every time. (With dwarf, some runs left most of node's
-# stacks unwalkable at the time of writing: the unwinder's business, not the names'.)
+# V8's JIT frames have no CFI but keep frame pointers: the default unwinding steps them by
+# frame pointer, and the kernel's walk (--unwind fp) follows them too.
 def test_jit_named_from_perf_map():
     tmp = tempfile.mkdtemp()
     try:
         node, js = node_script(tmp, 2)
-        with cwd(tmp):
-            listing, p = pcmon_json("run", "--unwind", "fp", "--interval", 1000, "--", node,
-                                    "--perf-basic-prof", js, sock=NODAEMON)
-        shallow, deep = check_jit(listing)
-        print(f"  node hotLoop: shallow {shallow:.1%} deep {deep:.1%} of "
-              f"{charged(listing)} samples", flush=True)
-        os.unlink(f"/tmp/perf-{listing['target']['pid']}.map")
+        for unwind in ("auto", "fp"):
+            with cwd(tmp):
+                listing, p = pcmon_json("run", "--unwind", unwind, "--interval", 1000, "--",
+                                        node, "--perf-basic-prof", js, sock=NODAEMON)
+            own = first_json_line(p.stdout)
+            shallow, deep = check_jit(listing, own)
+            os.unlink(f"/tmp/perf-{listing['target']['pid']}.map")
+            print(f"  node hotLoop, --unwind {unwind}: shallow {shallow:.1%} deep {deep:.1%} "
+                  f"of {charged(listing)} samples; its own {own['hotLoop']:.1%}", flush=True)
     finally:
         shutil.rmtree(tmp)
 
 
 def test_jit_in_container_reads_its_own_tmp():
-    """node in its own pid and mount namespaces writes /tmp/perf-1.map on a private tmpfs."""
+    """node in its own pid and mount namespaces writes /tmp/perf-1.map on a private tmpfs.
+
+    That file can be read only while node lives: node idles a second at the end, so that a
+    pcmon slowed down by a busy machine gets to its samples before it is gone."""
     tmp = tempfile.mkdtemp(dir="/var/tmp")  # not under the /tmp it hides
     try:
-        node, js = node_script(tmp, 2)
+        node, js = node_script(tmp, 2, linger=1)
         script = f"mount -t tmpfs none /tmp && exec {node} --perf-basic-prof {js}"
         with cwd(tmp):
-            listing, _ = pcmon_json("run", "--unwind", "fp", "--interval", 1000, "--", "unshare",
-                                    "--mount", "--pid", "--fork", "--propagation", "private",
-                                    "sh", "-c", script, sock=NODAEMON)
-        check_jit(listing)
+            listing, p = pcmon_json("run", "--interval", 1000, "--", "unshare", "--mount",
+                                    "--pid", "--fork", "--propagation", "private", "sh", "-c",
+                                    script, sock=NODAEMON)
+        check_jit(listing, first_json_line(p.stdout))
     finally:
         shutil.rmtree(tmp)
 

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <elfutils/libdwfl.h>
+
 #include "agg.h"
 #include "store.h"
 #include "sym.h"
@@ -238,6 +240,59 @@ static void test_stripped_code_named_by_fde(void **state)
 	sym_free(s);
 }
 
+/*
+ * Our own sorted symbol table names addresses as dwfl_module_addrinfo() does (which scans
+ * all symbols per call): libc's code, at addresses spread over it.
+ */
+static void test_symbols_named_as_libdwfl_names_them(void **state)
+{
+	static const Dwfl_Callbacks cbs = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+	};
+	char *maps = read_file("/proc/self/maps", NULL), *line, *save, path[4096] = "";
+	uint64_t start = 0, end = 0, pgoff = 0, bias;
+	struct sym *s = sym_new(0);
+	Dwfl_Module *mod;
+	Dwfl *dwfl;
+	size_t compared = 0;
+
+	(void)state;
+	assert_non_null(maps);
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, "/libc.so.6") && strstr(line, " r-xp ") &&
+		    sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &start,
+			   &end, &pgoff, path) == 4)
+			break;
+	free(maps);
+	assert_true(end > start);
+	dwfl = dwfl_begin(&cbs);
+	mod = dwfl_report_elf(dwfl, "libc", path, -1, 0, false);
+	dwfl_report_end(dwfl, NULL, NULL);
+	assert_non_null(mod);
+	assert_non_null(dwfl_module_getelf(mod, &bias));
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	for (uint64_t pc = start; pc < end; pc += 997) {
+		uint32_t loc = sym_user(s, getpid(), 0, pc, false);
+		const struct sym_loc *l = sym_loc(s, loc);
+		const char *ours = sym_str(s, sym_proc(s, sym_frames(s, l)[l->nframes - 1])->name);
+		GElf_Off off;
+		GElf_Sym gs;
+		const char *want = dwfl_module_addrinfo(mod, l->addr + bias, &off, &gs, NULL, NULL,
+							NULL);
+
+		if (!want || (gs.st_size && off >= gs.st_size))
+			continue;
+		/* version suffixes are dropped ("clock_gettime@@GLIBC_2.17") */
+		assert_int_equal(strncmp(ours, want, strcspn(want, "@")), 0);
+		compared++;
+	}
+	assert_true(compared > 100);
+	dwfl_end(dwfl);
+	sym_free(s);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Address maps */
 
@@ -391,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_frame_lines),
 		cmocka_unit_test(test_frame_lines_survive_a_restart),
 		cmocka_unit_test(test_stripped_code_named_by_fde),
+		cmocka_unit_test(test_symbols_named_as_libdwfl_names_them),
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
