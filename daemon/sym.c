@@ -24,11 +24,11 @@
  */
 struct esym {
 	uint64_t start, end;
-	uint64_t reach;		/* the largest end of it and of all symbols sorted before it */
+	uint64_t reach;		/* the largest end of it and of the symbols sorted before it */
 	uint64_t sec_start, sec_end;
 	const char *name;
 	uint32_t idx;		/* index in libdwfl's table: its order breaks ties */
-	uint8_t bind;		/* 3 global, 2 weak, 1 local, 0 other: the preferred among aliases */
+	uint8_t bind;		/* 3 global, 2 weak, 1 local, 0 other: higher is preferred */
 };
 
 /* The code range [start, end) of one FDE, in the object's ELF vaddrs. */
@@ -104,7 +104,7 @@ struct pmap {
 	uint64_t read_ns;	/* when /proc/PID/maps was last read */
 	uint64_t born_ns;	/* when its map was first read: about its exec */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
-	uint64_t jit_try_ns;	/* when the perf map was last looked for or checked for growth */
+	uint64_t jit_try_ns;	/* when its perf map was last looked for or checked for growth */
 };
 
 struct ksym {
@@ -255,7 +255,9 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 	module = sym_str(s, key[0]);
 	name = sym_str(s, key[1]);
 	/* "module.procedure"; a name made from call-frame information reads "module+0xSTART" */
-	sep = module[0] && strncmp(name, SYM_CFI_NAME_PREFIX, strlen(SYM_CFI_NAME_PREFIX)) ? "." : "";
+	sep = !module[0] || !strncmp(name, SYM_CFI_NAME_PREFIX, strlen(SYM_CFI_NAME_PREFIX)) ?
+		      "" :
+		      ".";
 	if (asprintf(&full, "%s%s%s", module, sep, name[0] ? name : "?") < 0)
 		return -ENOMEM;
 	pi = &s->procs[*proc];
@@ -715,7 +717,8 @@ static void read_syms(struct smod *m)
 	n = dwfl_module_getsymtab(m->mod);
 	m->first_global = dwfl_module_getsymtab_first_global(m->mod);
 	for (int i = 1; i < n; i++) {
-		static const uint8_t binds[] = { [STB_LOCAL] = 1, [STB_GLOBAL] = 3, [STB_WEAK] = 2 };
+		static const uint8_t binds[] = { [STB_LOCAL] = 1, [STB_GLOBAL] = 3,
+						 [STB_WEAK] = 2 };
 		GElf_Sym sym;
 		GElf_Addr addr, sbias;
 		GElf_Word shndx;
@@ -741,8 +744,8 @@ static void read_syms(struct smod *m)
 			.bind = bind < (int)sizeof(binds) ? binds[bind] : 0,
 		};
 		/* a symbol without a size reaches no further than its section */
-		if (!sym.st_size && shndx < SHN_LORESERVE && elf && (scn = elf_getscn(elf, shndx)) &&
-		    gelf_getshdr(scn, &sh)) {
+		if (!sym.st_size && shndx < SHN_LORESERVE && elf &&
+		    (scn = elf_getscn(elf, shndx)) && gelf_getshdr(scn, &sh)) {
 			e->sec_start = sh.sh_addr + sbias - m->bias;
 			e->sec_end = e->sec_start + sh.sh_size;
 		}
@@ -1632,17 +1635,20 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	const struct region *r = pmap_find(pm, pc);
+	uint64_t vaddr, now = now_ns();
 	struct jitmap *j;
 	struct smod *m;
-	uint64_t vaddr, now;
 
 	*frame = NULL;
-	/* JIT code has no CFI: known as such, it needs no new look at the address map */
-	if (!r && pm && (now = now_ns(), j = jit_map(s, pm, pid, now)) &&
-	    jit_lookup(s, pm, j, pc, now))
-		return -ENOENT;
-	if (!r)
+	if (!r && pm) {
+		/* JIT code has no CFI: known as such, it needs no new look at the address map */
+		j = jit_map(s, pm, pid, now);
+		if (j && jit_lookup(s, pm, j, pc, now))
+			return -ENOENT;
 		r = find_region(s, pid, epoch, pc);
+	} else if (!r) {
+		r = find_region(s, pid, epoch, pc);
+	}
 	if (!r)
 		return -ENOENT;
 	m = &s->mods[r->module];
