@@ -240,9 +240,9 @@ def test_jit_named_from_perf_map():
             with cwd(tmp):
                 listing, p = pcmon_json("run", "--unwind", unwind, "--interval", 1000, "--",
                                         node, "--perf-basic-prof", js, sock=NODAEMON)
+            os.unlink(f"/tmp/perf-{listing['target']['pid']}.map")  # node leaves it
             own = first_json_line(p.stdout)
             shallow, deep = check_jit(listing, own)
-            os.unlink(f"/tmp/perf-{listing['target']['pid']}.map")
             print(f"  node hotLoop, --unwind {unwind}: shallow {shallow:.1%} deep {deep:.1%} "
                   f"of {charged(listing)} samples; its own {own['hotLoop']:.1%}", flush=True)
     finally:
