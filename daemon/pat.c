@@ -40,8 +40,16 @@ struct pat_name {
 	uint32_t len;
 	bool quoted; /* matched literally, printed quoted */
 	bool glob; /* contains '*' or '?' and is not quoted */
-	uint32_t split0, nsplit; /* dots that split it into module + procedure, in pat->splits */
+	uint32_t split0, nsplit; /* where it splits into module + procedure, in pat->splits */
 };
+
+/*
+ * A name splits into module + procedure at a '.', which belongs to neither side, or at a '+',
+ * which begins the procedure: code without a symbol is named "+0xSTART" after its FDE, and
+ * written after its module as "liblzma.so.5+0x15b40" (daemon/sym.h). Splits at a '+' carry
+ * this bit (names are at most 65536 bytes long).
+ */
+#define SPLIT_PLUS 0x80000000u
 
 struct pat_elem {
 	uint32_t name; /* index into pat->names, or STAR_NAME */
@@ -242,10 +250,11 @@ static bool name_match(const struct pat *p, const struct pat_name *nm, const str
 	if (!f->proc || !f->module)
 		return false;
 	for (uint32_t i = 0; i < nm->nsplit; i++) {
-		uint32_t d = p->splits[nm->split0 + i];
+		uint32_t d = p->splits[nm->split0 + i] & ~SPLIT_PLUS;
+		uint32_t pr = p->splits[nm->split0 + i] & SPLIT_PLUS ? d : d + 1;
 
 		if (module_match(nm->s, d, nm->glob, icase, f->module) &&
-		    proc_match(nm->s + d + 1, nm->len - d - 1, nm->glob, icase, f->proc))
+		    proc_match(nm->s + pr, nm->len - pr, nm->glob, icase, f->proc))
 			return true;
 	}
 	return false;
@@ -779,13 +788,13 @@ static int new_name(struct parser *ps, const struct tok *t, uint32_t *idx)
 	for (size_t d = 1; d + 1 < len; d++) {
 		uint32_t *splits;
 
-		if (s[d] != '.')
+		if (s[d] != '.' && s[d] != '+')
 			continue;
 		splits = grow(ps->splits, &ps->cap_splits, ps->nsplits + 1, sizeof(*splits));
 		if (!splits)
 			return -ENOMEM;
 		ps->splits = splits;
-		splits[ps->nsplits++] = (uint32_t)d;
+		splits[ps->nsplits++] = (uint32_t)d | (s[d] == '+' ? SPLIT_PLUS : 0);
 		nm->nsplit++;
 	}
 	err = new_node(ps, N_NAME, t->pos, idx);

@@ -2,8 +2,8 @@
 /*
  * store_: results in the state directory, one JSON file per target (target-ID.json),
  * written whole to a temporary file and renamed, so a crash leaves the previous copy.
- * Stacks are saved symbolized (module, address, frame names, line), so they list the same
- * after a restart, when the processes and even their files may be gone.
+ * Stacks are saved symbolized (module, address, frame names, each frame's file and line), so
+ * they list the same after a restart, when the processes and even their files may be gone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,7 +38,9 @@ struct locmap {
 static int64_t loc_index(struct locmap *m, const struct sym *s, uint32_t loc)
 {
 	const struct sym_loc *l = sym_loc(s, loc);
+	const struct sym_line *fl;
 	const uint32_t *fr;
+	bool lines = false;
 	cJSON *o, *f;
 
 	if (loc >= m->cap) {
@@ -62,6 +64,20 @@ static int64_t loc_index(struct locmap *m, const struct sym *s, uint32_t loc)
 		cJSON_AddStringToObject(o, "file", sym_str(s, l->file));
 	if (l->line)
 		cJSON_AddNumberToObject(o, "line", l->line);
+	/* "fl": per frame [file, line] (the innermost is "file"/"line" again, for old readers) */
+	fl = sym_frame_lines(s, l);
+	for (uint32_t i = 1; i < l->nframes; i++)
+		lines |= fl[i].file || fl[i].line;
+	if (lines) {
+		f = cJSON_AddArrayToObject(o, "fl");
+		for (uint32_t i = 0; i < l->nframes; i++) {
+			cJSON *x = cJSON_CreateArray();
+
+			cJSON_AddItemToArray(x, cJSON_CreateString(sym_str(s, fl[i].file)));
+			cJSON_AddItemToArray(x, cJSON_CreateNumber(fl[i].line));
+			cJSON_AddItemToArray(f, x);
+		}
+	}
 	cJSON_AddItemToArray(m->arr, o);
 	return m->idx[loc] = m->n++;
 }
@@ -191,16 +207,31 @@ static uint32_t *load_locs(struct sym *s, const cJSON *arr, size_t *n)
 		return NULL;
 	cJSON_ArrayForEach(it, arr) {
 		const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, "f"), *x;
-		const char *names[64];
+		const cJSON *fl = cJSON_GetObjectItemCaseSensitive(it, "fl");
+		const char *names[64], *files[64] = { NULL };
+		uint32_t lines[64] = { 0 };
 		size_t nn = 0;
 
 		cJSON_ArrayForEach(x, f) {
 			if (nn < ARRAY_SIZE(names))
 				names[nn++] = cJSON_IsString(x) && x->valuestring[0] ? x->valuestring : NULL;
 		}
+		/* per-frame lines; files written before them have the innermost frame's only */
+		files[0] = proto_str(it, "file", NULL);
+		lines[0] = proto_num(it, "line", 0);
+		for (size_t i = 0; cJSON_IsArray(fl) && i < nn; i++) {
+			const cJSON *fi = cJSON_GetArrayItem(fl, i);
+			const cJSON *file = cJSON_GetArrayItem(fi, 0);
+			const cJSON *line = cJSON_GetArrayItem(fi, 1);
+			bool known = cJSON_IsNumber(line) && line->valuedouble > 0 &&
+				     line->valuedouble < UINT32_MAX;
+
+			files[i] = cJSON_IsString(file) && file->valuestring[0] ? file->valuestring
+										 : NULL;
+			lines[i] = known ? (uint32_t)line->valuedouble : 0;
+		}
 		if (sym_intern_loc(s, proto_str(it, "m", ""), (uint64_t)proto_num(it, "a", 0), names,
-				   nn, proto_str(it, "file", NULL), proto_num(it, "line", 0),
-				   &ids[*n])) {
+				   files, lines, nn, &ids[*n])) {
 			free(ids);
 			return NULL;
 		}

@@ -18,6 +18,48 @@
 #include "sym.h"
 #include "util.h"
 
+/*
+ * A symbol of an object: [start, end) in its ELF vaddrs, end == start for a symbol without a
+ * size, which may stand for code up to the end of its section [sec_start, sec_end). @name
+ * points into libdwfl's copy of the symbol table (lives as long as the module).
+ */
+struct esym {
+	uint64_t start, end;
+	uint64_t reach;		/* the largest end of it and of the symbols sorted before it */
+	uint64_t sec_start, sec_end;
+	const char *name;
+	uint32_t idx;		/* index in libdwfl's table: its order breaks ties */
+	uint8_t bind;		/* 3 global, 2 weak, 1 local, 0 other: higher is preferred */
+};
+
+/* The code range [start, end) of one FDE, in the object's ELF vaddrs. */
+struct fde_range {
+	uint64_t start, end;
+};
+
+/* One line of a perf map: [start, end) is the code of the name at @name in jitmap.names. */
+struct jit_sym {
+	uint64_t start, end;
+	uint32_t name, seq;	/* seq: line number, so a later line wins over an earlier one */
+};
+
+/*
+ * A process's /tmp/perf-PID.map (node --perf-basic-prof, python -X perf, JVM agents), read as
+ * it grows: whole lines up to @off are parsed. The file stays open while the process lives,
+ * so what it appends up to its exit can still be read (sym_proc_final).
+ */
+struct jitmap {
+	int fd;			/* -1 once the process is gone */
+	uint64_t off;		/* bytes parsed */
+	struct jit_sym *syms;	/* sorted by start, one per start */
+	size_t n, cap;
+	char *names;		/* NUL-terminated names, back to back */
+	size_t names_len, names_cap;
+	uint32_t seq;
+	uint32_t *pending;	/* locations in its module that it does not name yet */
+	size_t npending, cap_pending;
+};
+
 struct smod {
 	char *path;		/* as mapped */
 	uint32_t name;		/* string id of the basename */
@@ -30,8 +72,25 @@ struct smod {
 	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
 	Dwarf_Addr eh_bias, dbg_bias;
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
+	bool fdes_read, syms_read;
+	struct fde_range *fdes;	/* functions its CFI describes, sorted by start */
+	size_t nfdes;
+	struct esym *syms;	/* its symbols, sorted by start */
+	size_t nsyms;
+	int first_global;	/* libdwfl's table: locals before this index, globals from it */
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;
+	struct jitmap *jit;	/* a process's perf map: the module [jit] of that process */
+};
+
+/*
+ * What identifies a module in mod_keys. Files: device, inode, modification time and size
+ * (sym_proc_load). The vDSO: dev UINT64_MAX - 1. A process's perf map: dev UINT64_MAX - 2
+ * and a number no other has. Modules of results loaded from disk: dev UINT64_MAX and a hash
+ * of the name.
+ */
+struct mod_key {
+	uint64_t dev, ino, mtime_ns, size;
 };
 
 struct region {
@@ -44,6 +103,9 @@ struct pmap {
 	size_t n, cap;
 	bool final;
 	uint64_t read_ns;	/* when /proc/PID/maps was last read */
+	uint64_t born_ns;	/* when its map was first read: about its exec */
+	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
+	uint64_t jit_try_ns;	/* when its perf map was last looked for or checked for growth */
 };
 
 struct ksym {
@@ -63,8 +125,9 @@ struct sym {
 	struct itab *loc_keys;	/* (module, addr) -> loc id */
 	struct sym_loc *locs;
 	size_t cap_locs;
-	uint32_t *frames;
-	size_t nframes, cap_frames;
+	uint32_t *frames;	/* procedure ids of every location's frames */
+	struct sym_line *flines; /* parallel to frames: each frame's own file and line */
+	size_t nframes, cap_frames, cap_flines;
 	struct itab *pmap_keys; /* (pid, epoch) -> pmap */
 	struct pmap *pmaps;
 	size_t cap_pmaps;
@@ -143,6 +206,16 @@ void sym_free(struct sym *s)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].path);
 		free(s->mods[i].loads);
+		free(s->mods[i].fdes);
+		free(s->mods[i].syms);
+		if (s->mods[i].jit) {
+			if (s->mods[i].jit->fd >= 0)
+				close(s->mods[i].jit->fd);
+			free(s->mods[i].jit->syms);
+			free(s->mods[i].jit->names);
+			free(s->mods[i].jit->pending);
+			free(s->mods[i].jit);
+		}
 	}
 	for (uint32_t i = 0; s->pmap_keys && i < itab_count(s->pmap_keys); i++)
 		free(s->pmaps[i].r);
@@ -155,6 +228,7 @@ void sym_free(struct sym *s)
 	free(s->procs);
 	free(s->locs);
 	free(s->frames);
+	free(s->flines);
 	free(s->pmaps);
 	free(s->ksyms);
 	free(s);
@@ -167,6 +241,7 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 {
 	uint32_t key[2], fid;
 	struct sym_procinfo *pi;
+	const char *sep;
 	char *full;
 	int r;
 
@@ -181,7 +256,11 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 		return -ENOMEM;
 	module = sym_str(s, key[0]);
 	name = sym_str(s, key[1]);
-	if (asprintf(&full, "%s%s%s", module, module[0] ? "." : "", name[0] ? name : "?") < 0)
+	/* "module.procedure"; a name made from call-frame information reads "module+0xSTART" */
+	sep = !module[0] || !strncmp(name, SYM_CFI_NAME_PREFIX, strlen(SYM_CFI_NAME_PREFIX)) ?
+		      "" :
+		      ".";
+	if (asprintf(&full, "%s%s%s", module, sep, name[0] ? name : "?") < 0)
 		return -ENOMEM;
 	pi = &s->procs[*proc];
 	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line, .file = fid };
@@ -211,6 +290,11 @@ const uint32_t *sym_frames(const struct sym *s, const struct sym_loc *l)
 	return s->frames + l->first;
 }
 
+const struct sym_line *sym_frame_lines(const struct sym *s, const struct sym_loc *l)
+{
+	return s->flines + l->first;
+}
+
 const char *sym_module_path(const struct sym *s, uint32_t module)
 {
 	return module < s->nmods ? s->mods[module].path : "";
@@ -224,11 +308,13 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 }
 
 /*
+ * Append a frame to the pool: procedure (@module, @name) declared at @file:@line, and the
+ * frame's own position @where (the pc's line, or the call site of the inlined callee).
  * Callers pass names that may point into our own string table (module names, kernel
  * symbols), which interning can move: work on copies.
  */
 static int push_frame(struct sym *s, const char *module, const char *name, const char *file,
-		      uint32_t line)
+		      uint32_t line, struct sym_line where)
 {
 	char *m = strdup(module), *n = NULL, *f = file ? strdup(file) : NULL, *at;
 	uint32_t proc;
@@ -244,8 +330,10 @@ static int push_frame(struct sym *s, const char *module, const char *name, const
 	free(m);
 	free(n);
 	free(f);
-	if (r || GROW(s->frames, s->cap_frames, s->nframes + 1))
+	if (r || GROW(s->frames, s->cap_frames, s->nframes + 1) ||
+	    GROW(s->flines, s->cap_flines, s->nframes + 1))
 		return -ENOMEM;
+	s->flines[s->nframes] = where;
 	s->frames[s->nframes++] = proc;
 	return 0;
 }
@@ -382,59 +470,457 @@ static const char *die_name(Dwarf_Die *die)
 	return NULL;
 }
 
-/* Frames for address @a of module @m (dwfl address space), innermost first. */
+/* ---- functions named by call-frame information */
+
+/*
+ * A DW_EH_PE-encoded value at *@p, whose format is the low nibble of @enc (how it applies,
+ * pc-relative or absolute, is the caller's business); *@p moves past it. false when the
+ * format is unknown or the value runs past @end. Little-endian data only (see read_fdes).
+ */
+static bool eh_value(const uint8_t **p, const uint8_t *end, uint8_t enc, unsigned asize,
+		     uint64_t *val)
+{
+	const uint8_t *q = *p;
+	unsigned n, shift = 0;
+	uint64_t v = 0;
+
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+		n = asize;
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		n = 2;
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		n = 4;
+		break;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		n = 8;
+		break;
+	case DW_EH_PE_uleb128:
+	case DW_EH_PE_sleb128:
+		do {
+			if (q >= end || shift > 63)
+				return false;
+			v |= (uint64_t)(*q & 0x7f) << shift;
+			shift += 7;
+		} while (*q++ & 0x80);
+		if ((enc & 0x0f) == DW_EH_PE_sleb128 && shift < 64 && (q[-1] & 0x40))
+			v |= ~0ULL << shift;
+		*p = q;
+		*val = v;
+		return true;
+	default:
+		return false;
+	}
+	if (end - q < (ptrdiff_t)n)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)q[i] << (8 * i);
+	if ((enc & DW_EH_PE_signed) && n < 8 && ((v >> (8 * n - 1)) & 1))
+		v |= ~0ULL << (8 * n);
+	*p = q + n;
+	*val = v;
+	return true;
+}
+
+/*
+ * How the FDEs of @cie encode their initial location: the argument of its 'R' augmentation
+ * (absolute pointers without one); -1 for an augmentation we cannot read past.
+ */
+static int cie_fde_encoding(const Dwarf_CIE *cie, unsigned asize)
+{
+	const uint8_t *d = cie->augmentation_data;
+	const uint8_t *end = d ? d + cie->augmentation_data_size : NULL;
+	const char *a = cie->augmentation;
+	uint64_t skip;
+
+	if (a[0] != 'z')
+		return a[0] ? -1 : DW_EH_PE_absptr;
+	if (!d)
+		return -1;
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'R':
+			return d < end ? *d : -1;
+		case 'L': /* LSDA encoding: one byte */
+			d++;
+			break;
+		case 'P': /* personality: its encoding, then the pointer */
+			if (d >= end || (*d & 0x70) == DW_EH_PE_aligned)
+				return -1;
+			d++;
+			if (!eh_value(&d, end, d[-1], asize, &skip))
+				return -1;
+			break;
+		case 'S': /* signal frame, BTI, MTE: no data */
+		case 'B':
+		case 'G':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+/*
+ * Append to @m's table the code ranges of the FDEs in section @name of @elf, whose
+ * addresses become ELF vaddrs of @m by adding @adj. .eh_frame initial locations are
+ * usually pc-relative (DW_EH_PE_pcrel | sdata4); .debug_frame ones absolute.
+ */
+static void read_fdes_of(struct smod *m, Elf *elf, const char *name, bool eh, int64_t adj,
+			 size_t *cap)
+{
+	struct { Dwarf_Off off; int enc; } cies[32];
+	size_t ncies = 0, shstrndx;
+	const unsigned char *ident;
+	unsigned asize;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	Elf_Data *d = NULL;
+	Dwarf_Off off = 0, next;
+
+	ident = elf ? (const unsigned char *)elf_getident(elf, NULL) : NULL;
+	if (!ident || ident[EI_DATA] != ELFDATA2LSB || elf_getshdrstrndx(elf, &shstrndx))
+		return; /* pcmon's architectures are little-endian; eh_value reads only that */
+	asize = ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (n = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(n, name)) {
+			d = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	if (!d || !d->d_buf)
+		return;
+	for (; off < d->d_size; off = next) {
+		Dwarf_CFI_Entry e, ce;
+		const uint8_t *p;
+		uint64_t start, len;
+		int r = dwarf_next_cfi(ident, d, eh, off, &next, &e), enc = -1;
+		size_t i;
+
+		if (r > 0 || (r < 0 && (next == (Dwarf_Off)-1 || next <= off)))
+			break;
+		if (r < 0 || dwarf_cfi_cie_p(&e))
+			continue;
+		/* the FDE's CIE, usually one or a few per object: remembered */
+		for (i = 0; i < ncies && cies[i].off != e.fde.CIE_pointer; i++)
+			;
+		if (i < ncies) {
+			enc = cies[i].enc;
+		} else {
+			Dwarf_Off cnext;
+
+			if (!dwarf_next_cfi(ident, d, eh, e.fde.CIE_pointer, &cnext, &ce) &&
+			    dwarf_cfi_cie_p(&ce))
+				enc = eh ? cie_fde_encoding(&ce.cie, asize) : DW_EH_PE_absptr;
+			if (ncies < ARRAY_SIZE(cies))
+				cies[ncies++] = (typeof(cies[0])){ e.fde.CIE_pointer, enc };
+		}
+		p = e.fde.start;
+		if (enc < 0 || !eh_value(&p, e.fde.end, enc, asize, &start) ||
+		    !eh_value(&p, e.fde.end, enc & 0x0f, asize, &len) || !len)
+			continue;
+		if ((enc & 0x70) == DW_EH_PE_pcrel)
+			start += sh.sh_addr + (e.fde.start - (const uint8_t *)d->d_buf);
+		else if ((enc & 0x70) != DW_EH_PE_absptr)
+			continue; /* text- or data-relative: not used for code on Linux */
+		if (GROW(m->fdes, *cap, m->nfdes + 1))
+			return;
+		m->fdes[m->nfdes++] = (struct fde_range){ start + adj, start + len + adj };
+	}
+}
+
+static int fde_cmp(const void *a, const void *b)
+{
+	const struct fde_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* @m's table of FDE code ranges, from .eh_frame and .debug_frame: built on first use. */
+static void read_fdes(struct smod *m)
+{
+	GElf_Addr bias, dbias;
+	Dwarf *dw;
+	size_t cap = 0;
+	Elf *elf;
+
+	if (m->fdes_read || !m->mod)
+		return;
+	m->fdes_read = true;
+	elf = dwfl_module_getelf(m->mod, &bias);
+	read_fdes_of(m, elf, ".eh_frame", true, 0, &cap);
+	/* .debug_frame may be in separate debug info, whose addresses may differ by a bias */
+	dw = dwfl_module_getdwarf(m->mod, &dbias);
+	if (dw && dwarf_getelf(dw))
+		read_fdes_of(m, dwarf_getelf(dw), ".debug_frame", false, (int64_t)(dbias - bias),
+			     &cap);
+	qsort(m->fdes, m->nfdes, sizeof(*m->fdes), fde_cmp);
+}
+
+/*
+ * The start of the function that @m's call-frame information says covers @vaddr (an ELF
+ * vaddr of the object): the initial location of the FDE whose range holds it. The FDE,
+ * not the CFI row (dwarf_frame_info gives only the row's range), as a row starts after
+ * every push and pop. false when no FDE covers @vaddr.
+ */
+static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start)
+{
+	size_t lo = 0, hi;
+
+	read_fdes(m);
+	hi = m->nfdes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->fdes[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* FDEs do not overlap: only the last one starting at or below @vaddr can hold it */
+	if (!lo || vaddr >= m->fdes[lo - 1].end)
+		return false;
+	*start = m->fdes[lo - 1].start;
+	return true;
+}
+
+/* ---- symbols */
+
+static int esym_cmp(const void *a, const void *b)
+{
+	const struct esym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * @m's symbols (every table libdwfl knows: .symtab, .dynsym, its separate debug file and
+ * MiniDebugInfo), sorted, built on first use. dwfl_module_addrinfo() scans every symbol on
+ * every call: on node's 100k symbols that is 9 ms per address, seconds of drain time.
+ */
+static void read_syms(struct smod *m)
+{
+	size_t cap = 0;
+	int n;
+
+	if (m->syms_read || !m->mod)
+		return;
+	m->syms_read = true;
+	n = dwfl_module_getsymtab(m->mod);
+	m->first_global = dwfl_module_getsymtab_first_global(m->mod);
+	for (int i = 1; i < n; i++) {
+		static const uint8_t binds[] = { [STB_LOCAL] = 1, [STB_GLOBAL] = 3,
+						 [STB_WEAK] = 2 };
+		GElf_Sym sym;
+		GElf_Addr addr, sbias;
+		GElf_Word shndx;
+		GElf_Shdr sh;
+		Elf_Scn *scn;
+		Elf *elf;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf,
+							   &sbias);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		struct esym *e;
+
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
+		    type == STT_FILE || type == STT_TLS || addr < m->bias)
+			continue;
+		if (GROW(m->syms, cap, m->nsyms + 1))
+			break;
+		e = &m->syms[m->nsyms++];
+		*e = (struct esym){
+			.start = addr - m->bias,
+			.end = addr - m->bias + sym.st_size,
+			.name = name,
+			.idx = i,
+			.bind = bind < (int)sizeof(binds) ? binds[bind] : 0,
+		};
+		/* a symbol without a size reaches no further than its section */
+		if (!sym.st_size && shndx < SHN_LORESERVE && elf &&
+		    (scn = elf_getscn(elf, shndx)) && gelf_getshdr(scn, &sh)) {
+			e->sec_start = sh.sh_addr + sbias - m->bias;
+			e->sec_end = e->sec_start + sh.sh_size;
+		}
+	}
+	qsort(m->syms, m->nsyms, sizeof(*m->syms), esym_cmp);
+	for (size_t i = 0; i < m->nsyms; i++)
+		m->syms[i].reach = MAX(m->syms[i].end, i ? m->syms[i - 1].reach : 0);
+}
+
+/*
+ * Is @e, met after @best in libdwfl's table order, the better name for an address both
+ * hold? The closer start, else the stronger binding, else (same start) the smaller size.
+ */
+static bool esym_better(const struct esym *e, const struct esym *best)
+{
+	if (!best)
+		return true;
+	if (best->start < e->start || best->bind < e->bind)
+		return true;
+	return best->start == e->start &&
+	       ((best->end > e->end && best->bind <= e->bind) ||
+		(best->end >= e->end && best->bind < e->bind));
+}
+
+/*
+ * The symbol that covers @vaddr, chosen as dwfl_module_addrinfo() chooses, so names do not
+ * change with the lookup: among symbols whose [start, end) holds it the global and weak
+ * ones first, then the local ones (esym_better() decides, in table order); without one,
+ * the closest symbol without a size below it in the same section, above the end of every
+ * sized symbol below it (hand-written assembly). NULL if none.
+ */
+static const char *sym_name_at(struct smod *m, uint64_t vaddr)
+{
+	enum { MAXC = 64 };
+	const struct esym *cand[MAXC], *best = NULL;
+	size_t lo = 0, hi, nc = 0;
+	bool found_global;
+	uint64_t min_label;
+
+	read_syms(m);
+	hi = m->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/* symbols at or below @vaddr, while one of them may still reach it */
+	for (size_t i = lo; i-- > 0 && m->syms[i].reach > vaddr && nc < MAXC;)
+		if (m->syms[i].end > vaddr)
+			cand[nc++] = &m->syms[i];
+	/* in table order (few: insertion sort), globals, then locals if no global holds it */
+	for (size_t c = 1; c < nc; c++)
+		for (size_t k = c; k > 0 && cand[k - 1]->idx > cand[k]->idx; k--) {
+			const struct esym *t = cand[k];
+
+			cand[k] = cand[k - 1];
+			cand[k - 1] = t;
+		}
+	for (size_t c = 0; c < nc; c++)
+		if ((int)cand[c]->idx >= m->first_global && esym_better(cand[c], best))
+			best = cand[c];
+	found_global = best;
+	for (size_t c = 0; c < nc && !found_global; c++)
+		if ((int)cand[c]->idx < m->first_global && esym_better(cand[c], best))
+			best = cand[c];
+	if (best)
+		return best->name;
+	min_label = m->syms[lo - 1].reach;
+	for (size_t i = lo; i-- > 0 && m->syms[i].start >= min_label;) {
+		const struct esym *e = &m->syms[i];
+
+		if (e->end != e->start || vaddr < e->sec_start || vaddr >= e->sec_end)
+			continue;
+		if (best && best->start != e->start)
+			break;
+		if (!best || e->bind > best->bind)
+			best = e;
+	}
+	return best ? best->name : NULL;
+}
+
+/* The line in the caller where the inlined call @die was made: DW_AT_call_file/_line. */
+static struct sym_line call_site(struct sym *s, Dwarf_Die *die)
+{
+	struct sym_line where = { 0, 0 };
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Word w;
+	Dwarf_Die cu;
+	size_t nfiles;
+	const char *f;
+
+	if (dwarf_attr(die, DW_AT_call_line, &a) && !dwarf_formudata(&a, &w))
+		where.line = w;
+	/* the file is an index into the line table's files of the DIE's own unit */
+	if (dwarf_attr(die, DW_AT_call_file, &a) && !dwarf_formudata(&a, &w) &&
+	    dwarf_diecu(die, &cu, NULL, NULL) && !dwarf_getsrcfiles(&cu, &files, &nfiles) &&
+	    w < nfiles && (f = dwarf_filesrc(files, w, NULL, NULL)))
+		where.file = str_id(s, f);
+	return where;
+}
+
+/*
+ * Frames for address @a of module @m (dwfl address space), innermost first. The innermost
+ * frame is at the line of @a; each frame outside an inlined callee is at the callee's call
+ * site. With SYM_NO_INLINE only the function that holds the code is kept, at the line of
+ * the outermost call site: where its own code stands.
+ */
 static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc *l)
 {
-	const char *name, *file = NULL;
-	Dwarf_Die *scopes = NULL, *cu;
+	const char *name, *file, *decl_file = NULL;
+	Dwarf_Die *scopes = NULL, *chain = NULL, *cu;
+	struct sym_line where = { 0, 0 };
+	char cfi_name[32];
+	uint64_t start;
 	Dwarf_Addr bias;
-	GElf_Sym gsym;
-	GElf_Off off;
 	Dwfl_Line *ln;
-	int nscopes = 0, line = 0, r = 0;
-	const char *decl_file = NULL;
-	int decl_line = 0;
+	int nchain = 0, line = 0, decl_line = 0, r;
 
 	ln = dwfl_module_getsrc(m->mod, a);
 	if (ln) {
 		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
-		l->file = file ? str_id(s, file) : 0;
-		l->line = line > 0 ? line : 0;
+		where.file = file ? str_id(s, file) : 0;
+		where.line = line > 0 ? line : 0;
 	}
-	name = dwfl_module_addrinfo(m->mod, a, &off, &gsym, NULL, NULL, NULL);
-	if (name && gsym.st_size && off >= gsym.st_size)
-		name = NULL;
+	l->file = where.file;
+	l->line = where.line;
+	name = sym_name_at(m, a - m->bias);
 
+	/*
+	 * dwarf_getscopes() gives the innermost scope, but above an inlined instance it goes on
+	 * with the scopes of the callee's abstract definition; the DIEs that physically hold
+	 * the code (each inlined call inside its caller, up to the subprogram) come from
+	 * dwarf_getscopes_die() on that innermost scope.
+	 */
 	cu = dwfl_module_addrdie(m->mod, a, &bias);
-	if (cu)
-		nscopes = dwarf_getscopes(cu, a - bias, &scopes);
-	for (int i = 0; i < nscopes; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+	if (cu && dwarf_getscopes(cu, a - bias, &scopes) > 0)
+		nchain = dwarf_getscopes_die(&scopes[0], &chain);
+	for (int i = 0; i < nchain; i++) {
+		int tag = dwarf_tag(&chain[i]), iline = 0;
 
 		if (tag == DW_TAG_subprogram) {
-			decl_file = dwarf_decl_file(&scopes[i]);
-			dwarf_decl_line(&scopes[i], &decl_line);
+			decl_file = dwarf_decl_file(&chain[i]);
+			dwarf_decl_line(&chain[i], &decl_line);
 			if (!name)
-				name = die_name(&scopes[i]);
+				name = die_name(&chain[i]);
 			break;
 		}
-		if (tag != DW_TAG_inlined_subroutine || (s->flags & SYM_NO_INLINE))
+		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		{
-			const char *ifile = dwarf_decl_file(&scopes[i]);
-			int iline = 0;
-
-			dwarf_decl_line(&scopes[i], &iline);
-			r = push_frame(s, sym_str(s, m->name), die_name(&scopes[i]), ifile, iline);
+		if (!(s->flags & SYM_NO_INLINE)) {
+			dwarf_decl_line(&chain[i], &iline);
+			r = push_frame(s, sym_str(s, m->name), die_name(&chain[i]),
+				       dwarf_decl_file(&chain[i]), iline, where);
 			if (r)
 				goto out;
-			l->nframes++;
 		}
+		where = call_site(s, &chain[i]);
 	}
-	r = push_frame(s, sym_str(s, m->name), name, decl_file, decl_line);
-	if (!r)
-		l->nframes++;
+	/* no symbol and no DWARF: the function that the call-frame information knows */
+	if (!name && cfi_function_start(m, a - m->bias, &start)) {
+		snprintf(cfi_name, sizeof(cfi_name), SYM_CFI_NAME_PREFIX "%" PRIx64, start);
+		name = cfi_name;
+	}
+	r = push_frame(s, sym_str(s, m->name), name, decl_file, decl_line, where);
 out:
+	free(chain);
 	free(scopes);
 	return r;
 }
@@ -497,9 +983,15 @@ static const char *ksym_name(struct sym *s, uint64_t a)
 
 /* ---- locations */
 
-static uint32_t make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr)
+/*
+ * The location (@module, @addr), symbolized on first sight: from the module's ELF file at
+ * @dwfl_addr, from kallsyms, or (JIT code) named @name.
+ */
+static uint32_t make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr,
+			 const char *name)
 {
 	struct { uint64_t addr; uint32_t module, pad; } key = { addr, module, 0 };
+	const struct sym_line nowhere = { 0, 0 };
 	struct smod *m = &s->mods[module];
 	struct sym_loc *l;
 	uint32_t id;
@@ -513,14 +1005,14 @@ static uint32_t make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t
 	l = &s->locs[id];
 	*l = (struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
 	if (module == SYM_MOD_KERNEL)
-		push_frame(s, "kernel", ksym_name(s, addr), NULL, 0);
-	else if (m->mod)
+		name = ksym_name(s, addr);
+	if (m->mod)
 		symbolize_elf(s, m, dwfl_addr, l);
 	else
-		push_frame(s, sym_str(s, m->name), NULL, NULL, 0);
+		push_frame(s, sym_str(s, m->name), name, NULL, 0, nowhere);
 	l->nframes = s->nframes - l->first;
 	if (!l->nframes) {
-		push_frame(s, sym_str(s, m->name), NULL, NULL, 0);
+		push_frame(s, sym_str(s, m->name), NULL, NULL, 0, nowhere);
 		l->nframes = 1;
 	}
 	return id;
@@ -528,7 +1020,298 @@ static uint32_t make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t
 
 uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site)
 {
-	return make_loc(s, SYM_MOD_KERNEL, pc - call_site, 0);
+	return make_loc(s, SYM_MOD_KERNEL, pc - call_site, 0, NULL);
+}
+
+/* ---- JIT code: perf maps */
+
+static int jit_sym_cmp(const void *a, const void *b)
+{
+	const struct jit_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Parse the lines "START SIZE name" (hex, "0x" optional) of @buf[0..len); a line without its
+ * newline yet is left for the next read. Returns the bytes consumed.
+ */
+static size_t jit_parse(struct jitmap *j, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	for (char *nl; done < len && (nl = memchr(buf + done, '\n', len - done));) {
+		char *line = buf + done, *end;
+		uint64_t start, size;
+		size_t n;
+
+		*nl = '\0';
+		done = nl + 1 - buf;
+		start = strtoull(line, &end, 16);
+		if (end == line || *end != ' ')
+			continue;
+		line = end;
+		size = strtoull(line, &end, 16);
+		if (end == line || *end != ' ' || !size || start + size < start)
+			continue;
+		line = end + 1;
+		n = strlen(line);
+		if (n && line[n - 1] == '\r')
+			line[--n] = '\0';
+		if (!n || GROW(j->syms, j->cap, j->n + 1) ||
+		    GROW(j->names, j->names_cap, j->names_len + n + 1))
+			continue;
+		memcpy(j->names + j->names_len, line, n + 1);
+		j->syms[j->n++] = (struct jit_sym){ start, start + size, j->names_len, j->seq++ };
+		j->names_len += n + 1;
+	}
+	return done;
+}
+
+/*
+ * Read what the perf map gained since the last read. Code moves and is freed: a line for a
+ * start that an earlier line had replaces it (the older text is left in names). Returns
+ * whether anything was added.
+ */
+static bool jit_read(struct jitmap *j)
+{
+	enum { CHUNK = 1 << 20 };
+	size_t before = j->n, out = 0;
+	struct stat st;
+	char *buf;
+
+	if (j->fd < 0 || fstat(j->fd, &st))
+		return false;
+	if ((uint64_t)st.st_size < j->off) {
+		/* rewritten from the start (another process of that pid): forget the old one */
+		j->off = j->n = j->names_len = 0;
+		before = 0;
+	}
+	if ((uint64_t)st.st_size == j->off)
+		return false;
+	/* a megabyte at a time (a JVM's map reaches hundreds): whole lines, the rest next round */
+	buf = malloc(CHUNK + 1);
+	while (buf && j->off < (uint64_t)st.st_size) {
+		ssize_t got = pread(j->fd, buf, MIN((uint64_t)CHUNK, st.st_size - j->off), j->off);
+		size_t used;
+
+		if (got <= 0)
+			break;
+		buf[got] = '\0';
+		used = jit_parse(j, buf, got);
+		if (!used)
+			break; /* a line longer than a chunk, or one still being written */
+		j->off += used;
+	}
+	free(buf);
+	if (j->n == before)
+		return false;
+	qsort(j->syms, j->n, sizeof(*j->syms), jit_sym_cmp);
+	for (size_t i = 0; i < j->n; i++) {
+		if (out && j->syms[out - 1].start == j->syms[i].start)
+			out--; /* same start: the later line (sorted after it) wins */
+		j->syms[out++] = j->syms[i];
+	}
+	j->n = out;
+	return true;
+}
+
+/* The name the perf map gives @pc, or NULL. */
+static const char *jit_name(const struct jitmap *j, uint64_t pc)
+{
+	size_t lo = 0, hi = j->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (j->syms[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/*
+	 * The last start at or below @pc, else one a little before it whose code spans a
+	 * newer, smaller one: a few steps back are enough for how JIT compilers reuse memory.
+	 */
+	for (size_t i = lo, steps = 0; i-- > 0 && steps < 8; steps++)
+		if (pc < j->syms[i].end)
+			return j->names + j->syms[i].name;
+	return NULL;
+}
+
+/* The pid of @pid inside its own pid namespace: the one in its perf map's name. */
+static uint32_t ns_pid(uint32_t pid)
+{
+	char path[64], *buf, *line;
+	uint32_t nspid = pid;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	buf = read_file(path, NULL);
+	line = buf ? strstr(buf, "\nNSpid:") : NULL;
+	if (line) {
+		/* "NSpid:\t4242\t7": the last number is the innermost namespace's */
+		char *end = strchr(line + 1, '\n'), *tab = NULL;
+
+		if (end)
+			*end = '\0';
+		for (char *t = line + 1; (t = strchr(t, '\t')); t++)
+			tab = t;
+		if (tab)
+			nspid = strtoul(tab + 1, NULL, 10);
+	}
+	free(buf);
+	return nspid;
+}
+
+/* Open (pid, epoch)'s perf map, as the process sees it, and make it its module [jit]. */
+static int jit_open(struct sym *s, struct pmap *pm, uint32_t pid)
+{
+	struct mod_key mkey = { UINT64_MAX - 2, 0, 0, 0 };
+	char path[128], root[64];
+	struct jitmap *j;
+	uint32_t mod;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", pid, ns_pid(pid));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(root, sizeof(root), "/proc/%u/root/", pid);
+	if (fd < 0 && access(root, F_OK)) {
+		struct stat st;
+		double born;
+
+		/*
+		 * The process is gone (its samples can be drained after it): its perf map is
+		 * still in /tmp, if it ran in our mount namespace. Not a leftover of an earlier
+		 * process with that pid: it must have been written since this one was first seen.
+		 */
+		born = wall_time() - (double)(now_ns() - pm->born_ns) / 1e9;
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || st.st_mtim.tv_sec + 1 < born)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0)
+		return -ENOENT;
+	j = calloc(1, sizeof(*j));
+	/* each process's perf map is a module of its own: a key no other module has */
+	mkey.ino = s->nmods;
+	r = j ? itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod) : -ENOMEM;
+	if (r != 1 || add_module(s, path, SYM_JIT_MODULE, &mod)) {
+		free(j);
+		close(fd);
+		return -ENOMEM;
+	}
+	j->fd = fd;
+	s->mods[mod].jit = j;
+	pm->jit_mod = mod;
+	pr_debug("reading JIT symbols of pid %u from %s", pid, path);
+	return 0;
+}
+
+/*
+ * Name the locations of @mod (a perf map) still waiting for their line: a JIT writes a line
+ * when it has compiled the code, and the samples in it may come before it reaches the file.
+ * The frame is renamed in place, so samples already stored get the name too.
+ */
+static void jit_resolve(struct sym *s, uint32_t mod)
+{
+	struct jitmap *j = s->mods[mod].jit;
+	size_t out = 0;
+
+	for (size_t i = 0; i < j->npending; i++) {
+		const struct sym_loc *l = &s->locs[j->pending[i]];
+		const char *name = jit_name(j, l->addr);
+		uint32_t proc;
+
+		if (!name || sym_intern_proc(s, SYM_JIT_MODULE, name, NULL, 0, &proc) < 0)
+			j->pending[out++] = j->pending[i];
+		else
+			s->frames[l->first] = proc;
+	}
+	j->npending = out;
+}
+
+/* Read what the perf map of @mod gained; name what waited for it. */
+static void jit_refresh(struct sym *s, uint32_t mod)
+{
+	if (jit_read(s->mods[mod].jit))
+		jit_resolve(s, mod);
+}
+
+/* (pid, epoch)'s perf map, opened on first need: an attempt at most every 100 ms. */
+static struct jitmap *jit_map(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t now)
+{
+	if (!pm->jit_mod) {
+		if (now - pm->jit_try_ns < 100000000)
+			return NULL;
+		pm->jit_try_ns = now;
+		if (jit_open(s, pm, pid))
+			return NULL;
+		jit_refresh(s, pm->jit_mod);
+		if (pm->final) {
+			/* found after the process left: complete, nothing more to wait for */
+			close(s->mods[pm->jit_mod].jit->fd);
+			s->mods[pm->jit_mod].jit->fd = -1;
+		}
+	}
+	return s->mods[pm->jit_mod].jit;
+}
+
+/* The name @j gives @pc; if none, after looking for new lines (a stat, at most once a ms). */
+static const char *jit_lookup(struct sym *s, struct pmap *pm, struct jitmap *j, uint64_t pc,
+			      uint64_t now)
+{
+	const char *name = jit_name(j, pc);
+
+	if (!name && now - pm->jit_try_ns >= 1000000) {
+		pm->jit_try_ns = now;
+		jit_refresh(s, pm->jit_mod);
+		name = jit_name(j, pc);
+	}
+	return name;
+}
+
+/*
+ * The location of @pc, outside every file mapping of (pid, epoch), in its perf map's module.
+ * Each address is symbolized once: a pc the map does not name yet (@create: it is in no file
+ * either) gets a location without a name, named when the map grows (jit_resolve).
+ */
+static bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool create,
+		     uint32_t *loc)
+{
+	struct { uint64_t addr; uint32_t module, pad; } key = { pc, 0, 0 };
+	uint64_t now = now_ns();
+	struct jitmap *j = jit_map(s, pm, pid, now);
+	const char *name;
+	int64_t found;
+
+	if (!j)
+		return false;
+	key.module = pm->jit_mod;
+	found = itab_find(s->loc_keys, &key, sizeof(key));
+	if (found >= 0 && sym_proc(s, s->frames[s->locs[found].first])->name) {
+		*loc = found;
+		return true;
+	}
+	/* unnamed yet: new lines may name it (and rename its location) */
+	name = jit_lookup(s, pm, j, pc, now);
+	if (found >= 0) {
+		/* still unnamed: a file the address map has yet to show comes first */
+		if (!create && !sym_proc(s, s->frames[s->locs[found].first])->name)
+			return false;
+		*loc = found;
+		return true;
+	}
+	if (!name && !create)
+		return false;
+	*loc = make_loc(s, pm->jit_mod, pc, 0, name);
+	if (!name && !GROW(j->pending, j->cap_pending, j->npending + 1))
+		j->pending[j->npending++] = *loc;
+	return true;
 }
 
 /* ---- process address maps */
@@ -555,6 +1338,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
 	char path[64], *buf, *line, *save;
+	bool anon_code = false;
+	size_t old_n;
 
 	if (!pm)
 		return -ENOMEM;
@@ -566,17 +1351,24 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -errno;
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
+	if (!pm->born_ns)
+		pm->born_ns = pm->read_ns;
+	old_n = pm->n;
 	pm->n = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		uint64_t start, end, pgoff, ino;
 		unsigned maj, min;
 		char perms[8], mf[64];
 		int pos = 0;
-		/* a file: device and inode, and its change time and size, as inode numbers of
-		 * deleted files come back for new ones */
-		struct { uint64_t dev, ino, ctime_ns, size; } mkey = { 0 };
+		/*
+		 * a file: device and inode, and its modification time and size, as inode numbers
+		 * of deleted files come back for new ones. Not its change time, which unlinking
+		 * it moves: a program deleted while it runs stays one module.
+		 */
+		struct mod_key mkey = { 0 };
 		struct stat st;
-		const char *file;
+		char *file;
+		size_t flen;
 		uint32_t mod;
 		int r;
 
@@ -584,13 +1376,18 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
 			continue;
 		file = line + pos;
+		anon_code |= !ino && perms[2] == 'x' && file[0] != '[';
 		if (!ino && strcmp(file, "[vdso]"))
 			continue; /* only file-backed mappings (and the vDSO) name code and strings */
+		/* the kernel marks a file unlinked since it was mapped; map_files still opens it */
+		flen = strlen(file);
+		if (flen > 10 && !strcmp(file + flen - 10, " (deleted)"))
+			file[flen - 10] = '\0';
 		mkey.dev = ino ? ((uint64_t)maj << 32) | min : UINT64_MAX - 1;
 		mkey.ino = ino;
 		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 		if (ino && !stat(mf, &st)) {
-			mkey.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+			mkey.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
 			mkey.size = st.st_size;
 		}
 		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
@@ -606,16 +1403,32 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			break;
 		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod };
 	}
+	/*
+	 * A process on its way out has no address space left: its maps read empty before its
+	 * exit is reported. Keep what it had, for the samples it left.
+	 */
+	if (!pm->n)
+		pm->n = old_n;
 	free(buf);
+	/* code in anonymous memory: a JIT; find its perf map while the process is there */
+	if (anon_code)
+		jit_map(s, pm, pid, now_ns());
 	return 0;
 }
 
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	struct jitmap *j = pm && pm->jit_mod ? s->mods[pm->jit_mod].jit : NULL;
 
 	if (pm)
 		pm->final = true;
+	/* its perf map is complete: read its last lines and let the file go */
+	if (j && j->fd >= 0) {
+		jit_refresh(s, pm->jit_mod);
+		close(j->fd);
+		j->fd = -1;
+	}
 }
 
 static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)
@@ -648,23 +1461,46 @@ static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t ep
 
 uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
 {
-	const struct region *r = find_region(s, pid, epoch, pc);
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	const struct region *r = pmap_find(pm, pc);
 	struct smod *m;
 	uint64_t vaddr;
+	uint32_t loc;
 
+	/*
+	 * Not in a file: JIT code named by the perf map, before re-reading the address map; a pc
+	 * the map does not name yet, only once the address map has it in no file either.
+	 */
+	if (!r && pm && jit_user(s, pm, pid, pc - call_site, false, &loc))
+		return loc;
+	if (!r) {
+		r = find_region(s, pid, epoch, pc);
+		pm = pmap_get(s, pid, epoch, false); /* reading the map may add pmaps */
+	}
+	if (!r && pm && jit_user(s, pm, pid, pc - call_site, true, &loc))
+		return loc;
 	pc -= call_site;
 	if (!r)
-		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0);
+		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0, NULL);
 	m = &s->mods[r->module];
 	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr))
-		return make_loc(s, r->module, pc - r->start + r->pgoff, 0);
-	return make_loc(s, r->module, vaddr, vaddr + m->bias);
+		return make_loc(s, r->module, pc - r->start + r->pgoff, 0, NULL);
+	loc = make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+	/*
+	 * A call is always inside a function, so a return address whose call site lies in no
+	 * function was not one: the pc the kernel left at a fault on the first instruction of
+	 * a function (an innermost frame sampled in kernel mode). Take the pc itself.
+	 */
+	if (call_site && !sym_proc(s, s->frames[s->locs[loc].first])->name &&
+	    pc + 1 < r->end && offset_to_vaddr(m, pc + 1 - r->start + r->pgoff, &vaddr))
+		loc = make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+	return loc;
 }
 
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
-		   size_t n, const char *file, uint32_t line, uint32_t *loc)
+		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc)
 {
-	struct { uint64_t dev, ino, ctime_ns, size; } mkey = { UINT64_MAX, hash_bytes(module, strlen(module)), 0, 0 };
+	struct mod_key mkey = { UINT64_MAX, hash_bytes(module, strlen(module)), 0, 0 };
 	struct { uint64_t addr; uint32_t module, pad; } lkey;
 	struct sym_loc *l;
 	uint32_t mod;
@@ -689,14 +1525,22 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 	if (GROW(s->locs, s->cap_locs, *loc + 1))
 		return -ENOMEM;
 	l = &s->locs[*loc];
-	*l = (struct sym_loc){ .module = mod, .addr = addr, .first = s->nframes, .line = line };
-	l->file = file ? str_id(s, file) : 0;
-	for (size_t i = 0; i < n; i++)
-		if (push_frame(s, module, procs[i], NULL, 0))
+	*l = (struct sym_loc){ .module = mod, .addr = addr, .first = s->nframes };
+	for (size_t i = 0; i < n; i++) {
+		struct sym_line where = {
+			.file = files && files[i] ? str_id(s, files[i]) : 0,
+			.line = lines ? lines[i] : 0,
+		};
+
+		if (push_frame(s, module, procs[i], NULL, 0, where))
 			return -ENOMEM;
-	if (!n && push_frame(s, module, NULL, NULL, 0))
+	}
+	if (!n && push_frame(s, module, NULL, NULL, 0, (struct sym_line){ 0, 0 }))
 		return -ENOMEM;
 	l->nframes = s->nframes - l->first;
+	/* the location's own line is its innermost frame's */
+	l->file = s->flines[l->first].file;
+	l->line = s->flines[l->first].line;
 	return 0;
 }
 
@@ -788,13 +1632,34 @@ int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, 
 
 /* ---- call-frame information, for unw_ */
 
+/* The object's call-frame information, read once (libdwfl owns and caches it). */
+static void module_cfi(struct smod *m)
+{
+	if (m->cfi_tried || !m->mod)
+		return;
+	m->cfi_tried = true;
+	m->eh_cfi = dwfl_module_eh_cfi(m->mod, &m->eh_bias);
+	m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
+}
+
 int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame)
 {
-	const struct region *r = find_region(s, pid, epoch, pc);
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	const struct region *r = pmap_find(pm, pc);
+	uint64_t vaddr, now = now_ns();
+	struct jitmap *j;
 	struct smod *m;
-	uint64_t vaddr;
 
 	*frame = NULL;
+	if (!r && pm) {
+		/* JIT code has no CFI: known as such, it needs no new look at the address map */
+		j = jit_map(s, pm, pid, now);
+		if (j && jit_lookup(s, pm, j, pc, now))
+			return -ENOENT;
+		r = find_region(s, pid, epoch, pc);
+	} else if (!r) {
+		r = find_region(s, pid, epoch, pc);
+	}
 	if (!r)
 		return -ENOENT;
 	m = &s->mods[r->module];
@@ -802,11 +1667,7 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 		m->unwind_misses++;
 		return -ENOENT;
 	}
-	if (!m->cfi_tried) {
-		m->cfi_tried = true;
-		m->eh_cfi = dwfl_module_eh_cfi(m->mod, &m->eh_bias);
-		m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
-	}
+	module_cfi(m);
 	/* .eh_frame first (it is what the program unwinds with), then .debug_frame */
 	if (m->eh_cfi && !dwarf_cfi_addrframe(m->eh_cfi, vaddr + m->bias - m->eh_bias, frame)) {
 		m->unwinds++;
@@ -943,6 +1804,16 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 		dwfl_module_getelf(mod, &m->bias);
 		m->cfi_tried = false;
 		m->eh_cfi = m->dbg_cfi = NULL;
+		/* symbol and function tables name the old Dwfl's strings, and the debug file may
+		 * bring a full symbol table and .debug_frame: built again on next use */
+		free(m->syms);
+		m->syms = NULL;
+		m->nsyms = 0;
+		m->syms_read = false;
+		free(m->fdes);
+		m->fdes = NULL;
+		m->nfdes = 0;
+		m->fdes_read = false;
 		for (uint32_t id = 0; id < itab_count(s->loc_keys); id++) {
 			struct sym_loc *l = &s->locs[id], old = *l;
 			bool mapped = false;

@@ -5,8 +5,15 @@
  * A *location* is a code address made process-independent: (object file, address inside
  * it). Each location is symbolized once and yields one or more *frames* (procedure ids),
  * innermost first: inlined functions come before the function they were inlined into.
- * Procedures are (module basename, name); a procedure with no name stands for code that
- * no symbol covers in that module (or in anonymous memory): foreignPcs material.
+ * Each frame also carries its own source line (sym_frame_lines): the innermost frame the
+ * line of the address, every outer frame the line of the call that was inlined into it.
+ *
+ * Procedures are (module basename, name). Code that no symbol covers is named after the
+ * function the object's call-frame information says covers it: the name "+0xSTART", START
+ * the FDE's first address as an ELF vaddr, so the full name reads "libfoo.so.1+0x15b40".
+ * JIT code is named from the process's /tmp/perf-PID.map, in the module "[jit]". A
+ * procedure with no name stands for code nothing covers (anonymous memory without a perf
+ * map, an object with neither symbol nor FDE there): foreignPcs material.
  *
  * Per process, an address map snapshot from /proc/PID/maps, keyed by (pid, exec epoch), so
  * samples taken before an exec or after the process exited still resolve.
@@ -35,11 +42,22 @@ struct sym_loc {
 
 struct sym_procinfo {
 	uint32_t module;	/* string id of the module name ("libc.so.6", "kernel", "") */
-	uint32_t name;		/* string id of the procedure name, 0 = no covering symbol */
+	uint32_t name;		/* string id of the procedure name, 0 = nothing covers it */
 	uint32_t file;		/* string id of the file of its entry, 0 = unknown */
 	uint32_t line;
-	uint32_t full;		/* string id of "module.procedure" */
+	uint32_t full;		/* string id of "module.procedure" ("module+0xSTART") */
 };
+
+/* Where one frame of a location is: the pc's line (innermost), else its call site. */
+struct sym_line {
+	uint32_t file;		/* string id of the source file, 0 = unknown */
+	uint32_t line;		/* 0 = unknown */
+};
+
+/* Prefix of the procedure names made from call-frame information ("+0x15b40"). */
+#define SYM_CFI_NAME_PREFIX "+0x"
+/* Module name of code named from a perf map (JIT). */
+#define SYM_JIT_MODULE "[jit]"
 
 struct sym *sym_new(unsigned flags);
 void sym_free(struct sym *s);
@@ -66,6 +84,8 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc);
 
 const struct sym_loc *sym_loc(const struct sym *s, uint32_t loc);
 const uint32_t *sym_frames(const struct sym *s, const struct sym_loc *l);
+/* Per frame of @l, parallel to sym_frames(): the frame's own file and line. */
+const struct sym_line *sym_frame_lines(const struct sym *s, const struct sym_loc *l);
 const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc);
 uint32_t sym_nprocs(const struct sym *s);
 const char *sym_str(const struct sym *s, uint32_t id); /* "" for 0 */
@@ -73,9 +93,13 @@ const char *sym_module_path(const struct sym *s, uint32_t module);
 /* Intern a procedure by names (for results loaded from disk). */
 int sym_intern_proc(struct sym *s, const char *module, const char *name, const char *file,
 		    uint32_t line, uint32_t *proc);
-/* Intern a location with given frames, innermost first (results loaded from disk, tests). */
+/*
+ * Intern a location with given frames, innermost first (results loaded from disk, tests):
+ * @n procedure names (NULL: no name), and per frame its file (NULL: unknown) and line (0);
+ * @files and @lines may be NULL for none known.
+ */
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
-		   size_t n, const char *file, uint32_t line, uint32_t *loc);
+		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc);
 int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
 
 /* The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). */

@@ -114,7 +114,7 @@ static uint32_t loc_of(struct fx *f, const char *tok)
 		}
 	}
 	assert_int_equal(sym_intern_loc(f->s, strcmp(buf, "-") ? buf : "", 0x1000 + 16 * id, chain,
-					n, NULL, 0, &loc),
+					NULL, NULL, n, &loc),
 			 0);
 	f->loc[id] = loc;
 	return loc;
@@ -546,7 +546,7 @@ static void test_foreign(void **state)
 	ON(f, "prog/main -/? prog/cb", 4);	/* called back from JIT code */
 	ON(f, "-/?", 1);			/* nothing known at all */
 	/* a location whose frame has a NULL procedure name */
-	assert_int_equal(sym_intern_loc(f->s, "prog", 0xdead0, unnamed, 1, NULL, 0, &loc), 0);
+	assert_int_equal(sym_intern_loc(f->s, "prog", 0xdead0, unnamed, NULL, NULL, 1, &loc), 0);
 	st = mk(f, PCMON_KIND_ONCPU, 1, AGG_WALK_OK, "prog/main prog/main");
 	st->locs[1] = loc;
 	assert_int_equal(agg_add(f->a, st, 3, 0), 0);

@@ -275,6 +275,28 @@ static void test_dotted_name(void **state)
 	YES("libstdc++.operator_new", "libstdc++.so.6/operator_new");
 }
 
+/* Code without a symbol is named "+0xSTART" after its FDE: "module+0xSTART" names it. */
+static void test_cfi_names(void **state)
+{
+	(void)state;
+	YES("liblzma.so.5+0x15b40", "liblzma.so.5/+0x15b40");
+	YES("liblzma+0x15b40", "liblzma.so.5/+0x15b40"); /* the module alias */
+	YES("\"liblzma.so.5+0x15b40\"", "liblzma.so.5/+0x15b40"); /* quoted: still split */
+	YES("\"+0x15b40\"", "liblzma.so.5/+0x15b40"); /* the procedure alone */
+	YES("liblzma+0x15*", "liblzma.so.5/+0x15b40");
+	YES("liblzma.*", "liblzma.so.5/+0x15b40");
+	YES("main->liblzma+0x15b40", "xz/main liblzma.so.5/+0x15b40");
+	NO("liblzma+0x15b40", "liblzma.so.5/+0x15b41");
+	NO("liblzma+0x15b4", "liblzma.so.5/+0x15b40");
+	NO("liblzma+0x15b40", "libz.so.1/+0x15b40");
+	NO("liblzma+0x15b40", "liblzma.so.5/-");
+	NO("liblzma+0x15b40", "-/+0x15b40");
+	NO("m+f", "m/f"); /* the '+' belongs to the procedure */
+	NO("lib*+0x10", "lib.x/f+0x10");
+	YES("libstdc++.so.6", "libstdc++.so.6/-"); /* a '+' inside a module still works */
+	YES("libstdc++.so.6+0x10", "libstdc++.so.6/+0x10");
+}
+
 static void test_globs(void **state)
 {
 	(void)state;
@@ -926,11 +948,13 @@ static bool ref_name(const char *n, bool quoted, const struct pat_frame *f)
 	if (f->module && ref_mod(n, quoted, f->module))
 		return true;
 	for (size_t i = 1; n[i]; i++) {
-		if (n[i] != '.' || !n[i + 1] || !f->module || !f->proc)
+		/* at a '.' (dropped) or a '+' (kept by the procedure: "m+0x10") */
+		if ((n[i] != '.' && n[i] != '+') || !n[i + 1] || !f->module || !f->proc)
 			continue;
 		memcpy(mod, n, i);
 		mod[i] = '\0';
-		if (ref_mod(mod, quoted, f->module) && ref_proc(n + i + 1, quoted, f->proc))
+		if (ref_mod(mod, quoted, f->module) &&
+		    ref_proc(n + i + (n[i] == '.'), quoted, f->proc))
 			return true;
 	}
 	return false;
@@ -963,6 +987,9 @@ static const struct {
 	{ "lib*", "lib*", false },
 	{ "\"a*\"", "a*", true },
 	{ "x::y", "x::y", false },
+	{ "m+0x10", "m+0x10", false },
+	{ "\"+0x10\"", "+0x10", true },
+	{ "lib+0x1*", "lib+0x1*", false },
 };
 #define NPOOL (sizeof(pool) / sizeof(pool[0]))
 
@@ -986,6 +1013,8 @@ static const struct pat_frame alphabet[] = {
 	{ "d", "x::y" },
 	{ "lib.x", "c" },
 	{ "kernel", "a.cold.1" },
+	{ "m", "+0x10" },
+	{ "lib.x", "+0x10" },
 };
 #define NALPHA (sizeof(alphabet) / sizeof(alphabet[0]))
 
@@ -1459,6 +1488,7 @@ int main(void)
 		cmocka_unit_test(test_spec_names),
 		cmocka_unit_test(test_bare_name),
 		cmocka_unit_test(test_dotted_name),
+		cmocka_unit_test(test_cfi_names),
 		cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_clones),
 		cmocka_unit_test(test_clones_icase),

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests for daemon/sym.c (SPEC §15, §10): names of code without symbols from its FDE
+ * ("module+0xSTART"), each frame's own line and its persistence (daemon/store.c), and JIT
+ * code named from /tmp/perf-PID.map, read as it grows. The live cases symbolize this very
+ * process: a stripped copy of this binary mapped into it, and anonymous memory.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <elfutils/libdwfl.h>
+
+#include "agg.h"
+#include "store.h"
+#include "sym.h"
+#include "target.h"
+#include "util.h"
+
+static const char *proc_full(const struct sym *s, uint32_t loc, uint32_t frame)
+{
+	const struct sym_loc *l = sym_loc(s, loc);
+
+	assert_non_null(l);
+	assert_true(frame < l->nframes);
+	return sym_str(s, sym_proc(s, sym_frames(s, l)[frame])->full);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Names */
+
+static void test_cfi_name_reads_module_plus_offset(void **state)
+{
+	struct sym *s = sym_new(0);
+	uint32_t p;
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(sym_intern_proc(s, "liblzma.so.5", "+0x15b40", NULL, 0, &p), 0);
+	assert_string_equal(sym_str(s, sym_proc(s, p)->full), "liblzma.so.5+0x15b40");
+	assert_string_equal(sym_str(s, sym_proc(s, p)->name), "+0x15b40");
+	assert_string_equal(sym_str(s, sym_proc(s, p)->module), "liblzma.so.5");
+	assert_int_equal(sym_intern_proc(s, "libc.so.6", "malloc", NULL, 0, &p), 0);
+	assert_string_equal(sym_str(s, sym_proc(s, p)->full), "libc.so.6.malloc");
+	sym_free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Per-frame lines */
+
+static void test_frame_lines(void **state)
+{
+	const char *procs[] = { "leaf", "mid", "top" };
+	const char *files[] = { "/src/a.h", "/src/a.c", NULL };
+	const uint32_t lines[] = { 14, 19, 25 };
+	const struct sym_line *fl;
+	const struct sym_loc *l;
+	struct sym *s = sym_new(0);
+	uint32_t loc, loc2;
+
+	(void)state;
+	assert_int_equal(sym_intern_loc(s, "prog", 0x1000, procs, files, lines, 3, &loc), 0);
+	l = sym_loc(s, loc);
+	fl = sym_frame_lines(s, l);
+	assert_int_equal(l->nframes, 3);
+	assert_string_equal(sym_str(s, fl[0].file), "/src/a.h");
+	assert_int_equal(fl[0].line, 14);
+	assert_string_equal(sym_str(s, fl[1].file), "/src/a.c");
+	assert_int_equal(fl[1].line, 19);
+	assert_int_equal(fl[2].file, 0);
+	assert_int_equal(fl[2].line, 25);
+	/* the location's own line is its innermost frame's */
+	assert_string_equal(sym_str(s, l->file), "/src/a.h");
+	assert_int_equal(l->line, 14);
+	/* no lines known */
+	assert_int_equal(sym_intern_loc(s, "prog", 0x2000, procs, NULL, NULL, 2, &loc2), 0);
+	l = sym_loc(s, loc2);
+	fl = sym_frame_lines(s, l);
+	assert_int_equal(fl[0].line + fl[1].line + fl[0].file + fl[1].file + l->line + l->file, 0);
+	sym_free(s);
+}
+
+static void test_frame_lines_survive_a_restart(void **state)
+{
+	const char *procs[] = { "leaf", "mid", "top" }, *one[] = { "+0x1230" };
+	const char *files[] = { "/src/a.h", "/src/a.c", "/src/a.c" };
+	const uint32_t lines[] = { 14, 19, 25 };
+	char dir[] = "/tmp/pcmon-test-sym-XXXXXX", path[4200];
+	struct target *t = target_new(3), *targets[8] = { NULL };
+	struct sym *s = sym_new(0), *s2 = sym_new(0);
+	struct agg_stack *st = malloc(agg_stack_size(2));
+	const struct agg_stack *got;
+	const struct sym_line *fl;
+	const struct sym_loc *l;
+	uint32_t next = 1;
+	uint64_t count, ns;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_true(t && s && s2 && st);
+	*st = (struct agg_stack){ .kind = PCMON_KIND_ONCPU, .pid = 7, .nuser = 2 };
+	assert_int_equal(sym_intern_loc(s, "stripped", 0x1234, one, NULL, NULL, 1, &st->locs[0]),
+			 0);
+	assert_int_equal(sym_intern_loc(s, "prog", 0x1000, procs, files, lines, 3, &st->locs[1]),
+			 0);
+	assert_int_equal(agg_add(t->agg, st, 5, 0), 0);
+	snprintf(t->name, sizeof(t->name), "prog");
+	assert_int_equal(store_save(dir, s, t), 0);
+
+	store_load_all(dir, s2, targets, 8, &next);
+	assert_non_null(targets[3]);
+	assert_int_equal(agg_count(targets[3]->agg), 1);
+	got = agg_get(targets[3]->agg, 0, &count, &ns);
+	assert_int_equal(count, 5);
+	assert_string_equal(proc_full(s2, got->locs[0], 0), "stripped+0x1230");
+	l = sym_loc(s2, got->locs[1]);
+	fl = sym_frame_lines(s2, l);
+	assert_int_equal(l->nframes, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(sym_str(s2, fl[i].file), files[i]);
+		assert_int_equal(fl[i].line, lines[i]);
+	}
+	assert_string_equal(proc_full(s2, got->locs[1], 1), "prog.mid");
+
+	snprintf(path, sizeof(path), "%s/target-3.json", dir);
+	unlink(path);
+	rmdir(dir);
+	target_free(targets[3]);
+	target_free(t);
+	free(st);
+	sym_free(s);
+	sym_free(s2);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Code without symbols: named after its FDE */
+
+__attribute__((noinline)) int fde_probe_a(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x * 3 + 1;
+}
+
+__attribute__((noinline)) int fde_probe_b(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x * 5 + 2;
+}
+
+struct self_info {
+	uintptr_t bias;
+	const ElfW(Phdr) *ph;
+	size_t nph;
+};
+
+static int self_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct self_info *si = data;
+
+	(void)size;
+	si->bias = info->dlpi_addr;
+	si->ph = info->dlpi_phdr;
+	si->nph = info->dlpi_phnum;
+	return 1; /* the first object is the program */
+}
+
+/* The file offset of ELF vaddr @v of this program. */
+static uint64_t self_offset(const struct self_info *si, uint64_t v)
+{
+	for (size_t i = 0; i < si->nph; i++) {
+		const ElfW(Phdr) *p = &si->ph[i];
+
+		if (p->p_type == PT_LOAD && v >= p->p_vaddr && v < p->p_vaddr + p->p_filesz)
+			return v - p->p_vaddr + p->p_offset;
+	}
+	fail_msg("vaddr %#" PRIx64 " in no PT_LOAD", v);
+	return 0;
+}
+
+static void test_stripped_code_named_by_fde(void **state)
+{
+	char path[] = "/tmp/pcmon-test-stripped-XXXXXX", cmd[256];
+	int (*const fns[])(int) = { fde_probe_a, fde_probe_b };
+	struct self_info si = { 0 };
+	struct sym *s = sym_new(0);
+	struct stat st;
+	uint8_t *map;
+	uint32_t loc;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "strip --strip-all -o %s /proc/%d/exe", path, getpid());
+	assert_int_equal(system(cmd), 0);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0 && !fstat(fd, &st));
+	/* the stripped copy, mapped whole and executable: a file the sym_ code must name */
+	map = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	dl_iterate_phdr(self_cb, &si);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(fns); i++) {
+		uint64_t v = (uintptr_t)fns[i] - si.bias;
+		char want[128];
+
+		/* a pc inside the function, not at its start */
+		loc = sym_user(s, getpid(), 0, (uintptr_t)map + self_offset(&si, v) + 2, false);
+		snprintf(want, sizeof(want), "%s+0x%" PRIx64, basename_of(path), v);
+		assert_string_equal(proc_full(s, loc, 0), want);
+		/* memoized: the same address is the same location */
+		assert_int_equal(sym_user(s, getpid(), 0, (uintptr_t)map + self_offset(&si, v) + 2,
+					  false),
+				 loc);
+	}
+	/* the program itself still has its symbols */
+	loc = sym_user(s, getpid(), 0, (uintptr_t)fde_probe_a + 2, false);
+	assert_string_equal(proc_full(s, loc, 0), "test_sym.fde_probe_a");
+	munmap(map, st.st_size);
+	unlink(path);
+	sym_free(s);
+}
+
+/*
+ * Our own sorted symbol table names addresses as dwfl_module_addrinfo() does (which scans
+ * all symbols per call): libc's code, at addresses spread over it.
+ */
+static void test_symbols_named_as_libdwfl_names_them(void **state)
+{
+	static const Dwfl_Callbacks cbs = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+	};
+	char *maps = read_file("/proc/self/maps", NULL), *line, *save, path[4096] = "";
+	uint64_t start = 0, end = 0, pgoff = 0, bias;
+	struct sym *s = sym_new(0);
+	Dwfl_Module *mod;
+	Dwfl *dwfl;
+	size_t compared = 0;
+
+	(void)state;
+	assert_non_null(maps);
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, "/libc.so.6") && strstr(line, " r-xp ") &&
+		    sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %4095s", &start,
+			   &end, &pgoff, path) == 4)
+			break;
+	free(maps);
+	assert_true(end > start);
+	dwfl = dwfl_begin(&cbs);
+	mod = dwfl_report_elf(dwfl, "libc", path, -1, 0, false);
+	dwfl_report_end(dwfl, NULL, NULL);
+	assert_non_null(mod);
+	assert_non_null(dwfl_module_getelf(mod, &bias));
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	for (uint64_t pc = start; pc < end; pc += 997) {
+		uint32_t loc = sym_user(s, getpid(), 0, pc, false);
+		const struct sym_loc *l = sym_loc(s, loc);
+		const char *ours = sym_str(s, sym_proc(s, sym_frames(s, l)[l->nframes - 1])->name);
+		GElf_Off off;
+		GElf_Sym gs;
+		const char *want = dwfl_module_addrinfo(mod, l->addr + bias, &off, &gs, NULL, NULL,
+							NULL);
+
+		if (!want || (gs.st_size && off >= gs.st_size))
+			continue;
+		/* version suffixes are dropped ("clock_gettime@@GLIBC_2.17") */
+		assert_int_equal(strncmp(ours, want, strcspn(want, "@")), 0);
+		compared++;
+	}
+	assert_true(compared > 100);
+	dwfl_end(dwfl);
+	sym_free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Address maps */
+
+/* An exiting process's maps read empty before its exit is reported: keep the last ones. */
+static void test_maps_of_an_exiting_process_are_kept(void **state)
+{
+	struct sym *s = sym_new(0);
+	siginfo_t si;
+	pid_t child;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(sym_proc_load(s, child, 0), 0);
+	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_a + 2, false),
+				      0),
+			    "test_sym.fde_probe_a");
+	/* a zombie: dead, not reaped, its address space gone */
+	kill(child, SIGKILL);
+	assert_int_equal(waitid(P_PID, child, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(sym_proc_load(s, child, 0), 0);
+	/* an address not seen before still resolves, from the maps read while it lived */
+	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_b + 2, false),
+				      0),
+			    "test_sym.fde_probe_b");
+	waitpid(child, NULL, 0);
+	sym_free(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* JIT code: perf maps */
+
+static void append(const char *path, const char *fmt, ...)
+{
+	FILE *f = fopen(path, "a");
+	va_list ap;
+
+	assert_non_null(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *name_at(struct sym *s, uint64_t pc, const char **module)
+{
+	uint32_t loc = sym_user(s, getpid(), 0, pc, false);
+	const struct sym_procinfo *pi = sym_proc(s, sym_frames(s, sym_loc(s, loc))[0]);
+
+	*module = sym_str(s, pi->module);
+	return pi->name ? sym_str(s, pi->name) : NULL;
+}
+
+static void test_jit_perf_map(void **state)
+{
+	struct sym *s = sym_new(0);
+	char path[64];
+	const char *mod, *name;
+	uint8_t *code = mmap(NULL, 65536, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t a = (uintptr_t)code;
+	uint32_t loc;
+
+	(void)state;
+	assert_true(code != MAP_FAILED);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	unlink(path);
+	/* format of node --perf-basic-prof: hex without 0x, the name is the rest of the line */
+	append(path, "%" PRIx64 " 40 LazyCompile:*hot /tmp/x.js:1\n", a);
+	append(path, "0x%" PRIx64 " 0x20 Builtin: with 0x\n", a + 0x40);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+
+	name = name_at(s, a + 0x10, &mod);
+	assert_string_equal(mod, SYM_JIT_MODULE);
+	assert_non_null(name);
+	assert_string_equal(name, "LazyCompile:*hot /tmp/x.js:1");
+	assert_string_equal(name_at(s, a + 0x5f, &mod), "Builtin: with 0x");
+	loc = sym_user(s, getpid(), 0, a + 0x10, false);
+	assert_int_equal(sym_user(s, getpid(), 0, a + 0x10, false), loc);
+
+	/* not in the map yet: foreignPcs material, no name */
+	loc = sym_user(s, getpid(), 0, a + 0x100, false);
+	assert_null(name_at(s, a + 0x100, &mod));
+	assert_string_equal(mod, SYM_JIT_MODULE);
+	/* the map grows, with a line still being written: only whole lines count */
+	append(path, "%" PRIx64 " 10 second\n%" PRIx64 " 10 thi", a + 0x100, a + 0x200);
+	pause_ms(3);
+	assert_string_equal(name_at(s, a + 0x104, &mod), "second");
+	/* the location seen before its line came is named now, samples stored with it too */
+	assert_string_equal(proc_full(s, loc, 0), "[jit].second");
+	assert_int_equal(sym_user(s, getpid(), 0, a + 0x100, false), loc);
+	pause_ms(3);
+	assert_null(name_at(s, a + 0x204, &mod));
+	append(path, "rd\n");
+	pause_ms(3);
+	assert_string_equal(name_at(s, a + 0x204, &mod), "third");
+	/* code replaced at a start already seen: new addresses get the newer name */
+	append(path, "%" PRIx64 " 40 LazyCompile:*hot2 /tmp/x.js:9\n", a);
+	pause_ms(3);
+	sym_proc_final(s, getpid(), 0);
+	assert_string_equal(name_at(s, a + 0x20, &mod), "LazyCompile:*hot2 /tmp/x.js:9");
+	assert_string_equal(mod, SYM_JIT_MODULE);
+
+	unlink(path);
+	munmap(code, 65536);
+	sym_free(s);
+}
+
+/* A map of many megabytes (a JVM's) is read a chunk at a time, lines across chunks whole. */
+static void test_jit_big_perf_map(void **state)
+{
+	struct sym *s = sym_new(0);
+	uint8_t *code = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[64];
+	const char *mod;
+	FILE *f;
+
+	(void)state;
+	assert_true(code != MAP_FAILED);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	/* 3 MB of lines elsewhere (a kernel address: never this process's memory) */
+	for (unsigned i = 0; i < 100000; i++)
+		fprintf(f, "ffffffffff%06x 10 LazyCompile:~filler_%u /srv/app/lib/module.js:%u\n",
+			i * 16, i, i);
+	fprintf(f, "%" PRIxPTR " 100 LazyCompile:*after_3MB /srv/app/x.js:1\n", (uintptr_t)code);
+	fclose(f);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	assert_string_equal(name_at(s, (uintptr_t)code + 8, &mod),
+			    "LazyCompile:*after_3MB /srv/app/x.js:1");
+	unlink(path);
+	munmap(code, 4096);
+	sym_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cfi_name_reads_module_plus_offset),
+		cmocka_unit_test(test_frame_lines),
+		cmocka_unit_test(test_frame_lines_survive_a_restart),
+		cmocka_unit_test(test_stripped_code_named_by_fde),
+		cmocka_unit_test(test_symbols_named_as_libdwfl_names_them),
+		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
+		cmocka_unit_test(test_jit_perf_map),
+		cmocka_unit_test(test_jit_big_perf_map),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
