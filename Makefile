@@ -95,9 +95,13 @@ $(BIN)/pcmon: $(CLI_OBJS) $(OUTPUT)/libpcmon.a | $(BIN)
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
+# a fuzz target links the engine sources it names in FUZZ_SRCS_<target> (default: the WHEN parser)
+FUZZ_SRCS_fuzz_store := daemon/store.c daemon/target.c daemon/agg.c daemon/sym.c daemon/pat.c \
+	daemon/proto.c daemon/util.c
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) | $(OUTPUT)/fuzz
-	$(CLANG) -std=gnu11 -g -O1 -Iinclude -Idaemon -fsanitize=fuzzer,address,undefined \
-		$< daemon/pat.c -o $@
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon $(PKG_CFLAGS) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$< $(or $(FUZZ_SRCS_$*),daemon/pat.c) $(LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-Iinclude $< -lpthread -lm -ldl -o $@
