@@ -18,7 +18,7 @@
  *                ["u": UNWALK_REASON,] ["cs": true,] ["s": SECTION,] "nu": USER_LOCS,
  *                "c": COUNT, "ns": NS, "l": [LOC_INDEX, ...outermost first]}, ...]}
  * Enumerations are names; addresses are hex strings (kernel addresses do not fit a double);
- * other 64-bit values are numbers up to 2^53 and decimal strings above.
+ * other 64-bit values are numbers below 2^53 and decimal strings from 2^53 on.
  *
  * Format 1 (read only) has the same fields with enumerations as numbers (kind, state, k,
  * u) and every number as a JSON number: addresses and nanoseconds above 2^53 were rounded.
@@ -47,7 +47,8 @@
 #include "target.h"
 #include "util.h"
 
-#define EXACT_MAX (1ULL << 53)		/* beyond this a double skips integers */
+/* the largest whole number a parsed double is exactly: 2^53 may be 2^53 + 1 rounded */
+#define EXACT_MAX ((1ULL << 53) - 1)
 #define STORE_MAX_FILE (1LL << 30)	/* bytes: a bigger results file is not one of ours */
 #define STORE_MAX_ITEMS (1 << 24)	/* locations, stacks */
 #define STORE_MAX_DEPTH 4096		/* user, or kernel, locations of one stack */
@@ -204,7 +205,7 @@ static void put_num(struct writer *w, cJSON *o, const char *k, double v)
 	chk(w, cJSON_AddNumberToObject(o, k, v));
 }
 
-/* Exact: a number up to 2^53, a decimal string above. */
+/* Exact: a number below 2^53, a decimal string from there on. */
 static void put_u64(struct writer *w, cJSON *o, const char *k, uint64_t v)
 {
 	char buf[24];
@@ -657,8 +658,10 @@ static int num_u64(struct rd *rd, const char *name, const cJSON *x, uint64_t max
 		return bad(rd, name, "%g is negative", d);
 	if (d != floor(d))
 		return bad(rd, name, "%g is not a whole number", d);
-	if (d >= 18446744073709551616.0 || (d > (double)EXACT_MAX && !(loose && rd->format == 1)))
-		return bad(rd, name, "%g is too large to be exact (more than 2^53)", d);
+	if (d >= 18446744073709551616.0)
+		return bad(rd, name, "%.17g does not fit 64 bits", d);
+	if (d > (double)EXACT_MAX && !(loose && rd->format == 1))
+		return bad(rd, name, "%.17g is too large to be exact (2^53 or more)", d);
 	*v = (uint64_t)d;
 	if (*v > max)
 		return bad(rd, name, "%llu is more than %llu", (unsigned long long)*v,
@@ -666,7 +669,7 @@ static int num_u64(struct rd *rd, const char *name, const cJSON *x, uint64_t max
 	return 0;
 }
 
-/* Format 2: a 64-bit value above 2^53 as decimal digits. */
+/* Format 2: a 64-bit value from 2^53 on, as decimal digits. */
 static int str_u64(struct rd *rd, const char *name, const char *s, uint64_t max, uint64_t *v)
 {
 	uint64_t n = 0;
@@ -703,7 +706,7 @@ static int get_u64x(struct rd *rd, const cJSON *o, const char *name, enum need n
 	return wrong_type(rd, name, x, "a whole number");
 }
 
-/* A count or a sum of nanoseconds: a whole number; format 2 writes those above 2^53 as strings. */
+/* A count or a sum of nanoseconds: a whole number; format 2 writes big ones as strings. */
 static int get_u64(struct rd *rd, const cJSON *o, const char *name, enum need need, uint64_t *v)
 {
 	return get_u64x(rd, o, name, need, UINT64_MAX, false, v);
