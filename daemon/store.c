@@ -110,7 +110,8 @@ static int path_of(char *buf, size_t len, const char *dir, uint32_t id, const ch
 
 /* ---- the lifecycle */
 
-static void note_error(struct store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_error(struct store *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void note_error(struct store *st, const char *fmt, ...)
 {
 	va_list ap;
@@ -318,7 +319,8 @@ static void render_stack(struct writer *w, cJSON *arr, const struct agg_stack *s
 	put_str(w, e, "k", st->kind < PCMON_KIND_MAX ? stack_kind_names[st->kind] : "?");
 	put_num(w, e, "p", st->pid);
 	if (st->unwalk)
-		put_str(w, e, "u", st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
+		put_str(w, e, "u",
+			st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
 	if (st->cut_short)
 		put_bool(w, e, "cs", true);
 	if (st->section)
@@ -352,7 +354,8 @@ char *store_render(const struct sym *s, const struct target *t)
 	put_str(&w, o, "name", t->name);
 	put_str(&w, o, "comm", t->comm);
 	put_num(&w, o, "owner", t->owner);
-	put_str(&w, o, "kind", (unsigned)t->kind < ARRAY_SIZE(kind_names) ? kind_names[t->kind] : "?");
+	put_str(&w, o, "kind",
+		(unsigned)t->kind < ARRAY_SIZE(kind_names) ? kind_names[t->kind] : "?");
 	put_num(&w, o, "pid", t->pid);
 	put_bool(&w, o, "real", t->real);
 	put_bool(&w, o, "kernel", t->kernel);
@@ -428,7 +431,8 @@ static int write_replace(const char *dir, uint32_t id, const char *text, char *e
 	char path[PATH_MAX], tmp[PATH_MAX];
 	int fd, r;
 
-	if (path_of(path, sizeof(path), dir, id, "") || path_of(tmp, sizeof(tmp), dir, id, ".tmp")) {
+	if (path_of(path, sizeof(path), dir, id, "") ||
+	    path_of(tmp, sizeof(tmp), dir, id, ".tmp")) {
 		snprintf(err, errlen, "state directory path too long: %.200s", dir);
 		return -ENAMETOOLONG;
 	}
@@ -523,8 +527,8 @@ int store_remove(struct store *st, uint32_t id)
 	else
 		r = sync_dir(st->dir);
 	if (r) {
-		note_error(st, "target %u: cannot remove %s: %s (it will be back after a restart)", id,
-			   path, strerror(-r));
+		note_error(st, "target %u: cannot remove %s: %s (it will be back after a restart)",
+			   id, path, strerror(-r));
 		pr_warn("%s", st->last_err);
 	}
 	return r;
@@ -580,7 +584,8 @@ enum need {
 	SINCE2,		/* added during format 1's life: required from format 2 on */
 };
 
-static int bad(struct rd *rd, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(struct rd *rd, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int bad(struct rd *rd, const char *field, const char *fmt, ...)
 {
 	int n = snprintf(rd->why, rd->whylen, "%s%s: ", rd->at, field);
@@ -802,7 +807,8 @@ static int get_addr(struct rd *rd, const cJSON *o, const char *name, uint64_t *v
 						 : -1;
 
 		if (d < 0 || n >= 16)
-			return bad(rd, name, "\"%.24s\" is not a 64-bit hex number", x->valuestring);
+			return bad(rd, name, "\"%.24s\" is not a 64-bit hex number",
+				   x->valuestring);
 		a = a << 4 | (uint64_t)d;
 	}
 	if (!n)
@@ -887,7 +893,8 @@ static int read_head(struct rd *rd, const cJSON *o, uint32_t want, struct target
 		t->when_text = strdup(s);
 		if (!t->when_text)
 			return -ENOMEM;
-		r = pat_parse(s, (t->icase ? PAT_ICASE : 0) | (t->when_from_file ? PAT_FROM_FILE : 0),
+		r = pat_parse(s,
+			      (t->icase ? PAT_ICASE : 0) | (t->when_from_file ? PAT_FROM_FILE : 0),
 			      &t->when, &pe);
 		if (r == -EINVAL)
 			return bad(rd, "when", "column %d: %s", pe.column, pe.msg);
@@ -969,13 +976,17 @@ static int not_object(struct rd *rd, const char *arr, int i, const cJSON *x)
 
 static int read_proc(struct rd *rd, const cJSON *it, int i, struct rproc *p)
 {
+	int r;
+
 	if (!cJSON_IsObject(it))
 		return not_object(rd, "procs", i, it);
 	snprintf(rd->at, sizeof(rd->at), "procs[%d].", i);
-	return get_str(rd, it, "m", ALWAYS, STORE_MAX_NAME, &p->m) ?:
-	       get_str(rd, it, "n", ALWAYS, STORE_MAX_NAME, &p->n) ?:
-	       get_str(rd, it, "file", OPTIONAL, STORE_MAX_NAME, &p->file) ?:
-	       get_u32(rd, it, "line", OPTIONAL, UINT32_MAX, &p->line);
+	if ((r = get_str(rd, it, "m", ALWAYS, STORE_MAX_NAME, &p->m)) ||
+	    (r = get_str(rd, it, "n", ALWAYS, STORE_MAX_NAME, &p->n)) ||
+	    (r = get_str(rd, it, "file", OPTIONAL, STORE_MAX_NAME, &p->file)) ||
+	    (r = get_u32(rd, it, "line", OPTIONAL, UINT32_MAX, &p->line)))
+		return r;
+	return 0;
 }
 
 static int read_loc(struct rd *rd, const cJSON *it, int i, const struct rproc *procs, int nprocs,
@@ -1017,7 +1028,8 @@ static int read_loc(struct rd *rd, const cJSON *it, int i, const struct rproc *p
 		if (!l->m)
 			l->m = procs[p].m;
 		else if (strcmp(l->m, procs[p].m))
-			return bad(rd, name, "procedure of module \"%.64s\" in a location of \"%.64s\"",
+			return bad(rd, name,
+				   "procedure of module \"%.64s\" in a location of \"%.64s\"",
 				   procs[p].m, l->m);
 	}
 	return 0;
@@ -1057,7 +1069,8 @@ static int read_stack(struct rd *rd, const cJSON *it, int i, int nlocs, struct r
 	if (st->section && !st->section[0])
 		return bad(rd, "s", "empty section name");
 	if (n - st->nuser > STORE_MAX_DEPTH)
-		return bad(rd, "l", "%u kernel locations, more than %d", n - st->nuser, STORE_MAX_DEPTH);
+		return bad(rd, "l", "%u kernel locations, more than %d", n - st->nuser,
+			   STORE_MAX_DEPTH);
 	st->n = n;
 	cJSON_ArrayForEach(x, st->l) {
 		char name[24];
@@ -1114,7 +1127,7 @@ int store_parse(const char *text, size_t len, uint32_t id, struct sym *s, struct
 	struct agg_stack *st = NULL;
 	uint32_t *ids = NULL, fmt;
 	uint64_t csum = 0, nssum = 0;
-	const cJSON *stacks, *it, *x;
+	const cJSON *arr, *it, *x;
 	const char *end = NULL;
 	cJSON *o;
 	int r, nprocs = 0, nlocs = 0, nstacks = 0, i;
@@ -1128,7 +1141,8 @@ int store_parse(const char *text, size_t len, uint32_t id, struct sym *s, struct
 	while (end && end < text + len && strchr(" \t\r\n", *end) && *end)
 		end++;
 	if (end != text + len) {
-		r = bad(&rd, "file", "bytes after the JSON object (at byte %td of %zu)", end - text, len);
+		r = bad(&rd, "file", "bytes after the JSON object (at byte %td of %zu)", end - text,
+			len);
 		goto out;
 	}
 	if (!cJSON_IsObject(o)) {
@@ -1151,21 +1165,21 @@ int store_parse(const char *text, size_t len, uint32_t id, struct sym *s, struct
 		goto out;
 
 	if (fmt >= 2) {
-		if ((r = get_array(&rd, o, "procs", ALWAYS, STORE_MAX_ITEMS, &stacks, &nprocs)))
+		if ((r = get_array(&rd, o, "procs", ALWAYS, STORE_MAX_ITEMS, &arr, &nprocs)))
 			goto out;
 		r = -ENOMEM;
 		procs = calloc(nprocs + 1, sizeof(*procs));
 		if (!procs)
 			goto out;
 		i = 0;
-		cJSON_ArrayForEach(it, stacks) {
+		cJSON_ArrayForEach(it, arr) {
 			if ((r = read_proc(&rd, it, i, &procs[i])))
 				goto out;
 			i++;
 		}
 		rd.at[0] = '\0';
 	}
-	if ((r = get_array(&rd, o, "locs", ALWAYS, STORE_MAX_ITEMS, &stacks, &nlocs)))
+	if ((r = get_array(&rd, o, "locs", ALWAYS, STORE_MAX_ITEMS, &arr, &nlocs)))
 		goto out;
 	r = -ENOMEM;
 	locs = calloc(nlocs + 1, sizeof(*locs));
@@ -1173,22 +1187,25 @@ int store_parse(const char *text, size_t len, uint32_t id, struct sym *s, struct
 	if (!locs || !ids)
 		goto out;
 	i = 0;
-	cJSON_ArrayForEach(it, stacks) {
+	cJSON_ArrayForEach(it, arr) {
 		if ((r = read_loc(&rd, it, i, procs, nprocs, &locs[i])))
 			goto out;
 		i++;
 	}
 	rd.at[0] = '\0';
-	if ((r = get_array(&rd, o, "stacks", ALWAYS, STORE_MAX_ITEMS, &stacks, &nstacks)))
+	if ((r = get_array(&rd, o, "stacks", ALWAYS, STORE_MAX_ITEMS, &arr, &nstacks)))
 		goto out;
 	i = 0;
-	cJSON_ArrayForEach(it, stacks) {
+	cJSON_ArrayForEach(it, arr) {
 		if ((r = read_stack(&rd, it, i++, nlocs, &rs)))
 			goto out;
 		/* identical stacks are merged on loading: their sums must not wrap */
-		if (__builtin_add_overflow(csum, rs.count, &csum) ||
-		    __builtin_add_overflow(nssum, rs.ns, &nssum)) {
+		if (__builtin_add_overflow(csum, rs.count, &csum)) {
 			r = bad(&rd, "c", "the counts of the stacks add up to more than 64 bits");
+			goto out;
+		}
+		if (__builtin_add_overflow(nssum, rs.ns, &nssum)) {
+			r = bad(&rd, "ns", "the times of the stacks add up to more than 64 bits");
 			goto out;
 		}
 	}
@@ -1200,7 +1217,7 @@ int store_parse(const char *text, size_t len, uint32_t id, struct sym *s, struct
 	if (!st || commit_locs(&rd, s, procs, nprocs, locs, nlocs, ids))
 		goto out;
 	i = 0;
-	cJSON_ArrayForEach(it, stacks) {
+	cJSON_ArrayForEach(it, arr) {
 		uint32_t j = 0;
 
 		if ((r = read_stack(&rd, it, i++, nlocs, &rs)))
@@ -1314,6 +1331,42 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* target-ID.json.tmp: a save cut short by a crash; the file it was replacing is whole. */
+static void remove_stale(const struct store *st, int dfd, const char *name)
+{
+	struct stat sb;
+
+	if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
+		pr_warn("leaving %s/%s: a temporary name, but not a regular file", st->dir, name);
+	else if (unlinkat(dfd, name, 0))
+		pr_warn("cannot remove the stale temporary file %s/%s: %s", st->dir, name,
+			strerror(errno));
+	else
+		pr_info("removed the stale temporary file %s/%s", st->dir, name);
+}
+
+/* One results file: the target, or NULL after one warning. */
+static struct target *load_one(const struct store *st, int dfd, const char *name, uint32_t id,
+			       struct sym *s)
+{
+	char why[512] = "", kept[NAME_MAX + 64] = "";
+	struct target *t = NULL;
+	size_t len = 0;
+	char *text;
+	int r;
+
+	r = read_results(dfd, name, &text, &len, why, sizeof(why));
+	if (!r)
+		r = store_parse(text, len, id, s, &t, why, sizeof(why));
+	free(text);
+	if (!r)
+		return t;
+	if (r == -EINVAL || r == -EFBIG)
+		set_aside(dfd, name, kept, sizeof(kept));
+	pr_warn("ignoring %s/%s: %s%s%s", st->dir, name, why, kept[0] ? "; " : "", kept);
+	return NULL;
+}
+
 void store_load_all(struct store *st, struct sym *s, struct target **targets, size_t max,
 		    uint32_t *next_id)
 {
@@ -1321,7 +1374,6 @@ void store_load_all(struct store *st, struct sym *s, struct target **targets, si
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
-	int dfd;
 
 	if (!st)
 		return;
@@ -1331,7 +1383,6 @@ void store_load_all(struct store *st, struct sym *s, struct target **targets, si
 			pr_warn("cannot read the state directory %s: %s", st->dir, strerror(errno));
 		return;
 	}
-	dfd = dirfd(d);
 	/* names first: the directory changes under readdir as files are set aside */
 	while ((de = readdir(d))) {
 		if (!name_id(de->d_name, "") && !name_id(de->d_name, ".tmp"))
@@ -1343,38 +1394,18 @@ void store_load_all(struct store *st, struct sym *s, struct target **targets, si
 	if (n > 1)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
-		char why[512] = "", kept[NAME_MAX + 64] = "";
 		uint32_t id = name_id(names[i], "");
-		struct target *t = NULL;
-		struct stat sb;
-		size_t len = 0;
-		char *text;
-		int r;
+		struct target *t;
 
-		if (!id) { /* target-ID.json.tmp: a save cut short by a crash; its file is whole */
-			if (fstatat(dfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
-				pr_warn("leaving %s/%s: a temporary name, but not a regular file",
-					st->dir, names[i]);
-			else if (unlinkat(dfd, names[i], 0))
-				pr_warn("cannot remove the stale temporary file %s/%s: %s", st->dir,
-					names[i], strerror(errno));
-			else
-				pr_info("removed the stale temporary file %s/%s", st->dir, names[i]);
+		if (!id) {
+			remove_stale(st, dirfd(d), names[i]);
 			continue;
 		}
 		if (id >= max || targets[id])
 			continue;
-		r = read_results(dfd, names[i], &text, &len, why, sizeof(why));
-		if (!r)
-			r = store_parse(text, len, id, s, &t, why, sizeof(why));
-		free(text);
-		if (r) {
-			if (r == -EINVAL || r == -EFBIG)
-				set_aside(dfd, names[i], kept, sizeof(kept));
-			pr_warn("ignoring %s/%s: %s%s%s", st->dir, names[i], why, kept[0] ? "; " : "",
-				kept);
+		t = load_one(st, dirfd(d), names[i], id, s);
+		if (!t)
 			continue;
-		}
 		targets[id] = t;
 		if (id >= *next_id)
 			*next_id = id % (max - 1) + 1;

@@ -92,7 +92,8 @@ static uint32_t loc(struct sym *s, const char *module, uint64_t addr, const char
 	const char *frames[2] = { inner, outer };
 	uint32_t id;
 
-	assert_int_equal(sym_intern_loc(s, module, addr, frames, outer ? 2 : 1, file, line, &id), 0);
+	assert_int_equal(sym_intern_loc(s, module, addr, frames, outer ? 2 : 1, file, line, &id),
+			 0);
 	return id;
 }
 
@@ -115,7 +116,8 @@ static void add(struct target *t, uint32_t kind, uint32_t unwalk, uint32_t cut, 
 static struct target *sample(struct sym *s, uint32_t id)
 {
 	struct target *t = target_new(id);
-	cJSON *crit = cJSON_Parse("[\"alloc=*->prog.my_alloc->*\", \"io=*->libc.so.6.read\"]"), *err = NULL;
+	cJSON *crit = cJSON_Parse("[\"alloc=*->prog.my_alloc->*\", \"io=*->libc.so.6.read\"]");
+	cJSON *err = NULL;
 	uint32_t proc, gc, L[8];
 
 	assert_non_null(t);
@@ -160,8 +162,8 @@ static struct target *sample(struct sym *s, uint32_t id)
 	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[1], L[2] }, 3, 0, 100, 0);
 	add(t, PCMON_KIND_ONCPU_KMODE, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[1], L[4], L[5] }, 2,
 	    2, 7, 0);
-	add(t, PCMON_KIND_OFF_BLOCKED, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[1], L[6], L[5], L[4] },
-	    3, 2, 3, BIG_NS);
+	add(t, PCMON_KIND_OFF_BLOCKED, AGG_WALK_OK, 0, 0,
+	    (uint32_t[]){ L[0], L[1], L[6], L[5], L[4] }, 3, 2, 3, BIG_NS);
 	add(t, PCMON_KIND_OFF_RUNNABLE, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[1] }, 2, 0, 2,
 	    5000000000ULL);
 	add(t, PCMON_KIND_ONCPU, AGG_UNWALK_TRUNCATED, 0, 0, (uint32_t[]){ L[2] }, 1, 0, 4, 0);
@@ -295,6 +297,7 @@ static void test_round_trip(void **state)
 	char *a, *b, *text;
 	const struct sym_loc *k1, *k2;
 	uint64_t count, ns, big = 0;
+	uint32_t proc;
 
 	f->t = sample(f->s, 7);
 	assert_int_equal(store_save(f->st, f->s, f->t), 0);
@@ -345,7 +348,8 @@ static void test_round_trip(void **state)
 			k2 = sym_loc(f->s2, st->locs[3]);
 			assert_int_equal(k1->addr, 0xffffffff81234567ULL);
 			assert_int_equal(k2->addr, 0xffffffff81234568ULL);
-			assert_string_equal(sym_str(f->s2, sym_proc(f->s2, sym_frames(f->s2, k2)[0])->name),
+			proc = sym_frames(f->s2, k2)[0];
+			assert_string_equal(sym_str(f->s2, sym_proc(f->s2, proc)->name),
 					    "__schedule");
 		}
 		if (st->kind == PCMON_KIND_OFF_BLOCKED)
@@ -576,7 +580,8 @@ static const struct bad_case bad_v2[] = {
 	{ "seen", "-5", "seen: -5 is negative" },
 	{ "seen", "9007199254740993", "seen: 9007199254740992 is too large to be exact" },
 	{ "seen", "1e300", "seen: 1.0000000000000001e+300 does not fit 64 bits" },
-	{ "seen", "\"18446744073709551616\"", "seen: \"18446744073709551616\" does not fit 64 bits" },
+	{ "seen", "\"18446744073709551616\"",
+	  "seen: \"18446744073709551616\" does not fit 64 bits" },
 	{ "seen", "\"12a\"", "seen: \"12a\" is not a whole number" },
 	{ "seen", "\"\"", "seen: empty string" },
 	{ "seen", "\"-1\"", "seen: \"-1\" is not a whole number" },
@@ -594,7 +599,8 @@ static const struct bad_case bad_v2[] = {
 	{ "locs.0", "[]", "locs[0]: an array where an object belongs" },
 	{ "locs.0.a", "12", "locs[0].a: a number where a hex string belongs" },
 	{ "locs.0.a", "\"0x\"", "locs[0].a: \"0x\" has no digits" },
-	{ "locs.0.a", "\"0x1ffffffffffffffff\"", "locs[0].a: \"0x1ffffffffffffffff\" is not a 64-bit" },
+	{ "locs.0.a", "\"0x1ffffffffffffffff\"",
+	  "locs[0].a: \"0x1ffffffffffffffff\" is not a 64-bit" },
 	{ "locs.0.a", "\"0xfg\"", "locs[0].a: \"0xfg\" is not a 64-bit hex number" },
 	{ "locs.0.a", "\"4096\"", "locs[0].a: \"4096\" does not start with 0x" },
 	{ "locs.0.f", "[]", "locs[0].f: a location has at least one frame" },
@@ -614,7 +620,8 @@ static const struct bad_case bad_v2[] = {
 	{ "stacks.0.p", "4194305", "stacks[0].p: 4194305 is more than 4194304" },
 	{ "stacks.0.c", "-1", "stacks[0].c: -1 is negative" },
 	{ "stacks.0.c", "1.5", "stacks[0].c: 1.5 is not a whole number" },
-	{ "stacks.0.c", "9007199254740992", "stacks[0].c: 9007199254740992 is too large to be exact" },
+	{ "stacks.0.c", "9007199254740992",
+	  "stacks[0].c: 9007199254740992 is too large to be exact" },
 	{ "stacks.0.c", "1e300", "stacks[0].c: 1.0000000000000001e+300 does not fit 64 bits" },
 	{ "stacks.0.c", "true", "stacks[0].c: a boolean where a whole number belongs" },
 	{ "stacks.0.c", NULL, "stacks[0].c: missing" },
@@ -630,7 +637,10 @@ static const struct bad_case bad_v2[] = {
 	{ "stacks.0.s", "\"\"", "stacks[0].s: empty section name" },
 	{ "stacks.0.s", "3", "stacks[0].s: a number where a string belongs" },
 	{ "stacks.0.cs", "1", "stacks[0].cs: a number where true or false belongs" },
-	{ "stacks.8.c", "\"18446744073709551615\"", "the counts of the stacks add up to more than 64 bits" },
+	{ "stacks.8.c", "\"18446744073709551615\"",
+	  "stacks[8].c: the counts of the stacks add up to more than 64 bits" },
+	{ "stacks.3.ns", "\"18446744073709551615\"",
+	  "stacks[3].ns: the times of the stacks add up to more than 64 bits" },
 };
 
 static const struct bad_case bad_v1[] = {
@@ -648,11 +658,13 @@ static const struct bad_case bad_v1[] = {
 	{ "stacks.0.u", "6", "stacks[0].u: 6 is more than 5" },
 	{ "stacks.0.u", "-1", "stacks[0].u: -1 is negative" },
 	{ "stacks.0.ns", "-1", "stacks[0].ns: -1 is negative" },
-	{ "stacks.0.ns", "1.8446744073709552e19", "stacks[0].ns: 1.8446744073709552e+19 does not fit 64 bits" },
+	{ "stacks.0.ns", "1.8446744073709552e19",
+	  "stacks[0].ns: 1.8446744073709552e+19 does not fit 64 bits" },
 	{ "stacks.0.nu", "7", "stacks[0].nu: 7 is more than 6" },
 	{ "stacks.0.l.0", "41", "stacks[0].l[0]: 41 is more than 40" },
 	{ "stacks.0.l.0", "-1", "stacks[0].l[0]: -1 is negative" },
-	{ "locs.0.a", "1.8446744073709552e19", "locs[0].a: 1.8446744073709552e+19 does not fit 64 bits" },
+	{ "locs.0.a", "1.8446744073709552e19",
+	  "locs[0].a: 1.8446744073709552e+19 does not fit 64 bits" },
 	{ "locs.0.a", "-4096", "locs[0].a: -4096 is negative" },
 	{ "locs.0.a", "\"0x1000\"", "locs[0].a: a string where a number belongs" },
 	{ "locs.0.m", NULL, "locs[0].m: missing" },
@@ -677,12 +689,12 @@ static void run_bad(struct fx *f, const char *base, uint32_t id, const struct ba
 static void test_refused_fields_format2(void **state)
 {
 	struct fx *f = *state;
-	char *base;
+	char *base, why[256];
 
 	f->t = sample(f->s, 7);
 	base = store_render(f->s, f->t);
 	assert_non_null(base);
-	assert_int_equal(store_parse(base, strlen(base), 7, f->s2, &f->loaded[7], (char[64]){ 0 }, 64),
+	assert_int_equal(store_parse(base, strlen(base), 7, f->s2, &f->loaded[7], why, sizeof(why)),
 			 0);
 	run_bad(f, base, 7, bad_v2, ARRAY_SIZE(bad_v2));
 	free(base);
@@ -716,7 +728,8 @@ static void test_refused_shapes(void **state)
 		}
 	}
 	text = cJSON_PrintUnformatted(o);
-	assert_refused(f, text, strlen(text), 7, "procedure of module \"libc.so.6\" in a location of \"prog\"");
+	assert_refused(f, text, strlen(text), 7,
+		       "procedure of module \"libc.so.6\" in a location of \"prog\"");
 	free(text);
 	cJSON_Delete(o);
 
