@@ -119,9 +119,12 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 FUZZ_fuzz_pat_SRCS   := daemon/pat.c
 FUZZ_fuzz_proto_SRCS := daemon/proto.c daemon/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+FUZZ_fuzz_store_SRCS := daemon/store.c daemon/target.c daemon/agg.c daemon/sym.c daemon/pat.c \
+	daemon/proto.c daemon/util.c daemon/dbginfo.c
+FUZZ_fuzz_store_LIBS = $(LIBS)
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/*.h) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon $(PKG_CFLAGS) \
-		-fsanitize=fuzzer,address,undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-Iinclude $< -lpthread -lm -ldl -o $@

@@ -151,15 +151,21 @@ void fmt_targets(FILE *f, const cJSON *rep)
 		char state[64];
 
 		fmt_state(state, sizeof(state), it);
-		fprintf(f, "%4.0f  %-20s %-8s %-7s %-18s %10.0f %8.0f\n", num(it, "id"),
+		fprintf(f, "%4.0f  %-20s %-8s %-7s %-18s %10.0f %8.0f%s\n", num(it, "id"),
 			str(it, "name", "?"), str(it, "kind", "?"),
-			str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"));
+			str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"),
+			proto_bool(it, "saved", 1) ? "" : "  UNSAVED");
 	}
+	/* the daemon could not write these to its state directory: say why */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "targets"))
+		if (!proto_bool(it, "saved", 1))
+			fprintf(f, "target %.0f is not saved: %s (retried every few seconds)\n",
+				num(it, "id"), proto_str(it, "save_error", "?"));
 }
 
 void fmt_status(FILE *f, const cJSON *rep)
 {
-	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it;
+	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it, *st;
 
 	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", str(rep, "version", "?"),
 		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
@@ -204,6 +210,15 @@ void fmt_status(FILE *f, const cJSON *rep)
 			num(it, "clients"), num(it, "max_clients"), num(it, "root_reserved"),
 			num(it, "per_user"), num(it, "refused"), num(it, "idle_timeouts"),
 			num(it, "request_timeouts"), num(it, "write_timeouts"));
+	st = cJSON_GetObjectItemCaseSensitive(rep, "store");
+	if (st) {
+		fprintf(f, "state directory %s: %.0f saves, %.0f failed, %.0f target(s) unsaved\n",
+			proto_str(st, "dir", "?"), num(st, "saves"), num(st, "save_failures"),
+			num(st, "unsaved_targets"));
+		if (proto_str(st, "last_error", NULL))
+			fprintf(f, "last save error (%.0f s ago): %s\n", num(st, "last_error_age_s"),
+				proto_str(st, "last_error", ""));
+	}
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))

@@ -25,7 +25,7 @@ enum agg_unwalk {
 	AGG_UNWALK_LOST,	/* the frames were lost (stacks map full) */
 	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
 	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
-	AGG_UNWALK_MAX,		/* (new reasons go last: state files store the number) */
+	AGG_UNWALK_MAX,		/* (new reasons go last: format-1 state files store the number) */
 };
 extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
 

@@ -56,6 +56,7 @@ struct engine {
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
+	struct store *store;		/* the state directory; NULL: none */
 };
 
 /* The string id of a marked section's name, from its address in process (pid, epoch). */
@@ -144,8 +145,14 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 			epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 		}
 	}
-	if (e->o.state_dir)
-		store_load_all(e->o.state_dir, e->sym, e->targets, PCMON_MAX_TARGETS, &e->next_id);
+	if (e->o.state_dir) {
+		r = store_open(e->o.state_dir, &e->store);
+		if (r) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		store_load_all(e->store, e->sym, e->targets, PCMON_MAX_TARGETS, &e->next_id);
+	}
 	*out = e;
 	return 0;
 fail:
@@ -182,6 +189,7 @@ void engine_free(struct engine *e)
 	free(e->pending);
 	itab_free(e->section_keys);
 	free(e->section_names);
+	store_close(e->store);
 	free(e);
 }
 
@@ -553,8 +561,8 @@ void engine_flush(struct engine *e)
 
 		/* only what changed since the last save: a big idle target is not rewritten */
 		if (t && t->dirty) {
-			if (!store_save(e->o.state_dir, e->sym, t))
-				t->dirty = false;
+			if (!store_save(e->store, e->sym, t))
+				t->dirty = false; /* else retried at the next flush */
 		}
 	}
 }
@@ -1110,8 +1118,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED || t->holds_period)
 			target_stop(e, t);
 		e->targets[t->id] = NULL;
-		if (e->o.state_dir)
-			store_remove(e->o.state_dir, t->id);
+		store_remove(e->store, t->id);
 		target_free(t);
 		return proto_ok();
 	} else if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume")) {
@@ -1142,7 +1149,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 
 static cJSON *cmd_targets(struct engine *e, const struct client *c)
 {
-	cJSON *rep = proto_ok(), *arr = cJSON_AddArrayToObject(rep, "targets");
+	cJSON *rep = proto_ok(), *arr = cJSON_AddArrayToObject(rep, "targets"), *o;
 
 	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = e->targets[i];
@@ -1150,7 +1157,9 @@ static cJSON *cmd_targets(struct engine *e, const struct client *c)
 		if (!t || !may_access(c, t))
 			continue;
 		target_accumulate_lost(t, e->smp);
-		cJSON_AddItemToArray(arr, target_summary_json(t));
+		o = target_summary_json(t);
+		store_target_json(e->store, t->id, o); /* "saved", "save_error" */
+		cJSON_AddItemToArray(arr, o);
 	}
 	return rep;
 }
@@ -1241,6 +1250,7 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddNumberToObject(o, "avg_ns", ps[i].run_cnt ? (double)ps[i].run_time_ns / ps[i].run_cnt : 0);
 		cJSON_AddItemToArray(progs, o);
 	}
+	store_status_json(e->store, rep); /* saves and the last save error */
 	return rep;
 }
 

@@ -106,6 +106,7 @@ static void test_frame_lines_survive_a_restart(void **state)
 	struct target *t = target_new(3), *targets[8] = { NULL };
 	struct sym *s = sym_new(0), *s2 = sym_new(0);
 	struct agg_stack *st = malloc(agg_stack_size(2));
+	struct store *store = NULL;
 	const struct agg_stack *got;
 	const struct sym_line *fl;
 	const struct sym_loc *l;
@@ -122,9 +123,12 @@ static void test_frame_lines_survive_a_restart(void **state)
 			 0);
 	assert_int_equal(agg_add(t->agg, st, 5, 0), 0);
 	snprintf(t->name, sizeof(t->name), "prog");
-	assert_int_equal(store_save(dir, s, t), 0);
+	t->period_ns = 1000000;
+	assert_int_equal(store_open(dir, &store), 0);
+	assert_int_equal(store_save(store, s, t), 0);
 
-	store_load_all(dir, s2, targets, 8, &next);
+	store_load_all(store, s2, targets, 8, &next);
+	store_close(store);
 	assert_non_null(targets[3]);
 	assert_int_equal(agg_count(targets[3]->agg), 1);
 	got = agg_get(targets[3]->agg, 0, &count, &ns);
