@@ -46,13 +46,14 @@ static void usage(FILE *f)
 		"  --request-timeout S\n"
 		"                    close one that sent part of a request and not the rest\n"
 		"                    within S seconds (default %d)\n"
-		"  --write-timeout S close one that leaves its replies unread for S seconds\n"
-		"                    (default %d; it is not read from while more than\n"
-		"                    %d KiB of replies wait)\n"
+		"  --write-timeout S close one that takes less than %d KiB of its replies\n"
+		"                    in S seconds (default %d; it is not read from while\n"
+		"                    more than %d KiB of replies wait)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS,
-		SRV_MAX_CLIENTS, SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER,
-		SRV_DEFAULT_IDLE_S, SRV_DEFAULT_REQUEST_S, SRV_DEFAULT_WRITE_S, SRV_OUT_CAP / 1024);
+		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
+		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
+		SRV_DEFAULT_REQUEST_S, SRV_PROGRESS_BYTES / 1024, SRV_DEFAULT_WRITE_S,
+		SRV_OUT_CAP / 1024);
 }
 
 /* A whole number in [lo, hi] for option @opt, or a one-line error. */
