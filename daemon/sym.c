@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -667,6 +668,31 @@ static void read_fdes(struct smod *m)
 }
 
 /*
+ * In a table sorted by a uint64_t first member (a start address), how many entries start at
+ * or below @v: the one that may cover @v, if any, is the last of them.
+ */
+_Static_assert(offsetof(struct fde_range, start) == 0 && offsetof(struct esym, start) == 0 &&
+		       offsetof(struct jit_sym, start) == 0 && offsetof(struct ksym, addr) == 0,
+	       "count_starting_by() reads the start at the front of each entry");
+
+static size_t count_starting_by(const void *table, size_t n, size_t size, uint64_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t start;
+
+		memcpy(&start, (const char *)table + mid * size, sizeof(start));
+		if (start <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
  * The start of the function that @m's call-frame information says covers @vaddr (an ELF
  * vaddr of the object): the initial location of the FDE whose range holds it. The FDE,
  * not the CFI row (dwarf_frame_info gives only the row's range), as a row starts after
@@ -674,18 +700,10 @@ static void read_fdes(struct smod *m)
  */
 static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	read_fdes(m);
-	hi = m->nfdes;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->fdes[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = count_starting_by(m->fdes, m->nfdes, sizeof(*m->fdes), vaddr);
 	/* FDEs do not overlap: only the last one starting at or below @vaddr can hold it */
 	if (!lo || vaddr >= m->fdes[lo - 1].end)
 		return false;
@@ -784,20 +802,12 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr)
 {
 	enum { MAXC = 64 };
 	const struct esym *cand[MAXC], *best = NULL;
-	size_t lo = 0, hi, nc = 0;
+	size_t lo, nc = 0;
 	bool found_global;
 	uint64_t min_label;
 
 	read_syms(m);
-	hi = m->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->syms[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = count_starting_by(m->syms, m->nsyms, sizeof(*m->syms), vaddr);
 	if (!lo)
 		return NULL;
 	/* symbols at or below @vaddr, while one of them may still reach it */
@@ -965,19 +975,11 @@ static void load_kallsyms(struct sym *s)
 
 static const char *ksym_name(struct sym *s, uint64_t a)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!s->ksyms_loaded)
 		load_kallsyms(s);
-	hi = s->nksyms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->ksyms[mid].addr <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = count_starting_by(s->ksyms, s->nksyms, sizeof(*s->ksyms), a);
 	return lo ? sym_str(s, s->ksyms[lo - 1].name) : NULL;
 }
 
@@ -1121,16 +1123,8 @@ static bool jit_read(struct jitmap *j)
 /* The name the perf map gives @pc, or NULL. */
 static const char *jit_name(const struct jitmap *j, uint64_t pc)
 {
-	size_t lo = 0, hi = j->n;
+	size_t lo = count_starting_by(j->syms, j->n, sizeof(*j->syms), pc);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (j->syms[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/*
 	 * The last start at or below @pc, else one a little before it whose code spans a
 	 * newer, smaller one: a few steps back are enough for how JIT compilers reuse memory.

@@ -33,38 +33,58 @@
 
 static const size_t limits[] = { PROTO_MAX_LINE, 1, 16, 64, 300 };
 
-/* The request the server accepted: what the engine may rely on. */
+/* A command's fields, as the engine declares them (start's, the richest). */
+static const struct proto_field fields[] = {
+	{ .name = "pid", .type = PT_UINT, .min = 1, .max = 4194304 },
+	{ .name = "interval_us", .type = PT_UINT, .min = 1, .max = 60000000 },
+	{ .name = "cgroup", .type = PT_STR, .max = 4096 },
+	{ .name = "mode", .type = PT_ENUM, .values = "real|virtual" },
+	{ .name = "unwind", .type = PT_ENUM, .values = "fp|dwarf|auto" },
+	{ .name = "name", .type = PT_STR, .max = 4096 },
+	{ .name = "when", .type = PT_STR, .max = PROTO_MAX_LINE },
+	{ .name = "all", .type = PT_BOOL },
+	{ .name = "kernel", .type = PT_BOOL },
+	{ .name = "target", .type = PT_TARGET },
+	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
+};
+
+/*
+ * The request the server accepted: what the engine may rely on. The protocol layer vouches
+ * for v and cmd; the command's fields, once its table accepts them.
+ */
 static void check_request(const cJSON *req)
 {
-	static const char *nums[] = { "pid", "interval_us" };
-	static const char *strs[] = { "cmd", "cgroup", "mode", "unwind", "name", "when", "exe" };
-	static const char *bools[] = { "all", "kernel", "no_inline", "children", "icase",
-				       "when_from_file", "exec_wait" };
 	const cJSON *it, *x;
 	char err[256], *again;
 
 	CHECK(cJSON_IsObject(req));
 	CHECK(proto_num(req, "v", 0) == PROTO_VERSION);
 	CHECK(proto_str(req, "cmd", NULL) && proto_str(req, "cmd", NULL)[0]);
-	cJSON_ArrayForEach(it, req) {
-		if (!it->string)
-			continue;
-		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-			if (!strcmp(it->string, nums[i]))
-				CHECK(cJSON_IsNumber(it) && it->valuedouble >= -9007199254740992.0 &&
-				      it->valuedouble <= 9007199254740992.0);
-		for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-			if (!strcmp(it->string, strs[i]))
-				CHECK(cJSON_IsString(it));
-		for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
-			if (!strcmp(it->string, bools[i]))
+	if (!proto_check(req, fields, sizeof(fields) / sizeof(fields[0]), err, sizeof(err))) {
+		cJSON_ArrayForEach(it, req) {
+			const char *k = it->string;
+
+			if (!strcmp(k, "v") || !strcmp(k, "cmd"))
+				continue;
+			if (!strcmp(k, "pid") || !strcmp(k, "interval_us"))
+				CHECK(cJSON_IsNumber(it) && it->valuedouble >= 1 &&
+				      it->valuedouble <= 60000000 &&
+				      it->valuedouble == (double)(int64_t)it->valuedouble);
+			else if (!strcmp(k, "mode"))
+				CHECK(!strcmp(it->valuestring, "real") ||
+				      !strcmp(it->valuestring, "virtual"));
+			else if (!strcmp(k, "unwind"))
+				CHECK(!strcmp(it->valuestring, "fp") || !strcmp(it->valuestring, "dwarf") ||
+				      !strcmp(it->valuestring, "auto"));
+			else if (!strcmp(k, "all") || !strcmp(k, "kernel"))
 				CHECK(cJSON_IsBool(it));
-		if (!strcmp(it->string, "target"))
-			CHECK(cJSON_IsString(it) || cJSON_IsNumber(it));
-		if (!strcmp(it->string, "critical")) {
-			CHECK(cJSON_IsArray(it));
-			cJSON_ArrayForEach(x, it)
-				CHECK(cJSON_IsString(x));
+			else if (!strcmp(k, "target"))
+				CHECK(cJSON_IsString(it) || cJSON_IsNumber(it));
+			else if (!strcmp(k, "critical"))
+				cJSON_ArrayForEach(x, it)
+					CHECK(cJSON_IsString(x));
+			else
+				CHECK(cJSON_IsString(it));
 		}
 	}
 	/* what cJSON prints of an accepted request is accepted again */

@@ -149,7 +149,10 @@ def test_inline_frames_carry_call_sites():
         assert mid["line"] not in (call_leaf, call_mid) and top["line"] not in (call_leaf, call_mid)
 
         saved = saved_target(d, listing["target"]["id"])
-        chains = [l for l in saved["locs"] if l["f"] == ["leaf_work", "mid_work", "top_work"]]
+        # format 2: a location's frames are indices into "procs"
+        names = [pr["n"] for pr in saved["procs"]]
+        chains = [l for l in saved["locs"]
+                  if [names[i] for i in l["f"]] == ["leaf_work", "mid_work", "top_work"]]
         assert chains, [l["f"] for l in saved["locs"]][:20]
         for loc in chains:
             fl = loc["fl"]

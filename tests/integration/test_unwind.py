@@ -131,7 +131,10 @@ def test_real_mode_unwinds_off_cpu_stacks():
     p = procs(listing)
     assert listing["summary"]["off_blocked"] >= 0.8 * n
     assert p["libcsleep.nap"]["deep"] >= 0.95 * n, (p.get("libcsleep.nap"), n)
-    assert p["libcsleep.main"]["deep"] >= 0.98 * n
+    # wall time before main (the dynamic linker, waiting for a CPU on a busy machine) is not
+    # under main
+    rtld = p.get("ld-linux-x86-64.so.2._start", {"deep": 0})["deep"]
+    assert p["libcsleep.main"]["deep"] >= 0.98 * (n - rtld), (p["libcsleep.main"], n, rtld)
 
 
 def rooted(listing, prog):

@@ -27,8 +27,9 @@ def test_colon_before_leaf_charges_its_caller():
     listing, _ = callers_run("--when", ":callers.leaf")
     s = listing["summary"]
     p = procs(listing)
-    # only samples in leaf count, all charged to mid, its only caller
-    assert s["counted"] >= 2000 and s["not_matching"] > 0, s
+    # only samples in leaf count, all charged to mid, its only caller (the assertions are
+    # exact: any count will do, and a busy machine gives the program less CPU)
+    assert s["counted"] >= 500 and s["not_matching"] > 0, s
     assert p["callers.mid"]["shallow"] == charged(listing), p
     assert "callers.leaf" not in p, "the callee of the charged frame gets nothing"
     assert s["interrupts"] == s["counted"] + s["not_matching"]
