@@ -1307,6 +1307,15 @@ static cJSON *cmd_status_req(struct engine *e, const struct client *c, const cJS
 		for (int i = 1; i < PCMON_MAX_TARGETS; i++)
 			mine += e->targets[i] && e->targets[i]->owner == c->uid;
 		cJSON_DeleteItemFromObjectCaseSensitive(rep, "objects");
+		/* the last save error names another user's target and path; hers are in
+		 * `pcmon targets` (saved, save_error) */
+		{
+			cJSON *st = cJSON_GetObjectItemCaseSensitive(rep, "store");
+
+			cJSON_DeleteItemFromObjectCaseSensitive(st, "last_error");
+			cJSON_DeleteItemFromObjectCaseSensitive(st, "last_error_age_s");
+			cJSON_DeleteItemFromObjectCaseSensitive(st, "last_error_wall");
+		}
 		cJSON_ReplaceItemInObjectCaseSensitive(rep, "targets", cJSON_CreateNumber(mine));
 	}
 	add_limits(e, c, rep);

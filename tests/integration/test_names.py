@@ -122,7 +122,7 @@ def saved_target(d, tid, timeout=20):
         try:
             with open(path) as f:
                 o = json.load(f)
-            if o["state"] != 0:  # no longer running
+            if o["state"] not in (0, "running"):  # no longer running (format 1 or 2)
                 return o
         except (OSError, ValueError):
             pass

@@ -215,6 +215,22 @@ def test_per_user_limits():
             d.stop()
 
 
+def test_status_hides_other_users_save_errors():
+    """A failed save names a target and a path: root's status says it, hers does not."""
+    with Users(ALICE) as u:
+        d = shared_daemon()
+        try:
+            os.makedirs(os.path.join(d.state, "target-1.json"), exist_ok=True)  # in the way
+            tid = pcmon("start", "--pid", os.getpid(), sock=d.sock, check=0).stdout.strip()
+            assert tid == "1", tid
+            pcmon("stop", tid, sock=d.sock, check=0)
+            until(lambda: "last_error" in pcmon_json("status", sock=d.sock)[0]["store"])
+            hers = pcmon_json("status", sock=d.sock, user=ALICE, groups=True)[0]
+            assert "last_error" not in hers["store"], hers["store"]
+        finally:
+            d.stop()
+
+
 def test_names_are_printable_and_escaped():
     """A process name with a terminal escape reaches root's `pcmon targets` only escaped;
     --name must be printable UTF-8."""
