@@ -664,7 +664,8 @@ static void read_fdes(struct smod *m)
 	if (dw && dwarf_getelf(dw))
 		read_fdes_of(m, dwarf_getelf(dw), ".debug_frame", false, (int64_t)(dbias - bias),
 			     &cap);
-	qsort(m->fdes, m->nfdes, sizeof(*m->fdes), fde_cmp);
+	if (m->nfdes)
+		qsort(m->fdes, m->nfdes, sizeof(*m->fdes), fde_cmp);
 }
 
 /*
@@ -771,7 +772,8 @@ static void read_syms(struct smod *m)
 			e->sec_end = e->sec_start + sh.sh_size;
 		}
 	}
-	qsort(m->syms, m->nsyms, sizeof(*m->syms), esym_cmp);
+	if (m->nsyms) /* qsort() must not be given a null table, even an empty one */
+		qsort(m->syms, m->nsyms, sizeof(*m->syms), esym_cmp);
 	for (size_t i = 0; i < m->nsyms; i++)
 		m->syms[i].reach = MAX(m->syms[i].end, i ? m->syms[i - 1].reach : 0);
 }
@@ -968,7 +970,8 @@ static void load_kallsyms(struct sym *s)
 		s->ksyms[s->nksyms++] = (struct ksym){ .addr = addr, .name = str_id(s, name) };
 	}
 	free(buf);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	if (!s->nksyms)
 		pr_warn("/proc/kallsyms shows no addresses (kernel.kptr_restrict?): kernel frames stay unnamed");
 }
@@ -1110,7 +1113,8 @@ static bool jit_read(struct jitmap *j)
 	free(buf);
 	if (j->n == before)
 		return false;
-	qsort(j->syms, j->n, sizeof(*j->syms), jit_sym_cmp);
+	if (j->n)
+		qsort(j->syms, j->n, sizeof(*j->syms), jit_sym_cmp);
 	for (size_t i = 0; i < j->n; i++) {
 		if (out && j->syms[out - 1].start == j->syms[i].start)
 			out--; /* same start: the later line (sorted after it) wins */
