@@ -1583,8 +1583,11 @@ bool sym_file_has_probes(const char *path)
 	return r;
 }
 
-/* Read a NUL-terminated string from an object's file, at ELF virtual address @vaddr. */
-static int elf_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len)
+/*
+ * The bytes of an object's file at ELF virtual address @vaddr, in the section holding it, and
+ * in *@avail how many the section has from there; NULL if no section with contents holds it.
+ */
+static const char *elf_at(const struct smod *m, uint64_t vaddr, size_t *avail)
 {
 	GElf_Addr bias;
 	Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
@@ -1593,18 +1596,29 @@ static int elf_string(const struct smod *m, uint64_t vaddr, char *buf, size_t le
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
-		size_t off, n;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || vaddr < sh.sh_addr ||
-		    vaddr >= sh.sh_addr + sh.sh_size || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+		    vaddr >= sh.sh_addr + sh.sh_size || !(d = elf_getdata(scn, NULL)) ||
+		    !d->d_buf || vaddr - sh.sh_addr >= d->d_size)
 			continue;
-		off = vaddr - sh.sh_addr;
-		n = strnlen((const char *)d->d_buf + off, MIN(len - 1, d->d_size - off));
-		memcpy(buf, (const char *)d->d_buf + off, n);
-		buf[n] = '\0';
-		return 0;
+		*avail = d->d_size - (vaddr - sh.sh_addr);
+		return (const char *)d->d_buf + (vaddr - sh.sh_addr);
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+/* Read a NUL-terminated string from an object's file, at ELF virtual address @vaddr. */
+static int elf_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len)
+{
+	size_t avail, n;
+	const char *p = elf_at(m, vaddr, &avail);
+
+	if (!p)
+		return -ENOENT;
+	n = strnlen(p, MIN(len - 1, avail));
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return 0;
 }
 
 int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, char *buf,
@@ -1682,22 +1696,13 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 /* Copy @len bytes of an object's file at ELF virtual address @vaddr. */
 static int elf_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len)
 {
-	GElf_Addr bias;
-	Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
-	Elf_Scn *scn = NULL;
+	size_t avail;
+	const char *p = elf_at(m, vaddr, &avail);
 
-	while (elf && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || vaddr < sh.sh_addr ||
-		    vaddr + len > sh.sh_addr + sh.sh_size || !(d = elf_getdata(scn, NULL)) ||
-		    !d->d_buf || vaddr - sh.sh_addr + len > d->d_size)
-			continue;
-		memcpy(buf, (const char *)d->d_buf + (vaddr - sh.sh_addr), len);
-		return 0;
-	}
-	return -ENOENT;
+	if (!p || avail < len)
+		return -ENOENT;
+	memcpy(buf, p, len);
+	return 0;
 }
 
 bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc)
