@@ -33,7 +33,7 @@ BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/
 CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
-LIBS	= $(PKG_LIBS) -lz -lpthread
+LIBS	= $(PKG_LIBS) -lz -lpthread -lm
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -56,7 +56,7 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
-	libdebuginfod-dev debuginfod dwz xz-utils nodejs
+	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
@@ -85,7 +85,7 @@ $(DIRS): | deps
 endif
 
 # --- BPF: .bpf.c -> .bpf.o -> .skel.h
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c include/pcmon_bpf.h $(VMLINUX) | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h include/pcmon_*.h) $(VMLINUX) | $(OUTPUT)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 		-Ivmlinux/$(ARCH) -Iinclude -idirafter /usr/include/$(UNAME_M)-linux-gnu -c $< -o $@
 
@@ -119,11 +119,11 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 FUZZ_fuzz_pat_SRCS   := daemon/pat.c
 FUZZ_fuzz_proto_SRCS := daemon/proto.c daemon/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
-FUZZ_fuzz_store_SRCS := daemon/store.c daemon/target.c daemon/agg.c daemon/sym.c daemon/pat.c \
-	daemon/proto.c daemon/util.c daemon/dbginfo.c
+# (a results file holds every instrument's section: the store is built with the whole engine)
+FUZZ_fuzz_store_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_store_LIBS = $(LIBS)
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/*.h) | $(OUTPUT)/fuzz
-	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon $(PKG_CFLAGS) \
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/*.h) $(SKELS) | $(OUTPUT)/fuzz
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -158,11 +158,13 @@ $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
 
+# the unit tests, built and run: no root, no BPF (tests/unit/test_engine.c fakes the sampler)
 unit: $(UNIT_BINS)
+	@tests/run.sh --unit
 fuzz: $(FUZZ_BINS)
 workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(SPECIAL)
 
-check: all unit fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
+check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
 	@tests/run.sh
 
 demo: all workloads

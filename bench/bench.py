@@ -44,6 +44,7 @@ RESULTS = os.path.join(ROOT, "bench", "results.json")
 README = os.path.join(ROOT, "bench", "README.md")
 
 PERF = shutil.which("perf")
+FUNCLATENCY = shutil.which("funclatency") or (os.path.exists("/usr/sbin/funclatency") and "/usr/sbin/funclatency")
 BPFTRACE = shutil.which("bpftrace")
 NM = shutil.which("nm")
 
@@ -456,6 +457,62 @@ def pingpong(cal):
                              "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
                              "samples": stats([x["samples"] for x in ok]),
                              "errors": [x["error"] for x in runs[key] if "error" in x]}
+    return out
+
+
+# ---------------------------------------------------------------------------- calls
+
+CALLS_N = 50000
+
+
+def call_counting():
+    """The cost of counting a procedure's calls: a program that calls hot() CALLS_N times,
+    bare, under `pcmon count` (entry + return probes, shadow stack), with a pcmon probe
+    node on its entry (one hit per call), and under libbpf-tools' funclatency (entry +
+    return probes, a latency histogram): extra wall time per call."""
+    cmd = [os.path.join(BENCH, "callheavy"), str(CALLS_N)]
+    runs = {"bare": [], "pcmon count": [], "pcmon node": [], "funclatency": []}
+    for rep in range(REPS):
+        log(f"call counting: repetition {rep + 1}/{REPS}")
+        r = run(cmd)
+        d = doc_with(r.out, "calls")
+        runs["bare"].append(d["wall_s"] if d else None)
+        r = run([PCMON, "count", "--json", "callheavy.hot", "--"] + cmd,
+                env=pcmon_env(NO_DAEMON))
+        d, c = doc_with(r.out, "calls"), doc_with(r.out, "target")
+        ok = d and c and c["calls"]["procedures"][0]["calls"] == CALLS_N
+        runs["pcmon count"].append({"wall_s": d["wall_s"], "counted": c["calls"]["procedures"][0]["calls"],
+                                    "probe_cost_ns": c["calls"]["probe_cost_ns"]}
+                                   if ok else {"error": r.why()})
+        # a probe node on its entry only: one hit per call
+        r = run([PCMON, "run", "--json", "--no-sample", "--node", "callheavy.hot", "--"] + cmd,
+                env=pcmon_env(NO_DAEMON))
+        d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
+        ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N
+        runs["pcmon node"].append({"wall_s": d["wall_s"], "per_hit_ns": t["tables"]["overhead"]["per_hit_ns"]}
+                                  if ok else {"error": r.why()})
+        if not FUNCLATENCY:
+            runs["funclatency"].append({"error": "funclatency not found (Debian package libbpf-tools)"})
+            continue
+        fl = Child([FUNCLATENCY, "-u", f"{cmd[0]}:hot"])
+        try:
+            fl.wait_for("Tracing", timeout=30)
+            r = run(cmd)
+        finally:
+            fl.signal(signal.SIGINT)
+            fr = fl.wait()
+        d = doc_with(r.out, "calls")
+        runs["funclatency"].append({"wall_s": d["wall_s"]} if d else {"error": r.why()})
+    bare = statistics.median(x for x in runs["bare"] if x)
+    out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
+           "runs": runs, "cells": {}}
+    for key in ("pcmon count", "pcmon node", "funclatency"):
+        ok = [x for x in runs[key] if "wall_s" in x]
+        out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bare for x in ok]),
+                             "ns_per_call": stats([(x["wall_s"] - bare) / CALLS_N * 1e9 for x in ok]),
+                             "errors": [x["error"] for x in runs[key] if "error" in x]}
+    pc = [x["probe_cost_ns"] for x in runs["pcmon count"] if "probe_cost_ns" in x]
+    out["pcmon_calibrated_ns"] = stats(pc)
     return out
 
 
@@ -1261,6 +1318,22 @@ def table(res):
                     "shown by pcmon list): a stack copy per context switch overruns the ring")
         add("   (both threads share the CPU pingpong starts on: 2 context switches per round trip)")
     add("")
+    ca = res.get("calls", {})
+    add(f"7. CALL COUNTING — callheavy: hot() called {CALLS_N} times; entry + return probes on it ({REPS} runs)")
+    if not ca or "error" in ca:
+        add(f"   failed: {ca.get('error', 'not run')}")
+    else:
+        add(f"   bare: {fmt(ca['bare_wall_s'], '.3f')} s wall, {fmt(ca['bare_ns_per_call'], '.0f')} ns per call")
+        add(f"   {'profiler':<26}{'wall ratio':>22}{'added ns/call':>24}")
+        for key, c in ca.get("cells", {}).items():
+            if not c["wall_ratio"]:
+                add(f"   {key:<26}  failed: {(c['errors'] or ['?'])[0]}")
+                continue
+            add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['ns_per_call'], 0):>24}")
+        add(f"   pcmon's own calibration of a probe pair: {fmt_stat(ca.get('pcmon_calibrated_ns'), 0)} ns "
+            "(subtracted from the times it reports); pcmon also keeps a per-thread shadow stack")
+        add("   (recursion, unwinding, exits), which funclatency does not; 'pcmon node' is one probe per call")
+    add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
     return "\n".join(L)
@@ -1323,6 +1396,7 @@ def main():
         dwarf_err = dwarf_probe()
         section("slowdown", slowdown, cal, dwarf_err)
         section("pingpong", pingpong, cal)
+        section("calls", call_counting)
         section("accuracy", accuracy)
         section("cost", cost, dwarf_err)
         section("scale", scale)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * pcmon's kernel side: timer samples (cpu-clock perf events) and off-CPU intervals
- * (sched_switch), charged to targets and aggregated in-kernel.
+ * The sampling instrument's kernel side: timer samples (cpu-clock perf events) and off-CPU
+ * intervals (sched_switch), charged to targets and aggregated in-kernel, and the marked
+ * critical sections (USDT) they are taken in. Which target a task belongs to comes from the
+ * shared process maps (procs.bpf.h, kept by procs.bpf.c).
  *
  * Aggregates are double-buffered: `gen` selects which pair of (counts, stacks) maps the
  * programs write. The engine flips `gen`, waits for an RCU grace period (every program that
@@ -18,17 +20,13 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
-#include "pcmon_bpf.h"
+#include "pcmon_sample.h"
+#include "procs.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
-
-#ifndef READ_ONCE
-#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
-#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
-#endif
 
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0
@@ -37,43 +35,6 @@ const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
 const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
-__u32 all_target;	/* target id of an --all target, 0 if none */
-__u32 cgroup_targets;	/* number of entries in cgroup_target */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32); /* tgid */
-	__type(value, struct pcmon_proc);
-} procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PCMON_MAX_TARGETS);
-	__type(key, __u64); /* cgroup v2 id */
-	__type(value, __u32);
-} cgroup_target SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, PCMON_MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, struct pcmon_tcfg);
-} tcfg SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PCMON_MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, struct pcmon_tstat);
-} tstat SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct pcmon_gstat);
-} gstat SEC(".maps");
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
 #define COUNTS_MAP(name)                                                                   \
@@ -131,124 +92,11 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-/*
- * Events after which a process's critical-section probes may be pending (exec, dynamic
- * linker, the fork of a process with probes pending): read by the engine's probe thread
- * (daemon/probes.c), which attaches them without waiting for the symbolizer.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024); /* 4096 events: every process of an --all target at once */
-} probe_events SEC(".maps");
-
 /* --unwind dwarf records (sized by the engine before load). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 * 1024 * 1024);
 } dsamples SEC(".maps");
-
-static __always_inline struct pcmon_gstat *gstats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&gstat, &zero);
-}
-
-static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
-				 __u32 epoch, __u32 exit_code, __u32 probe_seq);
-
-/*
- * The target a process belongs to, joining --cgroup and --all targets on first sight. A
- * process that joins so was running before anyone looked for its probes: they are pending.
- */
-static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
-{
-	struct pcmon_proc *p, np = {};
-
-	p = bpf_map_lookup_elem(&procs, &tgid);
-	if (p || !tgid)
-		return p;
-	if (cgroup_targets) {
-		__u64 cg = bpf_get_current_cgroup_id();
-		__u32 *t = bpf_map_lookup_elem(&cgroup_target, &cg);
-
-		if (t)
-			np.target = *t;
-	}
-	if (!np.target)
-		np.target = all_target;
-	if (!np.target)
-		return NULL;
-	np.flags = PCMON_PF_IMPLICIT;
-	np.probe_seq = 1;
-	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST))
-		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
-	return bpf_map_lookup_elem(&procs, &tgid);
-}
-
-/*
- * One more event that may bring probes; returns the number the event carries. (A value read
- * after the add may include another thread's add too: that thread had mapped its objects
- * before its add, so the engine still looks after they are there.)
- */
-static __always_inline __u32 probe_event(struct pcmon_proc *p)
-{
-	__sync_fetch_and_add(&p->probe_seq, 1);
-	return READ_ONCE(p->probe_seq);
-}
-
-/* Has the engine attached the probes of everything this process loaded? (struct pcmon_proc) */
-static __always_inline __u8 marks_pending(const struct pcmon_proc *p)
-{
-	return READ_ONCE(p->probe_seq) != READ_ONCE(p->probe_ack) ? PCMON_KF_MARKS_PENDING : 0;
-}
-
-static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
-{
-	struct pcmon_tcfg *cfg = bpf_map_lookup_elem(&tcfg, &target);
-
-	if (!cfg || !(cfg->flags & PCMON_TF_ACTIVE))
-		return NULL;
-	return cfg;
-}
-
-#define MMF_DUMPABLE_MASK 3
-#define SUID_DUMP_USER 1
-
-/*
- * May a target owned by @owner watch @task? The rule ptrace and /proc apply: root may; a user
- * only while the task's real, effective and saved uids are hers and its memory is still
- * "dumpable". The kernel clears that on a setuid, setgid or file-capability exec and on a
- * credential change, and programs clear it themselves (prctl) to keep their secrets: from
- * then on the process is not hers to look into, though she started it. Checked per sample,
- * not only at exec, since a process can change credentials at any time.
- */
-static __always_inline bool may_watch(struct task_struct *task, const struct pcmon_tcfg *cfg,
-				      __u32 target)
-{
-	const struct cred *c;
-	__u64 mmflags = 0;
-	struct pcmon_tstat *ts;
-
-	if (!cfg->owner)
-		return true;
-	c = BPF_CORE_READ(task, real_cred);
-	/* mm->flags is a word, or (6.18) a bitmap whose first word holds the same bits */
-	bpf_core_read(&mmflags, sizeof(mmflags), &task->mm->flags);
-	if (BPF_CORE_READ(c, uid.val) == cfg->owner && BPF_CORE_READ(c, euid.val) == cfg->owner &&
-	    BPF_CORE_READ(c, suid.val) == cfg->owner &&
-	    (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
-		return true;
-	ts = bpf_map_lookup_elem(&tstat, &target);
-	if (ts)
-		__sync_fetch_and_add(&ts->denied, 1);
-	return false;
-}
 
 /* The innermost marked section the current thread is in, 0 if none. */
 static __always_inline __u64 current_section(struct task_struct *task)
@@ -354,7 +202,7 @@ static __always_inline void count(void *counts, struct pcmon_key *key, __u64 n, 
 			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key->target);
 
 			if (ts) {
-				if (key->kind >= PCMON_KIND_OFF_BLOCKED)
+				if (PCMON_KIND_IS_OFFCPU(key->kind))
 					ts->lost_offcpu_full++;
 				else
 					ts->lost_counts_full++;
@@ -716,32 +564,6 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
-				 __u32 epoch, __u32 exit_code, __u32 probe_seq)
-{
-	struct pcmon_event *e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
-
-	if (!e) {
-		struct pcmon_gstat *gs = gstats();
-
-		if (gs)
-			gs->events_lost++;
-		return;
-	}
-	e->type = type;
-	e->target = target;
-	e->pid = pid;
-	e->ppid = ppid;
-	e->epoch = epoch;
-	e->exit_code = exit_code;
-	e->probe_seq = probe_seq;
-	e->pad = 0;
-	e->ts = bpf_ktime_get_ns();
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	/* rare, and the engine must act on them at once (attach probes, read maps) */
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-}
-
 /* ---- PCMON_CRITICAL_BEGIN/END (include/pcmon/critical.h), attached per object */
 
 static __always_inline struct pcmon_crit *crit_of_current(bool create)
@@ -783,107 +605,3 @@ int BPF_USDT(crit_end)
 	return 0;
 }
 
-/*
- * The dynamic linker calls _dl_debug_state() (the debugger's breakpoint, r_brk) whenever the
- * set of loaded objects changes: at start-up and around each dlopen/dlclose — after mapping
- * a new object and before running any of its code. New objects may carry probes: until the
- * engine has attached them, the process's samples are flagged (marks_pending()).
- */
-SEC("uprobe")
-int on_dl_debug_state(struct pt_regs *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
-
-	if (p) {
-		__u32 seq = probe_event(p);
-
-		emit(&probe_events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
-		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
-	}
-	return 0;
-}
-
-/*
- * The engine's acknowledgement: the probes of everything up to event @seq are attached. A
- * program, so that the engine's write touches that one field in place: a map update from
- * user space would rewrite the whole entry under BPF's own in-place updates.
- */
-SEC("syscall")
-int probes_ack(struct pcmon_probes_ack *a)
-{
-	__u32 tgid = a->tgid, seq = a->seq;
-	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
-
-	/* events are handled in order; a late acknowledgement never goes back */
-	if (p && (__s32)(seq - READ_ONCE(p->probe_ack)) > 0)
-		WRITE_ONCE(p->probe_ack, seq);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
-{
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
-	struct pcmon_proc *p, np = {};
-	struct pcmon_tcfg *cfg;
-
-	if (ptgid == ctgid)
-		return 0; /* a new thread: already covered by its tgid */
-	p = bpf_map_lookup_elem(&procs, &ptgid);
-	if (!p)
-		return 0;
-	cfg = bpf_map_lookup_elem(&tcfg, &p->target);
-	if (!cfg || !(cfg->flags & PCMON_TF_CHILDREN))
-		return 0;
-	np.target = p->target;
-	np.flags = p->flags & PCMON_PF_IMPLICIT;
-	/* the child has the parent's objects: probes the engine has not attached yet in the
-	 * parent's are missing in the child's too, until the engine has seen the fork */
-	np.probe_seq = marks_pending(p) ? 1 : 0;
-	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
-		struct pcmon_gstat *gs = gstats();
-
-		if (gs)
-			gs->procs_full++;
-		return 0;
-	}
-	if (np.probe_seq)
-		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
-	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p)
-{
-	__u32 tgid = BPF_CORE_READ(p, tgid), seq;
-	struct pcmon_proc *pr = bpf_map_lookup_elem(&procs, &tgid);
-
-	if (!pr)
-		return 0;
-	pr->epoch++;
-	pr->flags &= ~PCMON_PF_EXEC_WAIT;
-	/* a new image: its probes are attached when the engine's probe thread has seen this */
-	seq = probe_event(pr);
-	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
-	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
-{
-	__u32 tgid = BPF_CORE_READ(p, tgid);
-	struct pcmon_proc *pr;
-
-	/* signal->live drops to zero in do_exit() before this tracepoint, for the last thread */
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return 0;
-	pr = bpf_map_lookup_elem(&procs, &tgid);
-	if (!pr)
-		return 0;
-	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0);
-	bpf_map_delete_elem(&procs, &tgid);
-	return 0;
-}

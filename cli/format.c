@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -70,6 +72,66 @@ static void table(FILE *f, const cJSON *procs, const cJSON *order, double counte
 	}
 }
 
+/* A time in ns, in the unit that reads best. */
+static void fmt_ns(char *buf, size_t len, double ns)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.3fs", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.3fms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.2fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0fns", ns);
+}
+
+/*
+ * The call table (SPEC §12): per procedure calls, self, self+children, average, max, and
+ * what was closed other than by a return. '~' marks a procedure probed after its process
+ * had started running it (a library found after the fact): calls before that are missing.
+ */
+void fmt_calls(FILE *f, const cJSON *rep)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "calls"), *it;
+	char self[24], total[24], avg[24], max[24], sub[24];
+	bool late = false;
+
+	if (!c)
+		return;
+	fmt_ns(sub, sizeof(sub), num(c, "subtracted_ns"));
+	fprintf(f, "\ncalls (%s time): probe cost %.0f ns per call subtracted (%.0f ns where stepped out of line), %s in all",
+		str(c, "mode", "REAL"), num(c, "probe_cost_ns"), num(c, "stepped_probe_cost_ns"), sub);
+	if (cJSON_GetObjectItemCaseSensitive(c, "programs")) {
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "programs");
+
+		fmt_ns(total, sizeof(total), num(p, "run_time_ns"));
+		fprintf(f, "; the probes' BPF ran %.0f times, %s (all targets)", num(p, "runs"), total);
+	}
+	fprintf(f, "\n\n%10s %11s %11s %11s %11s %6s %7s %6s  %s\n", "calls", "self", "total",
+		"avg", "max", "open", "unwound", "exited", "procedure");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
+		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
+
+		late |= l;
+		fmt_ns(self, sizeof(self), num(it, "self_ns"));
+		fmt_ns(total, sizeof(total), num(it, "total_ns"));
+		fmt_ns(avg, sizeof(avg), num(it, "avg_ns"));
+		fmt_ns(max, sizeof(max), num(it, "max_ns"));
+		fprintf(f, "%s%9.0f %11s %11s %11s %11s %6.0f %7.0f %6.0f  %s\n", l ? "~" : " ",
+			num(it, "calls"), self, total, avg, max, num(it, "open"), num(it, "unwound"),
+			num(it, "exited"), str(it, "procedure", "?"));
+		if (num(it, "too_deep"))
+			fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n",
+				"", num(it, "too_deep"));
+	}
+	if (late)
+		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "unmatched"))
+		if (cJSON_IsString(it))
+			fprintf(f, "no procedure matched %s in the %.0f objects searched\n", it->valuestring,
+				num(c, "objects_searched"));
+}
+
 void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
@@ -139,6 +201,101 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (both || v->deep)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"),
 		      cJSON_GetObjectItemCaseSensitive(rep, "deep_order"), counted, 1, v->top);
+}
+
+/* A histogram as bars, one line per non-empty bucket. */
+static void fmt_hist(FILE *f, const cJSON *h, const char *unit)
+{
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(h, "buckets"), *it;
+	bool log = !strcmp(str(h, "kind", ""), "log");
+	double max = 1, scale = num(h, "scale"), base = num(h, "base");
+	int i = 0;
+
+	cJSON_ArrayForEach(it, b)
+		max = it->valuedouble > max ? it->valuedouble : max;
+	if (num(h, "underflow"))
+		fprintf(f, "      %20s : %-10.0f (below %.0f)\n", "underflow", num(h, "underflow"), base);
+	cJSON_ArrayForEach(it, b) {
+		char range[64];
+		int width = (int)(40 * it->valuedouble / max + 0.5);
+
+		if (log)
+			snprintf(range, sizeof(range), i ? "%.0f -> %.0f" : "0", i ? ldexp(1, i - 1) : 0,
+				 ldexp(1, i) - 1);
+		else
+			snprintf(range, sizeof(range), "%.0f -> %.0f", base + i * scale,
+				 base + (i + 1) * scale - 1);
+		i++;
+		if (!it->valuedouble)
+			continue;
+		fprintf(f, "      %20s : %-10.0f |%.*s%*s|\n", range, it->valuedouble, width,
+			"****************************************", 40 - width, "");
+	}
+	if (num(h, "overflow"))
+		fprintf(f, "      %20s : %-10.0f\n", "overflow", num(h, "overflow"));
+	fprintf(f, "      (%s)\n", unit);
+}
+
+/* The Mesa tool's report (SPEC §13): overhead, nodes, legs, histograms. */
+void fmt_tables(FILE *f, const cJSON *rep)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "tables"), *o, *it;
+	char a[24], b[24], c[24], d[24];
+
+	if (!t)
+		return;
+	o = cJSON_GetObjectItemCaseSensitive(t, "overhead");
+	fmt_ns(a, sizeof(a), num(t, "elapsed_ns"));
+	fmt_ns(b, sizeof(b), num(o, "total_ns"));
+	fprintf(f, "\ntables: elapsed %s; probe overhead %s (%.0f hits x %.0f ns, %.2f%% of elapsed), subtracted from legs\n",
+		a, b, num(o, "hits"), num(o, "per_hit_ns"), num(o, "percent_of_elapsed"));
+	fprintf(f, "\n  node %10s  spec\n", "hits");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes"))
+		fprintf(f, "  %4.0f %10.0f  %s\n", num(it, "id"), num(it, "hits"), str(it, "spec", "?"));
+	fprintf(f, "\n  leg   from   to %10s %11s %11s %11s %11s %7s %9s\n", "count", "total", "avg",
+		"min", "max", "%", "abandoned");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs")) {
+		char from[8], to[8];
+
+		snprintf(from, sizeof(from), num(it, "from") ? "%.0f" : "*", num(it, "from"));
+		snprintf(to, sizeof(to), num(it, "to") ? "%.0f" : "*", num(it, "to"));
+		fmt_ns(a, sizeof(a), num(it, "total_ns"));
+		fmt_ns(b, sizeof(b), num(it, "avg_ns"));
+		fmt_ns(c, sizeof(c), num(it, "min_ns"));
+		fmt_ns(d, sizeof(d), num(it, "max_ns"));
+		fprintf(f, "%s %4.0f %6s %4s %10.0f %11s %11s %11s %11s %6.2f%% %9.0f\n",
+			num(it, "abandoned") ? "~" : " ", num(it, "id"), from, to, num(it, "count"), a, b,
+			c, d, num(it, "percent_of_elapsed"), num(it, "abandoned"));
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
+		if (cJSON_GetObjectItemCaseSensitive(it, "hist")) {
+			fprintf(f, "\n  node %.0f, argument %.0f:\n", num(it, "id"), num(it, "arg"));
+			fmt_hist(f, cJSON_GetObjectItemCaseSensitive(it, "hist"), "value");
+		}
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs")) {
+		if (cJSON_GetObjectItemCaseSensitive(it, "hist")) {
+			fprintf(f, "\n  leg %.0f, time:\n", num(it, "id"));
+			fmt_hist(f, cJSON_GetObjectItemCaseSensitive(it, "hist"), "ns");
+		}
+	}
+	fprintf(f, "~ legs started and never finished: a second from before the to, or the thread's exit\n");
+}
+
+void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
+	char state[64];
+
+	if (cJSON_GetObjectItemCaseSensitive(rep, "summary")) {
+		fmt_list(f, rep, v);
+	} else {
+		fmt_state(state, sizeof(state), t);
+		fprintf(f, "pcmon: target %.0f \"%s\" pid %.0f, %.2f s, %s\n", num(t, "id"),
+			str(t, "name", "?"), num(t, "pid"), num(t, "elapsed_s"), state);
+	}
+	fmt_calls(f, rep);
+	fmt_tables(f, rep);
 }
 
 void fmt_targets(FILE *f, const cJSON *rep)

@@ -12,6 +12,9 @@ struct list_view {
 };
 
 void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v);
+void fmt_calls(FILE *f, const cJSON *rep);
+/* Every section of a `list` reply: sampling's listing, the call table. */
+void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v);
 void fmt_targets(FILE *f, const cJSON *rep);
 void fmt_status(FILE *f, const cJSON *rep);
 /* "exited 0", "killed by SIGKILL", "running" ... */

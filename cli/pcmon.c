@@ -19,23 +19,140 @@
 
 #include "engine.h"
 #include "format.h"
-#include "pat.h"
 #include "proto.h"
 #include "util.h"
 
-/* Options; each command names the ones it takes. */
-enum {
-	O_VIRTUAL = 1 << 0, O_REAL = 1 << 1, O_INTERVAL = 1 << 2, O_WHEN = 1 << 3,
-	O_WHEN_FILE = 1 << 4, O_CRITICAL = 1 << 5, O_KERNEL = 1 << 6, O_UNWIND = 1 << 7,
-	O_NO_INLINE = 1 << 8, O_NO_CHILDREN = 1 << 9, O_NAME = 1 << 10, O_ICASE = 1 << 11,
-	O_PID = 1 << 12, O_CGROUP = 1 << 13, O_ALL = 1 << 14, O_SHALLOW = 1 << 15,
-	O_DEEP = 1 << 16, O_TOP = 1 << 17, O_LINES = 1 << 18, O_JSON = 1 << 19,
-	O_DEBUGINFOD = 1 << 20, O_CACHE_DIR = 1 << 21,
-};
+/* Options; each command names the ones it takes (commands[].opts). */
+#define O_VIRTUAL      (1ULL << 0)
+#define O_REAL         (1ULL << 1)
+#define O_INTERVAL     (1ULL << 2)
+#define O_WHEN         (1ULL << 3)
+#define O_WHEN_FILE    (1ULL << 4)
+#define O_CRITICAL     (1ULL << 5)
+#define O_KERNEL       (1ULL << 6)
+#define O_UNWIND       (1ULL << 7)
+#define O_NO_INLINE    (1ULL << 8)
+#define O_NO_CHILDREN  (1ULL << 9)
+#define O_NAME         (1ULL << 10)
+#define O_ICASE        (1ULL << 11)
+#define O_PID          (1ULL << 12)
+#define O_CGROUP       (1ULL << 13)
+#define O_ALL          (1ULL << 14)
+#define O_SHALLOW      (1ULL << 15)
+#define O_DEEP         (1ULL << 16)
+#define O_TOP          (1ULL << 17)
+#define O_LINES        (1ULL << 18)
+#define O_DEBUGINFOD   (1ULL << 20)
+#define O_CACHE_DIR    (1ULL << 21)
+#define O_NO_SAMPLE    (1ULL << 22)
+#define O_COUNT        (1ULL << 23)
+#define O_MAX_PROBES   (1ULL << 24)
+#define O_CALLS        (1ULL << 25)
+#define O_SORT         (1ULL << 26)
+#define O_DURATION     (1ULL << 27)
+#define O_NODE         (1ULL << 28)
+#define O_LEG          (1ULL << 29)
+#define O_HIST         (1ULL << 30)
+#define O_GLOBAL       (1ULL << 31)
+#define O_LINEAR       (1ULL << 32)
+#define O_LOG          (1ULL << 33)
+#define O_BUCKETS      (1ULL << 34)
+#define O_SCALE        (1ULL << 35)
+#define O_BASE         (1ULL << 36)
+#define O_HIST_ARG     (1ULL << 37)
+
 #define O_SAMPLING (O_VIRTUAL | O_REAL | O_INTERVAL | O_WHEN | O_WHEN_FILE | O_CRITICAL | \
-		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE)
+		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE | \
+		    O_NO_SAMPLE | O_COUNT | O_MAX_PROBES | O_NODE | O_HIST_ARG | O_LEG | O_HIST)
 #define O_LISTING (O_SHALLOW | O_DEEP | O_TOP | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | \
-		   O_NO_INLINE | O_JSON)
+		   O_NO_INLINE | O_CALLS | O_SORT)
+
+/* Where an option's value goes. */
+enum opt_kind {
+	OK_LOCAL,	/* the CLI's own, or more than one field: parse_args() */
+	OK_TRUE,	/* request field := true */
+	OK_FALSE,	/* request field := false */
+	OK_STR,		/* request field := the value */
+	OK_NUM,		/* request field := the value as a whole number (bounds: the engine's) */
+	OK_APPEND,	/* request field: an array the value is appended to */
+};
+
+/*
+ * Every option of the command line, once: getopt's table, --help's OPTS and the request
+ * fields come from here. Values are checked by the engine, which names the option in its
+ * error (proto_field.opt); the CLI only turns text into JSON.
+ */
+static const struct opt {
+	const char *name;
+	int ch;			/* a short option where it has one; else a code above 255 */
+	const char *arg;	/* its value in --help; NULL: it takes none */
+	uint64_t bit;
+	enum opt_kind kind;
+	const char *field;
+	const char *help;
+} opts[] = {
+	{ "virtual", 'V', NULL, O_VIRTUAL, OK_LOCAL, NULL, "count on-CPU time only (default)" },
+	{ "real", 'R', NULL, O_REAL, OK_LOCAL, NULL, "count off-CPU time too (blocked, runnable)" },
+	{ "interval", 't', "USEC", O_INTERVAL, OK_NUM, "interval_us", "sampling interval (default 10000)" },
+	{ "when", 'w', "P", O_WHEN, OK_STR, "when", "count only samples whose stack matches P" },
+	{ "when-file", 'W', "F", O_WHEN_FILE, OK_LOCAL, NULL, "the WHEN pattern read from file F" },
+	{ "critical", 'c', "NAME=P", O_CRITICAL, OK_APPEND, "critical", "a critical section (repeatable)" },
+	{ "kernel", 'k', NULL, O_KERNEL, OK_TRUE, "kernel", "kernel frames too" },
+	{ "unwind", 'u', "METHOD", O_UNWIND, OK_STR, "unwind", "how user stacks are walked" },
+	{ "no-inline", 'I', NULL, O_NO_INLINE, OK_TRUE, "no_inline", "inlined functions count as their caller" },
+	{ "no-children", 'C', NULL, O_NO_CHILDREN, OK_FALSE, "children", "processes started later are not watched" },
+	{ "no-sample", 'N', NULL, O_NO_SAMPLE, OK_TRUE, "no_sample", "no sampling instrument (SPEC 9)" },
+	{ "count", 'x', "PATTERN", O_COUNT, OK_APPEND, "count", "count calls of the procedures PATTERN names (repeatable)" },
+	{ "max-probes", 'M', "N", O_MAX_PROBES, OK_NUM, "max_probes", "refuse --count patterns naming more procedures (default 1000)" },
+	{ "node", 'P', "SPEC", O_NODE, OK_LOCAL, NULL, "a probe node: PROC, PROC%return, PROC+0xOFF, provider:name (repeatable)" },
+	{ "hist-arg", 'H', "N", O_HIST_ARG, OK_LOCAL, NULL, "the --node before it records integer argument N (0-5)" },
+	{ "leg", 'G', "FROM:TO", O_LEG, OK_APPEND, "legs", "a leg between two nodes (numbers, or '*')" },
+	{ "hist", 'Y', "SPEC", O_HIST, OK_APPEND, "hists", "node:ID|leg:ID,linear,BUCKETS,SCALE,BASE or node:ID|leg:ID,log" },
+	{ "linear", 'e', NULL, O_LINEAR, OK_LOCAL, NULL, NULL },
+	{ "log", 'f', NULL, O_LOG, OK_LOCAL, NULL, NULL },
+	{ "buckets", 'b', "B", O_BUCKETS, OK_LOCAL, NULL, NULL },
+	{ "scale", 'r', "S", O_SCALE, OK_LOCAL, NULL, NULL },
+	{ "base", 'q', "B", O_BASE, OK_LOCAL, NULL, NULL },
+	{ "track", 'Q', "none|successor|all", O_LEG, OK_STR, "track", "which node hits start a leg (default all)" },
+	{ "add", 'Z', "none|successor", O_LEG, OK_STR, "add", "add the leg from a thread's last node (default none)" },
+	{ "name", 'n', "NAME", O_NAME, OK_STR, "name", "the target's name" },
+	{ "ignore-case", 'i', NULL, O_ICASE, OK_TRUE, "icase", "names in patterns ignore case" },
+	{ "pid", 'p', "PID", O_PID, OK_NUM, "pid", NULL },
+	{ "cgroup", 'g', "DIR", O_CGROUP, OK_STR, "cgroup", NULL },
+	{ "all", 'a', NULL, O_ALL, OK_TRUE, "all", NULL },
+	{ "shallow", 's', NULL, O_SHALLOW, OK_LOCAL, NULL, NULL },
+	{ "deep", 'd', NULL, O_DEEP, OK_LOCAL, NULL, NULL },
+	{ "top", 'T', "N", O_TOP, OK_LOCAL, NULL, NULL },
+	{ "lines", 'L', "PROC", O_LINES, OK_LOCAL, NULL, NULL },
+	{ "calls", 'A', NULL, O_CALLS, OK_LOCAL, NULL, NULL },
+	{ "sort", 'O', "COLUMN", O_SORT, OK_LOCAL, NULL, NULL },
+	{ "duration", 'U', "SECS", O_DURATION, OK_LOCAL, NULL, NULL },
+	{ "json", 'j', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
+	{ "socket", 'S', "PATH", O_GLOBAL, OK_LOCAL, NULL, NULL },
+	{ "verbose", 'v', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
+	{ "debuginfod", 'D', "URLS", O_DEBUGINFOD, OK_LOCAL, NULL, NULL },
+	{ "cache-dir", 'K', "DIR", O_CACHE_DIR, OK_LOCAL, NULL, NULL },
+	{ "help", 'h', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
+};
+
+/* getopt_long's table, made from opts[] */
+static struct option long_opts[ARRAY_SIZE(opts) + 1];
+
+static void long_opts_init(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		long_opts[i] = (struct option){ opts[i].name,
+						opts[i].arg ? required_argument : no_argument, NULL,
+						opts[i].ch };
+}
+
+static const struct opt *opt_of(int ch)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		if (opts[i].ch == ch)
+			return &opts[i];
+	return NULL;
+}
 
 /* Set request field @k to @v (a later option replaces an earlier one: one field, once). */
 static void req_set(cJSON *req, const char *k, cJSON *v)
@@ -46,41 +163,18 @@ static void req_set(cJSON *req, const char *k, cJSON *v)
 		cJSON_AddItemToObject(req, k, v);
 }
 
-static const struct option long_opts[] = {
-	{ "virtual", no_argument, NULL, 'V' },	     { "real", no_argument, NULL, 'R' },
-	{ "interval", required_argument, NULL, 't' }, { "when", required_argument, NULL, 'w' },
-	{ "when-file", required_argument, NULL, 'W' }, { "critical", required_argument, NULL, 'c' },
-	{ "kernel", no_argument, NULL, 'k' },	     { "unwind", required_argument, NULL, 'u' },
-	{ "no-inline", no_argument, NULL, 'I' },     { "no-children", no_argument, NULL, 'C' },
-	{ "name", required_argument, NULL, 'n' },    { "ignore-case", no_argument, NULL, 'i' },
-	{ "pid", required_argument, NULL, 'p' },     { "cgroup", required_argument, NULL, 'g' },
-	{ "all", no_argument, NULL, 'a' },	     { "shallow", no_argument, NULL, 's' },
-	{ "deep", no_argument, NULL, 'd' },	     { "top", required_argument, NULL, 'T' },
-	{ "lines", required_argument, NULL, 'L' },   { "json", no_argument, NULL, 'j' },
-	{ "socket", required_argument, NULL, 'S' },  { "verbose", no_argument, NULL, 'v' },
-	{ "debuginfod", required_argument, NULL, 'D' },
-	{ "cache-dir", required_argument, NULL, 'K' },
-	{ "help", no_argument, NULL, 'h' },	     {},
-};
-
-static const struct {
-	int ch;
-	unsigned bit;
-} opt_bits[] = {
-	{ 'V', O_VIRTUAL }, { 'R', O_REAL },	  { 't', O_INTERVAL },	  { 'w', O_WHEN },
-	{ 'W', O_WHEN_FILE }, { 'c', O_CRITICAL }, { 'k', O_KERNEL },	  { 'u', O_UNWIND },
-	{ 'I', O_NO_INLINE }, { 'C', O_NO_CHILDREN }, { 'n', O_NAME },	  { 'i', O_ICASE },
-	{ 'p', O_PID },	    { 'g', O_CGROUP },	  { 'a', O_ALL },	  { 's', O_SHALLOW },
-	{ 'd', O_DEEP },    { 'T', O_TOP },	  { 'L', O_LINES },	  { 'j', O_JSON },
-	{ 'D', O_DEBUGINFOD }, { 'K', O_CACHE_DIR },
-};
-
 struct args {
-	unsigned seen;
+	uint64_t seen;
 	const char *cmd;
 	cJSON *req;		/* the request being built */
 	const char *target;	/* positional TARGET */
 	char **argv_cmd;	/* run: the command */
+	char **count_args;	/* count: the patterns; node, leg, hist: the words after the command */
+	int ncount_args;
+	const char *buckets, *scale, *base;	/* hist add --linear */
+	bool calls;		/* list: the call table alone */
+	const char *sort;	/* list: the call table's order */
+	double duration;	/* count --pid: how long, 0: until the process exits or ^C */
 	const char *socket;
 	const char *debuginfod;	/* run: its own engine's servers (NULL: $DEBUGINFOD_URLS) */
 	const char *cache_dir;	/* run: where the embedded engine keeps what it fetches */
@@ -128,56 +222,6 @@ static int fail(const struct args *a, int status, const char *fmt, ...)
 	return status;
 }
 
-static int parse_count(const struct args *a, const char *opt, const char *s, long lo, long hi,
-		       long *out)
-{
-	if (parse_whole(s, lo, hi, out))
-		return fail(a, 2, "%s %s: expected a whole number from %ld to %ld", opt, s, lo, hi);
-	return 0;
-}
-
-/* Validate a pattern here, so that a bad one stops everything before it starts. */
-static int check_pattern(const struct args *a, const char *opt, const char *text, unsigned flags)
-{
-	struct pat_error pe = { 0 };
-	struct pat *p = NULL;
-	int r = pat_parse(text, flags, &p, &pe);
-
-	pat_free(p);
-	if (r == -EINVAL) {
-		if (flags & PAT_FROM_FILE) {
-			int line, col;
-
-			pat_error_location(text, pe.column, &line, &col);
-			return fail(a, 2, "%s: line %d, column %d: %s", opt, line, col, pe.msg);
-		}
-		return fail(a, 2, "%s: column %d: %s", opt, pe.column, pe.msg);
-	}
-	return r ? fail(a, 1, "%s: %s", opt, strerror(-r)) : 0;
-}
-
-/* The stack walkers --unwind names: what the parser accepts and --help shows. */
-static const char *const unwind_methods[] = { "fp", "dwarf", "auto" };
-
-static bool unwind_known(const char *m)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(unwind_methods); i++)
-		if (!strcmp(m, unwind_methods[i]))
-			return true;
-	return false;
-}
-
-/* "fp|dwarf|auto" (sep "|") or "fp, dwarf or auto" (sep ", ", last " or ") */
-static void unwind_list(char *buf, size_t len, const char *sep, const char *last)
-{
-	size_t n = ARRAY_SIZE(unwind_methods), at = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && at < len; i++)
-		at += snprintf(buf + at, len - at, "%s%s", i == 0 ? "" : i + 1 == n ? last : sep,
-			       unwind_methods[i]);
-}
-
 /*
  * Is --json among the options of this command line? Asked before parsing, so that every
  * error of the parse itself (one that comes before --json, too) is JSON. A first getopt
@@ -204,111 +248,142 @@ static bool json_anywhere(int argc, char **argv)
 	return false;
 }
 
-static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, struct args *a)
+/* An option that sets a request field, as opts[] says. 0, or the exit status. */
+static int set_field(struct args *a, const struct opt *o, const char *val)
 {
-	/* run stops at the command; the others take options anywhere */
+	cJSON *arr;
+	long v;
+
+	switch (o->kind) {
+	case OK_TRUE:
+	case OK_FALSE:
+		req_set(a->req, o->field, cJSON_CreateBool(o->kind == OK_TRUE));
+		break;
+	case OK_STR:
+		req_set(a->req, o->field, cJSON_CreateString(val));
+		break;
+	case OK_NUM:
+		/* text into a number; what numbers are allowed is the engine's to say */
+		if (parse_whole(val, 0, 1L << 53, &v))
+			return fail(a, 2, "--%s %s: expected a whole number", o->name, val);
+		req_set(a->req, o->field, cJSON_CreateNumber(v));
+		break;
+	case OK_APPEND:
+		arr = cJSON_GetObjectItemCaseSensitive(a->req, o->field);
+		if (!arr)
+			arr = cJSON_AddArrayToObject(a->req, o->field);
+		cJSON_AddItemToArray(arr, cJSON_CreateString(val));
+		break;
+	case OK_LOCAL:
+		break;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, const char *cmd, uint64_t allowed, struct args *a)
+{
+	/* run stops at the command; the others take options anywhere (count's up to "--") */
 	const char *optstring = !strcmp(cmd, "run") ? "+:iv" : "-:iv";
-	cJSON *crit = NULL;
-	unsigned flags = 0;
-	int c;
+	int c, r;
 
 	a->json = json_asked(argc, argv, optstring);
 	optind = 0;
 	opterr = 0;
 	a->req = proto_request(cmd);
+	a->count_args = calloc(argc + 1, sizeof(char *));
+	if (!a->count_args)
+		return fail(a, 1, "out of memory");
 	while ((c = getopt_long(argc, argv, optstring, long_opts, NULL)) != -1) {
-		unsigned bit = 0;
-		long v;
+		const struct opt *o = opt_of(c);
 
-		for (size_t k = 0; k < ARRAY_SIZE(opt_bits); k++)
-			if (opt_bits[k].ch == c)
-				bit = opt_bits[k].bit;
-		if (bit && !(allowed & bit))
+		if (o && !(o->bit & (allowed | O_GLOBAL)))
 			return fail(a, 2, "%s: %s is not an option of %s (see pcmon --help)", cmd,
 				    argv[optind - 1], cmd);
-		a->seen |= bit;
+		if (o) {
+			a->seen |= o->bit;
+			if ((r = set_field(a, o, optarg)))
+				return r;
+		}
 		switch (c) {
 		case 1: /* a positional argument */
+			if (!strcmp(cmd, "count") || !strcmp(cmd, "node") || !strcmp(cmd, "leg") ||
+			    !strcmp(cmd, "hist")) {
+				a->count_args[a->ncount_args++] = optarg;
+				break;
+			}
 			if (a->target)
 				return fail(a, 2, "%s: unexpected argument '%s'", cmd, optarg);
 			a->target = optarg;
 			break;
 		case 'V':
 		case 'R':
-			cJSON_DeleteItemFromObject(a->req, "mode");
 			req_set(a->req, "mode", cJSON_CreateString(c == 'R' ? "real" : "virtual"));
-			break;
-		case 't':
-			if (parse_count(a, "--interval", optarg, 1, 60000000, &v))
-				return 2;
-			req_set(a->req, "interval_us", cJSON_CreateNumber(v));
-			break;
-		case 'w':
-			cJSON_DeleteItemFromObject(a->req, "when");
-			req_set(a->req, "when", cJSON_CreateString(optarg));
 			break;
 		case 'W':
 			free(a->when_text);
 			a->when_text = read_file(optarg, NULL);
 			if (!a->when_text)
 				return fail(a, 2, "--when-file %s: %s", optarg, strerror(errno));
-			flags |= PAT_FROM_FILE;
-			cJSON_DeleteItemFromObject(a->req, "when");
 			req_set(a->req, "when", cJSON_CreateString(a->when_text));
 			req_set(a->req, "when_from_file", cJSON_CreateBool(1));
-			break;
-		case 'c':
-			if (!crit)
-				crit = cJSON_AddArrayToObject(a->req, "critical");
-			cJSON_AddItemToArray(crit, cJSON_CreateString(optarg));
-			break;
-		case 'k':
-			req_set(a->req, "kernel", cJSON_CreateBool(1));
-			break;
-		case 'u':
-			if (!unwind_known(optarg)) {
-				char known[64];
-
-				unwind_list(known, sizeof(known), ", ", " or ");
-				return fail(a, 2, "--unwind %s: use %s", optarg, known);
-			}
-			req_set(a->req, "unwind", cJSON_CreateString(optarg));
-			break;
-		case 'I':
-			req_set(a->req, "no_inline", cJSON_CreateBool(1));
-			break;
-		case 'C':
-			req_set(a->req, "children", cJSON_CreateBool(0));
-			break;
-		case 'n':
-			req_set(a->req, "name", cJSON_CreateString(optarg));
-			break;
-		case 'i':
-			if (!(allowed & O_ICASE))
-				return fail(a, 2, "%s: -i is not an option of %s", cmd, cmd);
-			flags |= PAT_ICASE;
-			req_set(a->req, "icase", cJSON_CreateBool(1));
-			break;
-		case 'p':
-			if (parse_count(a, "--pid", optarg, 1, 4194304, &v))
-				return 2;
-			req_set(a->req, "pid", cJSON_CreateNumber(v));
-			break;
-		case 'g':
-			req_set(a->req, "cgroup", cJSON_CreateString(optarg));
-			break;
-		case 'a':
-			req_set(a->req, "all", cJSON_CreateBool(1));
 			break;
 		case 's':
 			a->view.shallow = 1;
 			break;
+		case 'P': {
+			cJSON *arr = cJSON_GetObjectItemCaseSensitive(a->req, "nodes"), *n;
+
+			if (!arr)
+				arr = cJSON_AddArrayToObject(a->req, "nodes");
+			n = cJSON_CreateObject();
+			cJSON_AddStringToObject(n, "spec", optarg);
+			cJSON_AddItemToArray(arr, n);
+			break;
+		}
+		case 'H': {
+			cJSON *last = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->req, "nodes"),
+							 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a->req, "nodes")) - 1);
+			long v;
+
+			if (parse_whole(optarg, 0, 1L << 30, &v))
+				return fail(a, 2, "--hist-arg %s: expected a whole number", optarg);
+			if (!strcmp(cmd, "node")) /* pcmon node add TARGET SPEC --hist-arg N */
+				last = a->req;
+			else if (!last)
+				return fail(a, 2, "--hist-arg %s: give it after the --node it applies to", optarg);
+			req_set(last, "arg", cJSON_CreateNumber(v));
+			break;
+		}
+		case 'A':
+			a->calls = true;
+			break;
+		case 'b':
+			a->buckets = optarg;
+			break;
+		case 'r':
+			a->scale = optarg;
+			break;
+		case 'q':
+			a->base = optarg;
+			break;
+		case 'O':
+			a->sort = optarg;
+			break;
+		case 'U': {
+			char *end;
+
+			a->duration = strtod(optarg, &end);
+			if (*end || !(a->duration > 0))
+				return fail(a, 2, "--duration %s: expected a number of seconds", optarg);
+			break;
+		}
 		case 'd':
 			a->view.deep = 1;
 			break;
 		case 'T':
-			if (parse_count(a, "--top", optarg, 1, 1000000000, &a->view.top))
-				return 2;
+			if (parse_whole(optarg, 1, 1000000000, &a->view.top))
+				return fail(a, 2, "--top %s: expected a whole number from 1 to 1000000000",
+					    optarg);
 			break;
 		case 'L':
 			return fail(a, 2, "--lines is not available yet in this pcmon");
@@ -332,42 +407,28 @@ static int parse_args(int argc, char **argv, const char *cmd, unsigned allowed, 
 		case ':':
 			return fail(a, 2, "%s: %s needs a value (see pcmon --help)", cmd,
 				    argv[optind - 1]);
-		default:
+		case '?':
 			return fail(a, 2, "%s: unknown option '%s' (see pcmon --help)", cmd,
 				    argv[optind - 1]);
 		}
 	}
+	/* two options for one field: which one was meant is for the user to say */
 	if ((a->seen & O_VIRTUAL) && (a->seen & O_REAL))
 		return fail(a, 2, "--virtual and --real exclude each other: give one");
 	if ((a->seen & O_WHEN) && (a->seen & O_WHEN_FILE))
 		return fail(a, 2, "--when and --when-file exclude each other: give one");
-	if (proto_str(a->req, "when", NULL)) {
-		int r = check_pattern(a, (a->seen & O_WHEN_FILE) ? "--when-file" : "--when",
-				      proto_str(a->req, "when", ""), flags);
-
-		if (r)
-			return r;
-	}
-	if (crit) {
-		const cJSON *it;
-
-		cJSON_ArrayForEach(it, crit) {
-			const char *eq = strchr(it->valuestring, '=');
-			char opt[160];
-
-			if (!eq || eq == it->valuestring)
-				return fail(a, 2, "--critical '%s': expected NAME=PATTERN",
-					    it->valuestring);
-			snprintf(opt, sizeof(opt), "--critical %.*s", (int)(eq - it->valuestring),
-				 it->valuestring);
-			if (check_pattern(a, opt, eq + 1, flags & PAT_ICASE))
-				return 2;
-		}
-	}
 	if (!strcmp(cmd, "run")) {
 		if (optind >= argc)
 			return fail(a, 2, "run: no command: pcmon run [OPTIONS] -- CMD [ARGS]");
 		a->argv_cmd = argv + optind;
+	}
+	if (!strcmp(cmd, "count")) {
+		if (optind < argc)
+			a->argv_cmd = argv + optind; /* after "--" */
+		if (!!a->argv_cmd + !!(a->seen & O_PID) != 1)
+			return fail(a, 2, "count: give --pid PID or -- CMD [ARGS]");
+		if (a->argv_cmd && a->duration)
+			return fail(a, 2, "count: --duration goes with --pid (a command is counted until it exits)");
 	}
 	if (a->target)
 		req_set(a->req, "target", cJSON_CreateString(a->target));
@@ -460,10 +521,19 @@ static const struct list_view *cur_view;
 
 static void list_table(FILE *f, const cJSON *rep)
 {
-	fmt_list(f, rep, cur_view);
+	fmt_listing(f, rep, cur_view);
 }
 
 /* ---- commands */
+
+/* What a list request says about the call table: alone, in which order. */
+static void list_options(const struct args *a, cJSON *req)
+{
+	if (a->calls)
+		req_set(req, "calls", cJSON_CreateBool(1));
+	if (a->sort)
+		req_set(req, "sort", cJSON_CreateString(a->sort));
+}
 
 static int cmd_simple(struct args *a)
 {
@@ -471,6 +541,12 @@ static int cmd_simple(struct args *a)
 	cJSON *rep;
 	int r;
 
+	if (!strcmp(a->cmd, "tables")) {
+		/* the listing's tables section alone */
+		cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("list"));
+		req_set(a->req, "tables", cJSON_CreateBool(1));
+		a->cmd = "list";
+	}
 	if (!a->target && strcmp(a->cmd, "targets") && strcmp(a->cmd, "status") &&
 	    strcmp(a->cmd, "list"))
 		return fail(a, 2, "%s: which target? give its id or name (see pcmon targets)",
@@ -478,6 +554,8 @@ static int cmd_simple(struct args *a)
 	r = connect_daemon(a, &s);
 	if (r)
 		return r;
+	if (!strcmp(a->cmd, "list"))
+		list_options(a, a->req);
 	rep = call(&s, a->req);
 	cur_view = &a->view;
 	if (!strcmp(a->cmd, "list"))
@@ -503,8 +581,6 @@ static int cmd_start(struct args *a)
 	if (a->target)
 		return fail(a, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    a->target);
-	if (!!(a->seen & O_PID) + !!(a->seen & O_CGROUP) + !!(a->seen & O_ALL) != 1)
-		return fail(a, 2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
 	if ((a->seen & O_CGROUP) &&
 	    (r = open_for_request(a, "--cgroup", proto_str(a->req, "cgroup", ""),
 				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
@@ -710,6 +786,7 @@ static int cmd_run(struct args *a)
 	cJSON_ReplaceItemInObject(req, "cmd", cJSON_CreateString("list"));
 	if (proto_str(a->req, "when", NULL))
 		cJSON_AddStringToObject(req, "when", proto_str(a->req, "when", ""));
+	list_options(a, req);
 	rep = call(&s, req);
 	cur_view = &a->view;
 	r = show(a, rep, list_table);
@@ -727,46 +804,226 @@ out:
 	return r;
 }
 
+static volatile sig_atomic_t count_stop;
+
+static void on_count_signal(int sig)
+{
+	(void)sig;
+	count_stop = 1;
+}
+
+/* Start counting in process --pid, wait, print the table, forget the target. */
+static int count_pid(struct args *a)
+{
+	struct session s = { .fd = -1 };
+	cJSON *rep, *req;
+	int r, pid = proto_num(a->req, "pid", 0);
+	uint64_t until;
+	char id[16], errbuf[512];
+
+	/* pcmond when it answers, else an engine of our own (as pcmon run) */
+	s.fd = proto_connect(socket_path(a));
+	if (s.fd < 0) {
+		struct engine_opts eo = { .debuginfod = "" };
+
+		if (engine_new(&eo, &s.e, errbuf, sizeof(errbuf)))
+			return fail(a, 1, "pcmond is not running and the embedded engine failed: %s",
+				    errbuf);
+	}
+	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));
+	rep = call(&s, a->req);
+	if (!proto_bool(rep, "ok", 0)) {
+		r = show(a, rep, NULL);
+		goto out_rep;
+	}
+	snprintf(id, sizeof(id), "%.0f", proto_num(rep, "id", 0));
+	cJSON_Delete(rep);
+	/* counted from now: the start may have measured the probes' cost first */
+	until = a->duration ? now_ns() + (uint64_t)(a->duration * 1e9) : 0;
+	signal(SIGINT, on_count_signal);
+	signal(SIGTERM, on_count_signal);
+	if (!a->json)
+		fprintf(stderr, "pcmon: counting in pid %d %s (^C to stop)\n", pid,
+			a->duration ? "for the given time" : "until it exits");
+	while (!count_stop && (!until || now_ns() < until) && !kill(pid, 0)) {
+		if (s.e) {
+			struct pollfd p = { .fd = engine_fd(s.e), .events = POLLIN };
+
+			if (poll(&p, 1, 50) > 0)
+				engine_work(s.e);
+		} else {
+			usleep(50000);
+		}
+	}
+	req = proto_request("stop");
+	cJSON_AddStringToObject(req, "target", id);
+	cJSON_Delete(call(&s, req));
+	cJSON_ReplaceItemInObject(req, "cmd", cJSON_CreateString("list"));
+	list_options(a, req);
+	rep = call(&s, req);
+	cur_view = &a->view;
+	r = show(a, rep, list_table);
+	cJSON_Delete(rep);
+	cJSON_ReplaceItemInObject(req, "cmd", cJSON_CreateString("drop"));
+	cJSON_DeleteItemFromObject(req, "calls");
+	cJSON_DeleteItemFromObject(req, "sort");
+	cJSON_Delete(call(&s, req));
+	cJSON_Delete(req);
+	rep = NULL;
+out_rep:
+	cJSON_Delete(rep);
+	if (s.fd >= 0)
+		close(s.fd);
+	engine_free(s.e);
+	return r;
+}
+
+/*
+ * pcmon node add TARGET SPEC [--hist-arg N] | node del TARGET ID
+ * pcmon leg add TARGET FROM TO | leg del TARGET ID
+ * pcmon hist add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)
+ * pcmon hist del TARGET node|leg ID
+ * The probe-node tables of a running target; the engine checks the values.
+ */
+static int cmd_edit(struct args *a)
+{
+	const char *w[5] = { NULL };
+	bool hist = !strcmp(a->cmd, "hist"), add;
+	int need;
+	struct session s;
+	cJSON *rep;
+	long id;
+	int r;
+
+	for (int i = 0; i < a->ncount_args && i < 5; i++)
+		w[i] = a->count_args[i];
+	add = w[0] && !strcmp(w[0], "add");
+	need = hist ? 4 : add && !strcmp(a->cmd, "leg") ? 4 : 3;
+	if (!w[0] || (strcmp(w[0], "add") && strcmp(w[0], "del")) || a->ncount_args != need)
+		return fail(a, 2, "%s: see pcmon --help for %s add|del", a->cmd, a->cmd);
+	req_set(a->req, "op", cJSON_CreateString(w[0]));
+	req_set(a->req, "target", cJSON_CreateString(w[1]));
+	if (!strcmp(a->cmd, "node") && add) {
+		req_set(a->req, "spec", cJSON_CreateString(w[2]));
+	} else if (!strcmp(a->cmd, "leg") && add) {
+		req_set(a->req, "from", cJSON_CreateString(w[2]));
+		req_set(a->req, "to", cJSON_CreateString(w[3]));
+	} else {
+		const char *idw = hist ? w[3] : w[2];
+
+		if (parse_whole(idw, 1, 1000000, &id))
+			return fail(a, 2, "%s %s: %s is not a number", a->cmd, w[0], idw);
+		req_set(a->req, "id", cJSON_CreateNumber(id));
+		if (hist)
+			req_set(a->req, "on", cJSON_CreateString(w[2]));
+	}
+	if (hist && add) {
+		char spec[160];
+
+		if (!!(a->seen & O_LINEAR) + !!(a->seen & O_LOG) != 1)
+			return fail(a, 2, "hist add: give --linear --buckets B --scale S --base B, or --log");
+		if (a->seen & O_LOG)
+			snprintf(spec, sizeof(spec), "%s:%s,log", w[2], w[3]);
+		else
+			snprintf(spec, sizeof(spec), "%s:%s,linear,%s,%s,%s", w[2], w[3],
+				 a->buckets ? a->buckets : "?", a->scale ? a->scale : "?",
+				 a->base ? a->base : "0");
+		req_set(a->req, "hist", cJSON_CreateString(spec));
+		cJSON_DeleteItemFromObject(a->req, "id");
+	}
+	r = connect_daemon(a, &s);
+	if (r)
+		return r;
+	rep = call(&s, a->req);
+	r = show(a, rep, NULL);
+	if (!r && !a->json && add && !hist)
+		printf("%.0f\n", proto_num(rep, "id", 0));
+	cJSON_Delete(rep);
+	close(s.fd);
+	return r;
+}
+
+/*
+ * pcmon count PATTERN... (--pid PID [--duration S] | -- CMD): a target with call counting
+ * only, in the foreground: the table when the command exits, at --duration, or at ^C.
+ */
+static int cmd_count(struct args *a)
+{
+	cJSON *pats = cJSON_GetObjectItemCaseSensitive(a->req, "count");
+
+	for (int i = 0; i < a->ncount_args; i++) {
+		if (!pats)
+			pats = cJSON_AddArrayToObject(a->req, "count");
+		cJSON_AddItemToArray(pats, cJSON_CreateString(a->count_args[i]));
+	}
+	if (!pats)
+		return fail(a, 2, "count: give at least one procedure pattern (see pcmon --help)");
+	req_set(a->req, "no_sample", cJSON_CreateBool(1));
+	a->calls = true;
+	if (a->argv_cmd)
+		return cmd_run(a);
+	return count_pid(a);
+}
+
 static const struct command {
 	const char *name;
 	int (*fn)(struct args *);
-	unsigned opts;
+	uint64_t opts;
 	const char *help;
 } commands[] = {
-	{ "run", cmd_run,
-	  O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_JSON | O_DEBUGINFOD | O_CACHE_DIR,
+	{ "run", cmd_run, O_SAMPLING | O_SHALLOW | O_DEEP | O_TOP | O_DEBUGINFOD | O_CACHE_DIR,
 	  "run   [OPTS] [--shallow|--deep] [--top N] -- CMD [ARGS]\n"
 	  "              launch CMD watched from its first instruction, print LIST;\n"
 	  "              without pcmond: --debuginfod URLS (default $DEBUGINFOD_URLS) --cache-dir DIR" },
-	{ "start", cmd_start, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_JSON,
+	{ "start", cmd_start, O_SAMPLING | O_PID | O_CGROUP | O_ALL,
 	  "start [OPTS] (--pid PID | --cgroup DIR | --all)   start a target; prints its id" },
 	{ "list", cmd_simple, O_LISTING,
 	  "list  [TARGET] [--shallow|--deep] [--top N] [--when P|--when-file F] [-i]\n"
-	  "              [--critical N=P] [--no-inline]   the listing so far" },
-	{ "stop", cmd_simple, O_JSON, "stop   TARGET   stop sampling; results kept" },
-	{ "pause", cmd_simple, O_JSON, "pause  TARGET   stop counting for a while" },
-	{ "resume", cmd_simple, O_JSON, "resume TARGET   count again" },
-	{ "zero", cmd_simple, O_JSON, "zero   TARGET   zero counts, keep settings" },
-	{ "drop", cmd_simple, O_JSON, "drop   TARGET   forget the target and its results" },
-	{ "targets", cmd_simple, O_JSON, "targets        every target: id, name, mode, state, samples, lost" },
-	{ "status", cmd_simple, O_JSON, "status         daemon version, uptime, BPF programs and their overhead" },
+	  "              [--critical N=P] [--no-inline] [--calls] [--sort self|calls|total|avg]\n"
+	  "              the listing so far: every section (--calls: the call table alone)" },
+	{ "count", cmd_count, O_MAX_PROBES | O_PID | O_DURATION | O_SORT | O_ICASE | O_VIRTUAL | O_REAL,
+	  "count [--real|--virtual] [--max-probes N] [--sort self|calls|total|avg] [-i] PATTERN...\n"
+	  "              (--pid PID [--duration SECS] | -- CMD [ARGS])   calls, self and\n"
+	  "              self+children time of the procedures PATTERN names, in the foreground" },
+	{ "node", cmd_edit, O_HIST_ARG,
+	  "node  add TARGET SPEC [--hist-arg N] | node del TARGET ID   a probe node, while it runs" },
+	{ "leg", cmd_edit, 0, "leg   add TARGET FROM TO | leg del TARGET ID   a leg, while it runs" },
+	{ "hist", cmd_edit, O_LINEAR | O_LOG | O_BUCKETS | O_SCALE | O_BASE,
+	  "hist  add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)\n"
+	  "              | hist del TARGET node|leg ID   a histogram, while it runs" },
+	{ "tables", cmd_simple, 0,
+	  "tables TARGET   the node, leg and histogram tables of a target with nodes" },
+	{ "stop", cmd_simple, 0, "stop   TARGET   stop sampling; results kept" },
+	{ "pause", cmd_simple, 0, "pause  TARGET   stop counting for a while" },
+	{ "resume", cmd_simple, 0, "resume TARGET   count again" },
+	{ "zero", cmd_simple, 0, "zero   TARGET   zero counts, keep settings" },
+	{ "drop", cmd_simple, 0, "drop   TARGET   forget the target and its results" },
+	{ "targets", cmd_simple, 0, "targets        every target: id, name, mode, state, samples, lost" },
+	{ "status", cmd_simple, 0, "status         daemon version, uptime, BPF programs and their overhead" },
 };
 
 static void usage(FILE *f)
 {
-	char unwind[64];
-
-	unwind_list(unwind, sizeof(unwind), "|", "|");
 	fprintf(f, "usage: pcmon COMMAND [ARGS]   (any unambiguous prefix of a command)\n\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  pcmon %s\n", commands[i].help);
-	fprintf(f, "\nOPTS: --virtual|--real  --interval USEC  --when P  --when-file F  --critical NAME=P\n"
-		   "      --kernel  --unwind %s  --no-inline  --no-children  --name NAME\n"
-		   "      -i|--ignore-case (names in patterns)\n"
-		   "Every command takes --json (errors too: {\"error\": ...} on stdout), -v|--verbose,\n"
+	fprintf(f, "\nOPTS:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+		/* an enumeration's values as the engine accepts them */
+		const struct proto_field *pf = o->field ? engine_start_field(o->field) : NULL;
+		char left[64];
+
+		if (!(o->bit & O_SAMPLING))
+			continue;
+		snprintf(left, sizeof(left), "%s--%s%s%s", o->ch == 'i' ? "-i|" : "", o->name,
+			 o->arg ? " " : "", pf && pf->type == PT_ENUM ? pf->values : o->arg ? o->arg : "");
+		fprintf(f, "  %-28s %s\n", left, o->help);
+	}
+	fprintf(f, "\nEvery command takes --json (errors too: {\"error\": ...} on stdout), -v|--verbose,\n"
 		   "and --socket PATH (or $PCMON_SOCKET; default %s).\n"
 		   "See pcmon(1).\n",
-		unwind, PCMON_DEFAULT_SOCKET);
+		PCMON_DEFAULT_SOCKET);
 }
 
 int main(int argc, char **argv)
@@ -776,6 +1033,7 @@ int main(int argc, char **argv)
 	char matches[256] = "";
 	int r, n = 0;
 
+	long_opts_init();
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
@@ -813,5 +1071,6 @@ int main(int argc, char **argv)
 	}
 	cJSON_Delete(a.req);
 	free(a.when_text);
+	free(a.count_args);
 	return r;
 }

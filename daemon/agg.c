@@ -115,6 +115,7 @@ uint64_t agg_ns_to_interrupts(uint64_t ns, uint64_t period_ns)
 /* Procedure frames of a stack, outermost first, for matching and charging. */
 struct frames {
 	uint32_t *proc;
+	struct agg_frame_at *at;	/* where each frame came from */
 	struct pat_frame *pf;
 	size_t n, cap, cap_pf;
 };
@@ -132,10 +133,16 @@ static int expand(const struct sym *s, const struct agg_stack *st, int kernel, i
 		if (!l)
 			continue;
 		fr = sym_frames(s, l);
-		if (GROW(f->proc, f->cap, f->n + l->nframes))
-			return -ENOMEM;
+		if (f->n + l->nframes > f->cap) {
+			size_t cap = f->cap;
+
+			if (GROW(f->proc, cap, f->n + l->nframes) ||
+			    GROW(f->at, f->cap, f->n + l->nframes))
+				return -ENOMEM;
+		}
 		/* a location lists its inline chain innermost first; the stack runs outermost first */
 		for (uint32_t j = l->nframes; j-- > 0;) {
+			f->at[f->n] = (struct agg_frame_at){ .loc = i, .inl = j };
 			f->proc[f->n++] = fr[j];
 			if (no_inline)
 				break; /* the outermost is the real function */
@@ -168,7 +175,16 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 	size_t n = agg_count(a), total, rows_cap = 0, marked_cap = 0, xcap = 0;
 	struct itab *xkeys = NULL;	/* open intervals on stacks not stored, merged by stack */
 	uint64_t *extra_ns = NULL, *xns = NULL;
+	struct agg_visit v;
 	int err = -ENOMEM;
+
+/* hand a group of counted samples to the caller's visitor, if any */
+#define VISIT(cls_, arg_) do { \
+		v.cls = (cls_); \
+		v.arg = (arg_); \
+		if (o->visit) \
+			o->visit(o->visit_ctx, &v); \
+	} while (0)
 
 	memset(out, 0, sizeof(*out));
 	shallow = calloc(nprocs + 1, sizeof(*shallow));
@@ -236,7 +252,9 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			continue;
 		out->interrupts += w;
 
+		v = (struct agg_visit){ .st = st, .weight = w, .ns = ns };
 		if (st->unwalk != AGG_WALK_OK) {
+			VISIT(AGG_C_UNWALKABLE, 0);
 			out->counted += w;
 			out->unwalk[AGG_WALK_OK] += w;
 			out->unwalk[st->unwalk < AGG_UNWALK_MAX ? st->unwalk : AGG_UNWALK_FAULT] += w;
@@ -267,6 +285,7 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 				out->marked[out->nmarked++] = (struct agg_marked){ st->section, 0 };
 			}
 			out->marked[m].count += w;
+			VISIT(AGG_C_MARKED, st->section);
 			continue;
 		}
 		if (st->flags & AGG_SF_MARKS_PENDING)
@@ -279,17 +298,25 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 					break;
 			if (c < o->ncrit && c < AGG_MAX_CRIT) {
 				out->crit[c] += w;
+				VISIT(AGG_C_CRITICAL, c);
 				continue;
 			}
 		}
+		v.procs = f.proc;
+		v.at = f.at;
+		v.nframes = charge + 1;
 		if (charge < 0) { /* a colon pointed above the root */
 			out->foreign += w;
+			VISIT(AGG_C_FOREIGN, 0);
 			continue;
 		}
-		if (sym_proc(s, f.proc[charge])->name)
+		if (sym_proc(s, f.proc[charge])->name) {
 			shallow[f.proc[charge]] += w;
-		else
+			VISIT(AGG_C_PROC, 0);
+		} else {
 			out->foreign += w;
+			VISIT(AGG_C_FOREIGN, 0);
+		}
 		/* deep: every named procedure on the charged stack, once per sample */
 		for (int j = 0; j <= charge; j++) {
 			uint32_t p = f.proc[j];
@@ -316,11 +343,13 @@ cleanup:
 	free(deep);
 	free(stamp);
 	free(f.proc);
+	free(f.at);
 	free(f.pf);
 	free(extra_ns);
 	free(xns);
 	itab_free(xkeys);
 	return err;
+#undef VISIT
 }
 
 void agg_list_free(struct agg_list *l)

@@ -72,6 +72,36 @@ struct agg_critical {
 	const struct pat *pat;
 };
 
+/* Where a frame of an expanded stack comes from. */
+struct agg_frame_at {
+	uint32_t loc;		/* index into agg_stack.locs */
+	uint32_t inl;		/* index into the location's frames: 0 innermost; the
+				 * outermost (nframes - 1) is the function itself, the rest
+				 * functions inlined into it */
+};
+
+/* How a group of counted samples was charged, for views built over a listing. */
+enum agg_class {
+	AGG_C_UNWALKABLE,	/* to `unwalkable` (st->unwalk says why) */
+	AGG_C_MARKED,		/* to a section the program marked (arg: its string id) */
+	AGG_C_CRITICAL,		/* to a declared section (arg: its index in opts.crit) */
+	AGG_C_FOREIGN,		/* to foreignPcs */
+	AGG_C_PROC,		/* to procedure procs[nframes - 1] */
+};
+
+struct agg_visit {
+	const struct agg_stack *st;
+	uint64_t weight;	/* samples; off-CPU: interrupts of t */
+	uint64_t ns;		/* off-CPU: nanoseconds (open intervals included); else 0 */
+	enum agg_class cls;
+	uint32_t arg;
+	/* AGG_C_PROC and AGG_C_FOREIGN: the frames as charged, outermost first (procedure ids
+	 * and where each came from); the charged frame is the last. NULL/0 otherwise. */
+	const uint32_t *procs;
+	const struct agg_frame_at *at;
+	int nframes;
+};
+
 struct agg_list_opts {
 	uint64_t period_ns;		/* t: off-CPU ns are converted into interrupts of t */
 	const struct pat *when;		/* NULL: every sample counts */
@@ -81,6 +111,10 @@ struct agg_list_opts {
 	int no_inline;			/* inlined functions count as the function they are in */
 	const struct agg_extra *extra;
 	size_t nextra;
+	/* called for every group of counted samples, as it is charged (views: lines, profil,
+	 * exports); the pointers in the visit are valid during the call only */
+	void (*visit)(void *ctx, const struct agg_visit *v);
+	void *visit_ctx;
 };
 
 struct agg_row {

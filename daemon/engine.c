@@ -14,11 +14,15 @@
 #include <unistd.h>
 
 #include "agg.h"
+#include "count.h"
 #include "dbginfo.h"
 #include "engine.h"
+#include "inst.h"
+#include "legs.h"
 #include "pat.h"
 #include "probes.h"
 #include "proto.h"
+#include "sample.h"
 #include "sampler.h"
 #include "store.h"
 #include "sym.h"
@@ -26,12 +30,7 @@
 #include "unwind.h"
 #include "util.h"
 
-/* An off-CPU interval of a --unwind dwarf target: its stack arrived, its length has not. */
-struct pending {
-	uint32_t tid, target;
-	uint64_t ts;
-	struct agg_stack *st;
-};
+#define for_each_inst(i) for (int i = 0; i < INST_MAX; i++)
 
 struct engine {
 	struct engine_opts o;
@@ -44,41 +43,13 @@ struct engine {
 	int epfd, timerfd;
 	uint64_t started_ns;
 	double started_wall;
-	uint64_t drains, drained_entries, drain_ns;
 	uint64_t last_flush_ns;
-	struct agg_stack *scratch; /* conversion buffer for one stack */
-	size_t scratch_cap;
-	__u64 *upcs;			/* unwinder output */
-	size_t cap_upcs;
-	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
-	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
-	size_t npending, cap_pending;
-	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
-	uint32_t *section_names;	/* ... and the string id of each name */
-	size_t cap_sections;
 	struct store *store;		/* the state directory; NULL: none */
+	struct inst_env env;		/* lent to the instruments */
+	void *g[INST_MAX];		/* each instrument's engine-wide state */
+	struct proto_field *start_fields; /* the target's and every instrument's */
+	size_t nstart_fields;
 };
-
-/* The string id of a marked section's name, from its address in process (pid, epoch). */
-static uint32_t section_name(struct engine *e, const struct pcmon_key *k)
-{
-	struct { uint64_t addr; uint32_t pid, epoch; } key = { k->section, k->pid, k->epoch };
-	char name[PCMON_SECTION_LEN];
-	uint32_t slot, id = 0;
-	int r;
-
-	if (!k->section)
-		return 0;
-	r = itab_intern(e->section_keys, &key, sizeof(key), &slot);
-	if (r == 0)
-		return e->section_names[slot];
-	if (r < 0 || GROW(e->section_names, e->cap_sections, slot + 1))
-		return 0;
-	if (sym_user_string(e->sym, k->pid, k->epoch, k->section, name, sizeof(name)) || !name[0])
-		snprintf(name, sizeof(name), "section@%llx", (unsigned long long)k->section);
-	sym_intern_str(e->sym, name, &id);
-	return e->section_names[slot] = id;
-}
 
 static void attach_usdt(void *ctx, const char *path)
 {
@@ -86,6 +57,8 @@ static void attach_usdt(void *ctx, const char *path)
 
 	sampler_usdt_attach(e->smp, path);
 }
+
+static int start_fields_init(struct engine *e);
 
 /* ---- lifecycle */
 
@@ -112,8 +85,7 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->started_ns = now_ns();
 	e->started_wall = wall_time();
 	e->sym = sym_new(0);
-	e->section_keys = itab_new();
-	if (!e->sym || !e->section_keys) {
+	if (!e->sym || start_fields_init(e)) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -121,6 +93,7 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	r = sampler_open(&so, &e->smp, err, errlen);
 	if (r)
 		goto fail;
+	e->env = (struct inst_env){ .smp = e->smp, .sym = e->sym, .targets = e->targets };
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (e->epfd < 0 || e->timerfd < 0) {
@@ -145,6 +118,12 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 			epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 		}
 	}
+	e->env.dbg = e->dbg;
+	for_each_inst(i) {
+		r = inst_table[i]->open(&e->env, &e->g[i], err, errlen);
+		if (r)
+			goto fail;
+	}
 	if (e->o.state_dir) {
 		r = store_open(e->o.state_dir, &e->store);
 		if (r) {
@@ -161,7 +140,6 @@ fail:
 }
 
 static void target_release(struct engine *e, struct target *t);
-static void pending_drop(struct engine *e, struct pending *p);
 
 void engine_free(struct engine *e)
 {
@@ -174,6 +152,9 @@ void engine_free(struct engine *e)
 			target_release(e, e->targets[i]);
 		target_free(e->targets[i]);
 	}
+	for_each_inst(i)
+		if (e->g[i])
+			inst_table[i]->close(e->g[i]);
 	probes_stop(e->probes);
 	sampler_close(e->smp);
 	sym_free(e->sym);
@@ -182,13 +163,7 @@ void engine_free(struct engine *e)
 		close(e->epfd);
 	if (e->timerfd >= 0)
 		close(e->timerfd);
-	free(e->scratch);
-	free(e->upcs);
-	while (e->npending)
-		pending_drop(e, &e->pending[0]);
-	free(e->pending);
-	itab_free(e->section_keys);
-	free(e->section_names);
+	free(e->start_fields);
 	store_close(e->store);
 	free(e);
 }
@@ -198,186 +173,22 @@ int engine_fd(struct engine *e)
 	return e->epfd;
 }
 
-/* ---- draining: BPF entries into per-target aggregates */
-
-static enum agg_unwalk unwalk_of(uint8_t serr)
-{
-	switch (serr) {
-	case PCMON_SERR_NONE:
-		return AGG_WALK_OK;
-	case PCMON_SERR_FULL:
-		return AGG_UNWALK_LOST;
-	default:
-		return AGG_UNWALK_FAULT;
-	}
-}
-
-/*
- * Symbolize a stack into e->scratch: @upc/@kpc innermost first, as the kernel and the
- * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
- * return address, looked up at pc - 1 (the call). The innermost user pc is the one saved at
- * the last entry into the kernel, which is exact: the interrupted or faulting instruction,
- * the entry point right after exec, or the instruction after a `syscall` (in the same
- * function). Looking it up at pc - 1 would put a process's first instruction in the padding
- * before _start. The innermost kernel pc is exact only for a timer sample.
- */
-static struct agg_stack *convert_pcs(struct engine *e, const struct pcmon_key *k,
-				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk)
-{
-	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
-	struct agg_stack *st;
-	size_t need = agg_stack_size(nu + nk);
-
-	if (need > e->scratch_cap) {
-		free(e->scratch);
-		e->scratch = malloc(need);
-		e->scratch_cap = e->scratch ? need : 0;
-		if (!e->scratch)
-			return NULL;
-	}
-	st = e->scratch;
-	st->kind = k->kind;
-	st->pid = k->pid;
-	st->unwalk = unwalk;
-	st->section = section_name(e, k);
-	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
-	if (st->unwalk == AGG_WALK_OK && !nu)
-		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
-	if (st->unwalk != AGG_WALK_OK) {
-		/* the frames of an unwalkable stack are not kept: it is charged to a section */
-		st->nuser = st->nkern = 0;
-		return st;
-	}
-	/* a stack taken at sched_switch starts inside pcmon's own program: leave that out */
-	while (!oncpu && nk && sym_kernel_is_tracer(e->sym, kpc[0])) {
-		kpc++;
-		nk--;
-	}
-	st->nuser = nu;
-	st->nkern = nk;
-	for (uint32_t i = 0; i < nu; i++)
-		st->locs[nu - 1 - i] = sym_user(e->sym, k->pid, k->epoch, upc[i], i > 0);
-	for (uint32_t i = 0; i < nk; i++) {
-		bool leaf = i == 0 && oncpu;
-
-		st->locs[nu + nk - 1 - i] = sym_kernel(e->sym, kpc[i], !leaf);
-	}
-	return st;
-}
-
-/*
- * A stack the kernel walked with frame pointers (in-kernel aggregates). The chain ends where
- * a frame pointer does (code built without them, as Debian's libc is): unless the outermost
- * frame's CFI says it has no caller, the stack is marked cut short, so the listing can say
- * that the deep counts of outer frames are lower bounds.
- */
-static struct agg_stack *convert(struct engine *e, const struct pcmon_key *k,
-				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
-{
-	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
-	enum agg_unwalk uw = unwalk_of(k->uerr);
-	struct agg_stack *st;
-
-	/* a stack that fills the maximum depth was cut off, not whole */
-	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(e->smp))
-		uw = AGG_UNWALK_DEPTH;
-	st = convert_pcs(e, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
-	if (st && st->unwalk == AGG_WALK_OK && nu)
-		st->flags |= unw_is_root(e->sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1) ? 0 : AGG_SF_CUT_SHORT;
-	return st;
-}
-
-/* A --unwind dwarf record: unwind its copied stack with the objects' CFI. */
-static struct agg_stack *convert_dwarf(struct engine *e, const struct pcmon_dsample *d,
-				       size_t len)
-{
-	uint32_t depth = sampler_max_depth(e->smp), nu = 0;
-	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
-	enum unw_end end = UNW_END_ROOT;
-	uint64_t t0 = now_ns();
-
-	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
-		return NULL;
-	if (GROW(e->upcs, e->cap_upcs, depth))
-		return NULL;
-	if (uw == AGG_WALK_OK) {
-		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
-			      d->ulen, e->upcs, depth, &end);
-	} else if (uw == AGG_UNWALK_FAULT) {
-		/*
-		 * Nothing could be copied. A thread the kernel has just created has no frame but
-		 * its entry, and its stack page may not be there yet: that is a whole stack.
-		 */
-		nu = unw_walk(e->sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, NULL, 0,
-			      e->upcs, 1, &end);
-		if (end == UNW_END_ROOT)
-			uw = AGG_WALK_OK;
-		else
-			nu = 0;
-		if (uw != AGG_WALK_OK && log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: no user stack copied (pc %#llx, sp %#llx)", d->h.key.pid,
-				 (unsigned long long)d->regs[16], (unsigned long long)d->regs[7]);
-	}
-	if (uw == AGG_WALK_OK && end != UNW_END_ROOT) {
-		static const enum agg_unwalk reason[] = {
-			[UNW_END_TRUNCATED] = AGG_UNWALK_TRUNCATED,
-			[UNW_END_DEPTH] = AGG_UNWALK_DEPTH,
-			[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
-			[UNW_END_FAULT] = AGG_UNWALK_FAULT,
-		};
-
-		uw = reason[end];
-		if (log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: unwinding stopped (%s) after %u frames at pc %#llx, copy %u bytes",
-				 d->h.key.pid, agg_unwalk_names[uw], nu,
-				 nu ? (unsigned long long)e->upcs[nu - 1] : 0ULL, d->ulen);
-	}
-	e->unwound++;
-	e->unwind_ns += now_ns() - t0;
-	return convert_pcs(e, &d->h.key, e->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
-}
-
-/*
- * Add @count samples of stack @st (NULL: it could not be built) to @t. A target whose owner
- * is over her memory allowance still counts the stacks it has, but keeps no new one: those
- * samples are lost, and counted as such.
- */
-static void charge(struct target *t, const struct agg_stack *st, uint64_t count, uint64_t ns)
-{
-	int r = !st ? -ENOMEM
-		: t->over_memory ? agg_bump(t->agg, st, count, ns)
-				 : agg_add(t->agg, st, count, ns);
-
-	if (r == -ENOENT)
-		t->lost_memory += count;
-	else if (r)
-		t->lost_oom += count;
-	else
-		t->seen_samples += count;
-	t->dirty = true;
-}
-
-static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
-		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
-{
-	struct engine *e = ctx;
-	struct target *t = k->target < PCMON_MAX_TARGETS ? e->targets[k->target] : NULL;
-
-	e->drained_entries++;
-	if (!t)
-		return; /* dropped while its last samples were in flight */
-	charge(t, convert(e, k, us, ks), v->count, v->ns);
-}
+/* ---- draining: each instrument collects what BPF holds */
 
 /* Memory the targets of @uid hold. */
 static size_t user_bytes(const struct engine *e, uid_t uid)
 {
 	size_t sum = 0;
 
-	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
-		if (e->targets[i] && e->targets[i]->owner == uid)
-			sum += agg_bytes(e->targets[i]->agg);
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = e->targets[i];
+
+		if (!t || t->owner != uid)
+			continue;
+		for_each_inst(k)
+			if (t->inst[k])
+				sum += inst_table[k]->bytes(t->inst[k]);
+	}
 	return sum;
 }
 
@@ -394,70 +205,16 @@ static void check_user_memory(struct engine *e)
 
 static void drain(struct engine *e)
 {
-	uint64_t t0 = now_ns();
-
 	check_user_memory(e);
-	sampler_drain(e->smp, on_entry, e);
-	e->drains++;
-	e->drain_ns += now_ns() - t0;
-}
-
-static struct pending *pending_find(struct engine *e, uint32_t tid)
-{
-	for (size_t i = 0; i < e->npending; i++)
-		if (e->pending[i].tid == tid)
-			return &e->pending[i];
-	return NULL;
-}
-
-static void pending_drop(struct engine *e, struct pending *p)
-{
-	free(p->st);
-	*p = e->pending[--e->npending];
+	for_each_inst(i)
+		inst_table[i]->tick(e->g[i]);
 }
 
 static void on_dsample(void *ctx, const void *data, size_t len)
 {
 	struct engine *e = ctx;
-	const struct pcmon_dhdr *h = data;
-	struct target *t = h->key.target < PCMON_MAX_TARGETS ? e->targets[h->key.target] : NULL;
-	struct agg_stack *st;
-	struct pending *p;
-	size_t sz;
 
-	if (len < sizeof(*h) || !t)
-		return;
-	switch (h->type) {
-	case PCMON_DS_SAMPLE:
-		charge(t, convert_dwarf(e, data, len), 1, 0);
-		break;
-	case PCMON_DS_OFF_START:
-		st = convert_dwarf(e, data, len);
-		p = pending_find(e, h->tid);
-		if (p)
-			pending_drop(e, p); /* its end was lost with a full ring: counted there */
-		sz = st ? agg_stack_size(st->nuser + st->nkern) : 0;
-		if (!st || GROW(e->pending, e->cap_pending, e->npending + 1)) {
-			t->lost_oom++;
-			return;
-		}
-		p = &e->pending[e->npending];
-		*p = (struct pending){ .tid = h->tid, .target = t->id, .ts = h->ts, .st = malloc(sz) };
-		if (!p->st) {
-			t->lost_oom++;
-			return;
-		}
-		memcpy(p->st, st, sz);
-		e->npending++;
-		break;
-	case PCMON_DS_OFF_END:
-		p = pending_find(e, h->tid);
-		if (!p)
-			return; /* its start was lost with a full ring: counted there */
-		charge(t, p->st, 1, h->ns);
-		pending_drop(e, p);
-		break;
-	}
+	sample_on_dsample(e->g[INST_SAMPLE], data, len);
 }
 
 /* ---- process lifecycle */
@@ -467,6 +224,9 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 {
 	struct engine *e = ctx;
 	struct target *t = ev->target < PCMON_MAX_TARGETS ? e->targets[ev->target] : NULL;
+
+	if (t && ev->type == PCMON_EV_EXEC && ev->pid == t->pid)
+		t->exec_wait = false;
 
 	switch (ev->type) {
 	case PCMON_EV_FORK:
@@ -500,6 +260,9 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 		}
 		break;
 	}
+	for_each_inst(i)
+		if (t && t->inst[i] && inst_table[i]->event)
+			inst_table[i]->event(e->g[i], t, t->inst[i], ev);
 }
 
 /* Debug info fetched for a build-id: its modules' locations get their names now. */
@@ -547,8 +310,9 @@ void engine_work(struct engine *e)
 static void sync_all(struct engine *e)
 {
 	sampler_poll(e->smp, on_event, on_dsample, e);
-	drain(e);
-	drain(e);
+	check_user_memory(e);
+	for_each_inst(i)
+		inst_table[i]->sync(e->g[i]);
 }
 
 void engine_flush(struct engine *e)
@@ -635,31 +399,6 @@ static struct target *find_target(struct engine *e, const struct client *c, cons
 	return NULL;
 }
 
-/* The WHEN pattern of a request: "when" text, "icase", "when_from_file" (spans lines). */
-static int compile_pattern(const char *opt, const cJSON *req, int icase, struct pat **out,
-			   cJSON **err)
-{
-	const char *text = proto_str(req, "when", NULL);
-	struct pat_error pe = { 0 };
-	unsigned flags = (icase ? PAT_ICASE : 0) |
-			 (proto_bool(req, "when_from_file", 0) ? PAT_FROM_FILE : 0);
-	int r;
-
-	*out = NULL;
-	if (!text)
-		return 0;
-	r = pat_parse(text, flags, out, &pe);
-	if (r == -EINVAL) {
-		*err = proto_error(2, "%s: column %d: %s", opt, pe.column, pe.msg);
-		return r;
-	}
-	if (r) {
-		*err = proto_error(1, "%s: %s", opt, strerror(-r));
-		return r;
-	}
-	return 0;
-}
-
 static uid_t proc_uid(uint32_t pid)
 {
 	char path[64];
@@ -686,15 +425,30 @@ static void proc_comm(uint32_t pid, char *buf, size_t len)
 	}
 }
 
+/* BPF's view of the target as a watched set (instruments add their own settings). */
+static int target_configure(struct engine *e, struct target *t)
+{
+	return sampler_target_set(e->smp, t->id, t->flags, 0, t->owner);
+}
+
+/* Every instrument detached and BPF told to forget the target's processes. */
 static void target_release(struct engine *e, struct target *t)
 {
 	t->flags &= ~PCMON_TF_ACTIVE;
+	for_each_inst(i)
+		if (t->inst[i])
+			inst_table[i]->stop(e->g[i], t, t->inst[i]);
 	sampler_target_clear(e->smp, t->id);
-	if (t->holds_period)
-		sampler_period_put(e->smp, t->period_ns);
-	if (t->holds_offcpu)
-		sampler_offcpu_put(e->smp);
-	t->holds_period = t->holds_offcpu = false;
+}
+
+/* Pause, resume or stop: t->flags says which, BPF and every instrument are told. */
+static void target_activate(struct engine *e, struct target *t)
+{
+	target_configure(e, t);
+	for_each_inst(i)
+		if (t->inst[i])
+			inst_table[i]->set_active(e->g[i], t, t->inst[i],
+						  t->flags & PCMON_TF_ACTIVE);
 }
 
 /* ---- commands */
@@ -751,20 +505,14 @@ static int request_fd(const struct client *c, const cJSON *req, const char *fd_f
  * pcmon run: the probes of the command it is about to exec, attached before it is released.
  * Only a regular file: the descriptor is the client's, opened with its rights.
  */
-static void attach_exe_probes(struct engine *e, const struct client *c, const cJSON *req)
+static void attach_exe_probes(struct engine *e, int fd)
 {
-	cJSON *rep = NULL;
 	char path[64];
 	struct stat st;
-	int fd = request_fd(c, req, "exe_fd", proto_str(req, "exe", NULL), O_RDONLY, "exe", &rep);
 
-	cJSON_Delete(rep); /* no probes is no reason to refuse the target */
-	if (fd < 0)
-		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && sym_fd_has_probes(fd))
 		sampler_usdt_attach(e->smp, path);
-	close(fd);
 }
 
 /* The cgroup v2 directory behind @fd, if the client may watch it: its id, else 0. */
@@ -787,45 +535,33 @@ static uint64_t cgroup_of_fd(const struct client *c, int fd, const char *path, c
 	return st.st_ino; /* a cgroup2 directory's inode number is the cgroup id BPF sees */
 }
 
-static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *req)
+/* The checks a start request must pass before anything is made: 0, or the error in *rep. */
+static int start_allowed(struct engine *e, const struct client *c, const cJSON *req,
+			 uint32_t *idp, cJSON **rep)
 {
-	const char *mode = proto_str(req, "mode", NULL), *cg = proto_str(req, "cgroup", NULL);
-	const char *unwind = proto_str(req, "unwind", "auto");
-	double pidn = proto_num(req, "pid", 0), usec = proto_num(req, "interval_us", 10000);
-	int all = proto_bool(req, "all", 0), fd;
-	uint64_t floor_ns = sampler_min_period_ns();
-	char err[256];
-	cJSON *rep = NULL;
-	struct target *t;
+	double pidn = proto_num(req, "pid", 0);
+	const char *cg = proto_str(req, "cgroup", NULL);
+	int all = proto_bool(req, "all", 0);
 	uint32_t id = 0;
-	int r;
 
 	if (!cg && cJSON_GetObjectItemCaseSensitive(req, "cgroup_fd"))
 		cg = "(descriptor)";
+	*rep = NULL;
 	if (!!pidn + !!cg + !!all != 1)
-		return proto_error(2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
-	if (pidn && (pidn < 1 || pidn > 4194304 || pidn != (uint32_t)pidn))
-		return proto_error(2, "start: --pid %g is not a process id", pidn);
-	if (usec != (uint64_t)usec || usec * 1000 < floor_ns || usec > 60e6)
-		return proto_error(2, "--interval %g: must be a whole number of microseconds from %llu (this kernel's floor) to 60000000",
-				   usec, (unsigned long long)(floor_ns + 999) / 1000);
-	if (mode && strcmp(mode, "real") && strcmp(mode, "virtual"))
-		return proto_error(2, "start: unknown mode '%s' (use --real or --virtual)", mode);
-	if (strcmp(unwind, "fp") && strcmp(unwind, "dwarf") && strcmp(unwind, "auto"))
-		return proto_error(2, "--unwind %s: use fp, dwarf or auto", unwind);
-	if (all && c->uid != 0)
-		return proto_error(1, "start --all: only root may watch every task");
-	if (pidn) {
+		*rep = proto_error(2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
+	else if (all && c->uid != 0)
+		*rep = proto_error(1, "start --all: only root may watch every task");
+	if (!*rep && pidn) {
 		uid_t owner = proc_uid(pidn);
 
 		if (owner == (uid_t)-1)
-			return proto_error(1, "no process with pid %u (check it with 'ps -p %u')",
+			*rep = proto_error(1, "no process with pid %u (check it with 'ps -p %u')",
 					   (uint32_t)pidn, (uint32_t)pidn);
-		if (c->uid != 0 && owner != c->uid)
-			return proto_error(1, "pid %u belongs to uid %u: you may only watch your own processes (or run as root)",
+		else if (c->uid != 0 && owner != c->uid)
+			*rep = proto_error(1, "pid %u belongs to uid %u: you may only watch your own processes (or run as root)",
 					   (uint32_t)pidn, owner);
 	}
-	if (c->uid != 0) {
+	if (!*rep && c->uid != 0) {
 		uint32_t mine = 0, users = 0;
 
 		for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
@@ -835,64 +571,53 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 				mine++;
 		}
 		if (mine >= e->o.user_targets)
-			return proto_error(1, "you have %u targets, the most one user may have (pcmond --user-targets): drop some with 'pcmon drop TARGET'",
+			*rep = proto_error(1, "you have %u targets, the most one user may have (pcmond --user-targets): drop some with 'pcmon drop TARGET'",
 					   mine);
-		if (users >= PCMON_MAX_TARGETS - 1 - ENGINE_ROOT_RESERVE)
-			return proto_error(1, "users hold %u targets, all the daemon gives to users (%d more are root's): drop some with 'pcmon drop TARGET'",
+		else if (users >= PCMON_MAX_TARGETS - 1 - ENGINE_ROOT_RESERVE)
+			*rep = proto_error(1, "users hold %u targets, all the daemon gives to users (%d more are root's): drop some with 'pcmon drop TARGET'",
 					   users, ENGINE_ROOT_RESERVE);
-		if (user_bytes(e, c->uid) > e->o.user_memory)
-			return proto_error(1, "your targets hold %zu MiB of results, more than one user may (pcmond --user-memory): drop some with 'pcmon drop TARGET'",
+		else if (user_bytes(e, c->uid) > e->o.user_memory)
+			*rep = proto_error(1, "your targets hold %zu MiB of results, more than one user may (pcmond --user-memory): drop some with 'pcmon drop TARGET'",
 					   user_bytes(e, c->uid) >> 20);
 	}
+	if (*rep)
+		return -1;
 	for (uint32_t i = 0; i < PCMON_MAX_TARGETS - 1 && !id; i++) {
 		uint32_t cand = (e->next_id + i - 1) % (PCMON_MAX_TARGETS - 1) + 1;
 
 		if (!e->targets[cand])
 			id = cand;
 	}
-	if (!id)
-		return proto_error(1, "too many targets (%d): drop some with 'pcmon drop TARGET'",
+	if (!id) {
+		*rep = proto_error(1, "too many targets (%d): drop some with 'pcmon drop TARGET'",
 				   PCMON_MAX_TARGETS - 1);
-	/* started here, not in engine_new(): pcmond forks into the background after that */
-	if (!e->probes && probes_start(e->smp, &e->probes, err, sizeof(err)))
-		return proto_error(1, "%s", err);
-
-	t = target_new(id);
-	if (!t)
-		return proto_error(1, "out of memory");
-	t->owner = c->uid;
-	t->period_ns = (uint64_t)usec * 1000;
-	t->real = mode && !strcmp(mode, "real");
-	t->kernel = proto_bool(req, "kernel", 0);
-	t->no_inline = proto_bool(req, "no_inline", 0);
-	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
-	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
-	snprintf(t->unwind, sizeof(t->unwind), "%s", unwind);
-	t->dwarf = strcmp(unwind, "fp") != 0;
-	t->children = proto_bool(req, "children", 1);
-	t->icase = proto_bool(req, "icase", 0);
-	if (compile_pattern("--when", req, t->icase, &t->when, &rep))
-		goto fail;
-	if (t->when) {
-		t->when_text = strdup(proto_str(req, "when", ""));
-		t->when_from_file = proto_bool(req, "when_from_file", 0);
+		return -1;
 	}
-	if (target_set_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"), &rep))
-		goto fail;
+	*idp = id;
+	return 0;
+}
 
-	if (pidn) {
+/* What the target watches: kind, pid or cgroup, and its names. 0, or the error in *rep. */
+static int start_watched(const struct client *c, const cJSON *req, struct target *t, cJSON **rep)
+{
+	const char *cg = proto_str(req, "cgroup", NULL);
+	int fd;
+
+	if (!cg && cJSON_GetObjectItemCaseSensitive(req, "cgroup_fd"))
+		cg = "(descriptor)";
+	if (proto_num(req, "pid", 0)) {
 		t->kind = TARGET_PID;
-		t->pid = pidn;
+		t->pid = proto_num(req, "pid", 0);
 		proc_comm(t->pid, t->comm, sizeof(t->comm));
 	} else if (cg) {
 		t->kind = TARGET_CGROUP;
-		fd = request_fd(c, req, "cgroup_fd", cg, O_RDONLY | O_DIRECTORY, "--cgroup", &rep);
+		fd = request_fd(c, req, "cgroup_fd", cg, O_RDONLY | O_DIRECTORY, "--cgroup", rep);
 		if (fd < 0)
-			goto fail;
-		t->cgroup_id = cgroup_of_fd(c, fd, cg, &rep);
+			return -1;
+		t->cgroup_id = cgroup_of_fd(c, fd, cg, rep);
 		close(fd);
 		if (!t->cgroup_id)
-			goto fail;
+			return -1;
 		snprintf(t->comm, sizeof(t->comm), "%s", basename_of(cg));
 	} else {
 		t->kind = TARGET_ALL;
@@ -900,66 +625,129 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	}
 	/* a name is shown to root and in other users' replies: printable, bounded */
 	str_sanitize(t->comm, sizeof(t->comm) - 1);
-	if (proto_str(req, "name", NULL) && !str_printable(proto_str(req, "name", ""), sizeof(t->name) - 1)) {
-		rep = proto_error(2, "--name: use printable characters, at most %zu bytes",
-				  sizeof(t->name) - 1);
-		goto fail;
+	if (proto_str(req, "name", NULL) &&
+	    !str_printable(proto_str(req, "name", ""), sizeof(t->name) - 1)) {
+		*rep = proto_error(2, "--name: use printable characters, at most %zu bytes",
+				   sizeof(t->name) - 1);
+		return -1;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
+	t->owner = c->uid;
+	t->children = proto_bool(req, "children", 1);
+	t->exec_wait = proto_bool(req, "exec_wait", 0);
+	t->flags = PCMON_TF_ACTIVE | (t->children ? PCMON_TF_CHILDREN : 0);
+	return 0;
+}
 
-	t->flags = PCMON_TF_ACTIVE | (t->kernel ? PCMON_TF_KERNEL : 0) |
-		   (t->real ? PCMON_TF_REAL : 0) | (t->children ? PCMON_TF_CHILDREN : 0) |
-		   (t->dwarf ? PCMON_TF_DWARF : 0);
-	r = sampler_period_get(e->smp, t->period_ns, err, sizeof(err));
-	if (r) {
-		rep = proto_error(1, "%s", err);
-		goto fail;
-	}
-	t->holds_period = true;
-	if (t->real) {
-		r = sampler_offcpu_get(e->smp, err, sizeof(err));
-		if (r) {
-			rep = proto_error(1, "%s", err);
-			goto fail_release;
-		}
-		t->holds_offcpu = true;
-	}
-	sampler_tstat(e->smp, t->id, &t->lost_base);
-	r = sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
-	if (!r && t->kind == TARGET_PID) {
-		uint32_t had;
+/* BPF is told which processes are the target's: 0, or the error in *rep. */
+static int start_processes(struct engine *e, const struct client *c, const cJSON *req,
+			   struct target *t, cJSON **rep)
+{
+	uint32_t had;
+	int r;
 
+	if (t->kind == TARGET_CGROUP) {
+		r = sampler_cgroup_add(e->smp, t->cgroup_id, t->id);
+	} else if (t->kind == TARGET_ALL) {
+		sampler_all_set(e->smp, t->id);
+		r = 0;
+	} else {
 		r = sampler_proc_add(e->smp, t->pid, t->id,
 				     proto_bool(req, "exec_wait", 0) ? PCMON_PF_EXEC_WAIT : 0, &had);
 		if (r == -EEXIST) {
 			/* a process is in one target: refused, never moved away silently */
 			if (e->targets[had] && may_access(c, e->targets[had]))
-				rep = proto_error(1, "pid %u is already watched by target %u \"%s\": stop and drop it first",
-						  t->pid, had, e->targets[had]->name);
+				*rep = proto_error(1, "pid %u is already watched by target %u \"%s\": stop and drop it first",
+						   t->pid, had, e->targets[had]->name);
 			else
-				rep = proto_error(1, "pid %u is already watched by another user's target",
-						  t->pid);
-			goto fail_release;
+				*rep = proto_error(1, "pid %u is already watched by another user's target",
+						   t->pid);
+			return -1;
 		}
-		if (had && e->targets[had]) {
+		if (!r && had && e->targets[had]) {
 			e->targets[had]->handed_over++;
 			e->targets[had]->dirty = true;
 		}
+	}
+	if (r) {
+		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
+		return -1;
+	}
+	if (t->kind == TARGET_PID) {
 		t->live = 1;
 		sym_proc_load(e->sym, t->pid, 0);
 		sym_proc_usdt(e->sym, t->pid, 0, attach_usdt, e);
 		/* pcmon run: the command's own probes are attached before it is released */
-		if (proto_str(req, "exe", NULL) || cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))
-			attach_exe_probes(e, c, req);
-	} else if (!r && t->kind == TARGET_CGROUP) {
-		r = sampler_cgroup_add(e->smp, t->cgroup_id, t->id);
-	} else if (!r) {
-		sampler_all_set(e->smp, t->id);
+		if (t->exe_fd >= 0)
+			attach_exe_probes(e, t->exe_fd);
 	}
-	if (r) {
-		rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
+	return 0;
+}
+
+/*
+ * start: the target (what is watched, by whom), then each instrument the request asks for,
+ * then BPF is told about its processes. Any failure undoes everything: nothing is started.
+ */
+static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *req)
+{
+	cJSON *rep = NULL;
+	struct target *t;
+	uint32_t id;
+	char err[256];
+	int carried = 0;
+
+	if (start_allowed(e, c, req, &id, &rep))
+		return rep;
+	/* started here, not in engine_new(): pcmond forks into the background after that */
+	if (!e->probes && probes_start(e->smp, &e->probes, err, sizeof(err)))
+		return proto_error(1, "%s", err);
+	t = target_new(id);
+	if (!t)
+		return proto_error(1, "out of memory");
+	for_each_inst(i) {
+		if (!inst_table[i]->wanted(req))
+			continue;
+		if (inst_table[i]->new(e->g[i], c, req, &t->inst[i], &rep))
+			goto fail;
+		carried++;
+	}
+	if (!carried) {
+		rep = proto_error(2, "start: --no-sample leaves the target no instrument: give another one or drop --no-sample");
+		goto fail;
+	}
+	if (start_watched(c, req, t, &rep))
+		goto fail;
+	/* pcmon run: the file the held process will exec, for the instruments to look into */
+	if (t->exec_wait &&
+	    (proto_str(req, "exe", NULL) || cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))) {
+		cJSON *ignored = NULL;
+		struct stat st;
+
+		t->exe_fd = request_fd(c, req, "exe_fd", proto_str(req, "exe", NULL), O_RDONLY,
+				       "exe", &ignored);
+		cJSON_Delete(ignored); /* no file to look into is no reason to refuse the target */
+		if (t->exe_fd >= 0 && (fstat(t->exe_fd, &st) || !S_ISREG(st.st_mode))) {
+			close(t->exe_fd);
+			t->exe_fd = -1;
+		}
+		t->exe_name = basename_of(proto_str(req, "exe", proto_str(req, "name", "")));
+	}
+	if (target_configure(e, t)) {
+		rep = proto_error(1, "cannot register the target with BPF");
 		goto fail_release;
 	}
+	for_each_inst(i) {
+		if (t->inst[i] && inst_table[i]->attach(e->g[i], t, t->inst[i], &rep)) {
+			/* those attached before it are released with the target */
+			for (int k = i; k < INST_MAX; k++) {
+				inst_table[k]->free(t->inst[k]);
+				t->inst[k] = NULL;
+			}
+			goto fail_release;
+		}
+	}
+	if (start_processes(e, c, req, t, &rep))
+		goto fail_release;
 	t->state = TARGET_RUNNING;
 	t->start_ns = now_ns();
 	t->start_wall = wall_time();
@@ -970,122 +758,59 @@ static cJSON *cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	rep = proto_ok();
 	cJSON_AddNumberToObject(rep, "id", id);
 	cJSON_AddStringToObject(rep, "name", t->name);
-	cJSON_AddNumberToObject(rep, "interval_us", t->period_ns / 1000);
-	cJSON_AddStringToObject(rep, "mode", t->real ? "REAL" : "VIRTUAL");
+	for_each_inst(i)
+		if (t->inst[i])
+			inst_table[i]->facts_json(e->g[i], t, t->inst[i], rep);
+	if (t->exe_fd >= 0)
+		close(t->exe_fd);
+	t->exe_fd = -1;
+	t->exe_name = NULL;
 	return rep;
 
 fail_release:
 	target_release(e, t);
 fail:
+	if (t->exe_fd >= 0)
+		close(t->exe_fd);
 	target_free(t);
 	return rep ? rep : proto_error(1, "out of memory");
 }
 
-/* Stop sampling for good, collecting everything already sampled. */
+/* Stop watching for good, collecting everything already collected. */
 static void target_stop(struct engine *e, struct target *t)
 {
 	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) {
 		t->flags &= ~PCMON_TF_ACTIVE;
-		sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
+		target_activate(e, t);
 		t->state = TARGET_STOPPED;
 		t->end_ns = now_ns();
 	}
 	sync_all(e);
-	target_accumulate_lost(t, e->smp);
 	target_release(e, t);
 	t->dirty = true;
 }
 
-struct open_ctx {
-	struct engine *e;
-	struct target *t;
-	uint64_t now;
-	struct agg_extra *extra;
-	size_t n, cap;
-	int err;
-};
-
-static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
+/* Bring a target up to date for a report: what BPF holds, names that arrived. */
+static void target_sync(struct engine *e, struct target *t)
 {
-	struct open_ctx *oc = ctx;
-	struct agg_stack *st;
-	size_t sz;
-
-	if (o->key.target != oc->t->id || o->ts >= oc->now || oc->err || o->dwarf)
-		return; /* dwarf intervals are the engine's own (e->pending) */
-	st = convert(oc->e, &o->key, &o->ustack, oc->t->kernel ? &o->kstack : NULL);
-	if (!st || GROW(oc->extra, oc->cap, oc->n + 1)) {
-		oc->err = -ENOMEM;
-		return;
-	}
-	sz = agg_stack_size(st->nuser + st->nkern);
-	oc->extra[oc->n].st = malloc(sz);
-	if (!oc->extra[oc->n].st) {
-		oc->err = -ENOMEM;
-		return;
-	}
-	memcpy((void *)oc->extra[oc->n].st, st, sz);
-	oc->extra[oc->n++].ns = oc->now - o->ts;
-}
-
-static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *req)
-{
-	struct open_ctx oc = { .e = e };
-	struct agg_list_opts lo = { 0 };
-	struct agg_list l;
-	struct pat *when = NULL;
-	struct target *t;
-	cJSON *rep = NULL;
-	const char *wtext = proto_str(req, "when", NULL);
-	struct agg_critical *crit = NULL;
-	size_t ncrit = 0;
-
-	t = find_target(e, c, req, &rep);
-	if (!t)
-		return rep;
-	if (compile_pattern("--when", req, proto_bool(req, "icase", t->icase), &when, &rep))
-		return rep;
-	if (target_list_criticals(t, cJSON_GetObjectItemCaseSensitive(req, "critical"),
-				  proto_bool(req, "icase", t->icase), &crit, &ncrit, &rep)) {
-		pat_free(when);
-		return rep;
-	}
 	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
 		sync_all(e);
-	dbginfo_collect(e->dbg, on_debuginfo, e); /* names that arrived since the last loop */
-	oc.t = t;
-	oc.now = now_ns();
-	if (t->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
-		sampler_open_intervals(e->smp, on_open_interval, &oc);
-		for (size_t i = 0; i < e->npending && !oc.err; i++) {
-			struct pending *p = &e->pending[i];
-			size_t sz = agg_stack_size(p->st->nuser + p->st->nkern);
+	dbginfo_collect(e->dbg, on_debuginfo, e);
+}
 
-			if (p->target != t->id || p->ts >= oc.now)
-				continue;
-			if (GROW(oc.extra, oc.cap, oc.n + 1) || !(oc.extra[oc.n].st = malloc(sz))) {
-				oc.err = -ENOMEM;
-				break;
-			}
-			memcpy((void *)oc.extra[oc.n].st, p->st, sz);
-			oc.extra[oc.n++].ns = oc.now - p->ts;
-		}
-	}
+/* Sampling's part of a listing: the target, the summary, the procedures. */
+static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req, cJSON *rep)
+{
+	struct sample_listing ls;
+	struct agg_list l;
 
-	lo.period_ns = t->period_ns;
-	lo.when = wtext ? when : t->when;
-	lo.kernel = t->kernel;
-	lo.no_inline = proto_bool(req, "no_inline", t->no_inline);
-	lo.extra = oc.extra;
-	lo.nextra = oc.n;
-	lo.crit = crit;
-	lo.ncrit = ncrit;
-	if (oc.err || agg_list(t->agg, e->sym, &lo, &l)) {
+	if (sample_listing_begin(e->g[INST_SAMPLE], t, req, &ls, &rep))
+		return rep;
+	if (agg_list(ls.sp->agg, e->sym, &ls.lo, &l)) {
+		cJSON_Delete(rep);
 		rep = proto_error(1, "out of memory while listing");
 	} else {
-		target_accumulate_lost(t, e->smp);
-		rep = proto_ok();
-		target_list_json(t, e->sym, &l, wtext ? wtext : t->when_text, crit, ncrit, rep);
+		sample_list_json(&ls, &l, e->sym, rep);
 		agg_list_free(&l);
 		if (e->dbg) { /* names that may still come */
 			struct dbginfo_stats ds;
@@ -1095,11 +820,54 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 						"debuginfod_pending", ds.pending);
 		}
 	}
-	for (size_t i = 0; i < oc.n; i++)
-		free((void *)oc.extra[i].st);
-	free(oc.extra);
-	target_free_criticals(t, crit, ncrit);
-	pat_free(when);
+	sample_listing_end(&ls);
+	return rep;
+}
+
+/*
+ * list: every instrument's section (sampling's summary and procedures, the call table...);
+ * "calls" asks for the call table alone.
+ */
+static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *req)
+{
+	bool calls_only = proto_bool(req, "calls", 0), tables_only = proto_bool(req, "tables", 0);
+	struct target *t;
+	cJSON *rep = NULL;
+
+	if (sample_check_listing(req, &rep))
+		return rep;
+	t = find_target(e, c, req, &rep);
+	if (!t)
+		return rep;
+	if (calls_only && !t->inst[INST_COUNT])
+		return proto_error(1, "target %u \"%s\" counts no calls (start it with --count PATTERN)",
+				   t->id, t->name);
+	if (tables_only && !t->inst[INST_LEGS])
+		return proto_error(1, "target %u \"%s\" has no nodes (start it with --node SPEC)",
+				   t->id, t->name);
+	target_sync(e, t);
+	rep = proto_ok();
+	if (sample_of(t) && !calls_only && !tables_only) {
+		rep = list_samples(e, t, req, rep);
+		if (!proto_bool(rep, "ok", 0))
+			return rep;
+	} else {
+		cJSON *tj = cJSON_AddObjectToObject(rep, "target");
+
+		target_facts_json(t, tj);
+		for_each_inst(i)
+			if (t->inst[i])
+				inst_table[i]->facts_json(e->g[i], t, t->inst[i], tj);
+	}
+	for_each_inst(i) {
+		if (!t->inst[i] || !inst_table[i]->list_json ||
+		    (calls_only && i != INST_COUNT) || (tables_only && i != INST_LEGS))
+			continue;
+		if (inst_table[i]->list_json(e->g[i], t, t->inst[i], req, rep)) {
+			cJSON_Delete(rep);
+			return proto_error(1, "out of memory while listing");
+		}
+	}
 	return rep;
 }
 
@@ -1115,8 +883,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 	if (!strcmp(cmd, "stop")) {
 		target_stop(e, t);
 	} else if (!strcmp(cmd, "drop")) {
-		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED || t->holds_period)
-			target_stop(e, t);
+		target_stop(e, t);
 		e->targets[t->id] = NULL;
 		store_remove(e->store, t->id);
 		target_free(t);
@@ -1129,7 +896,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 					   target_state_name(t->state), pause ? "running" : "paused",
 					   cmd);
 		t->flags = pause ? t->flags & ~PCMON_TF_ACTIVE : t->flags | PCMON_TF_ACTIVE;
-		sampler_target_set(e->smp, t->id, t->flags, t->period_ns, t->owner);
+		target_activate(e, t);
 		if (pause)
 			t->pause_start = now_ns();
 		else
@@ -1138,13 +905,25 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 	} else if (!strcmp(cmd, "zero")) {
 		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
 			sync_all(e);
-		target_zero(t, e->smp);
+		for_each_inst(i)
+			if (t->inst[i])
+				inst_table[i]->zero(e->g[i], t, t->inst[i]);
+		target_restart_clock(t);
 	}
 	t->dirty = true;
 	rep = proto_ok();
 	cJSON_AddNumberToObject(rep, "id", t->id);
 	cJSON_AddStringToObject(rep, "state", target_state_name(t->state));
 	return rep;
+}
+
+/* pcmon node|leg|hist add|del TARGET ...: the probe-node instrument's tables, while it runs */
+static cJSON *cmd_tables_edit(struct engine *e, const struct client *c, const cJSON *req)
+{
+	cJSON *rep = NULL;
+	struct target *t = find_target(e, c, req, &rep);
+
+	return t ? legs_edit(e->g[INST_LEGS], t, req) : rep;
 }
 
 static cJSON *cmd_targets(struct engine *e, const struct client *c)
@@ -1156,8 +935,14 @@ static cJSON *cmd_targets(struct engine *e, const struct client *c)
 
 		if (!t || !may_access(c, t))
 			continue;
-		target_accumulate_lost(t, e->smp);
-		o = target_summary_json(t);
+		o = cJSON_CreateObject();
+		target_facts_json(t, o);
+		for_each_inst(k) {
+			if (!t->inst[k])
+				continue;
+			inst_table[k]->facts_json(e->g[k], t, t->inst[k], o);
+			inst_table[k]->summary_json(e->g[k], t, t->inst[k], o);
+		}
 		store_target_json(e->store, t->id, o); /* "saved", "save_error" */
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -1199,9 +984,7 @@ static cJSON *cmd_status(struct engine *e)
 	cJSON_AddNumberToObject(rep, "max_stack_depth", sampler_max_depth(e->smp));
 	cJSON_AddNumberToObject(rep, "dwarf_stack_bytes", sampler_dwarf_stack(e->smp));
 	cJSON_AddNumberToObject(rep, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
-	cJSON_AddNumberToObject(rep, "drains", e->drains);
-	cJSON_AddNumberToObject(rep, "drained_entries", e->drained_entries);
-	cJSON_AddNumberToObject(rep, "drain_ms_total", e->drain_ns / 1e6);
+	sample_status_json(e->g[INST_SAMPLE], rep);
 	cJSON_AddNumberToObject(rep, "events_lost", gs.events_lost);
 	cJSON_AddNumberToObject(rep, "procs_full", gs.procs_full);
 	o = cJSON_AddObjectToObject(rep, "symbols");
@@ -1221,8 +1004,6 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddNumberToObject(o, "objects_checked", ps.objects);
 	}
 	dbginfo_status_json(e->dbg, rep);
-	cJSON_AddNumberToObject(rep, "dwarf_samples_unwound", e->unwound);
-	cJSON_AddNumberToObject(rep, "dwarf_unwind_ms_total", e->unwind_ns / 1e6);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */
 	o = cJSON_AddArrayToObject(rep, "objects");
 	for (uint32_t m = 0; m < sym_nmodules(e->sym); m++) {
@@ -1262,25 +1043,62 @@ static cJSON *cmd_status(struct engine *e)
 #define F_WHEN F_STR("when", PROTO_MAX_LINE), F_BOOL("when_from_file"), F_BOOL("icase"), \
 	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE }
 
-static const struct proto_field start_fields[] = {
-	F_UINT("pid", 1, 4194304),
+/* What a start request says about the target itself; instruments add theirs (inst_ops). */
+static const struct proto_field target_start_fields[] = {
+	{ .name = "pid", .type = PT_UINT, .min = 1, .max = 4194304, .opt = "--pid" },
 	F_STR("cgroup", 4096),
 	F_UINT("cgroup_fd", 0, PROTO_MAX_FDS - 1),
 	F_BOOL("all"),
-	F_ENUM("mode", "real|virtual"),
-	F_UINT("interval_us", 1, 60000000),
-	F_ENUM("unwind", "fp|dwarf|auto"),
-	F_BOOL("kernel"),
-	F_BOOL("no_inline"),
 	F_BOOL("children"),
 	F_BOOL("exec_wait"),
-	F_STR("name", 4096),
+	{ .name = "name", .type = PT_STR, .max = 4096, .opt = "--name" },
 	F_STR("exe", 4096),
 	F_UINT("exe_fd", 0, PROTO_MAX_FDS - 1),
-	F_WHEN,
 };
-static const struct proto_field list_fields[] = { F_TARGET(false), F_WHEN };
+
+const struct proto_field *engine_start_field(const char *name)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(target_start_fields); k++)
+		if (!strcmp(target_start_fields[k].name, name))
+			return &target_start_fields[k];
+	for_each_inst(i)
+		for (size_t k = 0; k < inst_table[i]->nfields; k++)
+			if (!strcmp(inst_table[i]->fields[k].name, name))
+				return &inst_table[i]->fields[k];
+	return NULL;
+}
+
+static int start_fields_init(struct engine *e)
+{
+	size_t n = ARRAY_SIZE(target_start_fields);
+
+	for_each_inst(i)
+		n += inst_table[i]->nfields;
+	e->start_fields = calloc(n, sizeof(*e->start_fields));
+	if (!e->start_fields)
+		return -ENOMEM;
+	memcpy(e->start_fields, target_start_fields, sizeof(target_start_fields));
+	n = ARRAY_SIZE(target_start_fields);
+	for_each_inst(i) {
+		memcpy(e->start_fields + n, inst_table[i]->fields,
+		       inst_table[i]->nfields * sizeof(*e->start_fields));
+		n += inst_table[i]->nfields;
+	}
+	e->nstart_fields = n;
+	return 0;
+}
+
+static const struct proto_field list_fields[] = {
+	F_TARGET(false), F_WHEN, F_BOOL("calls"), F_BOOL("tables"), F_BOOL("no_inline"),
+	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
+};
 static const struct proto_field target_fields[] = { F_TARGET(true) };
+static const struct proto_field edit_fields[] = {
+	F_TARGET(true),
+	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
+	F_STR("spec", 4096), F_UINT("arg", 0, 5), F_UINT("id", 1, 1000000),
+	F_STR("from", 16), F_STR("to", 16), F_STR("hist", 128), F_ENUM("on", "node|leg"),
+};
 
 typedef cJSON *cmd_fn(struct engine *e, const struct client *c, const cJSON *req);
 
@@ -1330,13 +1148,16 @@ static const struct command {
 	const struct proto_field *fields;
 	size_t nfields;
 } commands[] = {
-	CMD("start", cmd_start, start_fields),
+	CMD0("start", cmd_start),	/* e->start_fields */
 	CMD("list", cmd_list, list_fields),
 	CMD("stop", cmd_simple, target_fields),
 	CMD("pause", cmd_simple, target_fields),
 	CMD("resume", cmd_simple, target_fields),
 	CMD("zero", cmd_simple, target_fields),
 	CMD("drop", cmd_simple, target_fields),
+	CMD("node", cmd_tables_edit, edit_fields),
+	CMD("leg", cmd_tables_edit, edit_fields),
+	CMD("hist", cmd_tables_edit, edit_fields),
 	CMD0("targets", cmd_targets_req),
 	CMD0("status", cmd_status_req),
 };
@@ -1358,7 +1179,8 @@ cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req)
 			k = &commands[i];
 	if (!k)
 		return proto_error(2, "unknown command '%.64s'", cmd);
-	if (proto_check(req, k->fields, k->nfields, err, sizeof(err)))
+	if (k->fn == cmd_start ? proto_check(req, e->start_fields, e->nstart_fields, err, sizeof(err))
+			       : proto_check(req, k->fields, k->nfields, err, sizeof(err)))
 		return proto_error(2, "%s: %s", cmd, err);
 	rep = k->fn(e, c, req);
 	return rep ? rep : proto_error(1, "out of memory");

@@ -45,4 +45,8 @@ cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req)
 /* Write every target's results to the state directory. */
 void engine_flush(struct engine *e);
 
+/* The start request's field @name as the engine checks it, NULL if none (the CLI's help). */
+struct proto_field;
+const struct proto_field *engine_start_field(const char *name);
+
 #endif

@@ -186,6 +186,19 @@ static bool field_fits(const struct proto_field *f, const cJSON *v)
 			if (!cJSON_IsString(x) || strlen(x->valuestring) > f->max)
 				return false;
 		return true;
+	case PT_NODES:
+		if (!cJSON_IsArray(v))
+			return false;
+		cJSON_ArrayForEach(x, v) {
+			const cJSON *spec = cJSON_GetObjectItemCaseSensitive(x, "spec");
+			const cJSON *arg = cJSON_GetObjectItemCaseSensitive(x, "arg");
+
+			if (!cJSON_IsObject(x) || cJSON_GetArraySize(x) != 1 + !!arg ||
+			    !cJSON_IsString(spec) || strlen(spec->valuestring) > f->max ||
+			    (arg && !is_whole(arg, 0, 5)))
+				return false;
+		}
+		return true;
 	}
 	return false;
 }
@@ -211,7 +224,24 @@ static const char *type_words(const struct proto_field *f, char *buf, size_t len
 	case PT_STRS:
 		snprintf(buf, len, "an array of strings");
 		break;
+	case PT_NODES:
+		snprintf(buf, len, "an array of {\"spec\": SPEC, \"arg\": 0-5}");
+		break;
 	}
+	return buf;
+}
+
+/* A refused value as the user typed it, short. */
+static const char *value_words(const cJSON *v, char *buf, size_t len)
+{
+	if (cJSON_IsString(v))
+		snprintf(buf, len, "%.40s", v->valuestring);
+	else if (cJSON_IsNumber(v))
+		snprintf(buf, len, "%.17g", v->valuedouble);
+	else if (cJSON_IsBool(v))
+		snprintf(buf, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
+	else
+		snprintf(buf, len, "(%s)", cJSON_IsArray(v) ? "an array" : cJSON_IsObject(v) ? "an object" : "null");
 	return buf;
 }
 
@@ -237,8 +267,15 @@ int proto_check(const cJSON *req, const struct proto_field *fields, size_t n, ch
 			return -EINVAL;
 		}
 		if (!field_fits(&fields[i], m)) {
-			snprintf(err, errlen, "field \"%s\" must be %s", m->string,
-				 type_words(&fields[i], words, sizeof(words)));
+			char val[48];
+
+			type_words(&fields[i], words, sizeof(words));
+			/* a value of the right type the option refuses: named as typed */
+			if (fields[i].opt && (cJSON_IsString(m) == (fields[i].type != PT_UINT)))
+				snprintf(err, errlen, "%s %s: must be %s", fields[i].opt,
+					 value_words(m, val, sizeof(val)), words);
+			else
+				snprintf(err, errlen, "field \"%s\" must be %s", m->string, words);
 			return -EINVAL;
 		}
 	}

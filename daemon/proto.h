@@ -55,6 +55,7 @@ enum proto_type {
 	PT_ENUM,	/* one of the strings in .values, "a|b|c" */
 	PT_TARGET,	/* a target: its id (a whole number) or its name (a string) */
 	PT_STRS,	/* an array of strings of at most .max bytes each */
+	PT_NODES,	/* an array of {"spec": string of at most .max bytes, ["arg": 0-5]} */
 };
 
 struct proto_field {
@@ -63,6 +64,9 @@ struct proto_field {
 	double min, max;
 	const char *values;
 	bool required;
+	/* the command-line option that gives it ("--interval"): a value it refuses is named so,
+	 * as the user typed it; NULL: the field's own name */
+	const char *opt;
 };
 
 /* 0, or -EINVAL with a one-line reason in @err. */

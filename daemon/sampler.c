@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "procs.h"
 #include "sample.skel.h"
 #include "sampler.h"
 #include "util.h"
@@ -36,11 +37,11 @@ struct usdt_obj {
 };
 
 struct sampler {
+	struct procs *procs;	/* the shared lifecycle object and its maps */
 	struct sample_bpf *skel;
 	pthread_mutex_t usdt_lock; /* the engine's loop and its probe thread attach */
 	struct usdt_obj *usdt;	/* objects whose pcmon probes are attached */
 	size_t nusdt, cap_usdt;
-	struct bpf_link *dl_link;
 	uint32_t depth;
 	int ncpus;		/* possible CPUs (per-CPU map values) */
 	struct period_set periods[MAX_PERIODS];
@@ -152,28 +153,6 @@ static int on_dsample(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/* Our own dynamic linker: the one processes on this system use (not in other containers). */
-static void attach_dl_debug_state(struct sampler *s)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "_dl_debug_state");
-	char *maps = read_file("/proc/self/maps", NULL), *line, *save, *ld = NULL;
-
-	for (line = maps ? strtok_r(maps, "\n", &save) : NULL; line && !ld;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *p = strchr(line, '/');
-
-		if (p && strstr(basename_of(p), "ld-linux"))
-			ld = p;
-	}
-	if (ld)
-		s->dl_link = bpf_program__attach_uprobe_opts(s->skel->progs.on_dl_debug_state, -1,
-							     ld, 0, &uo);
-	if (!s->dl_link)
-		pr_warn("cannot watch the dynamic linker (%s): critical sections in libraries loaded later are found only when their code is sampled",
-			ld ? ld : "not found");
-	free(maps);
-}
-
 static int usdt_attach_locked(struct sampler *s, const char *path);
 
 int sampler_usdt_attach(struct sampler *s, const char *path)
@@ -257,6 +236,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	s->depth = settle_depth(o->max_depth ? o->max_depth : PCMON_STACK_MAX);
 	s->sysctl_depth = s->depth;
 
+	r = procs_open(&s->procs, err, errlen);
+	if (r)
+		goto fail;
 	skel = sample_bpf__open();
 	if (!skel) {
 		r = -errno;
@@ -264,6 +246,10 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		goto fail;
 	}
 	s->skel = skel;
+	/* which task is whose: the lifecycle object's maps, not copies of them */
+	r = procs_share(s->procs, skel->obj, err, errlen);
+	if (r)
+		goto fail;
 	skel->rodata->max_depth = s->depth;
 	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : PCMON_DWARF_STACK_MAX;
 	if (o->ring_bytes)
@@ -285,8 +271,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.dump_offcpu, false);
 	bpf_program__set_autoattach(skel->progs.crit_begin, false);
 	bpf_program__set_autoattach(skel->progs.crit_end, false);
-	bpf_program__set_autoattach(skel->progs.on_dl_debug_state, false);
-	bpf_program__set_autoattach(skel->progs.probes_ack, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -296,14 +280,8 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 			 strerror(-r));
 		goto fail;
 	}
-	/* lifecycle tracepoints are always on: they are cheap and keep children in targets */
-	r = sample_bpf__attach(skel);
-	if (r) {
-		r = -errno;
-		snprintf(err, errlen, "cannot attach process tracepoints: %s", strerror(-r));
-		goto fail;
-	}
-	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
+	/* one ring set for the engine's loop: lifecycle events and dwarf records */
+	s->rb = ring_buffer__new(procs_events_map_fd(s->procs), on_event, s, NULL);
 	if (s->rb && ring_buffer__add(s->rb, bpf_map__fd(skel->maps.dsamples), on_dsample, s)) {
 		ring_buffer__free(s->rb);
 		s->rb = NULL;
@@ -313,7 +291,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
 		goto fail;
 	}
-	attach_dl_debug_state(s);
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (s->stats_fd < 0)
 		pr_info("BPF run-time statistics unavailable: %s", strerror(errno));
@@ -334,7 +311,6 @@ void sampler_close(struct sampler *s)
 			sampler_period_put(s, s->periods[i].period_ns);
 	}
 	bpf_link__destroy(s->switch_link);
-	bpf_link__destroy(s->dl_link);
 	for (size_t i = 0; i < s->nusdt; i++) {
 		bpf_link__destroy(s->usdt[i].begin);
 		bpf_link__destroy(s->usdt[i].end);
@@ -343,6 +319,7 @@ void sampler_close(struct sampler *s)
 	free(s->usdt);
 	ring_buffer__free(s->rb);
 	sample_bpf__destroy(s->skel);
+	procs_close(s->procs);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	pthread_mutex_destroy(&s->usdt_lock);
@@ -499,135 +476,53 @@ void sampler_offcpu_put(struct sampler *s)
 	}
 }
 
-/* ---- targets */
+/* ---- targets: the shared process maps (procs.c) */
+
+struct procs *sampler_procs(struct sampler *s)
+{
+	return s->procs;
+}
 
 int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
 		       uint32_t owner)
 {
-	struct pcmon_tcfg cfg = { .flags = flags, .owner = owner, .period_ns = period_ns };
-
-	if (bpf_map__update_elem(s->skel->maps.tcfg, &id, sizeof(id), &cfg, sizeof(cfg), 0))
-		return -errno;
-	return 0;
-}
-
-/* Keys of @fd whose value starts with target id @id (procs and cgroup_target do). */
-static size_t keys_of_target(int fd, size_t ksz, uint32_t id, void **out)
-{
-	char *keys = NULL, v[sizeof(struct pcmon_proc)];
-	size_t n = 0, cap = 0, kept = 0;
-
-	while (!GROW(keys, cap, (n + 1) * ksz) &&
-	       !bpf_map_get_next_key(fd, n ? keys + (n - 1) * ksz : NULL, keys + n * ksz))
-		n++;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t t;
-
-		if (bpf_map_lookup_elem(fd, keys + i * ksz, v))
-			continue;
-		memcpy(&t, v, sizeof(t));
-		if (t == id)
-			memmove(keys + kept++ * ksz, keys + i * ksz, ksz);
-	}
-	*out = keys;
-	return kept;
+	return procs_target_set(s->procs, id, flags, period_ns, owner);
 }
 
 void sampler_target_clear(struct sampler *s, uint32_t id)
 {
-	struct pcmon_tstat *zero = calloc(s->ncpus, sizeof(*zero));
-	int pfd = bpf_map__fd(s->skel->maps.procs), cfd = bpf_map__fd(s->skel->maps.cgroup_target);
-	void *keys;
-	size_t n;
-
-	sampler_target_set(s, id, 0, 0, 0);
-	if (zero) {
-		bpf_map__update_elem(s->skel->maps.tstat, &id, sizeof(id), zero,
-				     s->ncpus * sizeof(*zero), 0);
-		free(zero);
-	}
-	n = keys_of_target(pfd, sizeof(uint32_t), id, &keys);
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(pfd, (uint32_t *)keys + i);
-	free(keys);
-	n = keys_of_target(cfd, sizeof(uint64_t), id, &keys);
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(cfd, (uint64_t *)keys + i);
-	s->skel->bss->cgroup_targets -= MIN(n, s->skel->bss->cgroup_targets);
-	free(keys);
-	if (s->skel->bss->all_target == id)
-		s->skel->bss->all_target = 0;
+	procs_target_clear(s->procs, id);
 }
 
 int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
 		     uint32_t *had)
 {
-	struct pcmon_proc p = { .target = target, .flags = flags }, old;
-
-	*had = 0;
-	if (!bpf_map__lookup_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &old, sizeof(old), 0) &&
-	    old.target != target) {
-		*had = old.target;
-		if (!(old.flags & PCMON_PF_IMPLICIT))
-			return -EEXIST;
-	}
-	if (bpf_map__update_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &p, sizeof(p), 0))
-		return -errno;
-	return 0;
+	return procs_proc_add(s->procs, tgid, target, flags, had);
 }
 
 int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch)
 {
-	struct pcmon_proc p;
-
-	if (bpf_map__lookup_elem(s->skel->maps.procs, &tgid, sizeof(tgid), &p, sizeof(p), 0))
-		return -errno;
-	*epoch = p.epoch;
-	return 0;
+	return procs_proc_epoch(s->procs, tgid, epoch);
 }
 
 int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target)
 {
-	if (bpf_map__update_elem(s->skel->maps.cgroup_target, &cgid, sizeof(cgid), &target,
-				 sizeof(target), BPF_NOEXIST))
-		return -errno;
-	s->skel->bss->cgroup_targets++;
-	return 0;
+	return procs_cgroup_add(s->procs, cgid, target);
 }
 
 void sampler_all_set(struct sampler *s, uint32_t target)
 {
-	s->skel->bss->all_target = target;
-}
-
-/*
- * Sum a per-CPU value made of __u64 counters over the CPUs. Both counter structs are such
- * (pcmon_tstat, pcmon_gstat), so the sum goes field by field without naming them.
- */
-static void percpu_sum(struct sampler *s, struct bpf_map *m, const void *key, size_t ksz,
-		       void *out, size_t vsz)
-{
-	size_t nf = vsz / sizeof(__u64);
-	__u64 *v = calloc(s->ncpus, vsz), *sum = out;
-
-	memset(out, 0, vsz);
-	if (v && !bpf_map__lookup_elem(m, key, ksz, v, s->ncpus * vsz, 0))
-		for (int c = 0; c < s->ncpus; c++)
-			for (size_t f = 0; f < nf; f++)
-				sum[f] += v[c * nf + f];
-	free(v);
+	procs_all_set(s->procs, target);
 }
 
 void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
 {
-	percpu_sum(s, s->skel->maps.tstat, &target, sizeof(target), sum, sizeof(*sum));
+	procs_tstat(s->procs, target, sum);
 }
 
 void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
 {
-	uint32_t zero = 0;
-
-	percpu_sum(s, s->skel->maps.gstat, &zero, sizeof(zero), sum, sizeof(*sum));
+	procs_gstat(s->procs, sum);
 }
 
 /* ---- draining */
@@ -790,17 +685,27 @@ int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, 
 
 int sampler_probe_events_fd(struct sampler *s)
 {
-	return bpf_map__fd(s->skel->maps.probe_events);
+	return procs_probe_events_fd(s->procs);
 }
 
 int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq)
 {
-	struct pcmon_probes_ack a = { .tgid = tgid, .seq = seq };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+	return procs_probes_ack(s->procs, tgid, seq);
+}
 
-	if (bpf_prog_test_run_opts(bpf_program__fd(s->skel->progs.probes_ack), &o))
-		return -errno;
-	return 0;
+/* One program's run-time statistics (bpf_stats_enabled); false if it has none. */
+static bool prog_stats(struct bpf_program *p, struct sampler_prog_stats *out)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(p);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return false;
+	out->name = bpf_program__name(p);
+	out->run_cnt = info.run_cnt;
+	out->run_time_ns = info.run_time_ns;
+	return true;
 }
 
 int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
@@ -808,32 +713,28 @@ int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int ma
 	struct bpf_program *p;
 	int n = 0;
 
+	/* the shared lifecycle programs first, then sampling's */
+	bpf_object__for_each_program(p, procs_object(s->procs)) {
+		if (n >= max || !prog_stats(p, &out[n]))
+			continue;
+		out[n].attached = procs_prog_attached(s->procs, out[n].name);
+		n++;
+	}
 	bpf_object__for_each_program(p, s->skel->obj) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(p);
-
-		if (n >= max || fd < 0)
+		if (n >= max || !prog_stats(p, &out[n]))
 			continue;
-		if (bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		out[n].name = bpf_program__name(p);
-		out[n].run_cnt = info.run_cnt;
-		out[n].run_time_ns = info.run_time_ns;
 		out[n].attached = true;
 		if (p == s->skel->progs.on_switch_btf)
 			out[n].attached = s->switch_link && s->use_tp_btf;
 		if (p == s->skel->progs.on_switch_tp)
 			out[n].attached = s->switch_link && !s->use_tp_btf;
-		if (p == s->skel->progs.dump_offcpu || p == s->skel->progs.probes_ack)
+		if (p == s->skel->progs.dump_offcpu)
 			out[n].attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {
 			pthread_mutex_lock(&s->usdt_lock);
 			out[n].attached = s->nusdt > 0;
 			pthread_mutex_unlock(&s->usdt_lock);
 		}
-		if (p == s->skel->progs.on_dl_debug_state)
-			out[n].attached = s->dl_link != NULL;
 		if (p == s->skel->progs.on_sample) {
 			out[n].attached = false;
 			for (int i = 0; i < MAX_PERIODS; i++)

@@ -84,6 +84,9 @@ int sampler_probe_events_fd(struct sampler *s);
  * samples are no longer flagged PCMON_KF_MARKS_PENDING (struct pcmon_proc). Thread-safe. */
 int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq);
 
+/* The shared process-lifecycle object (procs.h), for the other instruments' objects. */
+struct procs *sampler_procs(struct sampler *s);
+
 struct sampler_prog_stats {
 	const char *name;
 	uint64_t run_cnt, run_time_ns;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Runs every suite: unit tests (ASan/UBSan), a short fuzz of each fuzz target, and the
-# integration tests (root, real BPF). Ends with one line: "N passed, N failed".
+# integration tests (root, real BPF); with --unit, the unit tests alone (any user, no BPF).
+# Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 OUT=.output
@@ -9,6 +10,16 @@ passed=0 failed=0 skipped=0
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 note() { printf '%s\n' "$*"; }
+
+finish() {
+	if [ "$skipped" -gt 0 ]; then
+		echo "$passed passed, $failed failed, $skipped skipped"
+	else
+		echo "$passed passed, $failed failed"
+	fi
+	[ "$failed" -eq 0 ]
+	exit
+}
 
 # --- unit tests: cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)"
 for t in "$OUT"/tests/test_*; do
@@ -25,6 +36,7 @@ for t in "$OUT"/tests/test_*; do
 	[ "$f" -eq 0 ] || cat "$log"
 	rm -f "$log"
 done
+[ "${1:-}" = --unit ] && finish
 
 # --- fuzz targets: a short run each; any crash, leak or timeout fails
 for t in "$OUT"/fuzz/fuzz_*; do
@@ -58,9 +70,4 @@ for t in tests/integration/test_*.py; do
 	unset p f s
 done
 
-if [ "$skipped" -gt 0 ]; then
-	echo "$passed passed, $failed failed, $skipped skipped"
-else
-	echo "$passed passed, $failed failed"
-fi
-[ "$failed" -eq 0 ]
+finish

@@ -7,8 +7,8 @@
  * save again; what it saves must load and save to the same text: a restart neither loses
  * nor invents anything.
  *
- * Build: make .output/fuzz/fuzz_store (links store, target, agg, sym, pat, proto, util).
- * Seeds: tests/fuzz/corpus/store/, real state files of formats 1 and 2.
+ * Build: make .output/fuzz/fuzz_store (links the engine: a file holds every instrument's part).
+ * Seeds: tests/fuzz/corpus/store/, real state files of formats 1, 2 and 3.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "agg.h"
-#include "sampler.h"
+#include "sample.h"
 #include "store.h"
 #include "sym.h"
 #include "target.h"
@@ -32,14 +32,6 @@
 		}                                                                              \
 	} while (0)
 
-/* target.c reads BPF drop counters through the sampler, which a loaded target never holds */
-void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
-{
-	(void)s;
-	(void)target;
-	memset(sum, 0, sizeof(*sum));
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
@@ -49,19 +41,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* List the target the way `pcmon list` does, with its own WHEN and sections. */
-static void list(const struct sym *s, const struct target *t)
+static void list(const struct sym *s, struct target *t)
 {
-	struct agg_list_opts lo = { .period_ns = t->period_ns, .when = t->when,
-				    .kernel = t->kernel, .no_inline = t->no_inline };
+	const struct sample *sp = sample_of(t);
+	struct agg_list_opts lo = { .period_ns = sp->period_ns, .when = sp->when,
+				    .kernel = sp->kernel, .no_inline = sp->no_inline };
+	struct sample_listing ls = { .t = t, .sp = (struct sample *)sp, .when_text = sp->when_text };
 	struct agg_critical *crit = NULL;
 	struct agg_list l;
 	cJSON *err = NULL, *out;
 	size_t ncrit = 0;
 
-	CHECK(!target_list_criticals(t, NULL, t->icase, &crit, &ncrit, &err));
+	CHECK(!sample_list_criticals(sp, NULL, sp->icase, &crit, &ncrit, &err));
 	lo.crit = crit;
 	lo.ncrit = ncrit;
-	if (!agg_list(t->agg, s, &lo, &l)) {
+	ls.crit = crit;
+	ls.ncrit = ncrit;
+	if (!agg_list(sp->agg, s, &lo, &l)) {
 		uint64_t sum = l.foreign;
 
 		for (size_t i = 0; i < l.nrows; i++)
@@ -76,11 +72,11 @@ static void list(const struct sym *s, const struct target *t)
 		CHECK(sum + l.unwalk[AGG_WALK_OK] == l.counted);
 		out = cJSON_CreateObject();
 		if (out)
-			target_list_json(t, s, &l, t->when_text, crit, ncrit, out);
+			sample_list_json(&ls, &l, s, out);
 		cJSON_Delete(out);
 		agg_list_free(&l);
 	}
-	target_free_criticals(t, crit, ncrit);
+	sample_free_criticals(sp, crit, ncrit);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -104,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	CHECK(t && t->id > 0 && t->id < PCMON_MAX_TARGETS);
 	CHECK(t->state != TARGET_RUNNING && t->state != TARGET_PAUSED);
-	list(s, t);
+	if (sample_of(t))
+		list(s, t);
 
 	a = store_render(s, t);
 	CHECK(a);
@@ -115,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuzz_store: a saved file does not load: %s\n%s\n", why, a);
 		abort();
 	}
-	CHECK(agg_count(t2->agg) == agg_count(t->agg));
+	CHECK(!sample_of(t) == !sample_of(t2));
+	CHECK(!sample_of(t) || agg_count(sample_of(t2)->agg) == agg_count(sample_of(t)->agg));
 	b = store_render(s2, t2);
 	CHECK(b);
 	if (strcmp(a, b)) {

@@ -15,13 +15,14 @@ GLOBAL = {"--json", "--verbose", "--socket", "--help"}  # "Every command takes .
 
 
 def parser_options():
-    """The long options of the parser's getopt table (cli/pcmon.c long_opts)."""
+    """The long options of the CLI's one option table (cli/pcmon.c opts[]), from which its
+    getopt table is made: {--name: takes a value}."""
     src = open(os.path.join(ROOT, "cli", "pcmon.c")).read()
-    table = src[src.index("long_opts[]"):]
+    table = src[src.index("} opts[] = {"):]
     table = table[:table.index("};")]
-    opts = dict(re.findall(r'\{ "([a-z-]+)", (no|required)_argument', table))
+    opts = dict(re.findall(r'\{ "([a-z-]+)", \'.\', (NULL|"[^"]*")', table))
     assert len(opts) > 15, opts
-    return {"--" + k: v == "required" for k, v in opts.items()}
+    return {"--" + k: v != "NULL" for k, v in opts.items()}
 
 
 def sample_value(opt, tmp):
@@ -31,7 +32,10 @@ def sample_value(opt, tmp):
     return {"--interval": "1000", "--when": "main", "--when-file": when_file,
             "--critical": "x=main", "--name": "n", "--pid": "1", "--cgroup": "/sys/fs/cgroup",
             "--top": "5", "--unwind": "fp", "--socket": NODAEMON, "--lines": "main",
-            "--debuginfod": "", "--cache-dir": tmp}[opt]
+            "--debuginfod": "", "--cache-dir": tmp, "--count": "main", "--max-probes": "10",
+            "--sort": "calls", "--duration": "1", "--node": "main", "--hist-arg": "0",
+            "--leg": "1:2", "--hist": "node:1,log", "--track": "all", "--add": "none",
+            "--buckets": "4", "--scale": "10", "--base": "0"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):
@@ -97,19 +101,24 @@ def test_help_lists_what_the_parser_accepts():
 
 
 def test_help_lists_every_unwind_method():
+    """--help shows the methods the engine accepts (the CLI checks no value itself)."""
     text = help_text()
     m = re.search(r"--unwind ([a-z|]+)", text)
     assert m, text
     shown = m.group(1).split("|")
-    for method in shown:
-        r = pcmon("start", "--unwind", method, sock=NODAEMON)
-        assert r.returncode == 2 and "--unwind" not in r.stderr, (method, r.stderr)
-        assert "exactly one of --pid" in r.stderr, r.stderr
-    r = pcmon("start", "--unwind", "no-such-method", sock=NODAEMON)
+    d = Daemon().start()
+    try:
+        for method in shown:
+            r = pcmon("start", "--unwind", method, sock=d.sock)
+            assert r.returncode == 2 and "--unwind" not in r.stderr, (method, r.stderr)
+            assert "exactly one of --pid" in r.stderr, r.stderr
+        r = pcmon("start", "--unwind", "no-such-method", "--pid", os.getpid(), sock=d.sock)
+    finally:
+        d.stop()
     assert r.returncode == 2, r
-    m = re.search(r"use (.*)$", r.stderr.strip())
+    m = re.search(r"--unwind no-such-method: must be one of ([a-z|]+)$", r.stderr.strip())
     assert m, r.stderr
-    accepted = re.split(r", | or ", m.group(1))
+    accepted = m.group(1).split("|")
     assert sorted(accepted) == sorted(shown), (accepted, shown)
     assert {"fp", "dwarf", "auto"} <= set(shown), shown
     # and the manual page says the same
@@ -147,41 +156,71 @@ def test_json_errors_without_a_daemon():
             one_json_error(pcmon(*a, sock=NODAEMON), 1, "cannot reach pcmond")
 
 
+def check_usage_errors(cases, sock):
+    for args, words in cases:
+        one_json_error(pcmon(*args, sock=sock), 2, words)
+    # without --json: the same errors are one line on stderr, nothing on stdout
+    for args, words in cases:
+        plain = [a for a in args if a != "--json"]
+        r = pcmon(*plain, sock=sock)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and r.stdout == "" and len(lines) == 1, (plain, r)
+        assert lines[0].startswith("pcmon: ") and words in lines[0], (plain, lines)
+
+
 def test_json_usage_errors():
+    """The command line's own errors: no daemon needed to make them."""
     tmp = tempfile.mkdtemp()
-    cases = [
-        (("start", "--json"), "exactly one of --pid"),
-        (("start", "--json", "--pid", 1, "--all"), "exactly one of --pid"),
+    check_usage_errors([
         (("start", "--json", "extra"), "unexpected argument"),
         (("start", "--json", "--pid", "abc"), "--pid abc"),
         (("start", "--pid", "abc", "--json"), "--pid abc"),
         (("start", "--json", "--pid"), "needs a value"),
-        (("start", "--json", "--unwind", "nope"), "--unwind nope"),
-        (("start", "--json", "--pid", 1, "--interval", 0), "--interval"),
         (("start", "--json", "--real", "--virtual", "--pid", 1), "exclude"),
         (("list", "--bogus", "--json"), "unknown option"),
         (("list", "--json", "--bogus"), "unknown option"),
         (("list", "--json", "--pid", 1), "not an option of list"),
-        (("list", "--json", "--when", "a->"), "column"),
         (("list", "--json", "--when-file", os.path.join(tmp, "missing")), "--when-file"),
-        (("list", "--json", "--critical", "noequals"), "NAME=PATTERN"),
         (("list", "--json", "--lines", "main"), "not an option"),
         (("list", "--json", "--top", "-3"), "--top"),
         (("stop", "--json"), "which target"),
         (("run", "--json"), "no command"),
-        (("run", "--json", "--when", "(", "--", "true"), "--when"),
         (("frobnicate", "--json"), "unknown command"),
         (("st", "--json"), "ambiguous"),
-    ]
-    for args, words in cases:
-        one_json_error(pcmon(*args, sock=NODAEMON), 2, words)
-    # without --json: the same errors are one line on stderr, nothing on stdout
-    for args, words in cases:
-        plain = [a for a in args if a != "--json"]
-        r = pcmon(*plain, sock=NODAEMON)
-        lines = r.stderr.strip().splitlines()
-        assert r.returncode == 2 and r.stdout == "" and len(lines) == 1, (plain, r)
-        assert lines[0].startswith("pcmon: ") and words in lines[0], (plain, lines)
+    ], NODAEMON)
+
+
+def test_values_are_checked_by_the_engine():
+    """Values are checked once, by the engine (pcmond's or pcmon run's own), which names the
+    option as typed; the CLI prints what it says, as a usage error."""
+    d = Daemon().start()
+    try:
+        pid = os.getpid()
+        r = pcmon("start", "--pid", pid, "--name", "mine", sock=d.sock)
+        assert r.returncode == 0, r
+        check_usage_errors([
+            (("start", "--json"), "exactly one of --pid"),
+            (("start", "--json", "--pid", 1, "--all"), "exactly one of --pid"),
+            (("start", "--json", "--pid", 0), "--pid 0: must be a whole number from 1 to"),
+            (("start", "--json", "--pid", 99999999), "--pid 99999999: must be"),
+            (("start", "--json", "--pid", pid, "--unwind", "nope"), "--unwind nope: must be one of"),
+            (("start", "--json", "--pid", pid, "--interval", 0), "--interval 0: must be"),
+            (("start", "--json", "--pid", pid, "--interval", 70000000), "--interval 70000000"),
+            (("start", "--json", "--pid", pid, "--no-sample"), "no instrument"),
+            (("start", "--json", "--pid", pid, "--critical", "noequals"), "NAME=PATTERN"),
+            (("list", "--json", "--when", "a->"), "--when: column"),
+            (("list", "--json", "--critical", "noequals"), "NAME=PATTERN"),
+            (("run", "--json", "--when", "(", "--", "true"), "--when"),
+        ], d.sock)
+        # a pattern file's error says where in the file
+        tmp = tempfile.mkdtemp()
+        with open(os.path.join(tmp, "w"), "w") as f:
+            f.write("main\n  -> (;\n")
+        r = pcmon("list", "--when-file", os.path.join(tmp, "w"), sock=d.sock)
+        assert r.returncode == 2 and r.stderr.startswith("pcmon: --when-file: line 2, column"), r
+        assert d.alive()
+    finally:
+        d.stop()
     # `run` stops at the command: a --json after it is the command's own
     r = pcmon("run", "--real", "--virtual", "true", "--json", sock=NODAEMON)
     assert r.returncode == 2 and r.stdout == "" and "exclude" in r.stderr, r

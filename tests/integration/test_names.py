@@ -148,8 +148,8 @@ def test_inline_frames_carry_call_sites():
         # a procedure's own line is its entry, not a call site
         assert mid["line"] not in (call_leaf, call_mid) and top["line"] not in (call_leaf, call_mid)
 
-        saved = saved_target(d, listing["target"]["id"])
-        # format 2: a location's frames are indices into "procs"
+        saved = saved_target(d, listing["target"]["id"])["sampling"]
+        # a location's frames are indices into "procs"
         names = [pr["n"] for pr in saved["procs"]]
         chains = [l for l in saved["locs"]
                   if [names[i] for i in l["f"]] == ["leaf_work", "mid_work", "top_work"]]

@@ -14,6 +14,9 @@ from lib import ROOT, Daemon, pcmon, run_tests, workload
 ASAN = os.path.join(ROOT, ".output", "pcmon-asan")
 ASAN_D = os.path.join(ROOT, ".output", "pcmond-asan")
 
+LEGS_LINE = next(i for i, l in enumerate(open(os.path.join(os.path.dirname(__file__), "..",
+                                                         "workloads", "legs.c")), 1)
+                 if "req_begin(large ? LARGE : SMALL);" in l)
 SCENARIOS = [
     ["--interval", "500", "--", workload("threefn"), "0.5"],
     ["--unwind", "fp", "--real", "--kernel", "--interval", "500", "--", workload("spinsleep"), "0.5"],
@@ -25,6 +28,14 @@ SCENARIOS = [
     ["--kernel", "--interval", "500", "--", workload("forker"), "0.5"],
     ["--interval", "500", "--", workload("deeprec"), "0.5"],
     ["--unwind", "fp", "--interval", "500", "--", workload("deeprec"), "0.5"],
+    # call counting beside sampling: recursion, longjmp, a thread exiting inside, a library
+    # loaded later
+    ["--count", "calls.*", "--interval", "500", "--", workload("calls"), "1"],
+    ["--count", "libcritlib.so.lib_work", "--virtual", "--", workload("crit_dlopen"), "0.5"],
+    # probe nodes, legs across threads, histograms, USDT and FILE:LINE nodes
+    ["--node", "legs.req_begin", "--hist-arg", "0", "--node", "legs.end_small", "--node",
+     "legs:tick", "--node", f"legs.c:{LEGS_LINE}", "--leg", "1:2", "--hist", "node:1,log", "--hist",
+     "leg:1,linear,8,1000000,0", "--add", "successor", "--", workload("legs")],
 ]
 
 
@@ -58,6 +69,13 @@ def test_daemon_is_clean_under_sanitizers():
             tid = pcmon("start", "--pid", sp.pid, "--real", "--interval", 1000,
                         "--critical", "s=spinner.spin_here", sock=d.sock, check=0).stdout.strip()
             pcmon("run", "--interval", 1000, "--", workload("crit"), 0.5, sock=d.sock, check=0)
+            pcmon("run", "--count", "calls.rec*", "--", workload("calls"), 1, sock=d.sock, check=0)
+            pcmon("node", "add", tid, "spinner.spin_here", sock=d.sock, check=0)
+            pcmon("node", "add", tid, "spinner.spin_here%return", "--hist-arg", "0", sock=d.sock,
+                  check=0)
+            pcmon("leg", "add", tid, "1", "2", sock=d.sock, check=0)
+            pcmon("hist", "add", tid, "leg", "1", "--log", sock=d.sock, check=0)
+            pcmon("tables", tid, sock=d.sock, check=0)
             for args in (["list", tid, "--when", "main->*"], ["targets"], ["status"],
                          ["pause", tid], ["resume", tid], ["zero", tid], ["stop", tid],
                          ["list", tid, "--json"], ["list", "1", "--critical", "x=*"]):

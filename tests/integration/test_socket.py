@@ -374,7 +374,8 @@ BAD = [
     # wrong-typed fields are refused, not taken for absent ones
     (b'{"v":1,"cmd":"start","pid":"%d"}' % NOPID, '"pid"'),
     (b'{"v":1,"cmd":"start","pid":%d,"interval_us":"fast"}' % NOPID, '"interval_us"'),
-    (b'{"v":1,"cmd":"start","pid":%d,"interval_us":1e300}' % NOPID, '"interval_us"'),
+    # a number out of range is named as the option that gives it
+    (b'{"v":1,"cmd":"start","pid":%d,"interval_us":1e300}' % NOPID, '--interval 1.0000000000000001e+300'),
     (b'{"v":1,"cmd":"start","pid":%d,"kernel":"yes"}' % NOPID, '"kernel"'),
     (b'{"v":1,"cmd":"start","pid":%d,"children":0}' % NOPID, '"children"'),
     (b'{"v":1,"cmd":"start","pid":%d,"critical":"a=b"}' % NOPID, '"critical"'),

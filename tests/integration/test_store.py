@@ -108,14 +108,14 @@ def test_full_disk_reported_then_retried():
             assert "last save error" in pcmon("status", sock=d.sock, check=0).stdout
             # what was saved before is whole
             before = json.load(open(path))
-            assert before["format"] == 2 and before["id"] == tid and before["stacks"], before
+            assert before["format"] == 3 and before["id"] == tid and before["sampling"]["stacks"], before
             # room again: the next flush saves, status keeps the error as history
             os.unlink(filler)
             wait_for("a retried save", lambda: targets(d)[tid].get("saved") is True)
             st = store_status(d)
             assert st["unsaved_targets"] == 0 and "No space left" in st["last_error"], st
             after = json.load(open(path))
-            assert after["seen"] > before["seen"], (before["seen"], after["seen"])
+            assert after["sampling"]["seen"] > before["sampling"]["seen"], (before, after)
             assert "UNSAVED" not in pcmon("targets", sock=d.sock, check=0).stdout
             assert "cannot save target" in d.logtext() and "saved target" in d.logtext()
         finally:
@@ -139,7 +139,7 @@ def test_restart_after_failed_saves_keeps_saved_results():
                 f.write('{"format":2,"id":200,')
             fill(d.state)
             wait_for("a failed save", lambda: unsaved(d, tid))
-            saved = json.load(open(path))
+            saved = json.load(open(path))["sampling"]
             live = targets(d)[tid]["samples"]
             assert live > saved["seen"], (live, saved["seen"])
             d.stop()  # its last flush fails too: no temporary file of its own is left

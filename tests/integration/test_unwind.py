@@ -160,7 +160,12 @@ def test_dwarf_stacks_reach_their_root_every_run():
         p = procs(listing)
         assert n >= 300, listing["summary"]  # CPU time: fewer on a busy machine
         assert listing["summary"]["cut_short"] == 0
-        assert listing["summary"]["critical"][0]["count"] <= 2, listing["summary"]
+        # the one stack that cannot be read is one whose page is not there yet: a sample
+        # taken in the kernel while it faults in a new page of the growing stack (seen on a
+        # busy machine, where zeroing a page takes longer); never anything else
+        reasons = listing["summary"]["critical"][0]["reasons"]
+        assert all(v == 0 for k, v in reasons.items() if k != "fault"), listing["summary"]
+        assert reasons["fault"] <= listing["summary"]["kernel_mode"], listing["summary"]
         assert charged(listing) == rooted(listing, "rec40"), (i, mode, listing["summary"])
         # before main, the dynamic linker runs from its own _start (a few ms, longer on a
         # busy machine); every other sample is under the program's _start and main

@@ -228,13 +228,65 @@ static void dump_rows(struct fx *f, char *buf, size_t len)
  *   interrupts = on-CPU + off-CPU blocked + off-CPU runnable (all in interrupts of t)
  *   shallow <= deep <= counted for every procedure.
  */
+/* What a visitor saw: every class's total, and per procedure what was charged to it. */
+struct seen {
+	uint64_t cls[AGG_C_PROC + 1];
+	uint64_t *shallow;		/* by procedure id */
+	uint32_t nprocs;
+	const struct sym *s;
+};
+
+static void visit(void *ctx, const struct agg_visit *v)
+{
+	struct seen *sn = ctx;
+
+	sn->cls[v->cls] += v->weight;
+	assert_true(v->weight > 0);
+	if (v->cls == AGG_C_PROC) {
+		uint32_t p = v->procs[v->nframes - 1];
+		const struct agg_frame_at *at = &v->at[v->nframes - 1];
+		const struct sym_loc *l = sym_loc(sn->s, v->st->locs[at->loc]);
+
+		assert_true(p < sn->nprocs);
+		sn->shallow[p] += v->weight;
+		/* the frame is the one its location lists at that inline position */
+		assert_non_null(l);
+		assert_true(at->inl < l->nframes);
+		assert_int_equal(sym_frames(sn->s, l)[at->inl], p);
+	} else if (v->cls == AGG_C_UNWALKABLE || v->cls == AGG_C_MARKED ||
+		   v->cls == AGG_C_CRITICAL) {
+		assert_null(v->procs);
+	}
+}
+
 static struct agg_list *list(struct fx *f, const struct agg_list_opts *o)
 {
 	struct agg_list *l = &f->l;
-	uint64_t crit = 0, shallow = 0;
+	struct agg_list_opts vo = *o;
+	struct seen sn = { .nprocs = sym_nprocs(f->s), .s = f->s };
+	uint64_t crit = 0, shallow = 0, marked = 0, dcrit = 0;
 
+	sn.shallow = calloc(sn.nprocs + 1, sizeof(*sn.shallow));
+	assert_non_null(sn.shallow);
+	vo.visit = visit;
+	vo.visit_ctx = &sn;
 	agg_list_free(l);
-	assert_int_equal(agg_list(f->a, f->s, o, l), 0);
+	assert_int_equal(agg_list(f->a, f->s, &vo, l), 0);
+	/* the visitor saw exactly what the listing counted, charged the same way */
+	for (size_t m = 0; m < l->nmarked; m++)
+		marked += l->marked[m].count;
+	for (size_t c = 0; c < o->ncrit && c < AGG_MAX_CRIT; c++)
+		dcrit += l->crit[c];
+	assert_int_equal(sn.cls[AGG_C_UNWALKABLE], l->unwalk[AGG_WALK_OK]);
+	assert_int_equal(sn.cls[AGG_C_MARKED], marked);
+	assert_int_equal(sn.cls[AGG_C_CRITICAL], dcrit);
+	for (size_t i = 0; i < l->nrows; i++) {
+		assert_int_equal(sn.shallow[l->rows[i].proc], l->rows[i].shallow);
+		sn.cls[AGG_C_PROC] -= l->rows[i].shallow;
+	}
+	assert_int_equal(sn.cls[AGG_C_PROC], 0);
+	assert_int_equal(sn.cls[AGG_C_FOREIGN], l->foreign);
+	free(sn.shallow);
 	for (size_t c = 0; c < o->ncrit && c < AGG_MAX_CRIT; c++)
 		crit += l->crit[c];
 	for (size_t m = 0; m < l->nmarked; m++)

@@ -2,8 +2,8 @@
 /*
  * Unit tests for daemon/store.c: results in the state directory (SPEC section 8).
  *
- * A save and a load give the same target; a real format-1 file written by an earlier
- * pcmond loads and lists as it did; a file that is truncated, mistyped, out of range or
+ * A save and a load give the same target; real format-1 and format-2 files written by
+ * earlier pcmonds load and list as they did; a file that is truncated, mistyped, out of range or
  * inconsistent is refused whole, naming its field, and never UB (these run under UBSan);
  * a save that fails leaves the previous file, no temporary file, and says so; stale
  * temporary files go at start; a refused file is set aside, not overwritten.
@@ -25,12 +25,18 @@
 
 #include "agg.h"
 #include "pat.h"
+#include "sample.h"
 #include "store.h"
 #include "sym.h"
 #include "target.h"
 #include "util.h"
 
 #define FIXTURE_V1 "tests/fixtures/store/format1/target-2.json"
+#define FIXTURE_V2 "tests/fixtures/store/format2/target-1.json"
+
+#define S(t) sample_of(t)
+/* A field of the sampling section of a format-3 file. */
+#define SECTION(o, k) cJSON_GetObjectItem(cJSON_GetObjectItem((o), "sampling"), (k))
 
 struct fx {
 	char dir[64];
@@ -108,7 +114,7 @@ static void add(struct target *t, uint32_t kind, uint32_t unwalk, uint32_t cut, 
 				  .section = section, .nuser = nuser, .nkern = nkern };
 	if (nuser + nkern)
 		memcpy(st->locs, locs, (nuser + nkern) * sizeof(*locs));
-	assert_int_equal(agg_add(t->agg, st, count, ns), 0);
+	assert_int_equal(agg_add(S(t)->agg, st, count, ns), 0);
 	free(st);
 }
 
@@ -117,34 +123,37 @@ static void add(struct target *t, uint32_t kind, uint32_t unwalk, uint32_t cut, 
 static struct target *sample(struct sym *s, uint32_t id)
 {
 	struct target *t = target_new(id);
+	struct sample *sp = sample_new();
 	cJSON *crit = cJSON_Parse("[\"alloc=*->prog.my_alloc->*\", \"io=*->libc.so.6.read\"]");
 	cJSON *err = NULL;
 	uint32_t proc, gc, L[8];
 
 	assert_non_null(t);
+	assert_non_null(sp);
+	t->inst[INST_SAMPLE] = sp;
 	snprintf(t->name, sizeof(t->name), "sample \"quoted\" é");
 	snprintf(t->comm, sizeof(t->comm), "prog");
 	t->owner = 1000;
 	t->kind = TARGET_PID;
 	t->pid = 4242;
-	t->real = t->kernel = t->children = t->icase = true;
-	t->period_ns = 250000;
-	snprintf(t->unwind, sizeof(t->unwind), "dwarf");
-	t->dwarf = true;
-	t->when_text = strdup("Prog.main->*");
-	assert_int_equal(pat_parse(t->when_text, PAT_ICASE, &t->when, NULL), 0);
-	assert_int_equal(target_set_criticals(t, crit, &err), 0);
+	S(t)->real = S(t)->kernel = t->children = S(t)->icase = true;
+	S(t)->period_ns = 250000;
+	snprintf(S(t)->unwind, sizeof(S(t)->unwind), "dwarf");
+	S(t)->dwarf = true;
+	S(t)->when_text = strdup("Prog.main->*");
+	assert_int_equal(pat_parse(S(t)->when_text, PAT_ICASE, &S(t)->when, NULL), 0);
+	assert_int_equal(sample_set_criticals(S(t), crit, &err), 0);
 	cJSON_Delete(crit);
 	t->state = TARGET_EXITED;
 	t->elapsed_saved = 12.345678901234567;
 	t->start_wall = 1795469337.575378;
 	t->root_exited = true;
 	t->exit_status = 9; /* killed by SIGKILL */
-	t->seen_samples = 123456;
-	t->lost.lost_counts_full = 1;
-	t->lost.lost_offcpu_full = 2;
-	t->lost_oom = 3;
-	t->lost.lost_ring_full = 4;
+	S(t)->seen_samples = 123456;
+	S(t)->lost.lost_counts_full = 1;
+	S(t)->lost.lost_offcpu_full = 2;
+	S(t)->lost_oom = 3;
+	S(t)->lost.lost_ring_full = 4;
 
 	/* procedures with their file and line, as libdw gives them */
 	assert_int_equal(sym_intern_proc(s, "prog", "main", "prog.c", 10, &proc), 0);
@@ -215,17 +224,17 @@ static char *slurp(const char *path, size_t *len)
 /* The listing of a target as `pcmon list` computes it. */
 static void list(const struct sym *s, const struct target *t, struct agg_list *l)
 {
-	struct agg_list_opts lo = { .period_ns = t->period_ns, .when = t->when,
-				    .kernel = t->kernel, .no_inline = t->no_inline };
+	struct agg_list_opts lo = { .period_ns = S(t)->period_ns, .when = S(t)->when,
+				    .kernel = S(t)->kernel, .no_inline = S(t)->no_inline };
 	struct agg_critical *crit;
 	cJSON *err = NULL;
 	size_t n;
 
-	assert_int_equal(target_list_criticals(t, NULL, t->icase, &crit, &n, &err), 0);
+	assert_int_equal(sample_list_criticals(S(t), NULL, S(t)->icase, &crit, &n, &err), 0);
 	lo.crit = crit;
 	lo.ncrit = n;
-	assert_int_equal(agg_list(t->agg, s, &lo, l), 0);
-	target_free_criticals(t, crit, n);
+	assert_int_equal(agg_list(S(t)->agg, s, &lo, l), 0);
+	sample_free_criticals(S(t), crit, n);
 }
 
 static const struct agg_row *row(const struct sym *s, const struct agg_list *l, const char *full)
@@ -305,7 +314,7 @@ static void test_round_trip(void **state)
 	assert_true(exists(path_in(f, "target-7.json")));
 	assert_false(exists(path_in(f, "target-7.json.tmp")));
 	text = slurp(path_in(f, "target-7.json"), NULL);
-	assert_non_null(strstr(text, "\"format\":2"));
+	assert_non_null(strstr(text, "\"format\":3"));
 	assert_non_null(strstr(text, "\"kind\":\"pid\""));
 	assert_non_null(strstr(text, "\"state\":\"exited\""));
 	assert_non_null(strstr(text, "\"k\":\"off_blocked\""));
@@ -323,26 +332,26 @@ static void test_round_trip(void **state)
 	assert_int_equal(t->owner, 1000);
 	assert_int_equal(t->kind, TARGET_PID);
 	assert_int_equal(t->pid, 4242);
-	assert_true(t->real && t->kernel && t->children && t->icase && !t->no_inline);
-	assert_int_equal(t->period_ns, 250000);
-	assert_string_equal(t->unwind, "dwarf");
-	assert_string_equal(t->when_text, "Prog.main->*");
-	assert_non_null(t->when);
-	assert_int_equal(t->ncrit, 2);
-	assert_string_equal(t->crit[1].name, "io");
-	assert_string_equal(t->crit[1].text, "*->libc.so.6.read");
+	assert_true(S(t)->real && S(t)->kernel && t->children && S(t)->icase && !S(t)->no_inline);
+	assert_int_equal(S(t)->period_ns, 250000);
+	assert_string_equal(S(t)->unwind, "dwarf");
+	assert_string_equal(S(t)->when_text, "Prog.main->*");
+	assert_non_null(S(t)->when);
+	assert_int_equal(S(t)->ncrit, 2);
+	assert_string_equal(S(t)->crit[1].name, "io");
+	assert_string_equal(S(t)->crit[1].text, "*->libc.so.6.read");
 	assert_int_equal(t->state, TARGET_EXITED);
 	assert_true(target_elapsed(t) == f->t->elapsed_saved);
 	assert_true(t->start_wall == f->t->start_wall);
 	assert_true(t->root_exited);
 	assert_int_equal(t->exit_status, 9);
-	assert_int_equal(t->seen_samples, 123456);
-	assert_int_equal(target_lost(t), 10);
-	assert_int_equal(agg_count(t->agg), agg_count(f->t->agg));
+	assert_int_equal(S(t)->seen_samples, 123456);
+	assert_int_equal(sample_lost(S(t)), 10);
+	assert_int_equal(agg_count(S(t)->agg), agg_count(S(f->t)->agg));
 
 	/* what a double would have merged, or rounded, is exact */
-	for (size_t i = 0; i < agg_count(t->agg); i++) {
-		const struct agg_stack *st = agg_get(t->agg, i, &count, &ns);
+	for (size_t i = 0; i < agg_count(S(t)->agg); i++) {
+		const struct agg_stack *st = agg_get(S(t)->agg, i, &count, &ns);
 
 		if (st->kind == PCMON_KIND_ONCPU_KMODE) {
 			k1 = sym_loc(f->s2, st->locs[2]);
@@ -404,25 +413,25 @@ static void test_format1_fixture_loads(void **state)
 	assert_string_equal(t->name, "crit");
 	assert_int_equal(t->kind, TARGET_PID);
 	assert_int_equal(t->pid, 13793);
-	assert_true(t->real && t->kernel && t->children && !t->icase);
-	assert_int_equal(t->period_ns, 2000000);
-	assert_string_equal(t->unwind, "auto");
-	assert_string_equal(t->when_text, "*->main->*");
-	assert_int_equal(t->ncrit, 1);
-	assert_string_equal(t->crit[0].name, "alloc");
+	assert_true(S(t)->real && S(t)->kernel && t->children && !S(t)->icase);
+	assert_int_equal(S(t)->period_ns, 2000000);
+	assert_string_equal(S(t)->unwind, "auto");
+	assert_string_equal(S(t)->when_text, "*->main->*");
+	assert_int_equal(S(t)->ncrit, 1);
+	assert_string_equal(S(t)->crit[0].name, "alloc");
 	assert_int_equal(t->state, TARGET_EXITED);
 	assert_true(t->root_exited);
 	assert_int_equal(t->exit_status, 0);
-	assert_int_equal(t->seen_samples, 515);
-	assert_int_equal(target_lost(t), 0);
+	assert_int_equal(S(t)->seen_samples, 515);
+	assert_int_equal(sample_lost(S(t)), 0);
 	/*
 	 * The file has 21 stacks; format 1 wrote kernel addresses as doubles, and two pairs of
 	 * them differ only in addresses rounded to the same double: each pair is one stack now,
 	 * with the counts of both.
 	 */
-	assert_int_equal(agg_count(t->agg), 19);
-	for (size_t i = 0; i < agg_count(t->agg); i++) {
-		agg_get(t->agg, i, &count, &ns);
+	assert_int_equal(agg_count(S(t)->agg), 19);
+	for (size_t i = 0; i < agg_count(S(t)->agg); i++) {
+		agg_get(S(t)->agg, i, &count, &ns);
 		sum += count;
 	}
 	assert_int_equal(sum, 515);
@@ -441,11 +450,69 @@ static void test_format1_fixture_loads(void **state)
 	assert_int_equal(l.crit[0], 0);
 	agg_list_free(&l);
 
-	/* saved again, it is a format-2 file that loads the same */
+	/* saved again, it is a format-3 file that loads the same */
 	a = store_render(f->s2, t);
 	assert_non_null(a);
-	assert_non_null(strstr(a, "\"format\":2"));
+	assert_non_null(strstr(a, "\"format\":3"));
 	assert_int_equal(store_parse(a, strlen(a), 2, f->s, &f->t, (char[128]){ 0 }, 128), 0);
+	b = store_render(f->s, f->t);
+	assert_string_equal(a, b);
+	assert_same_listing(f->s2, t, f->s, f->t);
+	free(a);
+	free(b);
+}
+
+/* Format 2: a real file from the pcmond before instruments had sections */
+static void test_format2_fixture_loads(void **state)
+{
+	struct fx *f = *state;
+	size_t len;
+	char *text = slurp(FIXTURE_V2, &len), *a, *b;
+	struct target *t;
+	struct agg_list l;
+	uint64_t gc = 0, mark = 0;
+
+	write_text(path_in(f, "target-1.json"), text, len);
+	free(text);
+	load_all(f);
+	t = f->loaded[1];
+	assert_non_null(t);
+	assert_string_equal(t->name, "crit2");
+	assert_int_equal(t->kind, TARGET_PID);
+	assert_true(t->children);
+	assert_int_equal(t->state, TARGET_EXITED);
+	assert_non_null(S(t));
+	assert_true(S(t)->real && S(t)->kernel && !S(t)->icase);
+	assert_int_equal(S(t)->period_ns, 2000000);
+	assert_string_equal(S(t)->unwind, "auto");
+	assert_string_equal(S(t)->when_text, "*->main->*");
+	assert_int_equal(S(t)->ncrit, 1);
+	assert_int_equal(S(t)->seen_samples, 1614);
+
+	/* what `pcmon run` printed from the daemon that wrote the file */
+	list(f->s2, t, &l);
+	assert_int_equal(l.interrupts, 1560);
+	assert_int_equal(l.counted, 1558);
+	assert_int_equal(l.not_matching, 2);
+	assert_int_equal(l.kernel_mode, 57);
+	assert_int_equal(l.off_blocked, 0);
+	assert_int_equal(l.off_runnable, 51);
+	assert_int_equal(l.marks_pending, 2);
+	for (size_t i = 0; i < l.nmarked; i++) {
+		const char *name = sym_str(f->s2, l.marked[i].name);
+
+		gc += strcmp(name, "gc") ? 0 : l.marked[i].count;
+		mark += strcmp(name, "mark") ? 0 : l.marked[i].count;
+	}
+	assert_int_equal(gc, 253);
+	assert_int_equal(mark, 135);
+	agg_list_free(&l);
+
+	/* saved again, it is a format-3 file that loads the same */
+	a = store_render(f->s2, t);
+	assert_non_null(a);
+	assert_non_null(strstr(a, "\"format\":3"));
+	assert_int_equal(store_parse(a, strlen(a), 1, f->s, &f->t, (char[128]){ 0 }, 128), 0);
 	b = store_render(f->s, f->t);
 	assert_string_equal(a, b);
 	assert_same_listing(f->s2, t, f->s, f->t);
@@ -470,7 +537,7 @@ static void test_format1_optional_fields(void **state)
 	}
 	out = cJSON_PrintUnformatted(o);
 	assert_int_equal(store_parse(out, strlen(out), 2, f->s, &f->t, why, sizeof(why)), 0);
-	assert_string_equal(f->t->unwind, "fp");
+	assert_string_equal(S(f->t)->unwind, "fp");
 	free(out);
 	free(text);
 	cJSON_Delete(o);
@@ -540,11 +607,11 @@ struct bad_case {
 	const char *path, *json, *why;
 };
 
-static const struct bad_case bad_v2[] = {
-	{ "format", "3", "format: 3: this pcmond reads formats 1 to 2 (written by a newer" },
+static const struct bad_case bad_v3[] = {
+	{ "format", "4", "format: 4: this pcmond reads formats 1 to 3 (written by a newer" },
 	{ "format", "0", "format: 0:" },
 	{ "format", NULL, "format: missing" },
-	{ "format", "\"2\"", "format: a string where a whole number belongs" },
+	{ "format", "\"3\"", "format: a string where a whole number belongs" },
 	{ "id", "\"7\"", "id: a string where" },
 	{ "id", "0", "id: 0 is not a target id" },
 	{ "id", "256", "id: 256 is more than 255" },
@@ -559,17 +626,17 @@ static const struct bad_case bad_v2[] = {
 	{ "kind", "\"process\"", "kind: unknown value \"process\"" },
 	{ "pid", "3.5", "pid: 3.5 is not a whole number" },
 	{ "pid", "4194305", "pid: 4194305 is more than 4194304" },
-	{ "real", "1", "real: a number where true or false belongs" },
+	{ "sampling.real", "1", "sampling.real: a number where true or false belongs" },
 	{ "children", "null", "children: null where true or false belongs" },
-	{ "interval_us", "0", "interval_us: 0 is not an interval" },
-	{ "interval_us", "60000001", "interval_us: 60000001 is more than 60000000" },
-	{ "when", "\"main->\"", "when: column" },
-	{ "when", "[]", "when: an array where a string belongs" },
-	{ "unwind", "\"lbr\"", "unwind: unknown method \"lbr\"" },
-	{ "unwind", NULL, "unwind: missing" },
-	{ "critical", "\"a=b\"", "critical: a string where an array belongs" },
-	{ "critical", "[\"nameonly\"]", "critical: --critical 'nameonly': expected NAME=PATTERN" },
-	{ "critical", "[\"a=b\", 7]", "critical[1]: a number where a string NAME=PATTERN belongs" },
+	{ "sampling.interval_us", "0", "sampling.interval_us: 0 is not an interval" },
+	{ "sampling.interval_us", "60000001", "sampling.interval_us: 60000001 is more than 60000000" },
+	{ "sampling.when", "\"main->\"", "sampling.when: column" },
+	{ "sampling.when", "[]", "sampling.when: an array where a string belongs" },
+	{ "sampling.unwind", "\"lbr\"", "sampling.unwind: unknown method \"lbr\"" },
+	{ "sampling.unwind", NULL, "sampling.unwind: missing" },
+	{ "sampling.critical", "\"a=b\"", "sampling.critical: a string where an array belongs" },
+	{ "sampling.critical", "[\"nameonly\"]", "sampling.critical: --critical 'nameonly': expected NAME=PATTERN" },
+	{ "sampling.critical", "[\"a=b\", 7]", "sampling.critical[1]: a number where a string NAME=PATTERN belongs" },
 	{ "state", "\"zombie\"", "state: unknown value \"zombie\"" },
 	{ "state", "2", "state: a number where a name belongs" },
 	{ "elapsed_s", "-1", "elapsed_s: -1 is not in [0, 1e+10]" },
@@ -578,70 +645,91 @@ static const struct bad_case bad_v2[] = {
 	{ "start_wall", "-0.5", "start_wall: -0.5 is not in" },
 	{ "root_exited", "\"yes\"", "root_exited: a string where true or false" },
 	{ "wait_status", "65536", "wait_status: 65536 is more than 65535" },
-	{ "seen", "-5", "seen: -5 is negative" },
-	{ "seen", "9007199254740993", "seen: 9007199254740992 is too large to be exact" },
-	{ "seen", "1e300", "seen: 1.0000000000000001e+300 does not fit 64 bits" },
-	{ "seen", "\"18446744073709551616\"",
-	  "seen: \"18446744073709551616\" does not fit 64 bits" },
-	{ "seen", "\"12a\"", "seen: \"12a\" is not a whole number" },
-	{ "seen", "\"\"", "seen: empty string" },
-	{ "seen", "\"-1\"", "seen: \"-1\" is not a whole number" },
-	{ "lost_oom", NULL, "lost_oom: missing" },
-	{ "lost_ring_full", NULL, "lost_ring_full: missing" },
-	{ "lost_counts_full", "0.25", "lost_counts_full: 0.25 is not a whole number" },
-	{ "procs", "{}", "procs: an object where an array belongs" },
-	{ "procs", NULL, "procs: missing" },
-	{ "procs.0", "3", "procs[0]: a number where an object belongs" },
-	{ "procs.0.m", "null", "procs[0].m: null where a string belongs" },
-	{ "procs.0.n", NULL, "procs[0].n: missing" },
-	{ "procs.1.line", "-3", "procs[1].line: -3 is negative" },
-	{ "procs.1.file", "false", "procs[1].file: a boolean where a string belongs" },
-	{ "locs", NULL, "locs: missing" },
-	{ "locs.0", "[]", "locs[0]: an array where an object belongs" },
-	{ "locs.0.a", "12", "locs[0].a: a number where a hex string belongs" },
-	{ "locs.0.a", "\"0x\"", "locs[0].a: \"0x\" has no digits" },
-	{ "locs.0.a", "\"0x1ffffffffffffffff\"",
-	  "locs[0].a: \"0x1ffffffffffffffff\" is not a 64-bit" },
-	{ "locs.0.a", "\"0xfg\"", "locs[0].a: \"0xfg\" is not a 64-bit hex number" },
-	{ "locs.0.a", "\"4096\"", "locs[0].a: \"4096\" does not start with 0x" },
-	{ "locs.0.f", "[]", "locs[0].f: a location has at least one frame" },
-	{ "locs.0.f", "{}", "locs[0].f: an object where an array belongs" },
-	{ "locs.0.f.0", "99999", "locs[0].f[0]: 99999 is more than" },
-	{ "locs.0.f.0", "-1", "locs[0].f[0]: -1 is negative" },
-	{ "locs.0.f.0", "\"main\"", "locs[0].f[0]: a string where a procedure index belongs" },
-	{ "locs.0.line", "4294967296", "locs[0].line: 4294967296 is more than 4294967295" },
-	{ "stacks", NULL, "stacks: missing" },
-	{ "stacks", "7", "stacks: a number where an array belongs" },
-	{ "stacks.0", "[]", "stacks[0]: an array where an object belongs" },
-	{ "stacks.0.k", "\"idle\"", "stacks[0].k: unknown value \"idle\"" },
-	{ "stacks.0.k", "1", "stacks[0].k: a number where a name belongs" },
-	{ "stacks.0.k", NULL, "stacks[0].k: missing" },
-	{ "stacks.0.u", "\"unwalkable\"", "stacks[0].u: unknown value \"unwalkable\"" },
-	{ "stacks.0.u", "5", "stacks[0].u: a number where a name belongs" },
-	{ "stacks.0.p", "4194305", "stacks[0].p: 4194305 is more than 4194304" },
-	{ "stacks.0.c", "-1", "stacks[0].c: -1 is negative" },
-	{ "stacks.0.c", "1.5", "stacks[0].c: 1.5 is not a whole number" },
-	{ "stacks.0.c", "9007199254740992",
-	  "stacks[0].c: 9007199254740992 is too large to be exact" },
-	{ "stacks.0.c", "1e300", "stacks[0].c: 1.0000000000000001e+300 does not fit 64 bits" },
-	{ "stacks.0.c", "true", "stacks[0].c: a boolean where a whole number belongs" },
-	{ "stacks.0.c", NULL, "stacks[0].c: missing" },
-	{ "stacks.0.ns", "\"-5\"", "stacks[0].ns: \"-5\" is not a whole number" },
-	{ "stacks.0.ns", "-1e-300", "stacks[0].ns: -1e-300 is negative" },
-	{ "stacks.0.nu", "4", "stacks[0].nu: 4 is more than 3" },
-	{ "stacks.0.nu", "-1", "stacks[0].nu: -1 is negative" },
-	{ "stacks.0.l", "\"0\"", "stacks[0].l: a string where an array belongs" },
-	{ "stacks.0.l.0", "99999", "stacks[0].l[0]: 99999 is more than" },
-	{ "stacks.0.l.1", "-1", "stacks[0].l[1]: -1 is negative" },
-	{ "stacks.0.l.1", "0.5", "stacks[0].l[1]: 0.5 is not a whole number" },
-	{ "stacks.0.l.2", "null", "stacks[0].l[2]: null where a location index belongs" },
-	{ "stacks.0.s", "\"\"", "stacks[0].s: empty section name" },
-	{ "stacks.0.s", "3", "stacks[0].s: a number where a string belongs" },
+	{ "sampling.seen", "-5", "sampling.seen: -5 is negative" },
+	{ "sampling.seen", "9007199254740993", "sampling.seen: 9007199254740992 is too large to be exact" },
+	{ "sampling.seen", "1e300", "sampling.seen: 1.0000000000000001e+300 does not fit 64 bits" },
+	{ "sampling.seen", "\"18446744073709551616\"",
+	  "sampling.seen: \"18446744073709551616\" does not fit 64 bits" },
+	{ "sampling.seen", "\"12a\"", "sampling.seen: \"12a\" is not a whole number" },
+	{ "sampling.seen", "\"\"", "sampling.seen: empty string" },
+	{ "sampling.seen", "\"-1\"", "sampling.seen: \"-1\" is not a whole number" },
+	{ "sampling.lost_oom", NULL, "sampling.lost_oom: missing" },
+	{ "sampling.lost_ring_full", NULL, "sampling.lost_ring_full: missing" },
+	{ "sampling.lost_counts_full", "0.25", "sampling.lost_counts_full: 0.25 is not a whole number" },
+	{ "sampling.procs", "{}", "procs: an object where an array belongs" },
+	{ "sampling.procs", NULL, "sampling.procs: missing" },
+	{ "sampling.procs.0", "3", "sampling.procs[0]: a number where an object belongs" },
+	{ "sampling.procs.0.m", "null", "sampling.procs[0].m: null where a string belongs" },
+	{ "sampling.procs.0.n", NULL, "sampling.procs[0].n: missing" },
+	{ "sampling.procs.1.line", "-3", "sampling.procs[1].line: -3 is negative" },
+	{ "sampling.procs.1.file", "false", "sampling.procs[1].file: a boolean where a string belongs" },
+	{ "sampling.locs", NULL, "sampling.locs: missing" },
+	{ "sampling.locs.0", "[]", "sampling.locs[0]: an array where an object belongs" },
+	{ "sampling.locs.0.a", "12", "sampling.locs[0].a: a number where a hex string belongs" },
+	{ "sampling.locs.0.a", "\"0x\"", "sampling.locs[0].a: \"0x\" has no digits" },
+	{ "sampling.locs.0.a", "\"0x1ffffffffffffffff\"",
+	  "sampling.locs[0].a: \"0x1ffffffffffffffff\" is not a 64-bit" },
+	{ "sampling.locs.0.a", "\"0xfg\"", "sampling.locs[0].a: \"0xfg\" is not a 64-bit hex number" },
+	{ "sampling.locs.0.a", "\"4096\"", "sampling.locs[0].a: \"4096\" does not start with 0x" },
+	{ "sampling.locs.0.f", "[]", "sampling.locs[0].f: a location has at least one frame" },
+	{ "sampling.locs.0.f", "{}", "locs[0].f: an object where an array belongs" },
+	{ "sampling.locs.0.f.0", "99999", "sampling.locs[0].f[0]: 99999 is more than" },
+	{ "sampling.locs.0.f.0", "-1", "sampling.locs[0].f[0]: -1 is negative" },
+	{ "sampling.locs.0.f.0", "\"main\"", "sampling.locs[0].f[0]: a string where a procedure index belongs" },
+	{ "sampling.locs.0.line", "4294967296", "sampling.locs[0].line: 4294967296 is more than 4294967295" },
+	{ "sampling.stacks", NULL, "sampling.stacks: missing" },
+	{ "sampling.stacks", "7", "sampling.stacks: a number where an array belongs" },
+	{ "sampling.stacks.0", "[]", "sampling.stacks[0]: an array where an object belongs" },
+	{ "sampling.stacks.0.k", "\"idle\"", "sampling.stacks[0].k: unknown value \"idle\"" },
+	{ "sampling.stacks.0.k", "1", "sampling.stacks[0].k: a number where a name belongs" },
+	{ "sampling.stacks.0.k", NULL, "sampling.stacks[0].k: missing" },
+	{ "sampling.stacks.0.u", "\"unwalkable\"", "sampling.stacks[0].u: unknown value \"unwalkable\"" },
+	{ "sampling.stacks.0.u", "5", "sampling.stacks[0].u: a number where a name belongs" },
+	{ "sampling.stacks.0.p", "4194305", "sampling.stacks[0].p: 4194305 is more than 4194304" },
+	{ "sampling.stacks.0.c", "-1", "sampling.stacks[0].c: -1 is negative" },
+	{ "sampling.stacks.0.c", "1.5", "sampling.stacks[0].c: 1.5 is not a whole number" },
+	{ "sampling.stacks.0.c", "9007199254740992",
+	  "sampling.stacks[0].c: 9007199254740992 is too large to be exact" },
+	{ "sampling.stacks.0.c", "1e300", "sampling.stacks[0].c: 1.0000000000000001e+300 does not fit 64 bits" },
+	{ "sampling.stacks.0.c", "true", "sampling.stacks[0].c: a boolean where a whole number belongs" },
+	{ "sampling.stacks.0.c", NULL, "sampling.stacks[0].c: missing" },
+	{ "sampling.stacks.0.ns", "\"-5\"", "sampling.stacks[0].ns: \"-5\" is not a whole number" },
+	{ "sampling.stacks.0.ns", "-1e-300", "sampling.stacks[0].ns: -1e-300 is negative" },
+	{ "sampling.stacks.0.nu", "4", "sampling.stacks[0].nu: 4 is more than 3" },
+	{ "sampling.stacks.0.nu", "-1", "sampling.stacks[0].nu: -1 is negative" },
+	{ "sampling.stacks.0.l", "\"0\"", "sampling.stacks[0].l: a string where an array belongs" },
+	{ "sampling.stacks.0.l.0", "99999", "sampling.stacks[0].l[0]: 99999 is more than" },
+	{ "sampling.stacks.0.l.1", "-1", "sampling.stacks[0].l[1]: -1 is negative" },
+	{ "sampling.stacks.0.l.1", "0.5", "sampling.stacks[0].l[1]: 0.5 is not a whole number" },
+	{ "sampling.stacks.0.l.2", "null", "sampling.stacks[0].l[2]: null where a location index belongs" },
+	{ "sampling.stacks.0.s", "\"\"", "sampling.stacks[0].s: empty section name" },
+	{ "sampling.stacks.0.s", "3", "sampling.stacks[0].s: a number where a string belongs" },
+	{ "children", NULL, "children: missing" },
+	/* an instrument's fields are named with its section */
+	{ "sampling.stacks.0.cs", "1", "sampling.stacks[0].cs: a number where true or false belongs" },
+	{ "sampling.stacks.8.c", "\"18446744073709551615\"",
+	  "sampling.stacks[8].c: the counts of the stacks add up to more than 64 bits" },
+	{ "sampling.stacks.3.ns", "\"18446744073709551615\"",
+	  "sampling.stacks[3].ns: the times of the stacks add up to more than 64 bits" },
+	{ "sampling.interval_us", "0", "sampling.interval_us: 0 is not an interval" },
+	{ "sampling.unwind", NULL, "sampling.unwind: missing" },
+	{ "sampling.when", "\"*->(\"", "sampling.when: column" },
+	{ "sampling", "[]", "sampling: an array where an object belongs" },
+	{ "sampling", NULL, "file: no instrument's results in it" },
+	/* a bad section beside a good sampling one: refused whole, no name of it kept */
+	{ "calls", "{\"patterns\":5}", "calls.patterns: a number where an array belongs" },
+	{ "tables", "[]", "tables: an array where an object belongs" },
+};
+
+/* Format 2: sampling's fields at the top level (a real file, FIXTURE_V2). */
+static const struct bad_case bad_v2[] = {
 	{ "stacks.0.cs", "1", "stacks[0].cs: a number where true or false belongs" },
-	{ "stacks.8.c", "\"18446744073709551615\"",
-	  "stacks[8].c: the counts of the stacks add up to more than 64 bits" },
-	{ "stacks.3.ns", "\"18446744073709551615\"",
-	  "stacks[3].ns: the times of the stacks add up to more than 64 bits" },
+	{ "stacks.0.k", "3", "stacks[0].k: a number where a name belongs" },
+	{ "unwind", NULL, "unwind: missing" },
+	{ "interval_us", NULL, "interval_us: missing" },
+	{ "locs.0.a", "4096", "locs[0].a: a number where a hex string belongs" },
+	{ "procs.0.m", NULL, "procs[0].m: missing" },
+	{ "format", "4", "format: 4: this pcmond reads formats 1 to 3" },
 };
 
 static const struct bad_case bad_v1[] = {
@@ -687,7 +775,7 @@ static void run_bad(struct fx *f, const char *base, uint32_t id, const struct ba
 	}
 }
 
-static void test_refused_fields_format2(void **state)
+static void test_refused_fields_format3(void **state)
 {
 	struct fx *f = *state;
 	char *base, why[256];
@@ -697,7 +785,16 @@ static void test_refused_fields_format2(void **state)
 	assert_non_null(base);
 	assert_int_equal(store_parse(base, strlen(base), 7, f->s2, &f->loaded[7], why, sizeof(why)),
 			 0);
-	run_bad(f, base, 7, bad_v2, ARRAY_SIZE(bad_v2));
+	run_bad(f, base, 7, bad_v3, ARRAY_SIZE(bad_v3));
+	free(base);
+}
+
+static void test_refused_fields_format2(void **state)
+{
+	struct fx *f = *state;
+	char *base = slurp(FIXTURE_V2, NULL);
+
+	run_bad(f, base, 1, bad_v2, ARRAY_SIZE(bad_v2));
 	free(base);
 }
 
@@ -721,7 +818,7 @@ static void test_refused_shapes(void **state)
 	base = store_render(f->s, f->t);
 	o = cJSON_Parse(base);
 	/* the inline location (two frames): make its outer frame a libc procedure (index 0) */
-	for (cJSON *x = cJSON_GetObjectItem(o, "locs")->child; x; x = x->next) {
+	for (cJSON *x = SECTION(o, "locs")->child; x; x = x->next) {
 		fr = cJSON_GetObjectItem(x, "f");
 		if (cJSON_GetArraySize(fr) == 2) {
 			cJSON_ReplaceItemInArray(fr, 1, cJSON_CreateNumber(0));
@@ -736,7 +833,7 @@ static void test_refused_shapes(void **state)
 
 	/* absurd sizes: a stack of 9000 locations, a location of 5000 frames */
 	o = cJSON_Parse(base);
-	l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "stacks"), 0), "l");
+	l = cJSON_GetObjectItem(cJSON_GetArrayItem(SECTION(o, "stacks"), 0), "l");
 	for (int i = 0; i < 9000; i++)
 		cJSON_AddItemToArray(l, cJSON_CreateNumber(0));
 	text = cJSON_PrintUnformatted(o);
@@ -744,7 +841,7 @@ static void test_refused_shapes(void **state)
 	free(text);
 	cJSON_Delete(o);
 	o = cJSON_Parse(base);
-	fr = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "locs"), 0), "f");
+	fr = cJSON_GetObjectItem(cJSON_GetArrayItem(SECTION(o, "locs"), 0), "f");
 	for (int i = 0; i < 5000; i++)
 		cJSON_AddItemToArray(fr, cJSON_CreateNumber(0));
 	text = cJSON_PrintUnformatted(o);
@@ -797,7 +894,7 @@ static void test_refused_file_set_aside(void **state)
 
 	f->t = sample(f->s, 5);
 	good = store_render(f->s, f->t);
-	bad = mutate(good, "stacks.0.c", "-1");
+	bad = mutate(good, "sampling.stacks.0.c", "-1");
 	write_text(path_in(f, "target-5.json"), bad, strlen(bad));
 	write_text(path_in(f, "target-6.json"), good, strlen(good)); /* id 5 inside: refused */
 	load_all(f);
@@ -859,7 +956,7 @@ static void test_save_failure_keeps_previous(void **state)
 	assert_null(cJSON_GetObjectItem(rep, "save_error"));
 	cJSON_Delete(rep);
 
-	f->t->seen_samples++;
+	S(f->t)->seen_samples++;
 	assert_int_equal(mkdir(path_in(f, "target-4.json.tmp"), 0700), 0);
 	assert_int_equal(store_save(f->st, f->s, f->t), -EISDIR);
 	after = slurp(path_in(f, "target-4.json"), NULL);
@@ -991,7 +1088,9 @@ int main(void)
 		T(test_round_trip),
 		T(test_running_loads_stopped),
 		T(test_format1_fixture_loads),
+		T(test_format2_fixture_loads),
 		T(test_format1_optional_fields),
+		T(test_refused_fields_format3),
 		T(test_refused_fields_format2),
 		T(test_refused_fields_format1),
 		T(test_refused_shapes),

@@ -29,6 +29,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "agg.h"
+#include "sample.h"
 #include "store.h"
 #include "sym.h"
 #include "target.h"
@@ -121,17 +122,19 @@ static void test_frame_lines_survive_a_restart(void **state)
 			 0);
 	assert_int_equal(sym_intern_loc(s, "prog", 0x1000, procs, files, lines, 3, &st->locs[1]),
 			 0);
-	assert_int_equal(agg_add(t->agg, st, 5, 0), 0);
+	t->inst[INST_SAMPLE] = sample_new();
+	assert_non_null(t->inst[INST_SAMPLE]);
+	assert_int_equal(agg_add(sample_of(t)->agg, st, 5, 0), 0);
 	snprintf(t->name, sizeof(t->name), "prog");
-	t->period_ns = 1000000;
+	sample_of(t)->period_ns = 1000000;
 	assert_int_equal(store_open(dir, &store), 0);
 	assert_int_equal(store_save(store, s, t), 0);
 
 	store_load_all(store, s2, targets, 8, &next);
 	store_close(store);
 	assert_non_null(targets[3]);
-	assert_int_equal(agg_count(targets[3]->agg), 1);
-	got = agg_get(targets[3]->agg, 0, &count, &ns);
+	assert_int_equal(agg_count(sample_of(targets[3])->agg), 1);
+	got = agg_get(sample_of(targets[3])->agg, 0, &count, &ns);
 	assert_int_equal(count, 5);
 	assert_string_equal(proc_full(s2, got->locs[0], 0), "stripped+0x1230");
 	l = sym_loc(s2, got->locs[1]);

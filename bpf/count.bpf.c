@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The call-counting instrument's kernel side (SPEC §12): a uprobe at the entry of each
+ * counted procedure and a uretprobe at its return, and for each thread a shadow stack of its
+ * open activations with the stack pointer at entry, in task storage.
+ *
+ * - Self time is charged to every activation; self+children only to the outermost
+ *   activation of a procedure on the thread, so recursion does not count it twice.
+ * - An activation whose frame is gone — a longjmp or an exception jumped over its return, or
+ *   the kernel gave it no return probe (it keeps at most 64 nested ones per thread) — is
+ *   closed when an event from a shallower stack pointer shows it, counted as unwound.
+ * - A thread's exit closes what it has open, counted as exited.
+ * - The probes' own cost is measured by the engine (a calibration in its own process, target
+ *   0) and subtracted in userspace: each activation counts the activations closed below it.
+ * Which target a task belongs to comes from the shared process maps (procs.bpf.h).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "pcmon_count.h"
+#include "procs.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define CALIB_TARGET 0
+__u32 calib_pid;	/* the engine's own process, while it calibrates (target 0) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_cstack);
+} cstack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* cookie */
+	__type(value, struct pcmon_cstat);
+} cstat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_ccfg);
+} ccfg SEC(".maps");
+
+/*
+ * VIRTUAL: each counting thread's time off CPU, by thread id. A hash map, not task storage:
+ * the scheduler hook must never miss a switch, and a task-storage lookup can fail there
+ * while another BPF program holds task storage on that CPU.
+ */
+struct vclock {
+	__u64 off_ns;		/* time off CPU so far */
+	__u64 off_since;	/* switched out at, 0: on CPU */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);	/* tid */
+	__type(value, struct vclock);
+} vclocks SEC(".maps");
+
+/*
+ * A thread's clock: wall time, or (VIRTUAL) wall time less the time it spent off CPU while
+ * counted (sched_switch below keeps that).
+ */
+static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, __u32 tid, __u64 now)
+{
+	struct vclock *v;
+
+	if (!cs->virt)
+		return now;
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	return v ? now - v->off_ns : now;
+}
+
+enum how { RETURNED, UNWOUND, EXITED };
+
+/*
+ * Activation @i of the shadow stack. The mask comes after an empty asm so that the compiler
+ * cannot fold it into the index's earlier arithmetic: the verifier must see it.
+ */
+static __always_inline struct pcmon_cact *act(struct pcmon_cstack *cs, __u32 i)
+{
+	asm volatile("" : "+r"(i));
+	i &= PCMON_COUNT_DEPTH - 1;
+	return &cs->a[i];
+}
+
+static __always_inline struct pcmon_cstat *stat_of(__u64 cookie)
+{
+	struct pcmon_cstat *s = bpf_map_lookup_elem(&cstat, &cookie), zero = {};
+
+	if (s)
+		return s;
+	bpf_map_update_elem(&cstat, &cookie, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&cstat, &cookie);
+}
+
+/* Does the current task belong to the target of @cookie, and may its owner watch it? */
+static __always_inline bool watched(__u64 cookie, __u32 tgid)
+{
+	__u32 target = PCMON_COUNT_TARGET(cookie);
+
+	if (target == CALIB_TARGET)
+		return calib_pid && tgid == calib_pid;
+	return in_target(target, tgid);
+}
+
+/* Close the innermost open activation at @now. */
+static __always_inline void pop(struct pcmon_cstack *cs, __u64 now, enum how how)
+{
+	__u32 d = cs->depth;
+	struct pcmon_cact *a, *up;
+	struct pcmon_cstat *s;
+	__u64 dur, self;
+
+	if (!d)
+		return;
+	cs->depth = d - 1;
+	if (d > PCMON_COUNT_DEPTH)
+		return; /* not kept: counted at entry as too deep */
+	a = act(cs, d - 1);
+	dur = now > a->t0 ? now - a->t0 : 0;
+	self = dur > a->child_ns ? dur - a->child_ns : 0;
+	s = stat_of(a->cookie);
+	if (s) {
+		__sync_fetch_and_add(&s->closed, 1);
+		__sync_fetch_and_add(&s->self_ns, self);
+		if (!a->nested) {
+			__u32 own_xol = (__u32)a->cookie & PCMON_COUNT_XOL ? 1 : 0;
+
+			__sync_fetch_and_add(&s->outer, 1);
+			__sync_fetch_and_add(&s->total_ns, dur);
+			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
+			__sync_fetch_and_add(&s->total_acts_xol, own_xol + a->desc_xol);
+		}
+		if (dur > s->max_ns)
+			s->max_ns = dur; /* a lost race keeps a smaller maximum: harmless */
+		if (how == UNWOUND)
+			__sync_fetch_and_add(&s->unwound, 1);
+		else if (how == EXITED)
+			__sync_fetch_and_add(&s->exited, 1);
+	}
+	if (d >= 2) {
+		up = act(cs, d - 2);
+		up->child_ns += dur;
+		up->desc += 1 + a->desc;
+		up->desc_xol += ((__u32)a->cookie & PCMON_COUNT_XOL ? 1 : 0) + a->desc_xol;
+	}
+}
+
+/*
+ * Close the activations whose frames are gone: their return address lies below @sp, the
+ * stack pointer of a frame that is live now (the stack grows down).
+ */
+static __always_inline void unwind_to(struct pcmon_cstack *cs, __u64 sp, __u64 now)
+{
+	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
+		__u32 d = cs->depth;
+
+		if (!d || d > PCMON_COUNT_DEPTH)
+			break;
+		if (act(cs, d - 1)->sp > sp)
+			break;
+		pop(cs, now, UNWOUND);
+	}
+}
+
+SEC("uprobe")
+int count_enter(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
+	__u64 sp = PT_REGS_SP(ctx);
+	struct pcmon_cstack *cs;
+	struct pcmon_cstat *s;
+	struct pcmon_cact *a;
+	__u32 d, nested = 0;
+
+	if (!watched(cookie, bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	s = stat_of(cookie);
+	if (s)
+		__sync_fetch_and_add(&s->calls, 1);
+	cs = bpf_task_storage_get(&cstack, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cs)
+		return 0;
+	if (!cs->depth) {
+		__u32 target = PCMON_COUNT_TARGET(cookie);
+		struct pcmon_ccfg *cc = bpf_map_lookup_elem(&ccfg, &target);
+
+		cs->virt = cc ? cc->virt : 0;
+		if (cs->virt) {
+			__u32 tid = (__u32)bpf_get_current_pid_tgid();
+			struct vclock zero = {};
+
+			bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
+		}
+	}
+	now = clock_of(cs, (__u32)bpf_get_current_pid_tgid(), now);
+	/* an open activation at or below this return address is gone: this frame replaced it */
+	unwind_to(cs, sp, now);
+	d = cs->depth;
+	if (d >= PCMON_COUNT_DEPTH) {
+		cs->depth = d + 1;
+		if (s)
+			__sync_fetch_and_add(&s->too_deep, 1);
+		return 0;
+	}
+	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
+		if (i >= d)
+			break;
+		if (act(cs, i)->cookie == cookie) {
+			nested = 1;
+			break;
+		}
+	}
+	a = act(cs, d);
+	a->cookie = cookie;
+	a->sp = sp;
+	a->t0 = now;
+	a->child_ns = 0;
+	a->desc = 0;
+	a->desc_xol = 0;
+	a->nested = nested;
+	cs->depth = d + 1;
+	return 0;
+}
+
+SEC("uretprobe")
+int count_return(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
+	__u64 sp = PT_REGS_SP(ctx) - 8; /* where the return address was: the entry's sp */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pcmon_cstack *cs;
+	__u32 d;
+
+	if (!task->bpf_storage)
+		return 0;
+	cs = bpf_task_storage_get(&cstack, task, NULL, 0);
+	if (!cs || !cs->depth)
+		return 0;
+	now = clock_of(cs, (__u32)bpf_get_current_pid_tgid(), now);
+	/* deeper activations still open lost their returns: gone */
+	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
+		d = cs->depth;
+		if (!d || d > PCMON_COUNT_DEPTH)
+			break;
+		if (act(cs, d - 1)->sp >= sp)
+			break;
+		pop(cs, now, UNWOUND);
+	}
+	d = cs->depth;
+	if (d > PCMON_COUNT_DEPTH) {
+		pop(cs, now, RETURNED); /* a too-deep one: only its depth is kept */
+		return 0;
+	}
+	if (d && act(cs, d - 1)->cookie == cookie &&
+	    act(cs, d - 1)->sp == sp)
+		pop(cs, now, RETURNED);
+	/* else: the return of an activation entered before the probes were attached */
+	return 0;
+}
+
+/* A thread that exits closes whatever it has open, whichever way it leaves. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(count_exit, struct task_struct *p)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct pcmon_cstack *cs;
+
+	if (!p->bpf_storage)
+		return 0;
+	cs = bpf_task_storage_get(&cstack, p, NULL, 0);
+	if (!cs)
+		return 0;
+	now = clock_of(cs, p->pid, now);
+	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
+		if (!cs->depth)
+			break;
+		pop(cs, now, EXITED);
+	}
+	bpf_task_storage_delete(&cstack, p);
+	{
+		__u32 tid = p->pid;
+
+		bpf_map_delete_elem(&vclocks, &tid);
+	}
+	return 0;
+}
+
+/*
+ * VIRTUAL: a thread inside counted procedures that leaves the CPU stops its clock until it
+ * is back. Attached while some target counts in VIRTUAL time.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 ptid = prev->pid, ntid = next->pid;
+	__u64 now = bpf_ktime_get_ns();
+	struct vclock *v;
+
+	v = bpf_map_lookup_elem(&vclocks, &ptid);
+	if (v)
+		v->off_since = now;
+	v = bpf_map_lookup_elem(&vclocks, &ntid);
+	if (v && v->off_since) {
+		v->off_ns += now - v->off_since;
+		v->off_since = 0;
+	}
+	return 0;
+}
+
+/* Open activations, for listings taken while threads are inside counted procedures. */
+SEC("iter/task")
+int dump_open(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct pcmon_cstack *cs;
+	__u32 d;
+
+	if (!task || !task->bpf_storage)
+		return 0;
+	cs = bpf_task_storage_get(&cstack, task, NULL, 0);
+	if (!cs || !cs->depth)
+		return 0;
+	d = cs->depth < PCMON_COUNT_DEPTH ? cs->depth : PCMON_COUNT_DEPTH;
+	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
+		if (i >= d)
+			break;
+		bpf_seq_write(ctx->meta->seq, &act(cs, i)->cookie,
+			      sizeof(__u64));
+	}
+	return 0;
+}

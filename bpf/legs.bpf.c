@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The probe-node instrument's kernel side (SPEC §13), the Mesa PerfTool's nodes and legs:
+ * a node is a probe point (a procedure's entry or return, an offset in it, a USDT probe);
+ * a leg is the code a thread runs from a from node to a to node. Every thread has its own
+ * leg in flight (task storage), so threads crossing the same nodes all get theirs. A node
+ * may record an integer argument into a histogram; a leg its time.
+ *
+ * A hit of node N by a thread whose last node is F completes leg (F, N) — or (F, *), or
+ * (*, N) — if the target has it (or adds it, with --add successor), and the thread has no
+ * leg in flight then; if N is F again or starts a leg itself, F's leg is abandoned. Then N
+ * becomes the thread's last node: always (--track all), or only if N starts a leg
+ * (successor); with --track none no leg is timed, nodes are only counted. A thread's exit
+ * abandons the leg it had in flight.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+#include "pcmon_legs.h"
+#include "procs.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* cookie */
+	__type(value, struct pcmon_node);
+} nodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pcmon_lkey);
+	__type(value, struct pcmon_leg);
+} legs SEC(".maps");
+
+/* (target, from, 0): the `to` of a leg that starts at node from (the first one set up) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pcmon_lkey);
+	__type(value, __u32);
+} lfrom SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_lcfg);
+} lcfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_lthread);
+} lthread SEC(".maps");
+
+/* A leg as --add successor creates it (too big for the BPF stack: a global) */
+struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
+
+/* floor(log2(v)) for v > 0, without a loop the verifier must walk */
+static __always_inline __u32 log2_of(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+static __always_inline void hist_add(const struct pcmon_hcfg *c, struct pcmon_hist *h, __u64 v)
+{
+	__u64 i;
+
+	if (c->kind == PCMON_HIST_LOG) {
+		i = v ? log2_of(v) + 1 : 0;
+	} else if (c->kind == PCMON_HIST_LINEAR && c->scale) {
+		if (v < c->base) {
+			__sync_fetch_and_add(&h->under, 1);
+			return;
+		}
+		i = (v - c->base) / c->scale;
+		if (i >= c->buckets || i >= PCMON_HIST_BUCKETS) {
+			__sync_fetch_and_add(&h->over, 1);
+			return;
+		}
+	} else {
+		return;
+	}
+	if (i <= PCMON_HIST_BUCKETS)
+		__sync_fetch_and_add(&h->b[i], 1);
+}
+
+static __always_inline struct pcmon_leg *leg_of(__u32 target, __u32 from, __u32 to)
+{
+	struct pcmon_lkey k = { target, from, to, 0 };
+	struct pcmon_leg *l = bpf_map_lookup_elem(&legs, &k);
+
+	if (l)
+		return l;
+	k.to = PCMON_ANY_NODE;
+	l = bpf_map_lookup_elem(&legs, &k);
+	if (l)
+		return l;
+	k.from = PCMON_ANY_NODE;
+	k.to = to;
+	return bpf_map_lookup_elem(&legs, &k);
+}
+
+/* The leg that starts at @from, abandoned. */
+static __always_inline void abandon(__u32 target, __u32 from)
+{
+	struct pcmon_lkey k = { target, from, 0, 0 };
+	struct pcmon_leg *l;
+	__u32 *to = bpf_map_lookup_elem(&lfrom, &k);
+
+	if (!to)
+		return;
+	k.to = *to;
+	l = bpf_map_lookup_elem(&legs, &k);
+	if (l)
+		__sync_fetch_and_add(&l->abandoned, 1);
+}
+
+static __always_inline bool starts_a_leg(__u32 target, __u32 node)
+{
+	struct pcmon_lkey k = { target, node, 0, 0 };
+
+	return bpf_map_lookup_elem(&lfrom, &k) != NULL;
+}
+
+static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool is_ret)
+{
+	__u32 target = PCMON_NODE_TARGET(cookie), node = PCMON_NODE_ID(cookie), zero_t = target;
+	__u64 now = bpf_ktime_get_ns();
+	struct pcmon_lthread *th;
+	struct pcmon_lcfg *lc;
+	struct pcmon_node *n;
+
+	if (!in_target(target, bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	n = bpf_map_lookup_elem(&nodes, &cookie);
+	if (!n)
+		return 0;
+	__sync_fetch_and_add(&n->hits, 1);
+	if (n->arg && n->hist.kind) {
+		__u32 a = n->arg - 1;
+		__u64 v = 0;
+
+		if (is_ret)
+			v = ret; /* at a %return node, the recorded value is what it returns */
+		else if (a < 6)
+			v = arg_value[a];
+		hist_add(&n->hist, &n->h, v);
+	}
+	th = bpf_task_storage_get(&lthread, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	lc = bpf_map_lookup_elem(&lcfg, &zero_t);
+	if (!th || !lc)
+		return 0;
+	if (th->node && th->target == target) {
+		struct pcmon_leg *l = leg_of(target, th->node, node);
+
+		if (!l && lc->add) {
+			struct pcmon_lkey k = { target, th->node, node, 0 };
+
+			bpf_map_update_elem(&legs, &k, &fresh_leg, BPF_NOEXIST);
+			l = bpf_map_lookup_elem(&legs, &k);
+		}
+		if (l) {
+			__u64 dur = now - th->ts;
+
+			__sync_fetch_and_add(&l->count, 1);
+			__sync_fetch_and_add(&l->total_ns, dur);
+			if (dur < l->min_ns)
+				l->min_ns = dur;
+			if (dur > l->max_ns)
+				l->max_ns = dur;
+			hist_add(&l->hist, &l->h, dur);
+			th->node = 0; /* done: the next leg starts at a from again */
+		} else if (th->node == node || starts_a_leg(target, node)) {
+			abandon(target, th->node); /* a second from before the to */
+		}
+	}
+	if (lc->track == PCMON_TRACK_ALL ||
+	    (lc->track == PCMON_TRACK_SUCCESSOR && starts_a_leg(target, node))) {
+		th->target = target;
+		th->node = node;
+		th->ts = now;
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int node_hit(struct pt_regs *ctx)
+{
+	__u64 args[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+
+	return hit(bpf_get_attach_cookie(ctx), args, 0, false);
+}
+
+SEC("uretprobe")
+int node_return(struct pt_regs *ctx)
+{
+	__u64 args[6] = {};
+
+	return hit(bpf_get_attach_cookie(ctx), args, PT_REGS_RC(ctx), true);
+}
+
+SEC("usdt")
+int node_usdt(struct pt_regs *ctx)
+{
+	__u64 args[6] = {};
+	long v;
+
+	for (int i = 0; i < 6; i++)
+		if (!bpf_usdt_arg(ctx, i, &v))
+			args[i] = v;
+	return hit(bpf_usdt_cookie(ctx), args, 0, false);
+}
+
+/* A thread that exits abandons the leg it had in flight. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(legs_exit, struct task_struct *p)
+{
+	struct pcmon_lthread *th;
+
+	if (!p->bpf_storage)
+		return 0;
+	th = bpf_task_storage_get(&lthread, p, NULL, 0);
+	if (th && th->node)
+		abandon(th->target, th->node);
+	bpf_task_storage_delete(&lthread, p);
+	return 0;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The process-lifecycle side every instrument's BPF programs share: which process belongs to
+ * which target (procs, cgroup_target, pglobal), each target's settings (tcfg) and drop
+ * counters (tstat), global counters (gstat) and the events after which probes may be pending
+ * (probe_events). Each .bpf.c that includes this defines these maps; the engine creates them
+ * once, in bpf/procs.bpf.c's object, and hands their descriptors to the others before they
+ * load (bpf_map__reuse_fd, daemon/procs.c), so every program sees the same maps.
+ */
+#ifndef PCMON_PROCS_BPF_H
+#define PCMON_PROCS_BPF_H
+
+#include "pcmon_procs.h"
+
+#ifndef READ_ONCE
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pcmon_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u64); /* cgroup v2 id */
+	__type(value, __u32);
+} cgroup_target SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_tcfg);
+} tcfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_tstat);
+} tstat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcmon_gstat);
+} gstat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcmon_pglobal);
+} pglobal SEC(".maps");
+
+/*
+ * Events after which a process's critical-section probes may be pending (exec, dynamic
+ * linker, the fork of a process with probes pending): read by the engine's probe thread
+ * (daemon/probes.c), which attaches them without waiting for the symbolizer.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024); /* 4096 events: every process of an --all target at once */
+} probe_events SEC(".maps");
+
+static __always_inline struct pcmon_gstat *gstats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&gstat, &zero);
+}
+
+static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
+				 __u32 epoch, __u32 exit_code, __u32 probe_seq)
+{
+	struct pcmon_event *e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
+
+	if (!e) {
+		struct pcmon_gstat *gs = gstats();
+
+		if (gs)
+			gs->events_lost++;
+		return;
+	}
+	e->type = type;
+	e->target = target;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->epoch = epoch;
+	e->exit_code = exit_code;
+	e->probe_seq = probe_seq;
+	e->pad = 0;
+	e->ts = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	/* rare, and the engine must act on them at once (attach probes, read maps) */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/*
+ * The target a process belongs to, joining --cgroup and --all targets on first sight. A
+ * process that joins so was running before anyone looked for its probes: they are pending.
+ */
+static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
+{
+	struct pcmon_proc *p, np = {};
+	struct pcmon_pglobal *pg;
+	__u32 zero = 0;
+
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	if (p || !tgid)
+		return p;
+	pg = bpf_map_lookup_elem(&pglobal, &zero);
+	if (!pg)
+		return NULL;
+	if (pg->cgroup_targets) {
+		__u64 cg = bpf_get_current_cgroup_id();
+		__u32 *t = bpf_map_lookup_elem(&cgroup_target, &cg);
+
+		if (t)
+			np.target = *t;
+	}
+	if (!np.target)
+		np.target = pg->all_target;
+	if (!np.target)
+		return NULL;
+	np.flags = PCMON_PF_IMPLICIT;
+	np.probe_seq = 1;
+	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST))
+		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/*
+ * One more event that may bring probes; returns the number the event carries. (A value read
+ * after the add may include another thread's add too: that thread had mapped its objects
+ * before its add, so the engine still looks after they are there.)
+ */
+static __always_inline __u32 probe_event(struct pcmon_proc *p)
+{
+	__sync_fetch_and_add(&p->probe_seq, 1);
+	return READ_ONCE(p->probe_seq);
+}
+
+/* Has the engine attached the probes of everything this process loaded? (struct pcmon_proc) */
+static __always_inline __u8 marks_pending(const struct pcmon_proc *p)
+{
+	return READ_ONCE(p->probe_seq) != READ_ONCE(p->probe_ack) ? PCMON_KF_MARKS_PENDING : 0;
+}
+
+static __always_inline struct pcmon_tcfg *active_cfg(__u32 target)
+{
+	struct pcmon_tcfg *cfg = bpf_map_lookup_elem(&tcfg, &target);
+
+	if (!cfg || !(cfg->flags & PCMON_TF_ACTIVE))
+		return NULL;
+	return cfg;
+}
+
+#define MMF_DUMPABLE_MASK 3
+#define SUID_DUMP_USER 1
+
+/*
+ * May a target owned by @owner watch @task? The rule ptrace and /proc apply: root may; a user
+ * only while the task's real, effective and saved uids are hers and its memory is still
+ * "dumpable". The kernel clears that on a setuid, setgid or file-capability exec and on a
+ * credential change, and programs clear it themselves (prctl) to keep their secrets: from
+ * then on the process is not hers to look into, though she started it. Checked per sample,
+ * not only at exec, since a process can change credentials at any time.
+ */
+static __always_inline bool may_watch(struct task_struct *task, const struct pcmon_tcfg *cfg,
+				      __u32 target)
+{
+	const struct cred *c;
+	__u64 mmflags = 0;
+	struct pcmon_tstat *ts;
+
+	if (!cfg->owner)
+		return true;
+	c = BPF_CORE_READ(task, real_cred);
+	/* mm->flags is a word, or (6.18) a bitmap whose first word holds the same bits */
+	bpf_core_read(&mmflags, sizeof(mmflags), &task->mm->flags);
+	if (BPF_CORE_READ(c, uid.val) == cfg->owner && BPF_CORE_READ(c, euid.val) == cfg->owner &&
+	    BPF_CORE_READ(c, suid.val) == cfg->owner &&
+	    (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
+		return true;
+	ts = bpf_map_lookup_elem(&tstat, &target);
+	if (ts)
+		__sync_fetch_and_add(&ts->denied, 1);
+	return false;
+}
+
+/*
+ * Is process @tgid one of target @target's, being watched, and still its owner's to look
+ * into? What every instrument's probe asks before it records anything.
+ */
+static __always_inline bool in_target(__u32 target, __u32 tgid)
+{
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	struct pcmon_tcfg *cfg;
+
+	if (!p || p->target != target || (p->flags & PCMON_PF_EXEC_WAIT))
+		return false;
+	cfg = active_cfg(target);
+	return cfg && may_watch(bpf_get_current_task_btf(), cfg, target);
+}
+
+#endif /* PCMON_PROCS_BPF_H */

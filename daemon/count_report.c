@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The call table as JSON (the "calls" section of a `list` reply), from a target's call
+ * counting state: times with the probes' measured cost taken out, sorted as asked. The CLI
+ * renders its text from this (cli/format.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "count.h"
+#include "counter.h"
+#include "util.h"
+
+/* A procedure's times with the probes' own cost taken out, never below 0. */
+static double self_of(const struct count *ct, const struct count_fn *fn)
+{
+	double v = (double)fn->stat.self_ns -
+		   (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)fn->stat.closed;
+
+	return v > 0 ? v : 0;
+}
+
+static double total_of(const struct count *ct, const struct count_fn *fn)
+{
+	const struct pcmon_cstat *s = &fn->stat;
+	double v = (double)s->total_ns - ct->cost_xol_ns * (double)s->total_acts_xol -
+		   ct->cost_ns * (double)(s->total_acts - MIN(s->total_acts_xol, s->total_acts));
+
+	return v > 0 ? v : 0;
+}
+
+/* The column the table is sorted by. */
+static double sort_key(const struct count *ct, const struct count_fn *fn, const char *sort)
+{
+	if (!strcmp(sort, "calls"))
+		return fn->stat.calls;
+	if (!strcmp(sort, "total"))
+		return total_of(ct, fn);
+	if (!strcmp(sort, "avg"))
+		return fn->stat.outer ? total_of(ct, fn) / fn->stat.outer : 0;
+	return self_of(ct, fn);
+}
+
+int count_report_json(const struct count *ct, const uint64_t *open,
+		      const struct counter_prog_stats *ps, const char *sort, cJSON *rep)
+{
+	cJSON *o = cJSON_AddObjectToObject(rep, "calls"), *arr, *x;
+	double subtracted = 0;
+	size_t *order;
+
+	order = calloc(ct->nfns + 1, sizeof(*order));
+	if (!o || !order) {
+		free(order);
+		return -ENOMEM;
+	}
+	cJSON_AddStringToObject(o, "mode", ct->virt ? "VIRTUAL" : "REAL");
+	cJSON_AddNumberToObject(o, "probe_cost_ns", ct->cost_ns);
+	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
+	cJSON_AddNumberToObject(o, "objects_searched", ct->searched);
+	x = cJSON_AddArrayToObject(o, "unmatched");
+	for (size_t i = 0; i < ct->npats; i++)
+		if (!ct->matched[i])
+			cJSON_AddItemToArray(x, cJSON_CreateString(ct->patterns[i]));
+	if (ps) {
+		x = cJSON_AddObjectToObject(o, "programs");
+		cJSON_AddNumberToObject(x, "runs", ps->run_cnt);
+		cJSON_AddNumberToObject(x, "run_time_ns", ps->run_time_ns);
+	}
+	for (size_t i = 0; i < ct->nfns; i++)
+		order[i] = i;
+	/* sorted by the chosen column, largest first (an insertion sort: tables are short) */
+	for (size_t i = 1; i < ct->nfns; i++) {
+		for (size_t j = i; j > 0; j--) {
+			size_t tmp = order[j];
+
+			if (sort_key(ct, &ct->fns[order[j - 1]], sort) >= sort_key(ct, &ct->fns[tmp], sort))
+				break;
+			order[j] = order[j - 1];
+			order[j - 1] = tmp;
+		}
+	}
+	arr = cJSON_AddArrayToObject(o, "procedures");
+	for (size_t k = 0; k < ct->nfns; k++) {
+		const struct count_fn *fn = &ct->fns[order[k]];
+		const struct pcmon_cstat *s = &fn->stat;
+		double total = total_of(ct, fn);
+		char full[512];
+
+		subtracted += (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)s->closed;
+		x = cJSON_CreateObject();
+		snprintf(full, sizeof(full), "%s.%s", fn->module, fn->name);
+		cJSON_AddStringToObject(x, "procedure", full);
+		cJSON_AddStringToObject(x, "module", fn->module);
+		cJSON_AddStringToObject(x, "name", fn->name);
+		cJSON_AddNumberToObject(x, "calls", s->calls);
+		cJSON_AddNumberToObject(x, "self_ns", self_of(ct, fn));
+		cJSON_AddNumberToObject(x, "total_ns", total);
+		cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
+		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+		cJSON_AddNumberToObject(x, "open", open[order[k]]);
+		cJSON_AddNumberToObject(x, "unwound", s->unwound);
+		cJSON_AddNumberToObject(x, "exited", s->exited);
+		cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
+		cJSON_AddBoolToObject(x, "attached_late", fn->late);
+		cJSON_AddBoolToObject(x, "stepped_probe", fn->xol);
+		cJSON_AddItemToArray(arr, x);
+	}
+	cJSON_AddNumberToObject(o, "subtracted_ns", subtracted);
+	free(order);
+	return 0;
+}

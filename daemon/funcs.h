@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * funcs_: the procedures a name pattern (SPEC §4: module.proc, globs) names in the objects
+ * a process maps, with where their code starts in each file: where call counting puts its
+ * probes. Symbols come from the object's own .symtab and .dynsym (libelf), read through
+ * /proc/PID/map_files so that containers and replaced files resolve.
+ */
+#ifndef PCMON_FUNCS_H
+#define PCMON_FUNCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pat;
+
+struct func {
+	char *path;		/* a path to the file that stays valid (/proc/PID/map_files/...) */
+	dev_t dev;
+	ino_t ino;
+	char *module;		/* the file's basename, as procedures are named */
+	char *name;
+	uint64_t vaddr;		/* its start as an ELF address (as nm prints it) */
+	uint64_t offset;	/* ... and as a file offset (where a uprobe goes) */
+	bool xol;		/* its first instruction is one the kernel steps out of line
+				 * (not a push, which a uprobe emulates): a dearer probe */
+};
+
+/*
+ * Every procedure of process @pid that @pat names, once per (file, start). Appends to *out
+ * (*n entries, *cap allocated). @objects, if not NULL, gets the number of objects searched.
+ * 0 or -errno (no such process).
+ */
+int funcs_find(uint32_t pid, const struct pat *pat, struct func **out, size_t *n, size_t *cap,
+	       size_t *objects);
+/* The same for one file, @module its name (a command about to be exec'ed). */
+int funcs_find_file(const char *path, const char *module, const struct pat *pat,
+		    struct func **out, size_t *n, size_t *cap);
+/*
+ * The addresses where source line @file:@line starts a statement in the object @path (its
+ * DWARF line table; every copy of an inlined line), as funcs named "FILE:LINE". @file
+ * matches a source path's last components. 0, -ENODATA (no DWARF), or -errno.
+ */
+int funcs_find_line(const char *path, const char *module, const char *file, int line,
+		    struct func **out, size_t *n, size_t *cap);
+void funcs_free(struct func *f, size_t n);
+
+#endif

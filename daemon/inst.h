@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * inst_: instruments. A target (target.h) is what is watched and who owns it; an instrument
+ * is how it is watched (SPEC §9). Each instrument is one module behind the ops table below;
+ * the engine keeps the targets and calls every instrument a target carries for each thing
+ * that happens to it. Adding an instrument is adding its files, an enum inst_id value
+ * (target.h) and its entry in inst_table[] (inst.c) — see HACKING.md.
+ */
+#ifndef PCMON_INST_H
+#define PCMON_INST_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto.h"
+
+struct client;
+struct dbginfo;
+struct probes;
+struct sampler;
+struct sym;
+struct target;
+struct sf_rd;
+struct sf_wr;
+struct pcmon_event;
+
+/* What the engine lends its instruments. */
+struct inst_env {
+	struct sampler *smp;
+	struct sym *sym;
+	struct dbginfo *dbg;
+	struct target **targets;	/* by id, PCMON_MAX_TARGETS of them, NULL: free */
+};
+
+/*
+ * An instrument's engine-wide state of @size bytes, zeroed, whose first member is a
+ * struct inst_env (set to @env): what open() makes. NULL, with @err said, when out of memory.
+ */
+void *inst_g_new(const struct inst_env *env, size_t size, char *err, size_t errlen);
+
+struct inst_ops {
+	/* its key in requests ("sampling": {...}), replies and state files */
+	const char *name;
+	/* the start request's fields it takes (checked once, in engine_handle) */
+	const struct proto_field *fields;
+	size_t nfields;
+
+	/* The instrument's engine-wide state (maps drained, buffers): once per engine. */
+	int (*open)(struct inst_env *env, void **g, char *err, size_t errlen);
+	void (*close)(void *g);
+
+	/*
+	 * A start request: does it ask for this instrument? (Sampling: unless --no-sample.)
+	 * Then new() parses its options into a state (0, or the error in *rep), and attach()
+	 * puts it to work once the target's id and owner are known, before its processes are.
+	 */
+	bool (*wanted)(const cJSON *req);
+	int (*new)(void *g, const struct client *c, const cJSON *req, void **st, cJSON **rep);
+	int (*attach)(void *g, struct target *t, void *st, cJSON **rep);
+	/* Pause (false) or resume (true). */
+	void (*set_active)(void *g, struct target *t, void *st, bool active);
+	/* Detach for good, after collecting everything already in flight. */
+	void (*stop)(void *g, struct target *t, void *st);
+	void (*zero)(void *g, struct target *t, void *st);
+	void (*free)(void *st);
+
+	/* A process of the target forked, exec'ed, loaded objects or exited (may be NULL). */
+	void (*event)(void *g, struct target *t, void *st, const struct pcmon_event *ev);
+	/* Its part of a `list` reply (may be NULL): added to @rep. */
+	int (*list_json)(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep);
+
+	/* Periodic work (drain what BPF holds); sync() collects everything, for a listing. */
+	void (*tick)(void *g);
+	void (*sync)(void *g);
+	/* Bytes of results the state holds (per-user memory allowance). */
+	size_t (*bytes)(const void *st);
+	/* Its settings and totals: the target's line in `targets`, its facts in replies. */
+	void (*facts_json)(void *g, const struct target *t, const void *st, cJSON *o);
+	void (*summary_json)(void *g, const struct target *t, void *st, cJSON *o);
+
+	/* The state as a section of the results file, and back (stfile.h). */
+	void (*save)(const struct target *t, const void *st, const struct sym *s,
+		     struct sf_wr *w, cJSON *section);
+	int (*load)(struct sf_rd *rd, const cJSON *section, struct sym *s, void **st);
+};
+
+#endif

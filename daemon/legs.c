@@ -1,0 +1,999 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The probe-node instrument (SPEC §13): nodes are probe points, legs the code a thread runs
+ * between two nodes, histograms on a node's argument or a leg's time. BPF does the per-thread
+ * work (bpf/legs.bpf.c); here: parsing the specs, resolving nodes to addresses (funcs.c),
+ * attaching, and the Mesa tool's report, `pcmon tables`.
+ *
+ * What a probe hit costs is measured with the call counter's calibration (counter.c): a leg's
+ * time holds about one hit (the end of its from node's probe and the start of its to node's),
+ * which is subtracted from every completed leg.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "counter.h"
+#include "funcs.h"
+#include "legs.h"
+#include "legs.skel.h"
+#include "pat.h"
+#include "procs.h"
+#include "proto.h"
+#include "sampler.h"
+#include "stfile.h"
+#include "target.h"
+#include "util.h"
+
+struct legs_g {
+	struct inst_env env;
+	struct legs_bpf *skel;	/* loaded on the first target with nodes */
+	struct counter *ctr;	/* for the probes' measured cost */
+	char err[256];
+};
+
+/* ---- settings */
+
+static void free_state(void *st)
+{
+	struct legs *lg = st;
+
+	if (!lg)
+		return;
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		for (size_t k = 0; k < lg->nodes[i].nlinks; k++)
+			bpf_link__destroy(lg->nodes[i].links[k]);
+		free(lg->nodes[i].links);
+		free(lg->nodes[i].spec);
+	}
+	free(lg->nodes);
+	free(lg->legs);
+	free(lg);
+}
+
+static bool wanted(const cJSON *req)
+{
+	return cJSON_GetObjectItemCaseSensitive(req, "nodes") != NULL;
+}
+
+/* "3", or "*": a node number of @lg, or PCMON_ANY_NODE. */
+static int node_ref(const struct legs *lg, const char *s, size_t len, uint32_t *out)
+{
+	char buf[16];
+	long v;
+
+	if (len == 1 && s[0] == '*') {
+		*out = PCMON_ANY_NODE;
+		return 0;
+	}
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (parse_whole(buf, 1, lg->nnodes, &v))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "node:ID,linear,BUCKETS,SCALE,BASE" or "node:ID,log" (and leg:ID). */
+static int parse_hist(struct legs *lg, const char *spec, cJSON **rep)
+{
+	char kind[8] = "", shape[8] = "";
+	unsigned long id = 0, b = 0, sc = 0, base = 0;
+	struct pcmon_hcfg h = { 0 };
+	int n = sscanf(spec, "%7[a-z]:%lu,%7[a-z],%lu,%lu,%lu", kind, &id, shape, &b, &sc, &base);
+
+	if (n >= 3 && !strcmp(shape, "log") && n == 3)
+		h.kind = PCMON_HIST_LOG;
+	else if (n == 6 && !strcmp(shape, "linear") && b >= 1 && b <= PCMON_HIST_BUCKETS && sc >= 1)
+		h = (struct pcmon_hcfg){ PCMON_HIST_LINEAR, b, sc, base };
+	else
+		goto bad;
+	if (!strcmp(kind, "node") && id >= 1 && id <= lg->nnodes) {
+		if (!lg->nodes[id - 1].arg) {
+			*rep = proto_error(2, "--hist %s: node %lu records no argument (give it --hist-arg N)",
+					   spec, id);
+			return -EINVAL;
+		}
+		lg->nodes[id - 1].hist = h;
+		return 0;
+	}
+	for (size_t i = 0; !strcmp(kind, "leg") && i < lg->nlegs; i++) {
+		if (lg->legs[i].id == id) {
+			lg->legs[i].stat.hist = h;
+			return 0;
+		}
+	}
+bad:
+	*rep = proto_error(2, "--hist %s: expected node:ID|leg:ID,linear,BUCKETS,SCALE,BASE or node:ID|leg:ID,log (BUCKETS 1-%d, an existing node or leg)",
+			   spec, PCMON_HIST_BUCKETS);
+	return -EINVAL;
+}
+
+/* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
+static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, arr) {
+		const char *colon = strchr(it->valuestring, ':');
+		struct legs_leg l = { .id = lg->nlegs + 1 };
+
+		if (!colon || node_ref(lg, it->valuestring, colon - it->valuestring, &l.from) ||
+		    node_ref(lg, colon + 1, strlen(colon + 1), &l.to) ||
+		    (l.from == PCMON_ANY_NODE && l.to == PCMON_ANY_NODE)) {
+			*rep = proto_error(2, "--leg %s: expected FROM:TO, node numbers 1-%zu or '*' (not both)",
+					   it->valuestring, lg->nnodes);
+			return -EINVAL;
+		}
+		l.stat.min_ns = ~0ULL;
+		l.stat.id = l.id;
+		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
+			*rep = proto_error(1, "out of memory");
+			return -ENOMEM;
+		}
+		lg->legs[lg->nlegs++] = l;
+	}
+	return 0;
+}
+
+static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+{
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *it;
+	const char *track = proto_str(req, "track", "all"), *add = proto_str(req, "add", "none");
+	struct legs *lg = calloc(1, sizeof(*lg));
+	int n = cJSON_GetArraySize(nodes);
+
+	(void)gp;
+	(void)c;
+	if (!lg || !(lg->nodes = calloc(n + 1, sizeof(*lg->nodes)))) {
+		free_state(lg);
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	lg->track = !strcmp(track, "successor") ? PCMON_TRACK_SUCCESSOR
+		    : !strcmp(track, "none")    ? PCMON_TRACK_NONE
+						: PCMON_TRACK_ALL;
+	lg->add = !strcmp(add, "successor");
+	cJSON_ArrayForEach(it, nodes) {
+		const char *spec = proto_str(it, "spec", NULL);
+
+		if (!cJSON_IsObject(it) || !spec || !*spec) {
+			*rep = proto_error(2, "--node: expected {\"spec\": SPEC, [\"arg\": N]}");
+			goto fail;
+		}
+		lg->nodes[lg->nnodes].spec = strdup(spec);
+		lg->nodes[lg->nnodes++].arg = cJSON_GetObjectItemCaseSensitive(it, "arg")
+						      ? (uint32_t)proto_num(it, "arg", 0) + 1
+						      : 0;
+	}
+	if (parse_legs(lg, cJSON_GetObjectItemCaseSensitive(req, "legs"), rep))
+		goto fail;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "hists"))
+		if (parse_hist(lg, it->valuestring, rep))
+			goto fail;
+	*out = lg;
+	return 0;
+fail:
+	free_state(lg);
+	return -EINVAL;
+}
+
+/* ---- attaching */
+
+static int open_bpf(struct legs_g *g, cJSON **rep)
+{
+	struct procs *p = sampler_procs(g->env.smp);
+	int r;
+
+	if (g->skel)
+		return 0;
+	g->skel = legs_bpf__open();
+	r = g->skel ? procs_share(p, g->skel->obj, g->err, sizeof(g->err)) : -errno;
+	if (!r) {
+		bpf_program__set_autoattach(g->skel->progs.node_hit, false);
+		bpf_program__set_autoattach(g->skel->progs.node_return, false);
+		bpf_program__set_autoattach(g->skel->progs.node_usdt, false);
+		r = legs_bpf__load(g->skel) ? -errno : legs_bpf__attach(g->skel) ? -errno : 0;
+	}
+	if (!r && !g->ctr)
+		r = counter_open(p, &g->ctr, g->err, sizeof(g->err));
+	if (r) {
+		*rep = proto_error(1, "cannot load the probe-node BPF programs: %s",
+				   g->err[0] ? g->err : strerror(-r));
+		legs_bpf__destroy(g->skel);
+		g->skel = NULL;
+	}
+	return r;
+}
+
+static int add_link(struct legs_node *n, struct bpf_link *l)
+{
+	struct bpf_link **v = realloc(n->links, (n->nlinks + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	n->links = v;
+	n->links[n->nlinks++] = l;
+	return 0;
+}
+
+/*
+ * Node @i of @lg on its addresses in process @pid (0: the file the held process will exec).
+ * PROC, PROC%return and PROC+OFF name procedures (globs too: every one is the node);
+ * provider:name a USDT probe of the program.
+ */
+static int attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i,
+		       cJSON **rep)
+{
+	struct legs_node *n = &lg->nodes[i];
+	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+	char proc[512], path[64], *mark;
+	struct func *f = NULL;
+	size_t nf = 0, cap = 0;
+	struct pat *pat = NULL;
+	long off = 0;
+	bool ret = false;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+	snprintf(proc, sizeof(proc), "%s", n->spec);
+	mark = strrchr(proc, ':');
+	if (mark && mark[1] && strspn(mark + 1, "0123456789") == strlen(mark + 1)) { /* FILE:LINE */
+		char exe[64];
+
+		*mark = '\0';
+		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
+		r = funcs_find_line(t->exec_wait ? path : exe, t->exe_name ? t->exe_name : "", proc,
+				    atoi(mark + 1), &f, &nf, &cap);
+		if (r == -ENODATA || (!r && !nf)) {
+			*rep = proto_error(1, "--node %s: %s", n->spec,
+					   r ? "the program has no line table (build it with -g)"
+					     : "no statement starts at that line in the program");
+			r = -ENOENT;
+		}
+		goto attach;
+	}
+	if (strchr(proc, ':') && !strchr(proc, '%')) { /* provider:name */
+		LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = cookie);
+		char *colon = strchr(proc, ':'), exe[64];
+		struct bpf_link *l;
+
+		*colon = '\0';
+		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
+		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1,
+					     t->exec_wait ? path : exe, proc, colon + 1, &uo);
+		if (!l) {
+			*rep = proto_error(1, "--node %s: no such USDT probe in the program (%s)",
+					   n->spec, strerror(errno));
+			return -ENOENT;
+		}
+		return add_link(n, l);
+	}
+	if ((mark = strstr(proc, "%return"))) {
+		*mark = '\0';
+		ret = true;
+	} else if ((mark = strchr(proc, '+')) && mark[1] == '0' && mark[2] == 'x') {
+		*mark = '\0';
+		off = strtol(mark + 1, NULL, 16);
+	}
+	if (pat_parse(proc, 0, &pat, NULL)) {
+		*rep = proto_error(2, "--node %s: expected PROC, PROC%%return, PROC+0xOFF or provider:name",
+				   n->spec);
+		return -EINVAL;
+	}
+	r = t->exec_wait ? funcs_find_file(path, t->exe_name, pat, &f, &nf, &cap)
+			 : funcs_find(t->pid, pat, &f, &nf, &cap, NULL);
+	pat_free(pat);
+	if (!r && !nf) {
+		*rep = proto_error(1, "--node %s: no procedure %s in the program%s", n->spec, proc,
+				   t->exec_wait ? "" : " or the libraries it has loaded");
+		r = -ENOENT;
+	}
+attach:
+	for (size_t k = 0; k < nf && !r; k++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(
+			ret ? g->skel->progs.node_return : g->skel->progs.node_hit, -1, f[k].path,
+			f[k].offset + off, &uo);
+
+		if (!l) {
+			r = -errno;
+			*rep = proto_error(1, "--node %s: cannot probe %s.%s: %s", n->spec, f[k].module,
+					   f[k].name, strerror(-r));
+		} else {
+			r = add_link(n, l);
+		}
+	}
+	funcs_free(f, nf);
+	free(f);
+	return r;
+}
+
+static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg);
+
+/*
+ * Tell BPF the target's nodes, legs and settings: those it does not have yet, or (@reset)
+ * all of them afresh, counts included.
+ */
+static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset)
+{
+	struct pcmon_lcfg lc = { lg->track, lg->add };
+	__u64 how = reset ? BPF_ANY : BPF_NOEXIST;
+	int r = 0;
+
+	for (size_t i = 0; i < lg->nnodes && !r; i++) {
+		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+		struct pcmon_node n = { .arg = lg->nodes[i].arg, .hist = lg->nodes[i].hist };
+
+		r = bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), how);
+		r = r && errno == EEXIST ? 0 : r;
+	}
+	for (size_t i = 0; i < lg->nlegs && !r; i++) {
+		struct legs_leg *l = &lg->legs[i];
+		struct pcmon_lkey k = { t->id, l->from, l->to, 0 }, fk = { t->id, l->from, 0, 0 };
+
+		r = bpf_map__update_elem(g->skel->maps.legs, &k, sizeof(k), &l->stat, sizeof(l->stat), how);
+		r = r && errno == EEXIST ? 0 : r;
+		if (!r && l->from != PCMON_ANY_NODE)
+			bpf_map__update_elem(g->skel->maps.lfrom, &fk, sizeof(fk), &l->to, sizeof(l->to),
+					     BPF_NOEXIST);
+	}
+	if (!r)
+		r = bpf_map__update_elem(g->skel->maps.lcfg, &t->id, sizeof(t->id), &lc, sizeof(lc), 0);
+	return r ? -errno : 0;
+}
+
+/*
+ * New histogram settings into BPF, keeping what the node or leg has counted (read, change,
+ * write: hits in the few microseconds between are lost, and only then).
+ */
+static void configure_hists(struct legs_g *g, struct target *t, struct legs *lg)
+{
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+		struct pcmon_node n;
+
+		if (bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0))
+			continue;
+		if (!memcmp(&n.hist, &lg->nodes[i].hist, sizeof(n.hist)))
+			continue;
+		n.hist = lg->nodes[i].hist;
+		memset(&n.h, 0, sizeof(n.h));
+		bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0);
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		struct pcmon_lkey k = { t->id, lg->legs[i].from, lg->legs[i].to, 0 };
+		struct pcmon_leg l;
+
+		if (bpf_map__lookup_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0))
+			continue;
+		if (!memcmp(&l.hist, &lg->legs[i].stat.hist, sizeof(l.hist)))
+			continue;
+		l.hist = lg->legs[i].stat.hist;
+		memset(&l.h, 0, sizeof(l.h));
+		bpf_map__update_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0);
+	}
+}
+
+static int attach(void *gp, struct target *t, void *st, cJSON **rep)
+{
+	struct legs_g *g = gp;
+	struct legs *lg = st;
+	double emul = 0, stepped = 0;
+	int r;
+
+	if (t->kind != TARGET_PID) {
+		*rep = proto_error(2, "--node needs --pid or a command: a cgroup's or every task's objects are not known in advance");
+		return -EINVAL;
+	}
+	if (t->exec_wait && t->exe_fd < 0) {
+		*rep = proto_error(1, "--node: cannot look into the command's file before it runs");
+		return -ENOENT;
+	}
+	r = open_bpf(g, rep);
+	if (r)
+		return r;
+	/* one hit: half an entry-and-return pair, as the call counter measures it */
+	if (!counter_probe_cost(g->ctr, &emul, &stepped))
+		lg->hit_cost_ns = emul / 2;
+	r = configure(g, t, lg, true);
+	if (r) {
+		*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < lg->nnodes && !r; i++)
+		r = attach_node(g, t, lg, i, rep);
+	if (r) /* nothing of it stays: the links go with the state */
+		unconfigure(g, t, lg);
+	return r;
+}
+
+static void set_active(void *g, struct target *t, void *st, bool active)
+{
+	(void)g;
+	(void)t;
+	(void)st;
+	(void)active; /* BPF reads the target's flags (tcfg) */
+}
+
+/* What BPF holds, into the state. */
+static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
+{
+	struct pcmon_lkey k = { t->id, 0, 0, 0 }, next;
+	struct pcmon_leg l;
+	bool more;
+
+	if (!g->skel || lg->detached)
+		return;
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+		struct pcmon_node n;
+
+		if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
+			lg->nodes[i].hits = n.hits;
+			lg->nodes[i].h = n.h;
+		}
+	}
+	/* every leg of the target: those set up, and those --add successor added */
+	for (more = !bpf_map__get_next_key(g->skel->maps.legs, NULL, &next, sizeof(next)); more;
+	     more = !bpf_map__get_next_key(g->skel->maps.legs, &k, &next, sizeof(next))) {
+		size_t i;
+
+		k = next;
+		if (k.target != t->id ||
+		    bpf_map__lookup_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0))
+			continue;
+		for (i = 0; i < lg->nlegs && !(lg->legs[i].from == k.from && lg->legs[i].to == k.to); i++)
+			;
+		if (i == lg->nlegs) {
+			if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
+				break;
+			lg->legs[lg->nlegs++] = (struct legs_leg){ .id = lg->nlegs + 1, .from = k.from,
+								   .to = k.to };
+		}
+		lg->legs[i].stat = l;
+	}
+}
+
+/* Forget the target's entries in BPF. */
+static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg)
+{
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+
+		bpf_map__delete_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), 0);
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		struct pcmon_lkey k = { t->id, lg->legs[i].from, lg->legs[i].to, 0 };
+		struct pcmon_lkey fk = { t->id, lg->legs[i].from, 0, 0 };
+
+		bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
+		bpf_map__delete_elem(g->skel->maps.lfrom, &fk, sizeof(fk), 0);
+	}
+}
+
+static void stop(void *gp, struct target *t, void *st)
+{
+	struct legs_g *g = gp;
+	struct legs *lg = st;
+
+	collect(g, t, lg);
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		for (size_t k = 0; k < lg->nodes[i].nlinks; k++)
+			bpf_link__destroy(lg->nodes[i].links[k]);
+		lg->nodes[i].nlinks = 0;
+	}
+	if (g->skel && !lg->detached)
+		unconfigure(g, t, lg);
+	lg->detached = true;
+}
+
+static void zero(void *gp, struct target *t, void *st)
+{
+	struct legs_g *g = gp;
+	struct legs *lg = st;
+
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		lg->nodes[i].hits = 0;
+		memset(&lg->nodes[i].h, 0, sizeof(lg->nodes[i].h));
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		struct pcmon_hcfg h = lg->legs[i].stat.hist;
+
+		lg->legs[i].stat = (struct pcmon_leg){ .hist = h, .min_ns = ~0ULL, .id = lg->legs[i].id };
+	}
+	if (g->skel && !lg->detached)
+		configure(g, t, lg, true);
+}
+
+static size_t bytes(const void *st)
+{
+	const struct legs *lg = st;
+
+	return sizeof(*lg) + lg->nnodes * sizeof(*lg->nodes) + lg->cap_legs * sizeof(*lg->legs);
+}
+
+static void tick(void *g)
+{
+	(void)g;
+}
+
+static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
+{
+	const struct legs *lg = st;
+
+	(void)g;
+	(void)t;
+	cJSON_AddNumberToObject(o, "nodes", lg->nnodes);
+}
+
+static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
+{
+	struct legs *lg = st;
+	uint64_t hits = 0;
+
+	collect(gp, t, lg);
+	for (size_t i = 0; i < lg->nnodes; i++)
+		hits += lg->nodes[i].hits;
+	cJSON_AddNumberToObject(o, "node_hits", hits);
+}
+
+/* ---- the tables */
+
+static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJSON *o)
+{
+	cJSON *x = cJSON_AddObjectToObject(o, "hist"), *b;
+	uint32_t n = c->kind == PCMON_HIST_LOG ? PCMON_HIST_BUCKETS + 1 : c->buckets;
+
+	cJSON_AddStringToObject(x, "kind", c->kind == PCMON_HIST_LOG ? "log" : "linear");
+	if (c->kind == PCMON_HIST_LINEAR) {
+		cJSON_AddNumberToObject(x, "scale", c->scale);
+		cJSON_AddNumberToObject(x, "base", c->base);
+	}
+	cJSON_AddNumberToObject(x, "underflow", h->under);
+	cJSON_AddNumberToObject(x, "overflow", h->over);
+	b = cJSON_AddArrayToObject(x, "buckets");
+	for (uint32_t i = 0; i < n && i <= PCMON_HIST_BUCKETS; i++)
+		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
+}
+
+static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep)
+{
+	struct legs_g *g = gp;
+	struct legs *lg = st;
+	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
+	double elapsed = target_elapsed(t) * 1e9;
+	uint64_t hits = 0;
+
+	(void)req;
+	if (!o)
+		return -ENOMEM;
+	collect(g, t, lg);
+	for (size_t i = 0; i < lg->nnodes; i++)
+		hits += lg->nodes[i].hits;
+	cJSON_AddNumberToObject(o, "elapsed_ns", elapsed);
+	x = cJSON_AddObjectToObject(o, "overhead");
+	cJSON_AddNumberToObject(x, "hits", hits);
+	cJSON_AddNumberToObject(x, "per_hit_ns", lg->hit_cost_ns);
+	cJSON_AddNumberToObject(x, "total_ns", hits * lg->hit_cost_ns);
+	cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * hits * lg->hit_cost_ns / elapsed : 0);
+	if (g->skel) {
+		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
+						g->skel->progs.node_usdt };
+		uint64_t runs = 0, ns = 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+			struct bpf_prog_info info = {};
+			__u32 len = sizeof(info);
+
+			if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len)) {
+				runs += info.run_cnt;
+				ns += info.run_time_ns;
+			}
+		}
+		cJSON_AddNumberToObject(x, "bpf_runs", runs);
+		cJSON_AddNumberToObject(x, "bpf_run_time_ns", ns);
+	}
+	arr = cJSON_AddArrayToObject(o, "nodes");
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		const struct legs_node *n = &lg->nodes[i];
+
+		if (!n->spec[0])
+			continue; /* deleted */
+		x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "id", i + 1);
+		cJSON_AddStringToObject(x, "spec", n->spec);
+		cJSON_AddNumberToObject(x, "hits", n->hits);
+		if (n->arg)
+			cJSON_AddNumberToObject(x, "arg", n->arg - 1);
+		if (n->hist.kind)
+			hist_json(&n->hist, &n->h, x);
+		cJSON_AddItemToArray(arr, x);
+	}
+	arr = cJSON_AddArrayToObject(o, "legs");
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		const struct pcmon_leg *s = &lg->legs[i].stat;
+		double total = (double)s->total_ns - lg->hit_cost_ns * (double)s->count;
+
+		if (total < 0)
+			total = 0;
+		x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "id", lg->legs[i].id);
+		cJSON_AddNumberToObject(x, "from", lg->legs[i].from);
+		cJSON_AddNumberToObject(x, "to", lg->legs[i].to);
+		cJSON_AddNumberToObject(x, "count", s->count);
+		cJSON_AddNumberToObject(x, "total_ns", total);
+		cJSON_AddNumberToObject(x, "avg_ns", s->count ? total / s->count : 0);
+		cJSON_AddNumberToObject(x, "min_ns", s->count ? s->min_ns : 0);
+		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
+		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
+		cJSON_AddBoolToObject(x, "added", !s->id);
+		if (s->hist.kind)
+			hist_json(&s->hist, &s->h, x);
+		cJSON_AddItemToArray(arr, x);
+	}
+	return 0;
+}
+
+/* ---- the state file's "tables" section */
+
+static void put_hist(struct sf_wr *w, cJSON *o, const struct pcmon_hcfg *c,
+		     const struct pcmon_hist *h)
+{
+	cJSON *x = sf_chk(w, cJSON_AddObjectToObject(o, "hist")), *b;
+
+	if (!x)
+		return;
+	sf_put_num(w, x, "kind", c->kind);
+	sf_put_num(w, x, "buckets", c->buckets);
+	sf_put_u64(w, x, "scale", c->scale);
+	sf_put_u64(w, x, "base", c->base);
+	sf_put_u64(w, x, "under", h->under);
+	sf_put_u64(w, x, "over", h->over);
+	b = sf_chk(w, cJSON_AddArrayToObject(x, "b"));
+	for (int i = 0; b && i <= PCMON_HIST_BUCKETS; i++)
+		sf_push(w, b, cJSON_CreateNumber((double)h->b[i])); /* counts below 2^53 */
+}
+
+static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
+		 cJSON *o)
+{
+	const struct legs *lg = st;
+	cJSON *arr, *x;
+
+	(void)t;
+	(void)s;
+	sf_put_num(w, o, "track", lg->track);
+	sf_put_num(w, o, "add", lg->add);
+	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
+	arr = sf_chk(w, cJSON_AddArrayToObject(o, "nodes"));
+	for (size_t i = 0; arr && i < lg->nnodes && !w->oom; i++) {
+		sf_push(w, arr, x = cJSON_CreateObject());
+		if (w->oom)
+			break;
+		sf_put_str(w, x, "spec", lg->nodes[i].spec);
+		sf_put_num(w, x, "arg", lg->nodes[i].arg);
+		sf_put_u64(w, x, "hits", lg->nodes[i].hits);
+		put_hist(w, x, &lg->nodes[i].hist, &lg->nodes[i].h);
+	}
+	arr = sf_chk(w, cJSON_AddArrayToObject(o, "legs"));
+	for (size_t i = 0; arr && i < lg->nlegs && !w->oom; i++) {
+		const struct pcmon_leg *l = &lg->legs[i].stat;
+
+		sf_push(w, arr, x = cJSON_CreateObject());
+		if (w->oom)
+			break;
+		sf_put_num(w, x, "id", lg->legs[i].id);
+		sf_put_num(w, x, "from", lg->legs[i].from);
+		sf_put_num(w, x, "to", lg->legs[i].to);
+		sf_put_bool(w, x, "added", !l->id);
+		sf_put_u64(w, x, "count", l->count);
+		sf_put_u64(w, x, "total_ns", l->total_ns);
+		sf_put_u64(w, x, "min_ns", l->min_ns);
+		sf_put_u64(w, x, "max_ns", l->max_ns);
+		sf_put_u64(w, x, "abandoned", l->abandoned);
+		put_hist(w, x, &l->hist, &l->h);
+	}
+}
+
+static int get_hist(struct sf_rd *rd, const cJSON *o, struct pcmon_hcfg *c, struct pcmon_hist *h)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "hist"), *b, *it;
+	uint32_t kind = 0, buckets = 0;
+	uint64_t v, scale = 0, base = 0;
+	int r, n, i = 0;
+
+	if (!cJSON_IsObject(x))
+		return sf_bad(rd, "hist", "missing");
+	if ((r = sf_get_u32(rd, x, "kind", SF_ALWAYS, PCMON_HIST_LOG, &kind)) ||
+	    (r = sf_get_u32(rd, x, "buckets", SF_ALWAYS, PCMON_HIST_BUCKETS, &buckets)) ||
+	    (r = sf_get_u64(rd, x, "scale", SF_ALWAYS, &scale)) ||
+	    (r = sf_get_u64(rd, x, "base", SF_ALWAYS, &base)) ||
+	    (r = sf_get_u64(rd, x, "under", SF_ALWAYS, &v)))
+		return r;
+	c->scale = scale;
+	c->base = base;
+	h->under = v;
+	if ((r = sf_get_u64(rd, x, "over", SF_ALWAYS, &v)) ||
+	    (r = sf_get_array(rd, x, "b", SF_ALWAYS, PCMON_HIST_BUCKETS + 1, &b, &n)))
+		return r;
+	h->over = v;
+	c->kind = kind;
+	c->buckets = buckets;
+	cJSON_ArrayForEach(it, b) {
+		if (!cJSON_IsNumber(it) || sf_num_u64(rd, "b", it, UINT64_MAX, false, &v))
+			return sf_bad(rd, "b", "not a count");
+		h->b[i++] = v;
+	}
+	return 0;
+}
+
+static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
+{
+	const cJSON *nodes, *legs, *it;
+	struct legs *lg = calloc(1, sizeof(*lg));
+	double cost = 0;
+	int r, nn, nl, i = 0;
+
+	(void)s;
+	*out = NULL;
+	if (!lg)
+		return -ENOMEM;
+	lg->detached = true;
+	if ((r = sf_get_u32(rd, o, "track", SF_ALWAYS, PCMON_TRACK_NONE, &lg->track)) ||
+	    (r = sf_get_u32(rd, o, "add", SF_ALWAYS, 1, &lg->add)) ||
+	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
+	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
+	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)))
+		goto fail;
+	lg->hit_cost_ns = cost;
+	r = -ENOMEM;
+	lg->nodes = calloc(nn + 1, sizeof(*lg->nodes));
+	lg->legs = calloc(nl + 1, sizeof(*lg->legs));
+	if (!lg->nodes || !lg->legs)
+		goto fail;
+	lg->cap_legs = nl + 1;
+	cJSON_ArrayForEach(it, nodes) {
+		struct legs_node *n = &lg->nodes[lg->nnodes];
+		const char *spec = NULL;
+
+		snprintf(rd->at, sizeof(rd->at), "nodes[%d].", i++);
+		if ((r = sf_get_str(rd, it, "spec", SF_ALWAYS, 4096, &spec)) ||
+		    (r = sf_get_u32(rd, it, "arg", SF_ALWAYS, 7, &n->arg)) ||
+		    (r = sf_get_u64(rd, it, "hits", SF_ALWAYS, &n->hits)) ||
+		    (r = get_hist(rd, it, &n->hist, &n->h)))
+			goto fail;
+		n->spec = strdup(spec);
+		lg->nnodes++;
+	}
+	i = 0;
+	cJSON_ArrayForEach(it, legs) {
+		struct legs_leg *l = &lg->legs[lg->nlegs];
+		uint64_t v[5];
+		bool added = false;
+
+		snprintf(rd->at, sizeof(rd->at), "legs[%d].", i++);
+		if ((r = sf_get_u32(rd, it, "id", SF_ALWAYS, UINT32_MAX, &l->id)) ||
+		    (r = sf_get_u32(rd, it, "from", SF_ALWAYS, nn, &l->from)) ||
+		    (r = sf_get_u32(rd, it, "to", SF_ALWAYS, nn, &l->to)) ||
+		    (r = sf_get_bool(rd, it, "added", SF_ALWAYS, &added)) ||
+		    (r = sf_get_u64(rd, it, "count", SF_ALWAYS, &v[0])) ||
+		    (r = sf_get_u64(rd, it, "total_ns", SF_ALWAYS, &v[1])) ||
+		    (r = sf_get_u64(rd, it, "min_ns", SF_ALWAYS, &v[2])) ||
+		    (r = sf_get_u64(rd, it, "max_ns", SF_ALWAYS, &v[3])) ||
+		    (r = sf_get_u64(rd, it, "abandoned", SF_ALWAYS, &v[4])) ||
+		    (r = get_hist(rd, it, &l->stat.hist, &l->stat.h)))
+			goto fail;
+		l->stat.count = v[0];
+		l->stat.total_ns = v[1];
+		l->stat.min_ns = v[2];
+		l->stat.max_ns = v[3];
+		l->stat.abandoned = v[4];
+		l->stat.id = added ? 0 : l->id;
+		lg->nlegs++;
+	}
+	rd->at[0] = '\0';
+	*out = lg;
+	return 0;
+fail:
+	free_state(lg);
+	return r;
+}
+
+/* ---- editing a running target's tables (pcmon node|leg|hist add|del) */
+
+/* The target's legs state, made (and attached) on its first node. */
+static struct legs *legs_of(struct legs_g *g, struct target *t, cJSON **rep)
+{
+	struct legs *lg = t->inst[INST_LEGS];
+
+	if (lg)
+		return lg;
+	if (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED) {
+		*rep = proto_error(1, "target %u is %s: nodes go on a running target", t->id,
+				   target_state_name(t->state));
+		return NULL;
+	}
+	lg = calloc(1, sizeof(*lg));
+	if (!lg) {
+		*rep = proto_error(1, "out of memory");
+		return NULL;
+	}
+	lg->track = PCMON_TRACK_ALL;
+	if (attach(g, t, lg, rep)) {
+		free_state(lg);
+		return NULL;
+	}
+	t->inst[INST_LEGS] = lg;
+	return lg;
+}
+
+static int editable(const struct legs *lg, struct target *t, cJSON **rep)
+{
+	if (lg->detached || (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED)) {
+		*rep = proto_error(1, "target %u is %s: its tables can no longer change", t->id,
+				   target_state_name(t->state));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+cJSON *legs_edit(void *gp, struct target *t, const cJSON *req)
+{
+	struct legs_g *g = gp;
+	const char *what = proto_str(req, "cmd", "");
+	bool add = !strcmp(proto_str(req, "op", ""), "add");
+	uint32_t id = proto_num(req, "id", 0);
+	cJSON *rep = NULL, *ok;
+	struct legs *lg = add ? legs_of(g, t, &rep) : t->inst[INST_LEGS];
+
+	if (!lg)
+		return rep ? rep : proto_error(1, "target %u has no nodes", t->id);
+	if (editable(lg, t, &rep))
+		return rep;
+	if (!strcmp(what, "node") && add) {
+		struct legs_node *n = realloc(lg->nodes, (lg->nnodes + 1) * sizeof(*n));
+		const char *spec = proto_str(req, "spec", "");
+
+		if (!n)
+			return proto_error(1, "out of memory");
+		lg->nodes = n;
+		n = &lg->nodes[lg->nnodes];
+		*n = (struct legs_node){ .spec = strdup(spec) };
+		n->arg = cJSON_GetObjectItemCaseSensitive(req, "arg") ? proto_num(req, "arg", 0) + 1 : 0;
+		lg->nnodes++;
+		if (!n->spec || configure(g, t, lg, false) || attach_node(g, t, lg, lg->nnodes - 1, &rep)) {
+			for (size_t k = 0; k < n->nlinks; k++)
+				bpf_link__destroy(n->links[k]);
+			free(n->links);
+			free(n->spec);
+			lg->nnodes--;
+			return rep ? rep : proto_error(1, "out of memory");
+		}
+		id = lg->nnodes;
+	} else if (!strcmp(what, "node")) {
+		struct legs_node *n = id >= 1 && id <= lg->nnodes ? &lg->nodes[id - 1] : NULL;
+
+		if (!n || !n->spec[0])
+			return proto_error(1, "target %u has no node %u", t->id, id);
+		for (size_t k = 0; k < n->nlinks; k++)
+			bpf_link__destroy(n->links[k]);
+		n->nlinks = 0;
+		n->spec[0] = '\0'; /* numbers stay: a deleted node keeps its place */
+	} else if (!strcmp(what, "leg") && add) {
+		char spec[64];
+		cJSON *err = NULL, *one = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(one, "legs");
+		struct legs tmp = *lg;
+
+		snprintf(spec, sizeof(spec), "%s:%s", proto_str(req, "from", ""), proto_str(req, "to", ""));
+		cJSON_AddItemToArray(arr, cJSON_CreateString(spec));
+		tmp.legs = NULL;
+		tmp.nlegs = tmp.cap_legs = 0;
+		(void)err;
+		rep = NULL;
+		if (parse_legs(&tmp, arr, &rep)) {
+			cJSON_Delete(one);
+			free(tmp.legs);
+			return rep;
+		}
+		cJSON_Delete(one);
+		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
+			free(tmp.legs);
+			return proto_error(1, "out of memory");
+		}
+		tmp.legs[0].id = tmp.legs[0].stat.id = lg->nlegs + 1;
+		lg->legs[lg->nlegs++] = tmp.legs[0];
+		free(tmp.legs);
+		configure(g, t, lg, false);
+		id = lg->nlegs;
+	} else if (!strcmp(what, "leg")) {
+		struct legs_leg *l = NULL;
+
+		for (size_t i = 0; i < lg->nlegs && !l; i++)
+			if (lg->legs[i].id == id)
+				l = &lg->legs[i];
+		if (!l)
+			return proto_error(1, "target %u has no leg %u", t->id, id);
+		{
+			struct pcmon_lkey k = { t->id, l->from, l->to, 0 };
+
+			bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
+		}
+		*l = lg->legs[--lg->nlegs];
+	} else if (!strcmp(what, "hist") && add) {
+		if (parse_hist(lg, proto_str(req, "hist", ""), &rep))
+			return rep;
+		configure_hists(g, t, lg);
+	} else {
+		const char *on = proto_str(req, "on", "");
+
+		if (!strcmp(on, "node") && id >= 1 && id <= lg->nnodes)
+			lg->nodes[id - 1].hist.kind = PCMON_HIST_NONE;
+		for (size_t i = 0; !strcmp(on, "leg") && i < lg->nlegs; i++)
+			if (lg->legs[i].id == id)
+				lg->legs[i].stat.hist.kind = PCMON_HIST_NONE;
+		configure_hists(g, t, lg);
+	}
+	t->dirty = true;
+	ok = proto_ok();
+	cJSON_AddNumberToObject(ok, "id", id);
+	return ok;
+}
+
+/* ---- the ops */
+
+static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
+{
+	/* struct legs_g starts with its struct inst_env */
+	*gp = inst_g_new(env, sizeof(struct legs_g), err, errlen);
+	return *gp ? 0 : -ENOMEM;
+}
+
+static void close_g(void *gp)
+{
+	struct legs_g *g = gp;
+
+	if (!g)
+		return;
+	legs_bpf__destroy(g->skel);
+	counter_close(g->ctr);
+	free(g);
+}
+
+static const struct proto_field fields[] = {
+	{ .name = "nodes", .type = PT_NODES, .max = PROTO_MAX_LINE, .opt = "--node" },
+	{ .name = "legs", .type = PT_STRS, .max = 64, .opt = "--leg" },
+	{ .name = "hists", .type = PT_STRS, .max = 128, .opt = "--hist" },
+	{ .name = "track", .type = PT_ENUM, .values = "none|successor|all", .opt = "--track" },
+	{ .name = "add", .type = PT_ENUM, .values = "none|successor", .opt = "--add" },
+};
+
+const struct inst_ops legs_ops = {
+	.name = "tables",
+	.fields = fields,
+	.nfields = ARRAY_SIZE(fields),
+	.open = open_g,
+	.close = close_g,
+	.wanted = wanted,
+	.new = new_state,
+	.attach = attach,
+	.set_active = set_active,
+	.stop = stop,
+	.zero = zero,
+	.free = free_state,
+	.list_json = list_json,
+	.tick = tick,
+	.sync = tick,
+	.bytes = bytes,
+	.facts_json = facts_json,
+	.summary_json = summary_json,
+	.save = save,
+	.load = load,
+};

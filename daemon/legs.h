@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * legs_: the probe-node instrument (SPEC §13), the Mesa PerfTool's nodes, legs and
+ * histograms: `--node SPEC [--hist-arg N]`, `--leg FROM:TO`, `--hist ...`, `pcmon tables`.
+ * Kernel side: bpf/legs.bpf.c.
+ */
+#ifndef PCMON_LEGS_H
+#define PCMON_LEGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inst.h"
+#include "pcmon_legs.h"
+
+struct bpf_link;
+
+struct legs_node {
+	char *spec;		/* as given: PROC, PROC%return, PROC+OFF, provider:name */
+	uint32_t arg;		/* record argument arg - 1; 0: none */
+	struct pcmon_hcfg hist;
+	struct bpf_link **links;	/* one per probed address */
+	size_t nlinks;
+	uint64_t hits;		/* as last read (or loaded) */
+	struct pcmon_hist h;
+};
+
+struct legs_leg {
+	uint32_t id, from, to;	/* from/to: node numbers, PCMON_ANY_NODE for '*' */
+	struct pcmon_leg stat;	/* its settings and totals, as last read (or loaded) */
+};
+
+/* One target's nodes and legs. */
+struct legs {
+	struct legs_node *nodes;	/* node i + 1 */
+	size_t nnodes;
+	struct legs_leg *legs;
+	size_t nlegs, cap_legs;
+	uint32_t track, add;	/* enum pcmon_track; 1: --add successor */
+	double hit_cost_ns;	/* one probe hit, as measured when it started */
+	bool detached;
+};
+
+extern const struct inst_ops legs_ops;
+
+struct target;
+/*
+ * pcmon node|leg|hist add|del on a running target (its first node gives it the
+ * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
+ * from/to, hist/on, id. The reply says the new node's or leg's number.
+ */
+cJSON *legs_edit(void *g, struct target *t, const cJSON *req);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * procs_: the userspace half of the shared process-lifecycle BPF object (bpf/procs.bpf.c).
+ * Loads it once, keeps its programs attached (fork, exec, exit, the dynamic linker), and
+ * owns the maps every instrument's programs read to find a task's target: an instrument's
+ * object takes them over before it loads (procs_share()).
+ */
+#ifndef PCMON_PROCS_USER_H
+#define PCMON_PROCS_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pcmon_procs.h"
+
+struct bpf_object;
+struct procs;
+
+/* 0 or -errno; on failure @err gets a one-line reason saying what to do. */
+int procs_open(struct procs **out, char *err, size_t errlen);
+void procs_close(struct procs *p);
+
+/* Make @obj (opened, not loaded) use the shared maps it declares (procs.bpf.h). */
+int procs_share(struct procs *p, struct bpf_object *obj, char *err, size_t errlen);
+
+/* The lifecycle events ring (struct pcmon_event), and the probe events ring. */
+int procs_events_map_fd(struct procs *p);
+int procs_probe_events_fd(struct procs *p);
+
+/* BPF's view of target @id (pcmon_tcfg); clear: forget it and its processes and cgroups. */
+int procs_target_set(struct procs *p, uint32_t id, uint32_t flags, uint64_t period_ns,
+		     uint32_t owner);
+void procs_target_clear(struct procs *p, uint32_t id);
+int procs_proc_add(struct procs *p, uint32_t tgid, uint32_t target, uint32_t flags,
+		   uint32_t *had);
+int procs_proc_epoch(struct procs *p, uint32_t tgid, uint32_t *epoch);
+int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target);
+void procs_all_set(struct procs *p, uint32_t target);
+void procs_tstat(struct procs *p, uint32_t target, struct pcmon_tstat *sum);
+void procs_gstat(struct procs *p, struct pcmon_gstat *sum);
+int procs_probes_ack(struct procs *p, uint32_t tgid, uint32_t seq);
+
+/* The shared object itself, for its programs' run-time statistics. */
+struct bpf_object *procs_object(struct procs *p);
+bool procs_prog_attached(struct procs *p, const char *name);
+
+#endif

@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The sampling instrument: its settings, its ops, and the path of a sample from BPF into a
+ * target's aggregate. A frame-pointer sample arrives in BPF's in-kernel aggregate and is
+ * drained every tick (on_entry); a --unwind dwarf sample arrives as a record of registers
+ * and copied stack on a ring and is unwound here (on_dsample). Either way it is symbolized
+ * into one agg_stack and charged to its target.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dbginfo.h"
+#include "engine.h"
+#include "pat.h"
+#include "proto.h"
+#include "sample.h"
+#include "sampler.h"
+#include "sym.h"
+#include "target.h"
+#include "unwind.h"
+#include "util.h"
+
+const char *const sample_unwind_names[3] = { "fp", "dwarf", "auto" };
+
+/* An off-CPU interval of a --unwind dwarf target: its stack arrived, its length has not. */
+struct pending {
+	uint32_t tid, target;
+	uint64_t ts;
+	struct agg_stack *st;
+};
+
+/* Engine-wide: what converting and draining samples needs. */
+struct sample_g {
+	struct inst_env env;
+	struct agg_stack *scratch;	/* conversion buffer for one stack */
+	size_t scratch_cap;
+	__u64 *upcs;			/* unwinder output */
+	size_t cap_upcs;
+	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
+	uint64_t drains, drained_entries, drain_ns;
+	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
+	size_t npending, cap_pending;
+	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
+	uint32_t *section_names;	/* ... and the string id of each name */
+	size_t cap_sections;
+};
+
+static struct target *target_of(struct sample_g *g, uint32_t id)
+{
+	struct target *t = id < PCMON_MAX_TARGETS ? g->env.targets[id] : NULL;
+
+	return t && sample_of(t) ? t : NULL;
+}
+
+/* ---- settings */
+
+struct sample *sample_new(void)
+{
+	struct sample *sp = calloc(1, sizeof(*sp));
+
+	if (sp && !(sp->agg = agg_new())) {
+		free(sp);
+		sp = NULL;
+	}
+	return sp;
+}
+
+void sample_free(void *st)
+{
+	struct sample *sp = st;
+
+	if (!sp)
+		return;
+	for (size_t i = 0; i < sp->ncrit; i++) {
+		free(sp->crit[i].name);
+		free(sp->crit[i].text);
+		pat_free(sp->crit[i].pat);
+	}
+	free(sp->crit);
+	free(sp->when_text);
+	pat_free(sp->when);
+	agg_free(sp->agg);
+	free(sp);
+}
+
+uint64_t sample_lost(const struct sample *sp)
+{
+	return sp->lost.lost_counts_full + sp->lost.lost_offcpu_full + sp->lost.lost_ring_full +
+	       sp->lost_oom + sp->lost_memory;
+}
+
+const char *sample_mode_name(const struct sample *sp)
+{
+	return sp->real ? "REAL" : "VIRTUAL";
+}
+
+static int parse_critical(const char *spec, int icase, char **name, struct pat **pat, cJSON **err)
+{
+	const char *eq = strchr(spec, '=');
+	struct pat_error pe = { 0 };
+	int r;
+
+	if (!eq || eq == spec) {
+		*err = proto_error(2, "--critical '%s': expected NAME=PATTERN", spec);
+		return -EINVAL;
+	}
+	r = pat_parse(eq + 1, icase ? PAT_ICASE : 0, pat, &pe);
+	if (r) {
+		*err = r == -EINVAL ? proto_error(2, "--critical %.*s: column %d: %s", (int)(eq - spec),
+						  spec, pe.column, pe.msg)
+				    : proto_error(1, "out of memory");
+		return r;
+	}
+	*name = strndup(spec, eq - spec);
+	return 0;
+}
+
+int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err)
+{
+	const cJSON *it;
+	size_t cap = 0;
+
+	cJSON_ArrayForEach(it, arr) {
+		struct sample_crit c = { 0 };
+
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (sp->ncrit >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, sp->icase, &c.name, &c.pat, err))
+			return -EINVAL;
+		c.text = strdup(strchr(it->valuestring, '=') + 1);
+		if (GROW(sp->crit, cap, sp->ncrit + 1)) {
+			pat_free(c.pat);
+			free(c.name);
+			free(c.text);
+			*err = proto_error(1, "out of memory");
+			return -ENOMEM;
+		}
+		sp->crit[sp->ncrit++] = c;
+	}
+	return 0;
+}
+
+int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
+			  struct agg_critical **out, size_t *n, cJSON **err)
+{
+	struct agg_critical *c = calloc(sp->ncrit + cJSON_GetArraySize(arr) + 1, sizeof(*c));
+	const cJSON *it;
+
+	*out = c;
+	*n = 0;
+	if (!c) {
+		*err = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sp->ncrit; i++)
+		c[(*n)++] = (struct agg_critical){ sp->crit[i].name, sp->crit[i].pat };
+	cJSON_ArrayForEach(it, arr) {
+		char *name;
+		struct pat *p;
+
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (*n >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, icase, &name, &p, err))
+			return -EINVAL;
+		c[(*n)++] = (struct agg_critical){ name, p };
+	}
+	return 0;
+}
+
+void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n)
+{
+	for (size_t i = sp->ncrit; i < n; i++) {
+		free((char *)c[i].name);
+		pat_free((struct pat *)c[i].pat);
+	}
+	free(c);
+}
+
+/* The WHEN pattern of a request: "when" text, "icase", "when_from_file" (spans lines). */
+static int compile_pattern(const cJSON *req, int icase, struct pat **out, cJSON **err)
+{
+	const char *text = proto_str(req, "when", NULL);
+	struct pat_error pe = { 0 };
+	unsigned flags = (icase ? PAT_ICASE : 0) |
+			 (proto_bool(req, "when_from_file", 0) ? PAT_FROM_FILE : 0);
+	int r;
+
+	*out = NULL;
+	if (!text)
+		return 0;
+	r = pat_parse(text, flags, out, &pe);
+	if (r == -EINVAL && (flags & PAT_FROM_FILE)) {
+		int line, col;
+
+		pat_error_location(text, pe.column, &line, &col);
+		*err = proto_error(2, "--when-file: line %d, column %d: %s", line, col, pe.msg);
+		return r;
+	}
+	if (r == -EINVAL) {
+		*err = proto_error(2, "--when: column %d: %s", pe.column, pe.msg);
+		return r;
+	}
+	if (r) {
+		*err = proto_error(1, "--when: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* ---- symbolizing a sample */
+
+/* The string id of a marked section's name, from its address in process (pid, epoch). */
+static uint32_t section_name(struct sample_g *g, const struct pcmon_key *k)
+{
+	struct { uint64_t addr; uint32_t pid, epoch; } key = { k->section, k->pid, k->epoch };
+	char name[PCMON_SECTION_LEN];
+	uint32_t slot, id = 0;
+	int r;
+
+	if (!k->section)
+		return 0;
+	r = itab_intern(g->section_keys, &key, sizeof(key), &slot);
+	if (r == 0)
+		return g->section_names[slot];
+	if (r < 0 || GROW(g->section_names, g->cap_sections, slot + 1))
+		return 0;
+	if (sym_user_string(g->env.sym, k->pid, k->epoch, k->section, name, sizeof(name)) ||
+	    !name[0])
+		snprintf(name, sizeof(name), "section@%llx", (unsigned long long)k->section);
+	sym_intern_str(g->env.sym, name, &id);
+	return g->section_names[slot] = id;
+}
+
+static enum agg_unwalk unwalk_of(uint8_t serr)
+{
+	switch (serr) {
+	case PCMON_SERR_NONE:
+		return AGG_WALK_OK;
+	case PCMON_SERR_FULL:
+		return AGG_UNWALK_LOST;
+	default:
+		return AGG_UNWALK_FAULT;
+	}
+}
+
+/*
+ * Symbolize a stack into g->scratch: @upc/@kpc innermost first, as the kernel and the
+ * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
+ * return address, looked up at pc - 1 (the call). The innermost user pc is the one saved at
+ * the last entry into the kernel, which is exact: the interrupted or faulting instruction,
+ * the entry point right after exec, or the instruction after a `syscall` (in the same
+ * function). Looking it up at pc - 1 would put a process's first instruction in the padding
+ * before _start. The innermost kernel pc is exact only for a timer sample.
+ */
+static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
+				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
+				     enum agg_unwalk unwalk)
+{
+	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
+	struct sym *sym = g->env.sym;
+	struct agg_stack *st;
+	size_t need = agg_stack_size(nu + nk);
+
+	if (need > g->scratch_cap) {
+		free(g->scratch);
+		g->scratch = malloc(need);
+		g->scratch_cap = g->scratch ? need : 0;
+		if (!g->scratch)
+			return NULL;
+	}
+	st = g->scratch;
+	st->kind = k->kind;
+	st->pid = k->pid;
+	st->unwalk = unwalk;
+	st->section = section_name(g, k);
+	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
+	if (st->unwalk == AGG_WALK_OK && !nu)
+		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
+	if (st->unwalk != AGG_WALK_OK) {
+		/* the frames of an unwalkable stack are not kept: it is charged to a section */
+		st->nuser = st->nkern = 0;
+		return st;
+	}
+	/* a stack taken at sched_switch starts inside pcmon's own program: leave that out */
+	while (!oncpu && nk && sym_kernel_is_tracer(sym, kpc[0])) {
+		kpc++;
+		nk--;
+	}
+	st->nuser = nu;
+	st->nkern = nk;
+	for (uint32_t i = 0; i < nu; i++)
+		st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+	for (uint32_t i = 0; i < nk; i++) {
+		bool leaf = i == 0 && oncpu;
+
+		st->locs[nu + nk - 1 - i] = sym_kernel(sym, kpc[i], !leaf);
+	}
+	return st;
+}
+
+/*
+ * A stack the kernel walked with frame pointers (in-kernel aggregates). The chain ends where
+ * a frame pointer does (code built without them, as Debian's libc is): unless the outermost
+ * frame's CFI says it has no caller, the stack is marked cut short, so the listing can say
+ * that the deep counts of outer frames are lower bounds.
+ */
+static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
+				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
+{
+	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
+	enum agg_unwalk uw = unwalk_of(k->uerr);
+	struct agg_stack *st;
+
+	/* a stack that fills the maximum depth was cut off, not whole */
+	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(g->env.smp))
+		uw = AGG_UNWALK_DEPTH;
+	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
+	if (st && st->unwalk == AGG_WALK_OK && nu &&
+	    !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
+		st->flags |= AGG_SF_CUT_SHORT;
+	return st;
+}
+
+/* A --unwind dwarf record: unwind its copied stack with the objects' CFI. */
+static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_dsample *d,
+				       size_t len)
+{
+	uint32_t depth = sampler_max_depth(g->env.smp), nu = 0;
+	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
+	enum unw_end end = UNW_END_ROOT;
+	uint64_t t0 = now_ns();
+
+	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
+		return NULL;
+	if (GROW(g->upcs, g->cap_upcs, depth))
+		return NULL;
+	if (uw == AGG_WALK_OK) {
+		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
+			      d->stack, d->ulen, g->upcs, depth, &end);
+	} else if (uw == AGG_UNWALK_FAULT) {
+		/*
+		 * Nothing could be copied. A thread the kernel has just created has no frame but
+		 * its entry, and its stack page may not be there yet: that is a whole stack.
+		 */
+		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
+			      NULL, 0, g->upcs, 1, &end);
+		if (end == UNW_END_ROOT)
+			uw = AGG_WALK_OK;
+		else
+			nu = 0;
+		if (uw != AGG_WALK_OK && log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: no user stack copied (pc %#llx, sp %#llx)", d->h.key.pid,
+				 (unsigned long long)d->regs[16], (unsigned long long)d->regs[7]);
+	}
+	if (uw == AGG_WALK_OK && end != UNW_END_ROOT) {
+		static const enum agg_unwalk reason[] = {
+			[UNW_END_TRUNCATED] = AGG_UNWALK_TRUNCATED,
+			[UNW_END_DEPTH] = AGG_UNWALK_DEPTH,
+			[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
+			[UNW_END_FAULT] = AGG_UNWALK_FAULT,
+		};
+
+		uw = reason[end];
+		if (log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: unwinding stopped (%s) after %u frames at pc %#llx, copy %u bytes",
+				 d->h.key.pid, agg_unwalk_names[uw], nu,
+				 nu ? (unsigned long long)g->upcs[nu - 1] : 0ULL, d->ulen);
+	}
+	g->unwound++;
+	g->unwind_ns += now_ns() - t0;
+	return convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX),
+			   uw);
+}
+
+/*
+ * Add @count samples of stack @st (NULL: it could not be built) to @t. A target whose owner
+ * is over her memory allowance still counts the stacks it has, but keeps no new one: those
+ * samples are lost, and counted as such.
+ */
+static void charge(struct target *t, const struct agg_stack *st, uint64_t count, uint64_t ns)
+{
+	struct sample *sp = sample_of(t);
+	int r = !st ? -ENOMEM
+		: t->over_memory ? agg_bump(sp->agg, st, count, ns)
+				  : agg_add(sp->agg, st, count, ns);
+
+	if (r == -ENOENT)
+		sp->lost_memory += count;
+	else if (r)
+		sp->lost_oom += count;
+	else
+		sp->seen_samples += count;
+	t->dirty = true;
+}
+
+/* ---- draining */
+
+static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
+		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
+{
+	struct sample_g *g = ctx;
+	struct target *t = target_of(g, k->target);
+
+	g->drained_entries++;
+	if (!t)
+		return; /* dropped while its last samples were in flight */
+	charge(t, convert(g, k, us, ks), v->count, v->ns);
+}
+
+static void drain(void *gp)
+{
+	struct sample_g *g = gp;
+	uint64_t t0 = now_ns();
+
+	sampler_drain(g->env.smp, on_entry, g);
+	g->drains++;
+	g->drain_ns += now_ns() - t0;
+}
+
+/* Everything BPF holds: both buffers. */
+static void drain_all(void *g)
+{
+	drain(g);
+	drain(g);
+}
+
+static struct pending *pending_find(struct sample_g *g, uint32_t tid)
+{
+	for (size_t i = 0; i < g->npending; i++)
+		if (g->pending[i].tid == tid)
+			return &g->pending[i];
+	return NULL;
+}
+
+static void pending_drop(struct sample_g *g, struct pending *p)
+{
+	free(p->st);
+	*p = g->pending[--g->npending];
+}
+
+void sample_on_dsample(void *gp, const void *data, size_t len)
+{
+	struct sample_g *g = gp;
+	const struct pcmon_dhdr *h = data;
+	struct target *t = len >= sizeof(*h) ? target_of(g, h->key.target) : NULL;
+	struct agg_stack *st;
+	struct pending *p;
+	size_t sz;
+
+	if (!t)
+		return;
+	switch (h->type) {
+	case PCMON_DS_SAMPLE:
+		charge(t, convert_dwarf(g, data, len), 1, 0);
+		break;
+	case PCMON_DS_OFF_START:
+		st = convert_dwarf(g, data, len);
+		p = pending_find(g, h->tid);
+		if (p)
+			pending_drop(g, p); /* its end was lost with a full ring: counted there */
+		sz = st ? agg_stack_size(st->nuser + st->nkern) : 0;
+		if (!st || GROW(g->pending, g->cap_pending, g->npending + 1)) {
+			sample_of(t)->lost_oom++;
+			return;
+		}
+		p = &g->pending[g->npending];
+		*p = (struct pending){ .tid = h->tid, .target = t->id, .ts = h->ts, .st = malloc(sz) };
+		if (!p->st) {
+			sample_of(t)->lost_oom++;
+			return;
+		}
+		memcpy(p->st, st, sz);
+		g->npending++;
+		break;
+	case PCMON_DS_OFF_END:
+		p = pending_find(g, h->tid);
+		if (!p)
+			return; /* its start was lost with a full ring: counted there */
+		charge(t, p->st, 1, h->ns);
+		pending_drop(g, p);
+		break;
+	}
+}
+
+/* ---- the ops */
+
+static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
+{
+	struct sample_g *g = inst_g_new(env, sizeof(*g), err, errlen); /* env: its first member */
+
+	if (g && !(g->section_keys = itab_new())) {
+		free(g);
+		g = NULL;
+		snprintf(err, errlen, "out of memory");
+	}
+	*gp = g;
+	return g ? 0 : -ENOMEM;
+}
+
+static void close_g(void *gp)
+{
+	struct sample_g *g = gp;
+
+	if (!g)
+		return;
+	free(g->scratch);
+	free(g->upcs);
+	while (g->npending)
+		pending_drop(g, &g->pending[0]);
+	free(g->pending);
+	itab_free(g->section_keys);
+	free(g->section_names);
+	free(g);
+}
+
+static bool wanted(const cJSON *req)
+{
+	return !proto_bool(req, "no_sample", 0);
+}
+
+static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+{
+	const char *mode = proto_str(req, "mode", NULL);
+	const char *unwind = proto_str(req, "unwind", "auto");
+	double usec = proto_num(req, "interval_us", 10000);
+	uint64_t floor_ns = sampler_min_period_ns();
+	struct sample *sp;
+
+	(void)gp;
+	(void)c;
+	if (usec * 1000 < floor_ns) {
+		*rep = proto_error(2, "--interval %g: must be a whole number of microseconds from %llu (this kernel's floor) to 60000000",
+				   usec, (unsigned long long)(floor_ns + 999) / 1000);
+		return -EINVAL;
+	}
+	sp = sample_new();
+	if (!sp) {
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	sp->period_ns = (uint64_t)usec * 1000;
+	sp->real = mode && !strcmp(mode, "real");
+	sp->kernel = proto_bool(req, "kernel", 0);
+	sp->no_inline = proto_bool(req, "no_inline", 0);
+	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
+	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
+	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);
+	sp->dwarf = strcmp(unwind, "fp") != 0;
+	sp->icase = proto_bool(req, "icase", 0);
+	if (compile_pattern(req, sp->icase, &sp->when, rep))
+		goto fail;
+	if (sp->when) {
+		sp->when_text = strdup(proto_str(req, "when", ""));
+		sp->when_from_file = proto_bool(req, "when_from_file", 0);
+		if (!sp->when_text) {
+			*rep = proto_error(1, "out of memory");
+			goto fail;
+		}
+	}
+	if (sample_set_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep))
+		goto fail;
+	sp->flags = (sp->kernel ? PCMON_TF_KERNEL : 0) | (sp->real ? PCMON_TF_REAL : 0) |
+		    (sp->dwarf ? PCMON_TF_DWARF : 0);
+	*out = sp;
+	return 0;
+fail:
+	sample_free(sp);
+	return -EINVAL;
+}
+
+/* BPF's view of the target: the target's flags and sampling's. */
+static int configure(struct sample_g *g, struct target *t, struct sample *sp)
+{
+	return sampler_target_set(g->env.smp, t->id, t->flags | sp->flags, sp->period_ns, t->owner);
+}
+
+static void release(struct sample_g *g, struct sample *sp)
+{
+	if (sp->holds_period)
+		sampler_period_put(g->env.smp, sp->period_ns);
+	if (sp->holds_offcpu)
+		sampler_offcpu_put(g->env.smp);
+	sp->holds_period = sp->holds_offcpu = false;
+}
+
+static int attach(void *gp, struct target *t, void *st, cJSON **rep)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+	char err[256];
+	int r;
+
+	r = sampler_period_get(g->env.smp, sp->period_ns, err, sizeof(err));
+	if (r) {
+		*rep = proto_error(1, "%s", err);
+		return r;
+	}
+	sp->holds_period = true;
+	if (sp->real) {
+		r = sampler_offcpu_get(g->env.smp, err, sizeof(err));
+		if (r) {
+			*rep = proto_error(1, "%s", err);
+			release(g, sp);
+			return r;
+		}
+		sp->holds_offcpu = true;
+	}
+	sampler_tstat(g->env.smp, t->id, &sp->lost_base);
+	r = configure(g, t, sp);
+	if (r) {
+		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
+		release(g, sp);
+	}
+	return r;
+}
+
+static void set_active(void *g, struct target *t, void *st, bool active)
+{
+	(void)active; /* t->flags says it */
+	configure(g, t, st);
+}
+
+/* The drop counters BPF keeps for the target, since it was started or zeroed. */
+static void accumulate_lost(struct sample_g *g, const struct target *t, struct sample *sp)
+{
+	struct pcmon_tstat now;
+
+	if (!sp->holds_period)
+		return; /* released: the BPF counters belong to nobody now */
+	sampler_tstat(g->env.smp, t->id, &now);
+	sp->lost.lost_counts_full = now.lost_counts_full - sp->lost_base.lost_counts_full;
+	sp->lost.lost_offcpu_full = now.lost_offcpu_full - sp->lost_base.lost_offcpu_full;
+	sp->lost.lost_ring_full = now.lost_ring_full - sp->lost_base.lost_ring_full;
+	sp->lost.denied = now.denied - sp->lost_base.denied;
+}
+
+static void stop(void *gp, struct target *t, void *st)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+
+	if (sp->holds_period)
+		configure(g, t, sp); /* t->flags: no longer active */
+	accumulate_lost(g, t, sp);
+	release(g, sp);
+}
+
+static void zero(void *gp, struct target *t, void *st)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+
+	agg_zero(sp->agg);
+	sp->seen_samples = sp->lost_oom = sp->lost_memory = 0;
+	memset(&sp->lost, 0, sizeof(sp->lost));
+	if (sp->holds_period)
+		sampler_tstat(g->env.smp, t->id, &sp->lost_base);
+}
+
+static size_t bytes(const void *st)
+{
+	return agg_bytes(((const struct sample *)st)->agg);
+}
+
+static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
+{
+	const struct sample *sp = st;
+
+	(void)g;
+	(void)t;
+	cJSON_AddStringToObject(o, "mode", sample_mode_name(sp));
+	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
+	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
+	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
+	if (sp->when_text)
+		cJSON_AddStringToObject(o, "when", sp->when_text);
+}
+
+static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
+{
+	struct sample *sp = st;
+
+	accumulate_lost(g, t, sp);
+	cJSON_AddNumberToObject(o, "samples", sp->seen_samples);
+	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
+	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
+}
+
+void sample_status_json(void *gp, cJSON *o)
+{
+	struct sample_g *g = gp;
+
+	cJSON_AddNumberToObject(o, "drains", g->drains);
+	cJSON_AddNumberToObject(o, "drained_entries", g->drained_entries);
+	cJSON_AddNumberToObject(o, "drain_ms_total", g->drain_ns / 1e6);
+	cJSON_AddNumberToObject(o, "dwarf_samples_unwound", g->unwound);
+	cJSON_AddNumberToObject(o, "dwarf_unwind_ms_total", g->unwind_ns / 1e6);
+}
+
+/* ---- listings */
+
+void sample_listing_end(struct sample_listing *ls)
+{
+	for (size_t i = 0; i < ls->nextra; i++)
+		free((void *)ls->extra[i].st);
+	free(ls->extra);
+	if (ls->sp)
+		sample_free_criticals(ls->sp, ls->crit, ls->ncrit);
+	pat_free(ls->when);
+	memset(ls, 0, sizeof(*ls));
+}
+
+/* Keep a copy of @st as an open interval of @ns so far. */
+static int add_extra(struct sample_listing *ls, const struct agg_stack *st, uint64_t ns)
+{
+	size_t sz = agg_stack_size(st->nuser + st->nkern);
+	void *copy;
+
+	if (GROW(ls->extra, ls->cap_extra, ls->nextra + 1) || !(copy = malloc(sz)))
+		return -ENOMEM;
+	memcpy(copy, st, sz);
+	ls->extra[ls->nextra++] = (struct agg_extra){ .st = copy, .ns = ns };
+	return 0;
+}
+
+struct open_ctx {
+	struct sample_g *g;
+	struct sample_listing *ls;
+	uint64_t now;
+	int err;
+};
+
+static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
+{
+	struct open_ctx *oc = ctx;
+	struct agg_stack *st;
+
+	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err || o->dwarf)
+		return; /* dwarf intervals are the engine's own (g->pending) */
+	st = convert(oc->g, &o->key, &o->ustack, oc->ls->sp->kernel ? &o->kstack : NULL);
+	if (!st || add_extra(oc->ls, st, oc->now - o->ts))
+		oc->err = -ENOMEM;
+}
+
+int sample_check_listing(const cJSON *req, cJSON **rep)
+{
+	struct sample sp = { 0 };
+	struct pat *when = NULL;
+	int r;
+
+	r = compile_pattern(req, 0, &when, rep);
+	pat_free(when);
+	if (!r)
+		r = sample_set_criticals(&sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep);
+	for (size_t i = 0; i < sp.ncrit; i++) {
+		free(sp.crit[i].name);
+		free(sp.crit[i].text);
+		pat_free(sp.crit[i].pat);
+	}
+	free(sp.crit);
+	return r ? -1 : 0;
+}
+
+int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sample_listing *ls,
+			 cJSON **rep)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = sample_of(t);
+	const char *wtext = proto_str(req, "when", NULL);
+	int icase;
+
+	memset(ls, 0, sizeof(*ls));
+	if (!sp) {
+		*rep = proto_error(1, "target %u \"%s\" does not sample (it was started with --no-sample)",
+				   t->id, t->name);
+		return -1;
+	}
+	icase = proto_bool(req, "icase", sp->icase);
+	if (compile_pattern(req, icase, &ls->when, rep))
+		return -1;
+	ls->t = t;
+	ls->sp = sp;
+	if (sample_list_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), icase,
+				  &ls->crit, &ls->ncrit, rep))
+		goto fail;
+	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
+		struct open_ctx oc = { .g = g, .ls = ls, .now = now_ns() };
+
+		sampler_open_intervals(g->env.smp, on_open_interval, &oc);
+		for (size_t i = 0; i < g->npending && !oc.err; i++) {
+			struct pending *p = &g->pending[i];
+
+			if (p->target == t->id && p->ts < oc.now)
+				oc.err = add_extra(ls, p->st, oc.now - p->ts);
+		}
+		if (oc.err) {
+			*rep = proto_error(1, "out of memory while listing");
+			goto fail;
+		}
+	}
+	ls->when_text = wtext ? wtext : sp->when_text;
+	ls->lo.period_ns = sp->period_ns;
+	ls->lo.when = wtext ? ls->when : sp->when;
+	ls->lo.kernel = sp->kernel;
+	ls->lo.no_inline = proto_bool(req, "no_inline", sp->no_inline);
+	ls->lo.extra = ls->extra;
+	ls->lo.nextra = ls->nextra;
+	ls->lo.crit = ls->crit;
+	ls->lo.ncrit = ls->ncrit;
+	accumulate_lost(g, t, sp);
+	return 0;
+fail:
+	sample_listing_end(ls);
+	return -1;
+}
+
+#define F_BOOL(n) { .name = (n), .type = PT_BOOL }
+#define F_STR(n, len) { .name = (n), .type = PT_STR, .max = (len) }
+#define F_ENUM(n, v) { .name = (n), .type = PT_ENUM, .values = (v) }
+
+static const struct proto_field fields[] = {
+	F_BOOL("no_sample"),
+	F_ENUM("mode", "real|virtual"),
+	{ .name = "interval_us", .type = PT_UINT, .min = 1, .max = 60000000, .opt = "--interval" },
+	{ .name = "unwind", .type = PT_ENUM, .values = "fp|dwarf|auto", .opt = "--unwind" },
+	F_BOOL("kernel"),
+	F_BOOL("no_inline"),
+	F_STR("when", PROTO_MAX_LINE),
+	F_BOOL("when_from_file"),
+	F_BOOL("icase"),
+	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
+};
+
+const struct inst_ops sample_ops = {
+	.name = "sampling",
+	.fields = fields,
+	.nfields = ARRAY_SIZE(fields),
+	.open = open_g,
+	.close = close_g,
+	.wanted = wanted,
+	.new = new_state,
+	.attach = attach,
+	.set_active = set_active,
+	.stop = stop,
+	.zero = zero,
+	.free = sample_free,
+	.tick = drain,
+	.sync = drain_all,
+	.bytes = bytes,
+	.facts_json = facts_json,
+	.summary_json = summary_json,
+	.save = sample_save,
+	.load = sample_load,
+};

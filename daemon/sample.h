@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sample_: the sampling instrument (SPEC §2–§5). Timer samples of the target's threads,
+ * VIRTUAL (on-CPU) or REAL (on- and off-CPU), their stacks symbolized into an aggregate
+ * (agg.h) that every view reads: LIST, lines, profil, the exports.
+ *
+ *   sample.c         settings, the ops table, draining BPF into the aggregate
+ *   sample_report.c  the aggregate as LIST's JSON (summary, procedures)
+ *   sample_store.c   the aggregate and settings as a section of the results file
+ */
+#ifndef PCMON_SAMPLE_H
+#define PCMON_SAMPLE_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agg.h"
+#include "inst.h"
+#include "pcmon_bpf.h"
+
+struct pat;
+struct target;
+
+struct sample_crit {
+	char *name;
+	char *text;
+	struct pat *pat;
+};
+
+/* One target's sampling: its settings and its results. */
+struct sample {
+	bool real, kernel, icase, no_inline;
+	bool when_from_file;	/* when_text spans lines, ';'-terminated */
+	bool dwarf;		/* user stacks unwound by the engine with CFI */
+	char unwind[8];		/* as asked: fp, dwarf or auto */
+	uint32_t flags;		/* PCMON_TF_REAL, _KERNEL, _DWARF as given to BPF */
+	uint64_t period_ns;
+	char *when_text;
+	struct pat *when;
+	struct sample_crit *crit;
+	size_t ncrit;
+
+	struct agg *agg;
+	uint64_t seen_samples;	/* drained from BPF (on-CPU samples + off-CPU switches) */
+	uint64_t lost_oom;	/* could not be stored: out of memory */
+	uint64_t lost_memory;	/* new stacks not kept: the owner was over her memory allowance */
+	struct pcmon_tstat lost_base;	/* BPF drop counters when started or zeroed */
+	struct pcmon_tstat lost;	/* drops since, as last read */
+	bool holds_period, holds_offcpu;
+};
+
+extern const struct inst_ops sample_ops;
+
+static inline struct sample *sample_of(const struct target *t);
+
+struct sample *sample_new(void);
+void sample_free(void *st);
+uint64_t sample_lost(const struct sample *sp);
+const char *sample_mode_name(const struct sample *sp);
+
+/* --critical NAME=PATTERN, as a JSON array of strings. */
+int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err);
+/* The target's sections followed by those given at list time. */
+int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
+			  struct agg_critical **out, size_t *n, cJSON **err);
+void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n);
+
+/*
+ * A listing being taken: the target a request names, brought up to date, and the options
+ * agg_list() needs to read its samples as the request asks (WHEN, critical sections, open
+ * off-CPU intervals). Every view over the samples (LIST, lines, profil, exports) starts with
+ * sample_listing_begin() and ends with sample_listing_end(); a view sets lo.visit to see
+ * each sample as it is charged.
+ */
+struct sample_listing {
+	struct target *t;
+	struct sample *sp;
+	struct agg_list_opts lo;
+	const char *when_text;		/* the pattern in effect, NULL: none */
+	struct pat *when;		/* given with the request */
+	struct agg_critical *crit;
+	size_t ncrit;
+	struct agg_extra *extra;	/* off-CPU intervals still open */
+	size_t nextra, cap_extra;
+};
+
+/* A listing request's patterns are well formed: 0, or -1 with the error in *rep (before
+ * anything else is looked at, so that a usage error is reported as one). */
+int sample_check_listing(const cJSON *req, cJSON **rep);
+
+/* 0, or -1 with *rep set to the error to answer (@t carries no sampling, a bad pattern). */
+int sample_listing_begin(void *g, struct target *t, const cJSON *req, struct sample_listing *ls,
+			 cJSON **rep);
+void sample_listing_end(struct sample_listing *ls);
+
+/* LIST (sample_report.c): a listing taken, as the reply to `list` (target, summary,
+ * procedures, deep_order) added to @out. */
+void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
+		      cJSON *out);
+
+/* A --unwind dwarf record from the sample ring (sampler_poll). */
+void sample_on_dsample(void *g, const void *data, size_t len);
+
+/* The engine's figures for `pcmon status`: drains, dwarf unwinding. */
+void sample_status_json(void *g, cJSON *o);
+
+/* Results files (sample_store.c). */
+void sample_save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
+		 cJSON *section);
+int sample_load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **st);
+
+/* The settings a sample state was started with (sample.c), for the store. */
+extern const char *const sample_unwind_names[3];
+
+#include "target.h"
+
+static inline struct sample *sample_of(const struct target *t)
+{
+	return t->inst[INST_SAMPLE];
+}
+
+#endif

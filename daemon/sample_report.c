@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * LIST as JSON: a listing of a target's samples (agg_list) turned into the reply the CLI
+ * renders as text (cli/format.c) and prints as it is with --json, so the two never disagree.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sample.h"
+#include "sym.h"
+#include "target.h"
+#include "util.h"
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * a / b : 0;
+}
+
+static void add_section(cJSON *arr, const char *name, uint64_t count, uint64_t counted)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddNumberToObject(o, "count", count);
+	cJSON_AddNumberToObject(o, "percent", pct(count, counted));
+	cJSON_AddItemToArray(arr, o);
+}
+
+static void add_summary(const struct sample_listing *ls, const struct agg_list *l,
+			const struct sym *s, cJSON *sum)
+{
+	const struct sample *sp = ls->sp;
+	cJSON *o, *arr;
+
+	cJSON_AddNumberToObject(sum, "interrupts", l->interrupts);
+	cJSON_AddNumberToObject(sum, "counted", l->counted);
+	cJSON_AddNumberToObject(sum, "not_matching", l->not_matching);
+	cJSON_AddNumberToObject(sum, "foreign", l->foreign);
+	cJSON_AddNumberToObject(sum, "kernel_mode", l->kernel_mode);
+	cJSON_AddNumberToObject(sum, "cut_short", l->cut_short);
+	cJSON_AddNumberToObject(sum, "oncpu", l->oncpu);
+	cJSON_AddNumberToObject(sum, "off_blocked", l->off_blocked);
+	cJSON_AddNumberToObject(sum, "off_runnable", l->off_runnable);
+	cJSON_AddNumberToObject(sum, "off_blocked_ns", l->off_blocked_ns);
+	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
+	cJSON_AddNumberToObject(sum, "lost", sample_lost(sp));
+	cJSON_AddNumberToObject(sum, "denied", sp->lost.denied);
+	cJSON_AddNumberToObject(sum, "handed_over", ls->t->handed_over);
+	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
+	cJSON_AddNumberToObject(o, "counts_map_full", sp->lost.lost_counts_full);
+	cJSON_AddNumberToObject(o, "offcpu_map_full", sp->lost.lost_offcpu_full);
+	cJSON_AddNumberToObject(o, "out_of_memory", sp->lost_oom);
+	cJSON_AddNumberToObject(o, "memory_limit", sp->lost_memory);
+	cJSON_AddNumberToObject(o, "sample_ring_full", sp->lost.lost_ring_full);
+	if (ls->when_text)
+		cJSON_AddStringToObject(sum, "when", ls->when_text);
+	cJSON_AddNumberToObject(sum, "marks_pending", l->marks_pending);
+
+	arr = cJSON_AddArrayToObject(sum, "critical");
+	add_section(arr, "unwalkable", l->unwalk[AGG_WALK_OK], l->counted);
+	o = cJSON_AddObjectToObject(cJSON_GetArrayItem(arr, 0), "reasons");
+	for (int i = 1; i < AGG_UNWALK_MAX; i++)
+		cJSON_AddNumberToObject(o, agg_unwalk_names[i], l->unwalk[i]);
+	for (size_t i = 0; i < ls->ncrit && i < AGG_MAX_CRIT; i++)
+		add_section(arr, ls->crit[i].name, l->crit[i], l->counted);
+	for (size_t i = 0; i < l->nmarked; i++) {
+		add_section(arr, sym_str(s, l->marked[i].name), l->marked[i].count, l->counted);
+		cJSON_AddBoolToObject(cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1),
+				      "marked", 1);
+	}
+}
+
+/* The procedures, by shallow count, and the deep table's order as indices into them. */
+static void add_procedures(struct agg_list *l, const struct sym *s, cJSON *out)
+{
+	cJSON *arr = cJSON_AddArrayToObject(out, "procedures"), *o;
+	size_t n = l->nrows;
+	struct agg_row *deep;
+	uint32_t *pos;
+
+	agg_sort_rows(l->rows, n, 0, s);
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_procinfo *pi = sym_proc(s, l->rows[i].proc);
+
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
+		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
+		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
+		cJSON_AddNumberToObject(o, "shallow", l->rows[i].shallow);
+		cJSON_AddNumberToObject(o, "deep", l->rows[i].deep);
+		cJSON_AddNumberToObject(o, "shallow_pct", pct(l->rows[i].shallow, l->counted));
+		cJSON_AddNumberToObject(o, "deep_pct", pct(l->rows[i].deep, l->counted));
+		if (pi->file)
+			cJSON_AddStringToObject(o, "file", sym_str(s, pi->file));
+		if (pi->line)
+			cJSON_AddNumberToObject(o, "line", pi->line);
+		cJSON_AddItemToArray(arr, o);
+	}
+	arr = cJSON_AddArrayToObject(out, "deep_order");
+	deep = malloc((n ? n : 1) * sizeof(*deep));
+	pos = calloc(sym_nprocs(s) + 1, sizeof(*pos));
+	if (deep && pos) {
+		for (size_t i = 0; i < n; i++)
+			pos[l->rows[i].proc] = i;
+		if (n)
+			memcpy(deep, l->rows, n * sizeof(*deep));
+		agg_sort_rows(deep, n, 1, s);
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(pos[deep[i].proc]));
+	}
+	free(deep);
+	free(pos);
+}
+
+void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
+		      cJSON *out)
+{
+	cJSON *tj = cJSON_AddObjectToObject(out, "target");
+
+	target_facts_json(ls->t, tj);
+	sample_ops.facts_json(NULL, ls->t, ls->sp, tj);
+	add_summary(ls, l, s, cJSON_AddObjectToObject(out, "summary"));
+	add_procedures(l, s, out);
+}

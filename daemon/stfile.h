@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sf_: fields of a results file (store.h), written and read strictly. The store writes and
+ * reads the target's part; each instrument its own section (inst_ops save/load) with the
+ * same helpers, so every file is checked field by field, whoever wrote the field.
+ *
+ * Writing never fails half-way unnoticed: a field that could not be added (out of memory)
+ * sets w->oom, and the text is then not used. Reading names the field at fault: rd->at is
+ * the element being read ("stacks[12]."), the reason goes to rd->why.
+ */
+#ifndef PCMON_STFILE_H
+#define PCMON_STFILE_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* the largest whole number a parsed double is exactly: 2^53 may be 2^53 + 1 rounded */
+#define SF_EXACT_MAX ((1ULL << 53) - 1)
+
+struct sf_wr {
+	bool oom;		/* a field could not be added: the text must not be used */
+};
+
+cJSON *sf_chk(struct sf_wr *w, cJSON *x);
+void sf_put_str(struct sf_wr *w, cJSON *o, const char *k, const char *v);
+void sf_put_bool(struct sf_wr *w, cJSON *o, const char *k, bool v);
+void sf_put_num(struct sf_wr *w, cJSON *o, const char *k, double v);
+/* Exact: a number below 2^53, a decimal string from there on. */
+void sf_put_u64(struct sf_wr *w, cJSON *o, const char *k, uint64_t v);
+void sf_push(struct sf_wr *w, cJSON *arr, cJSON *x);
+
+struct sf_rd {
+	int format;
+	const char *section;	/* the section being read ("sampling"), NULL: the top level */
+	char at[40];		/* the element being read, "stacks[12]." */
+	char *why;
+	size_t whylen;
+};
+
+/* Which files must have a field. */
+enum sf_need {
+	SF_OPTIONAL,
+	SF_ALWAYS,		/* in every format */
+	SF_SINCE2,		/* added during format 1's life: required from format 2 on */
+};
+
+/* -EINVAL, with "AT FIELD: reason" in rd->why. */
+int sf_bad(struct sf_rd *rd, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int sf_wrong_type(struct sf_rd *rd, const char *name, const cJSON *x, const char *want);
+int sf_not_object(struct sf_rd *rd, const char *arr, int i, const cJSON *x);
+/* Each 0 (absent and optional: *v untouched) or -EINVAL. */
+int sf_get_bool(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need, bool *v);
+int sf_get_str(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need, size_t max,
+	       const char **v);
+/* A whole number in [0, max]. @loose: format 1 wrote it as a double, maybe rounded. */
+int sf_num_u64(struct sf_rd *rd, const char *name, const cJSON *x, uint64_t max, bool loose,
+	       uint64_t *v);
+int sf_get_u64x(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
+		uint64_t max, bool loose, uint64_t *v);
+/* A count or a sum of nanoseconds: a whole number; format 2 writes big ones as strings. */
+int sf_get_u64(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
+	       uint64_t *v);
+int sf_get_u32(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
+	       uint32_t max, uint32_t *v);
+int sf_get_double(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
+		  double lo, double hi, double *v);
+/* An enumeration: its name (format 2 on), its number (format 1). Names may have holes. */
+int sf_get_enum(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
+		const char *const *names, uint32_t n, uint32_t *v);
+/* A code address: "0x..." (format 2 on), a number (format 1, rounded above 2^53). */
+int sf_get_addr(struct sf_rd *rd, const cJSON *o, const char *name, uint64_t *v);
+int sf_get_array(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need, int max,
+		 const cJSON **arr, int *n);
+
+#endif

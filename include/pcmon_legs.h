@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The probe-node instrument's BPF structs (bpf/legs.bpf.c), shared with its userspace half
+ * (daemon/legs.c): nodes (probe points), legs (the code between a from node and a to node,
+ * timed per thread) and histograms (SPEC §13).
+ * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
+ */
+#ifndef PCMON_LEGS_BPF_H
+#define PCMON_LEGS_BPF_H
+
+#include "pcmon_procs.h"
+
+/* A node's probe cookie: its target and its number (1...). */
+#define PCMON_NODE_COOKIE(target, node) (((__u64)(target) << 32) | (__u32)(node))
+#define PCMON_NODE_TARGET(cookie) ((__u32)((cookie) >> 32))
+#define PCMON_NODE_ID(cookie) ((__u32)(cookie))
+#define PCMON_ANY_NODE 0	/* '*' in a leg's from or to */
+
+#define PCMON_HIST_BUCKETS 64	/* buckets of a histogram (log: bucket i holds [2^i, 2^(i+1))) */
+enum pcmon_hist_kind { PCMON_HIST_NONE, PCMON_HIST_LINEAR, PCMON_HIST_LOG };
+
+/* A histogram's shape. */
+struct pcmon_hcfg {
+	__u32 kind;		/* enum pcmon_hist_kind */
+	__u32 buckets;		/* linear: how many (<= PCMON_HIST_BUCKETS) */
+	__u64 scale;		/* linear: each bucket's width */
+	__u64 base;		/* linear: the first bucket's start */
+};
+
+/* Counts, 64-bit. Log: b[0] holds 0, b[i + 1] holds [2^i, 2^(i+1)). */
+struct pcmon_hist {
+	__u64 under, over;
+	__u64 b[PCMON_HIST_BUCKETS + 1];
+};
+
+/* A node: how it is set up, and its totals. Keyed by cookie. */
+struct pcmon_node {
+	__u32 arg;		/* record integer argument arg - 1 (0: none) */
+	__u32 pad;
+	struct pcmon_hcfg hist;	/* on the recorded argument */
+	__u64 hits;
+	struct pcmon_hist h;
+};
+
+/* A leg, keyed by (target, from, to); from or to may be PCMON_ANY_NODE. */
+struct pcmon_lkey {
+	__u32 target, from, to, pad;
+};
+
+struct pcmon_leg {
+	struct pcmon_hcfg hist;	/* on the leg's time (ns) */
+	__u64 count, total_ns, min_ns, max_ns;
+	__u64 abandoned;	/* started, never finished: a second from, the thread's exit */
+	__u32 id;		/* its number, 0: added by BPF (--add successor), numbered later */
+	__u32 pad;
+	struct pcmon_hist h;
+};
+
+/* A target's leg settings (array indexed by target id). */
+enum pcmon_track { PCMON_TRACK_ALL, PCMON_TRACK_SUCCESSOR, PCMON_TRACK_NONE };
+struct pcmon_lcfg {
+	__u32 track;		/* enum pcmon_track: which hits start a leg */
+	__u32 add;		/* 1: a leg from the thread's last node to this one is added */
+};
+
+/* A thread's leg in flight (task storage): the last node it hit that starts one. */
+struct pcmon_lthread {
+	__u32 target;
+	__u32 node;		/* 0: none */
+	__u64 ts;
+};
+
+/* Legs that start at a node (keyed by (target, from, 0, 0) in lfrom): is any leg waiting on it. */
+struct pcmon_lfrom {
+	__u64 legs;
+};
+
+#endif /* PCMON_LEGS_BPF_H */

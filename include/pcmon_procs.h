@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The shared, process-lifecycle side of BPF (bpf/procs.bpf.c, bpf/procs.bpf.h) and its
+ * userspace half (daemon/procs.c): which process belongs to which target, each target's
+ * settings and drop counters, and the lifecycle events. Every instrument's programs find a
+ * task's target through these maps, which the engine shares between the objects
+ * (bpf_map__reuse_fd).
+ * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
+ */
+#ifndef PCMON_PROCS_H
+#define PCMON_PROCS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PCMON_MAX_TARGETS 256	/* target ids are 1..PCMON_MAX_TARGETS-1 */
+#define PCMON_COMM_LEN 16
+
+/* Per-target flags (pcmon_tcfg.flags). */
+#define PCMON_TF_ACTIVE	  (1u << 0) /* sampling (not paused, not stopped) */
+#define PCMON_TF_KERNEL	  (1u << 1) /* also capture kernel stacks */
+#define PCMON_TF_REAL	  (1u << 2) /* account off-CPU time too */
+#define PCMON_TF_CHILDREN (1u << 3) /* processes forked after start join the target */
+#define PCMON_TF_DWARF	  (1u << 4) /* copy registers and stack for the engine to unwind */
+
+struct pcmon_tcfg {
+	__u32 flags;
+	__u32 owner;	 /* uid of the target's owner; 0 (root) may watch anything */
+	__u64 period_ns; /* cpu-clock period this target samples at */
+};
+
+/*
+ * tgid -> which target it belongs to, and how many times it has exec'ed since.
+ *
+ * probe_seq/probe_ack: an exec or a dynamic-linker event may bring objects with critical-
+ * section probes (include/pcmon/critical.h), which only the engine can attach. BPF counts
+ * such events in probe_seq (each event carries its number); the engine's probe thread
+ * (daemon/probes.c), once it has looked for probes and attached them, stores that number in
+ * probe_ack (the probes_ack program).
+ * While they differ the process's marks may be missing, and its samples say so
+ * (PCMON_KF_MARKS_PENDING).
+ */
+struct pcmon_proc {
+	__u32 target;	/* first: the engine finds a target's entries by it */
+	__u32 epoch;
+	__u32 flags;	/* PCMON_PF_* */
+	__u32 probe_seq;	/* written by BPF only */
+	__u32 probe_ack;	/* written by the engine only, through probes_ack */
+	__u32 pad;
+};
+
+/* The context of the probes_ack program (BPF_PROG_TEST_RUN). */
+struct pcmon_probes_ack {
+	__u32 tgid;
+	__u32 seq;
+};
+
+/* Launched by `pcmon run`, held before exec: its samples count from the exec on. */
+#define PCMON_PF_EXEC_WAIT (1u << 0)
+/*
+ * Taken by a --cgroup or --all target when first sampled (or forked from such a process),
+ * not named by a --pid target: an explicit target may take it over, and the one that had
+ * it says so.
+ */
+#define PCMON_PF_IMPLICIT (1u << 1)
+
+/* Taken while the probes of objects the process just loaded were not attached yet. */
+#define PCMON_KF_MARKS_PENDING (1u << 0)
+
+/* Settings of the whole process map (an array of one). */
+struct pcmon_pglobal {
+	__u32 all_target;	/* target id of an --all target, 0 if none */
+	__u32 cgroup_targets;	/* number of entries in cgroup_target */
+};
+
+/* Per-target drop counters (per-CPU array indexed by target id). */
+struct pcmon_tstat {
+	__u64 lost_counts_full;	/* samples dropped: the counts map was full */
+	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
+	__u64 lost_ring_full;	/* --unwind dwarf samples dropped: the sample ring was full */
+	__u64 denied;		/* samples of a process its non-root owner may no longer watch */
+};
+
+/* Process lifecycle events, streamed over the ring buffer. */
+enum pcmon_ev_type {
+	PCMON_EV_FORK = 1,
+	PCMON_EV_EXEC,
+	PCMON_EV_EXIT,
+	PCMON_EV_DLOPEN,	/* a watched process loaded a library: look for probes in it */
+	PCMON_EV_JOIN,		/* a process joined a --cgroup or --all target (probe ring only) */
+};
+
+struct pcmon_event {
+	__u32 type;
+	__u32 target;
+	__u32 pid;
+	__u32 ppid;
+	__u32 epoch;
+	__u32 exit_code;
+	char comm[PCMON_COMM_LEN];
+	__u32 probe_seq;	/* FORK, EXEC, DLOPEN, JOIN: the process's probe_seq after it */
+	__u32 pad;
+	__u64 ts;		/* bpf_ktime_get_ns() at the event */
+};
+
+/* Global counters (per-CPU array, one element). */
+struct pcmon_gstat {
+	__u64 samples_seen;	/* perf_event program runs */
+	__u64 events_lost;	/* ring buffer full */
+	__u64 procs_full;	/* a child could not join its target: proc map full */
+};
+
+#endif /* PCMON_PROCS_H */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The sampling instrument's BPF structs (bpf/sample.bpf.c), shared with its userspace half
+ * (daemon/sampler.c, daemon/sample.c): the in-kernel aggregates, the --unwind dwarf records,
+ * open off-CPU intervals and marked critical sections.
+ * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
+ */
+#ifndef PCMON_SAMPLE_BPF_H
+#define PCMON_SAMPLE_BPF_H
+
+#include "pcmon_procs.h"
+
+#define PCMON_STACK_MAX 512	/* frames a stack buffer can hold; the live depth is a rodata knob */
+
+/* What a counts entry measures (pcmon_key.kind). */
+enum pcmon_kind {
+	PCMON_KIND_ONCPU = 0,	 /* timer sample, task was in user mode */
+	PCMON_KIND_ONCPU_KMODE,	 /* timer sample, task was in kernel mode */
+	PCMON_KIND_OFF_BLOCKED,	 /* off-CPU interval, task slept (value.ns) */
+	PCMON_KIND_OFF_RUNNABLE, /* off-CPU interval, task was preempted (value.ns) */
+	PCMON_KIND_MAX,
+};
+
+/* Stack capture outcome, kept in the key so that a failed walk is still a counted sample. */
+enum pcmon_stack_err {
+	PCMON_SERR_NONE = 0,
+	PCMON_SERR_FAULT,	/* bpf_get_stack() failed: user memory not readable */
+	PCMON_SERR_FULL,	/* the stacks map was full: frames were lost */
+	PCMON_SERR_OTHER,	/* bpf_get_stack() failed for another reason */
+	PCMON_SERR_MAX,
+};
+
+/* Off-CPU kinds carry nanoseconds (pcmon_val.ns), on-CPU ones do not. */
+#define PCMON_KIND_IS_OFFCPU(k) ((k) == PCMON_KIND_OFF_BLOCKED || (k) == PCMON_KIND_OFF_RUNNABLE)
+
+/* A stack as stored in the stacks maps: frames innermost first, as the kernel gives them. */
+struct pcmon_stack {
+	__u32 len;
+	__u32 pad;
+	__u64 ip[PCMON_STACK_MAX];
+};
+
+struct pcmon_key {
+	__u32 target;
+	__u32 pid;	/* tgid */
+	__u32 epoch;	/* exec generation of pid: which address space ustack belongs to */
+	__u8 kind;	/* enum pcmon_kind */
+	__u8 uerr;	/* enum pcmon_stack_err for the user stack */
+	__u8 kerr;	/* enum pcmon_stack_err for the kernel stack */
+	__u8 flags;	/* PCMON_KF_* */
+	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
+	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
+	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */
+};
+
+#define PCMON_SECTION_LEN 32	/* bytes of a section name kept, with its NUL */
+#define PCMON_SECTION_NEST 8	/* names remembered per thread; deeper nesting keeps counting */
+
+/* Per-thread state of PCMON_CRITICAL_BEGIN/END (task-local storage). */
+struct pcmon_crit {
+	__u32 depth;
+	__u32 pad;
+	__u64 hash[PCMON_SECTION_NEST];	/* name addresses, outermost first */
+};
+
+struct pcmon_val {
+	__u64 count;	/* samples (on-CPU) or switches (off-CPU) */
+	__u64 ns;	/* off-CPU nanoseconds */
+};
+
+/*
+ * --unwind dwarf: a sample (or the start of an off-CPU interval) with the user registers and
+ * the top of the user stack, for the engine to unwind with the objects' CFI; the end of an
+ * off-CPU interval is a short record that closes the start of the same thread.
+ */
+#define PCMON_DWARF_STACK_MAX 65536	/* bytes of user stack a record can carry */
+#define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
+#define PCMON_KSTACK_MAX 127
+
+enum pcmon_ds_type {
+	PCMON_DS_SAMPLE = 1,
+	PCMON_DS_OFF_START,
+	PCMON_DS_OFF_END,
+};
+
+struct pcmon_dhdr {
+	__u32 type;	/* enum pcmon_ds_type */
+	__u32 tid;
+	__u64 ts;	/* OFF_START: when it went off CPU */
+	__u64 ns;	/* OFF_END: how long it was off */
+	struct pcmon_key key;
+};
+
+struct pcmon_dsample {
+	struct pcmon_dhdr h;
+	__u64 regs[PCMON_NREGS];
+	__u64 start_stack; /* the process's initial stack pointer: the entry frame's CFA */
+	__u32 ulen;	/* bytes of stack copied, from regs[7] (rsp) up */
+	__u32 klen;	/* kernel frames */
+	__u64 kstack[PCMON_KSTACK_MAX];
+	__u8 stack[];	/* ulen bytes; the record has room for a size class >= ulen */
+};
+
+/* A thread that went off CPU and has not run since. */
+struct pcmon_offcpu {
+	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
+	__u32 dwarf;		/* its stack went to the engine (--unwind dwarf) */
+	__u32 pad;
+	struct pcmon_key key;	/* ustack/kstack are hashes of the frames below */
+	struct pcmon_stack ustack;
+	struct pcmon_stack kstack;
+};
+
+#endif /* PCMON_SAMPLE_BPF_H */

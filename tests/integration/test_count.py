@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Call counting (SPEC §12): exact counts, self and self+children times against the
+workload's own clock, recursion past the kernel's 64 return probes, longjmp, a thread that
+exits inside a counted function; errors; the instrument on a daemon target (list --calls,
+zero, restart)."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, Users, as_user, first_json_line, pcmon, pcmon_json, run_tests, workload
+
+NODAEMON = "/nonexistent/pcmond.sock"
+
+
+def table(listing):
+    return {p["procedure"]: p for p in listing["calls"]["procedures"]}
+
+
+def check_calls(listing, own):
+    t = table(listing)
+    assert t["calls.exact"]["calls"] == own["exact"], t["calls.exact"]
+    assert t["calls.parent"]["calls"] == own["pairs"] and t["calls.child"]["calls"] == own["pairs"]
+    # recursion: every activation counted; self+children charged once per outermost one
+    assert t["calls.rec20"]["calls"] == own["rec20"], t["calls.rec20"]
+    assert t["calls.rec100"]["calls"] == own["rec100"], t["calls.rec100"]
+    # past the kernel's 64 nested return probes the deepest ones have no return: closed
+    # when found gone, nothing left open
+    assert t["calls.rec100"]["unwound"] > 0, t["calls.rec100"]
+    assert t["calls.rec20"]["unwound"] == 0, t["calls.rec20"]
+    # the longjmp out of three frames closes all three, each time
+    for fn in ("lj_a", "lj_b", "lj_c"):
+        assert t[f"calls.{fn}"]["calls"] == own["jumps"], t[f"calls.{fn}"]
+        assert t[f"calls.{fn}"]["unwound"] == own["jumps"], t[f"calls.{fn}"]
+    # the thread that exits inside a counted function
+    assert t["calls.dies_inside"]["exited"] == 1, t["calls.dies_inside"]
+    for p in t.values():
+        assert p["open"] == 0, p
+    # times against the program's own clock, after the subtracted probe cost (5 %)
+    for fn, key, want in (("parent", "total_ns", own["parent_total_ns"]),
+                          ("parent", "self_ns", own["parent_self_ns"]),
+                          ("child", "total_ns", own["child_total_ns"])):
+        got = t[f"calls.{fn}"][key]
+        assert abs(got - want) <= 0.05 * want, f"{fn} {key}: pcmon {got:.0f} ns, program {want} ns"
+    c = listing["calls"]
+    assert c["probe_cost_ns"] > 0 and c["subtracted_ns"] > 0, c
+    assert c["programs"]["runs"] >= 2 * own["exact"], c
+
+
+def test_count_command_embedded():
+    """`pcmon count PATTERN -- CMD` without a daemon: the workload's own truth."""
+    listing, p = pcmon_json("count", "calls.*", "--", workload("calls"), sock=NODAEMON)
+    assert p.returncode == 0, p.stderr
+    check_calls(listing, first_json_line(p.stdout))
+
+
+def test_virtual_and_real_on_a_sleeper():
+    """REAL counts a sleeping function's wall time; VIRTUAL its CPU time, nearly none."""
+    real, p = pcmon_json("count", "calls.nap", "calls.child", "--", workload("calls"), 1,
+                         sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    assert real["calls"]["mode"] == "REAL"
+    nap = table(real)["calls.nap"]
+    assert nap["calls"] == own["naps"], nap
+    assert abs(nap["total_ns"] - own["nap_ns"]) <= 0.05 * own["nap_ns"], (nap, own["nap_ns"])
+    virt, p = pcmon_json("count", "--virtual", "calls.nap", "calls.child", "--",
+                         workload("calls"), 1, sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    assert virt["calls"]["mode"] == "VIRTUAL"
+    nap = table(virt)["calls.nap"]
+    assert nap["calls"] == own["naps"] and nap["total_ns"] < 0.05 * own["nap_ns"], (nap, own)
+    # a function that only computes takes as long either way, give or take preemption
+    child = table(virt)["calls.child"]
+    assert child["total_ns"] <= 1.05 * own["child_total_ns"], (child, own)
+
+
+def test_library_loaded_later():
+    """A procedure in a library the program dlopens: probed when it is loaded, marked as
+    such (calls before are not seen); a pattern naming nothing says what was searched."""
+    listing, p = pcmon_json("count", "libcritlib.so.lib_work", "nothing_here_*", "--",
+                            workload("crit_dlopen"), 1, sock=NODAEMON)
+    assert p.returncode == 0, p.stderr
+    t = table(listing)
+    lib = t["libcritlib.so.lib_work"]
+    assert lib["calls"] > 0 and lib["attached_late"] is True, lib
+    assert listing["calls"]["unmatched"] == ["nothing_here_*"], listing["calls"]
+    assert listing["calls"]["objects_searched"] >= 3, listing["calls"]
+
+
+def test_count_text_table():
+    p = pcmon("count", "--sort", "calls", "calls.exact", "calls.rec*", "--", workload("calls"), 1,
+              sock=NODAEMON)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    head = [i for i, l in enumerate(lines) if l.split()[:2] == ["calls", "self"]]
+    assert head, p.stdout
+    rows = [l.split() for l in lines[head[0] + 1:] if l.strip()]
+    names = [r[-1] for r in rows if r[-1].startswith("calls.")]
+    assert names == ["calls.exact", "calls.rec100", "calls.rec20"], names  # --sort calls
+    assert "probe cost" in p.stdout
+
+
+def test_errors():
+    # in a running process, a pattern that names nothing is an error saying what was searched
+    sp = subprocess.Popen([workload("spinner"), "10"], stdout=subprocess.PIPE)
+    try:
+        sp.stdout.readline()
+        p = pcmon("count", "--pid", sp.pid, "spinner.no_such_*", sock=NODAEMON)
+        assert p.returncode == 1 and "no procedure matches spinner.no_such_*" in p.stderr, p.stderr
+        assert f"objects of pid {sp.pid}" in p.stderr, p.stderr
+    finally:
+        sp.kill()
+        sp.wait()
+    # a stray pattern is refused with the count
+    p = pcmon("count", "--max-probes", 3, "calls.*", "--", workload("calls"), 1,
+              sock=NODAEMON)
+    assert p.returncode == 2 and "more than --max-probes 3" in p.stderr, p.stderr
+    p = pcmon("count", "calls.exact", sock=NODAEMON)
+    assert p.returncode == 2 and "--pid PID or -- CMD" in p.stderr, p.stderr
+
+
+def test_daemon_target_list_zero_restart():
+    """--count as an instrument of a pcmond target, beside sampling: list shows both,
+    --calls the table alone; zero empties it; a restart keeps it."""
+    d = Daemon().start()
+    d2 = None
+    try:
+        listing, p = pcmon_json("run", "--count", "calls.exact", "--count", "calls.rec20",
+                                "--", workload("calls"), 1, sock=d.sock)
+        assert p.returncode == 0, p.stderr
+        own = first_json_line(p.stdout)
+        assert "summary" in listing and "procedures" in listing, listing.keys()  # sampling
+        tid = listing["target"]["id"]
+        assert table(listing)["calls.exact"]["calls"] == own["exact"]
+        only, _ = pcmon_json("list", tid, "--calls", sock=d.sock)
+        assert "summary" not in only and table(only)["calls.rec20"]["calls"] == own["rec20"]
+        d.stop()
+        d2 = Daemon(state_dir=d.state).start()
+        again, _ = pcmon_json("list", tid, "--calls", sock=d2.sock)
+        assert table(again)["calls.exact"]["calls"] == own["exact"], again
+        assert table(again)["calls.exact"]["total_ns"] == table(only)["calls.exact"]["total_ns"]
+        assert pcmon("zero", tid, sock=d2.sock, check=0).returncode == 0
+        zeroed, _ = pcmon_json("list", tid, "--calls", sock=d2.sock)
+        assert all(p["calls"] == 0 for p in zeroed["calls"]["procedures"]), zeroed
+    finally:
+        (d2 or d).stop()
+
+
+def test_count_pid_duration():
+    """`pcmon count --pid PID --duration S` on a running process, through pcmond."""
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE)
+    try:
+        sp.stdout.readline()
+        listing, p = pcmon_json("count", "--pid", sp.pid, "--duration", 1, "spinner.spin_here",
+                                "spinner.main", sock=d.sock)
+        assert p.returncode == 0, p.stderr
+        t = table(listing)
+        # spin_here is called in a loop: counted and timed; main was entered before the
+        # probes were on: no activation of it is seen
+        assert t["spinner.spin_here"]["calls"] > 0 and t["spinner.spin_here"]["total_ns"] > 0, t
+        assert t["spinner.main"]["calls"] == 0 and t["spinner.main"]["open"] == 0, t
+        # the target is forgotten afterwards
+        assert pcmon_json("targets", sock=d.sock)[0]["targets"] == []
+        # and without pcmond, the CLI's own engine does the same
+        listing, p = pcmon_json("count", "--pid", sp.pid, "--duration", 0.5, "spinner.spin_here",
+                                sock=NODAEMON)
+        assert p.returncode == 0 and table(listing)["spinner.spin_here"]["calls"] > 0, p.stderr
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+def test_users_count_only_their_own_processes():
+    """A user in group pcmon counts calls in her own process, not in anyone else's."""
+    alice = "pcmcount-alice"
+    with Users(alice):
+        d = Daemon().start()
+        os.chmod(d.dir, 0o755)
+        mine = subprocess.Popen(as_user([workload("spinner"), "20"], alice), stdout=subprocess.PIPE)
+        roots = subprocess.Popen([workload("spinner"), "20"], stdout=subprocess.PIPE)
+        try:
+            mine.stdout.readline()
+            roots.stdout.readline()
+            listing, p = pcmon_json("count", "--pid", mine.pid, "--duration", 0.5,
+                                    "spinner.spin_here", sock=d.sock, user=alice, groups=True)
+            assert p.returncode == 0 and table(listing)["spinner.spin_here"]["calls"] > 0, p.stderr
+            p = pcmon("count", "--pid", roots.pid, "--duration", 0.5, "spinner.spin_here",
+                      sock=d.sock, user=alice, groups=True)
+            assert p.returncode == 1 and "you may only watch your own processes" in p.stderr, p.stderr
+        finally:
+            for sp in (mine, roots):
+                sp.kill()
+                sp.wait()
+            d.stop()
+
+
+if __name__ == "__main__":
+    run_tests(globals())

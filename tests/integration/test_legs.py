@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Nodes, legs and histograms (SPEC §13) against the legs workload's own measurements:
+exact node hits (procedures and a USDT probe) and leg counts, per-duration means, log
+buckets of the legs' times, a linear histogram of an argument, a thread that exits inside a
+leg (abandoned), --add successor; the tables through pcmond, zero and a restart."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload
+
+NODAEMON = "/nonexistent/pcmond.sock"
+NODES = ["--node", "legs.req_begin", "--hist-arg", "0", "--node", "legs.end_small",
+         "--node", "legs.end_large", "--node", "legs:tick", "--node", "legs.report",
+         "--hist-arg", "0"]
+LEGS = ["--track", "successor", "--leg", "1:2", "--leg", "1:3",
+        "--hist", "node:1,linear,4,500,0", "--hist", "leg:1,log", "--hist", "leg:2,log",
+        "--hist", "node:5,log"]
+
+
+def log_bucket(v):
+    return v.bit_length()  # 0 -> 0; [2^i, 2^(i+1)) -> i + 1, as pcmon's log buckets
+
+
+def check_tables(tables, own):
+    nodes = {n["spec"]: n for n in tables["nodes"]}
+    # every hit, exactly: the fifth thread's req_begin too, and the USDT probe
+    assert nodes["legs.req_begin"]["hits"] == own["requests"] + 1, nodes
+    assert nodes["legs.end_small"]["hits"] == own["small"], nodes
+    assert nodes["legs.end_large"]["hits"] == own["large"], nodes
+    assert nodes["legs:tick"]["hits"] == own["requests"], nodes
+    # the argument's linear histogram: sizes 100 (and 7) in bucket 0, 1000 in bucket 2
+    h = nodes["legs.req_begin"]["hist"]
+    assert h["buckets"] == [own["small"] + 1, 0, own["large"], 0], h
+    assert h["underflow"] == 0 and h["overflow"] == 0, h
+    legs = {l["id"]: l for l in tables["legs"]}
+    small, large = legs[1], legs[2]
+    # every thread has its own leg in flight: 4 threads' legs all counted
+    assert small["count"] == own["small"] and large["count"] == own["large"], legs
+    # the thread that exits inside a request abandons its leg, and only that one
+    assert small["abandoned"] == 1 and large["abandoned"] == 0, legs
+    # each kind's mean against the program's own clock (it times a little more: the calls)
+    for leg, want in ((small, own["small_mean_ns"]), (large, own["large_mean_ns"])):
+        assert abs(leg["avg_ns"] - want) <= 0.05 * want, (leg, want)
+    # log buckets, exactly: the durations the program measured, recorded by a node
+    want = [0] * 65
+    for d in own["each_ns"]:
+        want[log_bucket(d)] += 1
+    assert nodes["legs.report"]["hist"]["buckets"] == want, (nodes["legs.report"]["hist"], want)
+    # the legs' own log histograms hold every leg, between its min and its max
+    for leg in (small, large):
+        b = leg["hist"]["buckets"]
+        assert sum(b) == leg["count"], leg
+        used = [i for i, n in enumerate(b) if n]
+        assert used[0] == log_bucket(leg["min_ns"]) and used[-1] == log_bucket(leg["max_ns"]), leg
+
+
+def test_tables_embedded():
+    listing, p = pcmon_json("run", "--no-sample", *NODES, *LEGS, "--", workload("legs"),
+                            sock=NODAEMON)
+    assert p.returncode == 0, p.stderr
+    check_tables(listing["tables"], first_json_line(p.stdout))
+    o = listing["tables"]["overhead"]
+    assert o["hits"] == sum(n["hits"] for n in listing["tables"]["nodes"]) and o["per_hit_ns"] > 0, o
+
+
+def test_file_line_node():
+    """FILE:LINE: the line's statement through the DWARF line table, every time it runs."""
+    src = os.path.join(os.path.dirname(__file__), "..", "workloads", "legs.c")
+    line = next(i for i, l in enumerate(open(src), 1) if "req_begin(large ? LARGE : SMALL);" in l)
+    listing, p = pcmon_json("run", "--no-sample", "--node", f"legs.c:{line}", "--",
+                            workload("legs"), sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    assert listing["tables"]["nodes"][0]["hits"] == own["requests"], listing["tables"]
+    p = pcmon("run", "--no-sample", "--node", "legs.c:3", "--", workload("legs"), sock=NODAEMON)
+    assert p.returncode == 1 and "no statement starts at that line" in p.stderr, p.stderr
+
+
+def test_offset_node_and_track_none():
+    """PROC+0xOFF: the instruction at that offset (here req_end's call of end_small, found in
+    the workload's own code); --track none counts nodes and times no leg."""
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", workload("legs")],
+                         capture_output=True, text=True, check=True).stdout
+    body = dis[dis.index("<req_end>:"):]
+    start = int(dis[:dis.index("<req_end>:")].split()[-1], 16)  # "00000000000014d0 <req_end>:"
+    call = next(l for l in body.splitlines() if "call" in l and "<end_small>" in l)
+    off = int(call.split(":")[0], 16) - start
+    listing, p = pcmon_json("run", "--no-sample", "--track", "none", "--node", "legs.req_begin",
+                            "--node", f"legs.req_end+{off:#x}", "--leg", "1:2", "--",
+                            workload("legs"), sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    nodes = listing["tables"]["nodes"]
+    assert nodes[1]["hits"] == own["small"], (off, nodes)
+    assert listing["tables"]["legs"][0]["count"] == 0, listing["tables"]["legs"]
+
+
+def test_tables_text():
+    p = pcmon("run", "--no-sample", *NODES, *LEGS, "--", workload("legs"), sock=NODAEMON,
+              check=0)
+    out = p.stdout
+    assert "probe overhead" in out and "legs.req_begin" in out, out
+    assert "~    1      1    2" in out, out  # leg 1 flagged: one abandoned
+    assert "1000 -> 1499" in out, out  # the size histogram's bars
+
+
+def test_add_successor():
+    """No legs given: --add successor adds one per pair of consecutive nodes a thread hits."""
+    listing, p = pcmon_json("run", "--no-sample", "--node", "legs.req_begin",
+                            "--node", "legs.end_small", "--node", "legs.end_large",
+                            "--add", "successor", "--", workload("legs"), sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    legs = {(l["from"], l["to"]): l for l in listing["tables"]["legs"]}
+    assert legs[(1, 2)]["count"] == own["small"] and legs[(1, 3)]["count"] == own["large"], legs
+    assert all(l["added"] for l in legs.values()), legs
+    # end -> next begin: the gaps between a thread's requests
+    assert legs[(2, 1)]["count"] + legs[(3, 1)]["count"] == own["requests"] - 4, legs
+
+
+def test_errors():
+    for args, status, words in (
+            (("--leg", "1:9"), 2, "--leg 1:9"),
+            (("--leg", "*:*"), 2, "not both"),
+            (("--hist", "node:2,log"), 2, "records no argument"),
+            (("--hist", "leg:1,linear,0,5,0"), 2, "BUCKETS 1-64"),
+            (("--node", "legs.no_such_fn"), 1, "no procedure legs.no_such_fn"),
+            (("--node", "legs:no_such_probe"), 1, "no such USDT probe")):
+        base = ["--node", "legs.req_begin", "--node", "legs.end_small"]
+        if args[0] == "--node":
+            base = []
+        p = pcmon("run", "--no-sample", *base, *args, "--", workload("legs"), sock=NODAEMON)
+        assert p.returncode == status and words in p.stderr, (args, p.returncode, p.stderr)
+
+
+def test_daemon_tables_zero_restart():
+    d = Daemon().start()
+    d2 = None
+    try:
+        listing, p = pcmon_json("run", *NODES, *LEGS, "--", workload("legs"), sock=d.sock)
+        own = first_json_line(p.stdout)
+        tid = listing["target"]["id"]
+        assert "summary" in listing, listing.keys()  # sampling beside the nodes
+        only, _ = pcmon_json("tables", tid, sock=d.sock)
+        assert "summary" not in only
+        check_tables(only["tables"], own)
+        d.stop()
+        d2 = Daemon(state_dir=d.state).start()
+        again, _ = pcmon_json("tables", tid, sock=d2.sock)
+        check_tables(again["tables"], own)
+        assert pcmon("zero", tid, sock=d2.sock).returncode == 0
+        zeroed, _ = pcmon_json("tables", tid, sock=d2.sock)
+        assert all(n["hits"] == 0 for n in zeroed["tables"]["nodes"]), zeroed
+        assert all(l["count"] == 0 for l in zeroed["tables"]["legs"]), zeroed
+    finally:
+        (d2 or d).stop()
+
+
+def test_edit_a_running_target():
+    """pcmon node|leg|hist add|del on a running target: a sampling target gets nodes, a leg
+    and a histogram while it runs; a deleted node stops counting."""
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE)
+    try:
+        sp.stdout.readline()
+        tid = pcmon("start", "--pid", sp.pid, sock=d.sock, check=0).stdout.strip()
+        assert pcmon("node", "add", tid, "spinner.spin_here", sock=d.sock, check=0).stdout.strip() == "1"
+        assert pcmon("node", "add", tid, "spinner.spin_here%return", sock=d.sock,
+                     check=0).stdout.strip() == "2"
+        assert pcmon("leg", "add", tid, "1", "2", sock=d.sock, check=0).stdout.strip() == "1"
+        pcmon("hist", "add", tid, "leg", "1", "--log", sock=d.sock, check=0)
+        time.sleep(1)
+        t, _ = pcmon_json("tables", tid, sock=d.sock)
+        nodes = {n["id"]: n for n in t["tables"]["nodes"]}
+        leg = t["tables"]["legs"][0]
+        assert nodes[1]["hits"] > 0 and leg["count"] > 0, t
+        # entry and return alternate: every return since the leg was added closes one (the
+        # nodes counted for a few calls before it)
+        assert 0.9 * nodes[2]["hits"] <= leg["count"] <= nodes[2]["hits"] <= nodes[1]["hits"], t
+        # the histogram was added after the leg: it holds what came since, no more
+        assert 0 < sum(leg["hist"]["buckets"]) <= leg["count"], leg
+        assert pcmon("node", "del", tid, "2", sock=d.sock).returncode == 0
+        time.sleep(0.3)
+        before, _ = pcmon_json("tables", tid, sock=d.sock)
+        time.sleep(0.5)
+        after, _ = pcmon_json("tables", tid, sock=d.sock)
+        assert [n["id"] for n in after["tables"]["nodes"]] == [1], after
+        assert after["tables"]["legs"][0]["count"] == before["tables"]["legs"][0]["count"], after
+        # mistakes are named
+        p = pcmon("leg", "add", tid, "1", "9", sock=d.sock)
+        assert p.returncode == 2 and "--leg 1:9" in p.stderr, p.stderr
+        p = pcmon("node", "del", tid, "7", sock=d.sock)
+        assert p.returncode == 1 and "no node 7" in p.stderr, p.stderr
+        p = pcmon("hist", "add", tid, "leg", "1", sock=d.sock)
+        assert p.returncode == 2 and "--linear" in p.stderr, p.stderr
+    finally:
+        sp.kill()
+        sp.wait()
+        d.stop()
+
+
+if __name__ == "__main__":
+    run_tests(globals())

@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests for daemon/engine.c and the target/instrument split (target.c, inst.c,
+ * sample.c), with a fake sampler: no BPF, no root. The fake records what the engine asks of
+ * BPF and hands the engine the entries a test queues, as the real drain would.
+ *
+ * What is checked: a start request becomes a target carrying the instruments it asks for,
+ * configured in BPF as asked; every field is checked once and an unknown one refused;
+ * pause, resume, stop, zero and drop reach the target and each instrument; samples drained
+ * are listed, with their stack's procedures named from this very binary; permissions and
+ * per-user limits; a restart brings back what was saved.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "pcmon_bpf.h"
+#include "probes.h"
+#include "proto.h"
+#include "sampler.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* The fake sampler: what the engine asked, and what the next drain hands it */
+
+#define MAXQ 16
+
+static struct fake {
+	int evfd;
+	uint32_t cfg_flags[PCMON_MAX_TARGETS];
+	uint64_t cfg_period[PCMON_MAX_TARGETS];
+	uint32_t cfg_owner[PCMON_MAX_TARGETS];
+	bool cleared[PCMON_MAX_TARGETS];
+	int periods;			/* held cpu-clock periods */
+	int offcpu;			/* holds of the sched_switch program */
+	uint32_t proc_target[8], proc_pid[8];
+	int nprocs;
+	struct pcmon_tstat tstat[PCMON_MAX_TARGETS];
+	struct {
+		struct pcmon_key k;
+		struct pcmon_val v;
+		struct pcmon_stack us;
+	} q[MAXQ];
+	int nq;
+} fk;
+
+struct sampler {
+	int dummy;
+};
+static struct sampler the_sampler;
+
+int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+{
+	(void)o;
+	(void)err;
+	(void)errlen;
+	fk.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	*out = &the_sampler;
+	return fk.evfd < 0 ? -errno : 0;
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (s)
+		close(fk.evfd);
+}
+
+uint32_t sampler_max_depth(const struct sampler *s) { (void)s; return 127; }
+uint32_t sampler_dwarf_stack(const struct sampler *s) { (void)s; return 65536; }
+uint64_t sampler_min_period_ns(void) { return 10000; }
+bool sampler_has_offcpu(const struct sampler *s) { (void)s; return true; }
+
+int sampler_period_get(struct sampler *s, uint64_t period_ns, char *err, size_t errlen)
+{
+	(void)s; (void)period_ns; (void)err; (void)errlen;
+	fk.periods++;
+	return 0;
+}
+
+void sampler_period_put(struct sampler *s, uint64_t period_ns)
+{
+	(void)s; (void)period_ns;
+	fk.periods--;
+}
+
+int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
+{
+	(void)s; (void)err; (void)errlen;
+	fk.offcpu++;
+	return 0;
+}
+
+void sampler_offcpu_put(struct sampler *s) { (void)s; fk.offcpu--; }
+
+int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
+		       uint32_t owner)
+{
+	(void)s;
+	fk.cfg_flags[id] = flags;
+	fk.cfg_period[id] = period_ns;
+	fk.cfg_owner[id] = owner;
+	fk.cleared[id] = false;
+	return 0;
+}
+
+void sampler_target_clear(struct sampler *s, uint32_t id) { (void)s; fk.cleared[id] = true; }
+
+int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
+		     uint32_t *had)
+{
+	(void)s; (void)flags;
+	*had = 0;
+	for (int i = 0; i < fk.nprocs; i++) {
+		if (fk.proc_pid[i] == tgid && !fk.cleared[fk.proc_target[i]]) {
+			*had = fk.proc_target[i];
+			return -EEXIST;
+		}
+	}
+	if (fk.nprocs < 8) {
+		fk.proc_pid[fk.nprocs] = tgid;
+		fk.proc_target[fk.nprocs++] = target;
+	}
+	return 0;
+}
+
+int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch)
+{
+	(void)s; (void)tgid;
+	*epoch = 0;
+	return 0;
+}
+
+int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target)
+{
+	(void)s; (void)cgid; (void)target;
+	return 0;
+}
+
+void sampler_all_set(struct sampler *s, uint32_t target) { (void)s; (void)target; }
+
+void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
+{
+	(void)s;
+	*sum = fk.tstat[target];
+}
+
+void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
+{
+	(void)s;
+	memset(sum, 0, sizeof(*sum));
+}
+
+int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
+{
+	(void)s;
+	for (int i = 0; i < fk.nq; i++)
+		cb(ctx, &fk.q[i].k, &fk.q[i].v, fk.q[i].us.len ? &fk.q[i].us : NULL, NULL);
+	fk.nq = 0;
+	return 0;
+}
+
+void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
+{
+	(void)s; (void)cb; (void)ctx;
+}
+
+int sampler_events_fd(struct sampler *s) { (void)s; return fk.evfd; }
+
+int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx)
+{
+	(void)s; (void)ev; (void)ds; (void)ctx;
+	return 0;
+}
+
+int sampler_usdt_attach(struct sampler *s, const char *path) { (void)s; (void)path; return 0; }
+int sampler_probe_events_fd(struct sampler *s) { (void)s; return fk.evfd; }
+
+int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq)
+{
+	(void)s; (void)tgid; (void)seq;
+	return 0;
+}
+
+int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
+{
+	(void)s; (void)out; (void)max;
+	return 0;
+}
+
+/* No shared BPF object here: the instruments that need one (call counting) are not tested. */
+struct procs *sampler_procs(struct sampler *s) { (void)s; return NULL; }
+
+/* The probe thread reads BPF's probe ring: there is none here. */
+static struct probes *the_probes = (struct probes *)&the_sampler;
+
+int probes_start(struct sampler *smp, struct probes **out, char *err, size_t errlen)
+{
+	(void)smp; (void)err; (void)errlen;
+	*out = the_probes;
+	return 0;
+}
+
+void probes_stop(struct probes *p) { (void)p; }
+void probes_stats(struct probes *p, struct probes_stats *out) { (void)p; memset(out, 0, sizeof(*out)); }
+
+/* ---------------------------------------------------------------------------------------- */
+/* Fixture */
+
+/* Code of this binary that the symbolizer names from its symbol table. */
+__attribute__((noinline, used)) void leaf_work(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline, used)) void outer_work(void) { leaf_work(); __asm__ volatile(""); }
+
+struct fx {
+	char dir[64];
+	struct engine *e;
+	struct engine_opts o;
+};
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path);
+}
+
+static struct engine *open_engine(struct fx *f)
+{
+	char err[256] = "";
+
+	assert_int_equal(engine_new(&f->o, &f->e, err, sizeof(err)), 0);
+	return f->e;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	memset(&fk, 0, sizeof(fk));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/pcmon-engine-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	f->o.state_dir = f->dir;
+	f->o.debuginfod = "";
+	f->o.user_targets = 2;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	engine_free(f->e);
+	nftw(f->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+/* A request from @uid, answered; the reply is the caller's. */
+static cJSON *ask(struct fx *f, uid_t uid, const char *json)
+{
+	struct client c = { .uid = uid, .pid = getpid() };
+	cJSON *req = cJSON_Parse(json), *rep;
+
+	assert_non_null(req);
+	rep = engine_handle(f->e, &c, req);
+	cJSON_Delete(req);
+	assert_non_null(rep);
+	return rep;
+}
+
+static bool ok(const cJSON *rep)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok"));
+}
+
+static const char *error_of(const cJSON *rep)
+{
+	return proto_str(rep, "error", "");
+}
+
+static int status_of(const cJSON *rep)
+{
+	return (int)proto_num(rep, "status", -1);
+}
+
+/* Start a target on this process as @uid; its id. */
+static uint32_t start(struct fx *f, uid_t uid, const char *extra)
+{
+	char json[512];
+	cJSON *rep;
+	uint32_t id;
+
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d%s%s}", getpid(),
+		 extra ? "," : "", extra ? extra : "");
+	rep = ask(f, uid, json);
+	if (!ok(rep))
+		fail_msg("start %s: %s", json, error_of(rep));
+	id = proto_num(rep, "id", 0);
+	cJSON_Delete(rep);
+	return id;
+}
+
+/* Queue @count on-CPU samples of target @id in outer_work -> leaf_work. */
+static void queue(uint32_t id, uint64_t count)
+{
+	assert_true(fk.nq < MAXQ);
+	fk.q[fk.nq].k = (struct pcmon_key){ .target = id, .pid = getpid(), .kind = PCMON_KIND_ONCPU,
+					    .ustack = 1 };
+	fk.q[fk.nq].v = (struct pcmon_val){ .count = count };
+	fk.q[fk.nq].us.len = 2;
+	fk.q[fk.nq].us.ip[0] = (uintptr_t)leaf_work;	/* innermost: the sampled pc, exact */
+	/* a return address: looked up one byte before, at the call */
+	fk.q[fk.nq].us.ip[1] = (uintptr_t)outer_work + 1;
+	fk.nq++;
+}
+
+/* A procedure's row in a listing, NULL if it has none. */
+static const cJSON *proc_row(const cJSON *list, const char *name)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(list, "procedures"))
+		if (!strcmp(proto_str(p, "name", ""), name))
+			return p;
+	return NULL;
+}
+
+static cJSON *list(struct fx *f, uid_t uid, uint32_t id)
+{
+	char json[96];
+
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"list\",\"target\":%u}", id);
+	return ask(f, uid, json);
+}
+
+static double summary(const cJSON *list, const char *k)
+{
+	return proto_num(cJSON_GetObjectItem(list, "summary"), k, -1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tests */
+
+static void test_start_configures_bpf(void **state)
+{
+	struct fx *f = *state;
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), "\"mode\":\"real\",\"interval_us\":2000,\"unwind\":\"fp\",\"kernel\":true");
+	assert_int_equal(id, 1);
+	/* the target's own flags and sampling's, the period, the owner */
+	assert_int_equal(fk.cfg_flags[id], PCMON_TF_ACTIVE | PCMON_TF_CHILDREN | PCMON_TF_REAL |
+						   PCMON_TF_KERNEL);
+	assert_int_equal(fk.cfg_period[id], 2000000);
+	assert_int_equal(fk.cfg_owner[id], getuid());
+	assert_int_equal(fk.periods, 1);
+	assert_int_equal(fk.offcpu, 1);
+	assert_int_equal(fk.nprocs, 1);
+	assert_int_equal(fk.proc_pid[0], (uint32_t)getpid());
+
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"targets\"}");
+	assert_true(ok(rep));
+	{
+		const cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "targets"), 0);
+
+		assert_string_equal(proto_str(t, "mode", ""), "REAL");
+		assert_string_equal(proto_str(t, "unwind", ""), "fp");
+		assert_int_equal(proto_num(t, "interval_us", 0), 2000);
+		assert_string_equal(proto_str(t, "state", ""), "running");
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(t, "children")));
+	}
+	cJSON_Delete(rep);
+}
+
+static void test_start_refusals(void **state)
+{
+	struct fx *f = *state;
+	char json[256];
+	cJSON *rep;
+
+	open_engine(f);
+	/* a field nobody takes, named */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"colour\":1}", getpid());
+	rep = ask(f, getuid(), json);
+	assert_false(ok(rep));
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "colour"));
+	cJSON_Delete(rep);
+	/* an instrument's field with the wrong value: checked once, by the engine */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"unwind\":\"lbr\"}",
+		 getpid());
+	rep = ask(f, getuid(), json);
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "unwind"));
+	cJSON_Delete(rep);
+	/* no instrument at all */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"no_sample\":true}",
+		 getpid());
+	rep = ask(f, getuid(), json);
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "no instrument"));
+	cJSON_Delete(rep);
+	/* a bad WHEN starts nothing: no period held, no process given to BPF */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"when\":\"main->(\"}",
+		 getpid());
+	rep = ask(f, getuid(), json);
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "--when"));
+	cJSON_Delete(rep);
+	assert_int_equal(fk.periods, 0);
+	assert_int_equal(fk.nprocs, 0);
+	/* two of --pid, --all */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"all\":true}", getpid());
+	rep = ask(f, 0, json);
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "exactly one"));
+	cJSON_Delete(rep);
+}
+
+static void test_samples_listed(void **state)
+{
+	struct fx *f = *state;
+	const cJSON *leaf, *outer;
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), "\"unwind\":\"fp\"");
+	queue(id, 30);
+	queue(id, 12);
+	queue(id + 1, 99); /* no such target: dropped, counted nowhere */
+	rep = list(f, getuid(), id);
+	assert_true(ok(rep));
+	assert_int_equal(summary(rep, "interrupts"), 42);
+	assert_int_equal(summary(rep, "counted"), 42);
+	/* named from this binary's symbols: the leaf has them all, its caller as deep */
+	leaf = proc_row(rep, "leaf_work");
+	outer = proc_row(rep, "outer_work");
+	assert_non_null(leaf);
+	assert_non_null(outer);
+	assert_int_equal(proto_num(leaf, "shallow", 0), 42);
+	assert_int_equal(proto_num(outer, "shallow", -1), 0);
+	assert_int_equal(proto_num(outer, "deep", 0), 42);
+	/* the stack ends short of a root (no _start): flagged, not silently whole */
+	assert_int_equal(summary(rep, "cut_short"), 42);
+	cJSON_Delete(rep);
+}
+
+static void test_pause_resume_stop_zero_drop(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), NULL);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"pause\",\"target\":1}");
+	assert_true(ok(rep));
+	cJSON_Delete(rep);
+	assert_int_equal(fk.cfg_flags[id] & PCMON_TF_ACTIVE, 0);
+	assert_int_equal(fk.cfg_period[id], 10000000); /* sampling's settings kept */
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"pause\",\"target\":1}");
+	assert_int_equal(status_of(rep), 1); /* only a running target can be paused */
+	cJSON_Delete(rep);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"resume\",\"target\":1}");
+	cJSON_Delete(rep);
+	assert_int_equal(fk.cfg_flags[id] & PCMON_TF_ACTIVE, PCMON_TF_ACTIVE);
+
+	queue(id, 5);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"zero\",\"target\":1}");
+	cJSON_Delete(rep);
+	rep = list(f, getuid(), id);
+	assert_int_equal(summary(rep, "interrupts"), 0);
+	cJSON_Delete(rep);
+
+	queue(id, 7);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"stop\",\"target\":1}");
+	assert_string_equal(proto_str(rep, "state", ""), "stopped");
+	cJSON_Delete(rep);
+	/* stopped: what was in flight is collected, the period and the processes released */
+	assert_int_equal(fk.periods, 0);
+	assert_true(fk.cleared[id]);
+	rep = list(f, getuid(), id);
+	assert_int_equal(summary(rep, "interrupts"), 7);
+	cJSON_Delete(rep);
+
+	engine_flush(f->e);
+	snprintf(path, sizeof(path), "%s/target-%u.json", f->dir, id);
+	assert_int_equal(access(path, F_OK), 0);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"drop\",\"target\":1}");
+	assert_true(ok(rep));
+	cJSON_Delete(rep);
+	assert_int_not_equal(access(path, F_OK), 0);
+	rep = list(f, getuid(), id);
+	assert_int_equal(status_of(rep), 1);
+	cJSON_Delete(rep);
+}
+
+static void test_restart_keeps_results(void **state)
+{
+	struct fx *f = *state;
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), "\"mode\":\"real\",\"critical\":[\"hot=*->leaf_work\"]");
+	queue(id, 11);
+	rep = list(f, getuid(), id); /* drains */
+	cJSON_Delete(rep);
+	engine_flush(f->e);
+	engine_free(f->e);
+	f->e = NULL;
+	assert_int_equal(fk.periods, 0); /* freed with the engine */
+
+	open_engine(f);
+	rep = list(f, getuid(), id);
+	assert_true(ok(rep));
+	/* a running target comes back stopped, with its settings and its samples */
+	assert_string_equal(proto_str(cJSON_GetObjectItem(rep, "target"), "state", ""), "stopped");
+	assert_string_equal(proto_str(cJSON_GetObjectItem(rep, "target"), "mode", ""), "REAL");
+	assert_int_equal(summary(rep, "interrupts"), 11);
+	{
+		const cJSON *c = cJSON_GetArrayItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"), "critical"), 1);
+
+		assert_string_equal(proto_str(c, "name", ""), "hot");
+		assert_int_equal(proto_num(c, "count", 0), 11);
+	}
+	cJSON_Delete(rep);
+}
+
+static void test_users(void **state)
+{
+	struct fx *f = *state;
+	uid_t other = getuid() + 4242;
+	char json[128];
+	cJSON *rep;
+
+	open_engine(f);
+	start(f, getuid(), NULL);
+	/* another user sees nothing of it and cannot touch it */
+	rep = ask(f, other, "{\"v\":1,\"cmd\":\"targets\"}");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(rep, "targets")), 0);
+	cJSON_Delete(rep);
+	rep = ask(f, other, "{\"v\":1,\"cmd\":\"stop\",\"target\":1}");
+	assert_int_equal(status_of(rep), 1);
+	cJSON_Delete(rep);
+	/* nor watch this process, which is not hers */
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d}", getpid());
+	rep = ask(f, other, json);
+	assert_int_equal(status_of(rep), 1);
+	assert_non_null(strstr(error_of(rep), "belongs to uid"));
+	cJSON_Delete(rep);
+	/* --all is root's */
+	rep = ask(f, other, "{\"v\":1,\"cmd\":\"start\",\"all\":true}");
+	assert_non_null(strstr(error_of(rep), "only root"));
+	cJSON_Delete(rep);
+}
+
+/*
+ * A process of a user other than root, and that user: as root, a child that becomes nobody;
+ * as anyone else, this process. Its pid, 0 when none could be made.
+ */
+static pid_t users_process(uid_t *uid)
+{
+	pid_t pid;
+
+	if (getuid() != 0) {
+		*uid = getuid();
+		return getpid();
+	}
+	*uid = 65534;
+	pid = fork();
+	if (pid == 0) {
+		/* gone with the test, whatever happens to it; and not holding its output open */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(open("/dev/null", O_WRONLY), 1);
+		dup2(1, 2);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	for (int i = 0; i < 1000 && pid > 0; i++) { /* until /proc says it is hers */
+		char path[32];
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "/proc/%d", pid);
+		if (!stat(path, &sb) && sb.st_uid == *uid)
+			return pid;
+		usleep(1000);
+	}
+	return 0;
+}
+
+static void test_user_target_limit(void **state)
+{
+	struct fx *f = *state;
+	char json[128];
+	uid_t uid;
+	pid_t pid = users_process(&uid);
+	cJSON *rep;
+
+	assert_true(pid > 0);
+	open_engine(f);
+	/* o.user_targets is 2: the third is refused, stopped or not */
+	for (int i = 0; i < 3; i++) {
+		snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d,\"name\":\"n%d\"}",
+			 pid, i);
+		rep = ask(f, uid, json);
+		if (i < 2) {
+			if (!ok(rep))
+				fail_msg("start %d as uid %u: %s", i, uid, error_of(rep));
+			cJSON_Delete(rep);
+			snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"stop\",\"target\":%d}", i + 1);
+			rep = ask(f, uid, json); /* frees the process for the next one */
+			assert_true(ok(rep));
+			cJSON_Delete(rep);
+			continue;
+		}
+		assert_int_equal(status_of(rep), 1);
+		assert_non_null(strstr(error_of(rep), "the most one user may have"));
+		cJSON_Delete(rep);
+	}
+	/* root is not limited */
+	if (getuid() == 0) {
+		snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d}", pid);
+		rep = ask(f, 0, json);
+		assert_true(ok(rep));
+		cJSON_Delete(rep);
+	}
+	if (pid != getpid()) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+/* A process is in one target: a second --pid on it is refused, naming the first. */
+static void test_one_target_per_process(void **state)
+{
+	struct fx *f = *state;
+	char json[128];
+	cJSON *rep;
+
+	open_engine(f);
+	start(f, getuid(), "\"name\":\"first\"");
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"start\",\"pid\":%d}", getpid());
+	rep = ask(f, getuid(), json);
+	assert_int_equal(status_of(rep), 1);
+	assert_non_null(strstr(error_of(rep), "already watched by target 1 \"first\""));
+	cJSON_Delete(rep);
+	/* nothing of the refused target is left holding BPF resources */
+	assert_int_equal(fk.periods, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_start_configures_bpf),
+		T(test_start_refusals),
+		T(test_samples_listed),
+		T(test_pause_resume_stop_zero_drop),
+		T(test_restart_keeps_results),
+		T(test_users),
+		T(test_user_target_limit),
+		T(test_one_target_per_process),
+	};
+
+	log_verbosity = LOG_ERR;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
