@@ -41,7 +41,12 @@ def test_marked_sections_nested():
     pp = procs(listing)
     # nothing inside a section counts for a procedure
     assert "crit.sweep" not in pp and "crit.mark" not in pp, pp.keys()
-    assert pp.get("crit.gc", {"deep": 0})["deep"] <= 0.01 * listing["summary"]["counted"]
+    # gc's samples outside its sections are bounded by the time gc measures between its
+    # entry and the end of BEGIN's trap, and between END's trap and its return
+    n = listing["summary"]["counted"]
+    gc_own = pp.get("crit.gc", {"deep": 0})["deep"] / n
+    assert gc_own * 100 <= own["gc_own"] * 100 + share_tolerance_pp(own["gc_own"], n, 0.5), \
+        (gc_own, own)
 
 
 def test_declared_section():
