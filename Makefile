@@ -34,6 +34,7 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -lz -lpthread -lm
+CLI_LIBS = -lncursesw
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -56,7 +57,8 @@ WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS)
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
-	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools
+	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
+	libncurses-dev golang-go chromium tmux
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
@@ -110,7 +112,7 @@ $(OUTPUT)/cli/%.o: cli/%.c | $(OUTPUT)/cli
 $(BIN)/pcmond: $(OUTPUT)/pcmond.o $(OUTPUT)/libpcmon.a | $(BIN)
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
 $(BIN)/pcmon: $(CLI_OBJS) $(OUTPUT)/libpcmon.a | $(BIN)
-	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(CC) $(CFLAGS) $^ $(LIBS) $(CLI_LIBS) -o $@
 
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
@@ -153,7 +155,7 @@ $(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
 
 # the CLI (with its embedded engine) under ASan/UBSan, for the sanitizer integration test
 $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
-	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
 
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@

@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "export.h"
 #include "format.h"
 #include "proto.h"
+#include "top.h"
 #include "util.h"
 
 /* Options; each command names the ones it takes (commands[].opts). */
@@ -60,6 +62,12 @@
 #define O_SCALE        (1ULL << 35)
 #define O_BASE         (1ULL << 36)
 #define O_HIST_ARG     (1ULL << 37)
+#define O_FORMAT       (1ULL << 38)
+#define O_OUTPUT       (1ULL << 39)
+#define O_TITLE        (1ULL << 40)
+#define O_DELAY        (1ULL << 41)
+#define O_BATCH        (1ULL << 42)
+#define O_ITERATIONS   (1ULL << 43)
 
 #define O_SAMPLING (O_VIRTUAL | O_REAL | O_INTERVAL | O_WHEN | O_WHEN_FILE | O_CRITICAL | \
 		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE | \
@@ -132,6 +140,12 @@ static const struct opt {
 	{ "verbose", 'v', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
 	{ "debuginfod", 'D', "URLS", O_DEBUGINFOD, OK_LOCAL, NULL, NULL },
 	{ "cache-dir", 'K', "DIR", O_CACHE_DIR, OK_LOCAL, NULL, NULL },
+	{ "format", 0x100, "FMT", O_FORMAT, OK_LOCAL, NULL, NULL },
+	{ "output", 'o', "FILE", O_OUTPUT, OK_LOCAL, NULL, NULL },
+	{ "title", 0x101, "T", O_TITLE, OK_LOCAL, NULL, NULL },
+	{ "delay", 0x102, "SECS", O_DELAY, OK_LOCAL, NULL, NULL },
+	{ "batch", 0x103, NULL, O_BATCH, OK_LOCAL, NULL, NULL },
+	{ "iterations", 0x104, "N", O_ITERATIONS, OK_LOCAL, NULL, NULL },
 	{ "help", 'h', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
 };
 
@@ -175,6 +189,12 @@ struct args {
 	bool calls;		/* list: the call table alone */
 	const char *sort;	/* list: the call table's order */
 	double duration;	/* count --pid: how long, 0: until the process exits or ^C */
+	const char *format;	/* export: folded, pprof, json */
+	const char *output;	/* export, flamegraph: the file (NULL: stdout) */
+	const char *title;	/* flamegraph */
+	double delay;		/* top: seconds between refreshes */
+	bool batch;		/* top: text, no terminal */
+	long iterations;	/* top: refreshes before it quits, 0 = until q */
 	const char *socket;
 	const char *debuginfod;	/* run: its own engine's servers (NULL: $DEBUGINFOD_URLS) */
 	const char *cache_dir;	/* run: where the embedded engine keeps what it fetches */
@@ -283,7 +303,7 @@ static int set_field(struct args *a, const struct opt *o, const char *val)
 static int parse_args(int argc, char **argv, const char *cmd, uint64_t allowed, struct args *a)
 {
 	/* run stops at the command; the others take options anywhere (count's up to "--") */
-	const char *optstring = !strcmp(cmd, "run") ? "+:iv" : "-:iv";
+	const char *optstring = !strcmp(cmd, "run") ? "+:iv" : "-:ivo:";
 	int c, r;
 
 	a->json = json_asked(argc, argv, optstring);
@@ -379,6 +399,31 @@ static int parse_args(int argc, char **argv, const char *cmd, uint64_t allowed, 
 		}
 		case 'd':
 			a->view.deep = 1;
+			break;
+		case 0x100:
+			a->format = optarg;
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 0x101:
+			a->title = optarg;
+			break;
+		case 0x102: {
+			char *end;
+
+			a->delay = strtod(optarg, &end);
+			if (*end || !(a->delay >= 0.1 && a->delay <= 3600))
+				return fail(a, 2, "--delay %s: expected seconds from 0.1 to 3600", optarg);
+			break;
+		}
+		case 0x103:
+			a->batch = true;
+			break;
+		case 0x104:
+			if (parse_whole(optarg, 1, 1000000, &a->iterations))
+				return fail(a, 2, "--iterations %s: expected a whole number from 1 to 1000000",
+					    optarg);
 			break;
 		case 'T':
 			if (parse_whole(optarg, 1, 1000000000, &a->view.top))
@@ -965,6 +1010,210 @@ static int cmd_count(struct args *a)
 	return count_pid(a);
 }
 
+/* Where an export goes: -o FILE (replaced only once it is whole), else stdout. */
+struct out {
+	FILE *f;
+	char *tmp;
+};
+
+static int out_open(struct args *a, struct out *o, bool binary)
+{
+	o->tmp = NULL;
+	if (!a->output || !strcmp(a->output, "-")) {
+		if (binary && isatty(STDOUT_FILENO))
+			return fail(a, 2, "%s: the output is binary: give -o FILE, or redirect it", a->cmd);
+		o->f = stdout;
+		return 0;
+	}
+	if (asprintf(&o->tmp, "%s.tmp.%d", a->output, (int)getpid()) < 0)
+		return fail(a, 1, "out of memory");
+	o->f = fopen(o->tmp, "w");
+	if (!o->f) {
+		int r = fail(a, 1, "-o %s: %s", a->output, strerror(errno));
+
+		free(o->tmp);
+		return r;
+	}
+	return 0;
+}
+
+/* Finish the output: @err < 0 throws a partial file away. 0, or the exit status. */
+static int out_close(struct args *a, struct out *o, int err)
+{
+	if (o->f == stdout)
+		return fflush(stdout) || err ? fail(a, 1, "%s: cannot write: %s", a->cmd,
+						   strerror(err ? -err : errno)) : 0;
+	if (fclose(o->f) && !err)
+		err = -errno;
+	if (!err && rename(o->tmp, a->output))
+		err = -errno;
+	if (err)
+		unlink(o->tmp);
+	free(o->tmp);
+	return err ? fail(a, 1, "-o %s: %s", a->output, strerror(-err)) : 0;
+}
+
+/* The samples of TARGET as stacks: the listing with its profile (daemon/stacks.h). */
+static int fetch_profile(struct args *a, cJSON **rep, struct xprof *p)
+{
+	struct session s;
+	char err[256];
+	int r;
+
+	if (!a->target)
+		return fail(a, 2, "%s: which target? give its id or name (see pcmon targets)", a->cmd);
+	r = connect_daemon(a, &s);
+	if (r)
+		return r;
+	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("list"));
+	req_set(a->req, "stacks", cJSON_CreateBool(1));
+	*rep = call(&s, a->req);
+	close(s.fd);
+	if (!proto_bool(*rep, "ok", 0)) {
+		r = show(a, *rep, NULL);
+		cJSON_Delete(*rep);
+		return r;
+	}
+	if (xprof_load(p, *rep, err, sizeof(err))) {
+		cJSON_Delete(*rep);
+		return fail(a, 1, "%s: target %s: %s", a->cmd, a->target, err);
+	}
+	return 0;
+}
+
+/* pcmon export TARGET --format folded|pprof|json [-o FILE] [--when P] */
+static int cmd_export(struct args *a)
+{
+	const char *fmt = a->format ? a->format : "";
+	bool pprof = !strcmp(fmt, "pprof");
+	struct xprof p;
+	struct out o;
+	cJSON *rep;
+	char err[256] = "";
+	int r;
+
+	if (strcmp(fmt, "folded") && !pprof && strcmp(fmt, "json"))
+		return fail(a, 2, "export: --format folded, pprof or json");
+	r = fetch_profile(a, &rep, &p);
+	if (r)
+		return r;
+	r = out_open(a, &o, pprof);
+	if (!r) {
+		int e;
+
+		if (pprof) {
+			e = export_pprof(o.f, &p, err, sizeof(err));
+		} else if (!strcmp(fmt, "folded")) {
+			e = export_folded(o.f, &p);
+		} else { /* the listing's facts and the stacks, for scripts */
+			char *js;
+
+			cJSON_DeleteItemFromObject(rep, "v");
+			cJSON_DeleteItemFromObject(rep, "ok");
+			cJSON_DeleteItemFromObject(rep, "procedures");
+			cJSON_DeleteItemFromObject(rep, "deep_order");
+			js = cJSON_Print(rep);
+			e = js && fprintf(o.f, "%s\n", js) > 0 ? 0 : -ENOMEM;
+			free(js);
+		}
+		r = out_close(a, &o, e);
+	}
+	xprof_free(&p);
+	cJSON_Delete(rep);
+	return r;
+}
+
+static cJSON *top_call(void *ctx, const cJSON *req)
+{
+	return call(ctx, req);
+}
+
+static void top_work(void *ctx)
+{
+	engine_work(((struct session *)ctx)->e);
+}
+
+/* pcmon top [OPTS] (--pid PID | --cgroup DIR | --all): a target of its own, shown live. */
+static int cmd_top(struct args *a)
+{
+	struct session s = { .fd = -1 };
+	struct top_io io = { .ctx = &s, .call = top_call, .work = top_work, .engine_fd = -1,
+			     .delay = a->delay ? a->delay : 1, .batch = a->batch,
+			     .iterations = a->iterations };
+	char errbuf[512], id[16];
+	cJSON *rep, *req;
+	int r, fd = -1;
+
+	if (a->target)
+		return fail(a, 2, "top: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
+			    a->target);
+	if (!a->batch && !isatty(STDOUT_FILENO))
+		return fail(a, 2, "top: stdout is not a terminal: use -b for text");
+	if ((a->seen & O_CGROUP) &&
+	    (r = open_for_request(a, "--cgroup", proto_str(a->req, "cgroup", ""),
+				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
+		return r;
+	/* pcmond when it answers, else an engine of our own (as pcmon run) */
+	s.fd = proto_connect(socket_path(a));
+	if (s.fd < 0) {
+		struct engine_opts eo = { .debuginfod = "" };
+
+		if (engine_new(&eo, &s.e, errbuf, sizeof(errbuf))) {
+			if (fd >= 0)
+				close(fd);
+			return fail(a, 1, "pcmond is not running and the embedded engine failed: %s",
+				    errbuf);
+		}
+		io.engine_fd = engine_fd(s.e);
+	}
+	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("start"));
+	if (!(a->seen & O_KERNEL)) /* k switches kernel frames on and off: collect them */
+		req_set(a->req, "kernel", cJSON_CreateBool(1));
+	if (!proto_str(a->req, "name", NULL))
+		req_set(a->req, "name", cJSON_CreateString("top"));
+	rep = call_fds(&s, a->req, &fd, fd >= 0);
+	if (!proto_bool(rep, "ok", 0)) {
+		r = show(a, rep, NULL);
+		cJSON_Delete(rep);
+		goto out;
+	}
+	snprintf(id, sizeof(id), "%.0f", proto_num(rep, "id", 0));
+	cJSON_Delete(rep);
+	io.target = id;
+	r = top_run(&io, errbuf, sizeof(errbuf));
+	if (r)
+		fail(a, r, "top: %s", errbuf);
+	/* the target was top's own: gone with it */
+	req = proto_request("drop");
+	cJSON_AddStringToObject(req, "target", id);
+	cJSON_Delete(call(&s, req));
+	cJSON_Delete(req);
+out:
+	if (s.fd >= 0)
+		close(s.fd);
+	engine_free(s.e);
+	return r;
+}
+
+/* pcmon flamegraph TARGET [-o FILE.svg] [--when P] [--title T] */
+static int cmd_flamegraph(struct args *a)
+{
+	struct xprof p;
+	struct out o;
+	cJSON *rep;
+	int r;
+
+	r = fetch_profile(a, &rep, &p);
+	if (r)
+		return r;
+	r = out_open(a, &o, false);
+	if (!r)
+		r = out_close(a, &o, export_flamegraph(o.f, &p, a->title));
+	xprof_free(&p);
+	cJSON_Delete(rep);
+	return r;
+}
+
 static const struct command {
 	const char *name;
 	int (*fn)(struct args *);
@@ -991,6 +1240,14 @@ static const struct command {
 	{ "hist", cmd_edit, O_LINEAR | O_LOG | O_BUCKETS | O_SCALE | O_BASE,
 	  "hist  add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)\n"
 	  "              | hist del TARGET node|leg ID   a histogram, while it runs" },
+	{ "export", cmd_export, O_FORMAT | O_OUTPUT | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | O_NO_INLINE,
+	  "export TARGET --format folded|pprof|json [-o FILE] [--when P] [--critical N=P] [--no-inline]\n"
+	  "              the samples as stacks: folded (flamegraph.pl), pprof (go tool pprof), json" },
+	{ "flamegraph", cmd_flamegraph, O_OUTPUT | O_TITLE | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | O_NO_INLINE,
+	  "flamegraph TARGET [-o FILE.svg] [--title T] [--when P]   an interactive SVG flame graph" },
+	{ "top", cmd_top, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_DELAY | O_BATCH | O_ITERATIONS | O_DEEP,
+	  "top   [OPTS] [-d SECS] [-b] [-n N] (--pid PID | --cgroup DIR | --all)\n"
+	  "              live hottest procedures; keys: s/d sort, space freeze, z zero, k kernel, q quit" },
 	{ "tables", cmd_simple, 0,
 	  "tables TARGET   the node, leg and histogram tables of a target with nodes" },
 	{ "stop", cmd_simple, 0, "stop   TARGET   stop sampling; results kept" },
@@ -1062,6 +1319,10 @@ int main(int argc, char **argv)
 		return fail(&a, 2, "'%s' is ambiguous: it could be %s", argv[1], matches);
 
 	a.cmd = cmd->name;
+	if (!strcmp(cmd->name, "top")) /* top(1)'s short options */
+		for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+			argv[i] = !strcmp(argv[i], "-d") ? "--delay" : !strcmp(argv[i], "-b") ? "--batch"
+				: !strcmp(argv[i], "-n") ? "--iterations" : argv[i];
 	r = parse_args(argc - 1, argv + 1, cmd->name, cmd->opts, &a);
 	if (r == -1) {
 		usage(stdout);

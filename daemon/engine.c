@@ -24,6 +24,7 @@
 #include "proto.h"
 #include "sample.h"
 #include "sampler.h"
+#include "stacks.h"
 #include "store.h"
 #include "sym.h"
 #include "target.h"
@@ -802,14 +803,30 @@ static void target_sync(struct engine *e, struct target *t)
 static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req, cJSON *rep)
 {
 	struct sample_listing ls;
+	struct stacks *x = NULL;
 	struct agg_list l;
 
 	if (sample_listing_begin(e->g[INST_SAMPLE], t, req, &ls, &rep))
 		return rep;
-	if (agg_list(ls.sp->agg, e->sym, &ls.lo, &l)) {
+	if (proto_bool(req, "stacks", 0)) { /* the exports' view */
+		x = stacks_new(e->sym, &ls.lo);
+		ls.lo.visit = stacks_visit;
+		ls.lo.visit_ctx = x;
+	}
+	if ((ls.lo.visit && !x) || agg_list(ls.sp->agg, e->sym, &ls.lo, &l)) {
+		cJSON_Delete(rep);
+		rep = proto_error(1, "out of memory while listing");
+	} else if (x && stacks_json(x, rep)) {
+		agg_list_free(&l);
 		cJSON_Delete(rep);
 		rep = proto_error(1, "out of memory while listing");
 	} else {
+		if (x) {
+			cJSON *p = cJSON_GetObjectItemCaseSensitive(rep, "profile");
+
+			cJSON_AddNumberToObject(p, "period_ns", (double)ls.lo.period_ns);
+			cJSON_AddNumberToObject(p, "start_wall", t->start_wall);
+		}
 		sample_list_json(&ls, &l, e->sym, rep);
 		agg_list_free(&l);
 		if (e->dbg) { /* names that may still come */
@@ -820,6 +837,7 @@ static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req,
 						"debuginfod_pending", ds.pending);
 		}
 	}
+	stacks_free(x);
 	sample_listing_end(&ls);
 	return rep;
 }
@@ -1090,6 +1108,7 @@ static int start_fields_init(struct engine *e)
 
 static const struct proto_field list_fields[] = {
 	F_TARGET(false), F_WHEN, F_BOOL("calls"), F_BOOL("tables"), F_BOOL("no_inline"),
+	F_BOOL("stacks"), F_BOOL("no_kernel"),
 	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
 };
 static const struct proto_field target_fields[] = { F_TARGET(true) };

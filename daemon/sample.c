@@ -815,7 +815,7 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 	ls->when_text = wtext ? wtext : sp->when_text;
 	ls->lo.period_ns = sp->period_ns;
 	ls->lo.when = wtext ? ls->when : sp->when;
-	ls->lo.kernel = sp->kernel;
+	ls->lo.kernel = sp->kernel && !proto_bool(req, "no_kernel", 0);
 	ls->lo.no_inline = proto_bool(req, "no_inline", sp->no_inline);
 	ls->lo.extra = ls->extra;
 	ls->lo.nextra = ls->nextra;

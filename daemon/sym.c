@@ -1729,6 +1729,7 @@ int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info
 	m = &s->mods[module];
 	*out = (struct sym_module_info){
 		.path = m->path,
+		.name = sym_str(s, m->name),
 		.opened = m->mod != NULL,
 		.eh_frame = m->eh_cfi != NULL,
 		.debug_frame = m->dbg_cfi != NULL,
@@ -1737,6 +1738,14 @@ int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info
 		.unwind_misses = m->unwind_misses,
 		.usdt = m->usdt,
 	};
+	if (m->mod) {
+		GElf_Addr v;
+		int n = dwfl_module_build_id(m->mod, &out->build_id, &v);
+
+		out->build_id_len = n > 0 ? n : 0;
+		if (n <= 0)
+			out->build_id = NULL;
+	}
 	return 0;
 }
 

@@ -116,6 +116,9 @@ bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc);
 
 struct sym_module_info {
 	const char *path;
+	const char *name;		/* as procedures are prefixed: "libc.so.6", "kernel" */
+	const unsigned char *build_id;	/* NULL: not known (not opened, or loaded from disk) */
+	int build_id_len;
 	bool opened, eh_frame, debug_frame, cfi_known, usdt;
 	uint64_t unwinds, unwind_misses;
 };

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The exports (SPEC §14), from the "profile" of a `list` reply asked with "stacks"
+ * (daemon/stacks.h): folded stacks, a gzipped profile.proto, a flamegraph SVG.
+ */
+#ifndef PCMON_EXPORT_H
+#define PCMON_EXPORT_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct xobject {
+	const char *name, *path, *build_id;
+	bool kernel, has_functions, has_filenames, has_lines;
+};
+
+struct xfunction {
+	const char *name, *module, *file;	/* name "": code no procedure covers */
+	long line;
+};
+
+struct xlocation {
+	int object;		/* -1: none */
+	uint64_t address;
+	bool kernel;
+	int nlines;		/* innermost first: the inline chain, the function itself last */
+	int (*lines)[2];	/* [function, line] */
+};
+
+struct xsample {
+	uint64_t count, ns;
+	const char *kind;	/* on-cpu, blocked, runnable */
+	const char *charged;	/* procedure, foreign, critical, unwalkable */
+	const char *section;	/* critical, unwalkable: the section's name */
+	long pid;
+	int nlocs;
+	int *locs;		/* leaf first */
+};
+
+struct xprof {
+	const cJSON *rep;	/* owns the strings */
+	const char *target, *mode;
+	double period_ns, start_wall, elapsed_s;
+	uint64_t counted;
+	int nobjects, nfunctions, nlocations, nsamples;
+	struct xobject *objects;
+	struct xfunction *functions;
+	struct xlocation *locations;
+	struct xsample *samples;
+};
+
+/* 0, or -1 with the reason in @err (a reply without a profile, or a malformed one). */
+int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen);
+void xprof_free(struct xprof *p);
+
+/* One frame of a sample as the exports draw it, root first. */
+enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN };
+struct xframe {
+	const char *name;
+	enum xframe_type type;
+};
+/* The frames of sample @s, root first, into @out (grown as needed); how many, or -1. */
+int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe **out,
+		 size_t *cap);
+
+/* Brendan Gregg's folded format: "frame;...;frame COUNT" per distinct stack. */
+int export_folded(FILE *f, const struct xprof *p);
+/* A gzipped profile.proto. */
+int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen);
+/* A self-contained flamegraph SVG. */
+int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
+
+#endif

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pcmon flamegraph: one self-contained SVG, its script written here. Frames are merged
+ * into a tree root first; a frame's width is its samples' share of the whole, and a frame
+ * narrower than MIN_PX is left out (its samples still widen its parent). Colours are
+ * stable per name and tell user, kernel, inline, critical-section and foreign frames
+ * apart. The script gives tooltips, click to zoom, reset, and search with the matched
+ * share; the page's query (?search=RE&zoom=ID) drives the same code, for scripts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "util.h"
+
+#define WIDTH	1200.0
+#define PAD	10.0
+#define FRAME_H 16
+#define MIN_PX	0.1
+
+struct node {
+	const char *name;
+	enum xframe_type type;
+	uint64_t count;
+	struct node **kids;
+	size_t nkids, cap;
+};
+
+static struct node *child(struct node *n, const struct xframe *f)
+{
+	struct node *c;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		if (n->kids[i]->type == f->type && !strcmp(n->kids[i]->name, f->name))
+			return n->kids[i];
+	if (GROW(n->kids, n->cap, n->nkids + 1) || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	c->name = f->name;
+	c->type = f->type;
+	return n->kids[n->nkids++] = c;
+}
+
+static void tree_free(struct node *n)
+{
+	for (size_t i = 0; i < n->nkids; i++)
+		tree_free(n->kids[i]);
+	free(n->kids);
+	free(n);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct node *x = *(struct node *const *)a, *y = *(struct node *const *)b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (int)x->type - (int)y->type;
+}
+
+static int depth_of(const struct node *n)
+{
+	int d = 0;
+
+	for (size_t i = 0; i < n->nkids; i++) {
+		int k = depth_of(n->kids[i]);
+
+		d = k > d ? k : d;
+	}
+	return d + 1;
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default:
+			if ((unsigned char)*s >= 0x20 || *s == '\t')
+				fputc(*s, f);
+		}
+	}
+}
+
+/* A colour per name, stable across runs, in the family of its frame type. */
+static void colour(char *buf, size_t len, const struct node *n)
+{
+	uint64_t h = hash_bytes(n->name, strlen(n->name));
+	unsigned a = h & 0xff, b = (h >> 8) & 0xff;
+	unsigned char rgb[3];
+
+	switch (n->type) {
+	case XF_KERNEL: /* orange */
+		rgb[0] = 230, rgb[1] = 120 + a * 60 / 255, rgb[2] = 30 + b * 30 / 255;
+		break;
+	case XF_INLINE: /* aqua */
+		rgb[0] = 70 + a * 40 / 255, rgb[1] = 190 + b * 40 / 255, rgb[2] = 200;
+		break;
+	case XF_CRITICAL: /* purple */
+		rgb[0] = 160 + a * 40 / 255, rgb[1] = 110 + b * 30 / 255, rgb[2] = 220;
+		break;
+	case XF_FOREIGN: /* grey */
+		rgb[0] = rgb[1] = rgb[2] = 150 + a * 30 / 255;
+		break;
+	default: /* user code: red to yellow */
+		rgb[0] = 200 + a * 55 / 255, rgb[1] = 50 + b * 170 / 255, rgb[2] = 40;
+		break;
+	}
+	snprintf(buf, len, "rgb(%u,%u,%u)", rgb[0], rgb[1], rgb[2]);
+}
+
+static const char *const type_names[] = {
+	[XF_USER] = "user", [XF_KERNEL] = "kernel", [XF_INLINE] = "inline",
+	[XF_CRITICAL] = "critical", [XF_FOREIGN] = "foreign",
+};
+
+struct draw {
+	FILE *f;
+	uint64_t total;
+	int height;
+	int id;
+	uint64_t pruned;	/* samples of frames left out (and their callees) */
+};
+
+static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
+{
+	double px = PAD + (WIDTH - 2 * PAD) * x / d->total;
+	double w = (WIDTH - 2 * PAD) * n->count / d->total;
+	int y = d->height - (depth + 1) * FRAME_H - 2 * FRAME_H;
+	char fill[32];
+
+	if (w < MIN_PX) {
+		d->pruned += n->count;
+		return;
+	}
+	colour(fill, sizeof(fill), n);
+	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" data-name=\"",
+		d->id++, (unsigned long long)x, (unsigned long long)n->count, depth, type_names[n->type]);
+	xml_text(d->f, n->type == XF_CRITICAL ? "" : n->name);
+	if (n->type == XF_CRITICAL) {
+		fputs("[critical:", d->f);
+		xml_text(d->f, n->name);
+		fputs("]", d->f);
+	}
+	fprintf(d->f, "\"><title></title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\"></text></g>\n",
+		px, y, w, FRAME_H - 1, fill, px + 3, y + FRAME_H - 4);
+	for (size_t i = 0; i < n->nkids; i++) {
+		draw(d, n->kids[i], x, depth + 1);
+		x += n->kids[i]->count;
+	}
+}
+
+static void sort_tree(struct node *n)
+{
+	qsort(n->kids, n->nkids, sizeof(*n->kids), by_name);
+	for (size_t i = 0; i < n->nkids; i++)
+		sort_tree(n->kids[i]);
+}
+
+/* The page's script: labels, tooltips, zoom, search. */
+static const char script[] =
+	"var W = %.1f, PAD = %.1f, TOTAL = %llu, frames, details, matched, unzoomBtn, resetBtn;\n"
+	"function num(g, k) { return +g.getAttribute('data-' + k); }\n"
+	"function name(g) { return g.getAttribute('data-name'); }\n"
+	"function pct(n) { return (100 * n / TOTAL).toFixed(2); }\n"
+	"function label(g) {\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('text'), w = +r.getAttribute('width');\n"
+	"  var fit = Math.floor((w - 6) / 7), s = name(g);\n"
+	"  t.textContent = fit < 3 ? '' : s.length <= fit ? s : s.slice(0, fit - 2) + '..';\n"
+	"  t.setAttribute('x', +r.getAttribute('x') + 3);\n"
+	"}\n"
+	"function place(g, x0, n0) {\n"
+	"  var r = g.querySelector('rect'), x = num(g, 'x'), n = num(g, 'n');\n"
+	"  var lo = Math.max(x, x0), hi = Math.min(x + n, x0 + n0);\n"
+	"  if (hi <= lo) { g.style.display = 'none'; return; }\n"
+	"  g.style.display = '';\n"
+	"  r.setAttribute('x', PAD + (W - 2 * PAD) * (lo - x0) / n0);\n"
+	"  r.setAttribute('width', (W - 2 * PAD) * (hi - lo) / n0);\n"
+	"  label(g);\n"
+	"}\n"
+	"function zoom(z) {\n"
+	"  var x0 = num(z, 'x'), n0 = num(z, 'n'), d0 = num(z, 'd');\n"
+	"  frames.forEach(function (g) {\n"
+	"    place(g, x0, n0);\n"
+	"    g.classList.toggle('parent', num(g, 'd') < d0);\n"
+	"    if (num(g, 'd') >= d0 && (num(g, 'x') < x0 || num(g, 'x') + num(g, 'n') > x0 + n0))\n"
+	"      g.style.display = 'none';\n"
+	"  });\n"
+	"  document.documentElement.setAttribute('data-zoom', z.id);\n"
+	"  unzoomBtn.classList.remove('hide');\n"
+	"}\n"
+	"function unzoom() {\n"
+	"  frames.forEach(function (g) { place(g, 0, TOTAL); g.classList.remove('parent'); });\n"
+	"  document.documentElement.removeAttribute('data-zoom');\n"
+	"  unzoomBtn.classList.add('hide');\n"
+	"}\n"
+	"function search(re) {\n"
+	"  var rx = new RegExp(re), spans = [], sum = 0, end = -1;\n"
+	"  frames.forEach(function (g) {\n"
+	"    var hit = rx.test(name(g));\n"
+	"    g.classList.toggle('match', hit);\n"
+	"    if (hit) spans.push([num(g, 'x'), num(g, 'x') + num(g, 'n')]);\n"
+	"  });\n"
+	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+	"  spans.forEach(function (s) {\n"
+	"    if (s[1] <= end) return;\n"
+	"    sum += s[1] - Math.max(s[0], end); end = s[1];\n"
+	"  });\n"
+	"  matched.textContent = 'Matched: ' + pct(sum) + '%%';\n"
+	"  document.documentElement.setAttribute('data-matched', pct(sum));\n"
+	"  resetBtn.classList.remove('hide');\n"
+	"}\n"
+	"function resetSearch() {\n"
+	"  frames.forEach(function (g) { g.classList.remove('match'); });\n"
+	"  matched.textContent = ''; resetBtn.classList.add('hide');\n"
+	"  document.documentElement.removeAttribute('data-matched');\n"
+	"}\n"
+	"function askSearch() {\n"
+	"  var re = prompt('Search for (a regular expression):', '');\n"
+	"  if (re) search(re);\n"
+	"}\n"
+	"function init() {\n"
+	"  frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
+	"  details = document.getElementById('details');\n"
+	"  matched = document.getElementById('matched');\n"
+	"  unzoomBtn = document.getElementById('unzoom');\n"
+	"  resetBtn = document.getElementById('resetsearch');\n"
+	"  frames.forEach(function (g) {\n"
+	"    var info = name(g) + ' (' + num(g, 'n') + ' samples, ' + pct(num(g, 'n')) + '%%)';\n"
+	"    g.querySelector('title').textContent = info;\n"
+	"    label(g);\n"
+	"    g.addEventListener('click', function () { zoom(g); });\n"
+	"    g.addEventListener('mouseover', function () { details.textContent = info; });\n"
+	"    g.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+	"  });\n"
+	"  var q = new URLSearchParams(location.search);\n"
+	"  if (q.get('zoom') && document.getElementById(q.get('zoom')))\n"
+	"    document.getElementById(q.get('zoom')).dispatchEvent(new MouseEvent('click'));\n"
+	"  if (q.get('search')) search(q.get('search'));\n"
+	"  document.documentElement.setAttribute('data-ready', '1');\n"
+	"}\n";
+
+int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
+{
+	struct node *root = calloc(1, sizeof(*root));
+	struct xframe *fr = NULL;
+	struct draw d = { .f = f };
+	size_t cap = 0;
+	int err = -ENOMEM, depth;
+
+	if (!root)
+		return -ENOMEM;
+	for (int i = 0; i < p->nsamples; i++) {
+		const struct xsample *s = &p->samples[i];
+		int n = xprof_frames(p, s, &fr, &cap);
+		struct node *at = root;
+
+		if (n < 0)
+			goto out;
+		root->count += s->count;
+		for (int j = 0; j < n && at; j++) {
+			at = child(at, &fr[j]);
+			if (at)
+				at->count += s->count;
+		}
+		if (!at)
+			goto out;
+	}
+	sort_tree(root);
+	depth = depth_of(root) - 1;
+	d.total = root->count ? root->count : 1;
+	d.height = (depth + 5) * FRAME_H;
+	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		   "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
+		   "xmlns=\"http://www.w3.org/2000/svg\" onload=\"init()\" data-total=\"%llu\">\n",
+		WIDTH, d.height, WIDTH, d.height, (unsigned long long)root->count);
+	fputs("<style>\n"
+	      "text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }\n"
+	      "g.f text { pointer-events: none; }\n"
+	      "g.f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }\n"
+	      "g.parent rect { opacity: 0.5; }\n"
+	      "g.match rect { fill: rgb(230,0,230); }\n"
+	      ".hide { display: none; }\n"
+	      ".button { cursor: pointer; text-decoration: underline; }\n"
+	      "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", f);
+	fprintf(f, script, WIDTH, PAD, (unsigned long long)d.total);
+	fputs("]]></script>\n", f);
+	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"#f8f8f4\"/>\n", WIDTH,
+		d.height);
+	fprintf(f, "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">", WIDTH / 2);
+	if (title) {
+		xml_text(f, title);
+	} else {
+		fputs("pcmon: ", f);
+		xml_text(f, p->target);
+		fprintf(f, " (%llu samples, %s)", (unsigned long long)root->count, p->mode);
+	}
+	fputs("</text>\n", f);
+	fprintf(f, "<text id=\"unzoom\" class=\"button hide\" x=\"%.0f\" y=\"24\" onclick=\"unzoom()\">Reset Zoom</text>\n", PAD);
+	fprintf(f, "<text id=\"search\" class=\"button\" x=\"%.0f\" y=\"24\" text-anchor=\"end\" onclick=\"askSearch()\">Search</text>\n", WIDTH - PAD);
+	fprintf(f, "<text id=\"resetsearch\" class=\"button hide\" x=\"%.0f\" y=\"24\" text-anchor=\"end\" onclick=\"resetSearch()\">Reset Search</text>\n", WIDTH - PAD - 60);
+	fprintf(f, "<text id=\"matched\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\"> </text>\n", WIDTH - PAD, d.height - 6);
+	fprintf(f, "<text id=\"details\" x=\"%.0f\" y=\"%d\"> </text>\n", PAD, d.height - 6);
+	fputs("<g id=\"frames\">\n", f);
+	for (size_t i = 0, x = 0; i < root->nkids; x += root->kids[i++]->count)
+		draw(&d, root->kids[i], x, 0);
+	fputs("</g>\n", f);
+	fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">"
+		   "user: red-yellow · kernel: orange · inline: aqua · critical section: purple · foreign: grey"
+		   "%s</text>\n",
+		WIDTH / 2, d.height - 6 - FRAME_H, d.pruned ? " · narrow frames left out" : "");
+	fputs("</svg>\n", f);
+	err = ferror(f) ? -EIO : 0;
+out:
+	free(fr);
+	tree_free(root);
+	return err;
+}

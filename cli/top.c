@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pcmon top: a live view of a target's hottest procedures (SPEC §14). Every refresh is a
+ * `list` of the target; the counts are those since it started or was last zeroed, so what
+ * the screen shows is exactly what `pcmon list` would. ncurses draws it; -b prints the same
+ * lines as text.
+ */
+#include <curses.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "proto.h"
+#include "top.h"
+#include "util.h"
+
+static volatile sig_atomic_t top_quit;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	top_quit = 1;
+}
+
+struct row {
+	const char *name;
+	double shallow, deep;
+};
+
+static int by_shallow(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	return x->shallow != y->shallow ? (x->shallow < y->shallow ? 1 : -1) :
+	       x->deep != y->deep	  ? (x->deep < y->deep ? 1 : -1) :
+					    strcmp(x->name, y->name);
+}
+
+static int by_deep(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	return x->deep != y->deep	? (x->deep < y->deep ? 1 : -1) :
+	       x->shallow != y->shallow ? (x->shallow < y->shallow ? 1 : -1) :
+					  strcmp(x->name, y->name);
+}
+
+/* The screen as lines of text: the summary, the keys, the table (at most @max rows). */
+static char **render(const cJSON *rep, const struct top_state *st, int max, int width, int *n)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary");
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(rep, "procedures"), *it;
+	int np = cJSON_GetArraySize(procs), k = 0, nl = 0;
+	double counted = proto_num(s, "counted", 0);
+	struct row *rows = calloc(np + 1, sizeof(*rows));
+	char **lines = calloc(max + 8, sizeof(*lines)), state[64];
+
+	if (!rows || !lines) {
+		free(rows);
+		free(lines);
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, procs)
+		rows[k++] = (struct row){ proto_str(it, "name", "?"), proto_num(it, "shallow", 0),
+					  proto_num(it, "deep", 0) };
+	qsort(rows, np, sizeof(*rows), st->deep ? by_deep : by_shallow);
+	fmt_state(state, sizeof(state), t);
+#define LINE(...) (asprintf(&lines[nl], __VA_ARGS__) < 0 ? (void)(lines[nl] = NULL) : (void)nl++)
+	LINE("pcmon top: target %.0f \"%s\", %s t=%.0fus, %.1f s, %s%s", proto_num(t, "id", 0),
+	     proto_str(t, "name", "?"), proto_str(t, "mode", "?"), proto_num(t, "interval_us", 0),
+	     proto_num(t, "elapsed_s", 0), state, st->frozen ? "   [frozen]" : "");
+	LINE("counted %.0f   foreignPcs %.0f   kernel-mode %.0f   lost %.0f   kernel frames %s",
+	     counted, proto_num(s, "foreign", 0), proto_num(s, "kernel_mode", 0),
+	     proto_num(s, "lost", 0), st->no_kernel ? "off" : "on");
+	LINE("keys: s shallow  d deep  space freeze  z zero  k kernel frames  q quit");
+	LINE("%8s %7s %8s %7s  %s", "SHALLOW", "%", "DEEP", "%", st->deep ? "PROCEDURE (by deep)" :
+									    "PROCEDURE (by shallow)");
+	for (int i = 0; i < np && nl < max + 4; i++)
+		LINE("%8.0f %6.1f%% %8.0f %6.1f%%  %.*s", rows[i].shallow,
+		     counted ? 100 * rows[i].shallow / counted : 0, rows[i].deep,
+		     counted ? 100 * rows[i].deep / counted : 0, width > 40 ? width - 37 : 3,
+		     rows[i].name);
+#undef LINE
+	free(rows);
+	*n = nl;
+	return lines;
+}
+
+static void free_lines(char **lines, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
+/* The target's listing now, or NULL with the error shown in @err. */
+static cJSON *fetch(struct top_io *io, const struct top_state *st, char *err, size_t errlen)
+{
+	cJSON *req = proto_request("list"), *rep;
+
+	cJSON_AddStringToObject(req, "target", io->target);
+	if (st->no_kernel)
+		cJSON_AddBoolToObject(req, "no_kernel", 1);
+	rep = io->call(io->ctx, req);
+	cJSON_Delete(req);
+	if (!proto_bool(rep, "ok", 0)) {
+		snprintf(err, errlen, "%s", proto_str(rep, "error", "no reply"));
+		cJSON_Delete(rep);
+		return NULL;
+	}
+	return rep;
+}
+
+static void simple(struct top_io *io, const char *cmd)
+{
+	cJSON *req = proto_request(cmd);
+
+	cJSON_AddStringToObject(req, "target", io->target);
+	cJSON_Delete(io->call(io->ctx, req));
+	cJSON_Delete(req);
+}
+
+/* Serve the embedded engine, if any, for @ms; true if stdin became readable first. */
+static bool wait_for(struct top_io *io, int ms, bool keys)
+{
+	uint64_t until = now_ns() + (uint64_t)ms * 1000000;
+
+	while (!top_quit) {
+		struct pollfd p[2] = { { .fd = keys ? STDIN_FILENO : -1, .events = POLLIN },
+				       { .fd = io->engine_fd, .events = POLLIN } };
+		uint64_t now = now_ns();
+		int r;
+
+		if (now >= until)
+			return false;
+		r = poll(p, 2, (int)((until - now) / 1000000) + 1);
+		if (r < 0 && errno != EINTR)
+			return false;
+		if (r > 0 && p[1].revents)
+			io->work(io->ctx);
+		if (r > 0 && p[0].revents)
+			return true;
+	}
+	return false;
+}
+
+static int batch(struct top_io *io, struct top_state *st, char *err, size_t errlen)
+{
+	for (long i = 0; !top_quit && (!io->iterations || i < io->iterations); i++) {
+		cJSON *rep;
+		char **lines;
+		int n;
+
+		wait_for(io, (int)(io->delay * 1000), false);
+		if (!(rep = fetch(io, st, err, errlen)))
+			return 1;
+		lines = render(rep, st, 40, 200, &n);
+		for (int j = 0; lines && j < n; j++)
+			printf("%s\n", lines[j]);
+		printf("\n");
+		fflush(stdout);
+		free_lines(lines, n);
+		cJSON_Delete(rep);
+	}
+	return 0;
+}
+
+static int live(struct top_io *io, struct top_state *st, char *err, size_t errlen)
+{
+	cJSON *rep = NULL;
+	int status = 0;
+	bool refresh = true;
+
+	if (!initscr()) {
+		snprintf(err, errlen, "cannot use the terminal (is TERM set?); try -b");
+		return 1;
+	}
+	cbreak();
+	noecho();
+	nodelay(stdscr, TRUE);
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	for (long i = 0; !top_quit;) {
+		int ch, n;
+		char **lines;
+
+		if (refresh && !st->frozen) {
+			cJSON_Delete(rep);
+			if (!(rep = fetch(io, st, err, errlen))) {
+				status = 1;
+				break;
+			}
+			i++;
+		}
+		refresh = false;
+		erase();
+		lines = render(rep, st, LINES > 5 ? LINES - 5 : 1, COLS, &n);
+		for (int j = 0; lines && j < n && j < LINES; j++)
+			mvaddnstr(j + (j >= 3), 0, lines[j], COLS);
+		free_lines(lines, n);
+		refresh();
+		if (io->iterations && i >= io->iterations)
+			break;
+		if (!wait_for(io, (int)(io->delay * 1000), true)) {
+			refresh = true;
+			continue;
+		}
+		while ((ch = getch()) != ERR) {
+			switch (ch) {
+			case 'q':
+				top_quit = 1;
+				break;
+			case 's':
+				st->deep = false;
+				break;
+			case 'd':
+				st->deep = true;
+				break;
+			case ' ':
+				st->frozen = !st->frozen;
+				refresh = !st->frozen;
+				break;
+			case 'z':
+				simple(io, "zero");
+				refresh = true;
+				break;
+			case 'k':
+				st->no_kernel = !st->no_kernel;
+				refresh = true;
+				break;
+			case KEY_RESIZE:
+			default:
+				break;
+			}
+		}
+		/* a new order or a frozen screen redraws what it has; a new fetch waits its turn */
+		if (st->frozen)
+			refresh = false;
+	}
+	endwin();
+	cJSON_Delete(rep);
+	return status;
+}
+
+int top_run(struct top_io *io, char *err, size_t errlen)
+{
+	struct top_state st = { 0 };
+	int r;
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	r = io->batch ? batch(io, &st, err, errlen) : live(io, &st, err, errlen);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	return r;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * stacks_: a listing's counted samples as symbolized stacks, the view the exports are made
+ * from (pprof, folded, flamegraph, json; SPEC §14). It sees each charge of agg_list()
+ * through the visitor, so WHEN, critical sections and --no-inline apply exactly as in LIST:
+ * the samples of a section are its own stack `[critical:NAME]`, and the frames of a
+ * procedure's samples end at the frame LIST charged.
+ *
+ * The reply's "profile" object, deduplicated the way profile.proto is:
+ *   objects:   [{name, path, build_id, kernel}]
+ *   functions: [{name, module, file, line}]               line: where it starts
+ *   locations: [{object, address ("0x..."), kernel, lines: [[function, line], ...]}]
+ *              lines innermost first: the inline chain, the function itself last
+ *   samples:   [{count, ns, kind, pid, charged, section, locations: [leaf first]}]
+ */
+#ifndef PCMON_STACKS_H
+#define PCMON_STACKS_H
+
+#include <cJSON.h>
+
+#include "agg.h"
+
+struct stacks;
+
+/* For a listing with options @lo (its declared sections name the samples charged to them). */
+struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo);
+void stacks_free(struct stacks *x);
+/* The visitor for agg_list_opts.visit (ctx: the stacks). */
+void stacks_visit(void *ctx, const struct agg_visit *v);
+/* Move "profile" into @out; -ENOMEM if a visit or this ran out of memory. */
+int stacks_json(struct stacks *x, cJSON *out);
+
+#endif
