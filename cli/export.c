@@ -465,11 +465,13 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 	struct strtab st = { 0 };
 	struct pseudo ps = { 0 };
 	uint64_t *lo = calloc(p->nobjects + 1, sizeof(*lo)), *hi = calloc(p->nobjects + 1, sizeof(*hi));
+	uint64_t *weight = calloc(p->nobjects + 1, sizeof(*weight));
+	int *map_id = calloc(p->nobjects + 1, sizeof(*map_id)), main_obj = 0;
 	uint64_t *ids = NULL;
 	size_t cap_ids = 0;
 	int r = -ENOMEM;
 
-	if (!lo || !hi)
+	if (!lo || !hi || !weight || !map_id)
 		goto out;
 	str_id(&st, "");
 	value_type(&b, P_SAMPLE_TYPE, &m, &st, "samples", "count");
@@ -515,10 +517,22 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 		if (l->address + 1 > hi[l->object])
 			hi[l->object] = l->address + 1;
 	}
-	for (int i = 0; i < p->nobjects; i++) {
+	/* pprof takes the first mapping for the program: the object most stacks start in */
+	for (int i = 0; i < p->nsamples; i++) {
+		const struct xsample *s = &p->samples[i];
+		int obj = s->nlocs ? p->locations[s->locs[s->nlocs - 1]].object : -1;
+
+		if (obj >= 0 && !p->objects[obj].kernel)
+			weight[obj] += s->count;
+	}
+	for (int i = 0; i < p->nobjects; i++)
+		main_obj = weight[i] > weight[main_obj] ? i : main_obj;
+	for (int k = 0; k < p->nobjects; k++) {
+		int i = k == 0 ? main_obj : k <= main_obj ? k - 1 : k;
 		const struct xobject *o = &p->objects[i];
 
-		pb_int(&m, M_ID, i + 1);
+		map_id[i] = k + 1;
+		pb_int(&m, M_ID, k + 1);
 		pb_int(&m, M_START, lo[i]);
 		pb_int(&m, M_LIMIT, hi[i]);
 		pb_int(&m, M_FILENAME, str_id(&st, o->kernel ? o->name : o->path[0] ? o->path : o->name));
@@ -533,7 +547,7 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 		const struct xlocation *l = &p->locations[i];
 
 		pb_int(&m, LOC_ID, i + 1);
-		pb_int(&m, LOC_MAPPING_ID, l->object + 1);
+		pb_int(&m, LOC_MAPPING_ID, l->object >= 0 ? map_id[l->object] : 0);
 		pb_int(&m, LOC_ADDRESS, l->address);
 		for (int j = 0; j < l->nlines; j++) {
 			pb_int(&m2, LN_FUNCTION_ID, l->lines[j][0] + 1);
@@ -588,5 +602,7 @@ out:
 	free(m2.p);
 	free(lo);
 	free(hi);
+	free(weight);
+	free(map_id);
 	return r;
 }

@@ -66,7 +66,7 @@ static char **render(const cJSON *rep, const struct top_state *st, int max, int 
 		return NULL;
 	}
 	cJSON_ArrayForEach(it, procs)
-		rows[k++] = (struct row){ proto_str(it, "name", "?"), proto_num(it, "shallow", 0),
+		rows[k++] = (struct row){ proto_str(it, "procedure", "?"), proto_num(it, "shallow", 0),
 					  proto_num(it, "deep", 0) };
 	qsort(rows, np, sizeof(*rows), st->deep ? by_deep : by_shallow);
 	fmt_state(state, sizeof(state), t);
