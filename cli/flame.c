@@ -154,7 +154,8 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 
 static void sort_tree(struct node *n)
 {
-	qsort(n->kids, n->nkids, sizeof(*n->kids), by_name);
+	if (n->nkids)
+		qsort(n->kids, n->nkids, sizeof(*n->kids), by_name);
 	for (size_t i = 0; i < n->nkids; i++)
 		sort_tree(n->kids[i]);
 }

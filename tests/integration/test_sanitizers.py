@@ -80,6 +80,16 @@ def test_daemon_is_clean_under_sanitizers():
                          ["pause", tid], ["resume", tid], ["zero", tid], ["stop", tid],
                          ["list", tid, "--json"], ["list", "1", "--critical", "x=*"]):
                 pcmon(*args, sock=d.sock, check=0)
+            # the exports, both halves sanitized: stacks in pcmond, the writers in the CLI
+            aenv = dict(os.environ, PCMON_SOCKET=d.sock)
+            for args in (["export", tid, "--format", "folded"], ["export", tid, "--format", "json"],
+                         ["export", "2", "--format", "pprof", "-o", os.path.join(d.dir, "p.gz")],
+                         ["flamegraph", "2", "-o", os.path.join(d.dir, "f.svg")],
+                         ["top", "-b", "-n", "2", "-d", "0.2", "--pid", str(sp.pid)]):
+                p = subprocess.run([ASAN, *args], env=aenv, capture_output=True, text=True,
+                                   errors="replace", timeout=120)
+                assert p.returncode == 0 and "Sanitizer" not in p.stderr and \
+                    "runtime error" not in p.stderr, (args, p.stderr[-3000:])
             d.request(b"garbage\n{\"v\":1}\n{\"v\":1,\"cmd\":\"nope\"}\n"
                       + b"{\"v\":1,\"cmd\":\"list\",\"target\":7}\n")
         finally:
