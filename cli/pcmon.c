@@ -1139,7 +1139,7 @@ static int cmd_top(struct args *a)
 	struct session s = { .fd = -1 };
 	struct top_io io = { .ctx = &s, .call = top_call, .work = top_work, .engine_fd = -1,
 			     .delay = a->delay ? a->delay : 1, .batch = a->batch,
-			     .iterations = a->iterations };
+			     .iterations = a->iterations, .deep = a->view.deep };
 	char errbuf[512], id[16];
 	cJSON *rep, *req;
 	int r, fd = -1;
@@ -1241,12 +1241,15 @@ static const struct command {
 	  "hist  add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)\n"
 	  "              | hist del TARGET node|leg ID   a histogram, while it runs" },
 	{ "export", cmd_export, O_FORMAT | O_OUTPUT | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | O_NO_INLINE,
-	  "export TARGET --format folded|pprof|json [-o FILE] [--when P] [--critical N=P] [--no-inline]\n"
-	  "              the samples as stacks: folded (flamegraph.pl), pprof (go tool pprof), json" },
+	  "export TARGET --format folded|pprof|json [-o|--output FILE] [--when P|--when-file F]\n"
+	  "              [-i] [--critical N=P] [--no-inline]   the samples as stacks: folded\n"
+	  "              (flamegraph.pl), pprof (go tool pprof), json" },
 	{ "flamegraph", cmd_flamegraph, O_OUTPUT | O_TITLE | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | O_NO_INLINE,
-	  "flamegraph TARGET [-o FILE.svg] [--title T] [--when P]   an interactive SVG flame graph" },
+	  "flamegraph TARGET [-o|--output FILE.svg] [--title T] [--when P|--when-file F] [-i]\n"
+	  "              [--critical N=P] [--no-inline]   an interactive SVG flame graph" },
 	{ "top", cmd_top, O_SAMPLING | O_PID | O_CGROUP | O_ALL | O_DELAY | O_BATCH | O_ITERATIONS | O_DEEP,
-	  "top   [OPTS] [-d SECS] [-b] [-n N] (--pid PID | --cgroup DIR | --all)\n"
+	  "top   [OPTS] [-d|--delay SECS] [-b|--batch] [-n|--iterations N] [--deep]\n"
+	  "              (--pid PID | --cgroup DIR | --all)\n"
 	  "              live hottest procedures; keys: s/d sort, space freeze, z zero, k kernel, q quit" },
 	{ "tables", cmd_simple, 0,
 	  "tables TARGET   the node, leg and histogram tables of a target with nodes" },

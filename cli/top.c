@@ -249,7 +249,7 @@ static int live(struct top_io *io, struct top_state *st, char *err, size_t errle
 
 int top_run(struct top_io *io, char *err, size_t errlen)
 {
-	struct top_state st = { 0 };
+	struct top_state st = { .deep = io->deep };
 	int r;
 
 	signal(SIGINT, on_signal);

@@ -15,6 +15,7 @@ struct top_io {
 	double delay;		/* seconds between refreshes */
 	bool batch;		/* text on stdout, no terminal */
 	long iterations;	/* refreshes before it ends, 0: until q or a signal */
+	bool deep;		/* sorted by deep count at first */
 };
 
 struct top_state {

@@ -20,7 +20,7 @@ def parser_options():
     src = open(os.path.join(ROOT, "cli", "pcmon.c")).read()
     table = src[src.index("} opts[] = {"):]
     table = table[:table.index("};")]
-    opts = dict(re.findall(r'\{ "([a-z-]+)", \'.\', (NULL|"[^"]*")', table))
+    opts = dict(re.findall(r'\{ "([a-z-]+)", (?:\'.\'|0x[0-9a-f]+), (NULL|"[^"]*")', table))
     assert len(opts) > 15, opts
     return {"--" + k: v != "NULL" for k, v in opts.items()}
 
@@ -35,7 +35,9 @@ def sample_value(opt, tmp):
             "--debuginfod": "", "--cache-dir": tmp, "--count": "main", "--max-probes": "10",
             "--sort": "calls", "--duration": "1", "--node": "main", "--hist-arg": "0",
             "--leg": "1:2", "--hist": "node:1,log", "--track": "all", "--add": "none",
-            "--buckets": "4", "--scale": "10", "--base": "0"}[opt]
+            "--buckets": "4", "--scale": "10", "--base": "0", "--format": "folded",
+            "--output": os.path.join(tmp, "out"), "--title": "t", "--delay": "1",
+            "--iterations": "1"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):
