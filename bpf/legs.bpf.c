@@ -37,6 +37,14 @@ struct {
 	__type(value, struct pcmon_leg);
 } legs SEC(".maps");
 
+/* histogram shapes, apart from the counts (pcmon_hkey) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pcmon_hkey);
+	__type(value, struct pcmon_hcfg);
+} hcfgs SEC(".maps");
+
 /* (target, from, 0): the `to` of a leg that starts at node from (the first one set up) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -99,20 +107,23 @@ static __always_inline void hist_add(const struct pcmon_hcfg *c, struct pcmon_hi
 		__sync_fetch_and_add(&h->b[i], 1);
 }
 
-static __always_inline struct pcmon_leg *leg_of(__u32 target, __u32 from, __u32 to)
+/* The leg from @from to @to, or to any node, or from any node; *k: the one found. */
+static __always_inline struct pcmon_leg *leg_of(__u32 target, __u32 from, __u32 to,
+						struct pcmon_lkey *k)
 {
-	struct pcmon_lkey k = { target, from, to, 0 };
-	struct pcmon_leg *l = bpf_map_lookup_elem(&legs, &k);
+	struct pcmon_leg *l;
 
+	*k = (struct pcmon_lkey){ target, from, to, 0 };
+	l = bpf_map_lookup_elem(&legs, k);
 	if (l)
 		return l;
-	k.to = PCMON_ANY_NODE;
-	l = bpf_map_lookup_elem(&legs, &k);
+	k->to = PCMON_ANY_NODE;
+	l = bpf_map_lookup_elem(&legs, k);
 	if (l)
 		return l;
-	k.from = PCMON_ANY_NODE;
-	k.to = to;
-	return bpf_map_lookup_elem(&legs, &k);
+	k->from = PCMON_ANY_NODE;
+	k->to = to;
+	return bpf_map_lookup_elem(&legs, k);
 }
 
 /* The leg that starts at @from, abandoned. */
@@ -151,7 +162,9 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	if (!n)
 		return 0;
 	__sync_fetch_and_add(&n->hits, 1);
-	if (n->arg && n->hist.kind) {
+	if (n->arg) {
+		struct pcmon_hkey hk = { target, 0, 0, node };
+		struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
 		__u32 a = n->arg - 1;
 		__u64 v = 0;
 
@@ -159,7 +172,8 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 			v = ret; /* at a %return node, the recorded value is what it returns */
 		else if (a < 6)
 			v = arg_value[a];
-		hist_add(&n->hist, &n->h, v);
+		if (c)
+			hist_add(c, &n->h, v);
 	}
 	th = bpf_task_storage_get(&lthread, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -167,15 +181,17 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	if (!th || !lc)
 		return 0;
 	if (th->node && th->target == target) {
-		struct pcmon_leg *l = leg_of(target, th->node, node);
+		struct pcmon_lkey k;
+		struct pcmon_leg *l = leg_of(target, th->node, node, &k);
 
 		if (!l && lc->add) {
-			struct pcmon_lkey k = { target, th->node, node, 0 };
-
+			k = (struct pcmon_lkey){ target, th->node, node, 0 };
 			bpf_map_update_elem(&legs, &k, &fresh_leg, BPF_NOEXIST);
 			l = bpf_map_lookup_elem(&legs, &k);
 		}
 		if (l) {
+			struct pcmon_hkey hk = { target, k.from, k.to, 0 };
+			struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
 			__u64 dur = now - th->ts;
 
 			__sync_fetch_and_add(&l->count, 1);
@@ -184,7 +200,8 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 				l->min_ns = dur;
 			if (dur > l->max_ns)
 				l->max_ns = dur;
-			hist_add(&l->hist, &l->h, dur);
+			if (c)
+				hist_add(c, &l->h, dur);
 			th->node = 0; /* done: the next leg starts at a from again */
 		} else if (th->node == node || starts_a_leg(target, node)) {
 			abandon(target, th->node); /* a second from before the to */

@@ -105,7 +105,7 @@ static int parse_hist(struct legs *lg, const char *spec, cJSON **rep)
 	}
 	for (size_t i = 0; !strcmp(kind, "leg") && i < lg->nlegs; i++) {
 		if (lg->legs[i].id == id) {
-			lg->legs[i].stat.hist = h;
+			lg->legs[i].hist = h;
 			return 0;
 		}
 	}
@@ -317,6 +317,60 @@ attach:
 
 static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg);
 
+static struct pcmon_hkey node_hkey(const struct target *t, size_t i)
+{
+	return (struct pcmon_hkey){ t->id, 0, 0, i + 1 };
+}
+
+static struct pcmon_hkey leg_hkey(const struct target *t, const struct legs_leg *l)
+{
+	return (struct pcmon_hkey){ t->id, l->from, l->to, 0 };
+}
+
+/*
+ * Set one histogram's shape in BPF if it is not what BPF has: the old one stops (its shape
+ * deleted), what the counts then hold becomes the new one's zero (@h0, read from the node's
+ * or leg's entry through @read), and the new shape goes in. The entry's counts are never
+ * written, so no hit of the node or leg is lost on the way.
+ */
+static void set_hist(struct legs_g *g, const struct pcmon_hkey *k, const struct pcmon_hcfg *want,
+		     struct pcmon_hist *h0, const void *key, size_t key_len, bool is_leg)
+{
+	struct bpf_map *hm = g->skel->maps.hcfgs;
+	struct pcmon_hcfg cur = { PCMON_HIST_NONE };
+	struct pcmon_node n;
+	struct pcmon_leg l;
+
+	bpf_map__lookup_elem(hm, k, sizeof(*k), &cur, sizeof(cur), 0);
+	if (!memcmp(&cur, want, sizeof(cur)))
+		return;
+	bpf_map__delete_elem(hm, k, sizeof(*k), 0);
+	if (want->kind == PCMON_HIST_NONE)
+		return;
+	if (!(is_leg ? bpf_map__lookup_elem(g->skel->maps.legs, key, key_len, &l, sizeof(l), 0)
+			     : bpf_map__lookup_elem(g->skel->maps.nodes, key, key_len, &n, sizeof(n), 0)))
+		*h0 = is_leg ? l.h : n.h;
+	bpf_map__update_elem(hm, k, sizeof(*k), want, sizeof(*want), BPF_ANY);
+}
+
+/* Every histogram's shape into BPF, as the tables say. */
+static void configure_hists(struct legs_g *g, struct target *t, struct legs *lg)
+{
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		struct pcmon_hkey k = node_hkey(t, i);
+		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+
+		set_hist(g, &k, &lg->nodes[i].hist, &lg->nodes[i].h0, &cookie, sizeof(cookie), false);
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		struct legs_leg *l = &lg->legs[i];
+		struct pcmon_hkey k = leg_hkey(t, l);
+		struct pcmon_lkey lk = { t->id, l->from, l->to, 0 };
+
+		set_hist(g, &k, &l->hist, &l->h0, &lk, sizeof(lk), true);
+	}
+}
+
 /*
  * Tell BPF the target's nodes, legs and settings: those it does not have yet, or (@reset)
  * all of them afresh, counts included.
@@ -329,7 +383,7 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 
 	for (size_t i = 0; i < lg->nnodes && !r; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-		struct pcmon_node n = { .arg = lg->nodes[i].arg, .hist = lg->nodes[i].hist };
+		struct pcmon_node n = { .arg = lg->nodes[i].arg };
 
 		r = bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), how);
 		r = r && errno == EEXIST ? 0 : r;
@@ -346,39 +400,15 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 	}
 	if (!r)
 		r = bpf_map__update_elem(g->skel->maps.lcfg, &t->id, sizeof(t->id), &lc, sizeof(lc), 0);
+	if (!r && reset) { /* the counts start again from 0 */
+		for (size_t i = 0; i < lg->nnodes; i++)
+			memset(&lg->nodes[i].h0, 0, sizeof(lg->nodes[i].h0));
+		for (size_t i = 0; i < lg->nlegs; i++)
+			memset(&lg->legs[i].h0, 0, sizeof(lg->legs[i].h0));
+	}
+	if (!r)
+		configure_hists(g, t, lg);
 	return r ? -errno : 0;
-}
-
-/*
- * New histogram settings into BPF, keeping what the node or leg has counted (read, change,
- * write: hits in the few microseconds between are lost, and only then).
- */
-static void configure_hists(struct legs_g *g, struct target *t, struct legs *lg)
-{
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-		struct pcmon_node n;
-
-		if (bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0))
-			continue;
-		if (!memcmp(&n.hist, &lg->nodes[i].hist, sizeof(n.hist)))
-			continue;
-		n.hist = lg->nodes[i].hist;
-		memset(&n.h, 0, sizeof(n.h));
-		bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0);
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		struct pcmon_lkey k = { t->id, lg->legs[i].from, lg->legs[i].to, 0 };
-		struct pcmon_leg l;
-
-		if (bpf_map__lookup_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0))
-			continue;
-		if (!memcmp(&l.hist, &lg->legs[i].stat.hist, sizeof(l.hist)))
-			continue;
-		l.hist = lg->legs[i].stat.hist;
-		memset(&l.h, 0, sizeof(l.h));
-		bpf_map__update_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0);
-	}
 }
 
 static int attach(void *gp, struct target *t, void *st, cJSON **rep)
@@ -422,6 +452,15 @@ static void set_active(void *g, struct target *t, void *st, bool active)
 	(void)active; /* BPF reads the target's flags (tcfg) */
 }
 
+/* A histogram's counts since its zero @h0. */
+static void hist_sub(struct pcmon_hist *h, const struct pcmon_hist *h0)
+{
+	h->under -= h0->under;
+	h->over -= h0->over;
+	for (size_t i = 0; i < ARRAY_SIZE(h->b); i++)
+		h->b[i] -= h0->b[i];
+}
+
 /* What BPF holds, into the state. */
 static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 {
@@ -438,6 +477,7 @@ static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 		if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
 			lg->nodes[i].hits = n.hits;
 			lg->nodes[i].h = n.h;
+			hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
 		}
 	}
 	/* every leg of the target: those set up, and those --add successor added */
@@ -458,6 +498,7 @@ static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 								   .to = k.to };
 		}
 		lg->legs[i].stat = l;
+		hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
 	}
 }
 
@@ -467,13 +508,18 @@ static void unconfigure(struct legs_g *g, const struct target *t, const struct l
 	for (size_t i = 0; i < lg->nnodes; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 
+		struct pcmon_hkey hk = node_hkey(t, i);
+
 		bpf_map__delete_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), 0);
+		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
 	}
 	for (size_t i = 0; i < lg->nlegs; i++) {
 		struct pcmon_lkey k = { t->id, lg->legs[i].from, lg->legs[i].to, 0 };
 		struct pcmon_lkey fk = { t->id, lg->legs[i].from, 0, 0 };
+		struct pcmon_hkey hk = leg_hkey(t, &lg->legs[i]);
 
 		bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
+		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
 		bpf_map__delete_elem(g->skel->maps.lfrom, &fk, sizeof(fk), 0);
 	}
 }
@@ -504,9 +550,7 @@ static void zero(void *gp, struct target *t, void *st)
 		memset(&lg->nodes[i].h, 0, sizeof(lg->nodes[i].h));
 	}
 	for (size_t i = 0; i < lg->nlegs; i++) {
-		struct pcmon_hcfg h = lg->legs[i].stat.hist;
-
-		lg->legs[i].stat = (struct pcmon_leg){ .hist = h, .min_ns = ~0ULL, .id = lg->legs[i].id };
+		lg->legs[i].stat = (struct pcmon_leg){ .min_ns = ~0ULL, .id = lg->legs[i].id };
 	}
 	if (g->skel && !lg->detached)
 		configure(g, t, lg, true);
@@ -635,8 +679,8 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
 		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
 		cJSON_AddBoolToObject(x, "added", !s->id);
-		if (s->hist.kind)
-			hist_json(&s->hist, &s->h, x);
+		if (lg->legs[i].hist.kind)
+			hist_json(&lg->legs[i].hist, &s->h, x);
 		cJSON_AddItemToArray(arr, x);
 	}
 	return 0;
@@ -699,7 +743,7 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_u64(w, x, "min_ns", l->min_ns);
 		sf_put_u64(w, x, "max_ns", l->max_ns);
 		sf_put_u64(w, x, "abandoned", l->abandoned);
-		put_hist(w, x, &l->hist, &l->h);
+		put_hist(w, x, &lg->legs[i].hist, &l->h);
 	}
 }
 
@@ -789,7 +833,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		    (r = sf_get_u64(rd, it, "min_ns", SF_ALWAYS, &v[2])) ||
 		    (r = sf_get_u64(rd, it, "max_ns", SF_ALWAYS, &v[3])) ||
 		    (r = sf_get_u64(rd, it, "abandoned", SF_ALWAYS, &v[4])) ||
-		    (r = get_hist(rd, it, &l->stat.hist, &l->stat.h)))
+		    (r = get_hist(rd, it, &l->hist, &l->stat.h)))
 			goto fail;
 		l->stat.count = v[0];
 		l->stat.total_ns = v[1];
@@ -938,7 +982,7 @@ cJSON *legs_edit(void *gp, struct target *t, const cJSON *req)
 			lg->nodes[id - 1].hist.kind = PCMON_HIST_NONE;
 		for (size_t i = 0; !strcmp(on, "leg") && i < lg->nlegs; i++)
 			if (lg->legs[i].id == id)
-				lg->legs[i].stat.hist.kind = PCMON_HIST_NONE;
+				lg->legs[i].hist.kind = PCMON_HIST_NONE;
 		configure_hists(g, t, lg);
 	}
 	t->dirty = true;

@@ -23,12 +23,15 @@ struct legs_node {
 	struct bpf_link **links;	/* one per probed address */
 	size_t nlinks;
 	uint64_t hits;		/* as last read (or loaded) */
-	struct pcmon_hist h;
+	struct pcmon_hist h;	/* its histogram's counts, as last read (or loaded) */
+	struct pcmon_hist h0;	/* what BPF's counts held when the histogram was set up */
 };
 
 struct legs_leg {
 	uint32_t id, from, to;	/* from/to: node numbers, PCMON_ANY_NODE for '*' */
-	struct pcmon_leg stat;	/* its settings and totals, as last read (or loaded) */
+	struct pcmon_leg stat;	/* its totals, as last read (or loaded); stat.h less h0 */
+	struct pcmon_hcfg hist;
+	struct pcmon_hist h0;	/* what BPF's counts held when the histogram was set up */
 };
 
 /* One target's nodes and legs. */

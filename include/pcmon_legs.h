@@ -33,13 +33,21 @@ struct pcmon_hist {
 	__u64 b[PCMON_HIST_BUCKETS + 1];
 };
 
+/*
+ * Which histogram a shape in hcfgs is for: a node's, (target, 0, 0, node), or a leg's,
+ * (target, from, to, 0). Its counts stay in the node's or leg's entry, so that adding,
+ * changing or removing a histogram never rewrites what a node or leg has counted.
+ */
+struct pcmon_hkey {
+	__u32 target, from, to, node;
+};
+
 /* A node: how it is set up, and its totals. Keyed by cookie. */
 struct pcmon_node {
 	__u32 arg;		/* record integer argument arg - 1 (0: none) */
 	__u32 pad;
-	struct pcmon_hcfg hist;	/* on the recorded argument */
 	__u64 hits;
-	struct pcmon_hist h;
+	struct pcmon_hist h;	/* of the recorded argument, while hcfgs has a shape for it */
 };
 
 /* A leg, keyed by (target, from, to); from or to may be PCMON_ANY_NODE. */
@@ -48,12 +56,11 @@ struct pcmon_lkey {
 };
 
 struct pcmon_leg {
-	struct pcmon_hcfg hist;	/* on the leg's time (ns) */
 	__u64 count, total_ns, min_ns, max_ns;
 	__u64 abandoned;	/* started, never finished: a second from, the thread's exit */
 	__u32 id;		/* its number, 0: added by BPF (--add successor), numbered later */
 	__u32 pad;
-	struct pcmon_hist h;
+	struct pcmon_hist h;	/* of the leg's time (ns), while hcfgs has a shape for it */
 };
 
 /* A target's leg settings (array indexed by target id). */

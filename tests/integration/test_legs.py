@@ -161,7 +161,8 @@ def test_edit_a_running_target():
     """pcmon node|leg|hist add|del on a running target: a sampling target gets nodes, a leg
     and a histogram while it runs; a deleted node stops counting."""
     d = Daemon().start()
-    sp = subprocess.Popen([workload("spinner"), "30"], stdout=subprocess.PIPE)
+    # short calls: a hit every few tens of microseconds, each one a chance to be lost
+    sp = subprocess.Popen([workload("spinner"), "30", "2000"], stdout=subprocess.PIPE)
     try:
         sp.stdout.readline()
         tid = pcmon("start", "--pid", sp.pid, sock=d.sock, check=0).stdout.strip()
@@ -180,6 +181,27 @@ def test_edit_a_running_target():
         assert 0.9 * nodes[2]["hits"] <= leg["count"] <= nodes[2]["hits"] <= nodes[1]["hits"], t
         # the histogram was added after the leg: it holds what came since, no more
         assert 0 < sum(leg["hist"]["buckets"]) <= leg["count"], leg
+        # changing a counting leg's histogram again and again loses none of its counts:
+        # every return still closes one leg (both read while paused: the counts hold still;
+        # a pause may leave one return without its leg)
+        pcmon("pause", tid, sock=d.sock, check=0)
+        a, _ = pcmon_json("tables", tid, sock=d.sock)
+        pcmon("resume", tid, sock=d.sock, check=0)
+        for i in range(25):
+            pcmon("hist", "del", tid, "leg", "1", sock=d.sock, check=0)
+            pcmon("hist", "add", tid, "leg", "1", *(("--log",) if i % 2 else
+                  ("--linear", "--buckets", "8", "--scale", "100000", "--base", "0")),
+                  sock=d.sock, check=0)
+        pcmon("pause", tid, sock=d.sock, check=0)
+        b, _ = pcmon_json("tables", tid, sock=d.sock)
+        pcmon("resume", tid, sock=d.sock, check=0)
+        d2 = lambda t, k, i: {n["id"]: n for n in t["tables"]["nodes"]}[i][k]
+        returns = d2(b, "hits", 2) - d2(a, "hits", 2)
+        closed = b["tables"]["legs"][0]["count"] - a["tables"]["legs"][0]["count"]
+        assert returns > 25 and abs(closed - returns) <= 2, (returns, closed)
+        h = b["tables"]["legs"][0]["hist"]
+        assert h["kind"] == "linear" and sum(h["buckets"]) + h["underflow"] + h["overflow"] \
+            <= closed, h
         assert pcmon("node", "del", tid, "2", sock=d.sock).returncode == 0
         time.sleep(0.3)
         before, _ = pcmon_json("tables", tid, sock=d.sock)

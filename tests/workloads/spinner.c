@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Spins in spin_here until killed or for the given seconds: a process to attach to. */
+/*
+ * Spins in spin_here until killed or for the given seconds: a process to attach to.
+ * Usage: spinner [SECS [CHUNK_NS]]   (CHUNK_NS: one call's work, default 200000)
+ */
 #include "workload.h"
 
 static uint64_t chunk;
@@ -11,7 +14,7 @@ int main(int argc, char **argv)
 	double secs = arg_seconds(argc, argv, 30);
 	uint64_t end;
 
-	chunk = calibrate(200000);
+	chunk = calibrate(argc > 2 ? atof(argv[2]) : 200000);
 	end = wall_ns() + secs * 1e9;
 	printf("ready\n");
 	fflush(stdout);
