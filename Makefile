@@ -92,7 +92,7 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h include/pcmon_*.h) $(VMLIN
 		-Ivmlinux/$(ARCH) -Iinclude -idirafter /usr/include/$(UNAME_M)-linux-gnu -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< > $@
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # --- engine library (shared by pcmond and the CLI's embedded mode)
 $(OUTPUT)/engine/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/engine

@@ -79,6 +79,26 @@ struct {
 	__type(value, struct pcmon_crit);
 } crit SEC(".maps");
 
+/* Threads' names, by tid, as their latest sample found them: a thread gone before the engine
+ * drains is still named (the exports' thread label). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct pcmon_tname);
+} tnames SEC(".maps");
+
+static __always_inline void note_thread(__u32 tid, struct task_struct *task)
+{
+	struct pcmon_tname n = {}, *old = bpf_map_lookup_elem(&tnames, &tid);
+
+	BPF_CORE_READ_STR_INTO(&n.comm, task, comm);
+	if (old && ((__u64 *)old->comm)[0] == ((__u64 *)n.comm)[0] &&
+	    ((__u64 *)old->comm)[1] == ((__u64 *)n.comm)[1])
+		return; /* the common case: no write */
+	bpf_map_update_elem(&tnames, &tid, &n, BPF_ANY);
+}
+
 /* Scratch space: a stack is too big for the 512-byte BPF stack. */
 struct scratch {
 	struct pcmon_stack ustack;
@@ -410,6 +430,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	key.target = p->target;
 	key.pid = id >> 32;
+	key.tid = (__u32)id;
+	note_thread(key.tid, bpf_get_current_task_btf());
 	key.epoch = p->epoch;
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
 	key.section = current_section(bpf_get_current_task_btf());
@@ -463,6 +485,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = p->target;
 	o->key.pid = id >> 32;
+	o->key.tid = (__u32)id;
+	note_thread(o->key.tid, prev);
 	o->key.epoch = p->epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);

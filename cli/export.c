@@ -134,6 +134,7 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 			.count = (uint64_t)jnum(o, "count"), .ns = (uint64_t)jnum(o, "ns"),
 			.kind = jstr(o, "kind"), .charged = jstr(o, "charged"),
 			.section = jstr(o, "section"), .pid = (long)jnum(o, "pid"),
+			.tid = (long)jnum(o, "tid"), .thread = jstr(o, "thread"),
 		};
 		s->nlocs = ints(cJSON_GetObjectItemCaseSensitive(o, "locations"), p->nlocations,
 				&s->locs);
@@ -504,6 +505,10 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 		packed(&m, S_LOCATION_ID, &m2, ids, n);
 		packed(&m, S_VALUE, &m2, v, 2);
 		label(&m, &m2, &st, "pid", NULL, s->pid);
+		if (s->tid)
+			label(&m, &m2, &st, "tid", NULL, s->tid);
+		if (s->thread[0])
+			label(&m, &m2, &st, "thread", s->thread, 0);
 		label(&m, &m2, &st, "kind", s->kind, 0);
 		pb_msg(&b, P_SAMPLE, &m);
 	}

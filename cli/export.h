@@ -34,7 +34,8 @@ struct xsample {
 	const char *kind;	/* on-cpu, blocked, runnable */
 	const char *charged;	/* procedure, foreign, critical, unwalkable */
 	const char *section;	/* critical, unwalkable: the section's name */
-	long pid;
+	long pid, tid;		/* tid 0: not known */
+	const char *thread;	/* its name, "" if not known */
 	int nlocs;
 	int *locs;		/* leaf first */
 };

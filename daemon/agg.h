@@ -2,7 +2,7 @@
 /*
  * agg_: per-target aggregates and the LIST computation over them.
  *
- * A target keeps one entry per distinct (kind, pid, stack): the stack as symbolized
+ * A target keeps one entry per distinct (kind, pid, thread, stack): the stack as symbolized
  * locations, outermost first. Keeping stacks (not per-procedure totals) is what lets
  * `pcmon list --when P` re-apply any pattern to stored samples.
  */
@@ -32,6 +32,7 @@ extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
 struct agg_stack {
 	uint32_t kind;		/* enum pcmon_kind */
 	uint32_t pid;
+	uint32_t tid;		/* the thread (0: not known, results saved before it was kept) */
 	uint32_t unwalk;	/* enum agg_unwalk */
 	uint32_t section;	/* string id (sym) of the marked critical section, 0 = none */
 	uint32_t flags;		/* AGG_SF_* */

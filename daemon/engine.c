@@ -809,7 +809,7 @@ static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req,
 	if (sample_listing_begin(e->g[INST_SAMPLE], t, req, &ls, &rep))
 		return rep;
 	if (proto_bool(req, "stacks", 0)) { /* the exports' view */
-		x = stacks_new(e->sym, &ls.lo);
+		x = stacks_new(e->sym, &ls.lo, ls.sp);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
 	}

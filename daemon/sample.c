@@ -7,9 +7,11 @@
  * into one agg_stack and charged to its target.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dbginfo.h"
 #include "engine.h"
@@ -60,7 +62,8 @@ struct sample *sample_new(void)
 {
 	struct sample *sp = calloc(1, sizeof(*sp));
 
-	if (sp && !(sp->agg = agg_new())) {
+	if (sp && (!(sp->agg = agg_new()) || !(sp->tids = itab_new()))) {
+		agg_free(sp->agg);
 		free(sp);
 		sp = NULL;
 	}
@@ -82,6 +85,9 @@ void sample_free(void *st)
 	free(sp->when_text);
 	pat_free(sp->when);
 	agg_free(sp->agg);
+	itab_free(sp->tids);
+	free(sp->thread_names);
+	free(sp->thread_named);
 	free(sp);
 }
 
@@ -285,6 +291,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	st = g->scratch;
 	st->kind = k->kind;
 	st->pid = k->pid;
+	st->tid = k->tid;
 	st->unwalk = unwalk;
 	st->section = section_name(g, k);
 	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
@@ -386,18 +393,83 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 			   uw);
 }
 
+uint32_t sample_thread_name(const struct sample *sp, uint32_t tid)
+{
+	int64_t id = itab_find(sp->tids, &tid, sizeof(tid));
+
+	return id < 0 ? 0 : sp->thread_names[id];
+}
+
+int sample_name_thread(struct sample *sp, uint32_t tid, uint32_t name)
+{
+	uint32_t id;
+	int r = itab_intern(sp->tids, &tid, sizeof(tid), &id);
+
+	if (r < 0)
+		return -ENOMEM;
+	if (r == 1) {
+		size_t cap = sp->cap_threads;
+
+		if (GROW(sp->thread_names, cap, (size_t)id + 1) ||
+		    GROW(sp->thread_named, sp->cap_threads, (size_t)id + 1))
+			return -ENOMEM;
+		sp->thread_named[id] = 0;
+	}
+	sp->thread_names[id] = name;
+	return 0;
+}
+
+/*
+ * A thread's name (the exports' thread label), read at most once a drain, when a sample of
+ * it is drained: as BPF noted it with its latest sample, else as /proc has it now ("" for a
+ * thread gone by then).
+ */
+static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_stack *st)
+{
+	char path[64], comm[32] = "";
+	uint32_t name = 0;
+	int64_t id;
+	ssize_t n;
+	int fd;
+
+	if (!st || !st->tid)
+		return;
+	id = itab_find(sp->tids, &st->tid, sizeof(st->tid));
+	if (id >= 0 && sp->thread_named[id] == g->drains + 1)
+		return;
+	if (sampler_thread_name(g->env.smp, st->tid, comm, sizeof(comm))) {
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", st->pid, st->tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, comm, sizeof(comm) - 1);
+			comm[n > 0 ? n : 0] = '\0';
+			comm[strcspn(comm, "\n")] = '\0';
+			close(fd);
+		}
+	}
+	if (!comm[0] && id >= 0)
+		name = sp->thread_names[id]; /* gone: it keeps the name it had */
+	else if (sym_intern_str(g->env.sym, comm, &name))
+		return;
+	if (!sample_name_thread(sp, st->tid, name))
+		sp->thread_named[itab_find(sp->tids, &st->tid, sizeof(st->tid))] = g->drains + 1;
+}
+
 /*
  * Add @count samples of stack @st (NULL: it could not be built) to @t. A target whose owner
  * is over her memory allowance still counts the stacks it has, but keeps no new one: those
  * samples are lost, and counted as such.
  */
-static void charge(struct target *t, const struct agg_stack *st, uint64_t count, uint64_t ns)
+static void charge(struct sample_g *g, struct target *t, const struct agg_stack *st,
+		   uint64_t count, uint64_t ns)
 {
 	struct sample *sp = sample_of(t);
 	int r = !st ? -ENOMEM
 		: t->over_memory ? agg_bump(sp->agg, st, count, ns)
 				  : agg_add(sp->agg, st, count, ns);
 
+	if (!r)
+		name_thread(g, sp, st);
 	if (r == -ENOENT)
 		sp->lost_memory += count;
 	else if (r)
@@ -414,11 +486,13 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 {
 	struct sample_g *g = ctx;
 	struct target *t = target_of(g, k->target);
+	const struct agg_stack *st;
 
 	g->drained_entries++;
 	if (!t)
 		return; /* dropped while its last samples were in flight */
-	charge(t, convert(g, k, us, ks), v->count, v->ns);
+	st = convert(g, k, us, ks);
+	charge(g, t, st, v->count, v->ns);
 }
 
 static void drain(void *gp)
@@ -465,7 +539,7 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 		return;
 	switch (h->type) {
 	case PCMON_DS_SAMPLE:
-		charge(t, convert_dwarf(g, data, len), 1, 0);
+		charge(g, t, convert_dwarf(g, data, len), 1, 0);
 		break;
 	case PCMON_DS_OFF_START:
 		st = convert_dwarf(g, data, len);
@@ -490,7 +564,7 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 		p = pending_find(g, h->tid);
 		if (!p)
 			return; /* its start was lost with a full ring: counted there */
-		charge(t, p->st, 1, h->ns);
+		charge(g, t, p->st, 1, h->ns);
 		pending_drop(g, p);
 		break;
 	}

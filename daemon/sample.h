@@ -48,6 +48,10 @@ struct sample {
 	struct pcmon_tstat lost_base;	/* BPF drop counters when started or zeroed */
 	struct pcmon_tstat lost;	/* drops since, as last read */
 	bool holds_period, holds_offcpu;
+	struct itab *tids;	/* threads seen, by tid: ids into thread_names */
+	uint32_t *thread_names;	/* sym string ids ("" when it was gone before it was named) */
+	uint64_t *thread_named;	/* the drain that last read each name */
+	size_t cap_threads;
 };
 
 extern const struct inst_ops sample_ops;
@@ -57,6 +61,10 @@ static inline struct sample *sample_of(const struct target *t);
 struct sample *sample_new(void);
 void sample_free(void *st);
 uint64_t sample_lost(const struct sample *sp);
+/* Thread @tid's name as its samples last found it: a sym string id, 0 if not known. */
+uint32_t sample_thread_name(const struct sample *sp, uint32_t tid);
+/* Thread @tid is called @name (sym string id). */
+int sample_name_thread(struct sample *sp, uint32_t tid, uint32_t name);
 const char *sample_mode_name(const struct sample *sp);
 
 /* --critical NAME=PATTERN, as a JSON array of strings. */

@@ -174,6 +174,8 @@ static void render_stack(struct writer *w, cJSON *arr, const struct agg_stack *s
 		return;
 	sf_put_str(w->w, e, "k", st->kind < PCMON_KIND_MAX ? stack_kind_names[st->kind] : "?");
 	sf_put_num(w->w, e, "p", st->pid);
+	if (st->tid)
+		sf_put_num(w->w, e, "t", st->tid);
 	if (st->unwalk)
 		sf_put_str(w->w, e, "u",
 			st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
@@ -243,6 +245,17 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 		const struct agg_stack *st = agg_get(sp->agg, i, &count, &ns);
 
 		render_stack(&w, arr, st, count, ns);
+	}
+	/* the threads' names, for the exports' thread label */
+	arr = sf_chk(sw, cJSON_AddArrayToObject(o, "threads"));
+	for (uint32_t i = 0; !sw->oom && i < itab_count(sp->tids); i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		sf_push(sw, arr, x);
+		if (sw->oom)
+			break;
+		sf_put_num(sw, x, "t", *(const uint32_t *)itab_key(sp->tids, i, NULL));
+		sf_put_str(sw, x, "n", sym_str(s, sp->thread_names[i]));
 	}
 	free(w.procs.idx);
 	free(w.locs.idx);
@@ -430,7 +443,7 @@ static int read_loc(struct sf_rd *rd, const cJSON *it, int i, const struct rproc
 
 /* A stack as the file gives it: locations are indices into "locs". */
 struct rstack {
-	uint32_t kind, pid, unwalk, nuser, n;
+	uint32_t kind, pid, tid, unwalk, nuser, n;
 	bool cut_short, marks_pending;
 	const char *section;
 	uint64_t count, ns;
@@ -451,6 +464,7 @@ static int read_stack(struct sf_rd *rd, const cJSON *it, int i, int nlocs, struc
 		unwalk_names[k] = agg_unwalk_names[k];
 	if ((r = sf_get_enum(rd, it, "k", SF_ALWAYS, stack_kind_names, PCMON_KIND_MAX, &st->kind)) ||
 	    (r = sf_get_u32(rd, it, "p", SF_ALWAYS, STORE_MAX_PID, &st->pid)) ||
+	    (r = sf_get_u32(rd, it, "t", SF_OPTIONAL, STORE_MAX_PID, &st->tid)) ||
 	    (r = sf_get_enum(rd, it, "u", SF_OPTIONAL, unwalk_names, AGG_UNWALK_MAX, &st->unwalk)) ||
 	    (r = sf_get_bool(rd, it, "cs", SF_OPTIONAL, &st->cut_short)) ||
 	    (r = sf_get_bool(rd, it, "mp", SF_OPTIONAL, &st->marks_pending)) ||
@@ -531,7 +545,8 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	uint32_t *ids = NULL;
 	uint64_t csum = 0, nssum = 0;
 	const cJSON *arr, *it, *x;
-	int r, nprocs = 0, nlocs = 0, nstacks = 0, i;
+	int r, nprocs = 0, nlocs = 0, nstacks = 0, nthreads = 0, i;
+	const cJSON *tarr = NULL;
 
 	*out = NULL;
 	r = -ENOMEM;
@@ -586,6 +601,22 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		}
 	}
 	rd->at[0] = '\0';
+	if ((r = sf_get_array(rd, o, "threads", SF_OPTIONAL, STORE_MAX_ITEMS, &tarr, &nthreads)))
+		goto out;
+	i = 0;
+	cJSON_ArrayForEach(it, tarr) {
+		uint32_t tid;
+		const char *name;
+
+		snprintf(rd->at, sizeof(rd->at), "threads[%d].", i++);
+		if (!cJSON_IsObject(it))
+			r = sf_not_object(rd, "threads", i - 1, it);
+		else if (!(r = sf_get_u32(rd, it, "t", SF_ALWAYS, STORE_MAX_PID, &tid)))
+			r = sf_get_str(rd, it, "n", SF_ALWAYS, 64, &name);
+		if (r)
+			goto out;
+	}
+	rd->at[0] = '\0';
 
 	/* everything checked: now load */
 	r = -ENOMEM;
@@ -598,7 +629,8 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 
 		if ((r = read_stack(rd, it, i++, nlocs, &rs)))
 			goto out;
-		*st = (struct agg_stack){ .kind = rs.kind, .pid = rs.pid, .unwalk = rs.unwalk,
+		*st = (struct agg_stack){ .kind = rs.kind, .pid = rs.pid, .tid = rs.tid,
+					  .unwalk = rs.unwalk,
 					  .flags = (rs.cut_short ? AGG_SF_CUT_SHORT : 0) |
 						   (rs.marks_pending ? AGG_SF_MARKS_PENDING : 0),
 					  .nuser = rs.nuser,
@@ -610,6 +642,14 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		cJSON_ArrayForEach(x, rs.l)
 			st->locs[j++] = ids[(size_t)x->valuedouble];
 		if ((r = agg_add(sp->agg, st, rs.count, rs.ns)))
+			goto out;
+	}
+	cJSON_ArrayForEach(it, tarr) {
+		uint32_t name;
+
+		r = -ENOMEM;
+		if (sym_intern_str(s, proto_str(it, "n", ""), &name) ||
+		    sample_name_thread(sp, (uint32_t)proto_num(it, "t", 0), name))
 			goto out;
 	}
 	*out = sp;

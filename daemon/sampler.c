@@ -630,6 +630,16 @@ out:
 }
 
 /* Walk every task with a BPF iterator and collect the intervals still open. */
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
+{
+	struct pcmon_tname n;
+
+	if (bpf_map__lookup_elem(s->skel->maps.tnames, &tid, sizeof(tid), &n, sizeof(n), 0))
+		return -ENOENT;
+	snprintf(buf, len, "%.*s", (int)sizeof(n.comm), n.comm);
+	return 0;
+}
+
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 {
 	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.dump_offcpu, NULL);

@@ -51,6 +51,8 @@ void sampler_target_clear(struct sampler *s, uint32_t id);
 int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
 		     uint32_t *had);
 int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch);
+/* Thread @tid's name as BPF noted it with its first sample: 0, or -ENOENT. */
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len);
 int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target);
 void sampler_all_set(struct sampler *s, uint32_t target);
 void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample.h"
 #include "stacks.h"
 #include "sym.h"
 #include "util.h"
@@ -15,6 +16,7 @@
 struct stacks {
 	const struct sym *s;
 	const struct agg_list_opts *lo;
+	const struct sample *sp;
 	int err;
 	cJSON *profile, *objects, *functions, *locations, *samples;
 	int32_t *obj_of;	/* sym module id -> index in objects, -1: not yet */
@@ -40,7 +42,8 @@ static const char *const kind_names[PCMON_KIND_MAX] = {
 	[PCMON_KIND_OFF_RUNNABLE] = "runnable",
 };
 
-struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo)
+struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
+			  const struct sample *sp)
 {
 	struct stacks *x = calloc(1, sizeof(*x));
 
@@ -48,6 +51,7 @@ struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo)
 		return NULL;
 	x->s = s;
 	x->lo = lo;
+	x->sp = sp;
 	x->nobj_of = sym_nmodules(s);
 	x->nfn_of = sym_nprocs(s);
 	x->obj_of = malloc((x->nobj_of + 1) * sizeof(*x->obj_of));
@@ -214,6 +218,10 @@ void stacks_visit(void *ctx, const struct agg_visit *v)
 	cJSON_AddNumberToObject(o, "ns", (double)v->ns);
 	cJSON_AddStringToObject(o, "kind", st->kind < PCMON_KIND_MAX ? kind_names[st->kind] : "?");
 	cJSON_AddNumberToObject(o, "pid", st->pid);
+	if (st->tid) {
+		cJSON_AddNumberToObject(o, "tid", st->tid);
+		cJSON_AddStringToObject(o, "thread", sym_str(x->s, sample_thread_name(x->sp, st->tid)));
+	}
 	cJSON_AddStringToObject(o, "charged", charged[v->cls]);
 	switch (v->cls) {
 	case AGG_C_UNWALKABLE:

@@ -11,7 +11,7 @@
  *   functions: [{name, module, file, line}]               line: where it starts
  *   locations: [{object, address ("0x..."), kernel, lines: [[function, line], ...]}]
  *              lines innermost first: the inline chain, the function itself last
- *   samples:   [{count, ns, kind, pid, charged, section, locations: [leaf first]}]
+ *   samples:   [{count, ns, kind, pid, tid, thread, charged, section, locations: [leaf first]}]
  */
 #ifndef PCMON_STACKS_H
 #define PCMON_STACKS_H
@@ -22,8 +22,12 @@
 
 struct stacks;
 
-/* For a listing with options @lo (its declared sections name the samples charged to them). */
-struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo);
+struct sample;
+
+/* For a listing of @sp with options @lo (its declared sections name the samples charged to
+ * them; @sp names the threads). */
+struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
+			  const struct sample *sp);
 void stacks_free(struct stacks *x);
 /* The visitor for agg_list_opts.visit (ctx: the stacks). */
 void stacks_visit(void *ctx, const struct agg_visit *v);

@@ -48,9 +48,16 @@ struct pcmon_key {
 	__u8 uerr;	/* enum pcmon_stack_err for the user stack */
 	__u8 kerr;	/* enum pcmon_stack_err for the kernel stack */
 	__u8 flags;	/* PCMON_KF_* */
+	__u32 tid;	/* the thread */
+	__u32 pad;
 	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
 	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
 	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */
+};
+
+/* A thread's name as its latest sample found it (tnames, by tid). */
+struct pcmon_tname {
+	char comm[16];
 };
 
 #define PCMON_SECTION_LEN 32	/* bytes of a section name kept, with its NUL */

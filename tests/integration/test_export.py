@@ -124,6 +124,50 @@ def test_pprof_real_mode_wall_time_and_kinds():
         d.stop()
 
 
+def traces(path):
+    """go tool pprof -traces as [(labels, frames)], frames leaf first."""
+    out = []
+    for block in go_pprof("-traces", path).split("-----------+")[1:]:
+        labels, frames = {}, []
+        for line in block.splitlines()[1:]:
+            m = re.match(r"\s+(\w+):\s+(\S.*)$", line)
+            if m and not frames:
+                labels[m.group(1)] = m.group(2).strip()
+            elif line.strip():
+                frames.append(line.split()[-1])
+        if labels or frames:  # the output ends with a separator
+            out.append((labels, frames))
+    return out
+
+
+def test_pprof_thread_labels():
+    d, tid, listing = profiled("--real", work="threads3", secs=1)
+    try:
+        out = os.path.join(d.dir, "p.pb.gz")
+        pcmon("export", tid, "--format", "pprof", "-o", out, sock=d.sock, check=0)
+        tr = traces(out)
+        assert tr, tr
+        by_thread, reader_blocked = {}, False
+        for labels, frames in tr:
+            assert "thread" in labels and "tid" in labels and "pid" in labels, labels
+            by_thread.setdefault(labels["thread"], set()).add(labels["tid"])
+            if "spinner_work" in frames:
+                assert labels["thread"] == "t3-spinner", (labels, frames)
+            if labels["thread"] == "t3-reader" and labels["kind"] == "blocked":
+                reader_blocked = reader_blocked or "reader" in frames
+        assert {"t3-reader", "t3-spinner", "t3-sleeper"} <= set(by_thread), by_thread
+        assert reader_blocked, tr
+        # one thread id per thread, and the names survive a restart of pcmond
+        assert all(len(v) == 1 for k, v in by_thread.items() if k.startswith("t3-")), by_thread
+        d.stop()
+        d.start()
+        pcmon("export", tid, "--format", "pprof", "-o", out, sock=d.sock, check=0)
+        assert {"t3-reader", "t3-spinner", "t3-sleeper"} <= \
+            {l.get("thread") for l, _ in traces(out)}
+    finally:
+        d.stop()
+
+
 def test_folded_sums_to_counted():
     d, tid, _ = profiled("--kernel")
     try:

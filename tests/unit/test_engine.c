@@ -175,6 +175,12 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	return 0;
 }
 
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
+{
+	(void)s; (void)tid; (void)buf; (void)len;
+	return -ENOENT;
+}
+
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 {
 	(void)s; (void)cb; (void)ctx;

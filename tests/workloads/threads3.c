@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Four threads for a known wall time: one blocked in read() on a pipe, one spinning, one
- * sleeping, and main waiting for them. Reports the sum of the threads' lifetimes.
+ * sleeping, and main waiting for them; each names itself (t3-reader, t3-spinner, t3-sleeper).
+ * Reports the sum of the threads' lifetimes.
  */
 #include <pthread.h>
 
@@ -18,6 +19,7 @@ static void *reader(void *arg)
 	uint64_t t0 = wall_ns();
 	char c;
 
+	pthread_setname_np(pthread_self(), "t3-reader");
 	do_read(pipefd[0], &c, 1); /* main writes when the time is up */
 	lifetimes[0] = (wall_ns() - t0) / 1e9;
 	return arg;
@@ -27,6 +29,7 @@ static void *spinner(void *arg)
 {
 	uint64_t t0 = wall_ns();
 
+	pthread_setname_np(pthread_self(), "t3-spinner");
 	while (wall_ns() < end_ns)
 		spinner_work();
 	lifetimes[1] = (wall_ns() - t0) / 1e9;
@@ -37,6 +40,7 @@ static void *sleeper(void *arg)
 {
 	uint64_t t0 = wall_ns();
 
+	pthread_setname_np(pthread_self(), "t3-sleeper");
 	while (wall_ns() < end_ns)
 		do_nanosleep(5000000);
 	lifetimes[2] = (wall_ns() - t0) / 1e9;
