@@ -34,7 +34,7 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -lz -lpthread -lm
-CLI_LIBS = -lncursesw
+CLI_LIBS = -lncursesw -lcapstone
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -58,7 +58,7 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
-	libncurses-dev golang-go chromium tmux
+	libncurses-dev golang-go chromium tmux libcapstone-dev
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \

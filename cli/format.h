@@ -17,6 +17,10 @@ void fmt_calls(FILE *f, const cJSON *rep);
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v);
 void fmt_targets(FILE *f, const cJSON *rep);
 void fmt_status(FILE *f, const cJSON *rep);
+/* list --lines: per line, per address with its code, the source text when readable
+ * (under its compilation directory, or one of @dirs); profil's cells (views.c). */
+void fmt_lines(FILE *f, const cJSON *rep, const char *const *dirs, size_t ndirs);
+void fmt_profil(FILE *f, const cJSON *rep);
 /* "exited 0", "killed by SIGKILL", "running" ... */
 void fmt_state(char *buf, size_t len, const cJSON *target);
 

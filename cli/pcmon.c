@@ -68,12 +68,15 @@
 #define O_DELAY        (1ULL << 41)
 #define O_BATCH        (1ULL << 42)
 #define O_ITERATIONS   (1ULL << 43)
+#define O_OFFSET       (1ULL << 44)
+#define O_BUFSIZ       (1ULL << 45)
+#define O_SOURCE_DIR   (1ULL << 46)
 
 #define O_SAMPLING (O_VIRTUAL | O_REAL | O_INTERVAL | O_WHEN | O_WHEN_FILE | O_CRITICAL | \
 		    O_KERNEL | O_UNWIND | O_NO_INLINE | O_NO_CHILDREN | O_NAME | O_ICASE | \
 		    O_NO_SAMPLE | O_COUNT | O_MAX_PROBES | O_NODE | O_HIST_ARG | O_LEG | O_HIST)
 #define O_LISTING (O_SHALLOW | O_DEEP | O_TOP | O_WHEN | O_WHEN_FILE | O_CRITICAL | O_ICASE | \
-		   O_NO_INLINE | O_CALLS | O_SORT)
+		   O_NO_INLINE | O_CALLS | O_SORT | O_LINES | O_SOURCE_DIR)
 
 /* Where an option's value goes. */
 enum opt_kind {
@@ -146,6 +149,9 @@ static const struct opt {
 	{ "delay", 0x102, "SECS", O_DELAY, OK_LOCAL, NULL, NULL },
 	{ "batch", 0x103, NULL, O_BATCH, OK_LOCAL, NULL, NULL },
 	{ "iterations", 0x104, "N", O_ITERATIONS, OK_LOCAL, NULL, NULL },
+	{ "offset", 0x105, "ADDR|PROC", O_OFFSET, OK_STR, "offset", NULL },
+	{ "bufsiz", 0x106, "BYTES", O_BUFSIZ, OK_NUM, "bufsiz", NULL },
+	{ "source-dir", 0x107, "DIR", O_SOURCE_DIR, OK_LOCAL, NULL, NULL },
 	{ "help", 'h', NULL, O_GLOBAL, OK_LOCAL, NULL, NULL },
 };
 
@@ -195,6 +201,9 @@ struct args {
 	double delay;		/* top: seconds between refreshes */
 	bool batch;		/* top: text, no terminal */
 	long iterations;	/* top: refreshes before it quits, 0 = until q */
+	const char *lines;	/* list --lines PROC */
+	const char **source_dirs; /* list --lines: where else sources are looked for */
+	size_t nsource_dirs;
 	const char *socket;
 	const char *debuginfod;	/* run: its own engine's servers (NULL: $DEBUGINFOD_URLS) */
 	const char *cache_dir;	/* run: where the embedded engine keeps what it fetches */
@@ -431,7 +440,17 @@ static int parse_args(int argc, char **argv, const char *cmd, uint64_t allowed, 
 					    optarg);
 			break;
 		case 'L':
-			return fail(a, 2, "--lines is not available yet in this pcmon");
+			a->lines = optarg;
+			req_set(a->req, "lines", cJSON_CreateString(optarg));
+			break;
+		case 0x107: {
+			size_t cap = a->nsource_dirs;
+
+			if (GROW(a->source_dirs, cap, a->nsource_dirs + 1))
+				return fail(a, 1, "out of memory");
+			a->source_dirs[a->nsource_dirs++] = optarg;
+			break;
+		}
 		case 'j':
 			a->json = 1;
 			break;
@@ -564,9 +583,14 @@ static int show(const struct args *a, cJSON *rep, void (*table)(FILE *, const cJ
 
 static const struct list_view *cur_view;
 
+static const struct args *cur_args;
+
 static void list_table(FILE *f, const cJSON *rep)
 {
-	fmt_listing(f, rep, cur_view);
+	if (cJSON_GetObjectItemCaseSensitive(rep, "lines"))
+		fmt_lines(f, rep, cur_args->source_dirs, cur_args->nsource_dirs);
+	else
+		fmt_listing(f, rep, cur_view);
 }
 
 /* ---- commands */
@@ -603,6 +627,7 @@ static int cmd_simple(struct args *a)
 		list_options(a, a->req);
 	rep = call(&s, a->req);
 	cur_view = &a->view;
+	cur_args = a;
 	if (!strcmp(a->cmd, "list"))
 		r = show(a, rep, list_table);
 	else if (!strcmp(a->cmd, "targets"))
@@ -1195,6 +1220,34 @@ out:
 	return r;
 }
 
+/* pcmon profil TARGET --offset ADDR|PROC --scale S [--bufsiz BYTES]: SPEC §11 */
+static int cmd_profil(struct args *a)
+{
+	struct session s;
+	char *end;
+	cJSON *rep;
+	unsigned long scale;
+	int r;
+
+	if (!a->target)
+		return fail(a, 2, "profil: which target? give its id or name (see pcmon targets)");
+	if (!(a->seen & O_OFFSET) || !a->scale)
+		return fail(a, 2, "profil: give --offset ADDR|MODULE+0xOFF|PROC and --scale S (0x10000: a cell per 2 bytes)");
+	scale = strtoul(a->scale, &end, 0);
+	if (*end || end == a->scale || scale > 0x10000)
+		return fail(a, 2, "--scale %s: expected 0 to 0x10000 (65536)", a->scale);
+	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("list"));
+	req_set(a->req, "scale", cJSON_CreateNumber(scale));
+	r = connect_daemon(a, &s);
+	if (r)
+		return r;
+	rep = call(&s, a->req);
+	r = show(a, rep, fmt_profil);
+	cJSON_Delete(rep);
+	close(s.fd);
+	return r;
+}
+
 /* pcmon flamegraph TARGET [-o FILE.svg] [--when P] [--title T] */
 static int cmd_flamegraph(struct args *a)
 {
@@ -1229,6 +1282,7 @@ static const struct command {
 	{ "list", cmd_simple, O_LISTING,
 	  "list  [TARGET] [--shallow|--deep] [--top N] [--when P|--when-file F] [-i]\n"
 	  "              [--critical N=P] [--no-inline] [--calls] [--sort self|calls|total|avg]\n"
+	  "              [--lines PROC [--source-dir DIR]]   --lines: where in PROC, by line\n"
 	  "              the listing so far: every section (--calls: the call table alone)" },
 	{ "count", cmd_count, O_MAX_PROBES | O_PID | O_DURATION | O_SORT | O_ICASE | O_VIRTUAL | O_REAL,
 	  "count [--real|--virtual] [--max-probes N] [--sort self|calls|total|avg] [-i] PATTERN...\n"
@@ -1251,6 +1305,9 @@ static const struct command {
 	  "top   [OPTS] [-d|--delay SECS] [-b|--batch] [-n|--iterations N] [--deep]\n"
 	  "              (--pid PID | --cgroup DIR | --all)\n"
 	  "              live hottest procedures; keys: s/d sort, space freeze, z zero, k kernel, q quit" },
+	{ "profil", cmd_profil, O_OFFSET | O_SCALE | O_BUFSIZ | O_WHEN | O_WHEN_FILE | O_ICASE | O_CRITICAL,
+	  "profil TARGET --offset ADDR|MODULE+0xOFF|PROC --scale S [--bufsiz BYTES]\n"
+	  "              [--when P|--when-file F] [-i] [--critical N=P]   profil(2)'s histogram" },
 	{ "tables", cmd_simple, 0,
 	  "tables TARGET   the node, leg and histogram tables of a target with nodes" },
 	{ "stop", cmd_simple, 0, "stop   TARGET   stop sampling; results kept" },
@@ -1336,5 +1393,6 @@ int main(int argc, char **argv)
 	cJSON_Delete(a.req);
 	free(a.when_text);
 	free(a.count_args);
+	free(a.source_dirs);
 	return r;
 }

@@ -24,6 +24,8 @@
 #include "proto.h"
 #include "sample.h"
 #include "sampler.h"
+#include "lines.h"
+#include "profil.h"
 #include "stacks.h"
 #include "store.h"
 #include "sym.h"
@@ -802,24 +804,36 @@ static void target_sync(struct engine *e, struct target *t)
 /* Sampling's part of a listing: the target, the summary, the procedures. */
 static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req, cJSON *rep)
 {
+	const char *lines = proto_str(req, "lines", NULL), *offset = proto_str(req, "offset", NULL);
 	struct sample_listing ls;
 	struct stacks *x = NULL;
+	struct pcs *pcs = NULL;
+	cJSON *err = NULL;
 	struct agg_list l;
 
+	if (!!lines + !!offset + proto_bool(req, "stacks", 0) > 1)
+		return proto_error(2, "list: one view at a time: --lines, profil or an export");
 	if (sample_listing_begin(e->g[INST_SAMPLE], t, req, &ls, &rep))
 		return rep;
 	if (proto_bool(req, "stacks", 0)) { /* the exports' view */
 		x = stacks_new(e->sym, &ls.lo, ls.sp);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
+	} else if (lines || offset) { /* where inside procedures */
+		pcs = pcs_new(e->sym);
+		ls.lo.visit = pcs_visit;
+		ls.lo.visit_ctx = pcs;
 	}
-	if ((ls.lo.visit && !x) || agg_list(ls.sp->agg, e->sym, &ls.lo, &l)) {
+	if ((ls.lo.visit && !ls.lo.visit_ctx) || agg_list(ls.sp->agg, e->sym, &ls.lo, &l)) {
 		cJSON_Delete(rep);
 		rep = proto_error(1, "out of memory while listing");
-	} else if (x && stacks_json(x, rep)) {
+	} else if ((x && stacks_json(x, rep)) ||
+		   (lines && pcs_lines_json(pcs, lines, l.counted, rep, &err)) ||
+		   (offset && pcs_profil_json(pcs, offset, proto_num(req, "scale", 0x10000),
+					      proto_num(req, "bufsiz", 0), t->comm, rep, &err))) {
 		agg_list_free(&l);
 		cJSON_Delete(rep);
-		rep = proto_error(1, "out of memory while listing");
+		rep = err ? err : proto_error(1, "out of memory while listing");
 	} else {
 		if (x) {
 			cJSON *p = cJSON_GetObjectItemCaseSensitive(rep, "profile");
@@ -838,6 +852,7 @@ static cJSON *list_samples(struct engine *e, struct target *t, const cJSON *req,
 		}
 	}
 	stacks_free(x);
+	pcs_free(pcs);
 	sample_listing_end(&ls);
 	return rep;
 }
@@ -1108,7 +1123,9 @@ static int start_fields_init(struct engine *e)
 
 static const struct proto_field list_fields[] = {
 	F_TARGET(false), F_WHEN, F_BOOL("calls"), F_BOOL("tables"), F_BOOL("no_inline"),
-	F_BOOL("stacks"), F_BOOL("no_kernel"),
+	F_BOOL("stacks"), F_BOOL("no_kernel"), F_STR("lines", 512), F_STR("offset", 512),
+	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
+	{ .name = "bufsiz", .type = PT_UINT, .min = 2, .max = PCS_MAX_BUFSIZ, .opt = "--bufsiz" },
 	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
 };
 static const struct proto_field target_fields[] = { F_TARGET(true) };

@@ -108,6 +108,14 @@ static int64_t proc_index(struct writer *w, uint32_t proc)
 			sf_put_str(w->w, o, "file", sym_str(w->s, pi->file));
 		if (pi->line)
 			sf_put_num(w->w, o, "line", pi->line);
+		if (pi->hi) { /* its code, for profil after a restart */
+			char a[24];
+
+			snprintf(a, sizeof(a), "0x%llx", (unsigned long long)pi->lo);
+			sf_put_str(w->w, o, "lo", a);
+			snprintf(a, sizeof(a), "0x%llx", (unsigned long long)pi->hi);
+			sf_put_str(w->w, o, "hi", a);
+		}
 	}
 	return w->w->oom ? -1 : x;
 }
@@ -354,6 +362,7 @@ static int read_totals(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 struct rproc {
 	const char *m, *n, *file;
 	uint32_t line;
+	uint64_t lo, hi;
 };
 
 /* A location as the file gives it: format 1 names its frames, format 2 indexes "procs". */
@@ -376,6 +385,11 @@ static int read_proc(struct sf_rd *rd, const cJSON *it, int i, struct rproc *p)
 	    (r = sf_get_str(rd, it, "file", SF_OPTIONAL, STORE_MAX_NAME, &p->file)) ||
 	    (r = sf_get_u32(rd, it, "line", SF_OPTIONAL, UINT32_MAX, &p->line)))
 		return r;
+	if (cJSON_GetObjectItemCaseSensitive(it, "hi") &&
+	    ((r = sf_get_addr(rd, it, "lo", &p->lo)) || (r = sf_get_addr(rd, it, "hi", &p->hi))))
+		return r;
+	if (p->hi && p->lo >= p->hi)
+		return sf_bad(rd, "hi", "not above lo");
 	return 0;
 }
 
@@ -507,8 +521,9 @@ static int commit_locs(struct sf_rd *rd, struct sym *s, const struct rproc *proc
 
 	/* first, so that the locations' frames find them with their file and line */
 	for (int i = 0; !r && i < nprocs; i++)
-		r = sym_intern_proc(s, procs[i].m, procs[i].n[0] ? procs[i].n : NULL, procs[i].file,
-				    procs[i].line, &id);
+		if (!(r = sym_intern_proc(s, procs[i].m, procs[i].n[0] ? procs[i].n : NULL,
+					  procs[i].file, procs[i].line, &id)) && procs[i].hi)
+			sym_set_proc_extent(s, id, procs[i].lo, procs[i].hi);
 	for (int i = 0; !r && i < nlocs; i++) {
 		const cJSON *x;
 		uint32_t j = 0;

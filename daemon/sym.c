@@ -271,6 +271,14 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 	return 0;
 }
 
+void sym_set_proc_extent(struct sym *s, uint32_t proc, uint64_t lo, uint64_t hi)
+{
+	if (proc < itab_count(s->proc_keys)) {
+		s->procs[proc].lo = lo;
+		s->procs[proc].hi = hi;
+	}
+}
+
 const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc)
 {
 	return proc < itab_count(s->proc_keys) ? &s->procs[proc] : NULL;
@@ -699,7 +707,7 @@ static size_t count_starting_by(const void *table, size_t n, size_t size, uint64
  * not the CFI row (dwarf_frame_info gives only the row's range), as a row starts after
  * every push and pop. false when no FDE covers @vaddr.
  */
-static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start)
+static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start, uint64_t *end)
 {
 	size_t lo;
 
@@ -709,6 +717,7 @@ static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start)
 	if (!lo || vaddr >= m->fdes[lo - 1].end)
 		return false;
 	*start = m->fdes[lo - 1].start;
+	*end = m->fdes[lo - 1].end;
 	return true;
 }
 
@@ -800,7 +809,7 @@ static bool esym_better(const struct esym *e, const struct esym *best)
  * the closest symbol without a size below it in the same section, above the end of every
  * sized symbol below it (hand-written assembly). NULL if none.
  */
-static const char *sym_name_at(struct smod *m, uint64_t vaddr)
+static const char *sym_name_at(struct smod *m, uint64_t vaddr, uint64_t *start, uint64_t *end)
 {
 	enum { MAXC = 64 };
 	const struct esym *cand[MAXC], *best = NULL;
@@ -831,8 +840,11 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr)
 	for (size_t c = 0; c < nc && !found_global; c++)
 		if ((int)cand[c]->idx < m->first_global && esym_better(cand[c], best))
 			best = cand[c];
-	if (best)
+	if (best) {
+		*start = best->start;
+		*end = best->end;
 		return best->name;
+	}
 	min_label = m->syms[lo - 1].reach;
 	for (size_t i = lo; i-- > 0 && m->syms[i].start >= min_label;) {
 		const struct esym *e = &m->syms[i];
@@ -844,7 +856,7 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr)
 		if (!best || e->bind > best->bind)
 			best = e;
 	}
-	return best ? best->name : NULL;
+	return best ? best->name : NULL; /* a label: no extent */
 }
 
 /* The line in the caller where the inlined call @die was made: DW_AT_call_file/_line. */
@@ -884,6 +896,7 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 	Dwarf_Addr bias;
 	Dwfl_Line *ln;
 	int nchain = 0, line = 0, decl_line = 0, r;
+	uint64_t lo = 0, hi = 0; /* the function's code, in the object's vaddrs */
 
 	ln = dwfl_module_getsrc(m->mod, a);
 	if (ln) {
@@ -893,7 +906,7 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 	}
 	l->file = where.file;
 	l->line = where.line;
-	name = sym_name_at(m, a - m->bias);
+	name = sym_name_at(m, a - m->bias, &lo, &hi);
 
 	/*
 	 * dwarf_getscopes() gives the innermost scope, but above an inlined instance it goes on
@@ -908,10 +921,15 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 		int tag = dwarf_tag(&chain[i]), iline = 0;
 
 		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr dlo, dhi;
+
 			decl_file = dwarf_decl_file(&chain[i]);
 			dwarf_decl_line(&chain[i], &decl_line);
-			if (!name)
+			if (!name) {
 				name = die_name(&chain[i]);
+				if (!dwarf_lowpc(&chain[i], &dlo) && !dwarf_highpc(&chain[i], &dhi))
+					lo = dlo + bias - m->bias, hi = dhi + bias - m->bias;
+			}
 			break;
 		}
 		if (tag != DW_TAG_inlined_subroutine)
@@ -926,11 +944,14 @@ static int symbolize_elf(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym
 		where = call_site(s, &chain[i]);
 	}
 	/* no symbol and no DWARF: the function that the call-frame information knows */
-	if (!name && cfi_function_start(m, a - m->bias, &start)) {
+	if (!name && cfi_function_start(m, a - m->bias, &start, &hi)) {
 		snprintf(cfi_name, sizeof(cfi_name), SYM_CFI_NAME_PREFIX "%" PRIx64, start);
 		name = cfi_name;
+		lo = start;
 	}
 	r = push_frame(s, sym_str(s, m->name), name, decl_file, decl_line, where);
+	if (!r && hi > lo && !s->procs[s->frames[s->nframes - 1]].hi)
+		sym_set_proc_extent(s, s->frames[s->nframes - 1], lo, hi);
 out:
 	free(chain);
 	free(scopes);
@@ -1703,6 +1724,19 @@ static int elf_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len
 		return -ENOENT;
 	memcpy(buf, p, len);
 	return 0;
+}
+
+int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len)
+{
+	const struct smod *m = module < s->nmods && module > SYM_MOD_KERNEL ? &s->mods[module] : NULL;
+	size_t avail;
+	const char *p = m && m->mod ? elf_at(m, vaddr, &avail) : NULL;
+
+	if (!p)
+		return -ENOENT;
+	len = MIN(len, avail);
+	memcpy(buf, p, len);
+	return (int)len;
 }
 
 bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc)

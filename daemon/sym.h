@@ -46,6 +46,7 @@ struct sym_procinfo {
 	uint32_t file;		/* string id of the file of its entry, 0 = unknown */
 	uint32_t line;
 	uint32_t full;		/* string id of "module.procedure" ("module+0xSTART") */
+	uint64_t lo, hi;	/* its code [lo, hi) in its object's vaddrs; 0, 0: not known */
 };
 
 /* Where one frame of a location is: the pc's line (innermost), else its call site. */
@@ -101,6 +102,11 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
 		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc);
 int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
+/* Where a procedure's code is (symbolization finds it; results loaded from disk say it). */
+void sym_set_proc_extent(struct sym *s, uint32_t proc, uint64_t lo, uint64_t hi);
+/* Up to @len bytes of code at @vaddr of @module, from its file: how many, or -ENOENT (the
+ * object is not open: results loaded from disk, or no such address). */
+int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len);
 
 /* The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). */
 typedef struct Dwarf_Frame_s Dwarf_Frame;
