@@ -139,7 +139,8 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 # workloads built the way real programs are: no frame pointers, leaf frames omitted,
 # debug info split off (by build-id, and by .gnu_debuglink next to the binary)
 SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
-	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain
+	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
+	$(OUTPUT)/workloads/lines_nodebug
 $(OUTPUT)/workloads/qsort_nofp: tests/workloads/special/qsort_nofp.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/leaf_fp: tests/workloads/special/leaf_fp.c tests/workloads/workload.h | $(OUTPUT)/workloads
@@ -148,6 +149,9 @@ $(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/w
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
 $(OUTPUT)/workloads/inline_chain: tests/workloads/special/inline_chain.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+# symbols, but no DWARF: no line tables
+$(OUTPUT)/workloads/lines_nodebug: tests/workloads/lines.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 $< -o $@
 $(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
 	cp $< $@
 	objcopy --only-keep-debug $@ $@.debug
