@@ -78,7 +78,11 @@ def test_daemon_is_clean_under_sanitizers():
             pcmon("tables", tid, sock=d.sock, check=0)
             for args in (["list", tid, "--when", "main->*"], ["targets"], ["status"],
                          ["pause", tid], ["resume", tid], ["zero", tid], ["stop", tid],
-                         ["list", tid, "--json"], ["list", "1", "--critical", "x=*"]):
+                         ["list", tid, "--json"], ["list", "1", "--critical", "x=*"],
+                         ["list", "2", "--lines", "main"], ["list", tid, "--lines", "spin_here"],
+                         ["profil", tid, "--offset", "spin_here", "--scale", "0x8000"],
+                         ["profil", "2", "--offset", "crit+0x1000", "--scale", "2",
+                          "--bufsiz", "64"]):
                 pcmon(*args, sock=d.sock, check=0)
             # the exports, both halves sanitized: stacks in pcmond, the writers in the CLI
             aenv = dict(os.environ, PCMON_SOCKET=d.sock)
