@@ -79,7 +79,7 @@ def test_daemon_is_clean_under_sanitizers():
             for args in (["list", tid, "--when", "main->*"], ["targets"], ["status"],
                          ["pause", tid], ["resume", tid], ["zero", tid], ["stop", tid],
                          ["list", tid, "--json"], ["list", "1", "--critical", "x=*"],
-                         ["list", "2", "--lines", "main"], ["list", tid, "--lines", "spin_here"],
+                         ["list", "2", "--lines", "crit.main"], ["list", tid, "--lines", "spin_here"],
                          ["profil", tid, "--offset", "spin_here", "--scale", "0x8000"],
                          ["profil", "2", "--offset", "crit+0x1000", "--scale", "2",
                           "--bufsiz", "64"]):
