@@ -58,7 +58,8 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
-	libncurses-dev golang-go chromium tmux libcapstone-dev
+	libncurses-dev golang-go chromium tmux libcapstone-dev \
+	dpkg-dev debhelper lintian fakeroot adduser
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
@@ -69,7 +70,7 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 	else echo "all build and test dependencies are installed"; fi
 
 .SECONDARY:
-.PHONY: all deps check unit fuzz integration demo bench install clean format
+.PHONY: all deps check unit fuzz integration demo bench install clean format deb
 all: $(BIN)/pcmon $(BIN)/pcmond
 
 deps:
@@ -182,13 +183,24 @@ bench: all workloads
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/include/pcmon \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)/lib/systemd/system
+		$(DESTDIR)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BIN)/pcmon $(DESTDIR)$(PREFIX)/bin/pcmon
 	install -m 0755 $(BIN)/pcmond $(DESTDIR)$(PREFIX)/sbin/pcmond
 	[ ! -f include/pcmon/critical.h ] || install -m 0644 include/pcmon/critical.h $(DESTDIR)$(PREFIX)/include/pcmon/critical.h
 	install -m 0644 packaging/pcmon.1 $(DESTDIR)$(PREFIX)/share/man/man1/pcmon.1
 	install -m 0644 packaging/pcmond.8 $(DESTDIR)$(PREFIX)/share/man/man8/pcmond.8
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service
+	install -m 0644 packaging/pcmond.socket $(DESTDIR)/lib/systemd/system/pcmond.socket
+	install -m 0644 packaging/pcmon.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pcmon
+
+# A Debian package, built by dpkg-buildpackage in a copy of the tree (its clean step must
+# not touch this one): ./pcmon_VERSION_amd64.deb and ./pcmon-dev_VERSION_all.deb.
+deb:
+	rm -rf $(OUTPUT)/deb && mkdir -p $(OUTPUT)/deb/src
+	tar -c --exclude=./.output --exclude=./bin --exclude=./.git --exclude='./*.deb' . | \
+		tar -x -C $(OUTPUT)/deb/src
+	cd $(OUTPUT)/deb/src && dpkg-buildpackage -us -uc -b
+	cp $(OUTPUT)/deb/*.deb .
 
 format:
 	clang-format -i $(wildcard daemon/*.[ch] cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])

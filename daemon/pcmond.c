@@ -2,6 +2,9 @@
 /* pcmond: the pcmon daemon. Loads the BPF programs once and serves targets over a socket. */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,48 @@
 #include "proto.h"
 #include "srv.h"
 #include "util.h"
+
+/*
+ * systemd's readiness protocol (sd_notify(3)): one datagram, "READY=1", to the socket
+ * $NOTIFY_SOCKET names (a leading '@' is the abstract namespace). Nothing without it.
+ */
+static void notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	len = offsetof(struct sockaddr_un, sun_path) + strlen(path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0)
+		pr_warn("cannot tell systemd %s: %s", state, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * systemd's socket activation (sd_listen_fds(3)): the listening socket is fd 3 when
+ * $LISTEN_PID is ours and $LISTEN_FDS is 1. 0: none passed; -1: passed, but not one.
+ */
+static int activated_fd(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	int fd;
+
+	if (!pid || !fds || strtol(pid, NULL, 10) != getpid())
+		return 0;
+	fd = strcmp(fds, "1") ? -1 : 3;
+	unsetenv("LISTEN_PID"); /* not for the processes pcmond starts */
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return fd;
+}
 
 static void usage(FILE *f)
 {
@@ -204,6 +249,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pcmond: %s\n", err);
 		return 1;
 	}
+	so.listen_fd = activated_fd();
+	if (so.listen_fd < 0) {
+		fprintf(stderr, "pcmond: systemd passed more than one socket: pcmond.socket passes one\n");
+		engine_free(e);
+		return 1;
+	}
 	r = srv_open(sock, e, &so, &s, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
@@ -215,8 +266,11 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
-	pr_info("pcmond %s serving %s, results in %s", PCMON_VERSION, sock, eo.state_dir);
+	pr_info("pcmond %s serving %s%s, results in %s", PCMON_VERSION, sock,
+		so.listen_fd ? " (socket from systemd)" : "", eo.state_dir);
+	notify("READY=1");
 	r = srv_run(s) ? 1 : 0;
+	notify("STOPPING=1");
 out:
 	engine_flush(e);
 	srv_close(s);

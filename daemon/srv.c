@@ -40,6 +40,7 @@ struct conn {
 struct srv {
 	char path[108];
 	int lfd, epfd, sigfd;
+	bool activated;		/* the listening socket is systemd's: its path is not ours */
 	struct engine *e;
 	struct srv_opts o;
 	struct conn *conns;		/* o.max_clients slots */
@@ -119,6 +120,18 @@ int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struc
 	raise_fd_limit(s->o.max_clients);
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	strcpy(sa.sun_path, path);
+	if (o->listen_fd > 0) {
+		/* socket activation: systemd listens, with the owner and mode pcmond.socket sets */
+		s->lfd = o->listen_fd;
+		s->activated = true;
+		if (fcntl(s->lfd, F_SETFL, fcntl(s->lfd, F_GETFL) | O_NONBLOCK) ||
+		    fcntl(s->lfd, F_SETFD, FD_CLOEXEC)) {
+			r = -errno;
+			snprintf(err, errlen, "the socket systemd passed: %s", strerror(-r));
+			goto fail;
+		}
+		goto listening;
+	}
 
 	/* a socket that answers belongs to a live daemon; one that does not is stale */
 	fd = proto_connect(path);
@@ -148,6 +161,7 @@ int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struc
 		pr_warn("cannot give %s to group pcmon: %s", path, strerror(errno));
 	chmod(path, 0660);
 
+listening:
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -709,7 +723,8 @@ void srv_close(struct srv *s)
 	free(s->conns);
 	if (s->lfd >= 0) {
 		close(s->lfd);
-		unlink(s->path);
+		if (!s->activated)
+			unlink(s->path);
 	}
 	if (s->epfd >= 0)
 		close(s->epfd);

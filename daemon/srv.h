@@ -46,6 +46,8 @@ struct srv_opts {
 	uint32_t idle_s;	/* close a connection silent this long (0: 60) */
 	uint32_t request_s;	/* ... holding part of a request this long (0: 10) */
 	uint32_t write_s;	/* ... whose replies did not move for this long (0: 10) */
+	int listen_fd;		/* a socket already listening (systemd's socket activation), or 0:
+				   make one at the path */
 };
 
 int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struct srv **out,

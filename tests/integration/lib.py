@@ -132,7 +132,10 @@ class Daemon:
 
     def start(self):
         self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
-        self.proc = subprocess.Popen([PCMOND, "--foreground", "--socket", self.sock,
+        # $PCMON_TEST_DAEMON_WRAP: a command pcmond runs under (test_service.py: the unit's
+        # capability bounding set, through setpriv)
+        wrap = os.environ.get("PCMON_TEST_DAEMON_WRAP", "").split()
+        self.proc = subprocess.Popen([*wrap, PCMOND, "--foreground", "--socket", self.sock,
                                       "--state-dir", self.state, "-v", *self.args],
                                      stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.time() + 20
