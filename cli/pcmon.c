@@ -595,6 +595,22 @@ static void list_table(FILE *f, const cJSON *rep)
 
 /* ---- commands */
 
+/* Send the request to pcmond and print the reply with @table: the exit status. */
+static int ask(struct args *a, void (*table)(FILE *, const cJSON *))
+{
+	struct session s;
+	cJSON *rep;
+	int r = connect_daemon(a, &s);
+
+	if (r)
+		return r;
+	rep = call(&s, a->req);
+	r = show(a, rep, table);
+	cJSON_Delete(rep);
+	close(s.fd);
+	return r;
+}
+
 /* What a list request says about the call table: alone, in which order. */
 static void list_options(const struct args *a, cJSON *req)
 {
@@ -606,10 +622,6 @@ static void list_options(const struct args *a, cJSON *req)
 
 static int cmd_simple(struct args *a)
 {
-	struct session s;
-	cJSON *rep;
-	int r;
-
 	if (!strcmp(a->cmd, "tables")) {
 		/* the listing's tables section alone */
 		cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("list"));
@@ -620,25 +632,14 @@ static int cmd_simple(struct args *a)
 	    strcmp(a->cmd, "list"))
 		return fail(a, 2, "%s: which target? give its id or name (see pcmon targets)",
 			    a->cmd);
-	r = connect_daemon(a, &s);
-	if (r)
-		return r;
 	if (!strcmp(a->cmd, "list"))
 		list_options(a, a->req);
-	rep = call(&s, a->req);
 	cur_view = &a->view;
 	cur_args = a;
-	if (!strcmp(a->cmd, "list"))
-		r = show(a, rep, list_table);
-	else if (!strcmp(a->cmd, "targets"))
-		r = show(a, rep, fmt_targets);
-	else if (!strcmp(a->cmd, "status"))
-		r = show(a, rep, fmt_status);
-	else
-		r = show(a, rep, NULL);
-	cJSON_Delete(rep);
-	close(s.fd);
-	return r;
+	return ask(a, !strcmp(a->cmd, "list")	   ? list_table :
+		      !strcmp(a->cmd, "targets") ? fmt_targets :
+		      !strcmp(a->cmd, "status")  ? fmt_status :
+						   NULL);
 }
 
 static int cmd_start(struct args *a)
@@ -1223,11 +1224,8 @@ out:
 /* pcmon profil TARGET --offset ADDR|PROC --scale S [--bufsiz BYTES]: SPEC §11 */
 static int cmd_profil(struct args *a)
 {
-	struct session s;
-	char *end;
-	cJSON *rep;
 	unsigned long scale;
-	int r;
+	char *end;
 
 	if (!a->target)
 		return fail(a, 2, "profil: which target? give its id or name (see pcmon targets)");
@@ -1238,14 +1236,7 @@ static int cmd_profil(struct args *a)
 		return fail(a, 2, "--scale %s: expected 0 to 0x10000 (65536)", a->scale);
 	cJSON_ReplaceItemInObject(a->req, "cmd", cJSON_CreateString("list"));
 	req_set(a->req, "scale", cJSON_CreateNumber(scale));
-	r = connect_daemon(a, &s);
-	if (r)
-		return r;
-	rep = call(&s, a->req);
-	r = show(a, rep, fmt_profil);
-	cJSON_Delete(rep);
-	close(s.fd);
-	return r;
+	return ask(a, fmt_profil);
 }
 
 /* pcmon flamegraph TARGET [-o FILE.svg] [--when P] [--title T] */
