@@ -629,7 +629,6 @@ out:
 	return r;
 }
 
-/* Walk every task with a BPF iterator and collect the intervals still open. */
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
 {
 	struct pcmon_tname n;
@@ -640,6 +639,7 @@ int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
 	return 0;
 }
 
+/* Walk every task with a BPF iterator and collect the intervals still open. */
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 {
 	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.dump_offcpu, NULL);
