@@ -25,12 +25,19 @@ struct source {
 static struct source *sources;
 static size_t nsources, cap_sources;
 
-static char *read_source(const char *file, const char *const *dirs, size_t ndirs)
+static char *read_source(const char *file, const char *comp_dir, const char *const *dirs,
+			 size_t ndirs)
 {
-	char path[4096], *text = read_file(file, NULL);
+	char path[4096], *text = NULL;
 
 	/* the line table's path (absolute, or relative to where it was compiled), else under
 	 * each --source-dir: the path as given, then its last component */
+	if (file[0] != '/' && comp_dir) {
+		snprintf(path, sizeof(path), "%s/%s", comp_dir, file);
+		text = read_file(path, NULL);
+	}
+	if (!text)
+		text = read_file(file, NULL);
 	for (size_t i = 0; !text && i < ndirs; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
 		text = read_file(path, NULL);
@@ -42,8 +49,8 @@ static char *read_source(const char *file, const char *const *dirs, size_t ndirs
 	return text;
 }
 
-static const char *source_line(const char *file, unsigned line, const char *const *dirs,
-			       size_t ndirs)
+static const char *source_line(const char *file, const char *comp_dir, unsigned line,
+			       const char *const *dirs, size_t ndirs)
 {
 	struct source *s = NULL;
 
@@ -56,7 +63,7 @@ static const char *source_line(const char *file, unsigned line, const char *cons
 		if (GROW(sources, cap_sources, nsources + 1))
 			return NULL;
 		s = &sources[nsources++];
-		*s = (struct source){ .path = strdup(file), .text = read_source(file, dirs, ndirs) };
+		*s = (struct source){ .path = strdup(file), .text = read_source(file, comp_dir, dirs, ndirs) };
 		for (char *p = s->text; p;) {
 			char *nl = strchr(p, '\n');
 
@@ -134,7 +141,7 @@ void fmt_lines(FILE *f, const cJSON *rep, const char *const *dirs, size_t ndirs)
 		unsigned line = num(l, "line");
 
 		if (tables) {
-			text = source_line(file, line, dirs, ndirs);
+			text = source_line(file, proto_str(o, "comp_dir", NULL), line, dirs, ndirs);
 			fprintf(f, "%8.0f %6.1f%% %6.1f%%  %s:%u%s%s\n", num(l, "count"),
 				num(l, "percent_of_procedure"), num(l, "percent_of_counted"),
 				line ? basename_of(file) : "?", line, text ? "   " : "",

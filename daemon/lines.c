@@ -163,6 +163,7 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 	uint64_t total = 0;
 	bool have_lines = false;
 	uint32_t proc, *order = NULL;
+	const char *comp_dir = NULL;
 	cJSON *o, *arr;
 
 	if (x->err)
@@ -193,6 +194,8 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 		have_lines |= fl[j].line != 0;
 		for (r = 0; r < nrows && !(rows[r].file == fl[j].file && rows[r].line == fl[j].line); r++)
 			;
+		if (!comp_dir)
+			comp_dir = sym_comp_dir(s, l->module, l->addr);
 		if (r == nrows) {
 			if (GROW(rows, cap, nrows + 1))
 				goto oom;
@@ -215,6 +218,8 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 	cJSON_AddNumberToObject(o, "count", total);
 	cJSON_AddNumberToObject(o, "counted", counted);
 	cJSON_AddBoolToObject(o, "line_tables", have_lines);
+	if (comp_dir) /* where relative file names are */
+		cJSON_AddStringToObject(o, "comp_dir", comp_dir);
 	arr = cJSON_AddArrayToObject(o, "lines");
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), by_count);

@@ -1726,6 +1726,16 @@ static int elf_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len
 	return 0;
 }
 
+const char *sym_comp_dir(const struct sym *s, uint32_t module, uint64_t vaddr)
+{
+	const struct smod *m = module < s->nmods && module > SYM_MOD_KERNEL ? &s->mods[module] : NULL;
+	Dwarf_Attribute a;
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = m && m->mod ? dwfl_module_addrdie(m->mod, vaddr + m->bias, &bias) : NULL;
+
+	return cu && dwarf_attr(cu, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+}
+
 int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len)
 {
 	const struct smod *m = module < s->nmods && module > SYM_MOD_KERNEL ? &s->mods[module] : NULL;

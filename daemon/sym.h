@@ -104,6 +104,9 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
 /* Where a procedure's code is (symbolization finds it; results loaded from disk say it). */
 void sym_set_proc_extent(struct sym *s, uint32_t proc, uint64_t lo, uint64_t hi);
+/* The directory @vaddr of @module's compilation unit was compiled in (DW_AT_comp_dir): where
+ * its line table's relative file names are; NULL if not known or the object is not open. */
+const char *sym_comp_dir(const struct sym *s, uint32_t module, uint64_t vaddr);
 /* Up to @len bytes of code at @vaddr of @module, from its file: how many, or -ENOENT (the
  * object is not open: results loaded from disk, or no such address). */
 int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len);

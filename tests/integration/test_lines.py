@@ -4,10 +4,11 @@
 the time of each of work()'s lines itself."""
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+from lib import (PCMON, ROOT, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
                  share_tolerance_pp, workload)
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "workloads", "lines.c")
@@ -30,6 +31,14 @@ def profiled(*opts, secs=2):
 
 def lines_of(tid, proc, sock, *opts):
     return pcmon_json("list", tid, "--lines", proc, *opts, sock=sock)[0]["lines"]
+
+
+def text_from(cwd, sock, *args):
+    """pcmon's text output, run from directory @cwd."""
+    p = subprocess.run([PCMON, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                       env=dict(os.environ, PCMON_SOCKET=sock), timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 def by_line(lines):
@@ -71,7 +80,9 @@ def test_line_shares_fp_and_dwarf():
                 assert a == sorted(a, reverse=True)
                 assert all(re.fullmatch(r"([0-9a-f]{2})+", x["code"]) for x in l["addresses"])
             # the text: source lines and disassembly
-            text = pcmon("list", tid, "--lines", "work", sock=d.sock, check=0).stdout
+            # from anywhere: relative file names are found under the compilation directory
+            assert lines["comp_dir"] == ROOT, lines.get("comp_dir")
+            text = text_from("/", d.sock, "list", tid, "--lines", "work")
             assert "/* LOOP_A */" in text and "/* CALL_H */" in text, text[:2000]
             assert re.search(r"\bimul\b", text), text[:2000]
         finally:
@@ -148,6 +159,11 @@ def test_after_restart_and_with_when():
         # the object is not open after a restart: no code, and the text says so
         text = pcmon("list", tid, "--lines", "work", sock=d.sock, check=0).stdout
         assert "no code: the object is not open" in text, text[:1000]
+        # the compilation directory is not known now: --source-dir finds the source
+        assert "/* LOOP_A */" not in text_from("/", d.sock, "list", tid, "--lines", "work")
+        text = text_from("/", d.sock, "list", tid, "--lines", "work", "--source-dir",
+                         os.path.join(ROOT, "tests", "workloads"))
+        assert "/* LOOP_A */" in text, text[:1000]
         prof2 = pcmon_json("profil", tid, "--offset", "work", "--scale", "0x8000", sock=d.sock)[0]
         assert prof2["profil"]["cells"] == prof["profil"]["cells"]
         # --when first: only the samples under the helper... which is inlined: its line only
