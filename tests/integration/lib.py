@@ -134,7 +134,7 @@ class Daemon:
         self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
         # $PCMON_TEST_DAEMON_WRAP: a command pcmond runs under (test_service.py: the unit's
         # capability bounding set, through setpriv)
-        wrap = os.environ.get("PCMON_TEST_DAEMON_WRAP", "").split()
+        wrap = (self.env or os.environ).get("PCMON_TEST_DAEMON_WRAP", "").split()
         self.proc = subprocess.Popen([*wrap, PCMOND, "--foreground", "--socket", self.sock,
                                       "--state-dir", self.state, "-v", *self.args],
                                      stdout=self.log, stderr=self.log, env=self.env)
