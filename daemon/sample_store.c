@@ -172,48 +172,58 @@ static int64_t loc_index(struct writer *w, uint32_t loc)
 	return w->w->oom ? -1 : x;
 }
 
-static void render_stack(struct writer *w, cJSON *arr, const struct agg_stack *st,
+static void render_stack(struct writer *w, struct sf_text *x, const struct agg_stack *st,
 			 uint64_t count, uint64_t ns)
 {
-	cJSON *e = cJSON_CreateObject(), *l;
+	struct sf_wr *sw = w->w;
 
-	sf_push(w->w, arr, e);
-	if (w->w->oom)
-		return;
-	sf_put_str(w->w, e, "k", st->kind < PCMON_KIND_MAX ? stack_kind_names[st->kind] : "?");
-	sf_put_num(w->w, e, "p", st->pid);
-	if (st->tid)
-		sf_put_num(w->w, e, "t", st->tid);
-	if (st->unwalk)
-		sf_put_str(w->w, e, "u",
-			st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
+	sf_text_lit(sw, x, x->len ? ",{\"k\":\"" : "[{\"k\":\"");
+	sf_text_lit(sw, x, st->kind < PCMON_KIND_MAX ? stack_kind_names[st->kind] : "?");
+	sf_text_lit(sw, x, "\",\"p\":");
+	sf_text_u64(sw, x, st->pid);
+	if (st->tid) {
+		sf_text_lit(sw, x, ",\"t\":");
+		sf_text_u64(sw, x, st->tid);
+	}
+	if (st->unwalk) {
+		sf_text_lit(sw, x, ",\"u\":");
+		sf_text_str(sw, x, st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
+	}
 	if (st->flags & AGG_SF_CUT_SHORT)
-		sf_put_bool(w->w, e, "cs", true);
+		sf_text_lit(sw, x, ",\"cs\":true");
 	if (st->flags & AGG_SF_MARKS_PENDING)
-		sf_put_bool(w->w, e, "mp", true);
-	if (st->section)
-		sf_put_str(w->w, e, "s", sym_str(w->s, st->section));
-	sf_put_num(w->w, e, "nu", st->nuser);
-	sf_put_u64(w->w, e, "c", count);
-	sf_put_u64(w->w, e, "ns", ns);
-	l = sf_chk(w->w, cJSON_AddArrayToObject(e, "l"));
-	for (uint32_t j = 0; l && j < st->nuser + st->nkern; j++) {
-		int64_t x = loc_index(w, st->locs[j]);
+		sf_text_lit(sw, x, ",\"mp\":true");
+	if (st->section) {
+		sf_text_lit(sw, x, ",\"s\":");
+		sf_text_str(sw, x, sym_str(w->s, st->section));
+	}
+	sf_text_lit(sw, x, ",\"nu\":");
+	sf_text_u64(sw, x, st->nuser);
+	sf_text_lit(sw, x, ",\"c\":");
+	sf_text_u64(sw, x, count);
+	sf_text_lit(sw, x, ",\"ns\":");
+	sf_text_u64(sw, x, ns);
+	sf_text_lit(sw, x, ",\"l\":[");
+	for (uint32_t j = 0; j < st->nuser + st->nkern; j++) {
+		int64_t i = loc_index(w, st->locs[j]);
 
-		if (x < 0) {
-			w->w->oom = true;
+		if (i < 0) {
+			sw->oom = true;
 			return;
 		}
-		sf_push(w->w, l, cJSON_CreateNumber(x));
+		if (j)
+			sf_text_lit(sw, x, ",");
+		sf_text_u64(sw, x, i);
 	}
+	sf_text_lit(sw, x, "]}");
 }
-
 
 void sample_save(const struct target *t, const void *state, const struct sym *s,
 		 struct sf_wr *sw, cJSON *o)
 {
 	const struct sample *sp = state;
 	struct writer w = { .w = sw, .s = s };
+	struct sf_text stacks = { 0 };
 	cJSON *arr;
 
 	(void)t;
@@ -247,13 +257,15 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 
 	w.procs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "procs"));
 	w.locs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "locs"));
-	arr = sf_chk(sw, cJSON_AddArrayToObject(o, "stacks"));
 	for (size_t i = 0; !sw->oom && i < agg_count(sp->agg); i++) {
 		uint64_t count, ns;
 		const struct agg_stack *st = agg_get(sp->agg, i, &count, &ns);
 
-		render_stack(&w, arr, st, count, ns);
+		render_stack(&w, &stacks, st, count, ns);
 	}
+	if (stacks.len)
+		sf_text_lit(sw, &stacks, "]");
+	sf_put_text(sw, o, "stacks", &stacks);
 	/* the threads' names, for the exports' thread label */
 	arr = sf_chk(sw, cJSON_AddArrayToObject(o, "threads"));
 	for (uint32_t i = 0; !sw->oom && i < itab_count(sp->tids); i++) {

@@ -36,6 +36,21 @@ struct usdt_obj {
 	struct bpf_link *begin, *end;
 };
 
+/*
+ * What one drain copies out of the kernel, kept between drains so that a steady drain
+ * allocates nothing: the idle pair's counts entries, and its stacks in a table by key.
+ */
+struct drain_buf {
+	struct pcmon_key *keys;
+	struct pcmon_val *vals;
+	size_t nkeys, cap_keys, cap_vals;
+	uint64_t *skeys;	/* stack keys, in the order read */
+	char *svals;		/* their values, vsz bytes each */
+	size_t nstacks, cap_skeys, cap_svals;
+	uint32_t *slots;	/* open addressing over skeys: index + 1, 0 = empty */
+	size_t nslots;
+};
+
 struct sampler {
 	struct procs *procs;	/* the shared lifecycle object and its maps */
 	struct sample_bpf *skel;
@@ -53,7 +68,10 @@ struct sampler {
 	sampler_dsample_cb ds_cb;
 	void *ev_ctx;
 	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
-	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack at the last drain */
+	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack as last read */
+	uint64_t sysctl_read_ns;
+	struct drain_buf dbuf;
+	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
 };
 
 /* libbpf's own chatter is detail: pcmon reports each failure itself in one line. */
@@ -221,17 +239,23 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		return -ENOMEM;
 	s->stats_fd = -1;
 	pthread_mutex_init(&s->usdt_lock, NULL);
+	s->empty = calloc(1, sizeof(*s->empty));
+	if (!s->empty) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		snprintf(err, errlen, "cannot count CPUs: %s", strerror(-s->ncpus));
-		free(s);
-		return -EINVAL;
+		r = -EINVAL;
+		goto fail;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		snprintf(err, errlen,
 			 "no kernel BTF at /sys/kernel/btf/vmlinux: pcmon needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-		free(s);
-		return -ENOTSUP;
+		r = -ENOTSUP;
+		goto fail;
 	}
 	s->depth = settle_depth(o->max_depth ? o->max_depth : PCMON_STACK_MAX);
 	s->sysctl_depth = s->depth;
@@ -323,6 +347,12 @@ void sampler_close(struct sampler *s)
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	pthread_mutex_destroy(&s->usdt_lock);
+	free(s->dbuf.keys);
+	free(s->dbuf.vals);
+	free(s->dbuf.skeys);
+	free(s->dbuf.svals);
+	free(s->dbuf.slots);
+	free(s->empty);
 	free(s);
 }
 
@@ -540,34 +570,86 @@ static void grace_period(void)
 	usleep(20000);
 }
 
-static int stack_keys(int fd, uint64_t **keys, size_t *nkeys, size_t *cap)
-{
-	uint64_t k, *pk = NULL;
+#define DRAIN_BATCH 1024u
 
-	*nkeys = 0;
-	while (!bpf_map_get_next_key(fd, pk, &k)) {
-		if (GROW(*keys, *cap, *nkeys + 1))
+/*
+ * Read and delete every entry of @fd in batches (BPF_MAP_LOOKUP_AND_DELETE_BATCH, 5.6+: one
+ * system call per DRAIN_BATCH entries instead of three per entry). The map is idle: no
+ * program writes it until the next flip. Returns the entries read, or -errno.
+ */
+static ssize_t take_all(int fd, void **keys, size_t *cap_keys, size_t ksz, void **vals,
+			size_t *cap_vals, size_t vsz)
+{
+	uint64_t token = 0;	/* a hash map's batch cursor is a bucket number */
+	size_t n = 0;
+	bool first = true;
+
+	for (;;) {
+		__u32 cnt = DRAIN_BATCH;
+		int r;
+
+		if (grow(keys, cap_keys, n + DRAIN_BATCH, ksz) ||
+		    grow(vals, cap_vals, n + DRAIN_BATCH, vsz))
 			return -ENOMEM;
-		(*keys)[(*nkeys)++] = k;
-		pk = &(*keys)[*nkeys - 1];
+		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token,
+						    (char *)*keys + n * ksz,
+						    (char *)*vals + n * vsz, &cnt, NULL);
+		if (r && errno != ENOENT)
+			return -errno;
+		n += cnt;
+		first = false;
+		if (r)	/* ENOENT: that was the last bucket */
+			return n;
+	}
+}
+
+static uint32_t slot_of(uint64_t key, size_t nslots)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (nslots - 1);
+}
+
+/* Index the stacks just read by their keys. */
+static int index_stacks(struct drain_buf *b)
+{
+	size_t want = 64;
+
+	while (want < 2 * b->nstacks)
+		want *= 2;
+	if (want > b->nslots) {
+		free(b->slots);
+		b->slots = malloc(want * sizeof(*b->slots));
+		b->nslots = b->slots ? want : 0;
+		if (!b->slots)
+			return -ENOMEM;
+	}
+	memset(b->slots, 0, b->nslots * sizeof(*b->slots));
+	for (size_t i = 0; i < b->nstacks; i++) {
+		uint32_t h = slot_of(b->skeys[i], b->nslots);
+
+		while (b->slots[h])
+			h = (h + 1) & (b->nslots - 1);
+		b->slots[h] = i + 1;
 	}
 	return 0;
 }
 
-/* Empty a map of these keys: in batches where the kernel has them, else one by one. */
-static void delete_keys(int fd, const void *keys, size_t ksz, size_t n)
+/* The stack of @key as read, trimmed to the depth in use; NULL if not read. */
+static struct pcmon_stack *stack_of(const struct drain_buf *b, uint64_t key, size_t vsz,
+				    uint32_t depth)
 {
-	size_t done = 0;
+	struct pcmon_stack *st;
+	uint32_t h;
 
-	while (done < n) {
-		__u32 cnt = MIN(n - done, 4096);
-
-		if (bpf_map_delete_batch(fd, (const char *)keys + done * ksz, &cnt, NULL))
-			break;
-		done += cnt;
+	if (!key || !b->nslots)
+		return NULL;
+	for (h = slot_of(key, b->nslots); b->slots[h]; h = (h + 1) & (b->nslots - 1)) {
+		if (b->skeys[b->slots[h] - 1] != key)
+			continue;
+		st = (void *)(b->svals + (size_t)(b->slots[h] - 1) * vsz);
+		st->len = MIN(st->len, depth);
+		return st;
 	}
-	for (; done < n; done++)
-		bpf_map_delete_elem(fd, (const char *)keys + done * ksz);
+	return NULL;
 }
 
 int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
@@ -575,58 +657,47 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	uint32_t old = s->skel->bss->gen & 1;
 	int cfd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
 	int sfd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	size_t nkeys = 0, cap = 0, nsk = 0, capsk = 0;
-	struct pcmon_stack *us = calloc(1, sizeof(*us)), *ks = calloc(1, sizeof(*ks));
-	struct pcmon_key *keys = NULL, k, *pk = NULL;
-	uint64_t *skeys = NULL;
-	int r = 0;
+	size_t vsz = bpf_map__value_size(s->skel->maps.stacks0);
+	struct drain_buf *b = &s->dbuf;
+	struct pcmon_stack *none = s->empty;
+	struct pcmon_key k;
+	ssize_t n;
+	uint64_t now = now_ns();
 
-	if (!us || !ks) {
-		r = -ENOMEM;
-		goto out;
-	}
 	/* someone may have lowered the limit since: stacks that deep are cut off */
-	{
+	if (now - s->sysctl_read_ns > 1000000000ULL) {
 		int cur = 0;
 
 		if (!read_int("/proc/sys/kernel/perf_event_max_stack", &cur) && cur > 0)
 			s->sysctl_depth = cur;
+		s->sysctl_read_ns = now;
 	}
 	/* nothing was written since the last drain: no flip, no grace period */
 	if (bpf_map_get_next_key(cfd, NULL, &k))
-		goto out;
+		return 0;
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace_period();
 
-	while (!bpf_map_get_next_key(cfd, pk, &k)) {
-		struct pcmon_val v;
+	/* stacks first: every counts entry of this pair names its stacks by key */
+	n = take_all(sfd, (void **)&b->skeys, &b->cap_skeys, sizeof(*b->skeys),
+		     (void **)&b->svals, &b->cap_svals, vsz);
+	b->nstacks = n > 0 ? n : 0;
+	if (n < 0 || index_stacks(b))
+		b->nstacks = 0;	/* their entries are charged as unwalkable: no frames */
+	n = take_all(cfd, (void **)&b->keys, &b->cap_keys, sizeof(*b->keys), (void **)&b->vals,
+		     &b->cap_vals, sizeof(*b->vals));
+	if (n < 0)
+		return n;
+	for (ssize_t i = 0; i < n; i++) {
+		const struct pcmon_key *e = &b->keys[i];
+		const struct pcmon_stack *us = stack_of(b, e->ustack, vsz, s->depth);
+		const struct pcmon_stack *ks = stack_of(b, e->kstack, vsz, s->depth);
 
-		if (GROW(keys, cap, nkeys + 1)) {
-			r = -ENOMEM;
-			break;
-		}
-		keys[nkeys] = k;
-		pk = &keys[nkeys++];
-		if (bpf_map_lookup_elem(cfd, &k, &v))
-			continue;
-		us->len = ks->len = 0;
-		if (k.ustack && bpf_map_lookup_elem(sfd, &k.ustack, us))
-			us->len = 0;
-		if (k.kstack && bpf_map_lookup_elem(sfd, &k.kstack, ks))
-			ks->len = 0;
-		us->len = MIN(us->len, s->depth);
-		ks->len = MIN(ks->len, s->depth);
-		cb(ctx, &k, &v, k.ustack ? us : NULL, k.kstack ? ks : NULL);
+		/* a key whose stack is missing (cannot happen but for memory) keeps its count */
+		cb(ctx, e, &b->vals[i], e->ustack ? (us ? us : none) : NULL,
+		   e->kstack ? (ks ? ks : none) : NULL);
 	}
-	delete_keys(cfd, keys, sizeof(*keys), nkeys);
-	if (!stack_keys(sfd, &skeys, &nsk, &capsk))
-		delete_keys(sfd, skeys, sizeof(*skeys), nsk);
-out:
-	free(keys);
-	free(skeys);
-	free(us);
-	free(ks);
-	return r;
+	return 0;
 }
 
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)

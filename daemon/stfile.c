@@ -3,9 +3,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stfile.h"
+#include "util.h"
 
 /* ---- writing */
 
@@ -52,6 +54,67 @@ void sf_push(struct sf_wr *w, cJSON *arr, cJSON *x)
 	}
 }
 
+void sf_text_raw(struct sf_wr *w, struct sf_text *t, const char *s, size_t n)
+{
+	if (w->oom || grow((void **)&t->p, &t->cap, t->len + n + 1, 1)) {
+		w->oom = true;
+		return;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	t->p[t->len] = '\0';
+}
+
+void sf_text_str(struct sf_wr *w, struct sf_text *t, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
+
+	sf_text_lit(w, t, "\"");
+	for (; *s; s++) {
+		unsigned char c = *s;
+		char esc[6] = { '\\', c, 0 };
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sf_text_raw(w, t, run, s - run);
+		run = s + 1;
+		if (c < 0x20) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		}
+		sf_text_raw(w, t, esc, n);
+	}
+	sf_text_raw(w, t, run, s - run);
+	sf_text_lit(w, t, "\"");
+}
+
+void sf_text_u64(struct sf_wr *w, struct sf_text *t, uint64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	bool quote = v > SF_EXACT_MAX;
+
+	do {
+		*--p = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	if (quote)
+		sf_text_lit(w, t, "\"");
+	sf_text_raw(w, t, p, buf + sizeof(buf) - p);
+	if (quote)
+		sf_text_lit(w, t, "\"");
+}
+
+void sf_put_text(struct sf_wr *w, cJSON *o, const char *k, struct sf_text *t)
+{
+	if (!w->oom)
+		sf_chk(w, cJSON_AddRawToObject(o, k, t->p ? t->p : "[]"));
+	free(t->p);
+	*t = (struct sf_text){ 0 };
+}
 
 /* ---- reading */
 

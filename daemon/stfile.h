@@ -31,6 +31,25 @@ void sf_put_num(struct sf_wr *w, cJSON *o, const char *k, double v);
 void sf_put_u64(struct sf_wr *w, cJSON *o, const char *k, uint64_t v);
 void sf_push(struct sf_wr *w, cJSON *arr, cJSON *x);
 
+/*
+ * A long array written as text rather than as a tree: a tree costs a node (and a malloc)
+ * per value, which for a target's 100k stacks is hundreds of MB and most of a save's time.
+ * sf_put_text() adds the text as the value of o[k] and frees it.
+ */
+struct sf_text {
+	char *p;
+	size_t len, cap;
+};
+
+void sf_text_raw(struct sf_wr *w, struct sf_text *t, const char *s, size_t n);
+static inline void sf_text_lit(struct sf_wr *w, struct sf_text *t, const char *s)
+{
+	sf_text_raw(w, t, s, __builtin_strlen(s));
+}
+void sf_text_str(struct sf_wr *w, struct sf_text *t, const char *s);	/* a JSON string */
+void sf_text_u64(struct sf_wr *w, struct sf_text *t, uint64_t v);	/* as sf_put_u64 */
+void sf_put_text(struct sf_wr *w, cJSON *o, const char *k, struct sf_text *t);
+
 struct sf_rd {
 	int format;
 	const char *section;	/* the section being read ("sampling"), NULL: the top level */
