@@ -35,6 +35,15 @@ const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
 const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
+/*
+ * What each pair holds since the engine last emptied it, read by the engine from its
+ * memory-mapped copy of .bss without a system call: whether anything was counted, and how
+ * many entries were added (how full the counts map is). A drain costs a scan of every bucket
+ * of both maps, so the engine drains only when there is something, and seldom while little
+ * comes in.
+ */
+__u32 touched[2];
+__u32 nkeys[2];
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
 #define COUNTS_MAP(name)                                                                   \
@@ -209,14 +218,19 @@ static __always_inline __u64 store_stack(void *stacks, const struct pcmon_stack 
 	return h;
 }
 
-static __always_inline void count(void *counts, struct pcmon_key *key, __u64 n, __u64 ns)
+static __always_inline void count(void *counts, __u32 g, struct pcmon_key *key, __u64 n,
+				  __u64 ns)
 {
 	struct pcmon_val *v, zero = {};
 
+	/* read first: after the first sample of a drain period the line stays shared */
+	if (!touched[g & 1])
+		touched[g & 1] = 1;
 	v = bpf_map_lookup_elem(counts, key);
 	if (!v) {
 		/* may fail because another CPU inserted the key first: look again */
-		bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST);
+		if (!bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST))
+			__sync_fetch_and_add(&nkeys[g & 1], 1);
 		v = bpf_map_lookup_elem(counts, key);
 		if (!v) {
 			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key->target);
@@ -235,13 +249,13 @@ static __always_inline void count(void *counts, struct pcmon_key *key, __u64 n, 
 		__sync_fetch_and_add(&v->ns, ns);
 }
 
-static __always_inline void record(void *counts, void *stacks, struct pcmon_key *key,
+static __always_inline void record(void *counts, void *stacks, __u32 g, struct pcmon_key *key,
 				   const struct pcmon_stack *us, __u64 uh,
 				   const struct pcmon_stack *ks, __u64 kh, __u64 ns)
 {
 	key->ustack = store_stack(stacks, us, uh, &key->uerr);
 	key->kstack = store_stack(stacks, ks, kh, &key->kerr);
-	count(counts, key, 1, ns);
+	count(counts, g, key, 1, ns);
 }
 
 /* ---- --unwind dwarf */
@@ -396,10 +410,12 @@ static __always_inline void record_current(struct pcmon_key *key, const struct p
 					   __u64 uh, const struct pcmon_stack *ks, __u64 kh,
 					   __u64 ns)
 {
-	if (gen & 1)
-		record(&counts1, &stacks1, key, us, uh, ks, kh, ns);
+	__u32 g = gen & 1;
+
+	if (g)
+		record(&counts1, &stacks1, 1, key, us, uh, ks, kh, ns);
 	else
-		record(&counts0, &stacks0, key, us, uh, ks, kh, ns);
+		record(&counts0, &stacks0, 0, key, us, uh, ks, kh, ns);
 }
 
 SEC("perf_event")

@@ -42,6 +42,9 @@ struct sample_g {
 	size_t cap_upcs;
 	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
 	uint64_t drains, drained_entries, drain_ns;
+	uint64_t last_drain_ns, drain_max_ns;
+	uint32_t fill_max;		/* the most entries a drain found, of sampler_capacity() */
+	uint64_t drains_late;		/* drains that found the counts map half full or more */
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
@@ -495,20 +498,49 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 	charge(g, t, st, v->count, v->ns);
 }
 
-static void drain(void *gp)
+static void drain(struct sample_g *g)
 {
-	struct sample_g *g = gp;
-	uint64_t t0 = now_ns();
+	uint32_t entries, cap = sampler_capacity(g->env.smp);
+	uint64_t t0 = now_ns(), took;
 
+	if (!sampler_pending(g->env.smp, &entries))
+		return;
 	sampler_drain(g->env.smp, on_entry, g);
+	took = now_ns() - t0;
 	g->drains++;
-	g->drain_ns += now_ns() - t0;
+	g->drain_ns += took;
+	g->drain_max_ns = MAX(g->drain_max_ns, took);
+	g->fill_max = MAX(g->fill_max, entries);
+	if (entries >= cap / 2)
+		g->drains_late++;
+	g->last_drain_ns = t0;
 }
 
-/* Everything BPF holds: both buffers. */
+/*
+ * The engine's tick (every 100 ms): drain when the counts maps are an eighth full, else
+ * once a second while anything comes in, else never. A drain scans every bucket of both
+ * maps whatever they hold, so a steady few stacks cost one drain a second, not ten; a
+ * flood of new stacks is drained long before the maps fill. Listings do not wait for it:
+ * they drain first (sync).
+ */
+#define DRAIN_PERIOD_MAX_NS 1000000000ULL
+
+static void tick(void *gp)
+{
+	struct sample_g *g = gp;
+	uint32_t entries;
+
+	if (!sampler_pending(g->env.smp, &entries))
+		return;
+	if (entries < sampler_capacity(g->env.smp) / 8 &&
+	    now_ns() - g->last_drain_ns < DRAIN_PERIOD_MAX_NS)
+		return;
+	drain(g);
+}
+
+/* Everything BPF holds: the pair being written (the other is empty between drains). */
 static void drain_all(void *g)
 {
-	drain(g);
 	drain(g);
 }
 
@@ -781,6 +813,10 @@ void sample_status_json(void *gp, cJSON *o)
 	cJSON_AddNumberToObject(o, "drains", g->drains);
 	cJSON_AddNumberToObject(o, "drained_entries", g->drained_entries);
 	cJSON_AddNumberToObject(o, "drain_ms_total", g->drain_ns / 1e6);
+	cJSON_AddNumberToObject(o, "drain_ms_max", g->drain_max_ns / 1e6);
+	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->env.smp));
+	cJSON_AddNumberToObject(o, "drain_fill_max", g->fill_max);
+	cJSON_AddNumberToObject(o, "drains_late", g->drains_late);
 	cJSON_AddNumberToObject(o, "dwarf_samples_unwound", g->unwound);
 	cJSON_AddNumberToObject(o, "dwarf_unwind_ms_total", g->unwind_ns / 1e6);
 }
@@ -932,7 +968,7 @@ const struct inst_ops sample_ops = {
 	.stop = stop,
 	.zero = zero,
 	.free = sample_free,
-	.tick = drain,
+	.tick = tick,
 	.sync = drain_all,
 	.bytes = bytes,
 	.facts_json = facts_json,

@@ -6,6 +6,7 @@
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,14 @@ struct drain_buf {
 	struct pcmon_key *keys;
 	struct pcmon_val *vals;
 	size_t nkeys, cap_keys, cap_vals;
-	uint64_t *skeys;	/* stack keys, in the order read */
-	char *svals;		/* their values, vsz bytes each */
-	size_t nstacks, cap_skeys, cap_svals;
+	uint64_t *bkeys;	/* one batch of stacks as read: keys, and values vsz bytes each */
+	char *bvals;
+	size_t cap_bkeys, cap_bvals;
+	uint64_t *skeys;	/* every stack read, by key: its frames at soff[i] in arena */
+	size_t *soff;
+	size_t nstacks, cap_skeys, cap_soff;
+	uint64_t *arena;	/* each stack as pcmon_stack, cut after its frames */
+	size_t narena, cap_arena;
 	uint32_t *slots;	/* open addressing over skeys: index + 1, 0 = empty */
 	size_t nslots;
 };
@@ -349,8 +355,11 @@ void sampler_close(struct sampler *s)
 	pthread_mutex_destroy(&s->usdt_lock);
 	free(s->dbuf.keys);
 	free(s->dbuf.vals);
+	free(s->dbuf.bkeys);
+	free(s->dbuf.bvals);
 	free(s->dbuf.skeys);
-	free(s->dbuf.svals);
+	free(s->dbuf.soff);
+	free(s->dbuf.arena);
 	free(s->dbuf.slots);
 	free(s->empty);
 	free(s);
@@ -575,32 +584,65 @@ static void grace_period(void)
 /*
  * Read and delete every entry of @fd in batches (BPF_MAP_LOOKUP_AND_DELETE_BATCH, 5.6+: one
  * system call per DRAIN_BATCH entries instead of three per entry). The map is idle: no
- * program writes it until the next flip. Returns the entries read, or -errno.
+ * program writes it until the next flip. @keep(ctx, n) takes each batch of @n entries read
+ * to *keys and *vals; NULL keeps them all, the next batch after them. Returns the entries
+ * read, or -errno.
  */
 static ssize_t take_all(int fd, void **keys, size_t *cap_keys, size_t ksz, void **vals,
-			size_t *cap_vals, size_t vsz)
+			size_t *cap_vals, size_t vsz, int (*keep)(void *ctx, size_t n), void *ctx)
 {
 	uint64_t token = 0;	/* a hash map's batch cursor is a bucket number */
-	size_t n = 0;
+	size_t n = 0, at = 0;
 	bool first = true;
 
 	for (;;) {
 		__u32 cnt = DRAIN_BATCH;
 		int r;
 
-		if (grow(keys, cap_keys, n + DRAIN_BATCH, ksz) ||
-		    grow(vals, cap_vals, n + DRAIN_BATCH, vsz))
+		if (grow(keys, cap_keys, at + DRAIN_BATCH, ksz) ||
+		    grow(vals, cap_vals, at + DRAIN_BATCH, vsz))
 			return -ENOMEM;
 		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token,
-						    (char *)*keys + n * ksz,
-						    (char *)*vals + n * vsz, &cnt, NULL);
+						    (char *)*keys + at * ksz,
+						    (char *)*vals + at * vsz, &cnt, NULL);
 		if (r && errno != ENOENT)
 			return -errno;
 		n += cnt;
+		if (keep && cnt && keep(ctx, cnt))
+			return -ENOMEM;
+		if (!keep)
+			at += cnt;
 		first = false;
 		if (r)	/* ENOENT: that was the last bucket */
 			return n;
 	}
+}
+
+/* Keep a batch of stacks, each in as many words as it has frames. */
+static int keep_stacks(void *ctx, size_t n)
+{
+	struct sampler *s = ctx;
+	struct drain_buf *b = &s->dbuf;
+	size_t vsz = bpf_map__value_size(s->skel->maps.stacks0);
+
+	if (GROW(b->skeys, b->cap_skeys, b->nstacks + n) ||
+	    GROW(b->soff, b->cap_soff, b->nstacks + n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct pcmon_stack *st = (const void *)(b->bvals + i * vsz);
+		uint32_t len = MIN(st->len, s->depth);
+
+		if (GROW(b->arena, b->cap_arena, b->narena + 1 + len))
+			return -ENOMEM;
+		b->skeys[b->nstacks] = b->bkeys[i];
+		b->soff[b->nstacks++] = b->narena;
+		/* laid out as a struct pcmon_stack cut to its frames */
+		memcpy(&b->arena[b->narena], st, offsetof(struct pcmon_stack, ip));
+		((struct pcmon_stack *)&b->arena[b->narena])->len = len;
+		memcpy(&b->arena[b->narena + 1], st->ip, len * sizeof(__u64));
+		b->narena += 1 + len;
+	}
+	return 0;
 }
 
 static uint32_t slot_of(uint64_t key, size_t nslots)
@@ -633,22 +675,16 @@ static int index_stacks(struct drain_buf *b)
 	return 0;
 }
 
-/* The stack of @key as read, trimmed to the depth in use; NULL if not read. */
-static struct pcmon_stack *stack_of(const struct drain_buf *b, uint64_t key, size_t vsz,
-				    uint32_t depth)
+/* The stack of @key as read, cut to its frames; NULL if it was not read. */
+static const struct pcmon_stack *stack_of(const struct drain_buf *b, uint64_t key)
 {
-	struct pcmon_stack *st;
 	uint32_t h;
 
 	if (!key || !b->nslots)
 		return NULL;
-	for (h = slot_of(key, b->nslots); b->slots[h]; h = (h + 1) & (b->nslots - 1)) {
-		if (b->skeys[b->slots[h] - 1] != key)
-			continue;
-		st = (void *)(b->svals + (size_t)(b->slots[h] - 1) * vsz);
-		st->len = MIN(st->len, depth);
-		return st;
-	}
+	for (h = slot_of(key, b->nslots); b->slots[h]; h = (h + 1) & (b->nslots - 1))
+		if (b->skeys[b->slots[h] - 1] == key)
+			return (const void *)&b->arena[b->soff[b->slots[h] - 1]];
 	return NULL;
 }
 
@@ -660,7 +696,6 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	size_t vsz = bpf_map__value_size(s->skel->maps.stacks0);
 	struct drain_buf *b = &s->dbuf;
 	struct pcmon_stack *none = s->empty;
-	struct pcmon_key k;
 	ssize_t n;
 	uint64_t now = now_ns();
 
@@ -673,31 +708,49 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 		s->sysctl_read_ns = now;
 	}
 	/* nothing was written since the last drain: no flip, no grace period */
-	if (bpf_map_get_next_key(cfd, NULL, &k))
+	if (!__atomic_load_n(&s->skel->bss->touched[old], __ATOMIC_RELAXED))
 		return 0;
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace_period();
+	/* no program writes the old pair any more */
+	s->skel->bss->touched[old] = 0;
+	s->skel->bss->nkeys[old] = 0;
 
 	/* stacks first: every counts entry of this pair names its stacks by key */
-	n = take_all(sfd, (void **)&b->skeys, &b->cap_skeys, sizeof(*b->skeys),
-		     (void **)&b->svals, &b->cap_svals, vsz);
-	b->nstacks = n > 0 ? n : 0;
+	b->nstacks = b->narena = 0;
+	n = take_all(sfd, (void **)&b->bkeys, &b->cap_bkeys, sizeof(*b->bkeys),
+		     (void **)&b->bvals, &b->cap_bvals, vsz, keep_stacks, s);
 	if (n < 0 || index_stacks(b))
 		b->nstacks = 0;	/* their entries are charged as unwalkable: no frames */
 	n = take_all(cfd, (void **)&b->keys, &b->cap_keys, sizeof(*b->keys), (void **)&b->vals,
-		     &b->cap_vals, sizeof(*b->vals));
-	if (n < 0)
+		     &b->cap_vals, sizeof(*b->vals), NULL, NULL);
+	if (n < 0) {
+		s->skel->bss->touched[old] = 1; /* still there: try again */
 		return n;
+	}
 	for (ssize_t i = 0; i < n; i++) {
 		const struct pcmon_key *e = &b->keys[i];
-		const struct pcmon_stack *us = stack_of(b, e->ustack, vsz, s->depth);
-		const struct pcmon_stack *ks = stack_of(b, e->kstack, vsz, s->depth);
+		const struct pcmon_stack *us = stack_of(b, e->ustack);
+		const struct pcmon_stack *ks = stack_of(b, e->kstack);
 
 		/* a key whose stack is missing (cannot happen but for memory) keeps its count */
 		cb(ctx, e, &b->vals[i], e->ustack ? (us ? us : none) : NULL,
 		   e->kstack ? (ks ? ks : none) : NULL);
 	}
 	return 0;
+}
+
+bool sampler_pending(const struct sampler *s, uint32_t *entries)
+{
+	uint32_t g = __atomic_load_n(&s->skel->bss->gen, __ATOMIC_RELAXED) & 1;
+
+	*entries = __atomic_load_n(&s->skel->bss->nkeys[g], __ATOMIC_RELAXED);
+	return __atomic_load_n(&s->skel->bss->touched[g], __ATOMIC_RELAXED);
+}
+
+uint32_t sampler_capacity(const struct sampler *s)
+{
+	return bpf_map__max_entries(s->skel->maps.counts0);
 }
 
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)

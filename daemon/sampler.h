@@ -65,6 +65,13 @@ void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum);
 typedef void (*sampler_entry_cb)(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
 				 const struct pcmon_stack *ustack, const struct pcmon_stack *kstack);
 int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
+/*
+ * What the pair being written holds, read from BPF's memory without a system call: whether
+ * anything was counted since the last drain, and how many entries were added. The capacity
+ * of each counts map: what a drain period may add before samples are lost.
+ */
+bool sampler_pending(const struct sampler *s, uint32_t *entries);
+uint32_t sampler_capacity(const struct sampler *s);
 
 /* Off-CPU intervals still open, with their start time (CLOCK_MONOTONIC ns). */
 typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o);
