@@ -5,15 +5,17 @@
  * critical sections (USDT) they are taken in. Which target a task belongs to comes from the
  * shared process maps (procs.bpf.h, kept by procs.bpf.c).
  *
- * Aggregates are double-buffered: `gen` selects which pair of (counts, stacks) maps the
- * programs write. The engine flips `gen`, waits for an RCU grace period (every program that
- * could have read the old value has then returned) and drains the idle pair with nothing
- * in flight, so no sample is lost or counted twice, and the stacks maps never fill up with
- * stale stacks.
+ * Counts are double-buffered: `gen` selects which of two counts maps the programs write. The
+ * engine flips `gen`, waits for an RCU grace period (every program that could have read the
+ * old value has then returned) and drains the idle map with nothing in flight, so no sample
+ * is lost or counted twice.
  *
- * Stacks are stored by a 64-bit hash of their frames rather than in a STACK_TRACE map:
- * the engine can then empty a stacks map after each drain, and an off-CPU interval can
- * carry its frames across a flip.
+ * A counts key names its stacks by a 64-bit hash of their frames. The frames go to the
+ * engine through a ring buffer, once per key and buffer: when a key is new to the map being
+ * written, its stacks are sent tagged with that map's number, so by the time the engine
+ * drains a map it has every stack the map's keys name, and forgets them after. A ring costs
+ * neither a lock nor an allocation per stack, and carries only the frames a stack has; a
+ * hash map of stacks cost both, once to store and once to delete, for every stack.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -54,20 +56,14 @@ __u32 nkeys[2];
 		__type(value, struct pcmon_val);                                           \
 	} name SEC(".maps")
 
-#define STACKS_MAP(name)                                                                   \
-	struct {                                                                           \
-		__uint(type, BPF_MAP_TYPE_HASH);                                           \
-		__uint(max_entries, 65536);                                                \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                                      \
-		__uint(key_size, sizeof(__u64));                                           \
-		/* untyped: the engine trims it to the live depth */                       \
-		__uint(value_size, sizeof(struct pcmon_stack));                            \
-	} name SEC(".maps")
-
 COUNTS_MAP(counts0);
 COUNTS_MAP(counts1);
-STACKS_MAP(stacks0);
-STACKS_MAP(stacks1);
+
+/* Stacks new to a counts map (struct pcmon_srec), for the engine (sized before load). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024);
+} stackring SEC(".maps");
 
 /*
  * Off-CPU intervals in flight, in task-local storage: a thread of a target gets an entry the
@@ -110,8 +106,8 @@ static __always_inline void note_thread(__u32 tid, struct task_struct *task)
 
 /* Scratch space: a stack is too big for the 512-byte BPF stack. */
 struct scratch {
-	struct pcmon_stack ustack;
-	struct pcmon_stack kstack;
+	struct pcmon_srec urec;
+	struct pcmon_srec krec;
 };
 
 struct {
@@ -202,35 +198,66 @@ static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flag
 	return PCMON_SERR_NONE;
 }
 
-/* Store @s in the current stacks map; returns its key, or 0 with *err set. */
-static __always_inline __u64 store_stack(void *stacks, const struct pcmon_stack *s, __u64 h,
-					 __u8 *err)
+/*
+ * Wake the engine only when a ring is half full: it reads the rings on its own tick anyway,
+ * and a wakeup per record would cost it a context switch per sample.
+ */
+static __always_inline __u64 ring_flags(void *ring)
 {
-	long r;
-
-	if (*err || !s->len)
-		return 0;
-	r = bpf_map_update_elem(stacks, &h, s, BPF_NOEXIST);
-	if (r && r != -17 /* EEXIST: same stack already stored */) {
-		*err = PCMON_SERR_FULL;
-		return 0;
-	}
-	return h;
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void count(void *counts, __u32 g, struct pcmon_key *key, __u64 n,
-				  __u64 ns)
+/* Send the frames of @r for counts map @g; false if the ring is full. */
+static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
+{
+	__u32 len = r->st.len;
+
+	if (len > PCMON_STACK_MAX)
+		len = PCMON_STACK_MAX;
+	r->gen = g;
+	return !bpf_ringbuf_output(&stackring, r,
+				   offsetof(struct pcmon_srec, st.ip) + len * sizeof(__u64),
+				   ring_flags(&stackring));
+}
+
+/*
+ * Count a sample (@ns of off-CPU time) under @key in counts map @g, @ur/@kr its stacks
+ * (key->uerr/kerr say whether they were taken). A key new to the map sends its stacks
+ * first; a stack the ring has no room for is lost, and the sample is counted as such.
+ */
+static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
+				   struct pcmon_srec *ur, struct pcmon_srec *kr, __u64 ns)
 {
 	struct pcmon_val *v, zero = {};
 
+	key->ustack = !key->uerr && ur->st.len ? ur->key : 0;
+	key->kstack = !key->kerr && kr->st.len ? kr->key : 0;
 	/* read first: after the first sample of a drain period the line stays shared */
-	if (!touched[g & 1])
-		touched[g & 1] = 1;
+	if (!touched[g])
+		touched[g] = 1;
 	v = bpf_map_lookup_elem(counts, key);
+	if (!v) {
+		bool lost = false;
+
+		if (key->ustack && !emit_stack(ur, g)) {
+			key->ustack = 0;
+			key->uerr = PCMON_SERR_FULL;
+			lost = true;
+		}
+		if (key->kstack && !emit_stack(kr, g)) {
+			key->kstack = 0;
+			key->kerr = PCMON_SERR_FULL;
+			lost = true;
+		}
+		if (lost)
+			v = bpf_map_lookup_elem(counts, key);
+	}
 	if (!v) {
 		/* may fail because another CPU inserted the key first: look again */
 		if (!bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST))
-			__sync_fetch_and_add(&nkeys[g & 1], 1);
+			__sync_fetch_and_add(&nkeys[g], 1);
 		v = bpf_map_lookup_elem(counts, key);
 		if (!v) {
 			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key->target);
@@ -244,18 +271,9 @@ static __always_inline void count(void *counts, __u32 g, struct pcmon_key *key, 
 			return;
 		}
 	}
-	__sync_fetch_and_add(&v->count, n);
+	__sync_fetch_and_add(&v->count, 1);
 	if (ns)
 		__sync_fetch_and_add(&v->ns, ns);
-}
-
-static __always_inline void record(void *counts, void *stacks, __u32 g, struct pcmon_key *key,
-				   const struct pcmon_stack *us, __u64 uh,
-				   const struct pcmon_stack *ks, __u64 kh, __u64 ns)
-{
-	key->ustack = store_stack(stacks, us, uh, &key->uerr);
-	key->kstack = store_stack(stacks, ks, kh, &key->kerr);
-	count(counts, g, key, 1, ns);
 }
 
 /* ---- --unwind dwarf */
@@ -402,20 +420,19 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 		else
 			d->h.key.kerr = PCMON_SERR_FAULT;
 	}
-	bpf_ringbuf_submit(d, 0);
+	bpf_ringbuf_submit(d, ring_flags(&dsamples));
 }
 
-/* record() into the buffer pair the engine is not draining */
-static __always_inline void record_current(struct pcmon_key *key, const struct pcmon_stack *us,
-					   __u64 uh, const struct pcmon_stack *ks, __u64 kh,
-					   __u64 ns)
+/* record() into the counts map the engine is not draining */
+static __always_inline void record_current(struct pcmon_key *key, struct pcmon_srec *ur,
+					   struct pcmon_srec *kr, __u64 ns)
 {
 	__u32 g = gen & 1;
 
 	if (g)
-		record(&counts1, &stacks1, 1, key, us, uh, ks, kh, ns);
+		record(&counts1, 1, key, ur, kr, ns);
 	else
-		record(&counts0, &stacks0, 0, key, us, uh, ks, kh, ns);
+		record(&counts0, 0, key, ur, kr, ns);
 }
 
 SEC("perf_event")
@@ -456,14 +473,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		emit_dwarf(ctx, &key, PCMON_DS_SAMPLE, 0, cfg->flags & PCMON_TF_KERNEL);
 		return 0;
 	}
-	key.uerr = capture(ctx, &sc->ustack, BPF_F_USER_STACK);
-	sc->kstack.len = 0;
+	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
+	sc->krec.st.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
-		key.kerr = capture(ctx, &sc->kstack, 0);
-
-	__u64 uh = stack_hash(&sc->ustack), kh = stack_hash(&sc->kstack);
-
-	record_current(&key, &sc->ustack, uh, &sc->kstack, kh, 0);
+		key.kerr = capture(ctx, &sc->krec.st, 0);
+	sc->urec.key = stack_hash(&sc->urec.st);
+	sc->krec.key = stack_hash(&sc->krec.st);
+	record_current(&key, &sc->urec, &sc->krec, 0);
 	return 0;
 }
 
@@ -516,12 +532,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 		return;
 	}
 	o->dwarf = 0;
-	o->key.uerr = capture(ctx, &o->ustack, BPF_F_USER_STACK);
-	o->kstack.len = 0;
+	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
+	o->krec.st.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
-		o->key.kerr = capture(ctx, &o->kstack, 0);
-	o->key.ustack = stack_hash(&o->ustack);
-	o->key.kstack = stack_hash(&o->kstack);
+		o->key.kerr = capture(ctx, &o->krec.st, 0);
+	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
+	o->krec.key = o->key.kstack = stack_hash(&o->krec.st);
 }
 
 static __always_inline void switch_in(struct task_struct *next)
@@ -552,14 +568,11 @@ static __always_inline void switch_in(struct task_struct *next)
 		h->ts = now;
 		h->ns = ns;
 		h->key = key;
-		bpf_ringbuf_submit(h, 0);
+		bpf_ringbuf_submit(h, ring_flags(&dsamples));
 		return;
 	}
-	if (active_cfg(key.target)) {
-		__u64 uh = key.ustack, kh = key.kstack;
-
-		record_current(&key, &o->ustack, uh, &o->kstack, kh, ns);
-	}
+	if (active_cfg(key.target))
+		record_current(&key, &o->urec, &o->krec, ns);
 }
 
 SEC("tp_btf/sched_switch")

@@ -111,6 +111,8 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timerfd, &ev);
 	ev.data.fd = sampler_events_fd(e->smp);
 	epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	ev.data.fd = sampler_stacks_fd(e->smp);
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	{
 		struct dbginfo_opts dio = { .urls = o->debuginfod, .cache_dir = o->cache_dir };
 

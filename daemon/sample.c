@@ -861,7 +861,7 @@ static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
 
 	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err || o->dwarf)
 		return; /* dwarf intervals are the engine's own (g->pending) */
-	st = convert(oc->g, &o->key, &o->ustack, oc->ls->sp->kernel ? &o->kstack : NULL);
+	st = convert(oc->g, &o->key, &o->urec.st, oc->ls->sp->kernel ? &o->krec.st : NULL);
 	if (!st || add_extra(oc->ls, st, oc->now - o->ts))
 		oc->err = -ENOMEM;
 }

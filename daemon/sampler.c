@@ -38,22 +38,16 @@ struct usdt_obj {
 };
 
 /*
- * What one drain copies out of the kernel, kept between drains so that a steady drain
- * allocates nothing: the idle pair's counts entries, and its stacks in a table by key.
+ * The stacks the ring has sent for one counts map since it was last drained (pcmon_srec), by
+ * key, each cut after its frames.
  */
-struct drain_buf {
-	struct pcmon_key *keys;
-	struct pcmon_val *vals;
-	size_t nkeys, cap_keys, cap_vals;
-	uint64_t *bkeys;	/* one batch of stacks as read: keys, and values vsz bytes each */
-	char *bvals;
-	size_t cap_bkeys, cap_bvals;
-	uint64_t *skeys;	/* every stack read, by key: its frames at soff[i] in arena */
-	size_t *soff;
-	size_t nstacks, cap_skeys, cap_soff;
+struct stab {
+	uint64_t *keys;
+	size_t *off;		/* where each stack is in arena */
+	size_t n, cap_keys, cap_off;
 	uint64_t *arena;	/* each stack as pcmon_stack, cut after its frames */
 	size_t narena, cap_arena;
-	uint32_t *slots;	/* open addressing over skeys: index + 1, 0 = empty */
+	uint32_t *slots;	/* open addressing over keys: index + 1, 0 = empty */
 	size_t nslots;
 };
 
@@ -70,13 +64,17 @@ struct sampler {
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct ring_buffer *rb;
+	struct ring_buffer *srb;	/* the stacks ring: read on its own, before each drain */
+	struct stab stab[2];		/* what it sent, by counts map */
+	struct pcmon_key *keys;		/* a drain's counts entries */
+	struct pcmon_val *vals;
+	size_t cap_keys, cap_vals;
 	sampler_event_cb ev_cb;
 	sampler_dsample_cb ds_cb;
 	void *ev_ctx;
 	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
 	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack as last read */
 	uint64_t sysctl_read_ns;
-	struct drain_buf dbuf;
 	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
 };
 
@@ -159,6 +157,123 @@ uint64_t sampler_min_period_ns(void)
 	return floor;
 }
 
+/* ---- the stacks ring, and reading the counts maps */
+
+#define DRAIN_BATCH 1024u
+
+/*
+ * Read and delete every entry of @fd in batches (BPF_MAP_LOOKUP_AND_DELETE_BATCH, 5.6+: one
+ * system call per DRAIN_BATCH entries instead of three per entry). The map is idle: no
+ * program writes it until the next flip. Returns the entries read, or -errno.
+ */
+static ssize_t take_all(int fd, void **keys, size_t *cap_keys, size_t ksz, void **vals,
+			size_t *cap_vals, size_t vsz)
+{
+	uint64_t token = 0;	/* a hash map's batch cursor is a bucket number */
+	size_t n = 0;
+	bool first = true;
+
+	for (;;) {
+		__u32 cnt = DRAIN_BATCH;
+		int r;
+
+		if (grow(keys, cap_keys, n + DRAIN_BATCH, ksz) ||
+		    grow(vals, cap_vals, n + DRAIN_BATCH, vsz))
+			return -ENOMEM;
+		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token,
+						    (char *)*keys + n * ksz,
+						    (char *)*vals + n * vsz, &cnt, NULL);
+		if (r && errno != ENOENT)
+			return -errno;
+		n += cnt;
+		first = false;
+		if (r)	/* ENOENT: that was the last bucket */
+			return n;
+	}
+}
+
+static uint32_t slot_of(uint64_t key, size_t nslots)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (nslots - 1);
+}
+
+static void stab_index(struct stab *t, size_t i)
+{
+	uint32_t h = slot_of(t->keys[i], t->nslots);
+
+	while (t->slots[h])
+		h = (h + 1) & (t->nslots - 1);
+	t->slots[h] = i + 1;
+}
+
+/* Keep one record of the stacks ring. */
+static int on_srec(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+	const struct pcmon_srec *r = data;
+	size_t hdr = offsetof(struct pcmon_srec, st.ip);
+	struct stab *t;
+	uint32_t n;
+
+	if (len < hdr)
+		return 0;
+	t = &s->stab[r->gen & 1];
+	n = MIN(r->st.len, (len - hdr) / sizeof(__u64));
+	n = MIN(n, s->depth);
+	if (GROW(t->keys, t->cap_keys, t->n + 1) || GROW(t->off, t->cap_off, t->n + 1) ||
+	    GROW(t->arena, t->cap_arena, t->narena + 1 + n))
+		return 0; /* its entries are charged as unwalkable: no frames */
+	if (2 * (t->n + 1) > t->nslots) {
+		size_t want = t->nslots ? 2 * t->nslots : 1024;
+		uint32_t *slots = calloc(want, sizeof(*slots));
+
+		if (!slots)
+			return 0;
+		free(t->slots);
+		t->slots = slots;
+		t->nslots = want;
+		for (size_t i = 0; i < t->n; i++)
+			stab_index(t, i);
+	}
+	t->keys[t->n] = r->key;
+	t->off[t->n] = t->narena;
+	/* laid out as a struct pcmon_stack cut after its frames */
+	memcpy(&t->arena[t->narena], &r->st, hdr - offsetof(struct pcmon_srec, st));
+	((struct pcmon_stack *)&t->arena[t->narena])->len = n;
+	memcpy(&t->arena[t->narena + 1], r->st.ip, n * sizeof(__u64));
+	t->narena += 1 + n;
+	stab_index(t, t->n++);
+	return 0;
+}
+
+/* The stack of @key as the ring sent it; NULL if it did not. */
+static const struct pcmon_stack *stab_find(const struct stab *t, uint64_t key)
+{
+	uint32_t h;
+
+	if (!key || !t->nslots)
+		return NULL;
+	for (h = slot_of(key, t->nslots); t->slots[h]; h = (h + 1) & (t->nslots - 1))
+		if (t->keys[t->slots[h] - 1] == key)
+			return (const void *)&t->arena[t->off[t->slots[h] - 1]];
+	return NULL;
+}
+
+static void stab_clear(struct stab *t)
+{
+	t->n = t->narena = 0;
+	if (t->nslots)
+		memset(t->slots, 0, t->nslots * sizeof(*t->slots));
+}
+
+static void stab_free(struct stab *t)
+{
+	free(t->keys);
+	free(t->off);
+	free(t->arena);
+	free(t->slots);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
@@ -236,7 +351,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 {
 	struct sampler *s;
 	struct sample_bpf *skel;
-	size_t vsz;
 	int r;
 
 	libbpf_set_print(libbpf_print);
@@ -284,16 +398,11 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : PCMON_DWARF_STACK_MAX;
 	if (o->ring_bytes)
 		bpf_map__set_max_entries(skel->maps.dsamples, o->ring_bytes);
-	vsz = 8 + s->depth * sizeof(__u64);
-	bpf_map__set_value_size(skel->maps.stacks0, vsz);
-	bpf_map__set_value_size(skel->maps.stacks1, vsz);
+	if (o->stack_ring_bytes)
+		bpf_map__set_max_entries(skel->maps.stackring, o->stack_ring_bytes);
 	if (o->counts_entries) {
 		bpf_map__set_max_entries(skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(skel->maps.counts1, o->counts_entries);
-	}
-	if (o->stacks_entries) {
-		bpf_map__set_max_entries(skel->maps.stacks0, o->stacks_entries);
-		bpf_map__set_max_entries(skel->maps.stacks1, o->stacks_entries);
 	}
 	/* both switch programs load; sampler_offcpu_get() attaches one when REAL is wanted */
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
@@ -316,9 +425,11 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		ring_buffer__free(s->rb);
 		s->rb = NULL;
 	}
-	if (!s->rb) {
+	if (s->rb)
+		s->srb = ring_buffer__new(bpf_map__fd(skel->maps.stackring), on_srec, s, NULL);
+	if (!s->rb || !s->srb) {
 		r = -errno;
-		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
+		snprintf(err, errlen, "cannot create the event ring buffers: %s", strerror(-r));
 		goto fail;
 	}
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -348,19 +459,16 @@ void sampler_close(struct sampler *s)
 	}
 	free(s->usdt);
 	ring_buffer__free(s->rb);
+	ring_buffer__free(s->srb);
 	sample_bpf__destroy(s->skel);
 	procs_close(s->procs);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	pthread_mutex_destroy(&s->usdt_lock);
-	free(s->dbuf.keys);
-	free(s->dbuf.vals);
-	free(s->dbuf.bkeys);
-	free(s->dbuf.bvals);
-	free(s->dbuf.skeys);
-	free(s->dbuf.soff);
-	free(s->dbuf.arena);
-	free(s->dbuf.slots);
+	stab_free(&s->stab[0]);
+	stab_free(&s->stab[1]);
+	free(s->keys);
+	free(s->vals);
 	free(s->empty);
 	free(s);
 }
@@ -579,123 +687,11 @@ static void grace_period(void)
 	usleep(20000);
 }
 
-#define DRAIN_BATCH 1024u
-
-/*
- * Read and delete every entry of @fd in batches (BPF_MAP_LOOKUP_AND_DELETE_BATCH, 5.6+: one
- * system call per DRAIN_BATCH entries instead of three per entry). The map is idle: no
- * program writes it until the next flip. @keep(ctx, n) takes each batch of @n entries read
- * to *keys and *vals; NULL keeps them all, the next batch after them. Returns the entries
- * read, or -errno.
- */
-static ssize_t take_all(int fd, void **keys, size_t *cap_keys, size_t ksz, void **vals,
-			size_t *cap_vals, size_t vsz, int (*keep)(void *ctx, size_t n), void *ctx)
-{
-	uint64_t token = 0;	/* a hash map's batch cursor is a bucket number */
-	size_t n = 0, at = 0;
-	bool first = true;
-
-	for (;;) {
-		__u32 cnt = DRAIN_BATCH;
-		int r;
-
-		if (grow(keys, cap_keys, at + DRAIN_BATCH, ksz) ||
-		    grow(vals, cap_vals, at + DRAIN_BATCH, vsz))
-			return -ENOMEM;
-		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token,
-						    (char *)*keys + at * ksz,
-						    (char *)*vals + at * vsz, &cnt, NULL);
-		if (r && errno != ENOENT)
-			return -errno;
-		n += cnt;
-		if (keep && cnt && keep(ctx, cnt))
-			return -ENOMEM;
-		if (!keep)
-			at += cnt;
-		first = false;
-		if (r)	/* ENOENT: that was the last bucket */
-			return n;
-	}
-}
-
-/* Keep a batch of stacks, each in as many words as it has frames. */
-static int keep_stacks(void *ctx, size_t n)
-{
-	struct sampler *s = ctx;
-	struct drain_buf *b = &s->dbuf;
-	size_t vsz = bpf_map__value_size(s->skel->maps.stacks0);
-
-	if (GROW(b->skeys, b->cap_skeys, b->nstacks + n) ||
-	    GROW(b->soff, b->cap_soff, b->nstacks + n))
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const struct pcmon_stack *st = (const void *)(b->bvals + i * vsz);
-		uint32_t len = MIN(st->len, s->depth);
-
-		if (GROW(b->arena, b->cap_arena, b->narena + 1 + len))
-			return -ENOMEM;
-		b->skeys[b->nstacks] = b->bkeys[i];
-		b->soff[b->nstacks++] = b->narena;
-		/* laid out as a struct pcmon_stack cut to its frames */
-		memcpy(&b->arena[b->narena], st, offsetof(struct pcmon_stack, ip));
-		((struct pcmon_stack *)&b->arena[b->narena])->len = len;
-		memcpy(&b->arena[b->narena + 1], st->ip, len * sizeof(__u64));
-		b->narena += 1 + len;
-	}
-	return 0;
-}
-
-static uint32_t slot_of(uint64_t key, size_t nslots)
-{
-	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (nslots - 1);
-}
-
-/* Index the stacks just read by their keys. */
-static int index_stacks(struct drain_buf *b)
-{
-	size_t want = 64;
-
-	while (want < 2 * b->nstacks)
-		want *= 2;
-	if (want > b->nslots) {
-		free(b->slots);
-		b->slots = malloc(want * sizeof(*b->slots));
-		b->nslots = b->slots ? want : 0;
-		if (!b->slots)
-			return -ENOMEM;
-	}
-	memset(b->slots, 0, b->nslots * sizeof(*b->slots));
-	for (size_t i = 0; i < b->nstacks; i++) {
-		uint32_t h = slot_of(b->skeys[i], b->nslots);
-
-		while (b->slots[h])
-			h = (h + 1) & (b->nslots - 1);
-		b->slots[h] = i + 1;
-	}
-	return 0;
-}
-
-/* The stack of @key as read, cut to its frames; NULL if it was not read. */
-static const struct pcmon_stack *stack_of(const struct drain_buf *b, uint64_t key)
-{
-	uint32_t h;
-
-	if (!key || !b->nslots)
-		return NULL;
-	for (h = slot_of(key, b->nslots); b->slots[h]; h = (h + 1) & (b->nslots - 1))
-		if (b->skeys[b->slots[h] - 1] == key)
-			return (const void *)&b->arena[b->soff[b->slots[h] - 1]];
-	return NULL;
-}
-
 int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 {
 	uint32_t old = s->skel->bss->gen & 1;
 	int cfd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
-	int sfd = bpf_map__fd(old ? s->skel->maps.stacks1 : s->skel->maps.stacks0);
-	size_t vsz = bpf_map__value_size(s->skel->maps.stacks0);
-	struct drain_buf *b = &s->dbuf;
-	struct pcmon_stack *none = s->empty;
+	struct stab *t = &s->stab[old];
 	ssize_t n;
 	uint64_t now = now_ns();
 
@@ -712,31 +708,26 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 		return 0;
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	grace_period();
-	/* no program writes the old pair any more */
+	/* no program writes the old map any more, and every stack its keys name is sent */
 	s->skel->bss->touched[old] = 0;
 	s->skel->bss->nkeys[old] = 0;
-
-	/* stacks first: every counts entry of this pair names its stacks by key */
-	b->nstacks = b->narena = 0;
-	n = take_all(sfd, (void **)&b->bkeys, &b->cap_bkeys, sizeof(*b->bkeys),
-		     (void **)&b->bvals, &b->cap_bvals, vsz, keep_stacks, s);
-	if (n < 0 || index_stacks(b))
-		b->nstacks = 0;	/* their entries are charged as unwalkable: no frames */
-	n = take_all(cfd, (void **)&b->keys, &b->cap_keys, sizeof(*b->keys), (void **)&b->vals,
-		     &b->cap_vals, sizeof(*b->vals), NULL, NULL);
+	ring_buffer__consume(s->srb);
+	n = take_all(cfd, (void **)&s->keys, &s->cap_keys, sizeof(*s->keys), (void **)&s->vals,
+		     &s->cap_vals, sizeof(*s->vals));
 	if (n < 0) {
 		s->skel->bss->touched[old] = 1; /* still there: try again */
 		return n;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		const struct pcmon_key *e = &b->keys[i];
-		const struct pcmon_stack *us = stack_of(b, e->ustack);
-		const struct pcmon_stack *ks = stack_of(b, e->kstack);
+		const struct pcmon_key *e = &s->keys[i];
+		const struct pcmon_stack *us = stab_find(t, e->ustack);
+		const struct pcmon_stack *ks = stab_find(t, e->kstack);
 
-		/* a key whose stack is missing (cannot happen but for memory) keeps its count */
-		cb(ctx, e, &b->vals[i], e->ustack ? (us ? us : none) : NULL,
-		   e->kstack ? (ks ? ks : none) : NULL);
+		/* a stack that could not be kept (out of memory): charged as unwalkable */
+		cb(ctx, e, &s->vals[i], e->ustack ? (us ? us : s->empty) : NULL,
+		   e->kstack ? (ks ? ks : s->empty) : NULL);
 	}
+	stab_clear(t);
 	return 0;
 }
 
@@ -791,8 +782,8 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 		if (have < sizeof(*o))
 			continue;
 		have = 0;
-		o->ustack.len = MIN(o->ustack.len, s->depth);
-		o->kstack.len = MIN(o->kstack.len, s->depth);
+		o->urec.st.len = MIN(o->urec.st.len, s->depth);
+		o->krec.st.len = MIN(o->krec.st.len, s->depth);
 		cb(ctx, o);
 	}
 out:
@@ -814,7 +805,13 @@ int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, 
 	s->ev_cb = ev;
 	s->ds_cb = ds;
 	s->ev_ctx = ctx;
+	ring_buffer__consume(s->srb);
 	return ring_buffer__consume(s->rb);
+}
+
+int sampler_stacks_fd(struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->srb);
 }
 
 int sampler_probe_events_fd(struct sampler *s)

@@ -17,7 +17,7 @@ struct sampler;
 struct sampler_opts {
 	uint32_t max_depth;	/* wanted frames per stack; raised up to what the kernel allows */
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
-	uint32_t stacks_entries; /* distinct stacks per drain buffer */
+	uint32_t stack_ring_bytes; /* size of the ring of new stacks (power of 2; 0: 8 MiB) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
 	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 16 MiB) */
 };
@@ -80,6 +80,7 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
 /* Streams: process lifecycle events and --unwind dwarf records. The fd to poll, and the
  * consumer of both. */
 int sampler_events_fd(struct sampler *s);
+int sampler_stacks_fd(struct sampler *s);	/* woken when the stacks ring is half full */
 typedef void (*sampler_event_cb)(void *ctx, const struct pcmon_event *e);
 typedef void (*sampler_dsample_cb)(void *ctx, const void *data, size_t len);
 int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx);

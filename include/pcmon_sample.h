@@ -25,7 +25,7 @@ enum pcmon_kind {
 enum pcmon_stack_err {
 	PCMON_SERR_NONE = 0,
 	PCMON_SERR_FAULT,	/* bpf_get_stack() failed: user memory not readable */
-	PCMON_SERR_FULL,	/* the stacks map was full: frames were lost */
+	PCMON_SERR_FULL,	/* the stacks ring was full: frames were lost */
 	PCMON_SERR_OTHER,	/* bpf_get_stack() failed for another reason */
 	PCMON_SERR_MAX,
 };
@@ -33,11 +33,23 @@ enum pcmon_stack_err {
 /* Off-CPU kinds carry nanoseconds (pcmon_val.ns), on-CPU ones do not. */
 #define PCMON_KIND_IS_OFFCPU(k) ((k) == PCMON_KIND_OFF_BLOCKED || (k) == PCMON_KIND_OFF_RUNNABLE)
 
-/* A stack as stored in the stacks maps: frames innermost first, as the kernel gives them. */
+/* A stack: frames innermost first, as the kernel gives them. */
 struct pcmon_stack {
 	__u32 len;
 	__u32 pad;
 	__u64 ip[PCMON_STACK_MAX];
+};
+
+/*
+ * A record of the stacks ring: a stack BPF counted under a key new to the buffer pair @gen,
+ * sent once per pair, cut after its frames. Counts entries name it by @key (a hash of the
+ * frames).
+ */
+struct pcmon_srec {
+	__u64 key;
+	__u32 gen;
+	__u32 pad;
+	struct pcmon_stack st;
 };
 
 struct pcmon_key {
@@ -113,9 +125,9 @@ struct pcmon_offcpu {
 	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
 	__u32 dwarf;		/* its stack went to the engine (--unwind dwarf) */
 	__u32 pad;
-	struct pcmon_key key;	/* ustack/kstack are hashes of the frames below */
-	struct pcmon_stack ustack;
-	struct pcmon_stack kstack;
+	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
+	struct pcmon_srec urec;
+	struct pcmon_srec krec;
 };
 
 #endif /* PCMON_SAMPLE_BPF_H */

@@ -196,6 +196,7 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 }
 
 int sampler_events_fd(struct sampler *s) { (void)s; return fk.evfd; }
+int sampler_stacks_fd(struct sampler *s) { (void)s; return fk.evfd; }
 
 int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx)
 {
