@@ -23,7 +23,7 @@ endif
 # the build with what to do, rather than with a missing header. (.SHELLSTATUS is not set by
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
-PKGS	:= libbpf libdw libelf libcjson libdebuginfod
+PKGS	:= libbpf libdw libelf libcjson
 pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $(PKGS) || echo pkg-config-failed)),$(error \
 	'$(PKG_CONFIG) $2 $(PKGS)' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
 PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags)
@@ -34,7 +34,7 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -lz -lpthread -lm
-CLI_LIBS = -lncursesw -lcapstone
+CLI_LIBS = -lncursesw
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

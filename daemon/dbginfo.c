@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -132,9 +133,49 @@ static uint64_t retry_delay_s(int err, unsigned failures)
 
 /* ---- the worker */
 
+/*
+ * libdebuginfod is opened when servers are configured, not linked: it brings libcurl, GnuTLS
+ * and Kerberos, whose loading was two thirds of every pcmon command's start-up time.
+ */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
+	void (*set_user_data)(debuginfod_client *, void *);
+	void *(*get_user_data)(debuginfod_client *);
+	void (*set_progressfn)(debuginfod_client *, debuginfod_progressfn_t);
+} dfd;
+
+static int load_debuginfod(void)
+{
+	static const char lib[] = "libdebuginfod.so.1";
+	void *h = dfd.begin ? NULL : dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	if (dfd.begin)
+		return 0;
+	if (!h) {
+		pr_warn("debuginfod: cannot load %s (%s): install libdebuginfod1; debuginfod is off",
+			lib, dlerror());
+		return -ENOENT;
+	}
+	*(void **)&dfd.end = dlsym(h, "debuginfod_end");
+	*(void **)&dfd.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+	*(void **)&dfd.set_user_data = dlsym(h, "debuginfod_set_user_data");
+	*(void **)&dfd.get_user_data = dlsym(h, "debuginfod_get_user_data");
+	*(void **)&dfd.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+	if (!dfd.end || !dfd.find_debuginfo || !dfd.set_user_data || !dfd.get_user_data ||
+	    !dfd.set_progressfn) {
+		pr_warn("debuginfod: %s lacks the functions pcmon needs; debuginfod is off", lib);
+		dlclose(h);
+		return -ENOENT;
+	}
+	*(void **)&dfd.begin = dlsym(h, "debuginfod_begin"); /* last: it says "loaded" */
+	return dfd.begin ? 0 : -ENOENT;
+}
+
 static int on_progress(debuginfod_client *c, long a, long b)
 {
-	struct dbginfo *d = debuginfod_get_user_data(c);
+	struct dbginfo *d = dfd.get_user_data(c);
 
 	(void)a;
 	(void)b;
@@ -185,7 +226,7 @@ static int fetch(struct dbginfo *d, const unsigned char *bid, size_t len, char *
 
 	bid_hex(bid, len, hex, sizeof(hex));
 	*path = NULL;
-	fd = debuginfod_find_debuginfo(d->client, bid, len, path);
+	fd = dfd.find_debuginfo(d->client, bid, len, path);
 	if (fd < 0) {
 		free(*path);
 		*path = NULL;
@@ -337,14 +378,16 @@ int dbginfo_new(const struct dbginfo_opts *o, struct dbginfo **out)
 		r = -errno;
 		goto fail;
 	}
-	d->client = debuginfod_begin();
+	if (load_debuginfod())
+		goto off;
+	d->client = dfd.begin();
 	d->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!d->client || d->efd < 0) {
 		pr_warn("debuginfod: cannot start the client: %s; debuginfod is off", strerror(errno));
 		goto off;
 	}
-	debuginfod_set_user_data(d->client, d);
-	debuginfod_set_progressfn(d->client, on_progress);
+	dfd.set_user_data(d->client, d);
+	dfd.set_progressfn(d->client, on_progress);
 	/* signals stay with the main thread (pcmond takes them from a signalfd) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -381,7 +424,7 @@ void dbginfo_free(struct dbginfo *d)
 		pthread_join(d->thread, NULL);
 	}
 	if (d->client)
-		debuginfod_end(d->client);
+		dfd.end(d->client);
 	if (d->efd >= 0)
 		close(d->efd);
 	for (size_t i = 0; d->keys && i < itab_count(d->keys); i++) {
