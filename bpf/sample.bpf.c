@@ -46,6 +46,8 @@ __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
  */
 __u32 touched[2];
 __u32 nkeys[2];
+__u32 lazy_stacks;	/* on_sys_exit is attached: blocked threads' stacks may wait for it */
+__u32 sections_on;	/* critical-section probes are attached somewhere */
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
 #define COUNTS_MAP(name)                                                                   \
@@ -117,6 +119,18 @@ struct {
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+/* A copy of an open interval to fill in, for dump_offcpu. */
+struct open_scratch {
+	struct pcmon_offcpu o;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct open_scratch);
+} open_scratch SEC(".maps");
+
 /* --unwind dwarf records (sized by the engine before load). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -129,7 +143,7 @@ static __always_inline __u64 current_section(struct task_struct *task)
 	struct pcmon_crit *c;
 	__u32 d;
 
-	if (!task->bpf_storage)
+	if (!sections_on || !task->bpf_storage)
 		return 0;
 	c = bpf_task_storage_get(&crit, task, NULL, 0);
 	if (!c || !c->depth)
@@ -484,16 +498,71 @@ int on_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
- * Off-CPU time. sched_switch runs in the context of @prev, so the stacks of a thread going
- * off CPU are captured here and kept with its start time; when it is switched in again the
- * interval is charged to them.
+ * Off-CPU time. sched_switch runs in the context of @prev: the stacks of a thread going off
+ * CPU are taken here and kept with its start time; when it is switched in again the interval
+ * is charged to them.
+ *
+ * Taking a user stack reads user memory frame by frame, and each read costs a microsecond
+ * or more in some virtual machines: a thread that blocks a hundred thousand times a second
+ * (a pipe ping-pong) paid more for that than for its own work. So a thread that blocks in a
+ * system call, as almost every blocking thread does, has its stack taken when the call
+ * returns (sys_exit, in the thread's own context): until then no user code runs, so that
+ * is the very stack it blocked with, whatever its caller. The same holds for a thread
+ * preempted inside a system call (one that woke another, say). And it is taken only when the
+ * interval is charged: an interval at least as long as the sampling period always is,
+ * with its nanoseconds; a shorter one is charged one whole period with probability
+ * length/period (what a timer sampling the thread's wall time would do), so the expected
+ * charge is the interval's length and most short intervals never need a stack. Threads
+ * preempted in user mode, blocked elsewhere (a page fault), or watched with --kernel (whose
+ * kernel stack must be the blocking one) have their stacks taken at once and every
+ * interval charged exactly.
  */
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool blocked)
+
+/* Blocked inside a 64-bit system call: what entry_SYSCALL_64 leaves in pt_regs. */
+static __always_inline bool in_syscall(struct pt_regs *r)
+{
+	long nr = r->orig_ax;
+
+	return nr >= 0 && nr < 1024 && (long)r->ax == -38 /* -ENOSYS */ && r->cx == r->ip &&
+	       r->r11 == r->flags;
+}
+
+/* Take the current thread's stacks into @o. */
+static __always_inline void take_stacks(void *ctx, struct pcmon_offcpu *o, bool kernel)
+{
+	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
+	o->krec.st.len = 0;
+	if (kernel)
+		o->key.kerr = capture(ctx, &o->krec.st, 0);
+	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
+	o->krec.key = o->key.kstack = stack_hash(&o->krec.st);
+}
+
+/* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
+static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
+{
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &o->key.pid);
+	__u64 ns = o->pending_ns;
+
+	o->pending_ns = 0;
+	if (!active_cfg(o->key.target))
+		return;
+	take_stacks(ctx, o, false);
+	/* it exec'd since it blocked: that stack is gone */
+	if (!p || p->epoch != o->key.epoch)
+		o->key.uerr = PCMON_SERR_OTHER;
+	note_thread(o->key.tid, task);
+	record_current(&o->key, &o->urec, &o->krec, ns);
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev,
+				       struct task_struct *next, bool blocked)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pcmon_offcpu *o;
 	struct pcmon_proc *p;
 	struct pcmon_tcfg *cfg;
+	struct pt_regs *regs;
 
 	/* the one map lookup every switch pays: is prev watched at all? */
 	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
@@ -514,11 +583,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 			ts->lost_offcpu_full++;
 		return;
 	}
+	/* blocked again before its system call returned: still the same stack */
+	if (o->pending_ns)
+		settle(ctx, prev, o);
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = p->target;
 	o->key.pid = id >> 32;
 	o->key.tid = (__u32)id;
-	note_thread(o->key.tid, prev);
 	o->key.epoch = p->epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
@@ -526,23 +597,72 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->ts = bpf_ktime_get_ns();
 	if (cfg->flags & PCMON_TF_DWARF) {
 		/* the stack goes to the engine now; switch_in() only reports the length */
+		note_thread(o->key.tid, prev);
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;
+		o->lazy = 0;
 		emit_dwarf(ctx, &o->key, PCMON_DS_OFF_START, o->ts, cfg->flags & PCMON_TF_KERNEL);
 		return;
 	}
 	o->dwarf = 0;
-	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
-	o->krec.st.len = 0;
-	if (cfg->flags & PCMON_TF_KERNEL)
-		o->key.kerr = capture(ctx, &o->krec.st, 0);
-	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
-	o->krec.key = o->key.kstack = stack_hash(&o->krec.st);
+	o->lazy = PCMON_LAZY_NO;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
+		o->mm = (__u64)BPF_CORE_READ(prev, mm);
+		if (in_syscall(regs))
+			o->lazy = PCMON_LAZY_SYSCALL;
+		else if (next && (__u64)BPF_CORE_READ(next, mm) == o->mm)
+			o->lazy = PCMON_LAZY_PEER; /* preempted by a thread of its own process */
+	}
+	if (o->lazy == PCMON_LAZY_NO) {
+		note_thread(o->key.tid, prev);
+		take_stacks(ctx, o, cfg->flags & PCMON_TF_KERNEL);
+	}
 }
 
-static __always_inline void switch_in(struct task_struct *next)
+/*
+ * Walk the frame pointers of @task, which is off CPU, from its saved user registers, as
+ * bpf_get_stack() walks the current thread's: through the current address space, which must
+ * be @task's (PCMON_LAZY_PEER).
+ */
+struct uwalk {
+	struct pcmon_stack *st;
+	__u64 fp;
+};
+
+static long uwalk_step(__u32 i, void *data)
+{
+	struct uwalk *w = data;
+	__u64 frame[2];
+	__u32 n = w->st->len;
+
+	if (n >= max_depth || n >= PCMON_STACK_MAX || !w->fp ||
+	    bpf_probe_read_user(frame, sizeof(frame), (void *)w->fp) || !frame[1])
+		return 1;
+	w->st->ip[n & (PCMON_STACK_MAX - 1)] = frame[1];
+	w->st->len = n + 1;
+	w->fp = frame[0];
+	return 0;
+}
+
+static __always_inline void walk_peer(struct task_struct *task, struct pcmon_offcpu *o)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct uwalk w = { .st = &o->urec.st, .fp = r->bp };
+
+	o->urec.st.ip[0] = user_pc(task, r->ip);
+	o->urec.st.len = 1;
+	bpf_loop(PCMON_STACK_MAX, uwalk_step, &w, 0);
+	o->krec.st.len = 0;
+	o->key.uerr = o->key.kerr = PCMON_SERR_NONE;
+	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
+	o->krec.key = o->key.kstack = 0;
+}
+
+static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next)
 {
 	struct pcmon_offcpu *o;
+	struct pcmon_tcfg *cfg;
 	struct pcmon_key key;
 	__u64 now, ns;
 
@@ -571,8 +691,29 @@ static __always_inline void switch_in(struct task_struct *next)
 		bpf_ringbuf_submit(h, ring_flags(&dsamples));
 		return;
 	}
-	if (active_cfg(key.target))
+	cfg = active_cfg(key.target);
+	if (!cfg)
+		return;
+	if (o->lazy == PCMON_LAZY_NO) {
 		record_current(&key, &o->urec, &o->krec, ns);
+		return;
+	}
+	/* shorter than a period: one period, with probability ns/period */
+	if (ns < cfg->period_ns) {
+		if ((__u64)bpf_get_prandom_u32() * cfg->period_ns >= ns << 32)
+			return;
+		ns = cfg->period_ns;
+	}
+	if (o->lazy == PCMON_LAZY_SYSCALL) {
+		o->pending_ns += ns;
+		return;
+	}
+	/* PCMON_LAZY_PEER: readable here only through the same address space */
+	walk_peer(next, o);
+	if ((__u64)BPF_CORE_READ(prev, mm) != o->mm)
+		o->key.uerr = PCMON_SERR_OTHER;
+	note_thread(o->key.tid, next);
+	record_current(&o->key, &o->urec, &o->krec, ns);
 }
 
 SEC("tp_btf/sched_switch")
@@ -581,8 +722,8 @@ int BPF_PROG(on_switch_btf, bool preempt, struct task_struct *prev, struct task_
 	/* prev_state (the 4th argument since 5.18) would save a read, but is not everywhere. */
 	unsigned int state = BPF_CORE_READ(prev, __state);
 
-	switch_out(ctx, prev, !preempt && state != TASK_RUNNING);
-	switch_in(next);
+	switch_out(ctx, prev, next, !preempt && state != TASK_RUNNING);
+	switch_in(prev, next);
 	return 0;
 }
 
@@ -593,27 +734,91 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 
 	struct task_struct *next;
 
-	switch_out(ctx, prev, ctx->prev_state != TASK_RUNNING);
+	/* no lazy stacks here (no sys_exit program): next is not needed */
+	switch_out(ctx, prev, NULL, ctx->prev_state != TASK_RUNNING);
 	next = bpf_task_from_pid(ctx->next_pid);
 	if (next) {
-		switch_in(next);
+		switch_in(prev, next);
 		bpf_task_release(next);
 	}
 	return 0;
 }
 
-/* Open off-CPU intervals, for listings taken while threads are still off CPU. */
-SEC("iter/task")
+/* A lazy thread's system call returns: its stack is the one it blocked with (switch_out). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pcmon_offcpu *o;
+
+	if (!task->bpf_storage)
+		return 0;
+	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
+	if (o && o->pending_ns)
+		settle(ctx, task, o);
+	return 0;
+}
+
+/*
+ * Open off-CPU intervals, for listings taken while threads are still off CPU. A lazy thread's
+ * stack is not taken yet: walk its frame pointers here, reading its memory from outside
+ * (bpf_copy_from_user_task: this iterator may sleep), as bpf_get_stack() would have.
+ */
+struct walk_ctx {
+	struct task_struct *task;
+	struct pcmon_stack *st;
+	__u64 fp;
+};
+
+static long walk_step(__u32 i, void *data)
+{
+	struct walk_ctx *w = data;
+	__u64 frame[2];
+	__u32 n = w->st->len;
+
+	if (n >= max_depth || n >= PCMON_STACK_MAX || !w->fp ||
+	    bpf_copy_from_user_task(frame, sizeof(frame), (void *)w->fp, w->task, 0) || !frame[1])
+		return 1;
+	w->st->ip[n & (PCMON_STACK_MAX - 1)] = frame[1];
+	w->st->len = n + 1;
+	w->fp = frame[0];
+	return 0;
+}
+
+SEC("iter.s/task")
 int dump_offcpu(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct pcmon_offcpu *o;
+	struct open_scratch *sc;
+	__u32 zero = 0;
 
 	if (!task || !task->bpf_storage)
 		return 0;
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
-	if (o && o->ts)
+	if (!o || !o->ts)
+		return 0;
+	if (o->lazy == PCMON_LAZY_NO) {
 		bpf_seq_write(ctx->meta->seq, o, sizeof(*o));
+		return 0;
+	}
+	sc = bpf_map_lookup_elem(&open_scratch, &zero);
+	if (!sc)
+		return 0;
+	bpf_probe_read_kernel(&sc->o, sizeof(sc->o), o);
+	{
+		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct walk_ctx w = { .task = task, .st = &sc->o.urec.st, .fp = BPF_CORE_READ(r, bp) };
+
+		sc->o.urec.st.ip[0] = user_pc(task, BPF_CORE_READ(r, ip));
+		sc->o.urec.st.len = 1;
+		sc->o.key.uerr = PCMON_SERR_NONE;
+		bpf_loop(PCMON_STACK_MAX, walk_step, &w, 0);
+	}
+	sc->o.krec.st.len = 0;
+	sc->o.urec.key = sc->o.key.ustack = stack_hash(&sc->o.urec.st);
+	sc->o.krec.key = sc->o.key.kstack = 0;
+	bpf_seq_write(ctx->meta->seq, &sc->o, sizeof(sc->o));
 	return 0;
 }
 

@@ -61,6 +61,7 @@ struct sampler {
 	int ncpus;		/* possible CPUs (per-CPU map values) */
 	struct period_set periods[MAX_PERIODS];
 	struct bpf_link *switch_link;
+	struct bpf_link *sys_exit_link;	/* lazy stacks of blocked threads (sample.bpf.c) */
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct ring_buffer *rb;
@@ -343,6 +344,7 @@ static int usdt_attach_locked(struct sampler *s, const char *path)
 		return -ENOMEM;
 	}
 	s->usdt[s->nusdt++] = u;
+	s->skel->bss->sections_on = 1;
 	pr_info("attached critical-section probes in %s", path);
 	return 0;
 }
@@ -408,6 +410,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
 	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
 	bpf_program__set_autoattach(skel->progs.dump_offcpu, false);
+	bpf_program__set_autoattach(skel->progs.on_sys_exit, false);
 	bpf_program__set_autoattach(skel->progs.crit_begin, false);
 	bpf_program__set_autoattach(skel->progs.crit_end, false);
 
@@ -452,6 +455,7 @@ void sampler_close(struct sampler *s)
 			sampler_period_put(s, s->periods[i].period_ns);
 	}
 	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->sys_exit_link);
 	for (size_t i = 0; i < s->nusdt; i++) {
 		bpf_link__destroy(s->usdt[i].begin);
 		bpf_link__destroy(s->usdt[i].end);
@@ -612,14 +616,23 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 			 strerror(-r));
 		return r;
 	}
+	/* without it every blocked thread's stack is taken when it blocks: slower, as exact */
+	if (s->use_tp_btf)
+		s->sys_exit_link = bpf_program__attach(s->skel->progs.on_sys_exit);
+	if (!s->sys_exit_link && s->use_tp_btf)
+		pr_info("cannot attach to sys_exit (%s): blocked threads' stacks are taken as they block",
+			strerror(errno));
+	s->skel->bss->lazy_stacks = s->sys_exit_link != NULL;
 	return 0;
 }
 
 void sampler_offcpu_put(struct sampler *s)
 {
 	if (s->offcpu_refs && --s->offcpu_refs == 0) {
+		s->skel->bss->lazy_stacks = 0;
 		bpf_link__destroy(s->switch_link);
-		s->switch_link = NULL;
+		bpf_link__destroy(s->sys_exit_link);
+		s->switch_link = s->sys_exit_link = NULL;
 	}
 }
 
@@ -859,6 +872,8 @@ int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int ma
 			out[n].attached = s->switch_link && s->use_tp_btf;
 		if (p == s->skel->progs.on_switch_tp)
 			out[n].attached = s->switch_link && !s->use_tp_btf;
+		if (p == s->skel->progs.on_sys_exit)
+			out[n].attached = s->sys_exit_link != NULL;
 		if (p == s->skel->progs.dump_offcpu)
 			out[n].attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {

@@ -120,11 +120,25 @@ struct pcmon_dsample {
 	__u8 stack[];	/* ulen bytes; the record has room for a size class >= ulen */
 };
 
-/* A thread that went off CPU and has not run since. */
+/* How an off-CPU thread's stack will be taken (sample.bpf.c, switch_out). */
+enum pcmon_lazy {
+	PCMON_LAZY_NO,		/* taken when it went off CPU */
+	PCMON_LAZY_SYSCALL,	/* when its system call returns (sys_exit) */
+	PCMON_LAZY_PEER,	/* when a thread of its own process switches it in */
+};
+
+/*
+ * A thread's off-CPU state. ts != 0: it went off CPU then and has not run since. A thread
+ * blocked in a system call has its stack taken when the call returns (lazy), and only if its
+ * interval is charged: pending_ns waits for that.
+ */
 struct pcmon_offcpu {
 	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
-	__u32 dwarf;		/* its stack went to the engine (--unwind dwarf) */
-	__u32 pad;
+	__u64 pending_ns;	/* charged, waiting for the stack at the system call's return */
+	__u8 dwarf;		/* its stack went to the engine (--unwind dwarf) */
+	__u8 lazy;		/* PCMON_LAZY_*: its stack is not taken yet */
+	__u8 pad[6];
+	__u64 mm;		/* PCMON_LAZY_PEER: the address space it is read through */
 	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
 	struct pcmon_srec urec;
 	struct pcmon_srec krec;
