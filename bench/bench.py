@@ -45,6 +45,7 @@ README = os.path.join(ROOT, "bench", "README.md")
 
 PERF = shutil.which("perf")
 FUNCLATENCY = shutil.which("funclatency") or (os.path.exists("/usr/sbin/funclatency") and "/usr/sbin/funclatency")
+OFFCPUTIME = shutil.which("offcputime") or (os.path.exists("/usr/sbin/offcputime") and "/usr/sbin/offcputime")
 BPFTRACE = shutil.which("bpftrace")
 NM = shutil.which("nm")
 
@@ -57,10 +58,14 @@ STACKS_S = float(os.environ.get("BENCH_STACKS_S", "5"))
 # The three rates of the slowdown matrix: (Hz, pcmon --interval in microseconds)
 RATES = [(100, 10000), (1000, 1000), (10000, 100)]
 # The limits sweep, slowest first
-SWEEP_US = [1000, 500, 200, 100, 50, 20, 10]
+SWEEP_US = [1000, 200, 100, 50, 20, 10]
 SWEEP_MAX_WALL_S = 3  # a sweep run of fixedwork stops after this much wall time
 THREAD_COUNTS = [1, 16, 256]
-BUDGET_S = 14 * 60  # make bench must finish in 15 minutes
+# make bench must finish in 8 minutes, even on a busy machine: every measured run has a time
+# limit (a cell that hits it says so), and cells that would start past the budget are skipped
+# and say so
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60))
+CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
 BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -82,9 +87,12 @@ class Ran:
     def __init__(self, rc, out, err, wall, cpu, maxrss_kb):
         self.rc, self.out, self.err, self.wall = rc, out, err, wall
         self.cpu, self.maxrss_kb = cpu, maxrss_kb
+        self.limit = None  # the time limit it was killed at, if it was
 
     def why(self):
         """A one-line reason for a failure."""
+        if self.limit:
+            return f"hit the {self.limit:g} s cell limit"
         lines = [l for l in (self.err or "").splitlines()
                  if l.strip() and "RLIMIT_MEMLOCK" not in l]
         return (lines[-1] if lines else f"exit status {self.rc}")[:120]
@@ -142,6 +150,7 @@ class Child:
             if time.monotonic() > end:
                 if kill:
                     self.kill()
+                    self.done.limit = timeout
                 break
             time.sleep(0.01)
         return self.done
@@ -162,8 +171,20 @@ class Child:
         return self.done
 
 
-def run(cmd, timeout=300, env=None):
-    return Child(cmd, env).wait(timeout)
+def run(cmd, timeout=None, env=None):
+    """Run a measured cell: killed, and marked, past the cell limit."""
+    return Child(cmd, env).wait(timeout or CELL_S)
+
+
+def left_s():
+    return BUDGET_S - (time.monotonic() - T_START)
+
+
+def over_budget(need_s):
+    """A skipped cell's result if fewer than need_s seconds of the budget are left, else None."""
+    if left_s() >= need_s:
+        return None
+    return {"error": f"skipped: {max(left_s(), 0):.0f} s left of the {BUDGET_S / 60:.1f}-minute budget"}
 
 
 def proc_cpu(pid):
@@ -415,17 +436,52 @@ def cell_key(config, hz):
 
 # ---------------------------------------------------------------------------- 6. REAL vs VIRTUAL
 
+OFFCPU_KEY = "offcputime (all tasks)"
+
+
+def offcputime_run(cmd):
+    """libbpf-tools' offcputime, the REAL peer: system-wide (its -p filters in BPF after the
+    same sched_switch hook), user and kernel stacks of every switch, started before the
+    workload and stopped after it."""
+    if not OFFCPUTIME:
+        return {"error": "offcputime not installed (Debian package libbpf-tools)"}
+    oc = Child([OFFCPUTIME])
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and oc.poll() is None:
+            try:
+                if any(os.readlink(f"/proc/{oc.pid}/fd/{fd}") == "anon_inode:bpf_link"
+                       for fd in os.listdir(f"/proc/{oc.pid}/fd")):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.02)
+        else:
+            return {"error": f"offcputime did not attach: {(oc.done or oc.kill()).why()}"}
+        r = run(cmd)
+    finally:
+        oc.signal(signal.SIGINT)
+        oc.wait(CELL_S)
+    d = doc_with(r.out, "roundtrips")
+    if r.rc != 0 or d is None:
+        return {"error": r.why()}
+    return {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"], "samples": None, "lost": None}
+
+
 def pingpong(cal):
     rts = cal["pingpong_roundtrips"]
     cmd = [os.path.join(BENCH, "pingpong"), str(rts)]
     hz, us = 1000, 1000
     keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz",
-            "pcmon REAL dwarf @1000Hz"]
+            "pcmon REAL dwarf @1000Hz", OFFCPU_KEY]
     runs = {k: [] for k in keys}
     for rep in range(PINGPONG_REPS):
         log(f"ping-pong: repetition {rep + 1}/{PINGPONG_REPS}")
         for i in range(len(keys)):
             key = keys[(i + rep) % len(keys)]
+            if key == OFFCPU_KEY:
+                runs[key].append(offcputime_run(cmd))
+                continue
             if key == "bare":
                 c, env = cmd, None
             else:
@@ -455,7 +511,7 @@ def pingpong(cal):
                              # two context switches per round trip, both on one CPU
                              "us_per_switch": stats([(x["wall_s"] - bw) / (2 * rts) * 1e6 for x in ok]),
                              "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
-                             "samples": stats([x["samples"] for x in ok]),
+                             "samples": stats([x["samples"] for x in ok if x["samples"] is not None]),
                              "errors": [x["error"] for x in runs[key] if "error" in x]}
     return out
 
@@ -657,7 +713,7 @@ class Daemon:
         self.stop()
         raise RuntimeError("pcmond did not answer on its socket within 15 s")
 
-    def cli(self, *args, timeout=300):
+    def cli(self, *args, timeout=None):
         return run([PCMON, *args], env=pcmon_env(self.sock), timeout=timeout)
 
     def json(self, *args):
@@ -772,11 +828,55 @@ def per(x, secs, smp):
             "cpu_ms_per_1k_samples": x * 1e6 / smp if smp else None}
 
 
-def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp"):
+def socket_rtt(sock, req):
+    """Wall ms of one request on a connection opened beforehand: the daemon's answer time
+    (and this client's own wake-up, which it runs at the daemon's priority to keep small)."""
+    import socket
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(CELL_S)
+    c.connect(sock)
+    old = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+        t0 = time.monotonic()
+        c.sendall((json.dumps({"v": 1, **req}) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = c.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        ms = (time.monotonic() - t0) * 1e3
+    finally:
+        os.setpriority(os.PRIO_PROCESS, 0, old)
+        c.close()
+    ok = json.loads(data or b"{}").get("ok")
+    return ms if ok else None
+
+
+def latencies(dmn, tid):
+    """How long commands take while the target's threads keep both CPUs busy: the daemon's
+    answer on its socket, the whole `pcmon` command (a new process on a loaded machine), and
+    /bin/true for the cost of starting any process here."""
+    out = {"socket_ms": {}, "cli_ms": {}}
+    for cmd in ("list", "pause", "resume"):
+        out["socket_ms"][cmd] = socket_rtt(dmn.sock, {"cmd": cmd, "target": tid})
+    for cmd in ("list", "pause", "resume"):
+        t0 = time.monotonic()
+        r = dmn.cli(cmd, tid)
+        out["cli_ms"][cmd] = (time.monotonic() - t0) * 1e3 if r.rc == 0 else None
+    t0 = time.monotonic()
+    run(["/bin/true"])
+    out["true_ms"] = (time.monotonic() - t0) * 1e3
+    return out
+
+
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False):
     """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
-    what it cost the daemon."""
+    what it cost the daemon. latency: also time commands while the workload runs."""
     dmn = Daemon()
     w = None
+    lat = None
     try:
         w = start_workload(wl_cmd)
         reset_hwm(dmn.pid)  # peak RSS from here on
@@ -788,6 +888,8 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp"):
             raise RuntimeError(f"pcmon start: {r.why()}")
         tid = str(int(json.loads(r.out)["id"]))
         time.sleep(window)
+        if latency:
+            lat = latencies(dmn, tid)
         t_stop = time.monotonic()
         stop = dmn.cli("stop", tid)
         stop_ms = (time.monotonic() - t_stop) * 1e3
@@ -827,8 +929,10 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp"):
         "report_cpu_s": cpu1 - cpu_mid,
         "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
         "report_ms": lat[0], "report_ms_warm": lat[1], "stop_ms": stop_ms,
-        "drains": drains,
+        "drains": drains, "latency": lat,
         "drain_ms_avg": (s1.get("drain_ms_total", 0) - s0.get("drain_ms_total", 0)) / drains if drains else None,
+        "drain_ms_max": s1.get("drain_ms_max"), "drain_fill_max": s1.get("drain_fill_max"),
+        "drain_capacity": s1.get("drain_capacity"), "drains_late": s1.get("drains_late"),
         "drained_entries": s1.get("drained_entries", 0) - s0.get("drained_entries", 0),
         "bpf_runs": on_runs, "bpf_ns_avg": on_ns / on_runs if on_runs else None,
         "bpf_ms_per_s": on_ns / 1e6 / secs,
@@ -856,7 +960,7 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
         p.signal(signal.SIGINT)
         r = p.wait(300)
         # perf report is perf's symbolization step, the counterpart of `pcmon list`
-        rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=600)
+        rr = run([PERF, "report", "-i", data, "--stdio", "--no-children"], timeout=4 * CELL_S)
     finally:
         w.kill()
     smp = perf_samples(r.err)
@@ -945,6 +1049,9 @@ def cost_workload():
 
 def cost(dwarf_err=None):
     out = {}
+    hz, us = RATES[0]  # 100 Hz: pcmond only, for its idle cost (peers' is start-up and exit)
+    log(f"cost: pcmond at {hz} Hz")
+    out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
     for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
         log(f"cost: pcmond at {hz} Hz")
         out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
@@ -970,7 +1077,7 @@ def scale():
             key = f"{n} {'spinning' if kind == 'spin' else 'sleeping'} thread{'s' if n > 1 else ''}, {mode.upper()}"
             log(f"scale: {key}")
             out["threads"][key] = guarded(pcmond_session, [os.path.join(BENCH, "threads"), str(n), kind, "120"],
-                                          mode, 1000)
+                                          mode, 1000, latency=(n == max(THREAD_COUNTS) and kind == "spin"))
     # unique stacks: every sample a new ~28-frame stack, vs. a control with a handful of
     # stacks; two threads at 10 kHz for STACKS_S (2 CPUs x 10 kHz x 5 s = 100k samples)
     many = [os.path.join(BENCH, "manystacks"), "2", "120"]
@@ -991,11 +1098,11 @@ def scale_peers():
     log("scale: perf on manystacks")
     out["perf"] = ({"error": tool_missing("perf")} if tool_missing("perf")
                    else guarded(perf_session, 10000, many, secs))
-    left = BUDGET_S - (time.monotonic() - T_START)
+    left = left_s()
     if tool_missing("bpftrace"):
         out["bpftrace"] = {"error": tool_missing("bpftrace")}
     elif left < BPFTRACE_MANY_S:
-        out["bpftrace"] = {"error": f"skipped: {left:.0f} s left of the {BUDGET_S / 60:.0f}-minute budget, "
+        out["bpftrace"] = {"error": f"skipped: {max(left, 0):.0f} s left of the {BUDGET_S / 60:.1f}-minute budget, "
                                     f"needs ~{BPFTRACE_MANY_S} s"}
     else:
         log("scale: bpftrace on manystacks (its exit print takes a while)")
@@ -1046,6 +1153,10 @@ def limits(cal):
                 continue
             rows = []
             for us in SWEEP_US:
+                skip = over_budget(60)  # what is left of the run after this section
+                if skip:
+                    rows.append({"interval_us": us, **skip})
+                    continue
                 log(f"limits: {name} at {us} us")
                 rows.append(sweep_point(tool, us, cmd, out["fixedwork_bare_unit_cpu_s"]))
             out["sweep"][name] = rows
@@ -1251,11 +1362,26 @@ def table(res):
         for key, c in list(sc.get("threads", {}).items()) + list(sc.get("stacks", {}).items()):
             if (c.get("stop_ms") or 0) > 1000:
                 add(f"   {key}: `pcmon stop` took {c['stop_ms'] / 1000:.1f} s")
+            lat = c.get("latency")
+            if lat:
+                add(f"   {key}: pcmond answers list/pause/resume in "
+                    + "/".join(fmt(lat["socket_ms"].get(k), ".0f") for k in ("list", "pause", "resume"))
+                    + " ms on its socket; the pcmon commands list/pause/resume/stop take "
+                    + "/".join(fmt(v, ".0f") for v in [lat["cli_ms"].get(k) for k in ("list", "pause", "resume")]
+                               + [c.get("stop_ms")])
+                    + f" ms, where /bin/true takes {fmt(lat['true_ms'], '.0f')} ms")
+        for key, c in sc.get("stacks", {}).items():
+            if c.get("drain_capacity"):
+                add(f"   {key}: stop {fmt(c.get('stop_ms'), '.0f')} ms, listing {fmt(c.get('report_ms'), '.0f')} ms; "
+                    f"longest drain {fmt(c.get('drain_ms_max'), '.0f')} ms, fullest map "
+                    f"{fmt(c.get('drain_fill_max'), '.0f')} of {c['drain_capacity']} entries, "
+                    f"{fmt(c.get('drains_late'), '.0f')} drains late (map half full)")
         bt = peers.get("bpftrace", {})
         if bt.get("stacks_printed"):
             add(f"   bpftrace printed {bt['stacks_printed']} stacks (its map's key limit) in "
                 f"{bt['report_ms'] / 1000:.0f} s")
-        add("   drain = mean wall ms of one pcmond drain (one every 100 ms); entries = entries drained")
+        add("   drain = mean wall ms of one pcmond drain (once a second, sooner when the counts map is an")
+        add("   eighth full); entries = entries drained")
         add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
         add(f"   the stacks rows (pcmon and peers) sample for {STACKS_S:g} s: 2 CPUs x 10 kHz x {STACKS_S:g} s = "
             f"{2 * 10000 * STACKS_S / 1000:.0f}k samples at most")
@@ -1271,7 +1397,9 @@ def table(res):
             cells = []
             for row in rows:
                 if "error" in row:
-                    cells.append("refused" if "interval" in row["error"] else "failed")
+                    cells.append("refused" if "interval" in row["error"] else
+                                 "skipped" if row["error"].startswith("skipped") else
+                                 "limit" if "cell limit" in row["error"] else "failed")
                 else:
                     cells.append(f"{fmt(row['delivered'], '.2f')}/{row['lost'] if row['lost_counted'] else '-'}")
             add(f"   {name:<42}" + "".join(f"{x:>10}" for x in cells))
@@ -1291,7 +1419,8 @@ def table(res):
                     reasons[k] = reasons.get(k, 0) + v
         if any(reasons.values()):
             add("   pcmon's lost samples by reason over the sweep: " + ", ".join(f"{k} {v}" for k, v in reasons.items() if v))
-        add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples)")
+        add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples; limit = the")
+        add(f"   run hit the {CELL_S:g} s cell limit, skipped = the run's time budget was spent)")
         if li.get("max_sample_rate_after") != li.get("max_sample_rate_before"):
             add(f"   the kernel lowered perf_event_max_sample_rate {li['max_sample_rate_before']} -> "
                 f"{li['max_sample_rate_after']} (sampling interrupts too long); restored")
