@@ -141,7 +141,11 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 # debug info split off (by build-id, and by .gnu_debuglink next to the binary)
 SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
-	$(OUTPUT)/workloads/lines_nodebug
+	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks
+# the benchmark's workload of ever-new stacks, for the keep-up tests
+$(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		$< -lpthread -o $@
 $(OUTPUT)/workloads/qsort_nofp: tests/workloads/special/qsort_nofp.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/leaf_fp: tests/workloads/special/leaf_fp.c tests/workloads/workload.h | $(OUTPUT)/workloads

@@ -876,7 +876,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
     what it cost the daemon. latency: also time commands while the workload runs."""
     dmn = Daemon()
     w = None
-    lat = None
+    cmd_ms = None
     try:
         w = start_workload(wl_cmd)
         reset_hwm(dmn.pid)  # peak RSS from here on
@@ -889,7 +889,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         tid = str(int(json.loads(r.out)["id"]))
         time.sleep(window)
         if latency:
-            lat = latencies(dmn, tid)
+            cmd_ms = latencies(dmn, tid)
         t_stop = time.monotonic()
         stop = dmn.cli("stop", tid)
         stop_ms = (time.monotonic() - t_stop) * 1e3
@@ -929,7 +929,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         "report_cpu_s": cpu1 - cpu_mid,
         "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
         "report_ms": lat[0], "report_ms_warm": lat[1], "stop_ms": stop_ms,
-        "drains": drains, "latency": lat,
+        "drains": drains, "latency": cmd_ms,
         "drain_ms_avg": (s1.get("drain_ms_total", 0) - s0.get("drain_ms_total", 0)) / drains if drains else None,
         "drain_ms_max": s1.get("drain_ms_max"), "drain_fill_max": s1.get("drain_fill_max"),
         "drain_capacity": s1.get("drain_capacity"), "drains_late": s1.get("drains_late"),

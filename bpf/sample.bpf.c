@@ -583,9 +583,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			ts->lost_offcpu_full++;
 		return;
 	}
-	/* blocked again before its system call returned: still the same stack */
-	if (o->pending_ns)
+	/*
+	 * Blocked again before its system call returned: still the same stack. (Without the
+	 * sys_exit program, since REAL was last off, what it owed is from before: dropped.)
+	 */
+	if (o->pending_ns && lazy_stacks)
 		settle(ctx, prev, o);
+	o->pending_ns = 0;
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = p->target;
 	o->key.pid = id >> 32;
@@ -623,21 +627,32 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 /*
  * Walk the frame pointers of @task, which is off CPU, from its saved user registers, as
  * bpf_get_stack() walks the current thread's: through the current address space, which must
- * be @task's (PCMON_LAZY_PEER).
+ * be @task's (PCMON_LAZY_PEER), or from outside it where the program may sleep (dump_offcpu).
  */
 struct uwalk {
+	struct task_struct *task;
 	struct pcmon_stack *st;
 	__u64 fp;
 };
 
-static long uwalk_step(__u32 i, void *data)
+static __always_inline void uwalk_start(struct uwalk *w, struct task_struct *task,
+					struct pcmon_stack *st)
 {
-	struct uwalk *w = data;
-	__u64 frame[2];
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	w->task = task;
+	w->st = st;
+	w->fp = r->bp;
+	st->ip[0] = user_pc(task, r->ip);
+	st->len = 1;
+}
+
+/* Keep the frame record just read at w->fp (@err: reading it failed); 1 ends the walk. */
+static __always_inline long uwalk_keep(struct uwalk *w, long err, const __u64 *frame)
+{
 	__u32 n = w->st->len;
 
-	if (n >= max_depth || n >= PCMON_STACK_MAX || !w->fp ||
-	    bpf_probe_read_user(frame, sizeof(frame), (void *)w->fp) || !frame[1])
+	if (err || !frame[1] || n >= max_depth || n >= PCMON_STACK_MAX)
 		return 1;
 	w->st->ip[n & (PCMON_STACK_MAX - 1)] = frame[1];
 	w->st->len = n + 1;
@@ -645,13 +660,32 @@ static long uwalk_step(__u32 i, void *data)
 	return 0;
 }
 
+static long uwalk_step(__u32 i, void *data)
+{
+	struct uwalk *w = data;
+	__u64 frame[2] = {};
+
+	if (!w->fp)
+		return 1;
+	return uwalk_keep(w, bpf_probe_read_user(frame, sizeof(frame), (void *)w->fp), frame);
+}
+
+static long uwalk_step_task(__u32 i, void *data)
+{
+	struct uwalk *w = data;
+	__u64 frame[2] = {};
+
+	if (!w->fp)
+		return 1;
+	return uwalk_keep(w, bpf_copy_from_user_task(frame, sizeof(frame), (void *)w->fp, w->task, 0),
+			  frame);
+}
+
 static __always_inline void walk_peer(struct task_struct *task, struct pcmon_offcpu *o)
 {
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct uwalk w = { .st = &o->urec.st, .fp = r->bp };
+	struct uwalk w;
 
-	o->urec.st.ip[0] = user_pc(task, r->ip);
-	o->urec.st.len = 1;
+	uwalk_start(&w, task, &o->urec.st);
 	bpf_loop(PCMON_STACK_MAX, uwalk_step, &w, 0);
 	o->krec.st.len = 0;
 	o->key.uerr = o->key.kerr = PCMON_SERR_NONE;
@@ -762,29 +796,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 /*
  * Open off-CPU intervals, for listings taken while threads are still off CPU. A lazy thread's
  * stack is not taken yet: walk its frame pointers here, reading its memory from outside
- * (bpf_copy_from_user_task: this iterator may sleep), as bpf_get_stack() would have.
+ * (bpf_copy_from_user_task: this iterator may sleep).
  */
-struct walk_ctx {
-	struct task_struct *task;
-	struct pcmon_stack *st;
-	__u64 fp;
-};
-
-static long walk_step(__u32 i, void *data)
-{
-	struct walk_ctx *w = data;
-	__u64 frame[2];
-	__u32 n = w->st->len;
-
-	if (n >= max_depth || n >= PCMON_STACK_MAX || !w->fp ||
-	    bpf_copy_from_user_task(frame, sizeof(frame), (void *)w->fp, w->task, 0) || !frame[1])
-		return 1;
-	w->st->ip[n & (PCMON_STACK_MAX - 1)] = frame[1];
-	w->st->len = n + 1;
-	w->fp = frame[0];
-	return 0;
-}
-
 SEC("iter.s/task")
 int dump_offcpu(struct bpf_iter__task *ctx)
 {
@@ -807,13 +820,11 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 		return 0;
 	bpf_probe_read_kernel(&sc->o, sizeof(sc->o), o);
 	{
-		struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-		struct walk_ctx w = { .task = task, .st = &sc->o.urec.st, .fp = BPF_CORE_READ(r, bp) };
+		struct uwalk w;
 
-		sc->o.urec.st.ip[0] = user_pc(task, BPF_CORE_READ(r, ip));
-		sc->o.urec.st.len = 1;
+		uwalk_start(&w, task, &sc->o.urec.st);
 		sc->o.key.uerr = PCMON_SERR_NONE;
-		bpf_loop(PCMON_STACK_MAX, walk_step, &w, 0);
+		bpf_loop(PCMON_STACK_MAX, uwalk_step_task, &w, 0);
 	}
 	sc->o.krec.st.len = 0;
 	sc->o.urec.key = sc->o.key.ustack = stack_hash(&sc->o.urec.st);

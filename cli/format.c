@@ -328,9 +328,13 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
 	fprintf(f, "stacks up to %.0f frames, interval floor %.0f us\n", num(rep, "max_stack_depth"),
 		num(rep, "min_interval_us"));
-	fprintf(f, "drains %.0f (%.1f ms in all), %.0f entries; process events lost %.0f\n",
-		num(rep, "drains"), num(rep, "drain_ms_total"), num(rep, "drained_entries"),
+	fprintf(f, "drains %.0f (%.1f ms in all, longest %.1f ms), %.0f entries, fullest %.0f of %.0f; process events lost %.0f\n",
+		num(rep, "drains"), num(rep, "drain_ms_total"), num(rep, "drain_ms_max"),
+		num(rep, "drained_entries"), num(rep, "drain_fill_max"), num(rep, "drain_capacity"),
 		num(rep, "events_lost"));
+	if (num(rep, "drains_late") > 0)
+		fprintf(f, "drain BEHIND: %.0f drains found the counts map half full or more (samples are lost when it fills: see each target's lost)\n",
+			num(rep, "drains_late"));
 	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures\n", num(sy, "modules"),
 		num(sy, "locations"), num(sy, "procedures"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),

@@ -22,7 +22,7 @@ enum agg_unwalk {
 	AGG_WALK_OK = 0,
 	AGG_UNWALK_FAULT,	/* the user stack could not be read, or a frame was bad */
 	AGG_UNWALK_TRUNCATED,	/* dwarf: the copied stack ended before the root */
-	AGG_UNWALK_LOST,	/* the frames were lost (stacks map full) */
+	AGG_UNWALK_LOST,	/* the frames were lost (stacks ring full) */
 	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
 	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
 	AGG_UNWALK_MAX,		/* (new reasons go last: format-1 state files store the number) */

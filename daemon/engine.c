@@ -68,7 +68,8 @@ static int start_fields_init(struct engine *e);
 
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
 {
-	struct sampler_opts so = { .max_depth = o->max_depth, .dwarf_stack = o->dwarf_stack };
+	struct sampler_opts so = { .max_depth = o->max_depth, .dwarf_stack = o->dwarf_stack,
+				   .counts_entries = o->counts_entries };
 	struct itimerspec its = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct engine *e;

@@ -66,7 +66,7 @@ static void usage(FILE *f)
 		"              [--dwarf-stack N] [--user-targets N] [--user-memory MiB]\n"
 		"              [--debuginfod URLS] [--cache-dir DIR] [--max-clients N]\n"
 		"              [--max-user-clients N] [--idle-timeout S] [--request-timeout S]\n"
-		"              [--write-timeout S] [-v]\n"
+		"              [--write-timeout S] [--drain-entries N] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -95,6 +95,9 @@ static void usage(FILE *f)
 		"  --write-timeout S close one that takes less than %d KiB of its replies\n"
 		"                    in S seconds (default %d; it is not read from while\n"
 		"                    more than %d KiB of replies wait)\n"
+		"  --drain-entries N sampling entries BPF holds between two drains, 1024 to\n"
+		"                    1048576 (default 65536; a drain comes when an eighth\n"
+		"                    are used; past all of them samples are lost and counted)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
 		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
@@ -124,6 +127,7 @@ enum {
 	OPT_IDLE_TIMEOUT,
 	OPT_REQUEST_TIMEOUT,
 	OPT_WRITE_TIMEOUT,
+	OPT_DRAIN_ENTRIES,
 };
 
 /*
@@ -166,6 +170,7 @@ int main(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 		{ "request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT },
 		{ "write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT },
+		{ "drain-entries", required_argument, NULL, OPT_DRAIN_ENTRIES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -235,6 +240,11 @@ int main(int argc, char **argv)
 			break;
 		case OPT_REQUEST_TIMEOUT:
 			if (parse_range("--request-timeout", optarg, 1, 3600, "seconds", &so.request_s))
+				return 2;
+			break;
+		case OPT_DRAIN_ENTRIES:
+			if (parse_range("--drain-entries", optarg, 1024, 1048576, "entries",
+					&eo.counts_entries))
 				return 2;
 			break;
 		case OPT_WRITE_TIMEOUT:

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Keeping up: pcmond drains only when BPF counted something, about once a second with a few
+stacks, sooner under a flood of new ones, loses nothing at 10 kHz of ever-new stacks, and
+says so in `status` (and counts every lost sample) when it cannot keep up."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, pcmon, pcmon_json, run_tests, workload
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def status(d):
+    return pcmon_json("status", sock=d.sock)[0]
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def watch(d, cmd, *opts, ready=None):
+    """Start cmd, wait for its ready line if it prints one, and start a target on it."""
+    w = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, text=True)
+    if ready:
+        line = w.stdout.readline()
+        assert ready in line, line
+    tid = pcmon("start", "--pid", w.pid, *opts, sock=d.sock, check=0).stdout.strip()
+    return w, tid
+
+
+def test_nothing_new_no_drain():
+    """A target that takes no samples costs no drain (each one scans every bucket)."""
+    d = Daemon().start()
+    w = None
+    try:
+        w, _ = watch(d, ["sleep", "30"], "--virtual", "--interval", 1000)
+        time.sleep(0.5)
+        before = status(d)["drains"]
+        time.sleep(2)
+        assert status(d)["drains"] == before
+    finally:
+        if w:
+            w.kill()
+        d.stop()
+
+
+def test_few_stacks_drain_once_a_second():
+    """A spinning thread at 1 kHz: its handful of stacks are drained about once a second,
+    not at every tick of pcmond's 100 ms timer."""
+    d = Daemon().start()
+    w = None
+    try:
+        w, tid = watch(d, [workload("spinner"), 30], "--virtual", "--unwind", "fp",
+                       "--interval", 1000)
+        time.sleep(1.2)
+        before = status(d)["drains"]
+        time.sleep(3)
+        drains = status(d)["drains"] - before
+        assert 1 <= drains <= 4, drains
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        assert s["lost"] == 0 and s["counted"] >= 2000, s
+    finally:
+        if w:
+            w.kill()
+        d.stop()
+
+
+def manystacks_session(d, secs):
+    """Two threads of ever-new stacks at 10 kHz for secs: (listing summary, expected samples)."""
+    w, tid = watch(d, [workload("manystacks"), 2, 120], "--virtual", "--unwind", "fp",
+                   "--interval", 100, ready="ready")
+    try:
+        c0 = cpu_s(w.pid)
+        time.sleep(secs)
+        pcmon("stop", tid, sock=d.sock, check=0)
+        used = cpu_s(w.pid) - c0
+    finally:
+        w.kill()
+    return pcmon_json("list", tid, sock=d.sock)[0]["summary"], used * 10000
+
+
+def test_unique_stacks_nothing_lost():
+    """A new 26-frame stack every sample, 20,000 samples a second: all drained, none lost."""
+    d = Daemon().start()
+    try:
+        s, expected = manystacks_session(d, 3)
+        st = status(d)
+        assert s["lost"] == 0, s
+        assert s["interrupts"] >= 0.9 * expected, (s["interrupts"], expected)
+        assert st["drains_late"] == 0, st
+        assert st["drained_entries"] >= 0.9 * s["interrupts"], st  # one new key a sample
+    finally:
+        d.stop()
+
+
+def test_drain_behind_is_reported_and_counted():
+    """With room for 1024 entries between drains, 2,000 new stacks per 100 ms tick overflow
+    it: the samples that found no room are lost and counted, and `status` says the drain is
+    behind."""
+    d = Daemon(args=["--drain-entries", 1024]).start()
+    try:
+        s, expected = manystacks_session(d, 2)
+        st = status(d)
+        assert s["lost_by_reason"]["counts_map_full"] > 0, s
+        assert s["lost"] == sum(s["lost_by_reason"].values()), s
+        # every sample is either counted or counted as lost
+        assert 0.9 * expected <= s["interrupts"] + s["lost"] <= 1.1 * expected, (s, expected)
+        assert st["drains_late"] > 0 and st["drain_capacity"] == 1024, st
+        text = pcmon("status", sock=d.sock, check=0).stdout
+        assert "drain BEHIND" in text, text
+        targets = pcmon("targets", sock=d.sock, check=0).stdout
+        assert str(s["lost"]) in targets, targets
+    finally:
+        d.stop()
+
+
+def test_drain_entries_refused_out_of_range():
+    p = subprocess.run([os.path.join(os.path.dirname(__file__), "..", "..", "bin", "pcmond"),
+                        "--drain-entries", "10"], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2 and "--drain-entries" in p.stderr and "1024" in p.stderr, p
+
+
+if __name__ == "__main__":
+    run_tests(globals())
