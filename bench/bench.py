@@ -439,6 +439,23 @@ def cell_key(config, hz):
 OFFCPU_KEY = "offcputime (all tasks)"
 
 
+def bpf_attached(child, timeout=30):
+    """Wait until a libbpf tool holds a BPF link (its programs are attached): its own
+    "Tracing..." line sits in a stdio buffer until it exits. False if it died first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and child.poll() is None:
+        try:
+            if any(os.readlink(f"/proc/{child.pid}/fd/{fd}") in ("anon_inode:bpf_link",
+                                                                  "anon_inode:[perf_event]")
+                   for fd in os.listdir(f"/proc/{child.pid}/fd")):
+                time.sleep(0.2)  # the rest of its links
+                return child.poll() is None
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
+
+
 def offcputime_run(cmd):
     """libbpf-tools' offcputime, the REAL peer: system-wide (its -p filters in BPF after the
     same sched_switch hook), user and kernel stacks of every switch, started before the
@@ -447,16 +464,7 @@ def offcputime_run(cmd):
         return {"error": "offcputime not installed (Debian package libbpf-tools)"}
     oc = Child([OFFCPUTIME])
     try:
-        end = time.monotonic() + 30
-        while time.monotonic() < end and oc.poll() is None:
-            try:
-                if any(os.readlink(f"/proc/{oc.pid}/fd/{fd}") == "anon_inode:bpf_link"
-                       for fd in os.listdir(f"/proc/{oc.pid}/fd")):
-                    break
-            except OSError:
-                pass
-            time.sleep(0.02)
-        else:
+        if not bpf_attached(oc):
             return {"error": f"offcputime did not attach: {(oc.done or oc.kill()).why()}"}
         r = run(cmd)
     finally:
@@ -552,7 +560,9 @@ def call_counting():
             continue
         fl = Child([FUNCLATENCY, "-u", f"{cmd[0]}:hot"])
         try:
-            fl.wait_for("Tracing", timeout=30)
+            if not bpf_attached(fl):
+                runs["funclatency"].append({"error": f"funclatency did not attach: {(fl.done or fl.kill()).why()}"})
+                continue
             r = run(cmd)
         finally:
             fl.signal(signal.SIGINT)
@@ -1523,12 +1533,13 @@ def main():
         if "error" in cal:
             raise SystemExit("calibration failed: " + cal["error"])
         dwarf_err = dwarf_probe()
-        section("slowdown", slowdown, cal, dwarf_err)
-        section("pingpong", pingpong, cal)
-        section("calls", call_counting)
-        section("accuracy", accuracy)
-        section("cost", cost, dwarf_err)
+        # what keeping up is about first: the budget may skip cells of the last ones
         section("scale", scale)
+        section("cost", cost, dwarf_err)
+        section("pingpong", pingpong, cal)
+        section("slowdown", slowdown, cal, dwarf_err)
+        section("accuracy", accuracy)
+        section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
     finally:
