@@ -1390,8 +1390,8 @@ def table(res):
         if bt.get("stacks_printed"):
             add(f"   bpftrace printed {bt['stacks_printed']} stacks (its map's key limit) in "
                 f"{bt['report_ms'] / 1000:.0f} s")
-        add("   drain = mean wall ms of one pcmond drain (once a second, sooner when the counts map is an")
-        add("   eighth full); entries = entries drained")
+        add("   drain = mean wall ms of one pcmond drain (for each save every 5 s, and at once when BPF")
+        add("   says the counts map is an eighth full); entries = entries drained")
         add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
         add(f"   the stacks rows (pcmon and peers) sample for {STACKS_S:g} s: 2 CPUs x 10 kHz x {STACKS_S:g} s = "
             f"{2 * 10000 * STACKS_S / 1000:.0f}k samples at most")

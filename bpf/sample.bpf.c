@@ -35,6 +35,7 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
 
 const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
 const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
+const volatile __u32 drain_at = 8192;	/* entries in a counts map that wake the engine */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 /*
@@ -46,6 +47,7 @@ __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
  */
 __u32 touched[2];
 __u32 nkeys[2];
+__u32 woken[2];		/* the engine was asked to drain the pair (wake_drain) */
 __u32 lazy_stacks;	/* on_sys_exit is attached: blocked threads' stacks may wait for it */
 __u32 sections_on;	/* critical-section probes are attached somewhere */
 
@@ -223,6 +225,20 @@ static __always_inline __u64 ring_flags(void *ring)
 		       : BPF_RB_NO_WAKEUP;
 }
 
+/*
+ * Counts map @g just reached drain_at entries: wake the engine, which otherwise looks once
+ * a second. A flood of new stacks is drained long before the map fills, and a steady few
+ * cost the engine no wakeups but that one a second.
+ */
+static __always_inline void wake_drain(__u32 g)
+{
+	struct pcmon_dhdr h = { .type = PCMON_DS_DRAIN, .ts = g };
+
+	woken[g] = 1; /* two CPUs may both get here: two wakeups, no harm */
+	/* the ring full means the engine is being woken anyway */
+	bpf_ringbuf_output(&dsamples, &h, sizeof(h), BPF_RB_FORCE_WAKEUP);
+}
+
 /* Send the frames of @r for counts map @g; false if the ring is full. */
 static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
 {
@@ -270,8 +286,11 @@ static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
 	}
 	if (!v) {
 		/* may fail because another CPU inserted the key first: look again */
-		if (!bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST))
+		if (!bpf_map_update_elem(counts, key, &zero, BPF_NOEXIST)) {
 			__sync_fetch_and_add(&nkeys[g], 1);
+			if (nkeys[g] >= drain_at && !woken[g])
+				wake_drain(g);
+		}
 		v = bpf_map_lookup_elem(counts, key);
 		if (!v) {
 			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key->target);

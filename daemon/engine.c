@@ -80,7 +80,7 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 		return -ENOMEM;
 	e->o = *o;
 	if (!e->o.drain_ms)
-		e->o.drain_ms = 100;
+		e->o.drain_ms = 1000;
 	if (!e->o.user_targets)
 		e->o.user_targets = 16;
 	if (!e->o.user_memory)
@@ -106,9 +106,14 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 		snprintf(err, errlen, "cannot create the event loop: %s", strerror(-r));
 		goto fail;
 	}
-	its.it_interval.tv_nsec = (long)e->o.drain_ms * 1000000L;
+	its.it_interval.tv_sec = e->o.drain_ms / 1000;
+	its.it_interval.tv_nsec = (long)(e->o.drain_ms % 1000) * 1000000L;
 	its.it_value = its.it_interval;
-	timerfd_settime(e->timerfd, 0, &its, NULL);
+	if (timerfd_settime(e->timerfd, 0, &its, NULL)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot set the engine's timer: %s", strerror(-r));
+		goto fail;
+	}
 	ev.data.fd = e->timerfd;
 	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timerfd, &ev);
 	ev.data.fd = sampler_events_fd(e->smp);
@@ -288,6 +293,15 @@ static void on_debuginfo(void *ctx, const unsigned char *bid, size_t len)
 			e->targets[i]->dirty = true;
 }
 
+/* Bring every target up to date: events, then everything BPF holds (both buffers). */
+static void sync_all(struct engine *e)
+{
+	sampler_poll(e->smp, on_event, on_dsample, e);
+	check_user_memory(e);
+	for_each_inst(i)
+		inst_table[i]->sync(e->g[i]);
+}
+
 void engine_work(struct engine *e)
 {
 	struct epoll_event evs[4];
@@ -301,45 +315,42 @@ void engine_work(struct engine *e)
 
 			if (read(e->timerfd, &ticks, sizeof(ticks)) < 0)
 				continue;
-			/* events first: an exec must finalize the old map before its samples drain */
-			sampler_poll(e->smp, on_event, on_dsample, e);
-			drain(e);
-			dbginfo_tick(e->dbg);
 			/*
 			 * Save what changed every 5 s, or less often when saving takes long (a
-			 * target of 100k stacks): saving then costs at most 2 % of a CPU.
+			 * target of 100k stacks): saving then costs at most 2 % of a CPU. What
+			 * BPF holds is drained for it; between saves only a filling map is.
 			 */
 			if (e->o.state_dir &&
 			    now_ns() - e->last_flush_ns > MAX(5000000000ULL, 50 * e->flush_cost_ns)) {
-				engine_flush(e);
+				sync_all(e);
+				engine_flush(e, false);
 				e->flush_cost_ns = now_ns() - e->last_flush_ns;
+			} else {
+				/* events first: an exec must finalize the old map before its samples drain */
+				sampler_poll(e->smp, on_event, on_dsample, e);
+				drain(e);
 			}
+			dbginfo_tick(e->dbg);
 		} else {
 			sampler_poll(e->smp, on_event, on_dsample, e);
+			if (sampler_drain_wanted(e->smp))
+				drain(e);
 		}
 	}
 }
 
-/* Bring every target up to date: events, then everything BPF holds (both buffers). */
-static void sync_all(struct engine *e)
-{
-	sampler_poll(e->smp, on_event, on_dsample, e);
-	check_user_memory(e);
-	for_each_inst(i)
-		inst_table[i]->sync(e->g[i]);
-}
-
-void engine_flush(struct engine *e)
+void engine_flush(struct engine *e, bool durable)
 {
 	e->last_flush_ns = now_ns();
 	if (!e->o.state_dir)
 		return;
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = e->targets[i];
+		bool done = t && (t->state == TARGET_STOPPED || t->state == TARGET_EXITED);
 
 		/* only what changed since the last save: a big idle target is not rewritten */
 		if (t && t->dirty) {
-			if (!store_save(e->store, e->sym, t))
+			if (!store_save(e->store, e->sym, t, durable || done))
 				t->dirty = false; /* else retried at the next flush */
 		}
 	}
@@ -974,6 +985,7 @@ static cJSON *cmd_targets(struct engine *e, const struct client *c)
 {
 	cJSON *rep = proto_ok(), *arr = cJSON_AddArrayToObject(rep, "targets"), *o;
 
+	sync_all(e); /* counts wait in BPF until asked for: nothing to drain costs nothing */
 	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = e->targets[i];
 

@@ -8,6 +8,7 @@
 #define PCMON_ENGINE_H
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,7 +18,7 @@ struct engine_opts {
 	const char *state_dir;	/* where results are kept across restarts; NULL: nowhere */
 	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
-	uint32_t drain_ms;	/* how often the engine's timer ticks (0: 100) */
+	uint32_t drain_ms;	/* how often the engine's timer ticks (0: 1000) */
 	uint32_t counts_entries; /* sampling entries BPF holds between drains (0: 65536) */
 	uint32_t user_targets;	/* targets one user other than root may have (0: 16) */
 	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
@@ -44,7 +45,7 @@ void engine_work(struct engine *e);
 /* Answer one request; never NULL (an allocation failure is answered as an error). */
 cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req);
 /* Write every target's results to the state directory. */
-void engine_flush(struct engine *e);
+void engine_flush(struct engine *e, bool durable);
 
 /* The start request's field @name as the engine checks it, NULL if none (the CLI's help). */
 struct proto_field;

@@ -307,7 +307,7 @@ int main(int argc, char **argv)
 	r = srv_run(s) ? 1 : 0;
 	notify("STOPPING=1");
 out:
-	engine_flush(e);
+	engine_flush(e, true);
 	srv_close(s);
 	engine_free(e);
 	return r;

@@ -517,25 +517,20 @@ static void drain(struct sample_g *g)
 }
 
 /*
- * The engine's tick (every 100 ms): drain when the counts maps are an eighth full, else
- * once a second while anything comes in, else never. A drain scans every bucket of both
- * maps whatever they hold, so a steady few stacks cost one drain a second, not ten; a
- * flood of new stacks is drained long before the maps fill. Listings do not wait for it:
- * they drain first (sync).
+ * The engine's tick (once a second, and when BPF says a counts map is an eighth full,
+ * PCMON_DS_DRAIN): drain a map that is filling. A drain scans every bucket of both maps
+ * whatever they hold, so the few stacks of a steady program wait in BPF, where each costs
+ * nothing more however often it is counted, until the engine saves its results (every 5 s,
+ * drain_all) or someone lists them (drain_all first: listings are always current). A flood
+ * of new stacks is drained long before a map fills.
  */
-#define DRAIN_PERIOD_MAX_NS 1000000000ULL
-
 static void tick(void *gp)
 {
 	struct sample_g *g = gp;
 	uint32_t entries;
 
-	if (!sampler_pending(g->env.smp, &entries))
-		return;
-	if (entries < sampler_capacity(g->env.smp) / 8 &&
-	    now_ns() - g->last_drain_ns < DRAIN_PERIOD_MAX_NS)
-		return;
-	drain(g);
+	if (sampler_pending(g->env.smp, &entries) && entries >= sampler_capacity(g->env.smp) / 8)
+		drain(g);
 }
 
 /* Everything BPF holds: the pair being written (the other is empty between drains). */

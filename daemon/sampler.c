@@ -72,6 +72,7 @@ struct sampler {
 	size_t cap_keys, cap_vals;
 	sampler_event_cb ev_cb;
 	sampler_dsample_cb ds_cb;
+	bool drain_wanted;	/* BPF said a counts map is filling (PCMON_DS_DRAIN) */
 	void *ev_ctx;
 	int stats_fd;		/* keeps kernel.bpf_stats_enabled on */
 	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack as last read */
@@ -287,8 +288,11 @@ static int on_event(void *ctx, void *data, size_t len)
 static int on_dsample(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
+	const struct pcmon_dhdr *h = data;
 
-	if (s->ds_cb)
+	if (len >= sizeof(*h) && h->type == PCMON_DS_DRAIN)
+		s->drain_wanted = true;
+	else if (s->ds_cb)
 		s->ds_cb(s->ev_ctx, data, len);
 	return 0;
 }
@@ -406,6 +410,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		bpf_map__set_max_entries(skel->maps.counts0, o->counts_entries);
 		bpf_map__set_max_entries(skel->maps.counts1, o->counts_entries);
 	}
+	skel->rodata->drain_at = bpf_map__max_entries(skel->maps.counts0) / 8;
 	/* both switch programs load; sampler_offcpu_get() attaches one when REAL is wanted */
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
 	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
@@ -724,6 +729,7 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	/* no program writes the old map any more, and every stack its keys name is sent */
 	s->skel->bss->touched[old] = 0;
 	s->skel->bss->nkeys[old] = 0;
+	s->skel->bss->woken[old] = 0;
 	ring_buffer__consume(s->srb);
 	n = take_all(cfd, (void **)&s->keys, &s->cap_keys, sizeof(*s->keys), (void **)&s->vals,
 		     &s->cap_vals, sizeof(*s->vals));
@@ -742,6 +748,14 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	}
 	stab_clear(t);
 	return 0;
+}
+
+bool sampler_drain_wanted(struct sampler *s)
+{
+	bool r = s->drain_wanted;
+
+	s->drain_wanted = false;
+	return r;
 }
 
 bool sampler_pending(const struct sampler *s, uint32_t *entries)

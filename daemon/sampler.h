@@ -71,6 +71,8 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
  * of each counts map: what a drain period may add before samples are lost.
  */
 bool sampler_pending(const struct sampler *s, uint32_t *entries);
+/* Whether BPF asked for a drain since the last call (a counts map filling up). */
+bool sampler_drain_wanted(struct sampler *s);
 uint32_t sampler_capacity(const struct sampler *s);
 
 /* Off-CPU intervals still open, with their start time (CLOCK_MONOTONIC ns). */

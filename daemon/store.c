@@ -203,10 +203,15 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /*
- * Replace DIR/target-ID.json by @text: write a temporary file, fsync it, rename it over the
- * old one, fsync the directory. A failure removes the temporary file and leaves the old one.
+ * Replace DIR/target-ID.json by @text: write a temporary file, rename it over the old one.
+ * The rename is atomic for every process, so a pcmond killed at any point leaves the old
+ * file or the new one, whole. @durable also fsyncs the file before the rename and the
+ * directory after it, for a crash of the machine: the periodic saves of a running target
+ * skip that (two fsyncs every few seconds were most of an idle pcmond's CPU), its last save
+ * does not. A failure removes the temporary file and leaves the old one.
  */
-static int write_replace(const char *dir, uint32_t id, const char *text, char *err, size_t errlen)
+static int write_replace(const char *dir, uint32_t id, const char *text, bool durable,
+			 char *err, size_t errlen)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	int fd, r;
@@ -229,7 +234,7 @@ static int write_replace(const char *dir, uint32_t id, const char *text, char *e
 		return r;
 	}
 	r = write_all(fd, text, strlen(text));
-	if (!r && fsync(fd))
+	if (!r && durable && fsync(fd))
 		r = -errno;
 	if (close(fd) && !r)
 		r = -errno;
@@ -243,6 +248,8 @@ static int write_replace(const char *dir, uint32_t id, const char *text, char *e
 			 strerror(-r));
 		goto fail;
 	}
+	if (!durable)
+		return 0;
 	/* the new file is whole either way; until this succeeds a crash may bring back the old */
 	r = sync_dir(dir);
 	if (r)
@@ -254,7 +261,7 @@ fail:
 	return r;
 }
 
-int store_save(struct store *st, const struct sym *s, const struct target *t)
+int store_save(struct store *st, const struct sym *s, const struct target *t, bool durable)
 {
 	struct save_state *ss;
 	char err[sizeof(ss->err)] = "";
@@ -269,7 +276,7 @@ int store_save(struct store *st, const struct sym *s, const struct target *t)
 		r = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory while writing the results");
 	} else {
-		r = write_replace(st->dir, t->id, text, err, sizeof(err));
+		r = write_replace(st->dir, t->id, text, durable, err, sizeof(err));
 	}
 	free(text);
 	if (!r) {

@@ -11,6 +11,7 @@
 #define PCMON_STORE_H
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,8 +33,11 @@ void store_close(struct store *st);
  */
 void store_load_all(struct store *st, struct sym *s, struct target **targets, size_t max,
 		    uint32_t *next_id);
-/* Write @t's results; 0 or -errno. The outcome is kept for the reports below. */
-int store_save(struct store *st, const struct sym *s, const struct target *t);
+/*
+ * Write @t's results; 0 or -errno. The outcome is kept for the reports below. @durable:
+ * also fsync, so that the file outlives a crash of the machine, not only of pcmond.
+ */
+int store_save(struct store *st, const struct sym *s, const struct target *t, bool durable);
 /* Delete target @id's results (pcmon drop); 0 or -errno. */
 int store_remove(struct store *st, uint32_t id);
 

@@ -100,6 +100,7 @@ enum pcmon_ds_type {
 	PCMON_DS_SAMPLE = 1,
 	PCMON_DS_OFF_START,
 	PCMON_DS_OFF_END,
+	PCMON_DS_DRAIN,		/* a counts map is an eighth full: drain now (header only) */
 };
 
 struct pcmon_dhdr {

@@ -183,6 +183,7 @@ bool sampler_pending(const struct sampler *s, uint32_t *entries)
 }
 
 uint32_t sampler_capacity(const struct sampler *s) { (void)s; return 65536; }
+bool sampler_drain_wanted(struct sampler *s) { (void)s; return false; }
 
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
 {
@@ -523,7 +524,7 @@ static void test_pause_resume_stop_zero_drop(void **state)
 	assert_int_equal(summary(rep, "interrupts"), 7);
 	cJSON_Delete(rep);
 
-	engine_flush(f->e);
+	engine_flush(f->e, true);
 	snprintf(path, sizeof(path), "%s/target-%u.json", f->dir, id);
 	assert_int_equal(access(path, F_OK), 0);
 	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"drop\",\"target\":1}");
@@ -546,7 +547,7 @@ static void test_restart_keeps_results(void **state)
 	queue(id, 11);
 	rep = list(f, getuid(), id); /* drains */
 	cJSON_Delete(rep);
-	engine_flush(f->e);
+	engine_flush(f->e, true);
 	engine_free(f->e);
 	f->e = NULL;
 	assert_int_equal(fk.periods, 0); /* freed with the engine */

@@ -310,7 +310,7 @@ static void test_round_trip(void **state)
 	uint32_t proc;
 
 	f->t = sample(f->s, 7);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	assert_true(exists(path_in(f, "target-7.json")));
 	assert_false(exists(path_in(f, "target-7.json.tmp")));
 	text = slurp(path_in(f, "target-7.json"), NULL);
@@ -385,7 +385,7 @@ static void test_running_loads_stopped(void **state)
 
 	f->t = sample(f->s, 3);
 	f->t->state = TARGET_PAUSED;
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	load_all(f);
 	assert_non_null(f->loaded[3]);
 	assert_int_equal(f->loaded[3]->state, TARGET_STOPPED);
@@ -949,7 +949,7 @@ static void test_save_failure_keeps_previous(void **state)
 	cJSON *rep, *st;
 
 	f->t = sample(f->s, 4);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	before = slurp(path_in(f, "target-4.json"), NULL);
 	rep = target_report(f, 4);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rep, "saved")));
@@ -958,7 +958,7 @@ static void test_save_failure_keeps_previous(void **state)
 
 	S(f->t)->seen_samples++;
 	assert_int_equal(mkdir(path_in(f, "target-4.json.tmp"), 0700), 0);
-	assert_int_equal(store_save(f->st, f->s, f->t), -EISDIR);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), -EISDIR);
 	after = slurp(path_in(f, "target-4.json"), NULL);
 	assert_string_equal(before, after);
 	free(after);
@@ -978,7 +978,7 @@ static void test_save_failure_keeps_previous(void **state)
 
 	/* the obstacle goes: the retry saves, the last error stays in status as history */
 	assert_int_equal(rmdir(path_in(f, "target-4.json.tmp")), 0);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	after = slurp(path_in(f, "target-4.json"), NULL);
 	assert_string_not_equal(before, after);
 	rep = target_report(f, 4);
@@ -1001,7 +1001,7 @@ static void test_save_directory_in_the_way(void **state)
 
 	f->t = sample(f->s, 9);
 	assert_int_equal(mkdir(path_in(f, "target-9.json"), 0700), 0);
-	assert_int_equal(store_save(f->st, f->s, f->t), -EISDIR);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), -EISDIR);
 	assert_false(exists(path_in(f, "target-9.json.tmp")));
 	rep = target_report(f, 9);
 	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(rep, "save_error")),
@@ -1012,7 +1012,7 @@ static void test_save_directory_in_the_way(void **state)
 	assert_int_equal(nloaded(f), 0);
 	assert_true(exists(path_in(f, "target-9.json")));
 	assert_int_equal(rmdir(path_in(f, "target-9.json")), 0);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	load_all(f);
 	assert_non_null(f->loaded[9]);
 }
@@ -1024,7 +1024,7 @@ static void test_save_recreates_directory(void **state)
 
 	f->t = sample(f->s, 1);
 	assert_int_equal(rmdir(f->dir), 0);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	assert_true(exists(path_in(f, "target-1.json")));
 }
 
@@ -1052,13 +1052,13 @@ static void test_remove(void **state)
 	cJSON *rep;
 
 	f->t = sample(f->s, 2);
-	assert_int_equal(store_save(f->st, f->s, f->t), 0);
+	assert_int_equal(store_save(f->st, f->s, f->t, true), 0);
 	assert_int_equal(store_remove(f->st, 2), 0);
 	assert_false(exists(path_in(f, "target-2.json")));
 	assert_int_equal(store_remove(f->st, 2), 0); /* nothing there: fine */
 
 	assert_int_equal(mkdir(path_in(f, "target-2.json.tmp"), 0700), 0);
-	assert_true(store_save(f->st, f->s, f->t) < 0);
+	assert_true(store_save(f->st, f->s, f->t, true) < 0);
 	assert_int_equal(store_remove(f->st, 2), 0);
 	rep = target_report(f, 2);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(rep, "saved")));
@@ -1074,7 +1074,7 @@ static void test_no_store(void **state)
 	cJSON *o = cJSON_CreateObject();
 
 	f->t = sample(f->s, 1);
-	assert_int_equal(store_save(NULL, f->s, f->t), 0);
+	assert_int_equal(store_save(NULL, f->s, f->t, true), 0);
 	assert_int_equal(store_remove(NULL, 1), 0);
 	store_target_json(NULL, 1, o);
 	store_status_json(NULL, o);

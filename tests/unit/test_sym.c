@@ -128,7 +128,7 @@ static void test_frame_lines_survive_a_restart(void **state)
 	snprintf(t->name, sizeof(t->name), "prog");
 	sample_of(t)->period_ns = 1000000;
 	assert_int_equal(store_open(dir, &store), 0);
-	assert_int_equal(store_save(store, s, t), 0);
+	assert_int_equal(store_save(store, s, t, true), 0);
 
 	store_load_all(store, s2, targets, 8, &next);
 	store_close(store);
