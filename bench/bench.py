@@ -54,6 +54,9 @@ PINGPONG_REPS = max(REPS, 5)  # cheap, and its ratios are noisier
 WORK_S = float(os.environ.get("BENCH_WORK_S", "1.0"))
 WINDOW_S = float(os.environ.get("BENCH_WINDOW_S", "3"))
 STACKS_S = float(os.environ.get("BENCH_STACKS_S", "5"))
+# the profilers' steady cost at 100 Hz and 1 kHz: CPU over this many seconds after the
+# window (two of pcmond's 5 s saves), start-up and the first symbolization excluded
+STEADY_S = float(os.environ.get("BENCH_STEADY_S", "10"))
 
 # The three rates of the slowdown matrix: (Hz, pcmon --interval in microseconds)
 RATES = [(100, 10000), (1000, 1000), (10000, 100)]
@@ -881,12 +884,13 @@ def latencies(dmn, tid):
     return out
 
 
-def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False):
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False, steady=0):
     """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
-    what it cost the daemon. latency: also time commands while the workload runs."""
+    what it cost the daemon. latency: also time commands while the workload runs. steady:
+    then also pcmond's CPU over that many more seconds (its steady cost)."""
     dmn = Daemon()
     w = None
-    cmd_ms = None
+    cmd_ms = steady_ms = None
     try:
         w = start_workload(wl_cmd)
         reset_hwm(dmn.pid)  # peak RSS from here on
@@ -900,6 +904,10 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         time.sleep(window)
         if latency:
             cmd_ms = latencies(dmn, tid)
+        if steady:
+            c_a = dmn.cpu()
+            time.sleep(steady)
+            steady_ms = (dmn.cpu() - c_a) * 1e3 / steady
         t_stop = time.monotonic()
         stop = dmn.cli("stop", tid)
         stop_ms = (time.monotonic() - t_stop) * 1e3
@@ -939,7 +947,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         "report_cpu_s": cpu1 - cpu_mid,
         "rss_start_mb": rss0 / 1024, "peak_rss_mb": hwm / 1024, "rss_growth_mb": (hwm - rss0) / 1024,
         "report_ms": lat[0], "report_ms_warm": lat[1], "stop_ms": stop_ms,
-        "drains": drains, "latency": cmd_ms,
+        "drains": drains, "latency": cmd_ms, "steady_ms_per_s": steady_ms,
         "drain_ms_avg": (s1.get("drain_ms_total", 0) - s0.get("drain_ms_total", 0)) / drains if drains else None,
         "drain_ms_max": s1.get("drain_ms_max"), "drain_fill_max": s1.get("drain_fill_max"),
         "drain_capacity": s1.get("drain_capacity"), "drains_late": s1.get("drains_late"),
@@ -953,8 +961,9 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
     }
 
 
-def perf_session(hz, wl_cmd, window=WINDOW_S):
-    """perf record -g attached to the workload's pid, then perf report (perf's listing)."""
+def perf_session(hz, wl_cmd, window=WINDOW_S, steady=0):
+    """perf record -g attached to the workload's pid, then perf report (perf's listing).
+    steady: then also perf record's CPU over that many more seconds."""
     data = os.path.join(TMP, "session.perf.data")
     w = start_workload(wl_cmd)
     try:
@@ -965,6 +974,11 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
             return {"error": f"perf record did not attach: {r.why()}"}
         wcpu0, t0 = att
         time.sleep(max(0.0, window - (time.monotonic() - t0)))
+        steady_ms = None
+        if steady:
+            c_a = proc_cpu(p.pid)
+            time.sleep(steady)
+            steady_ms = (proc_cpu(p.pid) - c_a) * 1e3 / steady
         w.signal(signal.SIGSTOP)  # freeze the target: the samples end here
         wcpu, secs = proc_cpu(w.pid) - wcpu0, time.monotonic() - t0
         p.signal(signal.SIGINT)
@@ -978,7 +992,7 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
         return {"error": r.why()}
     expected = wcpu * hz
     return {"seconds": secs, "samples": smp, "expected": expected, "delivered": smp / expected if expected else None,
-            "lost": perf_lost(data), "cpu_s": r.cpu, **per(r.cpu, secs, smp),
+            "lost": perf_lost(data), "cpu_s": r.cpu, **per(r.cpu, secs, smp), "steady_ms_per_s": steady_ms,
             "peak_rss_mb": max(r.maxrss_kb, rr.maxrss_kb) / 1024, "record_peak_rss_mb": r.maxrss_kb / 1024,
             "data_mb": os.path.getsize(data) / 2**20,
             "report_ms": rr.wall * 1e3 if rr.rc == 0 else None, "report_cpu_s": rr.cpu,
@@ -986,8 +1000,9 @@ def perf_session(hz, wl_cmd, window=WINDOW_S):
             "note": "perf record's CPU includes its start-up and exit"}
 
 
-def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
-    """bpftrace -p PID with the pid-filtered one-liner; SIGINT prints (symbolizes) the map."""
+def bpftrace_session(hz, wl_cmd, window=WINDOW_S, steady=0):
+    """bpftrace -p PID with the pid-filtered one-liner; SIGINT prints (symbolizes) the map.
+    steady: then also its CPU over that many more seconds."""
     w = start_workload(wl_cmd)
     try:
         with BpfStats():
@@ -1000,6 +1015,11 @@ def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
             wcpu0, t0 = att
             s0 = bpf_prog_stats(b.pid)
             time.sleep(max(0.0, window - (time.monotonic() - t0)))
+            steady_ms = None
+            if steady:
+                c_a = proc_cpu(b.pid)
+                time.sleep(steady)
+                steady_ms = (proc_cpu(b.pid) - c_a) * 1e3 / steady
             s1 = bpf_prog_stats(b.pid)
             # freeze the target: bpftrace's probes stay attached until it has printed, and
             # a stopped target adds no samples meanwhile (and can still be symbolized)
@@ -1031,14 +1051,14 @@ def bpftrace_session(hz, wl_cmd, window=WINDOW_S):
     cpu = cpu_mid - startup
     expected = wcpu * hz
     res = {"seconds": secs, "samples": smp, "expected": expected, "delivered": smp / expected if expected else None,
-           "startup_cpu_s": startup, "cpu_s": cpu, **per(cpu, secs, smp),
+           "startup_cpu_s": startup, "cpu_s": cpu, **per(cpu, secs, smp), "steady_ms_per_s": steady_ms,
            "peak_rss_mb": r.maxrss_kb / 1024, "report_ms": print_ms, "report_cpu_s": r.cpu - cpu_mid,
            "stacks_printed": len(re.findall(r"\]: \d+\s*$", r.out, re.M)), "sigints": sigints,
            "note": "CPU counted from attach; start-up (LLVM compile, load) is startup_cpu_s"}
     if s1[0] > s0[0]:
         res["bpf_runs"] = s1[0] - s0[0]
         res["bpf_ns_avg"] = (s1[1] - s0[1]) / (s1[0] - s0[0])
-        res["bpf_ms_per_s"] = (s1[1] - s0[1]) / 1e6 / window
+        res["bpf_ms_per_s"] = (s1[1] - s0[1]) / 1e6 / (window + steady)
     return res
 
 
@@ -1061,20 +1081,21 @@ def cost(dwarf_err=None):
     out = {}
     hz, us = RATES[0]  # 100 Hz: pcmond only, for its idle cost (peers' is start-up and exit)
     log(f"cost: pcmond at {hz} Hz")
-    out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
+    out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us, steady=STEADY_S)
     for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
+        steady = STEADY_S if hz == 1000 else 0
         log(f"cost: pcmond at {hz} Hz")
-        out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us)
+        out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us, steady=steady)
         if dwarf_err is None:
             log(f"cost: pcmond --unwind dwarf at {hz} Hz")
             out[f"pcmond dwarf @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us,
                                                    unwind="dwarf")
         log(f"cost: perf record at {hz} Hz")
         out[f"perf @{hz}Hz"] = ({"error": tool_missing("perf")} if tool_missing("perf")
-                               else guarded(perf_session, hz, cost_workload()))
+                               else guarded(perf_session, hz, cost_workload(), steady=steady))
         log(f"cost: bpftrace at {hz} Hz")
         out[f"bpftrace @{hz}Hz"] = ({"error": tool_missing("bpftrace")} if tool_missing("bpftrace")
-                                   else guarded(bpftrace_session, hz, cost_workload()))
+                                   else guarded(bpftrace_session, hz, cost_workload(), steady=steady))
     return out
 
 
@@ -1157,23 +1178,33 @@ def limits(cal):
     bare = [doc_with(run(fixed).out, "units") for _ in range(2)]
     out["fixedwork_bare_unit_cpu_s"] = min(d["cpu_s"] / d["units"] for d in bare if d) if any(bare) else None
     try:
-        for name, tool, cmd in sweeps:
-            if tool_missing(tool):
-                out["sweep"][name] = [{"interval_us": us, "error": tool_missing(tool)} for us in SWEEP_US]
-                continue
-            rows = []
-            for us in SWEEP_US:
+        # interval by interval, every tool at one before any at the next: a budget running
+        # out cuts the shortest intervals of all, not a whole peer. A row stops at its first
+        # failure (an error, a loss, or < 90 % delivered): shorter intervals cannot do better
+        for name, tool, _ in sweeps:
+            out["sweep"][name] = ([{"interval_us": us, "error": tool_missing(tool)} for us in SWEEP_US]
+                                  if tool_missing(tool) else [])
+        for us in SWEEP_US:
+            for name, tool, cmd in sweeps:
+                rows = out["sweep"][name]
+                if tool_missing(tool):
+                    continue
+                if rows and ("error" in rows[-1] or rows[-1].get("not_run") or rows[-1]["lost"]
+                             or (rows[-1]["delivered"] or 0) < 0.9):
+                    rows.append({"interval_us": us, "error": "not run: it fell short at a longer interval",
+                                 "not_run": True})
+                    continue
                 skip = over_budget(60)  # what is left of the run after this section
                 if skip:
                     rows.append({"interval_us": us, **skip})
                     continue
                 log(f"limits: {name} at {us} us")
                 rows.append(sweep_point(tool, us, cmd, out["fixedwork_bare_unit_cpu_s"]))
-            out["sweep"][name] = rows
-            # sustained = ran, lost nothing, and delivered >= 90% of the samples it should,
-            # here and at every longer interval
+        # sustained = ran, lost nothing, and delivered >= 90% of the samples it should,
+        # here and at every longer interval
+        for name, _, _ in sweeps:
             best = None
-            for row in rows:
+            for row in out["sweep"][name]:
                 if "error" in row or row["lost"] or (row["delivered"] or 0) < 0.9:
                     break
                 best = row["interval_us"]
@@ -1328,6 +1359,10 @@ def table(res):
             if "data_mb" in c:
                 add(f"   {k}: perf.data {c['data_mb']:.1f} MB, lost {fmt(c.get('lost'), '.0f')}; "
                     "perf record's CPU includes its start-up and exit")
+        steady = [(k, c["steady_ms_per_s"]) for k, c in co.items() if c.get("steady_ms_per_s") is not None]
+        if steady:
+            add(f"   steady CPU ms/s (the {STEADY_S:g} s after the window: no start-up, first symbolization or exit): "
+                + ", ".join(f"{k} {v:.2f}" for k, v in steady))
         add("   prof = while sampling (per second of it, per 1000 samples); listing = pcmon list /")
         add("   perf report / bpftrace's exit print (wall ms, CPU ms); delivered = samples per")
         add("   target CPU second x rate; BPF = in-kernel program time, charged to the interrupted")
@@ -1407,7 +1442,8 @@ def table(res):
             cells = []
             for row in rows:
                 if "error" in row:
-                    cells.append("refused" if "interval" in row["error"] else
+                    cells.append("-" if row.get("not_run") else
+                                 "refused" if "interval" in row["error"] else
                                  "skipped" if row["error"].startswith("skipped") else
                                  "limit" if "cell limit" in row["error"] else "failed")
                 else:
@@ -1430,7 +1466,8 @@ def table(res):
         if any(reasons.values()):
             add("   pcmon's lost samples by reason over the sweep: " + ", ".join(f"{k} {v}" for k, v in reasons.items() if v))
         add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples; limit = the")
-        add(f"   run hit the {CELL_S:g} s cell limit, skipped = the run's time budget was spent)")
+        add(f"   run hit the {CELL_S:g} s cell limit, skipped = the run's time budget was spent, - = not run")
+        add("   after the row fell short at a longer interval)")
         if li.get("max_sample_rate_after") != li.get("max_sample_rate_before"):
             add(f"   the kernel lowered perf_event_max_sample_rate {li['max_sample_rate_before']} -> "
                 f"{li['max_sample_rate_after']} (sampling interrupts too long); restored")
