@@ -133,7 +133,7 @@ struct {
 	__type(value, struct open_scratch);
 } open_scratch SEC(".maps");
 
-/* --unwind dwarf records (sized by the engine before load). */
+/* --unwind dwarf records (sized by the engine before load: dwarf_ring_bytes()). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 * 1024 * 1024);

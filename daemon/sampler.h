@@ -19,7 +19,7 @@ struct sampler_opts {
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
 	uint32_t stack_ring_bytes; /* size of the ring of new stacks (power of 2; 0: 8 MiB) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
-	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 16 MiB) */
+	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 4 MiB a CPU, 16-128 MiB) */
 };
 
 /* 0 or -errno; on failure @err gets a one-line reason saying what to do. */
