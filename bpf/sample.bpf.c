@@ -139,6 +139,25 @@ struct {
 	__uint(max_entries, 16 * 1024 * 1024);
 } dsamples SEC(".maps");
 
+/*
+ * Dwarf threads preempted on this CPU by a thread of their own process, whose stacks are
+ * not copied yet (PCMON_LAZY_PEER): readable only while that address space is loaded here.
+ * Before it leaves the CPU, peers_leave() copies the stacks of those still off CPU.
+ */
+#define PEERS_MAX 4
+
+struct peers {
+	__u64 mm;
+	__u32 tid[PEERS_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct peers);
+} peers_map SEC(".maps");
+
 /* The innermost marked section the current thread is in, 0 if none. */
 static __always_inline __u64 current_section(struct task_struct *task)
 {
@@ -390,14 +409,16 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
 }
 
 /*
- * Stream the current thread's user registers and the top of its user stack for the engine to
- * unwind. The user registers are the ones saved at the last entry into the kernel: the
- * interrupted ones for a sample taken in user mode, the system-call site's otherwise.
+ * Stream @task's user registers and the top of its user stack for the engine to unwind: the
+ * current thread's, or one off CPU whose process is the current one (its stack is read
+ * through the current address space). The user registers are the ones saved at the last
+ * entry into the kernel: the interrupted ones for a sample taken in user mode, the
+ * system-call site's otherwise. @kernel: also the kernel stack (the current thread's only).
  */
-static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, __u32 type,
-				       __u64 ts, bool kernel)
+static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
+				       const struct pcmon_key *key, __u32 type, __u64 ts, __u64 ns,
+				       bool kernel)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 sp = BPF_CORE_READ(r, sp), start_stack = BPF_CORE_READ(task, mm, start_stack);
 	__u64 need = stack_need(task, sp, start_stack), room, n;
@@ -412,9 +433,9 @@ static __always_inline void emit_dwarf(void *ctx, const struct pcmon_key *key, _
 		return;
 	}
 	d->h.type = type;
-	d->h.tid = (__u32)bpf_get_current_pid_tgid();
+	d->h.tid = BPF_CORE_READ(task, pid);
 	d->h.ts = ts;
-	d->h.ns = 0;
+	d->h.ns = ns;
 	d->h.key = *key;
 	d->regs[0] = BPF_CORE_READ(r, ax);
 	d->regs[1] = BPF_CORE_READ(r, dx);
@@ -503,7 +524,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.section = current_section(bpf_get_current_task_btf());
 	key.flags = marks_pending(p);
 	if (cfg->flags & PCMON_TF_DWARF) {
-		emit_dwarf(ctx, &key, PCMON_DS_SAMPLE, 0, cfg->flags & PCMON_TF_KERNEL);
+		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
+			   cfg->flags & PCMON_TF_KERNEL);
 		return 0;
 	}
 	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
@@ -566,12 +588,89 @@ static __always_inline void settle(void *ctx, struct task_struct *task, struct p
 	o->pending_ns = 0;
 	if (!active_cfg(o->key.target))
 		return;
+	if (o->dwarf && p && p->epoch == o->key.epoch) {
+		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+		return;
+	}
 	take_stacks(ctx, o, false);
 	/* it exec'd since it blocked: that stack is gone */
-	if (!p || p->epoch != o->key.epoch)
+	if (!p || p->epoch != o->key.epoch) {
 		o->key.uerr = PCMON_SERR_OTHER;
+		o->urec.st.len = 0;
+	}
 	note_thread(o->key.tid, task);
 	record_current(&o->key, &o->urec, &o->krec, ns);
+}
+
+/* List @tid as a lazy dwarf peer on this CPU, in address space @mm; false if no room. */
+static __always_inline bool peers_add(__u64 mm, __u32 tid)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+
+	if (!pw)
+		return false;
+	if (pw->mm != mm) {
+		/* what is listed was copied when its address space left (peers_leave) */
+		__builtin_memset(pw, 0, sizeof(*pw));
+		pw->mm = mm;
+	}
+	for (int i = 0; i < PEERS_MAX; i++) {
+		if (!pw->tid[i] || pw->tid[i] == tid) {
+			pw->tid[i] = tid;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* @tid is back on this CPU: no longer listed. */
+static __always_inline void peers_drop(__u32 tid)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+
+	if (!pw)
+		return;
+	for (int i = 0; i < PEERS_MAX; i++)
+		if (pw->tid[i] == tid)
+			pw->tid[i] = 0;
+}
+
+/*
+ * The address space of this CPU's listed peers is about to leave it (@next runs another, or
+ * none): copy the stacks of those still off CPU now, through it, and let their intervals
+ * end as if taken eagerly (switch_in() sends the length).
+ */
+static __always_inline void peers_leave(void *ctx, struct task_struct *prev,
+					struct task_struct *next)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+	__u64 mm;
+
+	if (!pw || !pw->mm)
+		return;
+	mm = (__u64)BPF_CORE_READ(next, mm);
+	if (mm == pw->mm)
+		return;
+	if ((__u64)BPF_CORE_READ(prev, mm) == pw->mm) {
+		for (int i = 0; i < PEERS_MAX; i++) {
+			struct task_struct *t;
+			struct pcmon_offcpu *o;
+
+			if (!pw->tid[i])
+				continue;
+			t = bpf_task_from_pid(pw->tid[i]);
+			if (!t)
+				continue;
+			o = bpf_task_storage_get(&offcpu, t, NULL, 0);
+			if (o && o->ts && o->dwarf && o->lazy == PCMON_LAZY_PEER && o->mm == pw->mm) {
+				o->lazy = PCMON_LAZY_NO;
+				emit_dwarf(ctx, t, &o->key, PCMON_DS_OFF_START, o->ts, 0, false);
+			}
+			bpf_task_release(t);
+		}
+	}
+	/* else it left already (not seen: a task not watched switched out): switch_in() says */
+	__builtin_memset(pw, 0, sizeof(*pw));
 }
 
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
@@ -618,18 +717,33 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->key.section = current_section(prev);
 	o->key.flags = marks_pending(p);
 	o->ts = bpf_ktime_get_ns();
+	o->lazy = PCMON_LAZY_NO;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (cfg->flags & PCMON_TF_DWARF) {
-		/* the stack goes to the engine now; switch_in() only reports the length */
 		note_thread(o->key.tid, prev);
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;
-		o->lazy = 0;
-		emit_dwarf(ctx, &o->key, PCMON_DS_OFF_START, o->ts, cfg->flags & PCMON_TF_KERNEL);
+		/*
+		 * As for frame pointers below, a stack is copied only for an interval that is
+		 * charged: blocked in a system call, when the call returns (on_sys_exit: its
+		 * user stack stays as it is until then); preempted by a thread of its own
+		 * process, when it is switched back in (through the same address space).
+		 * Else the stack goes to the engine now; switch_in() only reports the length.
+		 */
+		if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
+			o->mm = (__u64)BPF_CORE_READ(prev, mm);
+			if (in_syscall(regs))
+				o->lazy = PCMON_LAZY_SYSCALL;
+			else if (next && (__u64)BPF_CORE_READ(next, mm) == o->mm &&
+				 peers_add(o->mm, o->key.tid))
+				o->lazy = PCMON_LAZY_PEER;
+		}
+		if (o->lazy == PCMON_LAZY_NO)
+			emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
+				   cfg->flags & PCMON_TF_KERNEL);
 		return;
 	}
 	o->dwarf = 0;
-	o->lazy = PCMON_LAZY_NO;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
 		o->mm = (__u64)BPF_CORE_READ(prev, mm);
 		if (in_syscall(regs))
@@ -712,7 +826,7 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 	o->krec.key = o->key.kstack = 0;
 }
 
-static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next)
+static __always_inline void switch_in(void *ctx, struct task_struct *prev, struct task_struct *next)
 {
 	struct pcmon_offcpu *o;
 	struct pcmon_tcfg *cfg;
@@ -729,7 +843,7 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
 	key = o->key;
-	if (o->dwarf) {
+	if (o->dwarf && o->lazy == PCMON_LAZY_NO) {
 		struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
 
 		if (!h) {
@@ -744,6 +858,8 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 		bpf_ringbuf_submit(h, ring_flags(&dsamples));
 		return;
 	}
+	if (o->dwarf && o->lazy == PCMON_LAZY_PEER)
+		peers_drop(key.tid);
 	cfg = active_cfg(key.target);
 	if (!cfg)
 		return;
@@ -762,9 +878,15 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 		return;
 	}
 	/* PCMON_LAZY_PEER: readable here only through the same address space */
+	if (o->dwarf && (__u64)BPF_CORE_READ(prev, mm) == o->mm) {
+		emit_dwarf(ctx, next, &o->key, PCMON_DS_OFF, 0, ns, false);
+		return;
+	}
 	walk_peer(next, o);
-	if ((__u64)BPF_CORE_READ(prev, mm) != o->mm)
+	if ((__u64)BPF_CORE_READ(prev, mm) != o->mm) {
 		o->key.uerr = PCMON_SERR_OTHER;
+		o->urec.st.len = 0;
+	}
 	note_thread(o->key.tid, next);
 	record_current(&o->key, &o->urec, &o->krec, ns);
 }
@@ -776,7 +898,8 @@ int BPF_PROG(on_switch_btf, bool preempt, struct task_struct *prev, struct task_
 	unsigned int state = BPF_CORE_READ(prev, __state);
 
 	switch_out(ctx, prev, next, !preempt && state != TASK_RUNNING);
-	switch_in(prev, next);
+	peers_leave(ctx, prev, next);
+	switch_in(ctx, prev, next);
 	return 0;
 }
 
@@ -791,7 +914,7 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 	switch_out(ctx, prev, NULL, ctx->prev_state != TASK_RUNNING);
 	next = bpf_task_from_pid(ctx->next_pid);
 	if (next) {
-		switch_in(prev, next);
+		switch_in(ctx, prev, next);
 		bpf_task_release(next);
 	}
 	return 0;

@@ -568,6 +568,9 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 	case PCMON_DS_SAMPLE:
 		charge(g, t, convert_dwarf(g, data, len), 1, 0);
 		break;
+	case PCMON_DS_OFF:
+		charge(g, t, convert_dwarf(g, data, len), 1, h->ns);
+		break;
 	case PCMON_DS_OFF_START:
 		st = convert_dwarf(g, data, len);
 		p = pending_find(g, h->tid);
@@ -854,8 +857,14 @@ static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
 	struct open_ctx *oc = ctx;
 	struct agg_stack *st;
 
-	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err || o->dwarf)
-		return; /* dwarf intervals are the engine's own (g->pending) */
+	/*
+	 * Dwarf intervals whose stack was sent are the engine's own (g->pending); one of a
+	 * thread blocked in a system call has its stack sent when the call returns, so here it
+	 * has the one the iterator walked by frame pointers.
+	 */
+	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err ||
+	    (o->dwarf && o->lazy == PCMON_LAZY_NO))
+		return;
 	st = convert(oc->g, &o->key, &o->urec.st, oc->ls->sp->kernel ? &o->krec.st : NULL);
 	if (!st || add_extra(oc->ls, st, oc->now - o->ts))
 		oc->err = -ENOMEM;

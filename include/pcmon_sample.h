@@ -101,13 +101,14 @@ enum pcmon_ds_type {
 	PCMON_DS_OFF_START,
 	PCMON_DS_OFF_END,
 	PCMON_DS_DRAIN,		/* a counts map is an eighth full: drain now (header only) */
+	PCMON_DS_OFF,		/* an off-CPU interval charged whole (ns), its stack taken after it */
 };
 
 struct pcmon_dhdr {
 	__u32 type;	/* enum pcmon_ds_type */
 	__u32 tid;
 	__u64 ts;	/* OFF_START: when it went off CPU */
-	__u64 ns;	/* OFF_END: how long it was off */
+	__u64 ns;	/* OFF_END, OFF: how long it was off */
 	struct pcmon_key key;
 };
 
