@@ -3,6 +3,7 @@
 """Keeping up: pcmond drains only when BPF counted something, for its saves (every 5 s) with a
 few stacks, at once when BPF says a map is filling under a flood of new ones, loses nothing at 10 kHz of ever-new stacks, and
 says so in `status` (and counts every lost sample) when it cannot keep up."""
+import json
 import os
 import subprocess
 import sys
@@ -120,6 +121,28 @@ def test_drain_behind_is_reported_and_counted():
         assert "drain BEHIND" in text, text
         targets = pcmon("targets", sock=d.sock, check=0).stdout
         assert str(s["lost"]) in targets, targets
+    finally:
+        d.stop()
+
+
+def test_real_dwarf_copies_charged_stacks_only():
+    """REAL with --unwind dwarf on tens of thousands of switches a second: the stacks of
+    blocked and preempted threads are copied only for the intervals charged, so the engine
+    unwinds about as many stacks as it counts samples (not one per switch), and nothing
+    is lost to a full ring."""
+    d = Daemon().start()
+    try:
+        w, tid = watch(d, [workload("twopaths"), 3], "--real", "--unwind", "dwarf",
+                       "--interval", 1000)
+        out, _ = w.communicate(timeout=30)
+        own = json.loads(out.splitlines()[0])
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        st = status(d)
+        switches = own["requests"] * 2
+        assert s["lost"] == 0, s
+        assert s["counted"] >= 2000, s
+        assert st["dwarf_samples_unwound"] <= 2 * s["counted"], (st["dwarf_samples_unwound"], s)
+        assert switches >= 20 * s["counted"], (own, s)  # the test means something
     finally:
         d.stop()
 
