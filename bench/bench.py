@@ -713,7 +713,8 @@ class Daemon:
         d = os.path.join(TMP, f"pcmond.{Daemon.seq}")
         os.makedirs(d)
         self.sock = os.path.join(d, "sock")
-        self.child = Child([PCMOND, "--foreground", "--socket", self.sock,
+        # --bpf-stats: the BPF columns (charged to the target's threads, not to pcmond)
+        self.child = Child([PCMOND, "--foreground", "--socket", self.sock, "--bpf-stats",
                             "--state-dir", os.path.join(d, "state")])
         self.pid = self.child.pid
         end = time.monotonic() + 15

@@ -387,6 +387,14 @@ void fmt_status(FILE *f, const cJSON *rep)
 				str(it, "cfi", "?"), num(it, "frames_unwound"),
 				num(it, "frames_without_cfi"), str(it, "path", "?"));
 	}
+	if (!proto_bool(rep, "bpf_stats", 0)) {
+		fprintf(f, "\n%-16s %-9s\n", "BPF program", "attached");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs"))
+			fprintf(f, "%-16s %-9s\n", str(it, "name", "?"),
+				proto_bool(it, "attached", 0) ? "yes" : "no");
+		fprintf(f, "(runs and run time not counted: start pcmond with --bpf-stats)\n");
+		return;
+	}
 	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
 		"total ms");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {

@@ -620,6 +620,14 @@ static void list_options(const struct args *a, cJSON *req)
 		req_set(req, "sort", cJSON_CreateString(a->sort));
 }
 
+/* PCMON_BPF_STATS=1: an engine of our own counts its BPF programs' runs (pcmond --bpf-stats). */
+static bool env_bpf_stats(void)
+{
+	const char *v = getenv("PCMON_BPF_STATS");
+
+	return v && !strcmp(v, "1");
+}
+
 static int cmd_simple(struct args *a)
 {
 	if (!strcmp(a->cmd, "tables")) {
@@ -758,7 +766,8 @@ static int cmd_run(struct args *a)
 	if (s.fd < 0) {
 		char *cache = a->cache_dir ? NULL : default_cache_dir();
 		struct engine_opts eo = { .debuginfod = a->debuginfod,
-					  .cache_dir = a->cache_dir ? a->cache_dir : cache };
+					  .cache_dir = a->cache_dir ? a->cache_dir : cache,
+					  .bpf_stats = env_bpf_stats() };
 
 		r = engine_new(&eo, &s.e, errbuf, sizeof(errbuf));
 		free(cache);
@@ -895,7 +904,7 @@ static int count_pid(struct args *a)
 	/* pcmond when it answers, else an engine of our own (as pcmon run) */
 	s.fd = proto_connect(socket_path(a));
 	if (s.fd < 0) {
-		struct engine_opts eo = { .debuginfod = "" };
+		struct engine_opts eo = { .debuginfod = "", .bpf_stats = env_bpf_stats() };
 
 		if (engine_new(&eo, &s.e, errbuf, sizeof(errbuf)))
 			return fail(a, 1, "pcmond is not running and the embedded engine failed: %s",
@@ -1182,7 +1191,7 @@ static int cmd_top(struct args *a)
 	/* pcmond when it answers, else an engine of our own (as pcmon run) */
 	s.fd = proto_connect(socket_path(a));
 	if (s.fd < 0) {
-		struct engine_opts eo = { .debuginfod = "" };
+		struct engine_opts eo = { .debuginfod = "", .bpf_stats = env_bpf_stats() };
 
 		if (engine_new(&eo, &s.e, errbuf, sizeof(errbuf))) {
 			if (fd >= 0)

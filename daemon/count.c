@@ -377,7 +377,7 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		return -ENOMEM;
 	if (g->ctr && !ct->detached)
 		counter_open_activations(g->ctr, on_open, &oc);
-	if (g->ctr) {
+	if (g->ctr && sampler_bpf_stats(g->env.smp)) {
 		counter_prog_stats(g->ctr, &ps);
 		pps = &ps;
 	}

@@ -69,7 +69,7 @@ static int start_fields_init(struct engine *e);
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
 {
 	struct sampler_opts so = { .max_depth = o->max_depth, .dwarf_stack = o->dwarf_stack,
-				   .counts_entries = o->counts_entries };
+				   .counts_entries = o->counts_entries, .bpf_stats = o->bpf_stats };
 	struct itimerspec its = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct engine *e;
@@ -1077,6 +1077,8 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddBoolToObject(x, "critical_probes", mi.usdt);
 		cJSON_AddItemToArray(o, x);
 	}
+	/* without statistics the kernel counts no runs: say so rather than show zeros */
+	cJSON_AddBoolToObject(rep, "bpf_stats", sampler_bpf_stats(e->smp));
 	progs = cJSON_AddArrayToObject(rep, "programs");
 	for (int i = 0; i < n; i++) {
 		o = cJSON_CreateObject();

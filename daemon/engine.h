@@ -20,6 +20,7 @@ struct engine_opts {
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
 	uint32_t drain_ms;	/* how often the engine's timer ticks (0: 1000) */
 	uint32_t counts_entries; /* sampling entries BPF holds between drains (0: 65536) */
+	bool bpf_stats;		/* count BPF programs' runs and run time (all programs pay) */
 	uint32_t user_targets;	/* targets one user other than root may have (0: 16) */
 	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
 	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */

@@ -66,7 +66,7 @@ static void usage(FILE *f)
 		"              [--dwarf-stack N] [--user-targets N] [--user-memory MiB]\n"
 		"              [--debuginfod URLS] [--cache-dir DIR] [--max-clients N]\n"
 		"              [--max-user-clients N] [--idle-timeout S] [--request-timeout S]\n"
-		"              [--write-timeout S] [--drain-entries N] [-v]\n"
+		"              [--write-timeout S] [--drain-entries N] [--bpf-stats] [-v]\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -98,6 +98,8 @@ static void usage(FILE *f)
 		"  --drain-entries N sampling entries BPF holds between two drains, 1024 to\n"
 		"                    1048576 (default 65536; a drain comes when an eighth\n"
 		"                    are used; past all of them samples are lost and counted)\n"
+		"  --bpf-stats       count BPF programs' runs and run time for status (every\n"
+		"                    BPF program on the machine then pays two clock reads)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
 		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
@@ -128,6 +130,7 @@ enum {
 	OPT_REQUEST_TIMEOUT,
 	OPT_WRITE_TIMEOUT,
 	OPT_DRAIN_ENTRIES,
+	OPT_BPF_STATS,
 };
 
 /*
@@ -171,6 +174,7 @@ int main(int argc, char **argv)
 		{ "request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT },
 		{ "write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT },
 		{ "drain-entries", required_argument, NULL, OPT_DRAIN_ENTRIES },
+		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -246,6 +250,9 @@ int main(int argc, char **argv)
 			if (parse_range("--drain-entries", optarg, 1024, 1048576, "entries",
 					&eo.counts_entries))
 				return 2;
+			break;
+		case OPT_BPF_STATS:
+			eo.bpf_stats = true;
 			break;
 		case OPT_WRITE_TIMEOUT:
 			if (parse_range("--write-timeout", optarg, 1, 3600, "seconds", &so.write_s))

@@ -19,6 +19,7 @@ struct sampler_opts {
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
 	uint32_t stack_ring_bytes; /* size of the ring of new stacks (power of 2; 0: 8 MiB) */
 	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
+	bool bpf_stats;		/* turn on kernel.bpf_stats_enabled while open (every program pays) */
 	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 4 MiB a CPU, 16-128 MiB) */
 };
 
@@ -71,6 +72,8 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
  * of each counts map: what a drain period may add before samples are lost.
  */
 bool sampler_pending(const struct sampler *s, uint32_t *entries);
+/* Whether BPF programs' runs and run time are being counted (--bpf-stats, or the sysctl). */
+bool sampler_bpf_stats(const struct sampler *s);
 /* Whether BPF asked for a drain since the last call (a counts map filling up). */
 bool sampler_drain_wanted(struct sampler *s);
 uint32_t sampler_capacity(const struct sampler *s);

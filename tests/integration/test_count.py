@@ -50,7 +50,8 @@ def check_calls(listing, own):
 
 def test_count_command_embedded():
     """`pcmon count PATTERN -- CMD` without a daemon: the workload's own truth."""
-    listing, p = pcmon_json("count", "calls.*", "--", workload("calls"), sock=NODAEMON)
+    listing, p = pcmon_json("count", "calls.*", "--", workload("calls"), sock=NODAEMON,
+                            env=dict(os.environ, PCMON_BPF_STATS="1"))
     assert p.returncode == 0, p.stderr
     check_calls(listing, first_json_line(p.stdout))
 

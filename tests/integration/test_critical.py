@@ -60,7 +60,7 @@ def test_declared_section():
 
 
 def test_section_declared_at_list_time():
-    d = Daemon().start()
+    d = Daemon(args=["--bpf-stats"]).start()
     try:
         listing, p = pcmon_json("run", "--interval", 250, "--", workload("crit"), 2,
                                 sock=d.sock)
@@ -144,7 +144,7 @@ def test_sections_of_a_process_that_joins_a_cgroup_target():
 
 
 def test_program_without_probes_pays_nothing():
-    d = Daemon().start()
+    d = Daemon(args=["--bpf-stats"]).start()
     try:
         pcmon_json("run", "--interval", 1000, "--", workload("threefn"), 0.5, sock=d.sock)
         prog = {x["name"]: x for x in pcmon_json("status", sock=d.sock)[0]["programs"]}

@@ -311,15 +311,38 @@ def test_protocol_abuse():
         d.stop()
 
 
+def bpf_stats_sysctl():
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        return f.read().strip() == "1"
+
+
 def test_status_reports_overhead():
-    d = Daemon().start()
+    """With --bpf-stats, status gives each BPF program's runs and run time."""
+    d = Daemon(args=["--bpf-stats"]).start()
     try:
         pcmon("run", "--interval", 1000, "--", workload("spinner"), 1, sock=d.sock, check=0)
         st = pcmon_json("status", sock=d.sock)[0]
         prog = {p["name"]: p for p in st["programs"]}
+        assert st["bpf_stats"], st
         assert prog["on_sample"]["runs"] > 500, prog
         assert prog["on_sample"]["avg_ns"] > 0
         assert st["version"] and st["uptime_s"] > 0
+    finally:
+        d.stop()
+
+
+def test_no_bpf_stats_by_default():
+    """Run-time statistics cost every BPF program on the machine: off unless asked for,
+    and status says the runs are not counted rather than showing zeros."""
+    assert not bpf_stats_sysctl(), "kernel.bpf_stats_enabled is on: turn it off to run this test"
+    d = Daemon().start()
+    try:
+        pcmon("run", "--interval", 1000, "--", workload("spinner"), 0.5, sock=d.sock, check=0)
+        assert not bpf_stats_sysctl()
+        st = pcmon_json("status", sock=d.sock)[0]
+        assert st["bpf_stats"] is False, st
+        text = pcmon("status", sock=d.sock, check=0).stdout
+        assert "not counted: start pcmond with --bpf-stats" in text, text
     finally:
         d.stop()
 
