@@ -24,9 +24,14 @@ NODAEMON = "/nonexistent/pcmond.sock"
 SRC = os.path.join(ROOT, "tests", "workloads", "special", "inlined.c")
 
 
-def check_inline(listing, prog, want=0.7):
+def own_share(p):
+    """hot_inline's share of outer's work as the workload measured it (about 7/10)."""
+    return first_json_line(p.stdout)["inline_share_of_outer"]
+
+
+def check_inline(listing, prog, want):
     """As in test_unwind: hot_inline is a procedure of its own, @want of outer's work (the
-    workload measures it: about 7/10)."""
+    workload's own measure: own_share)."""
     p = procs(listing)
     assert f"{prog}.hot_inline" in p and f"{prog}.outer" in p, sorted(p)[:20]
     inl, outer = p[f"{prog}.hot_inline"], p[f"{prog}.outer"]
@@ -235,15 +240,15 @@ def test_stripped_program_gets_names_from_debuginfod():
             cache = os.path.join(tmp, "cache")
             env = env_with(DEBUGINFOD_URLS=srv.url)
             t0 = time.time()
-            listing, _ = run(prog, env, "--cache-dir", cache, secs=3)
+            listing, p = run(prog, env, "--cache-dir", cache, secs=3)
             took = time.time() - t0
             runs = 1
             if nameless(listing, prog.name) and listing["summary"]["debuginfod_pending"]:
                 # a machine so busy that the download outlasted the program: the listing
                 # does not wait for it; the next run finds it in the cache
-                listing, _ = run(prog, env, "--cache-dir", cache, secs=3)
+                listing, p = run(prog, env, "--cache-dir", cache, secs=3)
                 runs = 2
-            check_inline(listing, prog.name)
+            check_inline(listing, prog.name, own_share(p))
             # once (twice if the first download was cut short when the first run ended)
             assert 1 <= srv.requests(prog.bid) <= runs, srv.logtext()[-3000:]
             cached = [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs
@@ -272,9 +277,9 @@ def test_dwz_debug_info_brings_its_shared_part():
         try:
             srv.wait_indexed(progs[0].bid)
             srv.wait_indexed(alt)
-            listing, _ = run(progs[0], env_with(DEBUGINFOD_URLS=srv.url), "--cache-dir",
+            listing, p = run(progs[0], env_with(DEBUGINFOD_URLS=srv.url), "--cache-dir",
                              os.path.join(tmp, "cache"), secs=2)
-            check_inline(listing, progs[0].name)
+            check_inline(listing, progs[0].name, own_share(p))
             assert srv.requests(progs[0].bid) == 1 and srv.requests(alt) == 1, \
                 srv.logtext()[-3000:]
         finally:
@@ -300,8 +305,8 @@ def test_local_debug_info_comes_first():
             env = env_with(DEBUGINFOD_URLS=srv.url)
             cache = os.path.join(tmp, "cache")
             for prog in (linked, byid):
-                listing, _ = run(prog, env, "--cache-dir", cache, secs=1.5)
-                check_inline(listing, prog.name)
+                listing, p = run(prog, env, "--cache-dir", cache, secs=1.5)
+                check_inline(listing, prog.name, own_share(p))
                 assert srv.requests(prog.bid) == 0, srv.logtext()[-3000:]
         finally:
             srv.stop()
@@ -474,7 +479,7 @@ def test_fetch_is_clean_under_sanitizers():
             bad = [l for l in p.stderr.splitlines() if "Sanitizer" in l or "runtime error" in l]
             assert not bad, "\n".join(p.stderr.splitlines()[-40:])
             assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
-            check_inline(last_json(p.stdout), prog.name)
+            check_inline(last_json(p.stdout), prog.name, own_share(p))
         finally:
             srv.stop()
     fixture(body)
