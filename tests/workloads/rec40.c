@@ -5,6 +5,11 @@
  * stack spans about 40 x FRAME bytes: with 600, 24 KiB, more than a 16 KiB copy used to
  * hold; with 4096, 160 KiB, more than any copy holds (every such sample must be flagged).
  * Prints the CPU shares of rec (all levels), rec_leaf and flat_work as measured here.
+ *
+ * Each round's work is scaled by a random factor (0.5 to 1.5, the same for all of it): a
+ * loop of exactly equal rounds aliases with a timer sampling at a fixed period, so that
+ * where the samples land depends on the phase between the two (and on how long each
+ * sample takes to copy a stack), by more than sampling error.
  */
 #include <alloca.h>
 #include <string.h>
@@ -13,7 +18,7 @@
 
 #define DEPTH 40
 
-static uint64_t chunk;
+static uint64_t chunk, round_chunk;
 static size_t frame = 600;
 static uint64_t ns_leaf, ns_flat;
 
@@ -21,7 +26,7 @@ NOINLINE void rec_leaf(void)
 {
 	uint64_t t0 = cpu_ns();
 
-	SPIN_BODY(chunk * 2);
+	SPIN_BODY(round_chunk * 2);
 	ns_leaf += cpu_ns() - t0;
 }
 
@@ -30,7 +35,7 @@ NOINLINE void rec(int n)
 	volatile char *buf = alloca(frame);
 
 	buf[0] = (char)n;
-	SPIN_BODY(chunk / 16);
+	SPIN_BODY(round_chunk / 16);
 	if (n > 0)
 		rec(n - 1);
 	else
@@ -43,14 +48,14 @@ NOINLINE void flat_work(void)
 {
 	uint64_t t0 = cpu_ns();
 
-	SPIN_BODY(chunk * 2);
+	SPIN_BODY(round_chunk * 2);
 	ns_flat += cpu_ns() - t0;
 }
 
 int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 1.5);
-	uint64_t end, total0;
+	uint64_t end, total0, rnd = 0x9e3779b97f4a7c15ull;
 
 	if (argc > 2)
 		frame = (size_t)atol(argv[2]);
@@ -58,6 +63,10 @@ int main(int argc, char **argv)
 	total0 = cpu_ns();
 	end = wall_ns() + secs * 1e9;
 	while (wall_ns() < end) {
+		rnd ^= rnd << 13; /* xorshift64 */
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		round_chunk = chunk / 2 + rnd % (chunk + 1);
 		rec(DEPTH);
 		flat_work();
 	}
