@@ -441,9 +441,13 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 			 strerror(-r));
 		goto fail;
 	}
-	/* one ring set for the engine's loop: lifecycle events and dwarf records */
-	s->rb = ring_buffer__new(procs_events_map_fd(s->procs), on_event, s, NULL);
-	if (s->rb && ring_buffer__add(s->rb, bpf_map__fd(skel->maps.dsamples), on_dsample, s)) {
+	/*
+	 * One ring set for the engine's loop: dwarf records, then lifecycle events (consumed in
+	 * that order). A process's records all precede its exit: they are unwound while its
+	 * address map may still be read again (a miss re-reads it only while it lives).
+	 */
+	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.dsamples), on_dsample, s, NULL);
+	if (s->rb && ring_buffer__add(s->rb, procs_events_map_fd(s->procs), on_event, s)) {
 		ring_buffer__free(s->rb);
 		s->rb = NULL;
 	}
