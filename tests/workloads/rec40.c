@@ -6,10 +6,8 @@
  * hold; with 4096, 160 KiB, more than any copy holds (every such sample must be flagged).
  * Prints the CPU shares of rec (all levels), rec_leaf and flat_work as measured here.
  *
- * Each round's work is scaled by a random factor (0.5 to 1.5, the same for all of it): a
- * loop of exactly equal rounds aliases with a timer sampling at a fixed period, so that
- * where the samples land depends on the phase between the two (and on how long each
- * sample takes to copy a stack), by more than sampling error.
+ * Each round's work is scaled by a random factor (jittered(): 0.5 to 1.5, the same for all
+ * of it), so that the rounds do not alias with the sampling timer.
  */
 #include <alloca.h>
 #include <string.h>
@@ -55,7 +53,7 @@ NOINLINE void flat_work(void)
 int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 1.5);
-	uint64_t end, total0, rnd = 0x9e3779b97f4a7c15ull;
+	uint64_t end, total0;
 
 	if (argc > 2)
 		frame = (size_t)atol(argv[2]);
@@ -63,10 +61,7 @@ int main(int argc, char **argv)
 	total0 = cpu_ns();
 	end = wall_ns() + secs * 1e9;
 	while (wall_ns() < end) {
-		rnd ^= rnd << 13; /* xorshift64 */
-		rnd ^= rnd >> 7;
-		rnd ^= rnd << 17;
-		round_chunk = chunk / 2 + rnd % (chunk + 1);
+		round_chunk = jittered(chunk);
 		rec(DEPTH);
 		flat_work();
 	}

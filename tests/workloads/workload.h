@@ -61,6 +61,22 @@ static inline uint64_t calibrate(uint64_t ns)
 }
 
 /*
+ * @chunk scaled by a random factor from 0.5 to 1.5 (xorshift64). A loop of exactly equal
+ * rounds aliases with a timer sampling at a fixed period: where the samples land then
+ * depends on the phase between the two, by more than sampling error. A workload whose
+ * shares are checked varies its rounds' length with this, keeping their proportions.
+ */
+static inline uint64_t jittered(uint64_t chunk)
+{
+	static uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	rnd ^= rnd << 13;
+	rnd ^= rnd >> 7;
+	rnd ^= rnd << 17;
+	return chunk / 2 + rnd % (chunk + 1);
+}
+
+/*
  * Blocking system calls made from our own frame-pointer code, not libc's: libc is built
  * without frame pointers, and a frame-pointer walk from inside it loses its caller.
  */

@@ -7,11 +7,11 @@
  */
 #include "../workload.h"
 
-static uint64_t chunk, t_inline, t_outer;
+static uint64_t chunk, round_chunk, t_inline, t_outer;
 
 static inline __attribute__((always_inline)) void hot_inline(void)
 {
-	SPIN_BODY(chunk * 7);
+	SPIN_BODY(round_chunk * 7);
 }
 
 NOINLINE void outer(void)
@@ -20,7 +20,7 @@ NOINLINE void outer(void)
 
 	hot_inline();
 	t1 = cpu_ns();
-	SPIN_BODY(chunk * 3);
+	SPIN_BODY(round_chunk * 3);
 	t_outer += cpu_ns() - t0;
 	t_inline += t1 - t0;
 }
@@ -32,8 +32,10 @@ int main(int argc, char **argv)
 
 	chunk = calibrate(20000);
 	end = wall_ns() + secs * 1e9;
-	while (wall_ns() < end)
+	while (wall_ns() < end) {
+		round_chunk = jittered(chunk); /* rounds of random length: no aliasing */
 		outer();
+	}
 	printf("{\"inline_share_of_outer\": %.4f}\n", (double)t_inline / t_outer);
 	return 0;
 }
