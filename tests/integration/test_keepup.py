@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import signal
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -76,12 +77,18 @@ def test_few_stacks_wait_in_bpf():
         d.stop()
 
 
-def manystacks_session(d, secs):
-    """Two threads of ever-new stacks at 10 kHz for secs: (listing summary, expected samples)."""
+def manystacks_session(d, secs, stall=0):
+    """Two threads of ever-new stacks at 10 kHz for secs: (listing summary, expected samples).
+    With @stall, pcmond is stopped (SIGSTOP) for that many seconds half a second in."""
     w, tid = watch(d, [workload("manystacks"), 2, 120], "--virtual", "--unwind", "fp",
                    "--interval", 100, ready="ready")
     try:
         c0 = cpu_s(w.pid)
+        if stall:
+            time.sleep(0.5)
+            d.proc.send_signal(signal.SIGSTOP)
+            time.sleep(stall)
+            d.proc.send_signal(signal.SIGCONT)
         time.sleep(secs)
         pcmon("stop", tid, sock=d.sock, check=0)
         used = cpu_s(w.pid) - c0
@@ -105,12 +112,13 @@ def test_unique_stacks_nothing_lost():
 
 
 def test_drain_behind_is_reported_and_counted():
-    """With room for 1024 entries between drains, 2,000 new stacks per 100 ms tick overflow
-    it: the samples that found no room are lost and counted, and `status` says the drain is
-    behind."""
+    """With room for 1024 entries, 20,000 new stacks a second, and pcmond stopped for half a
+    second (as a drain stalled behind a busy machine would be), the map fills: the samples
+    that found no room are lost and counted, and `status` says the drain is behind. (Awake,
+    pcmond keeps up even with so small a map: BPF wakes it at an eighth full.)"""
     d = Daemon(args=["--drain-entries", 1024]).start()
     try:
-        s, expected = manystacks_session(d, 2)
+        s, expected = manystacks_session(d, 2, stall=0.5)
         st = status(d)
         assert s["lost_by_reason"]["counts_map_full"] > 0, s
         assert s["lost"] == sum(s["lost_by_reason"].values()), s
