@@ -455,6 +455,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	d->regs[15] = BPF_CORE_READ(r, r15);
 	d->regs[16] = user_pc(task, BPF_CORE_READ(r, ip));
 	d->start_stack = start_stack;
+	d->taken = bpf_ktime_get_ns();
 
 	/* a read past the end of the mapping fails whole: halve until one succeeds */
 	n = need < room ? need : room;

@@ -353,11 +353,13 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
 	enum unw_end end = UNW_END_ROOT;
 	uint64_t t0 = now_ns();
+	struct agg_stack *st;
 
 	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
 		return NULL;
 	if (GROW(g->upcs, g->cap_upcs, depth))
 		return NULL;
+	sym_sample_taken(g->env.sym, d->taken);
 	if (uw == AGG_WALK_OK) {
 		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 			      d->stack, d->ulen, g->upcs, depth, &end);
@@ -392,8 +394,9 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	}
 	g->unwound++;
 	g->unwind_ns += now_ns() - t0;
-	return convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX),
-			   uw);
+	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
+	sym_sample_taken(g->env.sym, 0);
+	return st;
 }
 
 uint32_t sample_thread_name(const struct sample *sp, uint32_t tid)

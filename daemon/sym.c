@@ -103,7 +103,9 @@ struct pmap {
 	struct region *r;
 	size_t n, cap;
 	bool final;
-	uint64_t read_ns;	/* when /proc/PID/maps was last read */
+	bool anon_code;		/* the last read found code in anonymous memory (a JIT) */
+	uint64_t read_ns;	/* when /proc/PID/maps was last read: the map is as of then */
+	uint64_t reread_ns;	/* when a miss may next read it (find_region) */
 	uint64_t born_ns;	/* when its map was first read: about its exec */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
 	uint64_t jit_try_ns;	/* when its perf map was last looked for or checked for growth */
@@ -136,6 +138,7 @@ struct sym {
 	size_t nksyms;
 	bool ksyms_loaded;
 	struct sym_stats st;
+	uint64_t taken_ns;	/* sym_sample_taken() */
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
 };
 
@@ -1429,10 +1432,17 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	if (!pm->n)
 		pm->n = old_n;
 	free(buf);
+	pm->reread_ns = now_ns() + 1000000;
 	/* code in anonymous memory: a JIT; find its perf map while the process is there */
+	pm->anon_code = anon_code;
 	if (anon_code)
 		jit_map(s, pm, pid, now_ns());
 	return 0;
+}
+
+void sym_sample_taken(struct sym *s, uint64_t ns)
+{
+	s->taken_ns = ns;
 }
 
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
@@ -1467,10 +1477,12 @@ static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t ep
 
 	/*
 	 * New code mapped since the last look (the libraries right after exec, dlopen): look
-	 * again while we can. Not more than once a millisecond: addresses in anonymous memory
-	 * (JIT) miss every time.
+	 * again while we can, at once if the sample was taken after that look (the new code
+	 * was mapped by then), else a millisecond after the last look ended at the earliest:
+	 * addresses in anonymous memory (JIT) miss every time.
 	 */
-	if (!r && (!pm || (!pm->final && now_ns() - pm->read_ns > 1000000))) {
+	if (!r && (!pm || (!pm->final && ((s->taken_ns > pm->read_ns && !pm->anon_code) ||
+					  now_ns() > pm->reread_ns)))) {
 		s->st.maps_misses++;
 		if (!sym_proc_load(s, pid, epoch))
 			r = pmap_find(pmap_get(s, pid, epoch, false), addr);

@@ -68,6 +68,14 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 
+/*
+ * The addresses looked up next are of a sample taken at @ns (CLOCK_MONOTONIC; 0: unknown).
+ * One that no mapping holds makes a living process's map be read again at once if the map
+ * is older than the sample (a library mapped since, ld.so at work after exec); with no time,
+ * at most once a millisecond.
+ */
+void sym_sample_taken(struct sym *s, uint64_t ns);
+
 /* Objects mapped by (pid, epoch) that carry pcmon critical-section probes. */
 void sym_proc_usdt(struct sym *s, uint32_t pid, uint32_t epoch,
 		   void (*cb)(void *ctx, const char *path), void *ctx);

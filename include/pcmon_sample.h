@@ -116,6 +116,7 @@ struct pcmon_dsample {
 	struct pcmon_dhdr h;
 	__u64 regs[PCMON_NREGS];
 	__u64 start_stack; /* the process's initial stack pointer: the entry frame's CFA */
+	__u64 taken;	/* when the stack was copied: whatever code it runs was mapped by then */
 	__u32 ulen;	/* bytes of stack copied, from regs[7] (rsp) up */
 	__u32 klen;	/* kernel frames */
 	__u64 kstack[PCMON_KSTACK_MAX];

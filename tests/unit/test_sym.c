@@ -333,6 +333,43 @@ static void test_maps_of_an_exiting_process_are_kept(void **state)
 	sym_free(s);
 }
 
+/*
+ * Code mapped right after the map was read (ld.so loading libraries after exec): a sample
+ * taken in it after that read makes the map be read again at once, not a millisecond later
+ * (a sample of unknown time would find nothing: the time between two reads of a map is for
+ * JIT code, which no read finds); a frame in it unwinds with its CFI.
+ */
+static void test_code_mapped_after_the_last_read(void **state)
+{
+	struct self_info si = { 0 };
+	struct sym *s = sym_new(0);
+	Dwarf_Frame *frame = NULL;
+	uint64_t pc, taken;
+	struct stat st;
+	uint8_t *map;
+	int fd;
+
+	(void)state;
+	dl_iterate_phdr(self_cb, &si);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	/* this program mapped once more, whole: the same file, a new address */
+	fd = open("/proc/self/exe", O_RDONLY);
+	assert_true(fd >= 0 && !fstat(fd, &st));
+	map = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	taken = now_ns();
+	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_a - si.bias) + 2;
+	sym_sample_taken(s, taken);
+	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
+	free(frame);
+	assert_string_equal(proc_full(s, sym_user(s, getpid(), 0, pc, false), 0),
+			    "test_sym.fde_probe_a");
+	sym_sample_taken(s, 0);
+	munmap(map, st.st_size);
+	sym_free(s);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* JIT code: perf maps */
 
@@ -455,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_stripped_code_named_by_fde),
 		cmocka_unit_test(test_symbols_named_as_libdwfl_names_them),
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
+		cmocka_unit_test(test_code_mapped_after_the_last_read),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
 	};
