@@ -36,6 +36,7 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
 const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
 const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
 const volatile __u32 drain_at = 8192;	/* entries in a counts map that wake the engine */
+const volatile bool task_work_ok;	/* the kernel has bpf_task_work_schedule_resume_impl */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 /*
@@ -48,7 +49,7 @@ __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 __u32 touched[2];
 __u32 nkeys[2];
 __u32 woken[2];		/* the engine was asked to drain the pair (wake_drain) */
-__u32 lazy_stacks;	/* on_sys_exit is attached: blocked threads' stacks may wait for it */
+__u32 lazy_stacks;	/* enum pcmon_settle: blocked threads' stacks may wait for it */
 __u32 sections_on;	/* critical-section probes are attached somewhere */
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
@@ -580,184 +581,6 @@ static __always_inline void take_stacks(void *ctx, struct pcmon_offcpu *o, bool 
 	o->krec.key = o->key.kstack = stack_hash(&o->krec.st);
 }
 
-/* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
-static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
-{
-	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &o->key.pid);
-	__u64 ns = o->pending_ns;
-
-	o->pending_ns = 0;
-	if (!active_cfg(o->key.target))
-		return;
-	if (o->dwarf && p && p->epoch == o->key.epoch) {
-		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
-		return;
-	}
-	take_stacks(ctx, o, false);
-	/* it exec'd since it blocked: that stack is gone */
-	if (!p || p->epoch != o->key.epoch) {
-		o->key.uerr = PCMON_SERR_OTHER;
-		o->urec.st.len = 0;
-	}
-	note_thread(o->key.tid, task);
-	record_current(&o->key, &o->urec, &o->krec, ns);
-}
-
-/* List @tid as a lazy dwarf peer on this CPU, in address space @mm; false if no room. */
-static __always_inline bool peers_add(__u64 mm, __u32 tid)
-{
-	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
-
-	if (!pw)
-		return false;
-	if (pw->mm != mm) {
-		/* what is listed was copied when its address space left (peers_leave) */
-		__builtin_memset(pw, 0, sizeof(*pw));
-		pw->mm = mm;
-	}
-	for (int i = 0; i < PEERS_MAX; i++) {
-		if (!pw->tid[i] || pw->tid[i] == tid) {
-			pw->tid[i] = tid;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* @tid is back on this CPU: no longer listed. */
-static __always_inline void peers_drop(__u32 tid)
-{
-	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
-
-	if (!pw)
-		return;
-	for (int i = 0; i < PEERS_MAX; i++)
-		if (pw->tid[i] == tid)
-			pw->tid[i] = 0;
-}
-
-/*
- * The address space of this CPU's listed peers is about to leave it (@next runs another, or
- * none): copy the stacks of those still off CPU now, through it, and let their intervals
- * end as if taken eagerly (switch_in() sends the length).
- */
-static __always_inline void peers_leave(void *ctx, struct task_struct *prev,
-					struct task_struct *next)
-{
-	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
-	__u64 mm;
-
-	if (!pw || !pw->mm)
-		return;
-	mm = (__u64)BPF_CORE_READ(next, mm);
-	if (mm == pw->mm)
-		return;
-	if ((__u64)BPF_CORE_READ(prev, mm) == pw->mm) {
-		for (int i = 0; i < PEERS_MAX; i++) {
-			struct task_struct *t;
-			struct pcmon_offcpu *o;
-
-			if (!pw->tid[i])
-				continue;
-			t = bpf_task_from_pid(pw->tid[i]);
-			if (!t)
-				continue;
-			o = bpf_task_storage_get(&offcpu, t, NULL, 0);
-			if (o && o->ts && o->dwarf && o->lazy == PCMON_LAZY_PEER && o->mm == pw->mm) {
-				o->lazy = PCMON_LAZY_NO;
-				emit_dwarf(ctx, t, &o->key, PCMON_DS_OFF_START, o->ts, 0, false);
-			}
-			bpf_task_release(t);
-		}
-	}
-	/* else it left already (not seen: a task not watched switched out): switch_in() says */
-	__builtin_memset(pw, 0, sizeof(*pw));
-}
-
-static __always_inline void switch_out(void *ctx, struct task_struct *prev,
-				       struct task_struct *next, bool blocked)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pcmon_offcpu *o;
-	struct pcmon_proc *p;
-	struct pcmon_tcfg *cfg;
-	struct pt_regs *regs;
-
-	/* the one map lookup every switch pays: is prev watched at all? */
-	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
-	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
-		return;
-	cfg = active_cfg(p->target);
-	if (!cfg || !(cfg->flags & PCMON_TF_REAL))
-		return;
-	if (!may_watch(prev, cfg, p->target))
-		return;
-	if (BPF_CORE_READ(prev, flags) & PF_EXITING)
-		return;
-	o = bpf_task_storage_get(&offcpu, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!o) {
-		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
-
-		if (ts)
-			ts->lost_offcpu_full++;
-		return;
-	}
-	/*
-	 * Blocked again before its system call returned: still the same stack. (Without the
-	 * sys_exit program, since REAL was last off, what it owed is from before: dropped.)
-	 */
-	if (o->pending_ns && lazy_stacks)
-		settle(ctx, prev, o);
-	o->pending_ns = 0;
-	__builtin_memset(&o->key, 0, sizeof(o->key));
-	o->key.target = p->target;
-	o->key.pid = id >> 32;
-	o->key.tid = (__u32)id;
-	o->key.epoch = p->epoch;
-	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
-	o->key.section = current_section(prev);
-	o->key.flags = marks_pending(p);
-	o->ts = bpf_ktime_get_ns();
-	o->lazy = PCMON_LAZY_NO;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (cfg->flags & PCMON_TF_DWARF) {
-		note_thread(o->key.tid, prev);
-		o->key.ustack = o->key.kstack = 0;
-		o->dwarf = 1;
-		/*
-		 * As for frame pointers below, a stack is copied only for an interval that is
-		 * charged: blocked in a system call, when the call returns (on_sys_exit: its
-		 * user stack stays as it is until then); preempted by a thread of its own
-		 * process, when it is switched back in (through the same address space).
-		 * Else the stack goes to the engine now; switch_in() only reports the length.
-		 */
-		if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
-			o->mm = (__u64)BPF_CORE_READ(prev, mm);
-			if (in_syscall(regs))
-				o->lazy = PCMON_LAZY_SYSCALL;
-			else if (next && (__u64)BPF_CORE_READ(next, mm) == o->mm &&
-				 peers_add(o->mm, o->key.tid))
-				o->lazy = PCMON_LAZY_PEER;
-		}
-		if (o->lazy == PCMON_LAZY_NO)
-			emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
-				   cfg->flags & PCMON_TF_KERNEL);
-		return;
-	}
-	o->dwarf = 0;
-	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
-		o->mm = (__u64)BPF_CORE_READ(prev, mm);
-		if (in_syscall(regs))
-			o->lazy = PCMON_LAZY_SYSCALL;
-		else if (next && (__u64)BPF_CORE_READ(next, mm) == o->mm)
-			o->lazy = PCMON_LAZY_PEER; /* preempted by a thread of its own process */
-	}
-	if (o->lazy == PCMON_LAZY_NO) {
-		note_thread(o->key.tid, prev);
-		take_stacks(ctx, o, cfg->flags & PCMON_TF_KERNEL);
-	}
-}
-
 /*
  * Walk the frame pointers of @task, which is off CPU, from its saved user registers, as
  * bpf_get_stack() walks the current thread's: through the current address space, which must
@@ -827,7 +650,250 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 	o->krec.key = o->key.kstack = 0;
 }
 
-static __always_inline void switch_in(void *ctx, struct task_struct *prev, struct task_struct *next)
+/* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
+static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
+{
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &o->key.pid);
+	__u64 ns = o->pending_ns;
+
+	o->pending_ns = 0;
+	if (!active_cfg(o->key.target))
+		return;
+	if (o->dwarf && p && p->epoch == o->key.epoch) {
+		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+		return;
+	}
+	walk_peer(task, o); /* its own address space is the current one */
+	/* it exec'd since it blocked: that stack is gone */
+	if (!p || p->epoch != o->key.epoch) {
+		o->key.uerr = PCMON_SERR_OTHER;
+		o->urec.st.len = 0;
+	}
+	note_thread(o->key.tid, task);
+	record_current(&o->key, &o->urec, &o->krec, ns);
+}
+
+/*
+ * A thread blocked in a system call whose interval is charged gets a task work, which runs
+ * in its own context as it returns to user mode (bpf_task_work_schedule_resume, 6.18): the
+ * stack is taken there, and no program runs on the return of every other system call.
+ */
+struct settle_work {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct settle_work);
+} settle_works SEC(".maps");
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map,
+					      int (*callback)(struct bpf_map *map, void *key,
+							      void *value),
+					      void *aux__prog) __ksym __weak;
+
+static int settle_cb(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pcmon_offcpu *o;
+
+	if (!task->bpf_storage)
+		return 0;
+	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
+	if (o && o->pending_ns)
+		settle(NULL, task, o);
+	return 0;
+}
+
+/* Have @task settle as it returns to user mode: false if it cannot be asked. */
+static __always_inline bool settle_later(struct task_struct *task, __u32 tid)
+{
+	struct settle_work *w;
+	long r;
+
+	if (!task_work_ok)
+		return false;
+	w = bpf_map_lookup_elem(&settle_works, &tid);
+	if (!w) {
+		struct settle_work z = {};
+
+		bpf_map_update_elem(&settle_works, &tid, &z, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&settle_works, &tid);
+		if (!w)
+			return false;
+	}
+	r = bpf_task_work_schedule_resume_impl(task, &w->tw, &settle_works, settle_cb, NULL);
+	return r == 0 || r == -16 /* EBUSY: asked already, not yet run */;
+}
+
+/* List @tid as a lazy dwarf peer on this CPU, in address space @mm; false if no room. */
+static __always_inline bool peers_add(__u64 mm, __u32 tid)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+
+	if (!pw)
+		return false;
+	if (pw->mm != mm) {
+		/* what is listed was copied when its address space left (peers_leave) */
+		__builtin_memset(pw, 0, sizeof(*pw));
+		pw->mm = mm;
+	}
+	for (int i = 0; i < PEERS_MAX; i++) {
+		if (!pw->tid[i] || pw->tid[i] == tid) {
+			pw->tid[i] = tid;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* @tid is back on this CPU: no longer listed. */
+static __always_inline void peers_drop(__u32 tid)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+
+	if (!pw)
+		return;
+	for (int i = 0; i < PEERS_MAX; i++)
+		if (pw->tid[i] == tid)
+			pw->tid[i] = 0;
+}
+
+/*
+ * The address space of this CPU's listed peers is about to leave it (@next runs another, or
+ * none): copy the stacks of those still off CPU now, through it, and let their intervals
+ * end as if taken eagerly (switch_in() sends the length).
+ */
+static __always_inline void peers_leave(void *ctx, struct task_struct *prev,
+					struct task_struct *next)
+{
+	struct peers *pw = bpf_map_lookup_elem(&peers_map, &(__u32){ 0 });
+	__u64 mm;
+
+	if (!pw || !pw->mm)
+		return;
+	mm = (__u64)next->mm;
+	if (mm == pw->mm)
+		return;
+	if ((__u64)prev->mm == pw->mm) {
+		for (int i = 0; i < PEERS_MAX; i++) {
+			struct task_struct *t;
+			struct pcmon_offcpu *o;
+
+			if (!pw->tid[i])
+				continue;
+			t = bpf_task_from_pid(pw->tid[i]);
+			if (!t)
+				continue;
+			o = bpf_task_storage_get(&offcpu, t, NULL, 0);
+			if (o && o->ts && o->dwarf && o->lazy == PCMON_LAZY_PEER && o->mm == pw->mm) {
+				o->lazy = PCMON_LAZY_NO;
+				emit_dwarf(ctx, t, &o->key, PCMON_DS_OFF_START, o->ts, 0, false);
+			}
+			bpf_task_release(t);
+		}
+	}
+	/* else it left already (not seen: a task not watched switched out): switch_in() says */
+	__builtin_memset(pw, 0, sizeof(*pw));
+}
+
+/* One clock read for both halves of a switch: @now is 0 until the first asks. */
+static __always_inline __u64 switch_time(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	return *now;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev,
+				       struct task_struct *next, bool blocked, __u64 *now)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pcmon_offcpu *o;
+	struct pcmon_proc *p;
+	struct pcmon_tcfg *cfg;
+	struct pt_regs *regs;
+
+	/* the one map lookup every switch pays: is prev watched at all? */
+	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
+	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
+		return;
+	cfg = active_cfg(p->target);
+	if (!cfg || !(cfg->flags & PCMON_TF_REAL))
+		return;
+	if (!may_watch(prev, cfg, p->target))
+		return;
+	if (prev->flags & PF_EXITING)
+		return;
+	o = bpf_task_storage_get(&offcpu, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o) {
+		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
+
+		if (ts)
+			ts->lost_offcpu_full++;
+		return;
+	}
+	/*
+	 * Blocked again before its system call returned: still the same stack. (Without the
+	 * sys_exit program, since REAL was last off, what it owed is from before: dropped.)
+	 */
+	if (o->pending_ns && lazy_stacks)
+		settle(ctx, prev, o);
+	o->pending_ns = 0;
+	__builtin_memset(&o->key, 0, sizeof(o->key));
+	o->key.target = p->target;
+	o->key.pid = id >> 32;
+	o->key.tid = (__u32)id;
+	o->key.epoch = p->epoch;
+	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
+	o->key.section = current_section(prev);
+	o->key.flags = marks_pending(p);
+	o->ts = switch_time(now);
+	o->lazy = PCMON_LAZY_NO;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (cfg->flags & PCMON_TF_DWARF) {
+		note_thread(o->key.tid, prev);
+		o->key.ustack = o->key.kstack = 0;
+		o->dwarf = 1;
+		/*
+		 * As for frame pointers below, a stack is copied only for an interval that is
+		 * charged: blocked in a system call, when the call returns (on_sys_exit: its
+		 * user stack stays as it is until then); preempted by a thread of its own
+		 * process, when it is switched back in (through the same address space).
+		 * Else the stack goes to the engine now; switch_in() only reports the length.
+		 */
+		if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
+			o->mm = (__u64)prev->mm;
+			if (in_syscall(regs))
+				o->lazy = PCMON_LAZY_SYSCALL;
+			else if (next && (__u64)next->mm == o->mm &&
+				 peers_add(o->mm, o->key.tid))
+				o->lazy = PCMON_LAZY_PEER;
+		}
+		if (o->lazy == PCMON_LAZY_NO)
+			emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
+				   cfg->flags & PCMON_TF_KERNEL);
+		return;
+	}
+	o->dwarf = 0;
+	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
+		o->mm = (__u64)prev->mm;
+		if (in_syscall(regs))
+			o->lazy = PCMON_LAZY_SYSCALL;
+		else if (next && (__u64)next->mm == o->mm)
+			o->lazy = PCMON_LAZY_PEER; /* preempted by a thread of its own process */
+	}
+	if (o->lazy == PCMON_LAZY_NO) {
+		note_thread(o->key.tid, prev);
+		take_stacks(ctx, o, cfg->flags & PCMON_TF_KERNEL);
+	}
+}
+
+static __always_inline void switch_in(void *ctx, struct task_struct *prev, struct task_struct *next,
+				      __u64 *clock)
 {
 	struct pcmon_offcpu *o;
 	struct pcmon_tcfg *cfg;
@@ -835,12 +901,12 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	__u64 now, ns;
 
 	/* a task no BPF program ever gave local storage cannot have an interval open */
-	if (!BPF_CORE_READ(next, bpf_storage))
+	if (!next->bpf_storage)
 		return;
 	o = bpf_task_storage_get(&offcpu, next, NULL, 0);
 	if (!o || !o->ts)
 		return;
-	now = bpf_ktime_get_ns();
+	now = switch_time(clock);
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
 	key = o->key;
@@ -852,7 +918,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 			return;
 		}
 		h->type = PCMON_DS_OFF_END;
-		h->tid = BPF_CORE_READ(next, pid);
+		h->tid = next->pid;
 		h->ts = now;
 		h->ns = ns;
 		h->key = key;
@@ -875,16 +941,24 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 		ns = cfg->period_ns;
 	}
 	if (o->lazy == PCMON_LAZY_SYSCALL) {
+		if (lazy_stacks == PCMON_SETTLE_TASK_WORK && !o->pending_ns &&
+		    !settle_later(next, key.tid)) {
+			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key.target);
+
+			if (ts)
+				ts->lost_offcpu_full++;
+			return;
+		}
 		o->pending_ns += ns;
 		return;
 	}
 	/* PCMON_LAZY_PEER: readable here only through the same address space */
-	if (o->dwarf && (__u64)BPF_CORE_READ(prev, mm) == o->mm) {
+	if (o->dwarf && (__u64)prev->mm == o->mm) {
 		emit_dwarf(ctx, next, &o->key, PCMON_DS_OFF, 0, ns, false);
 		return;
 	}
 	walk_peer(next, o);
-	if ((__u64)BPF_CORE_READ(prev, mm) != o->mm) {
+	if ((__u64)prev->mm != o->mm) {
 		o->key.uerr = PCMON_SERR_OTHER;
 		o->urec.st.len = 0;
 	}
@@ -896,11 +970,12 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	/* prev_state (the 4th argument since 5.18) would save a read, but is not everywhere. */
-	unsigned int state = BPF_CORE_READ(prev, __state);
+	unsigned int state = prev->__state;
+	__u64 now = 0;
 
-	switch_out(ctx, prev, next, !preempt && state != TASK_RUNNING);
+	switch_out(ctx, prev, next, !preempt && state != TASK_RUNNING, &now);
 	peers_leave(ctx, prev, next);
-	switch_in(ctx, prev, next);
+	switch_in(ctx, prev, next, &now);
 	return 0;
 }
 
@@ -908,14 +983,14 @@ SEC("tracepoint/sched/sched_switch")
 int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 {
 	struct task_struct *prev = bpf_get_current_task_btf();
-
 	struct task_struct *next;
+	__u64 now = 0;
 
 	/* no lazy stacks here (no sys_exit program): next is not needed */
-	switch_out(ctx, prev, NULL, ctx->prev_state != TASK_RUNNING);
+	switch_out(ctx, prev, NULL, ctx->prev_state != TASK_RUNNING, &now);
 	next = bpf_task_from_pid(ctx->next_pid);
 	if (next) {
-		switch_in(ctx, prev, next);
+		switch_in(ctx, prev, next, &now);
 		bpf_task_release(next);
 	}
 	return 0;

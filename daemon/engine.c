@@ -1077,6 +1077,8 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddBoolToObject(x, "critical_probes", mi.usdt);
 		cJSON_AddItemToArray(o, x);
 	}
+	if (sampler_blocked_stacks(e->smp))
+		cJSON_AddStringToObject(rep, "blocked_stacks", sampler_blocked_stacks(e->smp));
 	/* without statistics the kernel counts no runs: say so rather than show zeros */
 	cJSON_AddBoolToObject(rep, "bpf_stats", sampler_bpf_stats(e->smp));
 	progs = cJSON_AddArrayToObject(rep, "programs");

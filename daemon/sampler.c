@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -368,6 +369,19 @@ static int usdt_attach_locked(struct sampler *s, const char *path)
 	return 0;
 }
 
+/* Does the kernel's BTF name function @name (a kfunc, say)? */
+static bool kernel_has_func(const char *name)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!btf)
+		return false;
+	has = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return has;
+}
+
 int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
@@ -425,6 +439,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		bpf_map__set_max_entries(skel->maps.counts1, o->counts_entries);
 	}
 	skel->rodata->drain_at = bpf_map__max_entries(skel->maps.counts0) / 8;
+	skel->rodata->task_work_ok = kernel_has_func("bpf_task_work_schedule_resume_impl");
 	/* both switch programs load; sampler_offcpu_get() attaches one when REAL is wanted */
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
 	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
@@ -643,13 +658,22 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 			 strerror(-r));
 		return r;
 	}
-	/* without it every blocked thread's stack is taken when it blocks: slower, as exact */
+	/*
+	 * A blocked thread's stack is taken as its system call returns, by a task work where
+	 * the kernel has them (6.18), else by a sys_exit program; without either, as it
+	 * blocks: slower, as exact. PCMON_FORCE_SYS_EXIT=1 takes the second on purpose, for
+	 * tests.
+	 */
+	if (s->use_tp_btf && s->skel->rodata->task_work_ok && !getenv("PCMON_FORCE_SYS_EXIT")) {
+		s->skel->bss->lazy_stacks = PCMON_SETTLE_TASK_WORK;
+		return 0;
+	}
 	if (s->use_tp_btf)
 		s->sys_exit_link = bpf_program__attach(s->skel->progs.on_sys_exit);
 	if (!s->sys_exit_link && s->use_tp_btf)
 		pr_info("cannot attach to sys_exit (%s): blocked threads' stacks are taken as they block",
 			strerror(errno));
-	s->skel->bss->lazy_stacks = s->sys_exit_link != NULL;
+	s->skel->bss->lazy_stacks = s->sys_exit_link ? PCMON_SETTLE_SYS_EXIT : PCMON_SETTLE_NONE;
 	return 0;
 }
 
@@ -770,6 +794,18 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	}
 	stab_clear(t);
 	return 0;
+}
+
+const char *sampler_blocked_stacks(const struct sampler *s)
+{
+	static const char *const names[] = {
+		[PCMON_SETTLE_NONE] = "at_block",
+		[PCMON_SETTLE_SYS_EXIT] = "sys_exit",
+		[PCMON_SETTLE_TASK_WORK] = "task_work",
+	};
+	__u32 how = s->skel->bss->lazy_stacks;
+
+	return s->offcpu_refs && how < ARRAY_SIZE(names) ? names[how] : NULL;
 }
 
 bool sampler_bpf_stats(const struct sampler *s)

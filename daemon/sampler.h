@@ -74,6 +74,12 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
 bool sampler_pending(const struct sampler *s, uint32_t *entries);
 /* Whether BPF programs' runs and run time are being counted (--bpf-stats, or the sysctl). */
 bool sampler_bpf_stats(const struct sampler *s);
+/*
+ * How REAL takes the stacks of threads blocked in system calls, while a REAL target is
+ * sampled: "task_work" or "sys_exit" (as the call returns, for charged intervals), or
+ * "at_block"; NULL while none is.
+ */
+const char *sampler_blocked_stacks(const struct sampler *s);
 /* Whether BPF asked for a drain since the last call (a counts map filling up). */
 bool sampler_drain_wanted(struct sampler *s);
 uint32_t sampler_capacity(const struct sampler *s);

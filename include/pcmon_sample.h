@@ -126,8 +126,15 @@ struct pcmon_dsample {
 /* How an off-CPU thread's stack will be taken (sample.bpf.c, switch_out). */
 enum pcmon_lazy {
 	PCMON_LAZY_NO,		/* taken when it went off CPU */
-	PCMON_LAZY_SYSCALL,	/* when its system call returns (sys_exit) */
+	PCMON_LAZY_SYSCALL,	/* as its system call returns (enum pcmon_settle) */
 	PCMON_LAZY_PEER,	/* when a thread of its own process switches it in */
+};
+
+/* What takes a lazy thread's stack as its system call returns (lazy_stacks in sample.bpf.c). */
+enum pcmon_settle {
+	PCMON_SETTLE_NONE,	/* nothing: stacks are taken as threads block */
+	PCMON_SETTLE_SYS_EXIT,	/* the sys_exit program, which every system call then pays */
+	PCMON_SETTLE_TASK_WORK,	/* a task work, scheduled for charged intervals only (6.18+) */
 };
 
 /*

@@ -105,6 +105,31 @@ def test_blocking_paths_every_stack_taken():
     twopaths({"PCMON_FORCE_TRACEPOINT": "1"})
 
 
+def test_blocking_paths_stacks_taken_at_sys_exit():
+    """The same with the stacks of blocked threads taken by the sys_exit program (kernels
+    before 6.18, without task works), as exact."""
+    twopaths({"PCMON_FORCE_SYS_EXIT": "1"})
+
+
+def test_status_says_how_blocked_stacks_are_taken():
+    """While a REAL target runs, status says what takes blocked threads' stacks: a task work
+    on 6.18 and later (nothing runs on every system call's return), else sys_exit."""
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+    d = Daemon().start()
+    w = subprocess.Popen(["sleep", "30"])
+    try:
+        st = pcmon_json("status", sock=d.sock)[0]
+        assert "blocked_stacks" not in st, st  # no REAL target yet
+        pcmon("start", "--pid", w.pid, "--real", sock=d.sock)
+        st = pcmon_json("status", sock=d.sock)[0]
+        assert st["blocked_stacks"] == ("task_work" if release >= (6, 18) else "sys_exit"), st
+        text = pcmon("status", sock=d.sock).stdout
+        assert "blocked threads' stacks taken by a" in text, text
+    finally:
+        w.kill()
+        d.stop()
+
+
 def test_default_mode_is_virtual():
     listing, _ = pcmon_json("run", "--", workload("spinner"), 0.2, sock=NODAEMON)
     assert listing["target"]["mode"] == "VIRTUAL"
