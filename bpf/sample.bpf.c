@@ -549,7 +549,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
  * or more in some virtual machines: a thread that blocks a hundred thousand times a second
  * (a pipe ping-pong) paid more for that than for its own work. So a thread that blocks in a
  * system call, as almost every blocking thread does, has its stack taken when the call
- * returns (sys_exit, in the thread's own context): until then no user code runs, so that
+ * returns, in the thread's own context (a task work, settle_later(), or on 6.17 and before
+ * on_sys_exit, which every system call pays for): until then no user code runs, so that
  * is the very stack it blocked with, whatever its caller. The same holds for a thread
  * preempted inside a system call (one that woke another, say). And it is taken only when the
  * interval is charged: an interval at least as long as the sampling period always is,
@@ -837,8 +838,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		return;
 	}
 	/*
-	 * Blocked again before its system call returned: still the same stack. (Without the
-	 * sys_exit program, since REAL was last off, what it owed is from before: dropped.)
+	 * Blocked again before its system call returned (its task work, which runs before any
+	 * user code, has not run): still the same stack. (With no lazy stacks, since REAL was
+	 * last off, what it owed is from before: dropped.)
 	 */
 	if (o->pending_ns && lazy_stacks)
 		settle(ctx, prev, o);
@@ -860,7 +862,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		o->dwarf = 1;
 		/*
 		 * As for frame pointers below, a stack is copied only for an interval that is
-		 * charged: blocked in a system call, when the call returns (on_sys_exit: its
+		 * charged: blocked in a system call, when the call returns (settle(): its
 		 * user stack stays as it is until then); preempted by a thread of its own
 		 * process, when it is switched back in (through the same address space).
 		 * Else the stack goes to the engine now; switch_in() only reports the length.
