@@ -696,16 +696,22 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 							      void *value),
 					      void *aux__prog) __ksym __weak;
 
-static int settle_cb(struct bpf_map *map, void *key, void *value)
+/* The current thread is on its way back to user mode: settle what it owes, if anything. */
+static __always_inline void settle_current(void *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pcmon_offcpu *o;
 
 	if (!task->bpf_storage)
-		return 0;
+		return;
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
 	if (o && o->pending_ns)
-		settle(NULL, task, o);
+		settle(ctx, task, o);
+}
+
+static int settle_cb(struct bpf_map *map, void *key, void *value)
+{
+	settle_current(NULL);
 	return 0;
 }
 
@@ -1002,14 +1008,7 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pcmon_offcpu *o;
-
-	if (!task->bpf_storage)
-		return 0;
-	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
-	if (o && o->pending_ns)
-		settle(ctx, task, o);
+	settle_current(ctx);
 	return 0;
 }
 
