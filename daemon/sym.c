@@ -97,6 +97,7 @@ struct mod_key {
 struct region {
 	uint64_t start, end, pgoff;
 	uint32_t module;
+	bool exec;		/* mapped executable when the map was read */
 };
 
 struct pmap {
@@ -1423,7 +1424,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 			module_open(s, &s->mods[mod], pid, start, end);
 		if (GROW(pm->r, pm->cap, pm->n + 1))
 			break;
-		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod };
+		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod, perms[2] == 'x' };
 	}
 	/*
 	 * A process on its way out has no address space left: its maps read empty before its
@@ -1468,12 +1469,16 @@ static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)
 	return NULL;
 }
 
-/* The mapping of @addr in (pid, epoch); a miss re-reads the map of a live process. */
+/*
+ * The mapping of @addr in (pid, epoch); a miss re-reads the map of a live process. For @code
+ * (a pc), a mapping that was not executable is a miss too: ld.so maps an object whole and
+ * read-only, then its code over it, and a read in between finds the first.
+ */
 static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t epoch,
-					uint64_t addr)
+					uint64_t addr, bool code)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
-	const struct region *r = pmap_find(pm, addr);
+	const struct region *r = pmap_find(pm, addr), *again;
 
 	/*
 	 * New code mapped since the last look (the libraries right after exec, dlopen): look
@@ -1481,11 +1486,13 @@ static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t ep
 	 * was mapped by then), else a millisecond after the last look ended at the earliest:
 	 * addresses in anonymous memory (JIT) miss every time.
 	 */
-	if (!r && (!pm || (!pm->final && ((s->taken_ns > pm->read_ns && !pm->anon_code) ||
-					  now_ns() > pm->reread_ns)))) {
+	if ((!r || (code && !r->exec)) &&
+	    (!pm || (!pm->final && ((s->taken_ns > pm->read_ns && !pm->anon_code) ||
+				    now_ns() > pm->reread_ns)))) {
 		s->st.maps_misses++;
-		if (!sym_proc_load(s, pid, epoch))
-			r = pmap_find(pmap_get(s, pid, epoch, false), addr);
+		if (!sym_proc_load(s, pid, epoch) &&
+		    (again = pmap_find(pmap_get(s, pid, epoch, false), addr)))
+			r = again;
 	}
 	return r;
 }
@@ -1504,8 +1511,8 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 	 */
 	if (!r && pm && jit_user(s, pm, pid, pc - call_site, false, &loc))
 		return loc;
-	if (!r) {
-		r = find_region(s, pid, epoch, pc);
+	if (!r || !r->exec) {
+		r = find_region(s, pid, epoch, pc, true);
 		pm = pmap_get(s, pid, epoch, false); /* reading the map may add pmaps */
 	}
 	if (!r && pm && jit_user(s, pm, pid, pc - call_site, true, &loc))
@@ -1657,7 +1664,7 @@ static int elf_string(const struct smod *m, uint64_t vaddr, char *buf, size_t le
 int sym_user_string(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t addr, char *buf,
 		    size_t len)
 {
-	const struct region *r = find_region(s, pid, epoch, addr);
+	const struct region *r = find_region(s, pid, epoch, addr, false);
 	struct iovec local = { buf, len - 1 }, remote = { (void *)(uintptr_t)addr, len - 1 };
 	uint64_t vaddr;
 
@@ -1701,9 +1708,9 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 		j = jit_map(s, pm, pid, now);
 		if (j && jit_lookup(s, pm, j, pc, now))
 			return -ENOENT;
-		r = find_region(s, pid, epoch, pc);
-	} else if (!r) {
-		r = find_region(s, pid, epoch, pc);
+		r = find_region(s, pid, epoch, pc, true);
+	} else if (!r || !r->exec) {
+		r = find_region(s, pid, epoch, pc, true);
 	}
 	if (!r)
 		return -ENOENT;
@@ -1763,7 +1770,7 @@ int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *b
 
 bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc)
 {
-	const struct region *r = find_region(s, pid, epoch, pc);
+	const struct region *r = find_region(s, pid, epoch, pc, true);
 	static const uint8_t syscall_insn[2] = { 0x0f, 0x05 };
 	uint8_t code[2];
 	uint64_t vaddr;

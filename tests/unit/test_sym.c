@@ -370,6 +370,47 @@ static void test_code_mapped_after_the_last_read(void **state)
 	sym_free(s);
 }
 
+/*
+ * ld.so maps an object whole and read-only, then its code executable over it: a read of the
+ * map in between finds the object, but not its code. A pc there is not taken for code of a
+ * mapping that was not executable: the map is read again and the frame unwinds.
+ */
+static void test_code_made_executable_after_the_last_read(void **state)
+{
+	char path[] = "/tmp/pcmon-test-copy-XXXXXX", cmd[256];
+	struct self_info si = { 0 };
+	struct sym *s = sym_new(0);
+	Dwarf_Frame *frame = NULL;
+	struct stat st;
+	uint8_t *map;
+	uint64_t pc;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	/* a file of its own: an object no executable mapping has opened yet */
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), path);
+	assert_int_equal(system(cmd), 0);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0 && !fstat(fd, &st));
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	close(fd);
+	dl_iterate_phdr(self_cb, &si);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	assert_int_equal(mprotect(map, st.st_size, PROT_READ | PROT_EXEC), 0);
+	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_b - si.bias) + 2;
+	sym_sample_taken(s, now_ns());
+	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
+	free(frame);
+	sym_sample_taken(s, 0);
+	munmap(map, st.st_size);
+	unlink(path);
+	sym_free(s);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* JIT code: perf maps */
 
@@ -493,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_symbols_named_as_libdwfl_names_them),
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
 		cmocka_unit_test(test_code_mapped_after_the_last_read),
+		cmocka_unit_test(test_code_made_executable_after_the_last_read),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
 	};
