@@ -201,29 +201,47 @@ static uint64_t self_offset(const struct self_info *si, uint64_t v)
 	return 0;
 }
 
-static void test_stripped_code_named_by_fde(void **state)
+/*
+ * A copy of this program at @path (a mkstemp() template), stripped of its symbols if
+ * @strip, mapped whole with @prot; its size in @size.
+ */
+static uint8_t *map_copy(char *path, bool strip, int prot, size_t *size)
 {
-	char path[] = "/tmp/pcmon-test-stripped-XXXXXX", cmd[256];
-	int (*const fns[])(int) = { fde_probe_a, fde_probe_b };
-	struct self_info si = { 0 };
-	struct sym *s = sym_new(0);
 	struct stat st;
+	char cmd[256];
 	uint8_t *map;
-	uint32_t loc;
 	int fd;
 
-	(void)state;
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "strip --strip-all -o %s /proc/%d/exe", path, getpid());
+	if (strip)
+		snprintf(cmd, sizeof(cmd), "strip --strip-all -o %s /proc/%d/exe", path, getpid());
+	else
+		snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), path);
 	assert_int_equal(system(cmd), 0);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0 && !fstat(fd, &st));
-	/* the stripped copy, mapped whole and executable: a file the sym_ code must name */
-	map = mmap(NULL, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	map = mmap(NULL, st.st_size, prot, MAP_PRIVATE, fd, 0);
 	assert_true(map != MAP_FAILED);
 	close(fd);
+	*size = st.st_size;
+	return map;
+}
+
+static void test_stripped_code_named_by_fde(void **state)
+{
+	char path[] = "/tmp/pcmon-test-stripped-XXXXXX";
+	int (*const fns[])(int) = { fde_probe_a, fde_probe_b };
+	struct self_info si = { 0 };
+	struct sym *s = sym_new(0);
+	uint8_t *map;
+	uint32_t loc;
+	size_t size;
+
+	(void)state;
+	/* the stripped copy, mapped whole and executable: a file the sym_ code must name */
+	map = map_copy(path, true, PROT_READ | PROT_EXEC, &size);
 	dl_iterate_phdr(self_cb, &si);
 	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(fns); i++) {
@@ -242,7 +260,7 @@ static void test_stripped_code_named_by_fde(void **state)
 	/* the program itself still has its symbols */
 	loc = sym_user(s, getpid(), 0, (uintptr_t)fde_probe_a + 2, false);
 	assert_string_equal(proc_full(s, loc, 0), "test_sym.fde_probe_a");
-	munmap(map, st.st_size);
+	munmap(map, size);
 	unlink(path);
 	sym_free(s);
 }
@@ -377,36 +395,26 @@ static void test_code_mapped_after_the_last_read(void **state)
  */
 static void test_code_made_executable_after_the_last_read(void **state)
 {
-	char path[] = "/tmp/pcmon-test-copy-XXXXXX", cmd[256];
+	char path[] = "/tmp/pcmon-test-copy-XXXXXX";
 	struct self_info si = { 0 };
 	struct sym *s = sym_new(0);
 	Dwarf_Frame *frame = NULL;
-	struct stat st;
 	uint8_t *map;
 	uint64_t pc;
-	int fd;
+	size_t size;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
 	/* a file of its own: an object no executable mapping has opened yet */
-	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s", getpid(), path);
-	assert_int_equal(system(cmd), 0);
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0 && !fstat(fd, &st));
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	assert_true(map != MAP_FAILED);
-	close(fd);
+	map = map_copy(path, false, PROT_READ, &size);
 	dl_iterate_phdr(self_cb, &si);
 	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
-	assert_int_equal(mprotect(map, st.st_size, PROT_READ | PROT_EXEC), 0);
+	assert_int_equal(mprotect(map, size, PROT_READ | PROT_EXEC), 0);
 	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_b - si.bias) + 2;
 	sym_sample_taken(s, now_ns());
 	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
 	free(frame);
 	sym_sample_taken(s, 0);
-	munmap(map, st.st_size);
+	munmap(map, size);
 	unlink(path);
 	sym_free(s);
 }
