@@ -323,17 +323,18 @@ void fmt_targets(FILE *f, const cJSON *rep)
 void fmt_status(FILE *f, const cJSON *rep)
 {
 	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it, *st;
+	const char *how;
 
 	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", str(rep, "version", "?"),
 		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
 	fprintf(f, "stacks up to %.0f frames, interval floor %.0f us\n", num(rep, "max_stack_depth"),
 		num(rep, "min_interval_us"));
-	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rep, "blocked_stacks")))
+	how = proto_str(rep, "blocked_stacks", NULL);
+	if (how)
 		fprintf(f, "REAL: blocked threads' stacks taken %s\n",
-			!strcmp(str(rep, "blocked_stacks", ""), "at_block") ? "as they block" :
-			!strcmp(str(rep, "blocked_stacks", ""), "task_work") ?
-								"by a task work as their calls return" :
-								"by sys_exit as their calls return");
+			!strcmp(how, "at_block")  ? "as they block" :
+			!strcmp(how, "task_work") ? "by a task work as their calls return" :
+						    "by sys_exit as their calls return");
 	fprintf(f, "drains %.0f (%.1f ms in all, longest %.1f ms), %.0f entries, fullest %.0f of %.0f; process events lost %.0f\n",
 		num(rep, "drains"), num(rep, "drain_ms_total"), num(rep, "drain_ms_max"),
 		num(rep, "drained_entries"), num(rep, "drain_fill_max"), num(rep, "drain_capacity"),

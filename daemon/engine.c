@@ -1026,6 +1026,7 @@ static cJSON *cmd_status(struct engine *e)
 	struct pcmon_gstat gs;
 	struct sym_stats ss;
 	cJSON *rep = proto_ok(), *progs, *o;
+	const char *how;
 	int n = sampler_prog_stats(e->smp, ps, 16);
 	int ntargets = 0;
 
@@ -1077,8 +1078,9 @@ static cJSON *cmd_status(struct engine *e)
 		cJSON_AddBoolToObject(x, "critical_probes", mi.usdt);
 		cJSON_AddItemToArray(o, x);
 	}
-	if (sampler_blocked_stacks(e->smp))
-		cJSON_AddStringToObject(rep, "blocked_stacks", sampler_blocked_stacks(e->smp));
+	how = sampler_blocked_stacks(e->smp);
+	if (how)
+		cJSON_AddStringToObject(rep, "blocked_stacks", how);
 	/* without statistics the kernel counts no runs: say so rather than show zeros */
 	cJSON_AddBoolToObject(rep, "bpf_stats", sampler_bpf_stats(e->smp));
 	progs = cJSON_AddArrayToObject(rep, "programs");

@@ -70,9 +70,9 @@ void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 
 /*
  * The addresses looked up next are of a sample taken at @ns (CLOCK_MONOTONIC; 0: unknown).
- * One that no mapping holds makes a living process's map be read again at once if the map
- * is older than the sample (a library mapped since, ld.so at work after exec); with no time,
- * at most once a millisecond.
+ * A pc that no mapping holds, or only one that was not executable, makes a living process's
+ * map be read again at once if the map is older than the sample (a library mapped since,
+ * ld.so at work after exec); with no time, a millisecond after the last read at the earliest.
  */
 void sym_sample_taken(struct sym *s, uint64_t ns);
 
