@@ -41,7 +41,7 @@ struct sample_g {
 	__u64 *upcs;			/* unwinder output */
 	size_t cap_upcs;
 	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
-	bool first_drain;		/* a target started: drain at the next tick with samples */
+	bool first_drain;		/* a target started and nothing was drained since */
 	uint64_t drains, drained_entries, drain_ns;
 	uint64_t last_drain_ns, drain_max_ns;
 	uint32_t fill_max;		/* the most entries a drain found, of sampler_capacity() */
@@ -510,6 +510,7 @@ static void drain(struct sample_g *g)
 	if (!sampler_pending(g->env.smp, &entries))
 		return;
 	sampler_drain(g->env.smp, on_entry, g);
+	g->first_drain = false; /* whatever asked for it: a save, a listing, the tick */
 	took = now_ns() - t0;
 	g->drains++;
 	g->drain_ns += took;
@@ -539,10 +540,8 @@ static void tick(void *gp)
 	 * asks: a listing on a machine busy with hundreds of threads waited 0.6 s for it.
 	 */
 	if (sampler_pending(g->env.smp, &entries) &&
-	    (g->first_drain || entries >= sampler_capacity(g->env.smp) / 8)) {
-		g->first_drain = false;
+	    (g->first_drain || entries >= sampler_capacity(g->env.smp) / 8))
 		drain(g);
-	}
 }
 
 /* Everything BPF holds: the pair being written (the other is empty between drains). */
