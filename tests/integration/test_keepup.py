@@ -52,6 +52,26 @@ def test_nothing_new_no_drain():
         d.stop()
 
 
+def test_first_samples_drained_before_asked():
+    """A new target's first samples are drained at the next tick, unasked, so that its
+    objects are opened and its stacks named before anyone lists them (under 256 spinning
+    threads a first listing waited 0.6 s for that); then nothing until a save or a listing."""
+    d = Daemon().start()
+    w = None
+    try:
+        time.sleep(1.5)  # past pcmond's first save (its first tick): the next is 5 s on
+        before = status(d)["drains"]
+        w, _ = watch(d, [workload("spinner"), 30], "--virtual", "--unwind", "fp",
+                     "--interval", 1000)
+        time.sleep(2)
+        st = status(d)
+        assert st["drains"] == before + 1 and st["drained_entries"] >= 1, st
+    finally:
+        if w:
+            w.kill()
+        d.stop()
+
+
 def test_few_stacks_wait_in_bpf():
     """A spinning thread at 1 kHz: its handful of stacks stay in BPF, counted there, until
     pcmond saves (every 5 s) or someone lists them: no drain a second, and the listing is
@@ -61,7 +81,7 @@ def test_few_stacks_wait_in_bpf():
     try:
         w, tid = watch(d, [workload("spinner"), 30], "--virtual", "--unwind", "fp",
                        "--interval", 1000)
-        time.sleep(1.2)
+        time.sleep(1.2)  # past the first drain (the test above)
         before = status(d)["drains"]
         time.sleep(3)
         assert status(d)["drains"] - before <= 1, status(d)  # a save may fall in the window
