@@ -53,8 +53,10 @@ int probes_ack(struct pcmon_probes_ack *a)
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 
 	/* events are handled in order; a late acknowledgement never goes back */
-	if (p && (__s32)(seq - READ_ONCE(p->probe_ack)) > 0)
+	if (p && (__s32)(seq - READ_ONCE(p->probe_ack)) > 0) {
 		WRITE_ONCE(p->probe_ack, seq);
+		procs_changed();
+	}
 	return 0;
 }
 
@@ -85,6 +87,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 			gs->procs_full++;
 		return 0;
 	}
+	procs_changed();
 	if (np.probe_seq)
 		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
 	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
@@ -102,7 +105,7 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	pr->epoch++;
 	pr->flags &= ~PCMON_PF_EXEC_WAIT;
 	/* a new image: its probes are attached when the engine's probe thread has seen this */
-	seq = probe_event(pr);
+	seq = probe_event(pr); /* procs_changed() */
 	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
 	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
 	return 0;
@@ -122,5 +125,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0);
 	bpf_map_delete_elem(&procs, &tgid);
+	procs_changed();
 	return 0;
 }

@@ -24,6 +24,19 @@ struct {
 	__type(value, struct pcmon_proc);
 } procs SEC(".maps");
 
+/*
+ * Bumped after every change to procs, by BPF and by the engine (mapped, daemon/procs.c): a
+ * copy of a process's entry taken when it read n is good while it still reads n (the REAL
+ * switch program keeps one per thread, to spare the hash lookup on every switch).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} procs_gen SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, PCMON_MAX_TARGETS);
@@ -102,6 +115,22 @@ static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+/* Read before reading procs; bumped after writing it. */
+static __always_inline __u64 procs_gen_now(void)
+{
+	__u64 *g = bpf_map_lookup_elem(&procs_gen, &(__u32){ 0 });
+
+	return g ? READ_ONCE(*g) : 0;
+}
+
+static __always_inline void procs_changed(void)
+{
+	__u64 *g = bpf_map_lookup_elem(&procs_gen, &(__u32){ 0 });
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+}
+
 /*
  * The target a process belongs to, joining --cgroup and --all targets on first sight. A
  * process that joins so was running before anyone looked for its probes: they are pending.
@@ -131,8 +160,10 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 		return NULL;
 	np.flags = PCMON_PF_IMPLICIT;
 	np.probe_seq = 1;
-	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST)) {
+		procs_changed();
 		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
+	}
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
 
@@ -143,8 +174,12 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
  */
 static __always_inline __u32 probe_event(struct pcmon_proc *p)
 {
+	__u32 seq;
+
 	__sync_fetch_and_add(&p->probe_seq, 1);
-	return READ_ONCE(p->probe_seq);
+	seq = READ_ONCE(p->probe_seq);
+	procs_changed();
+	return seq;
 }
 
 /* Has the engine attached the probes of everything this process loaded? (struct pcmon_proc) */

@@ -547,19 +547,25 @@ int on_sample(struct bpf_perf_event_data *ctx)
  *
  * Taking a user stack reads user memory frame by frame, and each read costs a microsecond
  * or more in some virtual machines: a thread that blocks a hundred thousand times a second
- * (a pipe ping-pong) paid more for that than for its own work. So a thread that blocks in a
- * system call, as almost every blocking thread does, has its stack taken when the call
- * returns, in the thread's own context (a task work, settle_later(), or on 6.17 and before
- * on_sys_exit, which every system call pays for): until then no user code runs, so that
- * is the very stack it blocked with, whatever its caller. The same holds for a thread
- * preempted inside a system call (one that woke another, say). And it is taken only when the
- * interval is charged: an interval at least as long as the sampling period always is,
+ * (a pipe ping-pong) paid more for that than for its own work. So a thread going off CPU
+ * has its stack taken as it returns to user mode, in its own context, by a task work
+ * (settle_later(), 6.18): until then no user code runs, so that is the very stack it left
+ * with, whatever its caller and whatever took it into the kernel (a system call, a page
+ * fault, an interrupt that preempted it). Before 6.18 on_sys_exit does it for threads
+ * blocked or preempted in a system call, and every system call pays for that program;
+ * threads preempted elsewhere are read by a thread of their own process that switches them
+ * in (PCMON_LAZY_PEER), through the address space they share. And a stack is taken only when
+ * the interval is charged: an interval at least as long as the sampling period always is,
  * with its nanoseconds; a shorter one is charged one whole period with probability
  * length/period (what a timer sampling the thread's wall time would do), so the expected
  * charge is the interval's length and most short intervals never need a stack. Threads
- * preempted in user mode, blocked elsewhere (a page fault), or watched with --kernel (whose
- * kernel stack must be the blocking one) have their stacks taken at once and every
- * interval charged exactly.
+ * watched with --kernel (whose kernel stack must be the blocking one), and before 6.18 the
+ * rest, have their stacks taken at once and every interval charged exactly.
+ *
+ * The program runs on every context switch of the machine, so what it reads is kept short:
+ * a thread watched before has its process's entry copied (copy_proc(), procs_gen) and the
+ * hash lookup is paid only by the others; an interval that ends uncharged reads nothing but
+ * its start and period.
  */
 
 /* Blocked inside a 64-bit system call: what entry_SYSCALL_64 leaves in pt_regs. */
@@ -807,6 +813,27 @@ static __always_inline void peers_leave(void *ctx, struct task_struct *prev,
 	__builtin_memset(pw, 0, sizeof(*pw));
 }
 
+/*
+ * When may @prev's stack be taken, @next about to run? (Not with --kernel, whose kernel
+ * stack must be the blocking one.) A task work runs as the thread returns to user mode from
+ * whatever entered the kernel, before any signal frame is pushed: its user registers and
+ * stack are the ones it left with. sys_exit sees only system calls; a thread preempted or
+ * blocked elsewhere is read by a thread of its own process that switches it in, or now.
+ */
+static __always_inline __u8 lazy_kind(struct pcmon_offcpu *o, struct task_struct *prev,
+				      struct task_struct *next)
+{
+	if (lazy_stacks == PCMON_SETTLE_TASK_WORK)
+		return PCMON_LAZY_RETURN;
+	if (in_syscall((struct pt_regs *)bpf_task_pt_regs(prev)))
+		return PCMON_LAZY_RETURN;
+	if (next && next->mm == prev->mm) {
+		o->mm = (__u64)prev->mm;
+		return PCMON_LAZY_PEER; /* preempted by a thread of its own process */
+	}
+	return PCMON_LAZY_NO;
+}
+
 /* One clock read for both halves of a switch: @now is 0 until the first asks. */
 static __always_inline __u64 switch_time(__u64 *now)
 {
@@ -815,33 +842,57 @@ static __always_inline __u64 switch_time(__u64 *now)
 	return *now;
 }
 
+#define PCMON_PROC_COPIED (1ull << 63) /* tells a copy taken at generation 0 from none */
+
+static __always_inline void copy_proc(struct pcmon_offcpu *o, const struct pcmon_proc *p, __u64 gen)
+{
+	o->proc_target = p->target;
+	o->proc_epoch = p->epoch;
+	o->proc_marks = marks_pending(p);
+	o->proc_gen = gen;
+}
+
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				       struct task_struct *next, bool blocked, __u64 *now)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct pcmon_offcpu *o;
-	struct pcmon_proc *p;
+	__u64 gen = procs_gen_now() | PCMON_PROC_COPIED;
+	struct pcmon_offcpu *o = NULL;
+	struct pcmon_proc *p = NULL;
 	struct pcmon_tcfg *cfg;
-	struct pt_regs *regs;
+	__u32 target;
 
-	/* the one map lookup every switch pays: is prev watched at all? */
-	p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
-	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
-		return;
-	cfg = active_cfg(p->target);
+	/*
+	 * Is prev watched? A thread watched before keeps a copy of its process's entry, good
+	 * while procs has not changed since (procs_gen); the others pay the hash lookup.
+	 */
+	if (prev->bpf_storage)
+		o = bpf_task_storage_get(&offcpu, prev, NULL, 0);
+	if (!o || o->proc_gen != gen) {
+		p = bpf_map_lookup_elem(&procs, &(__u32){ prev->tgid });
+		if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
+			return;
+		if (o)
+			copy_proc(o, p, gen);
+	}
+	target = p ? p->target : o->proc_target;
+	cfg = active_cfg(target);
 	if (!cfg || !(cfg->flags & PCMON_TF_REAL))
 		return;
-	if (!may_watch(prev, cfg, p->target))
+	if (!may_watch(prev, cfg, target))
 		return;
 	if (prev->flags & PF_EXITING)
 		return;
-	o = bpf_task_storage_get(&offcpu, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!o) {
-		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
+		o = bpf_task_storage_get(&offcpu, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!o) {
+			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &target);
 
-		if (ts)
-			ts->lost_offcpu_full++;
-		return;
+			if (ts)
+				ts->lost_offcpu_full++;
+			return;
+		}
+		if (p)
+			copy_proc(o, p, gen);
 	}
 	/*
 	 * Blocked again before its system call returned (its task work, which runs before any
@@ -852,34 +903,31 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		settle(ctx, prev, o);
 	o->pending_ns = 0;
 	__builtin_memset(&o->key, 0, sizeof(o->key));
-	o->key.target = p->target;
-	o->key.pid = id >> 32;
-	o->key.tid = (__u32)id;
-	o->key.epoch = p->epoch;
+	o->key.target = target;
+	o->key.pid = prev->tgid;
+	o->key.tid = prev->pid;
+	o->key.epoch = o->proc_epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
-	o->key.flags = marks_pending(p);
+	o->key.flags = o->proc_marks;
 	o->ts = switch_time(now);
 	o->lazy = PCMON_LAZY_NO;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	o->period_ns = cfg->period_ns;
 	if (cfg->flags & PCMON_TF_DWARF) {
 		note_thread(o->key.tid, prev);
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;
 		/*
 		 * As for frame pointers below, a stack is copied only for an interval that is
-		 * charged: blocked in a system call, when the call returns (settle(): its
-		 * user stack stays as it is until then); preempted by a thread of its own
-		 * process, when it is switched back in (through the same address space).
-		 * Else the stack goes to the engine now; switch_in() only reports the length.
+		 * charged: as the thread returns to user mode (settle(): its user stack stays
+		 * as it is until then), or when a thread of its own process switches it back
+		 * in (PCMON_LAZY_PEER, through the same address space). Else the stack goes
+		 * to the engine now; switch_in() only reports the length.
 		 */
 		if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
-			o->mm = (__u64)prev->mm;
-			if (in_syscall(regs))
-				o->lazy = PCMON_LAZY_SYSCALL;
-			else if (next && (__u64)next->mm == o->mm &&
-				 peers_add(o->mm, o->key.tid))
-				o->lazy = PCMON_LAZY_PEER;
+			o->lazy = lazy_kind(o, prev, next);
+			if (o->lazy == PCMON_LAZY_PEER && !peers_add(o->mm, o->key.tid))
+				o->lazy = PCMON_LAZY_NO;
 		}
 		if (o->lazy == PCMON_LAZY_NO)
 			emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
@@ -887,13 +935,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		return;
 	}
 	o->dwarf = 0;
-	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL)) {
-		o->mm = (__u64)prev->mm;
-		if (in_syscall(regs))
-			o->lazy = PCMON_LAZY_SYSCALL;
-		else if (next && (__u64)next->mm == o->mm)
-			o->lazy = PCMON_LAZY_PEER; /* preempted by a thread of its own process */
-	}
+	if (lazy_stacks && !(cfg->flags & PCMON_TF_KERNEL))
+		o->lazy = lazy_kind(o, prev, next);
 	if (o->lazy == PCMON_LAZY_NO) {
 		note_thread(o->key.tid, prev);
 		take_stacks(ctx, o, cfg->flags & PCMON_TF_KERNEL);
@@ -904,7 +947,6 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 				      __u64 *clock)
 {
 	struct pcmon_offcpu *o;
-	struct pcmon_tcfg *cfg;
 	struct pcmon_key key;
 	__u64 now, ns;
 
@@ -917,6 +959,19 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	now = switch_time(clock);
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
+	if (o->lazy != PCMON_LAZY_NO) {
+		if (o->dwarf && o->lazy == PCMON_LAZY_PEER)
+			peers_drop(o->key.tid);
+		/*
+		 * Shorter than a period: one period, with probability ns/period. Most
+		 * intervals of a thread that switches often end here, so nothing else is read.
+		 */
+		if (ns < o->period_ns) {
+			if ((__u64)bpf_get_prandom_u32() * o->period_ns >= ns << 32)
+				return;
+			ns = o->period_ns;
+		}
+	}
 	key = o->key;
 	if (o->dwarf && o->lazy == PCMON_LAZY_NO) {
 		struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
@@ -933,22 +988,13 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 		bpf_ringbuf_submit(h, ring_flags(&dsamples));
 		return;
 	}
-	if (o->dwarf && o->lazy == PCMON_LAZY_PEER)
-		peers_drop(key.tid);
-	cfg = active_cfg(key.target);
-	if (!cfg)
+	if (!active_cfg(key.target))
 		return;
 	if (o->lazy == PCMON_LAZY_NO) {
 		record_current(&key, &o->urec, &o->krec, ns);
 		return;
 	}
-	/* shorter than a period: one period, with probability ns/period */
-	if (ns < cfg->period_ns) {
-		if ((__u64)bpf_get_prandom_u32() * cfg->period_ns >= ns << 32)
-			return;
-		ns = cfg->period_ns;
-	}
-	if (o->lazy == PCMON_LAZY_SYSCALL) {
+	if (o->lazy == PCMON_LAZY_RETURN) {
 		if (lazy_stacks == PCMON_SETTLE_TASK_WORK && !o->pending_ns &&
 		    !settle_later(next, key.tid)) {
 			struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &key.target);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "procs.skel.h"
 #include "procs.h"
@@ -14,7 +16,14 @@ struct procs {
 	struct procs_bpf *skel;
 	struct bpf_link *dl_link;
 	int ncpus;		/* possible CPUs (per-CPU map values) */
+	uint64_t *gen;		/* the procs_gen map, mapped */
 };
+
+/* After every write to procs: copies BPF keeps of an entry are then read again. */
+static void procs_changed(struct procs *p)
+{
+	__atomic_fetch_add(p->gen, 1, __ATOMIC_SEQ_CST);
+}
 
 /* Our own dynamic linker: the one processes on this system use (not in other containers). */
 static void attach_dl_debug_state(struct procs *p)
@@ -68,6 +77,14 @@ int procs_open(struct procs **out, char *err, size_t errlen)
 			 strerror(-r));
 		goto fail;
 	}
+	p->gen = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED,
+		      bpf_map__fd(p->skel->maps.procs_gen), 0);
+	if (p->gen == MAP_FAILED) {
+		r = -errno;
+		p->gen = NULL;
+		snprintf(err, errlen, "cannot map the BPF map procs_gen: %s", strerror(-r));
+		goto fail;
+	}
 	/* lifecycle tracepoints are always on: they are cheap and keep children in targets */
 	r = procs_bpf__attach(p->skel);
 	if (r) {
@@ -88,6 +105,8 @@ void procs_close(struct procs *p)
 	if (!p)
 		return;
 	bpf_link__destroy(p->dl_link);
+	if (p->gen)
+		munmap(p->gen, sysconf(_SC_PAGESIZE));
 	procs_bpf__destroy(p->skel);
 	free(p);
 }
@@ -206,6 +225,7 @@ void procs_target_clear(struct procs *p, uint32_t id)
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(pfd, (uint32_t *)keys + i);
 	free(keys);
+	procs_changed(p);
 	n = keys_of_target(cfd, sizeof(uint64_t), id, &keys);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(cfd, (uint64_t *)keys + i);
@@ -232,6 +252,7 @@ int procs_proc_add(struct procs *p, uint32_t tgid, uint32_t target, uint32_t fla
 	}
 	if (bpf_map__update_elem(p->skel->maps.procs, &tgid, sizeof(tgid), &pr, sizeof(pr), 0))
 		return -errno;
+	procs_changed(p);
 	return 0;
 }
 

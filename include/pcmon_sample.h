@@ -126,7 +126,7 @@ struct pcmon_dsample {
 /* How an off-CPU thread's stack will be taken (sample.bpf.c, switch_out). */
 enum pcmon_lazy {
 	PCMON_LAZY_NO,		/* taken when it went off CPU */
-	PCMON_LAZY_SYSCALL,	/* as its system call returns (enum pcmon_settle) */
+	PCMON_LAZY_RETURN,	/* as it returns to user mode (enum pcmon_settle) */
 	PCMON_LAZY_PEER,	/* when a thread of its own process switches it in */
 };
 
@@ -149,6 +149,13 @@ struct pcmon_offcpu {
 	__u8 lazy;		/* PCMON_LAZY_*: its stack is not taken yet */
 	__u8 pad[6];
 	__u64 mm;		/* PCMON_LAZY_PEER: the address space it is read through */
+	__u64 period_ns;	/* lazy: its target's period when it went off CPU */
+	/* its process's entry in procs (target, epoch, marks pending) as of procs_gen */
+	__u64 proc_gen;		/* procs_gen when copied, with PCMON_PROC_COPIED; 0: none */
+	__u32 proc_target;
+	__u32 proc_epoch;
+	__u8 proc_marks;
+	__u8 pad2[7];
 	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
 	struct pcmon_srec urec;
 	struct pcmon_srec krec;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """REAL (wall-clock) mode: off-CPU time from sched_switch, in the same units as VIRTUAL."""
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +65,53 @@ def test_virtual_spin_sleep():
     assert s["off_blocked"] == 0 and s["off_runnable"] == 0
     assert p["spinsleep.spin_part"]["shallow"] >= 0.9 * s["counted"], (p, s)
     assert p.get("spinsleep.sleep_part", {"deep": 0})["deep"] <= 0.02 * s["counted"]
+
+
+def test_exec_keeps_the_new_image():
+    """A thread that has blocked before keeps a copy of its process's entry (the epoch that
+    says which image its stacks belong to), good until the entry changes: after it execs
+    another program on the same thread, its blocked time goes to the new image's frames.
+    (Without procs_gen's bump at exec, the new stacks were read against the old image.)"""
+    listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("execnap"),
+                            0.4, workload("spinsleep"), 2, sock=NODAEMON)
+    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{") and x.endswith("}")]
+    napped, own = lines[0]["napped_s"], lines[1]
+    pp = procs(listing)
+    # 1 ms naps, each as long as the period or longer: charged in full, nanosecond exact
+    before = pp["execnap.nap_before"]["deep"]
+    assert abs(before - napped * 1000) <= 0.1 * napped * 1000, (before, napped)
+    sleep, spin = pp["spinsleep.sleep_part"]["deep"], pp["spinsleep.spin_part"]["deep"]
+    n = sleep + spin
+    assert n >= 1000, pp
+    tol = share_tolerance_pp(own["sleep"], n) / 100
+    assert abs(sleep / n - own["sleep"]) <= tol, (sleep, spin, own)
+
+
+def test_same_process_watched_again():
+    """A thread's copy of its process's entry goes when the engine changes procs: a process
+    a stopped target let go and a new target took has its blocked time go to the new one.
+    (Without the engine's procs_gen bump its threads kept the old target's id: 0 blocked.)"""
+    d = Daemon().start()
+    w = subprocess.Popen([workload("spinsleep"), "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)  # past calibration
+        t1 = pcmon("start", "--pid", w.pid, "--real", "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        time.sleep(0.5)
+        pcmon("stop", t1, sock=d.sock, check=0)
+        t2 = pcmon("start", "--pid", w.pid, "--real", "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        time.sleep(1.5)
+        listing, _ = pcmon_json("list", t2, sock=d.sock)
+        own = first_json_line(w.communicate(timeout=30)[0])
+    finally:
+        w.kill()
+        d.stop()
+    s, pp = listing["summary"], procs(listing)
+    sleep = pp.get("spinsleep.sleep_part", {"deep": 0})["deep"]
+    n = sleep + pp["spinsleep.spin_part"]["deep"]
+    assert s["off_blocked"] > 0 and n >= 1000, s
+    # a 1.5 s window of 20 ms rounds: up to one round's share more or less at its edges
+    tol = share_tolerance_pp(own["sleep"], n) / 100 + 0.02
+    assert abs(sleep / n - own["sleep"]) <= tol, (sleep, n, own)
 
 
 def twopaths(env=None):
