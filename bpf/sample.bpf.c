@@ -498,6 +498,8 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 
 	if (need > dwarf_stack)
 		need = dwarf_stack;
+	if (type != PCMON_DS_SAMPLE) /* (on_sample() noted it already) */
+		note_thread(key->tid, task);
 	d = reserve_dwarf(need, &room);
 	if (!d) {
 		lost_ring(key->target);
@@ -976,7 +978,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->lazy = PCMON_LAZY_NO;
 	o->period_ns = cfg->period_ns;
 	if (cfg->flags & PCMON_TF_DWARF) {
-		note_thread(o->key.tid, prev);
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;
 		/*
