@@ -159,6 +159,12 @@ def test_blocking_paths_stacks_taken_at_sys_exit():
     twopaths({"PCMON_FORCE_SYS_EXIT": "1"})
 
 
+def test_blocking_paths_timed_by_ktime():
+    """The same with intervals timed by bpf_ktime_get_ns() (kernels whose sched_clock() is
+    not the TSC's): the clock changes the cost of a switch, not the shares."""
+    twopaths({"PCMON_FORCE_KTIME": "1"})
+
+
 def test_status_says_how_blocked_stacks_are_taken():
     """While a REAL target runs, status says what takes blocked threads' stacks: a task work
     on 6.18 and later (nothing runs on every system call's return), else sys_exit; and what
