@@ -132,9 +132,16 @@ def test_sections_of_a_process_that_joins_a_cgroup_target():
         mark = sections(listing).get("mark", {"count": 0})["count"] / n
         tol = share_tolerance_pp(0.2, n, 5.0) / 100
         assert abs(gc - 0.2) <= tol and abs(mark - 0.1) <= tol, (gc, mark, listing["summary"])
-        assert listing["summary"]["marks_pending"] <= 0.02 * n, listing["summary"]
         st = pcmon_json("status", sock=d.sock)[0]["critical_probes"]
         assert st["events"] >= 1 and st["acknowledged"] == st["events"], st
+        # Samples are flagged from the one that made the process join until the probe
+        # thread's acknowledgement, lag_ms_max later: crit, always on CPU, is sampled twice a
+        # millisecond meanwhile. The lag is mostly the kernel's: the first uprobe on a file
+        # took 10-20 ms to register here (strace: perf_event_open), whoever asks; and it must
+        # not wait for the symbolizer or the unwinder, whose first drain takes far longer.
+        pending = listing["summary"]["marks_pending"]
+        assert pending <= 2 * st["lag_ms_max"] + 5, (pending, st)
+        assert st["lag_ms_max"] <= 100, st
     finally:
         if w:
             w.kill()
