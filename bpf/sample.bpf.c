@@ -37,7 +37,6 @@ const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
 const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
 const volatile __u32 drain_at = 8192;	/* entries in a counts map that wake the engine */
 const volatile bool task_work_ok;	/* the kernel has bpf_task_work_schedule_resume_impl */
-const volatile bool sched_clock_ok;	/* the scheduler's clock agrees across CPUs (switch_time) */
 
 __u32 gen;		/* which buffer pair the programs write; flipped by the engine */
 /*
@@ -417,75 +416,6 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
  * entry into the kernel: the interrupted ones for a sample taken in user mode, the
  * system-call site's otherwise. @kernel: also the kernel stack (the current thread's only).
  */
-/*
- * The clock of off-CPU intervals. bpf_ktime_get_ns() costs a fifth of the switch program
- * here; the run queue's clock, which __schedule() has just brought up to date for the
- * scheduler's own accounting, costs a load. It is sched_clock(), which agrees across CPUs
- * where the engine found it stable (sched_clock_ok: the TSC is the clocksource), and runs at
- * CLOCK_MONOTONIC's rate give or take NTP's slew: the difference, taken again every 100 ms,
- * turns what leaves BPF (open intervals, dwarf records) into CLOCK_MONOTONIC, the engine's
- * clock.
- */
-struct mono_clk {
-	__u64 at;	/* run-queue clock when off was taken */
-	__s64 off;	/* CLOCK_MONOTONIC minus run-queue clock */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct mono_clk);
-} clk_map SEC(".maps");
-
-#define CLK_REFRESH_NS 100000000ull
-
-static __always_inline __u64 rq_clock_of(struct task_struct *task)
-{
-	struct cfs_rq *cr;
-
-	if (!bpf_core_field_exists(task->se.cfs_rq))
-		return 0;
-	cr = task->se.cfs_rq; /* every task's, whatever its class: set with its CPU */
-	return cr ? cr->rq->clock : 0;
-}
-
-/* One clock read for both halves of a switch (@task is on this CPU): @now is 0 until asked. */
-static __always_inline __u64 switch_time(__u64 *now, struct task_struct *task)
-{
-	struct mono_clk *c;
-	__u64 t;
-
-	if (*now)
-		return *now;
-	if (!sched_clock_ok)
-		return *now = bpf_ktime_get_ns();
-	c = bpf_map_lookup_elem(&clk_map, &(__u32){ 0 });
-	t = rq_clock_of(task);
-	if (!c)
-		return *now = t;
-	if (!t || (__s64)(t - c->at) > (__s64)CLK_REFRESH_NS) {
-		__u64 mono = bpf_ktime_get_ns();
-
-		if (!t) /* not expected; then the last difference converts */
-			return *now = mono - c->off;
-		c->off = mono - t;
-		c->at = t;
-	}
-	return *now = t;
-}
-
-/* A time from switch_time() in CLOCK_MONOTONIC, for the engine. */
-static __always_inline __u64 mono_of(__u64 t)
-{
-	struct mono_clk *c;
-
-	if (!sched_clock_ok || !t)
-		return t;
-	c = bpf_map_lookup_elem(&clk_map, &(__u32){ 0 });
-	return c ? t + c->off : t;
-}
-
 static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 				       const struct pcmon_key *key, __u32 type, __u64 ts, __u64 ns,
 				       bool kernel)
@@ -507,7 +437,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	}
 	d->h.type = type;
 	d->h.tid = BPF_CORE_READ(task, pid);
-	d->h.ts = mono_of(ts);
+	d->h.ts = ts;
 	d->h.ns = ns;
 	d->h.key = *key;
 	d->regs[0] = BPF_CORE_READ(r, ax);
@@ -906,6 +836,14 @@ static __always_inline __u8 lazy_kind(struct pcmon_offcpu *o, struct task_struct
 	return PCMON_LAZY_NO;
 }
 
+/* One clock read for both halves of a switch: @now is 0 until the first asks. */
+static __always_inline __u64 switch_time(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	return *now;
+}
+
 #define PCMON_PROC_COPIED (1ull << 63) /* tells a copy taken at generation 0 from none */
 
 static __always_inline void copy_proc(struct pcmon_offcpu *o, const struct pcmon_proc *p, __u64 gen)
@@ -974,7 +912,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
 	o->key.flags = o->proc_marks;
-	o->ts = switch_time(now, prev);
+	o->ts = switch_time(now);
 	o->lazy = PCMON_LAZY_NO;
 	o->period_ns = cfg->period_ns;
 	if (cfg->flags & PCMON_TF_DWARF) {
@@ -1019,7 +957,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	o = bpf_task_storage_get(&offcpu, next, NULL, 0);
 	if (!o || !o->ts)
 		return;
-	now = switch_time(clock, next);
+	now = switch_time(clock);
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
 	if (o->lazy != PCMON_LAZY_NO) {
@@ -1045,7 +983,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 		}
 		h->type = PCMON_DS_OFF_END;
 		h->tid = next->pid;
-		h->ts = mono_of(now);
+		h->ts = now;
 		h->ns = ns;
 		h->key = key;
 		bpf_ringbuf_submit(h, ring_flags(&dsamples));
@@ -1139,15 +1077,14 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
 	if (!o || !o->ts)
 		return 0;
+	if (o->lazy == PCMON_LAZY_NO) {
+		bpf_seq_write(ctx->meta->seq, o, sizeof(*o));
+		return 0;
+	}
 	sc = bpf_map_lookup_elem(&open_scratch, &zero);
 	if (!sc)
 		return 0;
 	bpf_probe_read_kernel(&sc->o, sizeof(sc->o), o);
-	sc->o.ts = mono_of(sc->o.ts); /* the engine's clock */
-	if (sc->o.lazy == PCMON_LAZY_NO) {
-		bpf_seq_write(ctx->meta->seq, &sc->o, sizeof(sc->o));
-		return 0;
-	}
 	{
 		struct uwalk w;
 

@@ -331,13 +331,10 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(rep, "min_interval_us"));
 	how = proto_str(rep, "blocked_stacks", NULL);
 	if (how)
-		fprintf(f, "REAL: blocked threads' stacks taken %s; intervals timed by %s\n",
+		fprintf(f, "REAL: blocked threads' stacks taken %s\n",
 			!strcmp(how, "at_block")  ? "as they block" :
-			!strcmp(how, "task_work") ? "by a task work as they return to user mode" :
-						    "by sys_exit as their calls return",
-			!strcmp(proto_str(rep, "real_clock", ""), "sched_clock")
-				? "the scheduler's clock"
-				: "bpf_ktime_get_ns()");
+			!strcmp(how, "task_work") ? "by a task work as their calls return" :
+						    "by sys_exit as their calls return");
 	fprintf(f, "drains %.0f (%.1f ms in all, longest %.1f ms), %.0f entries, fullest %.0f of %.0f; process events lost %.0f\n",
 		num(rep, "drains"), num(rep, "drain_ms_total"), num(rep, "drain_ms_max"),
 		num(rep, "drained_entries"), num(rep, "drain_fill_max"), num(rep, "drain_capacity"),

@@ -1081,9 +1081,6 @@ static cJSON *cmd_status(struct engine *e)
 	how = sampler_blocked_stacks(e->smp);
 	if (how)
 		cJSON_AddStringToObject(rep, "blocked_stacks", how);
-	how = sampler_real_clock(e->smp);
-	if (how)
-		cJSON_AddStringToObject(rep, "real_clock", how);
 	/* without statistics the kernel counts no runs: say so rather than show zeros */
 	cJSON_AddBoolToObject(rep, "bpf_stats", sampler_bpf_stats(e->smp));
 	progs = cJSON_AddArrayToObject(rep, "programs");

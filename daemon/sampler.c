@@ -382,25 +382,6 @@ static bool kernel_has_func(const char *name)
 	return has;
 }
 
-/*
- * May off-CPU intervals be timed by the scheduler's clock (sample.bpf.c, switch_time)? Only
- * where sched_clock() agrees across CPUs: on x86, while the TSC is the clocksource (a TSC
- * found unstable is replaced, and sched_clock() marked unstable, at once). Else, and with
- * PCMON_FORCE_KTIME=1, by bpf_ktime_get_ns().
- */
-static bool sched_clock_usable(void)
-{
-	char *cs;
-	bool ok;
-
-	if (getenv("PCMON_FORCE_KTIME"))
-		return false;
-	cs = read_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL);
-	ok = cs && !strcmp(cs, "tsc\n");
-	free(cs);
-	return ok;
-}
-
 int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s;
@@ -459,7 +440,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	}
 	skel->rodata->drain_at = bpf_map__max_entries(skel->maps.counts0) / 8;
 	skel->rodata->task_work_ok = kernel_has_func("bpf_task_work_schedule_resume_impl");
-	skel->rodata->sched_clock_ok = sched_clock_usable();
 	/* both switch programs load; sampler_offcpu_get() attaches one when REAL is wanted */
 	bpf_program__set_autoattach(skel->progs.on_switch_btf, false);
 	bpf_program__set_autoattach(skel->progs.on_switch_tp, false);
@@ -826,13 +806,6 @@ const char *sampler_blocked_stacks(const struct sampler *s)
 	__u32 how = s->skel->bss->lazy_stacks;
 
 	return s->offcpu_refs && how < ARRAY_SIZE(names) ? names[how] : NULL;
-}
-
-const char *sampler_real_clock(const struct sampler *s)
-{
-	if (!s->offcpu_refs)
-		return NULL;
-	return s->skel->rodata->sched_clock_ok ? "sched_clock" : "ktime";
 }
 
 bool sampler_bpf_stats(const struct sampler *s)

@@ -80,8 +80,6 @@ bool sampler_bpf_stats(const struct sampler *s);
  * "at_block"; NULL while none is.
  */
 const char *sampler_blocked_stacks(const struct sampler *s);
-/* What times REAL's off-CPU intervals ("sched_clock" or "ktime"); NULL without REAL. */
-const char *sampler_real_clock(const struct sampler *s);
 /* Whether BPF asked for a drain since the last call (a counts map filling up). */
 bool sampler_drain_wanted(struct sampler *s);
 uint32_t sampler_capacity(const struct sampler *s);

@@ -167,8 +167,7 @@ def test_blocking_paths_timed_by_ktime():
 
 def test_status_says_how_blocked_stacks_are_taken():
     """While a REAL target runs, status says what takes blocked threads' stacks: a task work
-    on 6.18 and later (nothing runs on every system call's return), else sys_exit; and what
-    times intervals: the scheduler's clock where it agrees across CPUs (the TSC)."""
+    on 6.18 and later (nothing runs on every system call's return), else sys_exit."""
     release = tuple(int(x) for x in os.uname().release.split(".")[:2])
     d = Daemon().start()
     w = subprocess.Popen(["sleep", "30"])
@@ -178,12 +177,8 @@ def test_status_says_how_blocked_stacks_are_taken():
         pcmon("start", "--pid", w.pid, "--real", sock=d.sock)
         st = pcmon_json("status", sock=d.sock)[0]
         assert st["blocked_stacks"] == ("task_work" if release >= (6, 18) else "sys_exit"), st
-        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
-            tsc = f.read().strip() == "tsc"
-        assert st["real_clock"] == ("sched_clock" if tsc else "ktime"), st
         text = pcmon("status", sock=d.sock).stdout
         assert "blocked threads' stacks taken by a" in text, text
-        assert "intervals timed by" in text, text
     finally:
         w.kill()
         d.stop()
@@ -244,42 +239,6 @@ def test_open_interval_of_running_sleeper():
         sp.kill()
         sp.wait()
         d.stop()
-
-
-def open_interval_from(opts):
-    """Lists a thread blocked since a moment it told: how long pcmon says it has been."""
-    d = Daemon().start()
-    w = subprocess.Popen([workload("blockat"), "0.5"], stdout=subprocess.PIPE, text=True)
-    try:
-        time.sleep(0.1)
-        tid = pcmon("start", "--real", "--pid", w.pid, "--interval", 1000, *opts,
-                    sock=d.sock, check=0).stdout.strip()
-        at = json.loads(w.stdout.readline())["blocked_at_ns"]
-        time.sleep(0.5)
-        t0 = time.monotonic_ns()
-        listing = pcmon_json("list", tid, sock=d.sock)[0]
-        t1 = time.monotonic_ns()
-    finally:
-        w.kill()
-        w.wait()
-        d.stop()
-    return listing["summary"]["off_blocked_ns"], t0 - at, t1 - at
-
-
-def test_open_interval_is_exact():
-    """An interval still open at a listing counts up to the listing, in the engine's clock
-    (CLOCK_MONOTONIC) whatever clock BPF timed it with: between what the thread said and the
-    listing's start and end, within 1 ms. (The scheduler's clock, not converted, read 3.5 ms
-    past the end here.)"""
-    got, lo, hi = open_interval_from(())
-    assert lo - 1e6 <= got <= hi + 1e6, (got, lo, hi)
-
-
-def test_open_interval_is_exact_with_a_copy_sent():
-    """The same for a dwarf thread watched with --kernel, whose copy goes to the engine as
-    it blocks: the engine's own open interval, from the time the copy carries."""
-    got, lo, hi = open_interval_from(("--unwind", "dwarf", "--kernel"))
-    assert lo - 1e6 <= got <= hi + 1e6, (got, lo, hi)
 
 
 def test_kernel_frames():
