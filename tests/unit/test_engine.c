@@ -186,7 +186,6 @@ uint32_t sampler_capacity(const struct sampler *s) { (void)s; return 65536; }
 bool sampler_drain_wanted(struct sampler *s) { (void)s; return false; }
 bool sampler_bpf_stats(const struct sampler *s) { (void)s; return false; }
 const char *sampler_blocked_stacks(const struct sampler *s) { (void)s; return NULL; }
-const char *sampler_real_clock(const struct sampler *s) { (void)s; return NULL; }
 
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
 {
