@@ -115,17 +115,22 @@ static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
+static __always_inline __u64 *procs_gen_ptr(void)
+{
+	return bpf_map_lookup_elem(&procs_gen, &(__u32){ 0 });
+}
+
 /* Read before reading procs; bumped after writing it. */
 static __always_inline __u64 procs_gen_now(void)
 {
-	__u64 *g = bpf_map_lookup_elem(&procs_gen, &(__u32){ 0 });
+	__u64 *g = procs_gen_ptr();
 
 	return g ? READ_ONCE(*g) : 0;
 }
 
 static __always_inline void procs_changed(void)
 {
-	__u64 *g = bpf_map_lookup_elem(&procs_gen, &(__u32){ 0 });
+	__u64 *g = procs_gen_ptr();
 
 	if (g)
 		__sync_fetch_and_add(g, 1);

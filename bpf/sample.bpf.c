@@ -873,8 +873,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		p = bpf_map_lookup_elem(&procs, &(__u32){ prev->tgid });
 		if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
 			return;
-		if (o)
-			copy_proc(o, p, gen);
 	}
 	target = p ? p->target : o->proc_target;
 	cfg = active_cfg(target);
@@ -893,9 +891,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				ts->lost_offcpu_full++;
 			return;
 		}
-		if (p)
-			copy_proc(o, p, gen);
 	}
+	if (p) /* read just now: the copy is renewed */
+		copy_proc(o, p, gen);
 	/*
 	 * Blocked again before its system call returned (its task work, which runs before any
 	 * user code, has not run): still the same stack. (With no lazy stacks, since REAL was
