@@ -34,7 +34,11 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -lz -lpthread -lm
-CLI_LIBS = -lncursesw
+# The CLI proper links only what formatting and the socket need, ncurses (for top) linked in:
+# every library mapped at start-up makes a command wait longer on a loaded machine (see
+# cli/engine_load.c). The engine is a private library it opens when it runs one.
+CLI_LIBS = $(call memo,CJSON_LIBS,$(PKG_CONFIG) --libs libcjson) -lz \
+	-Wl,-Bstatic -lncursesw -ltinfo -Wl,-Bdynamic
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -46,6 +50,8 @@ ENGINE_OBJS := $(patsubst daemon/%.c,$(OUTPUT)/engine/%.o,$(ENGINE_SRCS))
 ASAN_OBJS   := $(patsubst daemon/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRCS))
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
+# what the CLI shares with the engine: the protocol and the helpers
+CLI_ENGINE_OBJS := $(OUTPUT)/engine/proto.o $(OUTPUT)/engine/util.o
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -71,7 +77,7 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 
 .SECONDARY:
 .PHONY: all deps check unit fuzz integration demo bench install clean format deb
-all: $(BIN)/pcmon $(BIN)/pcmond
+all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so
 
 deps:
 	@$(DEPS_INSTALL)
@@ -95,9 +101,10 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h include/pcmon_*.h) $(VMLIN
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-# --- engine library (shared by pcmond and the CLI's embedded mode)
+# --- engine library: linked into pcmond, and the CLI's pcmon-engine.so (position-independent
+# for it), which exports engine.h's functions and nothing else
 $(OUTPUT)/engine/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/engine
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 $(OUTPUT)/asan/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/asan
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 $(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
@@ -112,8 +119,11 @@ $(OUTPUT)/cli/%.o: cli/%.c | $(OUTPUT)/cli
 
 $(BIN)/pcmond: $(OUTPUT)/pcmond.o $(OUTPUT)/libpcmon.a | $(BIN)
 	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
-$(BIN)/pcmon: $(CLI_OBJS) $(OUTPUT)/libpcmon.a | $(BIN)
-	$(CC) $(CFLAGS) $^ $(LIBS) $(CLI_LIBS) -o $@
+$(BIN)/pcmon: $(CLI_OBJS) $(CLI_ENGINE_OBJS) | $(BIN)
+	$(CC) $(CFLAGS) $^ $(CLI_LIBS) -o $@
+$(BIN)/pcmon-engine.so: $(ENGINE_OBJS) daemon/engine.map | $(BIN)
+	$(CC) $(CFLAGS) -shared -Wl,-z,defs -Wl,-Bsymbolic -Wl,--version-script=daemon/engine.map \
+		$(ENGINE_OBJS) $(LIBS) -o $@
 
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
@@ -162,9 +172,10 @@ $(OUTPUT)/workloads/inlined_stripped: $(OUTPUT)/workloads/inlined
 	objcopy --only-keep-debug $@ $@.debug
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
 
-# the CLI (with its embedded engine) under ASan/UBSan, for the sanitizer integration test
+# the CLI under ASan/UBSan, for the sanitizer integration test: its engine linked in
 $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
-	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(filter-out cli/engine_load.c,$(CLI_SRCS)) \
+		$(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
 
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
@@ -185,10 +196,12 @@ bench: all workloads
 	@bench/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/include/pcmon \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/pcmon \
+		$(DESTDIR)$(PREFIX)/include/pcmon \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)/lib/systemd/system $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BIN)/pcmon $(DESTDIR)$(PREFIX)/bin/pcmon
+	install -m 0644 $(BIN)/pcmon-engine.so $(DESTDIR)$(PREFIX)/lib/pcmon/pcmon-engine.so
 	install -m 0755 $(BIN)/pcmond $(DESTDIR)$(PREFIX)/sbin/pcmond
 	[ ! -f include/pcmon/critical.h ] || install -m 0644 include/pcmon/critical.h $(DESTDIR)$(PREFIX)/include/pcmon/critical.h
 	install -m 0644 packaging/pcmon.1 $(DESTDIR)$(PREFIX)/share/man/man1/pcmon.1

@@ -4,11 +4,13 @@
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import ROOT, Daemon, pcmon, run_tests
+from lib import PCMON, ROOT, Daemon, pcmon, run_tests, workload
 
 NODAEMON = "/nonexistent/pcmond.sock"
 GLOBAL = {"--json", "--verbose", "--socket", "--help"}  # "Every command takes ..."
@@ -242,6 +244,61 @@ def test_json_errors_from_the_daemon_and_the_engine():
     # no daemon, and no BPF for an unprivileged user: the embedded engine cannot start
     r = pcmon("run", "--json", "--", "true", sock=NODAEMON, user="nobody")
     one_json_error(r, 1, "embedded engine")
+
+
+def loaded_objects(cmd, env):
+    """What the dynamic loader opened for @cmd (LD_DEBUG=files), and its result."""
+    p = subprocess.run(cmd, env=dict(env, LD_DEBUG="files"), capture_output=True, text=True,
+                       timeout=60)
+    return re.findall(r"file=(\S+)", p.stderr), p
+
+
+def test_socket_commands_do_not_load_the_engine():
+    """A command that only asks pcmond opens no engine library (libbpf, libdw, ...): on a busy
+    machine each one mapped at start-up makes the command wait longer for the CPU. `run`
+    without a daemon opens pcmon-engine.so."""
+    d = Daemon().start()
+    try:
+        env = dict(os.environ, PCMON_SOCKET=d.sock)
+        for args, rc in ((["targets"], 0), (["status"], 0), (["list"], 1)):  # list: no target
+            objs, p = loaded_objects([PCMON, *args], env)
+            assert p.returncode == rc and "pcmond" not in p.stderr, (args, p.stderr[-2000:])
+            heavy = [o for o in objs if re.search(r"pcmon-engine|libbpf|libdw|libelf", o)]
+            assert objs and not heavy, (args, heavy)
+    finally:
+        d.stop()
+    objs, p = loaded_objects([PCMON, "run", "--", workload("threefn"), "0.2"],
+                             dict(os.environ, PCMON_SOCKET=NODAEMON))
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert any(o.endswith("/pcmon-engine.so") for o in objs), objs
+
+
+def test_the_engine_is_found_where_it_is_installed():
+    """Beside the executable (the build tree) or in ../lib/pcmon (an installed pcmon, any
+    prefix); without it, `run` says what to do in one line, and --help still works."""
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = os.path.join(tmp, "alone")
+        os.makedirs(alone)
+        shutil.copy(PCMON, alone)
+        env = dict(os.environ, PCMON_SOCKET=NODAEMON)
+        cmd = [os.path.join(alone, "pcmon"), "run", "--", workload("threefn"), "0.2"]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1, p
+        assert "pcmon-engine.so not found" in p.stderr and "reinstall pcmon" in p.stderr, p.stderr
+        one_json_error(subprocess.run(cmd[:2] + ["--json"] + cmd[2:], env=env, capture_output=True,
+                                      text=True, timeout=60), 1, "pcmon-engine.so not found")
+        p = subprocess.run([cmd[0], "--help"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and "--unwind" in p.stdout, p
+        # installed: PREFIX/bin/pcmon and PREFIX/lib/pcmon/pcmon-engine.so
+        prefix = os.path.join(tmp, "usr")
+        os.makedirs(os.path.join(prefix, "bin"))
+        os.makedirs(os.path.join(prefix, "lib", "pcmon"))
+        shutil.copy(PCMON, os.path.join(prefix, "bin"))
+        shutil.copy(os.path.join(ROOT, "bin", "pcmon-engine.so"), os.path.join(prefix, "lib", "pcmon"))
+        cmd[0] = os.path.join(prefix, "bin", "pcmon")
+        p = subprocess.run(cmd[:2] + ["--json"] + cmd[2:], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0 and '"work_a"' in p.stdout, p
 
 
 if __name__ == "__main__":
