@@ -46,12 +46,12 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 ENGINE_SRCS := $(filter-out daemon/pcmond.c,$(wildcard daemon/*.c))
-ENGINE_OBJS := $(patsubst daemon/%.c,$(OUTPUT)/engine/%.o,$(ENGINE_SRCS))
+ENGINE_OBJS := $(patsubst daemon/%.c,$(OUTPUT)/pic/%.o,$(ENGINE_SRCS))
 ASAN_OBJS   := $(patsubst daemon/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRCS))
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 # what the CLI shares with the engine: the protocol and the helpers
-CLI_ENGINE_OBJS := $(OUTPUT)/engine/proto.o $(OUTPUT)/engine/util.o
+CLI_ENGINE_OBJS := $(OUTPUT)/pic/proto.o $(OUTPUT)/pic/util.o
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
@@ -82,7 +82,7 @@ all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so
 deps:
 	@$(DEPS_INSTALL)
 
-DIRS := $(OUTPUT) $(OUTPUT)/engine $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz \
+DIRS := $(OUTPUT) $(OUTPUT)/pic $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz \
 	$(OUTPUT)/workloads $(BIN)
 $(DIRS):
 	@mkdir -p $@
@@ -101,9 +101,10 @@ $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h include/pcmon_*.h) $(VMLIN
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-# --- engine library: linked into pcmond, and the CLI's pcmon-engine.so (position-independent
-# for it), which exports engine.h's functions and nothing else
-$(OUTPUT)/engine/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/engine
+# --- engine library: linked into pcmond, and the CLI's pcmon-engine.so, which exports
+# engine.h's functions and nothing else (position-independent for it: in a directory of
+# its own, so that a tree built before never links objects that are not)
+$(OUTPUT)/pic/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/pic
 	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 $(OUTPUT)/asan/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/asan
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
