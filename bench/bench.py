@@ -868,20 +868,29 @@ def socket_rtt(sock, req):
     return ms if ok else None
 
 
-def latencies(dmn, tid):
+def latencies(dmn, tid, reps=5):
     """How long commands take while the target's threads keep both CPUs busy: the daemon's
     answer on its socket, the whole `pcmon` command (a new process on a loaded machine), and
-    /bin/true for the cost of starting any process here."""
-    out = {"socket_ms": {}, "cli_ms": {}}
+    /bin/true for the cost of starting any process here. Each command reps times, in turn
+    with the others (the wait for a CPU varies by hundreds of ms from one to the next): the
+    median and the longest."""
+    out = {"socket_ms": {}, "cli_ms": {}, "cli_ms_max": {}}
     for cmd in ("list", "pause", "resume"):
         out["socket_ms"][cmd] = socket_rtt(dmn.sock, {"cmd": cmd, "target": tid})
-    for cmd in ("list", "pause", "resume"):
-        t0 = time.monotonic()
-        r = dmn.cli(cmd, tid)
-        out["cli_ms"][cmd] = (time.monotonic() - t0) * 1e3 if r.rc == 0 else None
-    t0 = time.monotonic()
-    run(["/bin/true"])
-    out["true_ms"] = (time.monotonic() - t0) * 1e3
+    took = {k: [] for k in ("list", "pause", "resume", "true")}
+    for _ in range(reps):
+        for cmd in took:
+            t0 = time.monotonic()
+            r = run(["/bin/true"]) if cmd == "true" else dmn.cli(cmd, tid)
+            took[cmd].append((time.monotonic() - t0) * 1e3 if r.rc == 0 else float("inf"))
+    for cmd, ms in took.items():
+        ms = [None if m == float("inf") else m for m in ms]
+        ok = [m for m in ms if m is not None]
+        med = statistics.median(ok) if len(ok) == len(ms) else None
+        if cmd == "true":
+            out["true_ms"], out["true_ms_max"] = med, max(ok, default=None)
+        else:
+            out["cli_ms"][cmd], out["cli_ms_max"][cmd] = med, max(ok, default=None) if med else None
     return out
 
 
@@ -1412,10 +1421,12 @@ def table(res):
             if lat:
                 add(f"   {key}: pcmond answers list/pause/resume in "
                     + "/".join(fmt(lat["socket_ms"].get(k), ".0f") for k in ("list", "pause", "resume"))
-                    + " ms on its socket; the pcmon commands list/pause/resume/stop take "
-                    + "/".join(fmt(v, ".0f") for v in [lat["cli_ms"].get(k) for k in ("list", "pause", "resume")]
-                               + [c.get("stop_ms")])
-                    + f" ms, where /bin/true takes {fmt(lat['true_ms'], '.0f')} ms")
+                    + " ms on its socket; the pcmon commands list/pause/resume take "
+                    + "/".join(fmt(lat["cli_ms"].get(k), ".0f") for k in ("list", "pause", "resume"))
+                    + " ms (median; longest "
+                    + "/".join(fmt(lat.get("cli_ms_max", {}).get(k), ".0f") for k in ("list", "pause", "resume"))
+                    + f"), stop {fmt(c.get('stop_ms'), '.0f')} ms, where /bin/true takes "
+                    + f"{fmt(lat['true_ms'], '.0f')} ms (longest {fmt(lat.get('true_ms_max'), '.0f')})")
         for key, c in sc.get("stacks", {}).items():
             if c.get("drain_capacity"):
                 add(f"   {key}: stop {fmt(c.get('stop_ms'), '.0f')} ms, listing {fmt(c.get('report_ms'), '.0f')} ms; "

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "proto.h"
 #include "util.h"
 
 #define ENGINE_SO "pcmon-engine.so"
@@ -52,6 +53,7 @@ static int try_open(const char *dir, const char *rel, void **h, char *err, size_
 static int find(char *err, size_t errlen)
 {
 	char exe[PATH_MAX], *slash;
+	const char *version;
 	ssize_t n;
 	void *h;
 
@@ -74,15 +76,19 @@ static int find(char *err, size_t errlen)
 	*(void **)&lib.handle = dlsym(h, "engine_handle");
 	*(void **)&lib.start_field = dlsym(h, "engine_start_field");
 	lib.log_verbosity = dlsym(h, "log_verbosity");
+	version = dlsym(h, "engine_version");
 	*(void **)&lib.new = dlsym(h, "engine_new");
-	if (!lib.free || !lib.fd || !lib.work || !lib.handle || !lib.start_field ||
-	    !lib.log_verbosity || !lib.new) {
+	if (!version || !lib.free || !lib.fd || !lib.work || !lib.handle || !lib.start_field ||
+	    !lib.log_verbosity || !lib.new)
 		snprintf(err, errlen, "%s is not this pcmon's engine (reinstall pcmon)", ENGINE_SO);
-		lib.new = NULL;
-		dlclose(h);
-		return -ENOENT;
-	}
-	return 0;
+	else if (strcmp(version, PCMON_VERSION))
+		snprintf(err, errlen, "%s is version %.32s, pcmon %s (reinstall pcmon)", ENGINE_SO,
+			 version, PCMON_VERSION);
+	else
+		return 0;
+	lib.new = NULL;
+	dlclose(h);
+	return -ENOENT;
 }
 
 /* 0 once the library is open; else -errno with the reason in @err (tried once). */

@@ -33,6 +33,8 @@
 #include "unwind.h"
 #include "util.h"
 
+const char engine_version[] = PCMON_VERSION;
+
 #define for_each_inst(i) for (int i = 0; i < INST_MAX; i++)
 
 struct engine {

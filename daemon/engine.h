@@ -38,6 +38,9 @@ struct client {
 	int nfds;
 };
 
+/* PCMON_VERSION of the engine's build: the CLI checks pcmon-engine.so's against its own. */
+extern const char engine_version[];
+
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen);
 void engine_free(struct engine *e);
 /* Readable when engine_work() has something to do. */

@@ -289,6 +289,17 @@ def test_the_engine_is_found_where_it_is_installed():
                                       text=True, timeout=60), 1, "pcmon-engine.so not found")
         p = subprocess.run([cmd[0], "--help"], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and "--unwind" in p.stdout, p
+        # another build's engine is refused, not called with this one's structures
+        fake = os.path.join(tmp, "fake.c")
+        with open(fake, "w") as f:
+            f.write('const char engine_version[] = "0.0.0-other"; int log_verbosity;\n'
+                    + "".join(f"void {fn}(void) {{}}\n" for fn in (
+                        "engine_new", "engine_free", "engine_fd", "engine_work", "engine_handle",
+                        "engine_start_field")))
+        subprocess.run(["cc", "-shared", "-fPIC", fake, "-o", os.path.join(alone, "pcmon-engine.so")],
+                       check=True)
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "pcmon-engine.so is version 0.0.0-other" in p.stderr, p
         # installed: PREFIX/bin/pcmon and PREFIX/lib/pcmon/pcmon-engine.so
         prefix = os.path.join(tmp, "usr")
         os.makedirs(os.path.join(prefix, "bin"))
