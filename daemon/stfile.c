@@ -28,9 +28,26 @@ void sf_put_bool(struct sf_wr *w, cJSON *o, const char *k, bool v)
 	sf_chk(w, cJSON_AddBoolToObject(o, k, v));
 }
 
+/*
+ * A number that reads back as the very same double. cJSON prints 15 digits whenever they
+ * read back within an ulp or so: one double in ten came back different, and a probe cost
+ * saved so gave every procedure's time, computed from it, other last digits after a restart.
+ */
 void sf_put_num(struct sf_wr *w, cJSON *o, const char *k, double v)
 {
-	sf_chk(w, cJSON_AddNumberToObject(o, k, v));
+	char buf[32];
+
+	/* whole numbers below 10^15 (line numbers, ids, ...) have 15 digits at most: exact */
+	if (!isfinite(v) || (v == trunc(v) && fabs(v) < 1e15)) {
+		sf_chk(w, cJSON_AddNumberToObject(o, k, v));
+		return;
+	}
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	sf_chk(w, cJSON_AddRawToObject(o, k, buf));
 }
 
 /* Exact: a number below 2^53, a decimal string from there on. */

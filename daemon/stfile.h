@@ -26,6 +26,7 @@ struct sf_wr {
 cJSON *sf_chk(struct sf_wr *w, cJSON *x);
 void sf_put_str(struct sf_wr *w, cJSON *o, const char *k, const char *v);
 void sf_put_bool(struct sf_wr *w, cJSON *o, const char *k, bool v);
+/* Read back exactly (cJSON's own printing rounds one double in ten). */
 void sf_put_num(struct sf_wr *w, cJSON *o, const char *k, double v);
 /* Exact: a number below 2^53, a decimal string from there on. */
 void sf_put_u64(struct sf_wr *w, cJSON *o, const char *k, uint64_t v);
