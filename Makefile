@@ -34,11 +34,10 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -lz -lpthread -lm
-# The CLI proper links only what formatting and the socket need, ncurses (for top) linked in:
-# every library mapped at start-up makes a command wait longer on a loaded machine (see
-# cli/engine_load.c). The engine is a private library it opens when it runs one.
-CLI_LIBS = $(call memo,CJSON_LIBS,$(PKG_CONFIG) --libs libcjson) -lz \
-	-Wl,-Bstatic -lncursesw -ltinfo -Wl,-Bdynamic
+# The CLI proper links only what formatting and the socket need: every library mapped at
+# start-up makes a command wait longer on a loaded machine (see cli/engine_load.c). The
+# engine is a private library it opens when it runs one, ncurses is opened by top.
+CLI_LIBS = $(call memo,CJSON_LIBS,$(PKG_CONFIG) --libs libcjson) -lz
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

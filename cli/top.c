@@ -4,8 +4,13 @@
  * `list` of the target; the counts are those since it started or was last zeroed, so what
  * the screen shows is exactly what `pcmon list` would. ncurses draws it; -b prints the same
  * lines as text.
+ *
+ * ncurses is opened when top first draws, not linked: every library a command maps at
+ * start-up makes it wait longer for a CPU on a loaded machine (cli/engine_load.c), and the
+ * other commands draw nothing.
  */
 #include <curses.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -170,21 +175,66 @@ static int batch(struct top_io *io, struct top_state *st, char *err, size_t errl
 	return 0;
 }
 
+#define NCURSES_SO "libncursesw.so.6"
+
+/* The part of ncurses top uses (the window is initscr()'s, the one its macros call stdscr). */
+static struct {
+	WINDOW *(*initscr)(void);
+	int (*cbreak)(void), (*noecho)(void), (*endwin)(void), (*curs_set)(int);
+	int (*nodelay)(WINDOW *, bool), (*keypad)(WINDOW *, bool);
+	int (*werase)(WINDOW *), (*wmove)(WINDOW *, int, int), (*wrefresh)(WINDOW *);
+	int (*waddnstr)(WINDOW *, const char *, int), (*wgetch)(WINDOW *);
+	int *lines, *cols;
+} nc;
+
+static bool load_ncurses(void)
+{
+	void *h = dlopen(NCURSES_SO, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return false;
+	*(void **)&nc.initscr = dlsym(h, "initscr");
+	*(void **)&nc.cbreak = dlsym(h, "cbreak");
+	*(void **)&nc.noecho = dlsym(h, "noecho");
+	*(void **)&nc.endwin = dlsym(h, "endwin");
+	*(void **)&nc.curs_set = dlsym(h, "curs_set");
+	*(void **)&nc.nodelay = dlsym(h, "nodelay");
+	*(void **)&nc.keypad = dlsym(h, "keypad");
+	*(void **)&nc.werase = dlsym(h, "werase");
+	*(void **)&nc.wmove = dlsym(h, "wmove");
+	*(void **)&nc.wrefresh = dlsym(h, "wrefresh");
+	*(void **)&nc.waddnstr = dlsym(h, "waddnstr");
+	*(void **)&nc.wgetch = dlsym(h, "wgetch");
+	nc.lines = dlsym(h, "LINES");
+	nc.cols = dlsym(h, "COLS");
+	if (nc.initscr && nc.cbreak && nc.noecho && nc.endwin && nc.curs_set && nc.nodelay &&
+	    nc.keypad && nc.werase && nc.wmove && nc.wrefresh && nc.waddnstr && nc.wgetch &&
+	    nc.lines && nc.cols)
+		return true;
+	dlclose(h);
+	return false;
+}
+
 static int live(struct top_io *io, struct top_state *st, char *err, size_t errlen)
 {
 	cJSON *rep = NULL;
 	int status = 0;
 	bool refresh = true;
+	WINDOW *w;
 
-	if (!initscr()) {
+	if (!load_ncurses()) {
+		snprintf(err, errlen, "cannot load %s (install libncursesw6); try -b", NCURSES_SO);
+		return 1;
+	}
+	if (!(w = nc.initscr())) {
 		snprintf(err, errlen, "cannot use the terminal (is TERM set?); try -b");
 		return 1;
 	}
-	cbreak();
-	noecho();
-	nodelay(stdscr, TRUE);
-	keypad(stdscr, TRUE);
-	curs_set(0);
+	nc.cbreak();
+	nc.noecho();
+	nc.nodelay(w, TRUE);
+	nc.keypad(w, TRUE);
+	nc.curs_set(0);
 	for (long i = 0; !top_quit;) {
 		int ch, n;
 		char **lines;
@@ -198,19 +248,20 @@ static int live(struct top_io *io, struct top_state *st, char *err, size_t errle
 			i++;
 		}
 		refresh = false;
-		erase();
-		lines = render(rep, st, LINES > 5 ? LINES - 5 : 1, COLS, &n);
-		for (int j = 0; lines && j < n && j < LINES; j++)
-			mvaddnstr(j + (j >= 3), 0, lines[j], COLS);
+		nc.werase(w);
+		lines = render(rep, st, *nc.lines > 5 ? *nc.lines - 5 : 1, *nc.cols, &n);
+		for (int j = 0; lines && j < n && j < *nc.lines; j++)
+			if (nc.wmove(w, j + (j >= 3), 0) != ERR)
+				nc.waddnstr(w, lines[j], *nc.cols);
 		free_lines(lines, n);
-		refresh();
+		nc.wrefresh(w);
 		if (io->iterations && i >= io->iterations)
 			break;
 		if (!wait_for(io, (int)(io->delay * 1000), true)) {
 			refresh = true;
 			continue;
 		}
-		while ((ch = getch()) != ERR) {
+		while ((ch = nc.wgetch(w)) != ERR) {
 			switch (ch) {
 			case 'q':
 				top_quit = 1;
@@ -242,7 +293,7 @@ static int live(struct top_io *io, struct top_state *st, char *err, size_t errle
 		if (st->frozen)
 			refresh = false;
 	}
-	endwin();
+	nc.endwin();
 	cJSON_Delete(rep);
 	return status;
 }
