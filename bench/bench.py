@@ -877,20 +877,23 @@ def latencies(dmn, tid, reps=5):
     out = {"socket_ms": {}, "cli_ms": {}, "cli_ms_max": {}}
     for cmd in ("list", "pause", "resume"):
         out["socket_ms"][cmd] = socket_rtt(dmn.sock, {"cmd": cmd, "target": tid})
-    took = {k: [] for k in ("list", "pause", "resume", "true")}
+    # ask: the floor for any command that waits for pcmond's answer (bench/ask.c)
+    took = {k: [] for k in ("list", "pause", "resume", "true", "ask")}
     for _ in range(reps):
         for cmd in took:
             t0 = time.monotonic()
-            r = run(["/bin/true"]) if cmd == "true" else dmn.cli(cmd, tid)
-            took[cmd].append((time.monotonic() - t0) * 1e3 if r.rc == 0 else float("inf"))
+            r = (run(["/bin/true"]) if cmd == "true" else
+                 run([os.path.join(BENCH, "ask"), dmn.sock, "list", tid]) if cmd == "ask" else
+                 dmn.cli(cmd, tid))
+            took[cmd].append((time.monotonic() - t0) * 1e3 if r.rc == 0 else None)
     for cmd, ms in took.items():
-        ms = [None if m == float("inf") else m for m in ms]
         ok = [m for m in ms if m is not None]
         med = statistics.median(ok) if len(ok) == len(ms) else None
-        if cmd == "true":
-            out["true_ms"], out["true_ms_max"] = med, max(ok, default=None)
+        longest = max(ok) if med is not None else None
+        if cmd in ("true", "ask"):
+            out[f"{cmd}_ms"], out[f"{cmd}_ms_max"] = med, longest
         else:
-            out["cli_ms"][cmd], out["cli_ms_max"][cmd] = med, max(ok, default=None) if med else None
+            out["cli_ms"][cmd], out["cli_ms_max"][cmd] = med, longest
     return out
 
 
@@ -1425,8 +1428,9 @@ def table(res):
                     + "/".join(fmt(lat["cli_ms"].get(k), ".0f") for k in ("list", "pause", "resume"))
                     + " ms (median; longest "
                     + "/".join(fmt(lat.get("cli_ms_max", {}).get(k), ".0f") for k in ("list", "pause", "resume"))
-                    + f"), stop {fmt(c.get('stop_ms'), '.0f')} ms, where /bin/true takes "
-                    + f"{fmt(lat['true_ms'], '.0f')} ms (longest {fmt(lat.get('true_ms_max'), '.0f')})")
+                    + f"), stop {fmt(c.get('stop_ms'), '.0f')} ms; a bare request (bench/ask.c) "
+                    + f"{fmt(lat.get('ask_ms'), '.0f')} ms (longest {fmt(lat.get('ask_ms_max'), '.0f')}), "
+                    + f"/bin/true {fmt(lat['true_ms'], '.0f')} ms (longest {fmt(lat.get('true_ms_max'), '.0f')})")
         for key, c in sc.get("stacks", {}).items():
             if c.get("drain_capacity"):
                 add(f"   {key}: stop {fmt(c.get('stop_ms'), '.0f')} ms, listing {fmt(c.get('report_ms'), '.0f')} ms; "
