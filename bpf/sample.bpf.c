@@ -278,7 +278,7 @@ static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
  * first; a stack the ring has no room for is lost, and the sample is counted as such.
  */
 static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
-				   struct pcmon_srec *ur, struct pcmon_srec *kr, __u64 ns)
+				   struct pcmon_srec *ur, struct pcmon_srec *kr, __u64 ns, __u64 n)
 {
 	struct pcmon_val *v, zero = {};
 
@@ -324,7 +324,7 @@ static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
 			return;
 		}
 	}
-	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->count, n);
 	if (ns)
 		__sync_fetch_and_add(&v->ns, ns);
 }
@@ -482,15 +482,89 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 }
 
 /* record() into the counts map the engine is not draining */
-static __always_inline void record_current(struct pcmon_key *key, struct pcmon_srec *ur,
-					   struct pcmon_srec *kr, __u64 ns)
+/* @n samples (of @ns nanoseconds off CPU, if any) into the drain generation's counts. */
+static __always_inline void record_n(struct pcmon_key *key, struct pcmon_srec *ur,
+				     struct pcmon_srec *kr, __u64 ns, __u64 n)
 {
 	__u32 g = gen & 1;
 
 	if (g)
-		record(&counts1, 1, key, ur, kr, ns);
+		record(&counts1, 1, key, ur, kr, ns, n);
 	else
-		record(&counts0, 0, key, ur, kr, ns);
+		record(&counts0, 0, key, ur, kr, ns, n);
+}
+
+static __always_inline void record_current(struct pcmon_key *key, struct pcmon_srec *ur,
+					   struct pcmon_srec *kr, __u64 ns)
+{
+	record_n(key, ur, kr, ns, 1);
+}
+
+/*
+ * A timer tick reaches the CPU late: here, in a virtual machine, 5-20 us after it fired
+ * (and any tick waits while interrupts are off). A thread that ran only a few microseconds
+ * before it blocked has left by then, and the tick lands on the thread that took the CPU:
+ * twopaths' client, which runs 3 us at a time, lost half its ticks to the server so (as
+ * it does under perf's cpu-clock). With REAL the switch program notes when each watched
+ * thread came on CPU and from whom (switch_in()). A tick that fired before the current
+ * thread came on is the previous thread's, or the one's before it: it is owed to that
+ * thread, which takes it at the stack it left the CPU with (record_owed()), if it is
+ * watched with an interval open; else it is dropped. Either way it is counted (tstat).
+ * True if the tick is not the current thread's.
+ */
+extern void *bpf_cast_to_kern_ctx(void *) __ksym __weak;
+
+static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
+					  struct task_struct *task, __u32 target)
+{
+	struct bpf_perf_event_data_kern *kctx;
+	struct pcmon_offcpu *o;
+	struct pcmon_tstat *ts;
+	bool moved = false;
+	__u64 fired;
+	__u32 tid;
+
+	if (!bpf_cast_to_kern_ctx || !task->bpf_storage)
+		return false;
+	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
+	if (!o || !o->on_ts)
+		return false;
+	kctx = bpf_cast_to_kern_ctx(ctx);
+	fired = BPF_CORE_READ(kctx, event, hw.hrtimer.node.expires);
+	if (!fired || fired >= o->on_ts)
+		return false;
+	/* whose was it? (a thread that ran before the current one for less than the delay) */
+	tid = o->on_prev;
+	for (int i = 0; i < 3 && tid; i++) {
+		struct task_struct *t = bpf_task_from_pid(tid);
+		struct pcmon_offcpu *po;
+
+		if (!t)
+			break;
+		po = t->bpf_storage ? bpf_task_storage_get(&offcpu, t, NULL, 0) : NULL;
+		/*
+		 * Not watched, or running again, or its stack went to the engine already (dwarf,
+		 * not lazy): the tick cannot be given to it.
+		 */
+		tid = 0;
+		if (po && po->ts && !(po->dwarf && po->lazy == PCMON_LAZY_NO)) {
+			if (po->on_ts && fired < po->on_ts) {
+				tid = po->on_prev; /* it came on after the tick too */
+			} else {
+				__sync_fetch_and_add(&po->owed_on, 1);
+				moved = true;
+			}
+		}
+		bpf_task_release(t);
+	}
+	ts = bpf_map_lookup_elem(&tstat, &target);
+	if (ts) {
+		if (moved)
+			ts->ticks_moved++;
+		else
+			ts->ticks_dropped++;
+	}
+	return true;
 }
 
 SEC("perf_event")
@@ -514,6 +588,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!cfg || cfg->period_ns != ctx->sample_period)
 		return 0;
 	if (!may_watch(bpf_get_current_task_btf(), cfg, p->target))
+		return 0;
+	if ((cfg->flags & PCMON_TF_REAL) && tick_not_ours(ctx, bpf_get_current_task_btf(), p->target))
 		return 0;
 	sc = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!sc)
@@ -659,6 +735,49 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 	o->krec.key = o->key.kstack = 0;
 }
 
+/*
+ * Charge an interval that ends: @ns off CPU (if any), and the timer ticks that fired while
+ * the thread was still on CPU before it and reached the CPU after it had left (on_sample(),
+ * tick_not_ours()), as on-CPU samples at the stack it left with, in the kernel if it blocked.
+ */
+static __always_inline __u64 take_owed(struct pcmon_offcpu *o, struct pcmon_key *key)
+{
+	__u64 owed = o->owed_on;
+
+	if (!owed)
+		return 0;
+	__sync_fetch_and_add(&o->owed_on, -owed); /* a tick may be owed meanwhile */
+	*key = o->key;
+	key->kind = key->kind == PCMON_KIND_OFF_BLOCKED ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
+	return owed;
+}
+
+static __always_inline void charge(struct pcmon_offcpu *o, __u64 ns)
+{
+	struct pcmon_key key;
+	__u64 owed;
+
+	if (ns)
+		record_current(&o->key, &o->urec, &o->krec, ns);
+	owed = take_owed(o, &key);
+	if (owed)
+		record_n(&key, &o->urec, &o->krec, 0, owed);
+}
+
+/* The same, for --unwind dwarf: @task's stack is copied for the engine (the current address space is its). */
+static __always_inline void charge_dwarf(void *ctx, struct task_struct *task,
+					 struct pcmon_offcpu *o, __u64 ns)
+{
+	struct pcmon_key key;
+	__u64 owed;
+
+	if (ns)
+		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+	owed = take_owed(o, &key);
+	if (owed)
+		emit_dwarf(ctx, task, &key, PCMON_DS_OWED, 0, owed, false);
+}
+
 /* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
 static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
 {
@@ -669,7 +788,7 @@ static __always_inline void settle(void *ctx, struct task_struct *task, struct p
 	if (!active_cfg(o->key.target))
 		return;
 	if (o->dwarf && p && p->epoch == o->key.epoch) {
-		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+		charge_dwarf(ctx, task, o, ns);
 		return;
 	}
 	walk_peer(task, o); /* its own address space is the current one */
@@ -679,7 +798,7 @@ static __always_inline void settle(void *ctx, struct task_struct *task, struct p
 		o->urec.st.len = 0;
 	}
 	note_thread(o->key.tid, task);
-	record_current(&o->key, &o->urec, &o->krec, ns);
+	charge(o, ns);
 }
 
 /*
@@ -713,7 +832,7 @@ static __always_inline void settle_current(void *ctx)
 	if (!task->bpf_storage)
 		return;
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
-	if (o && o->pending_ns)
+	if (o && (o->pending_ns || o->owed_on))
 		settle(ctx, task, o);
 }
 
@@ -899,9 +1018,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	 * user code, has not run): still the same stack. (With no lazy stacks, since REAL was
 	 * last off, what it owed is from before: dropped.)
 	 */
-	if (o->pending_ns && lazy_stacks)
+	if ((o->pending_ns || o->owed_on) && lazy_stacks)
 		settle(ctx, prev, o);
-	o->pending_ns = 0;
+	o->pending_ns = o->owed_on = 0;
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = target;
 	o->key.pid = prev->tgid;
@@ -958,17 +1077,23 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	now = switch_time(clock);
 	ns = now > o->ts ? now - o->ts : 0;
 	o->ts = 0;
+	o->on_ts = now; /* for a tick that fires from here on (tick_not_ours()) */
+	o->on_prev = prev->pid;
 	if (o->lazy != PCMON_LAZY_NO) {
 		if (o->dwarf && o->lazy == PCMON_LAZY_PEER)
 			peers_drop(o->key.tid);
 		/*
 		 * Shorter than a period: one period, with probability ns/period. Most
-		 * intervals of a thread that switches often end here, so nothing else is read.
+		 * intervals of a thread that switches often end here, so nothing else is read
+		 * (unless a tick is owed: its stack is taken all the same).
 		 */
 		if (ns < o->period_ns) {
-			if ((__u64)bpf_get_prandom_u32() * o->period_ns >= ns << 32)
+			if ((__u64)bpf_get_prandom_u32() * o->period_ns < ns << 32)
+				ns = o->period_ns;
+			else if (o->owed_on)
+				ns = 0;
+			else
 				return;
-			ns = o->period_ns;
 		}
 	}
 	key = o->key;
@@ -990,7 +1115,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	if (!active_cfg(key.target))
 		return;
 	if (o->lazy == PCMON_LAZY_NO) {
-		record_current(&key, &o->urec, &o->krec, ns);
+		charge(o, ns);
 		return;
 	}
 	if (o->lazy == PCMON_LAZY_RETURN) {
@@ -1007,7 +1132,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	}
 	/* PCMON_LAZY_PEER: readable here only through the same address space */
 	if (o->dwarf && (__u64)prev->mm == o->mm) {
-		emit_dwarf(ctx, next, &o->key, PCMON_DS_OFF, 0, ns, false);
+		charge_dwarf(ctx, next, o, ns);
 		return;
 	}
 	walk_peer(next, o);
@@ -1016,7 +1141,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 		o->urec.st.len = 0;
 	}
 	note_thread(o->key.tid, next);
-	record_current(&o->key, &o->urec, &o->krec, ns);
+	charge(o, ns);
 }
 
 SEC("tp_btf/sched_switch")

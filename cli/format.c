@@ -168,6 +168,10 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (num(s, "cut_short"))
 		fprintf(f, "   fp stacks cut short %.0f (%.1f%%: outer frames missing)",
 			num(s, "cut_short"), pct(num(s, "cut_short"), counted));
+	if (num(s, "ticks_moved") || num(s, "ticks_dropped"))
+		fprintf(f, "\nlate ticks: %.0f given back to the thread that ran when they fired, "
+			   "%.0f dropped (that thread is not watched, or was on a CPU again)",
+			num(s, "ticks_moved"), num(s, "ticks_dropped"));
 	fputc('\n', f);
 	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
 	fprintf(f, "critical sections:");

@@ -582,6 +582,9 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 	case PCMON_DS_OFF:
 		charge(g, t, convert_dwarf(g, data, len), 1, h->ns);
 		break;
+	case PCMON_DS_OWED:
+		charge(g, t, convert_dwarf(g, data, len), h->ns, 0);
+		break;
 	case PCMON_DS_OFF_START:
 		st = convert_dwarf(g, data, len);
 		p = pending_find(g, h->tid);
@@ -762,6 +765,8 @@ static void accumulate_lost(struct sample_g *g, const struct target *t, struct s
 	sp->lost.lost_offcpu_full = now.lost_offcpu_full - sp->lost_base.lost_offcpu_full;
 	sp->lost.lost_ring_full = now.lost_ring_full - sp->lost_base.lost_ring_full;
 	sp->lost.denied = now.denied - sp->lost_base.denied;
+	sp->lost.ticks_moved = now.ticks_moved - sp->lost_base.ticks_moved;
+	sp->lost.ticks_dropped = now.ticks_dropped - sp->lost_base.ticks_dropped;
 }
 
 static void stop(void *gp, struct target *t, void *st)

@@ -45,6 +45,9 @@ static void add_summary(const struct sample_listing *ls, const struct agg_list *
 	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
 	cJSON_AddNumberToObject(sum, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(sum, "denied", sp->lost.denied);
+	/* REAL: timer ticks that reached a thread after it came on CPU (tick_not_ours()) */
+	cJSON_AddNumberToObject(sum, "ticks_moved", sp->lost.ticks_moved);
+	cJSON_AddNumberToObject(sum, "ticks_dropped", sp->lost.ticks_dropped);
 	cJSON_AddNumberToObject(sum, "handed_over", ls->t->handed_over);
 	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
 	cJSON_AddNumberToObject(o, "counts_map_full", sp->lost.lost_counts_full);

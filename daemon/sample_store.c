@@ -6,7 +6,7 @@
  *    "when_from_file": B, "no_inline": B, "unwind": "fp|dwarf|auto",
  *    "critical": ["NAME=PATTERN", ...], "seen": N, "lost_counts_full": N,
  *    "lost_offcpu_full": N, "lost_oom": N, "lost_ring_full": N, "lost_memory": N,
- *    "denied": N,
+ *    "denied": N, "ticks_moved": N, "ticks_dropped": N,
  *    "procs": [{"m": MODULE, "n": NAME, ["file": F,] ["line": N]}, ...],
  *    "locs": [{"a": "0x...", "f": [PROC_INDEX, ...innermost first], ["file": F,]
  *              ["line": N,] ["fl": [[FILE, LINE], ...] each frame's own line]}, ...],
@@ -254,6 +254,8 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 	sf_put_u64(sw, o, "lost_ring_full", sp->lost.lost_ring_full);
 	sf_put_u64(sw, o, "lost_memory", sp->lost_memory);
 	sf_put_u64(sw, o, "denied", sp->lost.denied);
+	sf_put_u64(sw, o, "ticks_moved", sp->lost.ticks_moved);
+	sf_put_u64(sw, o, "ticks_dropped", sp->lost.ticks_dropped);
 
 	w.procs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "procs"));
 	w.locs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "locs"));
@@ -352,7 +354,7 @@ static int read_settings(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 /* The totals. */
 static int read_totals(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 {
-	uint64_t lost[4] = { 0 };
+	uint64_t lost[6] = { 0 };
 	int r;
 
 	if ((r = sf_get_u64(rd, o, "seen", SF_ALWAYS, &sp->seen_samples)) ||
@@ -361,12 +363,16 @@ static int read_totals(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 	    (r = sf_get_u64(rd, o, "lost_oom", SF_ALWAYS, &sp->lost_oom)) ||
 	    (r = sf_get_u64(rd, o, "lost_ring_full", SF_SINCE2, &lost[2])) ||
 	    (r = sf_get_u64(rd, o, "lost_memory", SF_OPTIONAL, &sp->lost_memory)) ||
-	    (r = sf_get_u64(rd, o, "denied", SF_OPTIONAL, &lost[3])))
+	    (r = sf_get_u64(rd, o, "denied", SF_OPTIONAL, &lost[3])) ||
+	    (r = sf_get_u64(rd, o, "ticks_moved", SF_OPTIONAL, &lost[4])) ||
+	    (r = sf_get_u64(rd, o, "ticks_dropped", SF_OPTIONAL, &lost[5])))
 		return r;
 	sp->lost.lost_counts_full = lost[0];
 	sp->lost.lost_offcpu_full = lost[1];
 	sp->lost.lost_ring_full = lost[2];
 	sp->lost.denied = lost[3];
+	sp->lost.ticks_moved = lost[4];
+	sp->lost.ticks_dropped = lost[5];
 	return 0;
 }
 

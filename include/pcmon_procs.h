@@ -80,6 +80,9 @@ struct pcmon_tstat {
 	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
 	__u64 lost_ring_full;	/* --unwind dwarf samples dropped: the sample ring was full */
 	__u64 denied;		/* samples of a process its non-root owner may no longer watch */
+	/* REAL: timer ticks that reached a thread of the target after it came on CPU */
+	__u64 ticks_moved;	/* given to the watched thread that was running when they fired */
+	__u64 ticks_dropped;	/* that thread was not watched, or is running again */
 };
 
 /* Process lifecycle events, streamed over the ring buffer. */

@@ -102,6 +102,7 @@ enum pcmon_ds_type {
 	PCMON_DS_OFF_END,
 	PCMON_DS_DRAIN,		/* a counts map is an eighth full: drain now (header only) */
 	PCMON_DS_OFF,		/* an off-CPU interval charged whole (ns), its stack taken after it */
+	PCMON_DS_OWED,		/* ns on-CPU samples owed to the thread (tick_not_ours()) */
 };
 
 struct pcmon_dhdr {
@@ -156,6 +157,10 @@ struct pcmon_offcpu {
 	__u32 proc_epoch;
 	__u8 proc_marks;
 	__u8 pad2[7];
+	__u64 on_ts;		/* bpf_ktime_get_ns() when last switched in (0: not seen) */
+	__u32 on_prev;		/* the thread it took the CPU from then */
+	__u32 pad3;
+	__u64 owed_on;		/* timer ticks that fired while it ran, delivered after it left */
 	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
 	struct pcmon_srec urec;
 	struct pcmon_srec krec;

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """REAL (wall-clock) mode: off-CPU time from sched_switch, in the same units as VIRTUAL."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -157,6 +158,31 @@ def test_blocking_paths_stacks_taken_at_sys_exit():
     """The same with the stacks of blocked threads taken by the sys_exit program (kernels
     before 6.18, without task works), as exact."""
     twopaths({"PCMON_FORCE_SYS_EXIT": "1"})
+
+
+def test_late_ticks_go_to_the_thread_that_ran():
+    """A timer tick reaches the CPU 5-20 us after it fires in this virtual machine: one that
+    fires in bursts' client's 2 us reaches the server. REAL gives such ticks back to the
+    thread that was running when they fired (the summary counts them), and each thread's
+    total is its life, on CPU (sampled) and off (timed), within sampling error."""
+    for env in ({}, {"PCMON_FORCE_TRACEPOINT": "1"}):  # stacks lazily / at every switch
+        old = dict(os.environ)
+        os.environ.update(env)
+        try:
+            listing, p = pcmon_json("run", "--real", "--interval", 1000, "--unwind", "fp", "--",
+                                    workload("bursts"), 3, sock=NODAEMON)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+        own = first_json_line(p.stdout)
+        s, pp = listing["summary"], procs(listing)
+        # nearly a tick in three fires in the client's bursts; many of those arrive late
+        assert s["ticks_moved"] >= 0.01 * own["client_cpu_s"] * 1000, (env, s)
+        assert s["ticks_dropped"] <= 0.01 * s["ticks_moved"] + 2, (env, s)
+        for proc, life in (("bursts.main", own["client_s"]), ("bursts.server", own["server_s"])):
+            want = life * 1000  # periods of 1 ms
+            tol = 4 * math.sqrt(want) + 0.01 * want
+            assert abs(pp[proc]["deep"] - want) <= tol, (env, proc, pp[proc]["deep"], want, s)
 
 
 def test_status_says_how_blocked_stacks_are_taken():
