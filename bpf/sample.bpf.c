@@ -542,12 +542,8 @@ static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
 		if (!t)
 			break;
 		po = t->bpf_storage ? bpf_task_storage_get(&offcpu, t, NULL, 0) : NULL;
-		/*
-		 * Not watched, or running again, or its stack went to the engine already (dwarf,
-		 * not lazy): the tick cannot be given to it.
-		 */
-		tid = 0;
-		if (po && po->ts && !(po->dwarf && po->lazy == PCMON_LAZY_NO)) {
+		tid = 0; /* not watched, or running again: the tick cannot be given to it */
+		if (po && po->ts) {
 			if (po->on_ts && fired < po->on_ts) {
 				tid = po->on_prev; /* it came on after the tick too */
 			} else {
@@ -1098,8 +1094,25 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	}
 	key = o->key;
 	if (o->dwarf && o->lazy == PCMON_LAZY_NO) {
-		struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
+		struct pcmon_dhdr *h;
+		struct pcmon_key on;
+		__u64 owed = take_owed(o, &on);
 
+		/* owed ticks first: the engine charges them at the stack OFF_START sent */
+		if (owed) {
+			h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
+			if (h) {
+				h->type = PCMON_DS_OWED_END;
+				h->tid = next->pid;
+				h->ts = now;
+				h->ns = owed;
+				h->key = on;
+				bpf_ringbuf_submit(h, ring_flags(&dsamples));
+			} else {
+				lost_ring(on.target);
+			}
+		}
+		h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
 		if (!h) {
 			lost_ring(key.target);
 			return;

@@ -558,6 +558,23 @@ static struct pending *pending_find(struct sample_g *g, uint32_t tid)
 	return NULL;
 }
 
+/* @count samples of stack @st taken as @kind (a copy: @st stays as it is). */
+static void charge_kind(struct sample_g *g, struct target *t, const struct agg_stack *st,
+			uint32_t kind, uint64_t count)
+{
+	size_t sz = agg_stack_size(st->nuser + st->nkern);
+	struct agg_stack *c = malloc(sz);
+
+	if (!c) {
+		sample_of(t)->lost_oom += count;
+		return;
+	}
+	memcpy(c, st, sz);
+	c->kind = kind;
+	charge(g, t, c, count, 0);
+	free(c);
+}
+
 static void pending_drop(struct sample_g *g, struct pending *p)
 {
 	free(p->st);
@@ -603,6 +620,11 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 		}
 		memcpy(p->st, st, sz);
 		g->npending++;
+		break;
+	case PCMON_DS_OWED_END:
+		p = pending_find(g, h->tid);
+		if (p)
+			charge_kind(g, t, p->st, h->key.kind, h->ns);
 		break;
 	case PCMON_DS_OFF_END:
 		p = pending_find(g, h->tid);

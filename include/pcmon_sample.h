@@ -103,6 +103,7 @@ enum pcmon_ds_type {
 	PCMON_DS_DRAIN,		/* a counts map is an eighth full: drain now (header only) */
 	PCMON_DS_OFF,		/* an off-CPU interval charged whole (ns), its stack taken after it */
 	PCMON_DS_OWED,		/* ns on-CPU samples owed to the thread (tick_not_ours()) */
+	PCMON_DS_OWED_END,	/* ns of them, at the stack its OFF_START sent (header only) */
 };
 
 struct pcmon_dhdr {
