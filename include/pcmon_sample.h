@@ -145,23 +145,26 @@ enum pcmon_settle {
  * interval is charged: pending_ns waits for that.
  */
 struct pcmon_offcpu {
+	/*
+	 * What every switch reads or writes comes first: task storage values start 8 bytes
+	 * into a cache line, so these 56 bytes share one. A switch out in a busy loop touched
+	 * a second line for on_ts and owed_on: 10 ns a switch more, with a compiler beside it.
+	 */
 	__u64 ts;		/* bpf_ktime_get_ns() when switched out */
-	__u64 pending_ns;	/* charged, waiting for the stack at the system call's return */
-	__u8 dwarf;		/* its stack went to the engine (--unwind dwarf) */
-	__u8 lazy;		/* PCMON_LAZY_*: its stack is not taken yet */
-	__u8 pad[6];
-	__u64 mm;		/* PCMON_LAZY_PEER: the address space it is read through */
+	__u64 on_ts;		/* bpf_ktime_get_ns() when last switched in (0: not seen) */
 	__u64 period_ns;	/* lazy: its target's period when it went off CPU */
 	/* its process's entry in procs (target, epoch, marks pending) as of procs_gen */
 	__u64 proc_gen;		/* procs_gen when copied, with PCMON_PROC_COPIED; 0: none */
 	__u32 proc_target;
 	__u32 proc_epoch;
-	__u8 proc_marks;
-	__u8 pad2[7];
-	__u64 on_ts;		/* bpf_ktime_get_ns() when last switched in (0: not seen) */
 	__u32 on_prev;		/* the thread it took the CPU from then */
-	__u32 pad3;
+	__u8 dwarf;		/* its stack went to the engine (--unwind dwarf) */
+	__u8 lazy;		/* PCMON_LAZY_*: its stack is not taken yet */
+	__u8 proc_marks;
+	__u8 pad;
 	__u64 owed_on;		/* timer ticks that fired while it ran, delivered after it left */
+	__u64 pending_ns;	/* charged, waiting for the stack at the system call's return */
+	__u64 mm;		/* PCMON_LAZY_PEER: the address space it is read through */
 	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
 	struct pcmon_srec urec;
 	struct pcmon_srec krec;
