@@ -52,8 +52,18 @@ static int try_open(const char *dir, const char *rel, void **h, char *err, size_
 
 static int find(char *err, size_t errlen)
 {
-	char exe[PATH_MAX], *slash;
 	const char *version;
+	const struct dl_sym syms[] = {
+		{ "engine_free", &lib.free },
+		{ "engine_fd", &lib.fd },
+		{ "engine_work", &lib.work },
+		{ "engine_handle", &lib.handle },
+		{ "engine_start_field", &lib.start_field },
+		{ "log_verbosity", &lib.log_verbosity },
+		{ "engine_version", &version },
+		{ "engine_new", &lib.new }, /* last: it says "loaded" */
+	};
+	char exe[PATH_MAX], *slash;
 	ssize_t n;
 	void *h;
 
@@ -70,25 +80,18 @@ static int find(char *err, size_t errlen)
 		 ENGINE_SO, exe, exe);
 	if (try_open(exe, "", &h, err, errlen) && try_open(exe, "../lib/pcmon/", &h, err, errlen))
 		return -ENOENT;
-	*(void **)&lib.free = dlsym(h, "engine_free");
-	*(void **)&lib.fd = dlsym(h, "engine_fd");
-	*(void **)&lib.work = dlsym(h, "engine_work");
-	*(void **)&lib.handle = dlsym(h, "engine_handle");
-	*(void **)&lib.start_field = dlsym(h, "engine_start_field");
-	lib.log_verbosity = dlsym(h, "log_verbosity");
-	version = dlsym(h, "engine_version");
-	*(void **)&lib.new = dlsym(h, "engine_new");
-	if (!version || !lib.free || !lib.fd || !lib.work || !lib.handle || !lib.start_field ||
-	    !lib.log_verbosity || !lib.new)
+	if (!dl_bind(h, syms, ARRAY_SIZE(syms))) {
 		snprintf(err, errlen, "%s is not this pcmon's engine (reinstall pcmon)", ENGINE_SO);
-	else if (strcmp(version, PCMON_VERSION))
+		return -ENOENT;
+	}
+	if (strcmp(version, PCMON_VERSION)) {
 		snprintf(err, errlen, "%s is version %.32s, pcmon %s (reinstall pcmon)", ENGINE_SO,
 			 version, PCMON_VERSION);
-	else
-		return 0;
-	lib.new = NULL;
-	dlclose(h);
-	return -ENOENT;
+		lib.new = NULL;
+		dlclose(h);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 /* 0 once the library is open; else -errno with the reason in @err (tried once). */

@@ -189,30 +189,16 @@ static struct {
 
 static bool load_ncurses(void)
 {
+	const struct dl_sym syms[] = {
+		{ "initscr", &nc.initscr },   { "cbreak", &nc.cbreak },	{ "noecho", &nc.noecho },
+		{ "endwin", &nc.endwin },     { "curs_set", &nc.curs_set }, { "nodelay", &nc.nodelay },
+		{ "keypad", &nc.keypad },     { "werase", &nc.werase },	{ "wmove", &nc.wmove },
+		{ "wrefresh", &nc.wrefresh }, { "waddnstr", &nc.waddnstr }, { "wgetch", &nc.wgetch },
+		{ "LINES", &nc.lines },	      { "COLS", &nc.cols },
+	};
 	void *h = dlopen(NCURSES_SO, RTLD_NOW | RTLD_LOCAL);
 
-	if (!h)
-		return false;
-	*(void **)&nc.initscr = dlsym(h, "initscr");
-	*(void **)&nc.cbreak = dlsym(h, "cbreak");
-	*(void **)&nc.noecho = dlsym(h, "noecho");
-	*(void **)&nc.endwin = dlsym(h, "endwin");
-	*(void **)&nc.curs_set = dlsym(h, "curs_set");
-	*(void **)&nc.nodelay = dlsym(h, "nodelay");
-	*(void **)&nc.keypad = dlsym(h, "keypad");
-	*(void **)&nc.werase = dlsym(h, "werase");
-	*(void **)&nc.wmove = dlsym(h, "wmove");
-	*(void **)&nc.wrefresh = dlsym(h, "wrefresh");
-	*(void **)&nc.waddnstr = dlsym(h, "waddnstr");
-	*(void **)&nc.wgetch = dlsym(h, "wgetch");
-	nc.lines = dlsym(h, "LINES");
-	nc.cols = dlsym(h, "COLS");
-	if (nc.initscr && nc.cbreak && nc.noecho && nc.endwin && nc.curs_set && nc.nodelay &&
-	    nc.keypad && nc.werase && nc.wmove && nc.wrefresh && nc.waddnstr && nc.wgetch &&
-	    nc.lines && nc.cols)
-		return true;
-	dlclose(h);
-	return false;
+	return h && dl_bind(h, syms, ARRAY_SIZE(syms));
 }
 
 static int live(struct top_io *io, struct top_state *st, char *err, size_t errlen)

@@ -106,22 +106,18 @@ static struct {
 
 static bool load_capstone(void)
 {
-	void *h = cap.open ? NULL : dlopen("libcapstone.so.4", RTLD_NOW | RTLD_LOCAL);
+	const struct dl_sym syms[] = {
+		{ "cs_disasm", &cap.disasm },
+		{ "cs_free", &cap.free },
+		{ "cs_close", &cap.close },
+		{ "cs_open", &cap.open }, /* last: it says "loaded" */
+	};
+	void *h;
 
 	if (cap.open)
 		return true;
-	if (!h)
-		return false;
-	*(void **)&cap.disasm = dlsym(h, "cs_disasm");
-	*(void **)&cap.free = dlsym(h, "cs_free");
-	*(void **)&cap.close = dlsym(h, "cs_close");
-	*(void **)&cap.open = dlsym(h, "cs_open");
-	if (!cap.disasm || !cap.free || !cap.close || !cap.open) {
-		cap.open = NULL;
-		dlclose(h);
-		return false;
-	}
-	return true;
+	h = dlopen("libcapstone.so.4", RTLD_NOW | RTLD_LOCAL);
+	return h && dl_bind(h, syms, ARRAY_SIZE(syms));
 }
 
 static void disasm(FILE *f, csh cs, const char *hex, uint64_t addr)

@@ -149,28 +149,29 @@ static struct {
 static int load_debuginfod(void)
 {
 	static const char lib[] = "libdebuginfod.so.1";
-	void *h = dfd.begin ? NULL : dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	const struct dl_sym syms[] = {
+		{ "debuginfod_end", &dfd.end },
+		{ "debuginfod_find_debuginfo", &dfd.find_debuginfo },
+		{ "debuginfod_set_user_data", &dfd.set_user_data },
+		{ "debuginfod_get_user_data", &dfd.get_user_data },
+		{ "debuginfod_set_progressfn", &dfd.set_progressfn },
+		{ "debuginfod_begin", &dfd.begin }, /* last: it says "loaded" */
+	};
+	void *h;
 
 	if (dfd.begin)
 		return 0;
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		pr_warn("debuginfod: cannot load %s (%s): install libdebuginfod1; debuginfod is off",
 			lib, dlerror());
 		return -ENOENT;
 	}
-	*(void **)&dfd.end = dlsym(h, "debuginfod_end");
-	*(void **)&dfd.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
-	*(void **)&dfd.set_user_data = dlsym(h, "debuginfod_set_user_data");
-	*(void **)&dfd.get_user_data = dlsym(h, "debuginfod_get_user_data");
-	*(void **)&dfd.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
-	if (!dfd.end || !dfd.find_debuginfo || !dfd.set_user_data || !dfd.get_user_data ||
-	    !dfd.set_progressfn) {
+	if (!dl_bind(h, syms, ARRAY_SIZE(syms))) {
 		pr_warn("debuginfod: %s lacks the functions pcmon needs; debuginfod is off", lib);
-		dlclose(h);
 		return -ENOENT;
 	}
-	*(void **)&dfd.begin = dlsym(h, "debuginfod_begin"); /* last: it says "loaded" */
-	return dfd.begin ? 0 : -ENOENT;
+	return 0;
 }
 
 static int on_progress(debuginfod_client *c, long a, long b)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,6 +49,21 @@ int grow(void **arr, size_t *cap, size_t need, size_t elem)
 }
 
 /* FNV-1a, 8 bytes at a time, with a final avalanche. */
+bool dl_bind(void *h, const struct dl_sym *syms, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!(*(void **)syms[i].slot = dlsym(h, syms[i].name)))
+			break;
+	if (i == n)
+		return true;
+	while (i--)
+		*(void **)syms[i].slot = NULL;
+	dlclose(h);
+	return false;
+}
+
 uint64_t hash_bytes(const void *p, size_t len)
 {
 	const unsigned char *b = p;

@@ -25,6 +25,18 @@ void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(pri
 int grow(void **arr, size_t *cap, size_t need, size_t elem);
 #define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
+/* A symbol of a library opened at run time (dlopen), and the pointer its address goes to. */
+struct dl_sym {
+	const char *name;
+	void *slot;	/* the address of a function pointer, or of a variable's pointer */
+};
+
+/*
+ * Look up each of @syms in @h, in order: true if all are there. Else every slot is NULL and
+ * @h is closed. The last one set is the one a caller may test for "loaded".
+ */
+bool dl_bind(void *h, const struct dl_sym *syms, size_t n);
+
 uint64_t hash_bytes(const void *p, size_t len);
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 double wall_time(void);		/* CLOCK_REALTIME seconds */
