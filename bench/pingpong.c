@@ -12,7 +12,6 @@
 #include "bench.h"
 
 #include <pthread.h>
-#include <sched.h>
 
 static int ping[2], pong[2];
 static uint64_t rounds;
@@ -51,13 +50,10 @@ NOINLINE static void serve(void)
 int main(int argc, char **argv)
 {
 	pthread_t t;
-	cpu_set_t one;
 	int cpu = sched_getcpu();
 
 	rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 100000;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one)) /* the partner thread inherits it */
+	if (pin_to_cpu(cpu)) /* the partner thread inherits it */
 		perror("pingpong: sched_setaffinity");
 	if (pipe(ping) || pipe(pong) || pthread_create(&t, NULL, partner, NULL)) {
 		perror("pingpong");

@@ -508,7 +508,7 @@ static __always_inline void record_current(struct pcmon_key *key, struct pcmon_s
  * it does under perf's cpu-clock). With REAL the switch program notes when each watched
  * thread came on CPU and from whom (switch_in()). A tick that fired before the current
  * thread came on is the previous thread's, or the one's before it: it is owed to that
- * thread, which takes it at the stack it left the CPU with (record_owed()), if it is
+ * thread, which takes it at the stack it left the CPU with (charge(), charge_dwarf()), if it is
  * watched with an interval open; else it is dropped. Either way it is counted (tstat).
  * True if the tick is not the current thread's.
  */
@@ -731,11 +731,7 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 	o->krec.key = o->key.kstack = 0;
 }
 
-/*
- * Charge an interval that ends: @ns off CPU (if any), and the timer ticks that fired while
- * the thread was still on CPU before it and reached the CPU after it had left (on_sample(),
- * tick_not_ours()), as on-CPU samples at the stack it left with, in the kernel if it blocked.
- */
+/* The ticks owed to @o's thread (taken: 0 left), and the key to charge them with. */
 static __always_inline __u64 take_owed(struct pcmon_offcpu *o, struct pcmon_key *key)
 {
 	__u64 owed = o->owed_on;
@@ -748,6 +744,11 @@ static __always_inline __u64 take_owed(struct pcmon_offcpu *o, struct pcmon_key 
 	return owed;
 }
 
+/*
+ * Charge an interval that ends: @ns off CPU (if any), and the timer ticks that fired while
+ * the thread was still on CPU before it and reached the CPU after it had left (on_sample(),
+ * tick_not_ours()), as on-CPU samples at the stack it left with, in the kernel if it blocked.
+ */
 static __always_inline void charge(struct pcmon_offcpu *o, __u64 ns)
 {
 	struct pcmon_key key;
@@ -1057,6 +1058,24 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	}
 }
 
+/* A record without a stack, for the engine to end an interval whose stack it has: @ns of it. */
+static __always_inline void send_end(__u32 type, __u32 tid, __u64 ts, __u64 ns,
+				     const struct pcmon_key *key)
+{
+	struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
+
+	if (!h) {
+		lost_ring(key->target);
+		return;
+	}
+	h->type = type;
+	h->tid = tid;
+	h->ts = ts;
+	h->ns = ns;
+	h->key = *key;
+	bpf_ringbuf_submit(h, ring_flags(&dsamples));
+}
+
 static __always_inline void switch_in(void *ctx, struct task_struct *prev, struct task_struct *next,
 				      __u64 *clock)
 {
@@ -1094,35 +1113,13 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	}
 	key = o->key;
 	if (o->dwarf && o->lazy == PCMON_LAZY_NO) {
-		struct pcmon_dhdr *h;
 		struct pcmon_key on;
 		__u64 owed = take_owed(o, &on);
 
 		/* owed ticks first: the engine charges them at the stack OFF_START sent */
-		if (owed) {
-			h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
-			if (h) {
-				h->type = PCMON_DS_OWED_END;
-				h->tid = next->pid;
-				h->ts = now;
-				h->ns = owed;
-				h->key = on;
-				bpf_ringbuf_submit(h, ring_flags(&dsamples));
-			} else {
-				lost_ring(on.target);
-			}
-		}
-		h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
-		if (!h) {
-			lost_ring(key.target);
-			return;
-		}
-		h->type = PCMON_DS_OFF_END;
-		h->tid = next->pid;
-		h->ts = now;
-		h->ns = ns;
-		h->key = key;
-		bpf_ringbuf_submit(h, ring_flags(&dsamples));
+		if (owed)
+			send_end(PCMON_DS_OWED_END, next->pid, now, owed, &on);
+		send_end(PCMON_DS_OFF_END, next->pid, now, ns, &key);
 		return;
 	}
 	if (!active_cfg(key.target))

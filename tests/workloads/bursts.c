@@ -10,7 +10,6 @@
  * (client_s from main()'s start, server_s) and both CPU times.
  */
 #include <pthread.h>
-#include <sched.h>
 
 #include "workload.h"
 
@@ -48,12 +47,9 @@ int main(int argc, char **argv)
 	double secs = arg_seconds(argc, argv, 3);
 	unsigned char c = 1;
 	unsigned long n = 0;
-	cpu_set_t one;
 	pthread_t th;
 
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	if (sched_setaffinity(0, sizeof(one), &one))
+	if (pin_to_cpu(-1))
 		return 1;
 	per_us = calibrate(1000000) / 1000;
 	if (pipe(req) || pipe(rep) || pthread_create(&th, NULL, server, NULL))

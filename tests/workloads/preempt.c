@@ -5,7 +5,6 @@
  * so the difference is the time it waited, runnable; the sum is printed.
  */
 #include <pthread.h>
-#include <sched.h>
 
 #include "workload.h"
 
@@ -27,12 +26,9 @@ static void *spin(void *arg)
 int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 2);
-	cpu_set_t one;
 	pthread_t th[2];
 
-	CPU_ZERO(&one);
-	CPU_SET(0, &one);
-	if (sched_setaffinity(0, sizeof(one), &one))
+	if (pin_to_cpu(0))
 		return 1;
 	chunk = calibrate(100000);
 	end_ns = wall_ns() + secs * 1e9;

@@ -13,7 +13,6 @@
  * when its system call returns, and only for the intervals it charges).
  */
 #include <pthread.h>
-#include <sched.h>
 
 #include "workload.h"
 
@@ -81,11 +80,7 @@ int main(int argc, char **argv)
 	 * at a steady pace (on a virtual CPU that idles between 20 us bursts the timer does not),
 	 * and every round trip is two context switches.
 	 */
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	if (sched_setaffinity(0, sizeof(one), &one))
+	if (pin_to_cpu(-1))
 		return 1;
 	per_us = calibrate(1000000) / 1000;
 	if (pipe(req) || pipe(rep) || pthread_create(&th, NULL, server, NULL))

@@ -7,6 +7,7 @@
 #ifndef PCMON_WORKLOAD_H
 #define PCMON_WORKLOAD_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,19 @@ __attribute__((noipa, unused)) static long do_read(int fd, void *buf, size_t len
 __attribute__((noipa, unused)) static long do_write(int fd, const void *buf, size_t len)
 {
 	return raw_syscall3(SYS_write, fd, (long)buf, len);
+}
+
+/*
+ * Keep this thread, and the threads it creates from now on, on CPU @cpu (-1: the one it is
+ * on now): threads that take turns on one CPU switch at every turn. 0, or -1 (errno).
+ */
+static inline int pin_to_cpu(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? sched_getcpu() : cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one);
 }
 
 static inline double arg_seconds(int argc, char **argv, double def)
