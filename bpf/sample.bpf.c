@@ -34,7 +34,7 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
 #define TASK_RUNNING 0
 
 const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
-const volatile __u32 dwarf_stack = 65536; /* most bytes of user stack a dwarf record carries */
+const volatile __u32 dwarf_stack = PCMON_DWARF_STACK_DEFAULT; /* most bytes of user stack a dwarf record carries */
 const volatile __u32 drain_at = 8192;	/* entries in a counts map that wake the engine */
 const volatile bool task_work_ok;	/* the kernel has bpf_task_work_schedule_resume_impl */
 
@@ -363,7 +363,9 @@ static __always_inline void lost_ring(__u32 target)
 /*
  * A record with room for @need bytes of stack, from the smallest size class that holds them.
  * The ring takes constant sizes only; classes keep a thread with a shallow stack from paying
- * ring space for the deepest one (a 64 KiB record for 2 KiB of frames).
+ * ring space for the deepest one (a 64 KiB record for 2 KiB of frames). Past 64 KiB they
+ * double, up to the whole of the largest stack a process is given by default: a deep
+ * recursion or a big buffer in main costs what its stack holds, and still reaches the root.
  */
 #define DCLASS(bytes)                                                                   \
 	if (need <= (bytes)) {                                                          \
@@ -378,6 +380,13 @@ static __always_inline struct pcmon_dsample *reserve_dwarf(__u64 need, __u64 *ro
 	DCLASS(8192)
 	DCLASS(16384)
 	DCLASS(32768)
+	DCLASS(65536)
+	DCLASS(131072)
+	DCLASS(262144)
+	DCLASS(524288)
+	DCLASS(1048576)
+	DCLASS(2097152)
+	DCLASS(4194304)
 	*room = PCMON_DWARF_STACK_MAX;
 	return bpf_ringbuf_reserve(&dsamples, sizeof(struct pcmon_dsample) + PCMON_DWARF_STACK_MAX, 0);
 }
@@ -395,7 +404,7 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
 	struct stack_vma *sv;
 
 	if (BPF_CORE_READ(task, pid) == BPF_CORE_READ(task, tgid) && start_stack > sp &&
-	    start_stack - sp < PCMON_DWARF_STACK_MAX)
+	    start_stack - sp < dwarf_stack)
 		return start_stack - sp + 64;
 	sv = bpf_task_storage_get(&stackvma, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (sv && (sp < sv->start || sp >= sv->end)) {

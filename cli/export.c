@@ -136,6 +136,8 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 			.section = jstr(o, "section"), .pid = (long)jnum(o, "pid"),
 			.tid = (long)jnum(o, "tid"), .thread = jstr(o, "thread"),
 		};
+		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "cut_short")))
+			s->cut_short = jstr(o, "cut_short");
 		s->nlocs = ints(cJSON_GetObjectItemCaseSensitive(o, "locations"), p->nlocations,
 				&s->locs);
 		if (s->nlocs < 0)
@@ -173,7 +175,7 @@ static const char *fname(const struct xprof *p, int fn)
 int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe **out,
 		 size_t *cap)
 {
-	size_t n = 1;
+	size_t n = 2;
 
 	for (int i = 0; i < s->nlocs; i++)
 		n += p->locations[s->locs[i]].nlines;
@@ -185,6 +187,8 @@ int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe *
 		(*out)[n++] = (struct xframe){ s->section, XF_CRITICAL };
 		return n;
 	}
+	if (s->cut_short) /* what was not walked stands as one frame, so widths add up */
+		(*out)[n++] = (struct xframe){ XF_TRUNCATED_NAME, XF_TRUNCATED };
 	for (int i = s->nlocs - 1; i >= 0; i--) {
 		const struct xlocation *l = &p->locations[s->locs[i]];
 
@@ -221,7 +225,7 @@ int export_folded(FILE *f, const struct xprof *p)
 {
 	static const char *const suffix[] = { [XF_USER] = "", [XF_KERNEL] = "_[k]",
 					      [XF_INLINE] = "_[i]", [XF_CRITICAL] = "",
-					      [XF_FOREIGN] = "" };
+					      [XF_FOREIGN] = "", [XF_TRUNCATED] = "" };
 	struct fline *lines = calloc(p->nsamples + 1, sizeof(*lines));
 	struct xframe *fr = NULL;
 	size_t cap = 0, nl = 0;
@@ -488,7 +492,7 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 
 		if (!s->count)
 			continue;
-		if (GROW(ids, cap_ids, (size_t)s->nlocs + 1))
+		if (GROW(ids, cap_ids, (size_t)s->nlocs + 2))
 			goto out;
 		if (own) {
 			char name[96];
@@ -502,6 +506,8 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 		}
 		for (int j = 0; j < s->nlocs; j++)
 			ids[n++] = s->locs[j] + 1;
+		if (s->cut_short && !own && !(ids[n++] = pseudo_id(p, &ps, XF_TRUNCATED_NAME)))
+			goto out;
 		packed(&m, S_LOCATION_ID, &m2, ids, n);
 		packed(&m, S_VALUE, &m2, v, 2);
 		label(&m, &m2, &st, "pid", NULL, s->pid);

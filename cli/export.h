@@ -36,6 +36,7 @@ struct xsample {
 	const char *section;	/* critical, unwalkable: the section's name */
 	long pid, tid;		/* tid 0: not known */
 	const char *thread;	/* its name, "" if not known */
+	const char *cut_short;	/* why its stack stops short of a root; NULL: whole */
 	int nlocs;
 	int *locs;		/* leaf first */
 };
@@ -57,7 +58,9 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen);
 void xprof_free(struct xprof *p);
 
 /* One frame of a sample as the exports draw it, root first. */
-enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN };
+enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN, XF_TRUNCATED };
+/* The root frame of a stack cut short: its outer frames, which were not walked. */
+#define XF_TRUNCATED_NAME "[truncated]"
 struct xframe {
 	const char *name;
 	enum xframe_type type;

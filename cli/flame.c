@@ -102,6 +102,7 @@ static void colour(char *buf, size_t len, const struct node *n)
 		rgb[0] = 160 + a * 40 / 255, rgb[1] = 110 + b * 30 / 255, rgb[2] = 220;
 		break;
 	case XF_FOREIGN: /* grey */
+	case XF_TRUNCATED:
 		rgb[0] = rgb[1] = rgb[2] = 150 + a * 30 / 255;
 		break;
 	default: /* user code: red to yellow */
@@ -113,7 +114,7 @@ static void colour(char *buf, size_t len, const struct node *n)
 
 static const char *const type_names[] = {
 	[XF_USER] = "user", [XF_KERNEL] = "kernel", [XF_INLINE] = "inline",
-	[XF_CRITICAL] = "critical", [XF_FOREIGN] = "foreign",
+	[XF_CRITICAL] = "critical", [XF_FOREIGN] = "foreign", [XF_TRUNCATED] = "truncated",
 };
 
 struct draw {
@@ -309,7 +310,7 @@ int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 		draw(&d, root->kids[i], x, 0);
 	fputs("</g>\n", f);
 	fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">"
-		   "user: red-yellow · kernel: orange · inline: aqua · critical section: purple · foreign: grey"
+		   "user: red-yellow · kernel: orange · inline: aqua · critical section: purple · foreign, [truncated]: grey"
 		   "%s</text>\n",
 		WIDTH / 2, d.height - 6 - FRAME_H, d.pruned ? " · narrow frames left out" : "");
 	fputs("</svg>\n", f);

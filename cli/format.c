@@ -165,9 +165,20 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (num(s, "denied"))
 		fprintf(f, "   denied %.0f (processes that became another's: setuid, not dumpable)",
 			num(s, "denied"));
-	if (num(s, "cut_short"))
-		fprintf(f, "   fp stacks cut short %.0f (%.1f%%: outer frames missing)",
+	if (num(s, "cut_short")) {
+		const cJSON *x, *r = cJSON_GetObjectItemCaseSensitive(s, "cut_short_by_reason");
+		const char *sep = ": ";
+
+		fprintf(f, "\nstacks cut short %.0f (%.1f%%, their walked frames counted, outer frames missing",
 			num(s, "cut_short"), pct(num(s, "cut_short"), counted));
+		cJSON_ArrayForEach(x, r) {
+			if (x->valuedouble) {
+				fprintf(f, "%s%s %.0f", sep, x->string, x->valuedouble);
+				sep = ", ";
+			}
+		}
+		fputc(')', f);
+	}
 	if (num(s, "ticks_moved") || num(s, "ticks_dropped"))
 		fprintf(f, "\nlate ticks: %.0f given back to the thread that ran when they fired, "
 			   "%.0f dropped (that thread is not watched, or was on a CPU again)",

@@ -14,6 +14,7 @@ const char *const agg_unwalk_names[AGG_UNWALK_MAX] = {
 	[AGG_UNWALK_LOST] = "lost",
 	[AGG_UNWALK_DEPTH] = "depth",
 	[AGG_UNWALK_NOCFI] = "no_cfi",
+	[AGG_UNWALK_FP_CHAIN] = "fp_chain",
 };
 
 struct agg_val {
@@ -272,8 +273,10 @@ int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opt
 			}
 		}
 		out->counted += w;
-		if (st->flags & AGG_SF_CUT_SHORT)
-			out->cut_short += w;
+		if (st->flags & AGG_SF_CUT_SHORT) {
+			out->cut[AGG_WALK_OK] += w;
+			out->cut[agg_cut_reason(st)] += w;
+		}
 		if (st->section) { /* marked by the program itself */
 			size_t m;
 

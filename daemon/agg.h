@@ -25,6 +25,7 @@ enum agg_unwalk {
 	AGG_UNWALK_LOST,	/* the frames were lost (stacks ring full) */
 	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
 	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
+	AGG_UNWALK_FP_CHAIN,	/* fp: the frame-pointer chain ended short of a root */
 	AGG_UNWALK_MAX,		/* (new reasons go last: format-1 state files store the number) */
 };
 extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
@@ -44,8 +45,20 @@ struct agg_stack {
 /* Taken before the probes of objects the process had just loaded were attached: if the
  * thread was in a section marked there, the sample does not say so (PCMON_KF_MARKS_PENDING). */
 #define AGG_SF_MARKS_PENDING (1u << 0)
-/* fp: the frame chain ended short of a root, so the outer frames are missing. */
+/*
+ * The walk stopped short of a root: the frames walked are kept and charged, the outer ones
+ * are missing. Why it stopped (an enum agg_unwalk other than AGG_WALK_OK) is kept in the
+ * flags' second byte: AGG_SF_CUT(reason), agg_cut_reason(st).
+ */
 #define AGG_SF_CUT_SHORT (1u << 1)
+#define AGG_SF_CUT(reason) (AGG_SF_CUT_SHORT | (uint32_t)(reason) << 8)
+static inline uint32_t agg_cut_reason(const struct agg_stack *st)
+{
+	uint32_t r = st->flags >> 8 & 0xff;
+
+	return !(st->flags & AGG_SF_CUT_SHORT) ? AGG_WALK_OK : r && r < AGG_UNWALK_MAX ? r :
+										       AGG_UNWALK_FP_CHAIN;
+}
 
 struct agg;
 struct agg *agg_new(void);
@@ -140,7 +153,9 @@ struct agg_list {
 	uint64_t off_blocked, off_runnable;	/* off-CPU, in interrupts of t */
 	uint64_t off_blocked_ns, off_runnable_ns;
 	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
-	uint64_t cut_short;		/* counted samples whose fp stack did not reach a root */
+	/* counted samples whose stack did not reach a root, their walked frames charged:
+	 * [0] all, by reason after */
+	uint64_t cut[AGG_UNWALK_MAX];
 	/*
 	 * Counted samples charged to no marked section (to procedures, foreignPcs or declared
 	 * sections) that were taken while probes were pending (AGG_SF_MARKS_PENDING): any of

@@ -17,7 +17,7 @@ struct engine;
 struct engine_opts {
 	const char *state_dir;	/* where results are kept across restarts; NULL: nowhere */
 	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
-	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
+	uint32_t dwarf_stack;	/* most bytes of user stack a dwarf sample copies (0: 1 MiB) */
 	uint32_t drain_ms;	/* how often the engine's timer ticks (0: 1000) */
 	uint32_t counts_entries; /* sampling entries BPF holds between drains (0: 65536) */
 	bool bpf_stats;		/* count BPF programs' runs and run time (all programs pay) */

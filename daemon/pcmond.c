@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "pcmon_bpf.h"
+#include "pcmon_sample.h"
 #include "proto.h"
 #include "srv.h"
 #include "util.h"
@@ -72,9 +73,10 @@ static void usage(FILE *f)
 		"  --foreground      do not detach (as under systemd)\n"
 		"  --max-stack N     frames per stack, up to 512 (default 512; raises\n"
 		"                    kernel.perf_event_max_stack to it if lower)\n"
-		"  --dwarf-stack N   bytes of user stack copied per --unwind dwarf sample,\n"
-		"                    1024 to 65536 (default 65536; each sample copies only\n"
-		"                    the frames its thread has, in size classes)\n"
+		"  --dwarf-stack N   most bytes of user stack a --unwind dwarf sample copies,\n"
+		"                    1024 to 8388608 (default 1048576; each sample copies only\n"
+		"                    what its thread's stack holds; a deeper stack keeps the\n"
+		"                    frames walked and is counted as cut short)\n"
 		"  --user-targets N  targets one user other than root may have (default 16;\n"
 		"                    32 of the 255 are root's alone)\n"
 		"  --user-memory MiB results the targets of one user may hold (default 256);\n"
@@ -206,7 +208,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'D':
-			if (parse_range("--dwarf-stack", optarg, 1024, 65536, "bytes", &eo.dwarf_stack))
+			if (parse_range("--dwarf-stack", optarg, 1024, PCMON_DWARF_STACK_MAX, "bytes", &eo.dwarf_stack))
 				return 2;
 			break;
 		case 'T':

@@ -327,29 +327,39 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
  * A stack the kernel walked with frame pointers (in-kernel aggregates). The chain ends where
  * a frame pointer does (code built without them, as Debian's libc is): unless the outermost
  * frame's CFI says it has no caller, the stack is marked cut short, so the listing can say
- * that the deep counts of outer frames are lower bounds.
+ * that the deep counts of outer frames are lower bounds. A chain as deep as the limit was
+ * cut there: its frames are kept too.
  */
 static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
-	enum agg_unwalk uw = unwalk_of(k->uerr);
 	struct agg_stack *st;
 
-	/* a stack that fills the maximum depth was cut off, not whole */
-	if (uw == AGG_WALK_OK && nu >= sampler_max_depth(g->env.smp))
-		uw = AGG_UNWALK_DEPTH;
-	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, uw);
-	if (st && st->unwalk == AGG_WALK_OK && nu &&
-	    !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
-		st->flags |= AGG_SF_CUT_SHORT;
+	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr));
+	if (!st || st->unwalk != AGG_WALK_OK || !nu)
+		return st;
+	if (nu >= sampler_max_depth(g->env.smp))
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_DEPTH);
+	else if (!unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
 	return st;
 }
 
-/* A --unwind dwarf record: unwind its copied stack with the objects' CFI. */
+/*
+ * A --unwind dwarf record: unwind its copied stack with the objects' CFI. A walk that stops
+ * short of a root keeps the frames it walked (cut short, with why); only a stack of which
+ * not even the innermost frame could be placed is unwalkable.
+ */
 static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_dsample *d,
 				       size_t len)
 {
+	static const enum agg_unwalk cut_reason[] = {
+		[UNW_END_TRUNCATED] = AGG_UNWALK_TRUNCATED,
+		[UNW_END_DEPTH] = AGG_UNWALK_DEPTH,
+		[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
+		[UNW_END_FAULT] = AGG_UNWALK_FAULT,
+	};
 	uint32_t depth = sampler_max_depth(g->env.smp), nu = 0;
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
 	enum unw_end end = UNW_END_ROOT;
@@ -379,23 +389,15 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 			pr_debug("pid %u: no user stack copied (pc %#llx, sp %#llx)", d->h.key.pid,
 				 (unsigned long long)d->regs[16], (unsigned long long)d->regs[7]);
 	}
-	if (uw == AGG_WALK_OK && end != UNW_END_ROOT) {
-		static const enum agg_unwalk reason[] = {
-			[UNW_END_TRUNCATED] = AGG_UNWALK_TRUNCATED,
-			[UNW_END_DEPTH] = AGG_UNWALK_DEPTH,
-			[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
-			[UNW_END_FAULT] = AGG_UNWALK_FAULT,
-		};
-
-		uw = reason[end];
-		if (log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: unwinding stopped (%s) after %u frames at pc %#llx, copy %u bytes",
-				 d->h.key.pid, agg_unwalk_names[uw], nu,
-				 nu ? (unsigned long long)g->upcs[nu - 1] : 0ULL, d->ulen);
-	}
+	if (uw == AGG_WALK_OK && end != UNW_END_ROOT && log_verbosity >= LOG_DEBUG)
+		pr_debug("pid %u: unwinding stopped (%s) after %u frames at pc %#llx, copy %u bytes",
+			 d->h.key.pid, agg_unwalk_names[cut_reason[end]], nu,
+			 nu ? (unsigned long long)g->upcs[nu - 1] : 0ULL, d->ulen);
 	g->unwound++;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
+	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT)
+		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
 	return st;
 }

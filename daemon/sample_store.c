@@ -11,7 +11,7 @@
  *    "locs": [{"a": "0x...", "f": [PROC_INDEX, ...innermost first], ["file": F,]
  *              ["line": N,] ["fl": [[FILE, LINE], ...] each frame's own line]}, ...],
  *    "stacks": [{"k": "oncpu|oncpu_kernel|off_blocked|off_runnable", "p": PID,
- *                ["u": UNWALK_REASON,] ["cs": true,] ["mp": true,] ["s": SECTION,]
+ *                ["u": UNWALK_REASON,] ["cs": true, "cr": CUT_REASON,] ["mp": true,] ["s": SECTION,]
  *                "nu": USER_LOCS, "c": COUNT, "ns": NS,
  *                "l": [LOC_INDEX, ...outermost first]}, ...]}
  *
@@ -189,8 +189,10 @@ static void render_stack(struct writer *w, struct sf_text *x, const struct agg_s
 		sf_text_lit(sw, x, ",\"u\":");
 		sf_text_str(sw, x, st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
 	}
-	if (st->flags & AGG_SF_CUT_SHORT)
-		sf_text_lit(sw, x, ",\"cs\":true");
+	if (st->flags & AGG_SF_CUT_SHORT) {
+		sf_text_lit(sw, x, ",\"cs\":true,\"cr\":");
+		sf_text_str(sw, x, agg_unwalk_names[agg_cut_reason(st)]);
+	}
 	if (st->flags & AGG_SF_MARKS_PENDING)
 		sf_text_lit(sw, x, ",\"mp\":true");
 	if (st->section) {
@@ -475,7 +477,7 @@ static int read_loc(struct sf_rd *rd, const cJSON *it, int i, const struct rproc
 
 /* A stack as the file gives it: locations are indices into "locs". */
 struct rstack {
-	uint32_t kind, pid, tid, unwalk, nuser, n;
+	uint32_t kind, pid, tid, unwalk, cut, nuser, n;
 	bool cut_short, marks_pending;
 	const char *section;
 	uint64_t count, ns;
@@ -497,8 +499,11 @@ static int read_stack(struct sf_rd *rd, const cJSON *it, int i, int nlocs, struc
 	if ((r = sf_get_enum(rd, it, "k", SF_ALWAYS, stack_kind_names, PCMON_KIND_MAX, &st->kind)) ||
 	    (r = sf_get_u32(rd, it, "p", SF_ALWAYS, STORE_MAX_PID, &st->pid)) ||
 	    (r = sf_get_u32(rd, it, "t", SF_OPTIONAL, STORE_MAX_PID, &st->tid)) ||
-	    (r = sf_get_enum(rd, it, "u", SF_OPTIONAL, unwalk_names, AGG_UNWALK_MAX, &st->unwalk)) ||
+	    /* (fp_chain, the last reason, only ever cuts a stack short) */
+	    (r = sf_get_enum(rd, it, "u", SF_OPTIONAL, unwalk_names, AGG_UNWALK_FP_CHAIN, &st->unwalk)) ||
 	    (r = sf_get_bool(rd, it, "cs", SF_OPTIONAL, &st->cut_short)) ||
+	    /* why (files written before it was kept hold fp stacks only) */
+	    (r = sf_get_enum(rd, it, "cr", SF_OPTIONAL, unwalk_names, AGG_UNWALK_MAX, &st->cut)) ||
 	    (r = sf_get_bool(rd, it, "mp", SF_OPTIONAL, &st->marks_pending)) ||
 	    (r = sf_get_str(rd, it, "s", SF_OPTIONAL, 255, &st->section)) ||
 	    (r = sf_get_array(rd, it, "l", SF_ALWAYS, 2 * STORE_MAX_DEPTH, &st->l, &n)) ||
@@ -664,7 +669,8 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 			goto out;
 		*st = (struct agg_stack){ .kind = rs.kind, .pid = rs.pid, .tid = rs.tid,
 					  .unwalk = rs.unwalk,
-					  .flags = (rs.cut_short ? AGG_SF_CUT_SHORT : 0) |
+					  .flags = (rs.cut_short ? AGG_SF_CUT(rs.cut ? rs.cut :
+								AGG_UNWALK_FP_CHAIN) : 0) |
 						   (rs.marks_pending ? AGG_SF_MARKS_PENDING : 0),
 					  .nuser = rs.nuser,
 					  .nkern = rs.n - rs.nuser };

@@ -302,15 +302,18 @@ static int usdt_attach_locked(struct sampler *s, const char *path);
 
 /*
  * The --unwind dwarf ring: 4 MiB a CPU (each CPU's samples land in the one ring), a power of
- * two from 16 to 128 MiB. pcmond reads it when it is half full, so at 10 kHz on every CPU
- * (a few KiB a record) it has a few hundred milliseconds to get there, however many CPUs.
+ * two from 16 to 128 MiB, and room for four of the largest records (@copy bytes of stack).
+ * pcmond reads it when it is half full, so at 10 kHz on every CPU (a few KiB a record) it
+ * has a few hundred milliseconds to get there, however many CPUs.
  */
-static uint32_t dwarf_ring_bytes(void)
+static uint32_t dwarf_ring_bytes(uint32_t copy)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint32_t bytes = 16u << 20;
 
 	while (ncpu > 0 && bytes < (uint64_t)ncpu * (4u << 20) && bytes < (128u << 20))
+		bytes <<= 1;
+	while (bytes < 4 * (uint64_t)copy + (1u << 20))
 		bytes <<= 1;
 	return bytes;
 }
@@ -430,8 +433,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (r)
 		goto fail;
 	skel->rodata->max_depth = s->depth;
-	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : PCMON_DWARF_STACK_MAX;
-	bpf_map__set_max_entries(skel->maps.dsamples, o->ring_bytes ? o->ring_bytes : dwarf_ring_bytes());
+	skel->rodata->dwarf_stack = o->dwarf_stack ? MIN(o->dwarf_stack, PCMON_DWARF_STACK_MAX) : PCMON_DWARF_STACK_DEFAULT;
+	bpf_map__set_max_entries(skel->maps.dsamples, o->ring_bytes ? o->ring_bytes :
+								 dwarf_ring_bytes(skel->rodata->dwarf_stack));
 	if (o->stack_ring_bytes)
 		bpf_map__set_max_entries(skel->maps.stackring, o->stack_ring_bytes);
 	if (o->counts_entries) {

@@ -18,7 +18,7 @@ struct sampler_opts {
 	uint32_t max_depth;	/* wanted frames per stack; raised up to what the kernel allows */
 	uint32_t counts_entries; /* distinct (target, pid, stack) per drain buffer */
 	uint32_t stack_ring_bytes; /* size of the ring of new stacks (power of 2; 0: 8 MiB) */
-	uint32_t dwarf_stack;	/* bytes of user stack per --unwind dwarf sample (0: 64 KiB) */
+	uint32_t dwarf_stack;	/* most bytes of user stack a dwarf sample copies (0: 1 MiB) */
 	bool bpf_stats;		/* turn on kernel.bpf_stats_enabled while open (every program pays) */
 	uint32_t ring_bytes;	/* size of the dwarf sample ring (power of 2; 0: 4 MiB a CPU, 16-128 MiB) */
 };

@@ -223,6 +223,8 @@ void stacks_visit(void *ctx, const struct agg_visit *v)
 		cJSON_AddStringToObject(o, "thread", sym_str(x->s, sample_thread_name(x->sp, st->tid)));
 	}
 	cJSON_AddStringToObject(o, "charged", charged[v->cls]);
+	if (st->flags & AGG_SF_CUT_SHORT) /* its outer frames are missing, and why */
+		cJSON_AddStringToObject(o, "cut_short", agg_unwalk_names[agg_cut_reason(st)]);
 	switch (v->cls) {
 	case AGG_C_UNWALKABLE:
 		cJSON_AddStringToObject(o, "section", "unwalkable");

@@ -92,7 +92,13 @@ struct pcmon_val {
  * the top of the user stack, for the engine to unwind with the objects' CFI; the end of an
  * off-CPU interval is a short record that closes the start of the same thread.
  */
-#define PCMON_DWARF_STACK_MAX 65536	/* bytes of user stack a record can carry */
+/*
+ * Bytes of user stack a record can carry: the whole stack of a thread, up to this (the
+ * default limit of a process's stack, RLIMIT_STACK); pcmond copies at most
+ * PCMON_DWARF_STACK_DEFAULT unless told otherwise (--dwarf-stack).
+ */
+#define PCMON_DWARF_STACK_MAX (8u << 20)
+#define PCMON_DWARF_STACK_DEFAULT (1u << 20)
 #define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
 #define PCMON_KSTACK_MAX 127
 

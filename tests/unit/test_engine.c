@@ -484,6 +484,9 @@ static void test_samples_listed(void **state)
 	assert_int_equal(proto_num(outer, "deep", 0), 42);
 	/* the stack ends short of a root (no _start): flagged, not silently whole */
 	assert_int_equal(summary(rep, "cut_short"), 42);
+	assert_int_equal(proto_num(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"),
+						       "cut_short_by_reason"),
+				   "fp_chain", -1), 42);
 	cJSON_Delete(rep);
 }
 

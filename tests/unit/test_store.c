@@ -111,7 +111,7 @@ static void add(struct target *t, uint32_t kind, uint32_t unwalk, uint32_t cut, 
 	struct agg_stack *st = calloc(1, agg_stack_size(nuser + nkern));
 
 	assert_non_null(st);
-	*st = (struct agg_stack){ .kind = kind, .pid = 4242, .unwalk = unwalk, .flags = cut ? AGG_SF_CUT_SHORT : 0,
+	*st = (struct agg_stack){ .kind = kind, .pid = 4242, .unwalk = unwalk, .flags = cut ? AGG_SF_CUT(cut) : 0,
 				  .section = section, .nuser = nuser, .nkern = nkern };
 	if (nuser + nkern)
 		memcpy(st->locs, locs, (nuser + nkern) * sizeof(*locs));
@@ -178,7 +178,8 @@ static struct target *sample(struct sym *s, uint32_t id)
 	add(t, PCMON_KIND_OFF_RUNNABLE, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[1] }, 2, 0, 2,
 	    5000000000ULL);
 	add(t, PCMON_KIND_ONCPU, AGG_UNWALK_TRUNCATED, 0, 0, (uint32_t[]){ L[2] }, 1, 0, 4, 0);
-	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 1, 0, (uint32_t[]){ L[1], L[2] }, 2, 0, 5, 0);
+	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, AGG_UNWALK_FP_CHAIN, 0, (uint32_t[]){ L[1], L[2] }, 2, 0, 5, 0);
+	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, AGG_UNWALK_TRUNCATED, 0, (uint32_t[]){ L[1], L[3] }, 2, 0, 3, 0);
 	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 0, gc, (uint32_t[]){ L[0], L[1] }, 2, 0, 6, 0);
 	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[3] }, 2, 0, 1, 0);
 	add(t, PCMON_KIND_ONCPU, AGG_UNWALK_FAULT, 0, 0, NULL, 0, 0, 2, 0);
@@ -261,7 +262,7 @@ static void assert_same_listing(const struct sym *s1, const struct target *t1,
 	assert_int_equal(a.kernel_mode, b.kernel_mode);
 	assert_int_equal(a.off_blocked_ns, b.off_blocked_ns);
 	assert_int_equal(a.off_runnable_ns, b.off_runnable_ns);
-	assert_int_equal(a.cut_short, b.cut_short);
+	assert_memory_equal(a.cut, b.cut, sizeof(a.cut));
 	assert_memory_equal(a.unwalk, b.unwalk, sizeof(a.unwalk));
 	assert_memory_equal(a.crit, b.crit, sizeof(a.crit));
 	assert_int_equal(a.nmarked, b.nmarked);
