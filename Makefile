@@ -7,7 +7,10 @@ PREFIX	?= /usr/local
 DESTDIR	?=
 
 CC	?= gcc
+CXX	?= g++
 CLANG	?= clang
+# Debian's rustc (a rustup toolchain in ~/.cargo would be found first on PATH)
+RUSTC	?= /usr/bin/rustc
 PKG_CONFIG ?= pkg-config
 
 UNAME_M	:= $(shell uname -m)
@@ -33,7 +36,7 @@ BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/
 CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
-LIBS	= $(PKG_LIBS) -lz -lpthread -lm
+LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
 # The CLI proper links only what formatting and the socket need: every library mapped at
 # start-up makes a command wait longer on a loaded machine (see cli/engine_load.c). The
 # engine is a private library it opens when it runs one, ncurses is opened by top.
@@ -60,11 +63,11 @@ WORK_SRCS   := $(wildcard tests/workloads/*.c)
 WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS))
 
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
-	libcjson-dev libcmocka-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
+	libcjson-dev libcmocka-dev libiberty-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
 	libncurses-dev golang-go chromium tmux libcapstone-dev \
-	dpkg-dev debhelper lintian fakeroot adduser
+	g++ rustc dpkg-dev debhelper lintian fakeroot adduser
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
@@ -129,7 +132,8 @@ $(BIN)/pcmon-engine.so: $(ENGINE_OBJS) daemon/engine.map | $(BIN)
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
 # each fuzz target names the daemon sources (and libraries) it is built with
-FUZZ_fuzz_pat_SRCS   := daemon/pat.c
+FUZZ_fuzz_pat_SRCS   := daemon/pat.c daemon/demangle.c
+FUZZ_fuzz_pat_LIBS   := -liberty
 FUZZ_fuzz_proto_SRCS := daemon/proto.c daemon/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 # (a results file holds every instrument's section: the store is built with the whole engine)
@@ -151,7 +155,9 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 # debug info split off (by build-id, and by .gnu_debuglink next to the binary)
 SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
-	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks
+	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
+	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
+	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -164,6 +170,17 @@ $(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/w
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
 $(OUTPUT)/workloads/inline_chain: tests/workloads/special/inline_chain.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+$(OUTPUT)/workloads/bigframe_nofp: tests/workloads/bigframe.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
+# C++ and Rust names (the Rust program in both of its manglings: legacy, the default, and v0)
+$(OUTPUT)/workloads/cxxnames: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads
+	$(CXX) $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/cxxnames_nofp: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads
+	$(CXX) $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/rustnames: tests/workloads/rust/names.rs | $(OUTPUT)/workloads
+	$(RUSTC) -O -g -C force-frame-pointers=yes $< -o $@
+$(OUTPUT)/workloads/rustnames_v0: tests/workloads/rust/names.rs | $(OUTPUT)/workloads
+	$(RUSTC) -O -g -C force-frame-pointers=yes -C symbol-mangling-version=v0 $< -o $@
 # symbols, but no DWARF: no line tables
 $(OUTPUT)/workloads/lines_nodebug: tests/workloads/lines.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 $< -o $@

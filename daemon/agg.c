@@ -162,6 +162,7 @@ static int pat_frames(const struct sym *s, struct frames *f)
 
 		f->pf[i].module = m[0] ? m : NULL;
 		f->pf[i].proc = pi->name ? sym_str(s, pi->name) : NULL;
+		f->pf[i].base = pi->base ? sym_str(s, pi->base) : NULL;
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "funcs.h"
 #include "pat.h"
 #include "util.h"
@@ -91,23 +92,32 @@ static int scan_object(const char *path, const char *module, const struct stat *
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && !r; i++) {
 			struct pat_frame fr = { .module = module };
 			struct func f = { 0 };
+			char *own = NULL, *base = NULL, *at;
+			const char *raw;
 			GElf_Sym sym;
-			char *at;
 
 			if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
 			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
 				continue;
-			fr.proc = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!fr.proc || !*fr.proc)
+			raw = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!raw || !*raw)
 				continue;
-			/* dynamic symbols carry their version: matched and named without it */
-			at = strchr(fr.proc, '@');
-			if (at) {
-				char *bare = strndup(fr.proc, at - fr.proc);
+			/* dynamic symbols carry their version: matched and named without it; C++
+			 * and Rust names demangled, as listings show them */
+			at = strchr(raw, '@');
+			if (at && !(own = strndup(raw, at - raw)))
+				return -ENOMEM;
+			fr.proc = own ? own : raw;
+			if (dm_is_mangled(fr.proc)) {
+				char *d = dm_demangle(fr.proc);
 
-				if (!bare)
-					return -ENOMEM;
-				fr.proc = bare;
+				if (d) {
+					free(own);
+					fr.proc = own = d;
+					base = malloc(strlen(d) + 1);
+					if (base && dm_base(d, base, strlen(d) + 1))
+						fr.base = base;
+				}
 			}
 			if (pat_match(pat, &fr, 1) != PAT_NOMATCH &&
 			    !have(*out, *n, st->st_dev, st->st_ino, sym.st_value) &&
@@ -126,8 +136,8 @@ static int scan_object(const char *path, const char *module, const struct stat *
 					(*out)[(*n)++] = f;
 				}
 			}
-			if (at)
-				free((char *)fr.proc);
+			free(own);
+			free(base);
 		}
 	}
 	elf_end(elf);

@@ -16,6 +16,7 @@
  * pair at most once, so a thread costs at most frames x primaries name tests: nothing is ever
  * backtracked.
  */
+#include "demangle.h"
 #include "pat.h"
 
 #include <errno.h>
@@ -243,19 +244,21 @@ static bool name_match(const struct pat *p, const struct pat_name *nm, const str
 {
 	bool icase = p->flags & PAT_ICASE;
 
-	if (f->proc && proc_match(nm->s, nm->len, nm->glob, icase, f->proc))
-		return true;
+	const char *procs[2] = { f->proc, f->base }; /* a C++ name: in full, or without parameters */
+
 	if (f->module && module_match(nm->s, nm->len, nm->glob, icase, f->module))
 		return true;
-	if (!f->proc || !f->module)
-		return false;
-	for (uint32_t i = 0; i < nm->nsplit; i++) {
-		uint32_t d = p->splits[nm->split0 + i] & ~SPLIT_PLUS;
-		uint32_t pr = p->splits[nm->split0 + i] & SPLIT_PLUS ? d : d + 1;
-
-		if (module_match(nm->s, d, nm->glob, icase, f->module) &&
-		    proc_match(nm->s + pr, nm->len - pr, nm->glob, icase, f->proc))
+	for (int k = 0; k < 2 && procs[k]; k++) {
+		if (proc_match(nm->s, nm->len, nm->glob, icase, procs[k]))
 			return true;
+		for (uint32_t i = 0; f->module && i < nm->nsplit; i++) {
+			uint32_t d = p->splits[nm->split0 + i] & ~SPLIT_PLUS;
+			uint32_t pr = p->splits[nm->split0 + i] & SPLIT_PLUS ? d : d + 1;
+
+			if (module_match(nm->s, d, nm->glob, icase, f->module) &&
+			    proc_match(nm->s + pr, nm->len - pr, nm->glob, icase, procs[k]))
+				return true;
+		}
 	}
 	return false;
 }
@@ -579,7 +582,7 @@ static int lex_quoted(struct parser *ps, size_t start, struct tok *t, bool repor
 static int lex_name(struct parser *ps, size_t start, struct tok *t, bool report)
 {
 	const char *s = ps->text;
-	size_t i = start, k;
+	size_t i = start, k, angle = 0, open_at = 0;
 	bool stars_only = true;
 
 	while (i < ps->len) {
@@ -587,6 +590,12 @@ static int lex_name(struct parser *ps, size_t start, struct tok *t, bool report)
 		unsigned char c1 = i + 1 < ps->len ? (unsigned char)s[i + 1] : 0;
 
 		if (is_name_start(c) || c == '+' || (c == '-' && c1 != '>')) {
+			i++;
+		} else if (c == '<' || (c == '>' && angle) || (angle && (c == ',' || c == ' '))) {
+			/* C++ template arguments: "geo::Grid<int>::sum", "std::map<int, int>::at" */
+			if (c == '<' && !angle++)
+				open_at = i;
+			angle -= c == '>';
 			i++;
 		} else if (c == ':' && c1 == ':' && i + 2 < ps->len &&
 			   is_name_start((unsigned char)s[i + 2]) && s[i + 2] != '.') {
@@ -601,6 +610,9 @@ static int lex_name(struct parser *ps, size_t start, struct tok *t, bool report)
 	}
 	t->end = i;
 	t->quoted = false;
+	if (angle)
+		return report ? fail(ps, open_at, "'<' not closed in a name (quote the name)") :
+				-EINVAL;
 	if (stars_only) {
 		t->kind = T_STAR;
 		return 0;
@@ -749,13 +761,40 @@ static void add_child(struct parser *ps, uint32_t parent, uint32_t child)
 	p->last = child;
 }
 
+/*
+ * A mangled C++ or Rust name in a pattern ("_Z3fooi", "prog._Z3fooi") stands for the
+ * procedure as listings name it: demangled here, once. NULL if @s holds no mangled name (or
+ * memory ran out: it is then matched as written).
+ */
+static char *demangled(const char *s)
+{
+	char *d = NULL, *dp;
+
+	if (dm_is_mangled(s))
+		d = dm_demangle(s);
+	for (const char *dot = strchr(s, '.'); !d && dot; dot = strchr(dot + 1, '.')) {
+		if (!dm_is_mangled(dot + 1) || !(dp = dm_demangle(dot + 1)))
+			continue;
+		if (asprintf(&d, "%.*s.%s", (int)(dot - s), s, dp) < 0)
+			d = NULL;
+		free(dp);
+		break;
+	}
+	if (d && strlen(d) > 65535) { /* names are at most 64 KiB (SPLIT_PLUS) */
+		free(d);
+		d = NULL;
+	}
+	return d;
+}
+
 /* Record the name of token @t and return a N_NAME node for it. */
 static int new_name(struct parser *ps, const struct tok *t, uint32_t *idx)
 {
 	struct pat_name *names, *nm;
 	const char *raw = ps->text + t->pos;
 	size_t rlen = t->end - t->pos, len = 0;
-	char *s;
+	bool quoted;
+	char *s, *d;
 	int err;
 
 	names = grow(ps->names, &ps->cap_names, ps->nnames + 1, sizeof(*names));
@@ -776,12 +815,19 @@ static int new_name(struct parser *ps, const struct tok *t, uint32_t *idx)
 		len = rlen;
 	}
 	s[len] = '\0';
+	quoted = t->quoted;
+	if ((quoted || !strpbrk(s, "*?")) && (d = demangled(s))) {
+		free(s);
+		s = d;
+		len = strlen(s);
+		quoted = true; /* a demangled name is printed quoted: it parses back the same */
+	}
 	nm = &names[ps->nnames];
 	*nm = (struct pat_name){
 		.s = s,
 		.len = (uint32_t)len,
-		.quoted = t->quoted,
-		.glob = !t->quoted && strpbrk(s, "*?"),
+		.quoted = quoted,
+		.glob = !quoted && strpbrk(s, "*?"),
 		.split0 = (uint32_t)ps->nsplits,
 	};
 	ps->nnames++;

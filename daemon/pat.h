@@ -16,7 +16,8 @@
 
 struct pat_frame {
 	const char *module; /* ELF basename ("libc.so.6", "myprog", "kernel"); NULL if unknown */
-	const char *proc; /* procedure ("malloc", "f.cold", "ns::cls::m"); NULL if no symbol */
+	const char *proc; /* procedure ("malloc", "f.cold", "ns::cls::m(int)"); NULL if no symbol */
+	const char *base; /* C++: the procedure without parameters ("ns::cls::m"); NULL if none */
 };
 
 /* A compiled pattern: immutable after pat_parse(), safe to share between threads. */

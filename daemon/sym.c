@@ -17,6 +17,7 @@
 
 #include "dbginfo.h"
 #include "sym.h"
+#include "demangle.h"
 #include "util.h"
 
 /*
@@ -271,6 +272,14 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 	*pi = (struct sym_procinfo){ .module = key[0], .name = key[1], .line = line, .file = fid };
 	pi->full = str_id(s, full);
 	free(full);
+	/* a C++ name as a pattern writes it: no parameters (the string table may move) */
+	name = sym_str(s, key[1]);
+	if (strpbrk(name, "( ") && (full = malloc(strlen(name) + 1))) {
+		uint32_t base = dm_base(name, full, strlen(name) + 1) ? str_id(s, full) : 0;
+
+		s->procs[*proc].base = base;
+		free(full);
+	}
 	s->st.procs++;
 	return 0;
 }
@@ -337,6 +346,15 @@ static int push_frame(struct sym *s, const char *module, const char *name, const
 		/* dynsym names carry their version ("clock_gettime@@GLIBC_2.17"): drop it */
 		at = strchr(name, '@');
 		n = at && at != name ? strndup(name, at - name) : strdup(name);
+		/* C++ and Rust names as people read them */
+		if (n && dm_is_mangled(n)) {
+			char *d = dm_demangle(n);
+
+			if (d) {
+				free(n);
+				n = d;
+			}
+		}
 	}
 	if (m && (n || !name) && (f || !file))
 		r = sym_intern_proc(s, m, n, f, line, &proc);
@@ -474,11 +492,15 @@ static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
 	return false;
 }
 
+/* A function's name: its linkage name (C++, Rust: demangled in push_frame(), qualified and
+ * with parameters, as the symbol table names it), else its plain name (C). */
 static const char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 
-	if (dwarf_attr_integrate(die, DW_AT_name, &a))
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_name, &a))
 		return dwarf_formstring(&a);
 	return NULL;
 }
@@ -791,9 +813,23 @@ static void read_syms(struct smod *m)
 		m->syms[i].reach = MAX(m->syms[i].end, i ? m->syms[i - 1].reach : 0);
 }
 
+/* How public a name looks: fewer leading underscores, then a default version ("free@@GLIBC",
+ * or none) over a compatibility one ("cfree@GLIBC"); higher is more public. */
+static int publicness(const char *name)
+{
+	const char *at = strchr(name, '@');
+	int u = 0;
+
+	while (name[u] == '_')
+		u++;
+	return -2 * u - (at && at[1] != '@');
+}
+
 /*
  * Is @e, met after @best in libdwfl's table order, the better name for an address both
- * hold? The closer start, else the stronger binding, else (same start) the smaller size.
+ * hold? The closer start, else the stronger binding, else (same start) the smaller size,
+ * else the name users know: aliases of one function ("free" and "__libc_free") differ only
+ * in how public they look (publicness()).
  */
 static bool esym_better(const struct esym *e, const struct esym *best)
 {
@@ -801,6 +837,8 @@ static bool esym_better(const struct esym *e, const struct esym *best)
 		return true;
 	if (best->start < e->start || best->bind < e->bind)
 		return true;
+	if (best->start == e->start && best->end == e->end && best->bind == e->bind)
+		return publicness(e->name) > publicness(best->name);
 	return best->start == e->start &&
 	       ((best->end > e->end && best->bind <= e->bind) ||
 		(best->end >= e->end && best->bind < e->bind));

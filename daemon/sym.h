@@ -46,6 +46,7 @@ struct sym_procinfo {
 	uint32_t file;		/* string id of the file of its entry, 0 = unknown */
 	uint32_t line;
 	uint32_t full;		/* string id of "module.procedure" ("module+0xSTART") */
+	uint32_t base;		/* string id of the name without parameters (dm_base()), 0: none */
 	uint64_t lo, hi;	/* its code [lo, hi) in its object's vaddrs; 0, 0: not known */
 };
 

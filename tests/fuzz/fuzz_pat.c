@@ -34,7 +34,7 @@ static const struct pat_frame small[] = {
 	{ NULL, NULL },
 	{ NULL, "a" },
 	{ "kernel", "schedule" },
-	{ "libstdc++.so.6", "operator new(unsigned long)" },
+	{ "libstdc++.so.6", "operator new(unsigned long)", "operator new" },
 	{ "m", "a" },
 	{ "m", "b" },
 	{ "m", "c.constprop.0.isra.0" },

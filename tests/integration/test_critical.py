@@ -160,13 +160,18 @@ def test_program_without_probes_pays_nothing():
         d.stop()
 
 
-def test_truncated_stack_is_unwalkable():
-    listing, _ = pcmon_json("run", "--interval", 500, "--", workload("deeprec"), 2, 1000,
-                            sock=NODAEMON)
-    check_identity(listing)
-    u = sections(listing)["unwalkable"]
-    assert u["reasons"]["depth"] >= 0.85 * listing["summary"]["counted"], u
-    assert "deeprec.bottom" not in procs(listing)
+def test_stack_deeper_than_the_limit_keeps_its_frames():
+    """1000 levels, more than the 512 frames a stack keeps: every sample is cut short at the
+    depth limit, counted so, and charged to the frames walked (bottom has its samples)."""
+    for mode in ("auto", "fp"):
+        listing, _ = pcmon_json("run", "--interval", 500, "--unwind", mode, "--",
+                                workload("deeprec"), 2, 1000, sock=NODAEMON)
+        check_identity(listing)
+        s, p = listing["summary"], procs(listing)
+        assert sections(listing)["unwalkable"]["count"] <= max(3, 0.01 * s["counted"]), s
+        assert s["cut_short_by_reason"]["depth"] >= 0.85 * s["counted"], (mode, s)
+        assert p["deeprec.bottom"]["shallow"] >= 0.85 * s["counted"], (mode, p["deeprec.bottom"])
+        assert p["deeprec.dive"]["deep"] >= p["deeprec.bottom"]["shallow"]
 
 
 def test_installed_header_builds_in_c_and_cxx():

@@ -323,5 +323,91 @@ def test_binary_deleted_while_it_runs():
         shutil.rmtree(tmp)
 
 
+CXX_NAMES = {"bitmap_set_bit": "cxxnames.bitmap_set_bit(bitmap_head*, int)",
+             "sum": "cxxnames.geo::Grid<int>::sum(int) const",
+             "helper": "cxxnames.(anonymous namespace)::helper(long)"}
+
+
+def test_cxx_names_are_demangled():
+    """C++ procedures read as perf prints them, in the default mode and with fp, built with
+    frame pointers or not; their shares are the program's own; WHEN names them without
+    parameters, in full, or mangled; exports carry the same names."""
+    for prog in ("cxxnames", "cxxnames_nofp"):
+        for mode in ("auto", "fp"):
+            listing, proc = pcmon_json("run", "--interval", 1000, "--unwind", mode, "--",
+                                       workload(prog), 2.5, sock=NODAEMON)
+            own = first_json_line(proc.stdout)
+            names = {k: v.replace("cxxnames.", prog + ".") for k, v in CXX_NAMES.items()}
+            check_shares(listing, own, names)
+            assert not any("_Z" in p["procedure"] for p in listing["procedures"]), \
+                [p["procedure"] for p in listing["procedures"] if "_Z" in p["procedure"]]
+    d = Daemon().start()
+    try:
+        listing, proc = pcmon_json("run", "--interval", 1000, "--", workload("cxxnames"), 2.5,
+                                   sock=d.sock)
+        own = first_json_line(proc.stdout)
+        tid = str(listing["target"]["id"])
+        n = listing["summary"]["counted"]
+        sum_count = procs(listing)[CXX_NAMES["sum"]]["shallow"]
+        for when in ("geo::Grid<int>::sum", "cxxnames.geo::Grid<int>::sum",
+                     '"geo::Grid<int>::sum(int) const"', "_ZNK3geo4GridIiE3sumEi",
+                     "cxxnames._ZNK3geo4GridIiE3sumEi", "*::Grid<*>::sum"):
+            w = pcmon_json("list", tid, "--when", when, sock=d.sock)[0]
+            assert w["summary"]["counted"] == sum_count, (when, w["summary"], sum_count)
+        w = pcmon_json("list", tid, "--when", "_ZNK3geo4GridIlE3sumEi", sock=d.sock)[0]
+        assert w["summary"]["counted"] == 0, w["summary"]  # Grid<long>: not in the program
+        folded = pcmon("export", tid, "--format", "folded", sock=d.sock).stdout
+        assert "geo::Grid<int>::sum(int) const" in folded and "_Z" not in folded, folded[:2000]
+        # call counting names procedures the same way
+        out = pcmon("count", "cxxnames.bitmap_set_bit", "cxxnames.geo::Grid<int>::sum", "--",
+                    workload("cxxnames"), 0.5, sock=NODAEMON).stdout
+        assert "bitmap_set_bit(bitmap_head*, int)" in out and \
+            "geo::Grid<int>::sum(int) const" in out, out
+        assert n >= 2000
+    finally:
+        d.stop()
+
+
+def test_rust_names_are_demangled():
+    """Rust's legacy mangling (its hash dropped) and v0, as rustc-demangle prints them."""
+    for prog, names in (("rustnames", {"area": "rustnames.names::shapes::area",
+                                       "total": "rustnames.names::shapes::Grid<T>::total"}),
+                        ("rustnames_v0", {"area": "rustnames_v0.names::shapes::area",
+                                          "total": "rustnames_v0.<names::shapes::Grid<u32>>::total"})):
+        for mode in ("auto", "fp"):
+            listing, proc = pcmon_json("run", "--interval", 1000, "--unwind", mode, "--",
+                                       workload(prog), 2.5, sock=NODAEMON)
+            check_shares(listing, first_json_line(proc.stdout), names)
+            assert not any(p["procedure"].split(".", 1)[1].startswith(("_Z", "_R"))
+                           for p in listing["procedures"]), listing["procedures"][:10]
+    w, _ = pcmon_json("run", "--interval", 1000, "--when", "names::shapes::area", "--",
+                      workload("rustnames"), 1, sock=NODAEMON)
+    assert set(procs(w)) >= {"rustnames.names::shapes::area"}, sorted(procs(w))
+    assert w["summary"]["not_matching"] > 0 and w["summary"]["counted"] > 0, w["summary"]
+
+
+def test_aliases_take_the_public_name():
+    """glibc's free is also __libc_free (and cfree, an old version): one address, three
+    names. The one users know is listed."""
+    tmp = tempfile.mkdtemp()
+    try:
+        src, exe = os.path.join(tmp, "frees.c"), os.path.join(tmp, "frees")
+        with open(src, "w") as f:
+            f.write("#include <stdlib.h>\n#include <time.h>\n"
+                    "int main(void) { time_t end = time(NULL) + 2; void *v[64];\n"
+                    "  while (time(NULL) < end) {\n"
+                    "    for (int i = 0; i < 64; i++) v[i] = malloc(100 + i * 17);\n"
+                    "    for (int i = 0; i < 64; i++) free(v[i]); }\n  return 0; }\n")
+        subprocess.run(["gcc", "-O2", src, "-o", exe], check=True)
+        listing, _ = pcmon_json("run", "--interval", 1000, "--", exe, sock=NODAEMON)
+        p = procs(listing)
+        assert p["libc.so.6.free"]["deep"] >= 0.1 * listing["summary"]["counted"], p.get("libc.so.6.free")
+        assert "libc.so.6.malloc" in p
+        assert not any(n in p for n in ("libc.so.6.__libc_free", "libc.so.6.cfree",
+                                        "libc.so.6.__libc_malloc")), sorted(p)
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))

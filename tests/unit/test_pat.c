@@ -59,6 +59,7 @@ static struct stack *stk(struct stack *s, const char *spec)
 		*(char *)slash = '\0';
 		s->fr[s->n].module = strcmp(mod, "-") ? mod : NULL;
 		s->fr[s->n].proc = strcmp(proc, "-") ? proc : NULL;
+		s->fr[s->n].base = NULL;
 		s->n++;
 		spec = end;
 	}
@@ -387,8 +388,8 @@ static void test_cxx(void **state)
 
 static void test_quoted(void **state)
 {
-	struct pat_frame fr[2] = { { "libstdc++.so.6", "operator new(unsigned long)" },
-				   { "m", "a*b" } };
+	struct pat_frame fr[2] = { { "libstdc++.so.6", "operator new(unsigned long)", NULL },
+				   { "m", "a*b", NULL } };
 	struct pat *p;
 
 	(void)state;
@@ -411,7 +412,7 @@ static void test_quoted(void **state)
 	YES("\"a\\\\b\"", "m/a\\b");
 	YES("\"[vdso]\"", "[vdso]/-");
 	{
-		struct pat_frame sp[3] = { { "m", "x_y" }, { "m", "x y" }, { "m", "z" } };
+		struct pat_frame sp[3] = { { "m", "x_y", NULL }, { "m", "x y", NULL }, { "m", "z", NULL } };
 
 		p = parse_ok(":\"x y\"->*", 0);
 		assert_int_equal(pat_match(p, sp, 3), 0);
@@ -994,27 +995,27 @@ static const struct {
 #define NPOOL (sizeof(pool) / sizeof(pool[0]))
 
 static const struct pat_frame alphabet[] = {
-	{ "m", "a" },
-	{ "m", "b" },
-	{ "m", "c" },
-	{ "libc.so.6", "a" },
-	{ "libc.so.6", "b" },
-	{ "kernel", "c" },
-	{ "m", "a.cold" },
-	{ "m", "b.isra.0" },
-	{ "lib.x", "c.d" },
-	{ "m", "c.d" },
-	{ NULL, "a" },
-	{ "m", NULL },
-	{ NULL, NULL },
-	{ "libc.so.6", NULL },
-	{ "m", "A" },
-	{ "m", "a*" },
-	{ "d", "x::y" },
-	{ "lib.x", "c" },
-	{ "kernel", "a.cold.1" },
-	{ "m", "+0x10" },
-	{ "lib.x", "+0x10" },
+	{ "m", "a", NULL },
+	{ "m", "b", NULL },
+	{ "m", "c", NULL },
+	{ "libc.so.6", "a", NULL },
+	{ "libc.so.6", "b", NULL },
+	{ "kernel", "c", NULL },
+	{ "m", "a.cold", NULL },
+	{ "m", "b.isra.0", NULL },
+	{ "lib.x", "c.d", NULL },
+	{ "m", "c.d", NULL },
+	{ NULL, "a", NULL },
+	{ "m", NULL, NULL },
+	{ NULL, NULL, NULL },
+	{ "libc.so.6", NULL, NULL },
+	{ "m", "A", NULL },
+	{ "m", "a*", NULL },
+	{ "d", "x::y", NULL },
+	{ "lib.x", "c", NULL },
+	{ "kernel", "a.cold.1", NULL },
+	{ "m", "+0x10", NULL },
+	{ "lib.x", "+0x10", NULL },
 };
 #define NALPHA (sizeof(alphabet) / sizeof(alphabet[0]))
 
@@ -1440,10 +1441,10 @@ static void test_performance_bound(void **state)
 	(void)state;
 	assert_non_null(fr);
 	alarm(120); /* only a safety net against a hang: the assertions count work, not time */
-	fr[0] = (struct pat_frame){ "prog", "main" };
+	fr[0] = (struct pat_frame){ "prog", "main", NULL };
 	for (int i = 1; i < N - 1; i++)
-		fr[i] = (struct pat_frame){ "prog", i % 3 ? "f" : "g" };
-	fr[N - 1] = (struct pat_frame){ "libc.so.6", "malloc" };
+		fr[i] = (struct pat_frame){ "prog", i % 3 ? "f" : "g", NULL };
+	fr[N - 1] = (struct pat_frame){ "libc.so.6", "malloc", NULL };
 
 	/* 40 primaries, a star between every two */
 	len = (size_t)sprintf(text, "main");

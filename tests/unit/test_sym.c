@@ -265,9 +265,26 @@ static void test_stripped_code_named_by_fde(void **state)
 	sym_free(s);
 }
 
+/* Does @mod have a function named @name (version aside) at @value? */
+static bool has_symbol_at(Dwfl_Module *mod, const char *name, GElf_Addr value)
+{
+	int n = dwfl_module_getsymtab(mod);
+
+	for (int i = 1; i < n; i++) {
+		GElf_Sym gs;
+		const char *nm = dwfl_module_getsym(mod, i, &gs, NULL);
+
+		if (nm && gs.st_value == value && strlen(name) == strcspn(nm, "@") &&
+		    !strncmp(nm, name, strlen(name)))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Our own sorted symbol table names addresses as dwfl_module_addrinfo() does (which scans
- * all symbols per call): libc's code, at addresses spread over it.
+ * all symbols per call): libc's code, at addresses spread over it. Where several names
+ * alias one function, ours is the public one ("free", not "__libc_free").
  */
 static void test_symbols_named_as_libdwfl_names_them(void **state)
 {
@@ -281,7 +298,7 @@ static void test_symbols_named_as_libdwfl_names_them(void **state)
 	struct sym *s = sym_new(0);
 	Dwfl_Module *mod;
 	Dwfl *dwfl;
-	size_t compared = 0;
+	size_t compared = 0, aliases = 0;
 
 	(void)state;
 	assert_non_null(maps);
@@ -310,10 +327,17 @@ static void test_symbols_named_as_libdwfl_names_them(void **state)
 		if (!want || (gs.st_size && off >= gs.st_size))
 			continue;
 		/* version suffixes are dropped ("clock_gettime@@GLIBC_2.17") */
-		assert_int_equal(strncmp(ours, want, strcspn(want, "@")), 0);
-		compared++;
+		if (strlen(ours) == strcspn(want, "@") && !strncmp(ours, want, strlen(ours))) {
+			compared++;
+			continue;
+		}
+		/* an alias at the same address, no less public */
+		assert_true(has_symbol_at(mod, ours, gs.st_value));
+		assert_true(strspn(ours, "_") <= strspn(want, "_"));
+		aliases++;
 	}
 	assert_true(compared > 100);
+	assert_true(aliases < compared / 10);
 	dwfl_end(dwfl);
 	sym_free(s);
 }
