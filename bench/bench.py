@@ -971,6 +971,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         # --unwind dwarf: the engine's own unwinding, from `pcmon status`
         "unwound": s1.get("dwarf_samples_unwound", 0) - s0.get("dwarf_samples_unwound", 0),
         "unwind_ms": s1.get("dwarf_unwind_ms_total", 0) - s0.get("dwarf_unwind_ms_total", 0),
+        "stack_bytes": s1.get("dwarf_stack_bytes_total", 0) - s0.get("dwarf_stack_bytes_total", 0),
     }
 
 
@@ -1111,6 +1112,84 @@ def cost(dwarf_err=None):
                                    else guarded(bpftrace_session, hz, cost_workload(), steady=steady))
     return out
 
+
+# ---------------------------------------------------------------------------- deep stacks
+
+DEEP_WORKLOADS = {
+    # main keeps a 64 KiB buffer: every stack spans more than 64 KiB
+    "bigframe": lambda secs: [os.path.join(WORK, "bigframe_nofp"), str(secs)],
+    # 40 levels of 4 KiB frames: 160 KiB
+    "rec40x4k": lambda secs: [os.path.join(WORK, "rec40"), str(secs), "4096"],
+}
+
+
+def rooted_pct(listing, prog):
+    p = {x["procedure"]: x for x in listing["procedures"]}
+    n = listing["summary"]["counted"]
+    return 100 * p.get(f"{prog}._start", {"deep": 0})["deep"] / n if n else None
+
+
+def perf_dwarf_rooted(data):
+    """perf's share of samples whose unwound stack reaches _start, and bytes a sample."""
+    r = run([PERF, "script", "-i", data, "-F", "ip,sym"], timeout=4 * CELL_S)
+    stacks, cur = [], []
+    for line in r.out.splitlines() + [""]:
+        if line.strip():
+            cur.append(line.split()[-1])
+        elif cur:
+            stacks.append(cur)
+            cur = []
+    n = len(stacks)
+    return (100 * sum(any(f == "_start" for f in s) for s in stacks) / n if n else None,
+            os.path.getsize(data) / n if n else None)
+
+
+def deep_stacks():
+    """The default mode (dwarf) against fp and perf --call-graph dwarf on stacks deeper than
+    64 KiB: target slowdown (bigframe: its iterations per CPU second, bare / profiled),
+    stacks that reach _start, bytes of stack a sample, BPF time a sample and pcmond's CPU
+    per 1000 samples."""
+    out = {}
+    secs = 3
+
+    def speed(text):
+        d = doc_with(text, "iters_per_cpu_s")
+        return d["iters_per_cpu_s"] if d else None
+
+    for name, cmd in DEEP_WORKLOADS.items():
+        prog = os.path.basename(cmd(1)[0])
+        bare = [speed(run(cmd(secs)).out) for _ in range(3)]
+        bare = statistics.median(bare) if all(bare) else None
+        for hz, us in RATES[1:]:
+            if over_budget(60):
+                out[f"{name} @{hz}Hz"] = {"skipped": over_budget(60)}
+                continue
+            row = {}
+            for label, unwind in (("pcmon auto", "auto"), ("pcmon fp", "fp")):
+                r = run(pcmon_run_cmd("virtual", unwind, us, cmd(secs)), env=pcmon_env(NO_DAEMON))
+                d, v = doc_with(r.out, "summary"), speed(r.out)
+                row[label] = {"slowdown": bare / v if bare and v else None,
+                              "rooted_pct": rooted_pct(d, prog) if d else None,
+                              "cut_short": d["summary"]["cut_short"] if d else None,
+                              "samples": d["summary"]["counted"] if d else None,
+                              "error": None if d else r.why()}
+            if PERF:
+                data = os.path.join(TMP, "deep.perf.data")
+                r = run(perf_record_cmd(hz, data, cmd(secs), unwind="dwarf"))
+                rooted, bps = perf_dwarf_rooted(data) if r.rc == 0 else (None, None)
+                v = speed(r.out)
+                row["perf dwarf"] = {"slowdown": bare / v if bare and v else None,
+                                     "rooted_pct": rooted, "bytes_per_sample": bps,
+                                     "samples": perf_samples(r.err)}
+            sess = guarded(pcmond_session, cmd(WINDOW_S + 30), "virtual", us, unwind="auto")
+            row["pcmon auto"]["session_error"] = sess.get("error")
+            if "error" not in sess:
+                row["pcmon auto"].update({
+                    "pcmond_ms_per_1k": sess["cpu_ms_per_1k_samples"],
+                    "bpf_ns_per_sample": sess["bpf_ns_avg"],
+                    "bytes_per_sample": sess["stack_bytes"] / sess["unwound"] if sess["unwound"] else None})
+            out[f"{name} @{hz}Hz"] = row
+    return out
 
 # ---------------------------------------------------------------------------- 4. scale
 
@@ -1526,6 +1605,25 @@ def table(res):
             "(subtracted from the times it reports); pcmon also keeps a per-thread shadow stack")
         add("   (recursion, unwinding, exits), which funclatency does not; 'pcmon node' is one probe per call")
     add("")
+    ds = res.get("deep_stacks", {})
+    add("8. DEEP STACKS — bigframe (64 KiB in main, no frame pointers) and rec40x4k (40 x 4 KiB): "
+        "one run a cell")
+    if not ds or "error" in ds:
+        add(f"   failed: {ds.get('error', 'not run')}")
+    else:
+        add(f"   {'workload, rate':<22}{'profiler':<13}{'slowdown':>9}{'to _start':>11}"
+            f"{'bytes/sample':>13}{'BPF ns/sample':>14}{'pcmond ms/1k':>13}")
+        for key, row in ds.items():
+            for tool, c in row.items():
+                if not isinstance(c, dict):
+                    add(f"   {key:<22}{c}")
+                    continue
+                add(f"   {key:<22}{tool:<13}{fmt(c.get('slowdown'), '.3f'):>9}"
+                    f"{fmt(c.get('rooted_pct'), '.1f') + ' %':>11}{fmt(c.get('bytes_per_sample'), '.0f'):>13}"
+                    f"{fmt(c.get('bpf_ns_per_sample'), '.0f'):>14}{fmt(c.get('pcmond_ms_per_1k'), '.1f'):>13}")
+        add("   (slowdown: bigframe's iterations per CPU second, bare / profiled; perf copies 8 KiB a "
+            "sample by default, at most 64 KiB)")
+    add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
     return "\n".join(L)
@@ -1592,6 +1690,7 @@ def main():
         section("pingpong", pingpong, cal)
         section("slowdown", slowdown, cal, dwarf_err)
         section("accuracy", accuracy)
+        section("deep_stacks", deep_stacks)
         section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)

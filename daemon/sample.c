@@ -41,6 +41,7 @@ struct sample_g {
 	__u64 *upcs;			/* unwinder output */
 	size_t cap_upcs;
 	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
+	uint64_t copied;		/* ... and the bytes of user stack they carried */
 	bool first_drain;		/* a target started and nothing was drained since */
 	uint64_t drains, drained_entries, drain_ns;
 	uint64_t last_drain_ns, drain_max_ns;
@@ -394,6 +395,7 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 			 d->h.key.pid, agg_unwalk_names[cut_reason[end]], nu,
 			 nu ? (unsigned long long)g->upcs[nu - 1] : 0ULL, d->ulen);
 	g->unwound++;
+	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT)
@@ -858,6 +860,7 @@ void sample_status_json(void *gp, cJSON *o)
 	cJSON_AddNumberToObject(o, "drains_late", g->drains_late);
 	cJSON_AddNumberToObject(o, "dwarf_samples_unwound", g->unwound);
 	cJSON_AddNumberToObject(o, "dwarf_unwind_ms_total", g->unwind_ns / 1e6);
+	cJSON_AddNumberToObject(o, "dwarf_stack_bytes_total", g->copied);
 }
 
 /* ---- listings */

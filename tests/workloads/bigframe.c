@@ -29,11 +29,12 @@ int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 3);
 	volatile char buf[BUF];
-	uint64_t in[3] = { 0 }, end, t0, total0 = cpu_ns();
+	uint64_t in[3] = { 0 }, end, t0, total0 = cpu_ns(), pieces = 0;
 	unsigned sink = 0;
 
 	sink += fill(buf, sizeof(buf), 1);
 	chunk = calibrate(200000); /* 0.2 ms pieces */
+	fprintf(stderr, "ready %d\n", (int)getpid());
 	end = wall_ns() + secs * 1e9;
 	/* pieces in random order: a fixed cycle would alias with the sampling period */
 	for (uint64_t rnd = 88172645463325252ULL; wall_ns() < end;) {
@@ -48,11 +49,14 @@ int main(int argc, char **argv)
 		else
 			work_c();
 		in[k] += cpu_ns() - t0;
+		pieces++;
 		sink += buf[rnd % BUF];
 	}
 	double total = cpu_ns() - total0, loop = in[0] + in[1] + in[2];
+	/* iterations a CPU second: what a profiler's cost per sample takes from the program */
 	printf("{\"work_a\": %.5f, \"work_b\": %.5f, \"work_c\": %.5f, \"loop\": %.5f, "
-	       "\"cpu_s\": %.4f, \"sink\": %u}\n",
-	       in[0] / loop, in[1] / loop, in[2] / loop, loop / total, total / 1e9, sink & 1);
+	       "\"cpu_s\": %.4f, \"iters_per_cpu_s\": %.0f, \"sink\": %u}\n",
+	       in[0] / loop, in[1] / loop, in[2] / loop, loop / total, total / 1e9,
+	       pieces * (double)chunk / (loop / 1e9), sink & 1);
 	return 0;
 }

@@ -58,6 +58,7 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		frame = (size_t)atol(argv[2]);
 	chunk = calibrate(100000);
+	fprintf(stderr, "ready %d\n", (int)getpid());
 	total0 = cpu_ns();
 	end = wall_ns() + secs * 1e9;
 	while (wall_ns() < end) {
