@@ -538,7 +538,11 @@ def call_counting():
     node on its entry (one hit per call), and under libbpf-tools' funclatency (entry +
     return probes, a latency histogram): extra wall time per call."""
     cmd = [os.path.join(BENCH, "callheavy"), str(CALLS_N)]
-    runs = {"bare": [], "pcmon count": [], "pcmon node": [], "funclatency": []}
+    runs = {"bare": [], "pcmon count": [], "pcmon node": [], "pcmon node, 20 legs": [],
+            "funclatency": []}
+    # a node on hot() that starts 20 legs (to itself, and to 19 procedures never called)
+    many = ["--node", "callheavy.hot"] + [a for i in range(19) for a in ("--node", f"callheavy.cold_{i}")]
+    many += ["--leg", "1:1"] + [a for i in range(19) for a in ("--leg", f"1:{i + 2}")]
     for rep in range(REPS):
         log(f"call counting: repetition {rep + 1}/{REPS}")
         r = run(cmd)
@@ -558,6 +562,11 @@ def call_counting():
         ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N
         runs["pcmon node"].append({"wall_s": d["wall_s"], "per_hit_ns": t["tables"]["overhead"]["per_hit_ns"]}
                                   if ok else {"error": r.why()})
+        r = run([PCMON, "run", "--json", "--no-sample", *many, "--"] + cmd, env=pcmon_env(NO_DAEMON))
+        d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
+        ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N and \
+            t["tables"]["legs"][0]["count"] == CALLS_N - 1
+        runs["pcmon node, 20 legs"].append({"wall_s": d["wall_s"]} if ok else {"error": r.why()})
         if not FUNCLATENCY:
             runs["funclatency"].append({"error": "funclatency not found (Debian package libbpf-tools)"})
             continue
@@ -575,7 +584,7 @@ def call_counting():
     bare = statistics.median(x for x in runs["bare"] if x)
     out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
            "runs": runs, "cells": {}}
-    for key in ("pcmon count", "pcmon node", "funclatency"):
+    for key in ("pcmon count", "pcmon node", "pcmon node, 20 legs", "funclatency"):
         ok = [x for x in runs[key] if "wall_s" in x]
         out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bare for x in ok]),
                              "ns_per_call": stats([(x["wall_s"] - bare) / CALLS_N * 1e9 for x in ok]),

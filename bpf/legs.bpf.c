@@ -6,12 +6,18 @@
  * leg in flight (task storage), so threads crossing the same nodes all get theirs. A node
  * may record an integer argument into a histogram; a leg its time.
  *
- * A hit of node N by a thread whose last node is F completes leg (F, N) — or (F, *), or
- * (*, N) — if the target has it (or adds it, with --add successor), and the thread has no
- * leg in flight then; if N is F again or starts a leg itself, F's leg is abandoned. Then N
- * becomes the thread's last node: always (--track all), or only if N starts a leg
- * (successor); with --track none no leg is timed, nodes are only counted. A thread's exit
- * abandons the leg it had in flight.
+ * --track all (the Mesa tool's default): every leg in the table is tracked on its own, per
+ * thread. A hit of node N first completes each leg (F, N) and (F, *) the thread has in
+ * flight, then starts each leg (N, T) and (*, T) — a leg already in flight from N is
+ * abandoned (a second from before its to; one from '*' just starts again). Nodes hit in
+ * between do not matter: nested and overlapping legs all count. The probe hits of the
+ * thread inside a leg are counted, and their cost taken off its time.
+ *
+ * --track successor: a hit of N by a thread whose last node is F completes leg (F, N) — or
+ * (F, *), or (*, N) — and N becomes the last node if it starts a leg; if N is F again or
+ * starts a leg itself, F's leg is abandoned. --add successor adds the leg from the
+ * thread's last node to N when the table lacks it, in either mode. --track none: nodes are
+ * only counted. A thread's exit abandons the legs it had in flight.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -66,6 +72,28 @@ struct {
 	__type(key, int);
 	__type(value, struct pcmon_lthread);
 } lthread SEC(".maps");
+
+/* --track all: the legs each node starts and ends, a target's legs, the legs in flight */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pcmon_lkey);
+	__type(value, struct pcmon_nlegs);
+} nlegs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_tlegs);
+} tlegs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct pcmon_fkey);
+	__type(value, struct pcmon_flight);
+} lflight SEC(".maps");
 
 /* A leg as --add successor creates it (too big for the BPF stack: a global) */
 struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
@@ -141,6 +169,77 @@ static __always_inline void abandon(__u32 target, __u32 from)
 		__sync_fetch_and_add(&l->abandoned, 1);
 }
 
+/* A finished leg of @dur ns with @inner probe hits inside it, which cost @cost ns. */
+static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey *k, __u64 dur,
+				   __u64 inner, __u64 cost)
+{
+	struct pcmon_hkey hk = { k->target, k->from, k->to, 0 };
+	struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
+
+	dur = dur > cost ? dur - cost : 0;
+	__sync_fetch_and_add(&l->count, 1);
+	__sync_fetch_and_add(&l->total_ns, dur);
+	__sync_fetch_and_add(&l->probe_hits, inner);
+	__sync_fetch_and_add(&l->probe_ns, cost);
+	if (dur < l->min_ns)
+		l->min_ns = dur;
+	if (dur > l->max_ns)
+		l->max_ns = dur;
+	if (c)
+		hist_add(c, &l->h, dur);
+}
+
+/* --track all: the legs in flight on thread @tid that end at @at (a node, or '*'), done. */
+static __always_inline void end_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
+				     __u64 cost)
+{
+	struct pcmon_lkey nk = { target, at, 0, 0 };
+	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
+
+	if (!nl)
+		return;
+	for (__u32 i = 0; i < PCMON_NODE_LEGS && i < nl->nto; i++) {
+		struct pcmon_fkey fk = { tid, target, nl->to_from[i], at };
+		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk);
+		struct pcmon_lkey k = { target, fk.from, at, 0 };
+		struct pcmon_leg *l;
+
+		if (!fl)
+			continue;
+		l = bpf_map_lookup_elem(&legs, &k);
+		if (l)
+			record(l, &k, now - fl->ts, hits - fl->hits, cost - fl->cost);
+		bpf_map_delete_elem(&lflight, &fk);
+	}
+}
+
+/* --track all: the legs that start at @at (a node, or '*': every node) start on @tid. */
+static __always_inline void start_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
+				       __u64 cost)
+{
+	struct pcmon_lkey nk = { target, at, 0, 0 };
+	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
+
+	if (!nl)
+		return;
+	for (__u32 i = 0; i < PCMON_NODE_LEGS && i < nl->nfrom; i++) {
+		struct pcmon_fkey fk = { tid, target, at, nl->from_to[i] };
+		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk), v = { now, hits, cost };
+		struct pcmon_lkey k = { target, at, fk.to, 0 };
+		struct pcmon_leg *l;
+
+		if (fl) {
+			/* a second from before the to abandons the first; '*' starts again */
+			if (at != PCMON_ANY_NODE && (l = bpf_map_lookup_elem(&legs, &k)))
+				__sync_fetch_and_add(&l->abandoned, 1);
+			*fl = v;
+		} else if (bpf_map_update_elem(&lflight, &fk, &v, BPF_NOEXIST) &&
+			   (l = bpf_map_lookup_elem(&legs, &k))) {
+			__sync_fetch_and_add(&l->untracked, 1);
+		}
+	}
+}
+
 static __always_inline bool starts_a_leg(__u32 target, __u32 node)
 {
 	struct pcmon_lkey k = { target, node, 0, 0 };
@@ -155,6 +254,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	struct pcmon_lthread *th;
 	struct pcmon_lcfg *lc;
 	struct pcmon_node *n;
+	__u64 hits, cost;
 
 	if (!in_target(target, bpf_get_current_pid_tgid() >> 32))
 		return 0;
@@ -180,7 +280,24 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	lc = bpf_map_lookup_elem(&lcfg, &zero_t);
 	if (!th || !lc)
 		return 0;
-	if (th->node && th->target == target) {
+	if (th->target != target) { /* (a thread's process went to another target) */
+		th->target = target;
+		th->node = 0;
+	}
+	/* the thread's probe cost at this hit's clock reading: part of the hit's own before it */
+	hits = ++th->hits;
+	cost = th->cost + n->pre_ns;
+	th->cost += n->cost_ns;
+	if (lc->track == PCMON_TRACK_ALL) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+		end_legs(target, node, tid, now, hits, cost);
+		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+		start_legs(target, node, tid, now, hits, cost);
+		start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+	}
+	/* the leg from the thread's last node: successor's legs, and those --add made */
+	if (th->node && (lc->track == PCMON_TRACK_SUCCESSOR || lc->add)) {
 		struct pcmon_lkey k;
 		struct pcmon_leg *l = leg_of(target, th->node, node, &k);
 
@@ -189,29 +306,21 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 			bpf_map_update_elem(&legs, &k, &fresh_leg, BPF_NOEXIST);
 			l = bpf_map_lookup_elem(&legs, &k);
 		}
-		if (l) {
-			struct pcmon_hkey hk = { target, k.from, k.to, 0 };
-			struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
-			__u64 dur = now - th->ts;
-
-			__sync_fetch_and_add(&l->count, 1);
-			__sync_fetch_and_add(&l->total_ns, dur);
-			if (dur < l->min_ns)
-				l->min_ns = dur;
-			if (dur > l->max_ns)
-				l->max_ns = dur;
-			if (c)
-				hist_add(c, &l->h, dur);
-			th->node = 0; /* done: the next leg starts at a from again */
-		} else if (th->node == node || starts_a_leg(target, node)) {
+		/* under --track all, a leg of the table is tracked on its own (above) */
+		if (l && (lc->track == PCMON_TRACK_SUCCESSOR || !l->id)) {
+			record(l, &k, now - th->ts, hits - th->hits_at, cost - th->cost_at);
+			if (lc->track == PCMON_TRACK_SUCCESSOR)
+				th->node = 0; /* done: the next leg starts at a from again */
+		} else if (lc->track == PCMON_TRACK_SUCCESSOR &&
+			   (th->node == node || starts_a_leg(target, node))) {
 			abandon(target, th->node); /* a second from before the to */
 		}
 	}
-	if (lc->track == PCMON_TRACK_ALL ||
-	    (lc->track == PCMON_TRACK_SUCCESSOR && starts_a_leg(target, node))) {
-		th->target = target;
+	if (lc->add || (lc->track == PCMON_TRACK_SUCCESSOR && starts_a_leg(target, node))) {
 		th->node = node;
 		th->ts = now;
+		th->hits_at = hits;
+		th->cost_at = cost;
 	}
 	return 0;
 }
@@ -245,17 +354,36 @@ int node_usdt(struct pt_regs *ctx)
 	return hit(bpf_usdt_cookie(ctx), args, 0, false);
 }
 
-/* A thread that exits abandons the leg it had in flight. */
+/* A thread that exits abandons the legs it had in flight. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(legs_exit, struct task_struct *p)
 {
 	struct pcmon_lthread *th;
+	struct pcmon_tlegs *tl;
+	struct pcmon_lcfg *lc;
+	__u32 target;
 
 	if (!p->bpf_storage)
 		return 0;
 	th = bpf_task_storage_get(&lthread, p, NULL, 0);
-	if (th && th->node)
-		abandon(th->target, th->node);
+	if (!th)
+		return 0;
+	target = th->target;
+	lc = bpf_map_lookup_elem(&lcfg, &target);
+	if (th->node && lc && lc->track == PCMON_TRACK_SUCCESSOR)
+		abandon(target, th->node);
+	tl = bpf_map_lookup_elem(&tlegs, &target);
+	for (__u32 i = 0; tl && i < PCMON_TARGET_LEGS && i < tl->n; i++) {
+		struct pcmon_fkey fk = { p->pid, target, tl->l[i].from, tl->l[i].to };
+		struct pcmon_lkey k = { target, fk.from, fk.to, 0 };
+		struct pcmon_leg *l;
+
+		if (!bpf_map_lookup_elem(&lflight, &fk))
+			continue;
+		bpf_map_delete_elem(&lflight, &fk);
+		if (fk.from != PCMON_ANY_NODE && (l = bpf_map_lookup_elem(&legs, &k)))
+			__sync_fetch_and_add(&l->abandoned, 1);
+	}
 	bpf_task_storage_delete(&lthread, p);
 	return 0;
 }

@@ -264,9 +264,12 @@ void fmt_tables(FILE *f, const cJSON *rep)
 	fmt_ns(b, sizeof(b), num(o, "total_ns"));
 	fprintf(f, "\ntables: elapsed %s; probe overhead %s (%.0f hits x %.0f ns, %.2f%% of elapsed), subtracted from legs\n",
 		a, b, num(o, "hits"), num(o, "per_hit_ns"), num(o, "percent_of_elapsed"));
-	fprintf(f, "\n  node %10s  spec\n", "hits");
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes"))
-		fprintf(f, "  %4.0f %10.0f  %s\n", num(it, "id"), num(it, "hits"), str(it, "spec", "?"));
+	fprintf(f, "\n  node %10s %8s  spec\n", "hits", "cost");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
+		fmt_ns(a, sizeof(a), num(it, "cost_ns"));
+		fprintf(f, "  %4.0f %10.0f %8s  %s\n", num(it, "id"), num(it, "hits"), a,
+			str(it, "spec", "?"));
+	}
 	fprintf(f, "\n  leg   from   to %10s %11s %11s %11s %11s %7s %9s\n", "count", "total", "avg",
 		"min", "max", "%", "abandoned");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs")) {
@@ -294,7 +297,18 @@ void fmt_tables(FILE *f, const cJSON *rep)
 			fmt_hist(f, cJSON_GetObjectItemCaseSensitive(it, "hist"), "ns");
 		}
 	}
+	if (!strcmp(str(t, "track", "all"), "all"))
+		fprintf(f, "legs tracked each on its own, per thread (--track all): nodes hit between a leg's from and to do not matter\n");
+	else if (!strcmp(str(t, "track", ""), "successor"))
+		fprintf(f, "legs from each thread's last node that starts one (--track successor)\n");
+	else
+		fprintf(f, "no leg is timed (--track none): nodes are only counted\n");
+	fprintf(f, "times are net of the probe hits inside each leg (its from's after its clock reading, each hit between, its to's before)\n");
 	fprintf(f, "~ legs started and never finished: a second from before the to, or the thread's exit\n");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs"))
+		if (num(it, "untracked"))
+			fprintf(f, "! leg %.0f: %.0f starts not tracked (the table of legs in flight was full)\n",
+				num(it, "id"), num(it, "untracked"));
 }
 
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)

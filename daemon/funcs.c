@@ -52,6 +52,16 @@ static bool stepped(int fd, uint64_t off)
 	return !(b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57); /* push %r8..%r15 */
 }
 
+bool funcs_stepped(const char *path, uint64_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool r = fd < 0 || stepped(fd, off);
+
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 static bool have(const struct func *f, size_t n, dev_t dev, ino_t ino, uint64_t vaddr)
 {
 	for (size_t i = 0; i < n; i++)

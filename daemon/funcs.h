@@ -46,4 +46,7 @@ int funcs_find_line(const char *path, const char *module, const char *file, int 
 		    struct func **out, size_t *n, size_t *cap);
 void funcs_free(struct func *f, size_t n);
 
+/* Does a uprobe at file offset @off of @path step its instruction out of line? */
+bool funcs_stepped(const char *path, uint64_t off);
+
 #endif

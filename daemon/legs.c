@@ -55,6 +55,10 @@ static void free_state(void *st)
 	free(lg);
 }
 
+static const char *const track_names[] = { [PCMON_TRACK_ALL] = "all",
+					   [PCMON_TRACK_SUCCESSOR] = "successor",
+					   [PCMON_TRACK_NONE] = "none" };
+
 static bool wanted(const cJSON *req)
 {
 	return cJSON_GetObjectItemCaseSensitive(req, "nodes") != NULL;
@@ -116,6 +120,33 @@ bad:
 }
 
 /* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
+/*
+ * Would @l overflow what --track all keeps per node (PCMON_NODE_LEGS legs start, and end,
+ * at one node or at '*') or per target (PCMON_TARGET_LEGS)? Then it is refused, in words.
+ */
+static bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec,
+		      cJSON **rep)
+{
+	size_t from = 0, to = 0, all = 0;
+
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		if (!lg->legs[i].stat.id)
+			continue; /* added by --add successor: not tracked on its own */
+		all++;
+		from += lg->legs[i].from == l->from;
+		to += lg->legs[i].to == l->to;
+	}
+	if (all >= PCMON_TARGET_LEGS)
+		*rep = proto_error(2, "--leg %s: a target's table holds at most %d legs", spec,
+				   PCMON_TARGET_LEGS);
+	else if (from >= PCMON_NODE_LEGS || to >= PCMON_NODE_LEGS)
+		*rep = proto_error(2, "--leg %s: at most %d legs may start, and %d end, at one node",
+				   spec, PCMON_NODE_LEGS, PCMON_NODE_LEGS);
+	else
+		return false;
+	return true;
+}
+
 static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 {
 	const cJSON *it;
@@ -133,6 +164,8 @@ static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 		}
 		l.stat.min_ns = ~0ULL;
 		l.stat.id = l.id;
+		if (legs_full(lg, &l, it->valuestring, rep))
+			return -EINVAL;
 		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
 			*rep = proto_error(1, "out of memory");
 			return -ENOMEM;
@@ -223,6 +256,22 @@ static int add_link(struct legs_node *n, struct bpf_link *l)
 	return 0;
 }
 
+/* Node @i's cost a hit, into BPF before its probes attach (no hit races the update). */
+static void set_node_cost(struct legs_g *g, const struct target *t, struct legs *lg, size_t i,
+			  bool xol)
+{
+	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
+	struct pcmon_node n;
+
+	lg->nodes[i].cost_ns = (uint32_t)(lg->hit_cost_ns + (xol ? lg->step_cost_ns : 0) + 0.5);
+	lg->nodes[i].pre_ns = (uint32_t)(lg->hit_cost_ns / 2 + 0.5);
+	if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
+		n.cost_ns = lg->nodes[i].cost_ns;
+		n.pre_ns = lg->nodes[i].pre_ns;
+		bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0);
+	}
+}
+
 /*
  * Node @i of @lg on its addresses in process @pid (0: the file the held process will exec).
  * PROC, PROC%return and PROC+OFF name procedures (globs too: every one is the node);
@@ -265,6 +314,7 @@ static int attach_node(struct legs_g *g, struct target *t, struct legs *lg, size
 		struct bpf_link *l;
 
 		*colon = '\0';
+		set_node_cost(g, t, lg, i, false); /* a USDT probe is a nop: emulated */
 		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
 		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1,
 					     t->exec_wait ? path : exe, proc, colon + 1, &uo);
@@ -296,6 +346,13 @@ static int attach_node(struct legs_g *g, struct target *t, struct legs *lg, size
 		r = -ENOENT;
 	}
 attach:
+	/* what a hit costs: an instruction stepped out of line adds a trap (a %return probe's
+	 * trampoline is emulated); a node on several procedures goes by its first */
+	if (!r && nf) {
+		bool xol = !ret && (off || !f[0].xol ? funcs_stepped(f[0].path, f[0].offset + off) : true);
+
+		set_node_cost(g, t, lg, i, xol);
+	}
 	for (size_t k = 0; k < nf && !r; k++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
 		struct bpf_link *l = bpf_program__attach_uprobe_opts(
@@ -371,6 +428,68 @@ static void configure_hists(struct legs_g *g, struct target *t, struct legs *lg)
 	}
 }
 
+static bool has_leg(const struct legs *lg, uint32_t from, uint32_t to)
+{
+	for (size_t i = 0; i < lg->nlegs; i++)
+		if (lg->legs[i].from == from && lg->legs[i].to == to && lg->legs[i].stat.id)
+			return true;
+	return false;
+}
+
+/*
+ * --track all's index of the target's legs in BPF: per node the legs it starts and ends
+ * (nlegs; node 0 for '*'), every leg of the target (tlegs), and no leg in flight that the
+ * table no longer has (or @all of them). Legs --add successor added are not in it: they
+ * are timed from the thread's last node.
+ */
+static int index_legs(struct legs_g *g, const struct target *t, const struct legs *lg, bool all)
+{
+	size_t nn = lg->nnodes + 1;
+	struct pcmon_nlegs *nl = calloc(nn, sizeof(*nl));
+	struct pcmon_tlegs *tl = calloc(1, sizeof(*tl));
+	struct pcmon_fkey fk, next;
+	bool more;
+	int r = 0;
+
+	if (!nl || !tl) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < lg->nlegs && tl->n < PCMON_TARGET_LEGS; i++) {
+		const struct legs_leg *l = &lg->legs[i];
+
+		if (!l->stat.id || l->from >= nn || l->to >= nn)
+			continue;
+		if (nl[l->from].nfrom < PCMON_NODE_LEGS)
+			nl[l->from].from_to[nl[l->from].nfrom++] = l->to;
+		if (nl[l->to].nto < PCMON_NODE_LEGS)
+			nl[l->to].to_from[nl[l->to].nto++] = l->from;
+		tl->l[tl->n++] = (struct pcmon_tleg){ l->from, l->to };
+	}
+	for (uint32_t n = 0; n < nn && !r; n++) {
+		struct pcmon_lkey k = { t->id, n, 0, 0 };
+
+		if (nl[n].nfrom || nl[n].nto)
+			r = bpf_map__update_elem(g->skel->maps.nlegs, &k, sizeof(k), &nl[n],
+						 sizeof(nl[n]), 0) ? -errno : 0;
+		else
+			bpf_map__delete_elem(g->skel->maps.nlegs, &k, sizeof(k), 0);
+	}
+	if (!r)
+		r = bpf_map__update_elem(g->skel->maps.tlegs, &t->id, sizeof(t->id), tl, sizeof(*tl),
+					 0) ? -errno : 0;
+	for (more = !bpf_map__get_next_key(g->skel->maps.lflight, NULL, &next, sizeof(next)); more;
+	     more = !bpf_map__get_next_key(g->skel->maps.lflight, &fk, &next, sizeof(next))) {
+		fk = next;
+		if (fk.target == t->id && (all || !has_leg(lg, fk.from, fk.to)))
+			bpf_map__delete_elem(g->skel->maps.lflight, &fk, sizeof(fk), 0);
+	}
+out:
+	free(nl);
+	free(tl);
+	return r;
+}
+
 /*
  * Tell BPF the target's nodes, legs and settings: those it does not have yet, or (@reset)
  * all of them afresh, counts included.
@@ -383,7 +502,8 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 
 	for (size_t i = 0; i < lg->nnodes && !r; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-		struct pcmon_node n = { .arg = lg->nodes[i].arg };
+		struct pcmon_node n = { .arg = lg->nodes[i].arg, .cost_ns = lg->nodes[i].cost_ns,
+					.pre_ns = lg->nodes[i].pre_ns };
 
 		r = bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), how);
 		r = r && errno == EEXIST ? 0 : r;
@@ -400,6 +520,8 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 	}
 	if (!r)
 		r = bpf_map__update_elem(g->skel->maps.lcfg, &t->id, sizeof(t->id), &lc, sizeof(lc), 0);
+	if (!r)
+		r = index_legs(g, t, lg, reset) ? -1 : 0;
 	if (!r && reset) { /* the counts start again from 0 */
 		for (size_t i = 0; i < lg->nnodes; i++)
 			memset(&lg->nodes[i].h0, 0, sizeof(lg->nodes[i].h0));
@@ -430,8 +552,10 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	if (r)
 		return r;
 	/* one hit: half an entry-and-return pair, as the call counter measures it */
-	if (!counter_probe_cost(g->ctr, &emul, &stepped))
+	if (!counter_probe_cost(g->ctr, &emul, &stepped)) {
 		lg->hit_cost_ns = emul / 2;
+		lg->step_cost_ns = stepped > emul ? stepped - emul : 0;
+	}
 	r = configure(g, t, lg, true);
 	if (r) {
 		*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
@@ -521,6 +645,11 @@ static void unconfigure(struct legs_g *g, const struct target *t, const struct l
 		bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
 		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
 		bpf_map__delete_elem(g->skel->maps.lfrom, &fk, sizeof(fk), 0);
+	}
+	{
+		struct legs none = { .nnodes = lg->nnodes };
+
+		index_legs(g, t, &none, true);
 	}
 }
 
@@ -612,21 +741,26 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
-	double elapsed = target_elapsed(t) * 1e9;
+	double elapsed = target_elapsed(t) * 1e9, cost = 0;
 	uint64_t hits = 0;
 
 	(void)req;
 	if (!o)
 		return -ENOMEM;
 	collect(g, t, lg);
-	for (size_t i = 0; i < lg->nnodes; i++)
+	for (size_t i = 0; i < lg->nnodes; i++) {
 		hits += lg->nodes[i].hits;
+		cost += lg->nodes[i].hits * (double)lg->nodes[i].cost_ns;
+	}
 	cJSON_AddNumberToObject(o, "elapsed_ns", elapsed);
+	cJSON_AddStringToObject(o, "track", track_names[lg->track < 3 ? lg->track : 0]);
 	x = cJSON_AddObjectToObject(o, "overhead");
 	cJSON_AddNumberToObject(x, "hits", hits);
-	cJSON_AddNumberToObject(x, "per_hit_ns", lg->hit_cost_ns);
-	cJSON_AddNumberToObject(x, "total_ns", hits * lg->hit_cost_ns);
-	cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * hits * lg->hit_cost_ns / elapsed : 0);
+	cJSON_AddNumberToObject(x, "per_hit_ns", hits ? cost / hits : lg->hit_cost_ns);
+	cJSON_AddNumberToObject(x, "emulated_hit_ns", lg->hit_cost_ns);
+	cJSON_AddNumberToObject(x, "stepped_hit_ns", lg->hit_cost_ns + lg->step_cost_ns);
+	cJSON_AddNumberToObject(x, "total_ns", cost);
+	cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * cost / elapsed : 0);
 	if (g->skel) {
 		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
 						g->skel->progs.node_usdt };
@@ -654,6 +788,8 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		cJSON_AddNumberToObject(x, "id", i + 1);
 		cJSON_AddStringToObject(x, "spec", n->spec);
 		cJSON_AddNumberToObject(x, "hits", n->hits);
+		cJSON_AddNumberToObject(x, "cost_ns", n->cost_ns);
+		cJSON_AddNumberToObject(x, "cost_before_ns", n->pre_ns);
 		if (n->arg)
 			cJSON_AddNumberToObject(x, "arg", n->arg - 1);
 		if (n->hist.kind)
@@ -663,10 +799,8 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	arr = cJSON_AddArrayToObject(o, "legs");
 	for (size_t i = 0; i < lg->nlegs; i++) {
 		const struct pcmon_leg *s = &lg->legs[i].stat;
-		double total = (double)s->total_ns - lg->hit_cost_ns * (double)s->count;
+		double total = (double)s->total_ns; /* net of the probe hits inside (BPF) */
 
-		if (total < 0)
-			total = 0;
 		x = cJSON_CreateObject();
 		cJSON_AddNumberToObject(x, "id", lg->legs[i].id);
 		cJSON_AddNumberToObject(x, "from", lg->legs[i].from);
@@ -678,6 +812,9 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
 		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
 		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
+		cJSON_AddNumberToObject(x, "untracked", s->untracked);
+		cJSON_AddNumberToObject(x, "probe_hits", s->probe_hits);
+		cJSON_AddNumberToObject(x, "probe_ns", s->probe_ns);
 		cJSON_AddBoolToObject(x, "added", !s->id);
 		if (lg->legs[i].hist.kind)
 			hist_json(&lg->legs[i].hist, &s->h, x);
@@ -717,6 +854,7 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 	sf_put_num(w, o, "track", lg->track);
 	sf_put_num(w, o, "add", lg->add);
 	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
+	sf_put_num(w, o, "stepped_extra_ns", lg->step_cost_ns);
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "nodes"));
 	for (size_t i = 0; arr && i < lg->nnodes && !w->oom; i++) {
 		sf_push(w, arr, x = cJSON_CreateObject());
@@ -725,6 +863,8 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_str(w, x, "spec", lg->nodes[i].spec);
 		sf_put_num(w, x, "arg", lg->nodes[i].arg);
 		sf_put_u64(w, x, "hits", lg->nodes[i].hits);
+		sf_put_num(w, x, "cost_ns", lg->nodes[i].cost_ns);
+		sf_put_num(w, x, "cost_before_ns", lg->nodes[i].pre_ns);
 		put_hist(w, x, &lg->nodes[i].hist, &lg->nodes[i].h);
 	}
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "legs"));
@@ -743,6 +883,9 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_u64(w, x, "min_ns", l->min_ns);
 		sf_put_u64(w, x, "max_ns", l->max_ns);
 		sf_put_u64(w, x, "abandoned", l->abandoned);
+		sf_put_u64(w, x, "probe_hits", l->probe_hits);
+		sf_put_u64(w, x, "probe_ns", l->probe_ns);
+		sf_put_u64(w, x, "untracked", l->untracked);
 		put_hist(w, x, &lg->legs[i].hist, &l->h);
 	}
 }
@@ -794,6 +937,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	if ((r = sf_get_u32(rd, o, "track", SF_ALWAYS, PCMON_TRACK_NONE, &lg->track)) ||
 	    (r = sf_get_u32(rd, o, "add", SF_ALWAYS, 1, &lg->add)) ||
 	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
+	    (r = sf_get_double(rd, o, "stepped_extra_ns", SF_OPTIONAL, 0, 1e9, &lg->step_cost_ns)) ||
 	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
 	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)))
 		goto fail;
@@ -812,16 +956,21 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		if ((r = sf_get_str(rd, it, "spec", SF_ALWAYS, 4096, &spec)) ||
 		    (r = sf_get_u32(rd, it, "arg", SF_ALWAYS, 7, &n->arg)) ||
 		    (r = sf_get_u64(rd, it, "hits", SF_ALWAYS, &n->hits)) ||
+		    /* (files from before each node had its cost: one hit's, in the header) */
+		    (r = sf_get_u32(rd, it, "cost_ns", SF_OPTIONAL, UINT32_MAX, &n->cost_ns)) ||
+		    (r = sf_get_u32(rd, it, "cost_before_ns", SF_OPTIONAL, UINT32_MAX, &n->pre_ns)) ||
 		    (r = get_hist(rd, it, &n->hist, &n->h)))
 			goto fail;
+		if (!cJSON_GetObjectItemCaseSensitive(it, "cost_ns"))
+			n->cost_ns = (uint32_t)lg->hit_cost_ns;
 		n->spec = strdup(spec);
 		lg->nnodes++;
 	}
 	i = 0;
 	cJSON_ArrayForEach(it, legs) {
 		struct legs_leg *l = &lg->legs[lg->nlegs];
-		uint64_t v[5];
-		bool added = false;
+		uint64_t v[8] = { 0 };
+		bool added = false, net = true;
 
 		snprintf(rd->at, sizeof(rd->at), "legs[%d].", i++);
 		if ((r = sf_get_u32(rd, it, "id", SF_ALWAYS, UINT32_MAX, &l->id)) ||
@@ -833,13 +982,32 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		    (r = sf_get_u64(rd, it, "min_ns", SF_ALWAYS, &v[2])) ||
 		    (r = sf_get_u64(rd, it, "max_ns", SF_ALWAYS, &v[3])) ||
 		    (r = sf_get_u64(rd, it, "abandoned", SF_ALWAYS, &v[4])) ||
+		    (r = sf_get_u64(rd, it, "untracked", SF_OPTIONAL, &v[6])) ||
 		    (r = get_hist(rd, it, &l->hist, &l->stat.h)))
 			goto fail;
+		/* files from before probe_hits held gross totals, one hit's cost in each leg */
+		if (!cJSON_GetObjectItemCaseSensitive(it, "probe_hits")) {
+			net = false;
+			v[5] = v[0];
+		} else if ((r = sf_get_u64(rd, it, "probe_hits", SF_ALWAYS, &v[5]))) {
+			goto fail;
+		}
+		if (net && (r = sf_get_u64(rd, it, "probe_ns", SF_ALWAYS, &v[7])))
+			goto fail;
+		if (!net) {
+			double cost = lg->hit_cost_ns * (double)v[0];
+
+			v[7] = cost;
+			v[1] = (double)v[1] > cost ? v[1] - (uint64_t)cost : 0;
+		}
 		l->stat.count = v[0];
 		l->stat.total_ns = v[1];
 		l->stat.min_ns = v[2];
 		l->stat.max_ns = v[3];
 		l->stat.abandoned = v[4];
+		l->stat.probe_hits = v[5];
+		l->stat.probe_ns = v[7];
+		l->stat.untracked = v[6];
 		l->stat.id = added ? 0 : l->id;
 		lg->nlegs++;
 	}
@@ -971,6 +1139,7 @@ cJSON *legs_edit(void *gp, struct target *t, const cJSON *req)
 			bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
 		}
 		*l = lg->legs[--lg->nlegs];
+		index_legs(g, t, lg, false);
 	} else if (!strcmp(what, "hist") && add) {
 		if (parse_hist(lg, proto_str(req, "hist", ""), &rep))
 			return rep;

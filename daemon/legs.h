@@ -19,6 +19,8 @@ struct bpf_link;
 struct legs_node {
 	char *spec;		/* as given: PROC, PROC%return, PROC+OFF, provider:name */
 	uint32_t arg;		/* record argument arg - 1; 0: none */
+	uint32_t cost_ns;	/* what a hit costs (its probe stepped out of line, or not) ... */
+	uint32_t pre_ns;	/* ... before BPF reads the clock (the trap in: half an emulated hit) */
 	struct pcmon_hcfg hist;
 	struct bpf_link **links;	/* one per probed address */
 	size_t nlinks;
@@ -41,7 +43,8 @@ struct legs {
 	struct legs_leg *legs;
 	size_t nlegs, cap_legs;
 	uint32_t track, add;	/* enum pcmon_track; 1: --add successor */
-	double hit_cost_ns;	/* one probe hit, as measured when it started */
+	double hit_cost_ns;	/* one probe hit, as measured when it started ... */
+	double step_cost_ns;	/* ... and what one whose instruction is stepped adds */
 	bool detached;
 };
 

@@ -45,6 +45,8 @@ struct pcmon_hkey {
 /* A node: how it is set up, and its totals. Keyed by cookie. */
 struct pcmon_node {
 	__u32 arg;		/* record integer argument arg - 1 (0: none) */
+	__u32 cost_ns;		/* what a hit costs the thread: taken off the legs around it ... */
+	__u32 pre_ns;		/* ... of which this much comes before its clock reading */
 	__u32 pad;
 	__u64 hits;
 	struct pcmon_hist h;	/* of the recorded argument, while hcfgs has a shape for it */
@@ -55,11 +57,19 @@ struct pcmon_lkey {
 	__u32 target, from, to, pad;
 };
 
+/*
+ * A leg's totals. Times are net of the probes' cost: every probe hit of the thread inside
+ * the leg — its from's after the from read the clock, each node hit in between, its to's
+ * before the to read it: probe_hits in all, probe_ns together — is taken off.
+ */
 struct pcmon_leg {
 	__u64 count, total_ns, min_ns, max_ns;
 	__u64 abandoned;	/* started, never finished: a second from, the thread's exit */
 	__u32 id;		/* its number, 0: added by BPF (--add successor), numbered later */
 	__u32 pad;
+	__u64 probe_hits;	/* probe hits inside the legs counted ... */
+	__u64 probe_ns;		/* ... and what they cost, taken off total_ns */
+	__u64 untracked;	/* starts not kept: the table of legs in flight was full */
 	struct pcmon_hist h;	/* of the leg's time (ns), while hcfgs has a shape for it */
 };
 
@@ -70,11 +80,43 @@ struct pcmon_lcfg {
 	__u32 add;		/* 1: a leg from the thread's last node to this one is added */
 };
 
-/* A thread's leg in flight (task storage): the last node it hit that starts one. */
+/* A thread's state (task storage): its probe hits, and the last node it hit (successor). */
 struct pcmon_lthread {
 	__u32 target;
 	__u32 node;		/* 0: none */
-	__u64 ts;
+	__u64 ts;		/* when it hit node */
+	__u64 hits_at, cost_at;	/* its hits and probe cost then */
+	__u64 hits;		/* probe hits of the thread so far ... */
+	__u64 cost;		/* ... and what they cost it (ns) */
+};
+
+/*
+ * --track all: every leg is tracked on its own, per thread. nlegs, keyed by (target, node,
+ * 0, 0), lists the legs that start and end at a node; node PCMON_ANY_NODE lists the legs
+ * from '*' (started at every node) and to '*' (ended at every node).
+ */
+#define PCMON_NODE_LEGS 32	/* legs one node may start, and end */
+#define PCMON_TARGET_LEGS 256	/* legs in one target's table */
+struct pcmon_nlegs {
+	__u32 nfrom, nto;
+	__u32 from_to[PCMON_NODE_LEGS];	/* the legs (node, to): their to */
+	__u32 to_from[PCMON_NODE_LEGS];	/* the legs (from, node): their from */
+};
+
+/* Every leg of a target (tlegs, by target): what a thread that exits may have in flight. */
+struct pcmon_tlegs {
+	__u32 n, pad;
+	struct pcmon_tleg {
+		__u32 from, to;
+	} l[PCMON_TARGET_LEGS];
+};
+
+/* A leg in flight on a thread (lflight): when it started, the thread's hits and probe cost then. */
+struct pcmon_fkey {
+	__u32 tid, target, from, to;
+};
+struct pcmon_flight {
+	__u64 ts, hits, cost;
 };
 
 /* Legs that start at a node (keyed by (target, from, 0, 0) in lfrom): is any leg waiting on it. */

@@ -222,5 +222,89 @@ def test_edit_a_running_target():
         d.stop()
 
 
+def nested_args(*extra):
+    src = os.path.join(os.path.dirname(__file__), "..", "workloads", "nested.c")
+    line = next(i for i, l in enumerate(open(src), 1) if "/* STEP_LINE */" in l)
+    nodes = ["nested.req_begin", "nested.req_end", "nested.work_short",
+             "nested.work_short%return", "nested.mid", "nested.after", f"nested.c:{line}",
+             "nested.rec", "nested.rec%return"]
+    args = [a for n in nodes for a in ("--node", n)]
+    # 1: the request; 2: nested inside it; 3: overlapping it; 4: recursion; 5: from a line
+    # hit STEPS times inside the request
+    return ["--no-sample", *args, "--leg", "1:2", "--leg", "3:4", "--leg", "5:6", "--leg", "8:9",
+            "--leg", "7:2", "--hist", "leg:1,log", *extra, "--", workload("nested")]
+
+
+def near_edge(v, margin=0.02):
+    """Is v within margin of a log bucket's edge (a power of two)?"""
+    b = v.bit_length()
+    return v <= (1 << (b - 1)) * (1 + margin) or v >= (1 << b) * (1 - margin)
+
+
+def test_track_all_every_leg_on_its_own():
+    """--track all: nested, overlapping and recursive legs, a line hit many times inside a
+    leg, four threads and a fifth that exits inside a request. Counts exact; each leg's
+    time, with the probe hits inside it added back, within 1 % of the program's own
+    clock; the probe hits counted exactly; log buckets exact but near their edges."""
+    listing, p = pcmon_json("run", *nested_args(), sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    t = listing["tables"]
+    legs = {l["id"]: l for l in t["legs"]}
+    req, sh, steps = own["requests"], own["short"], own["steps"]
+    nodes = [n["hits"] for n in t["nodes"]]
+    assert nodes == [req + 1, req, sh, sh, req, req, req * steps, own["rec_calls"] * own["rec_depth"],
+                     own["rec_calls"] * own["rec_depth"]], nodes
+    want = {1: (req, 1), 2: (sh, 0), 3: (req, 0), 4: (own["rec_calls"], own["rec_calls"] * (own["rec_depth"] - 1)),
+            5: (req, req * (steps - 1))}
+    got = {i: (legs[i]["count"], legs[i]["abandoned"]) for i in want}
+    assert got == want, (got, want)
+    assert all(l["untracked"] == 0 for l in t["legs"]), t["legs"]
+    # the probe hits inside each leg, after its from: the steps, work_short and its return
+    # in half the requests, mid, and the to
+    assert legs[1]["probe_hits"] == req * (steps + 2) + 2 * sh, legs[1]
+    assert legs[2]["probe_hits"] == sh and legs[3]["probe_hits"] == 2 * req, (legs[2], legs[3])
+    # what they cost, node by node (a probe stepped out of line costs more): the from's
+    # after its clock reading, all of each one in between, the to's before its reading
+    c = [n["cost_ns"] for n in t["nodes"]]
+    pre = [n["cost_before_ns"] for n in t["nodes"]]
+    post = [x - y for x, y in zip(c, pre)]
+    assert all(x > 0 for x in pre + post), t["nodes"]
+    want_ns = {1: req * (post[0] + steps * c[6] + c[4] + pre[1]) + sh * (c[2] + c[3]),
+               2: sh * (post[2] + pre[3]), 3: req * (post[4] + c[1] + pre[5])}
+    for i, ns in want_ns.items():
+        assert abs(legs[i]["probe_ns"] - ns) <= legs[i]["count"], (i, legs[i], ns)
+    # the times, with the probes' cost added back, against the program's own clock, which
+    # also holds the from's hit before its reading and the to's after it
+    for (leg, mean), (f, to) in zip(((legs[1], own["req_mean_ns"]), (legs[2], own["short_mean_ns"]),
+                                     (legs[3], own["overlap_mean_ns"])), ((0, 1), (2, 3), (4, 5))):
+        gross = leg["avg_ns"] + leg["probe_ns"] / leg["count"] + pre[f] + post[to]
+        assert abs(gross - mean) <= 0.01 * mean, (leg, gross, mean)
+    # the request leg's log buckets: each duration the program measured, but for those too
+    # close to an edge to say
+    b = legs[1]["hist"]["buckets"]
+    assert sum(b) == req, b
+    sure = [0] * 65
+    unsure = [0] * 65
+    for d in own["each_ns"]:
+        (unsure if near_edge(d) else sure)[log_bucket(d)] += 1
+        if near_edge(d):
+            unsure[log_bucket(d) + (1 if d >= (1 << (d.bit_length())) * 0.98 else -1)] += 1
+    for i in range(65):
+        assert sure[i] <= b[i] <= sure[i] + unsure[i], (i, b, sure, unsure)
+
+
+def test_track_successor_counts():
+    """--track successor: only the leg from the thread's last node that starts one. Here the
+    line inside the request starts a leg itself, so the request's leg never finishes."""
+    listing, p = pcmon_json("run", *nested_args("--track", "successor"), sock=NODAEMON)
+    own = first_json_line(p.stdout)
+    legs = {l["id"]: l for l in listing["tables"]["legs"]}
+    req, sh, steps = own["requests"], own["short"], own["steps"]
+    want = {1: (0, req + 1), 2: (sh, 0), 3: (req, 0),
+            4: (own["rec_calls"], own["rec_calls"] * (own["rec_depth"] - 1)), 5: (0, req * steps)}
+    got = {i: (legs[i]["count"], legs[i]["abandoned"]) for i in want}
+    assert got == want, (got, want)
+
+
 if __name__ == "__main__":
     run_tests(globals())
