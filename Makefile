@@ -17,7 +17,7 @@ UNAME_M	:= $(shell uname -m)
 ARCH	:= $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(UNAME_M)))
 VMLINUX	:= vmlinux/$(ARCH)/vmlinux.h
 ifeq ($(wildcard $(VMLINUX)),)
-$(error unsupported architecture '$(UNAME_M)': no $(VMLINUX); generate one with 'bpftool btf dump file /sys/kernel/btf/vmlinux format c')
+$(error unsupported architecture '$(UNAME_M)': no $(VMLINUX); generate one with vmlinux/gen.sh)
 endif
 
 # What `make deps` installs is asked about only when a recipe first needs it — in `make
@@ -153,7 +153,7 @@ $(OUTPUT)/workloads/libcritlib.so: tests/workloads/lib/critlib.c tests/workloads
 
 # workloads built the way real programs are: no frame pointers, leaf frames omitted,
 # debug info split off (by build-id, and by .gnu_debuglink next to the binary)
-SPECIAL := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
+BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTPUT)/workloads/inlined \
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
 	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
 	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
@@ -201,7 +201,7 @@ $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 unit: $(UNIT_BINS)
 	@tests/run.sh --unit
 fuzz: $(FUZZ_BINS)
-workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(SPECIAL)
+workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)
 
 check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
 	@tests/run.sh

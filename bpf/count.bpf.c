@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The call-counting instrument's kernel side (SPEC §12): a uprobe at the entry of each
+ * The call-counting instrument's kernel side (docs/count.md): a uprobe at the entry of each
  * counted procedure and a uretprobe at its return, and for each thread a shadow stack of its
  * open activations with the stack pointer at entry, in task storage.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The probe-node instrument's kernel side (SPEC §13), the Mesa PerfTool's nodes and legs:
+ * The probe-node instrument's kernel side (docs/legs.md), the Mesa PerfTool's nodes and legs:
  * a node is a probe point (a procedure's entry or return, an offset in it, a USDT probe);
  * a leg is the code a thread runs from a from node to a to node. Every thread has its own
  * leg in flight (task storage), so threads crossing the same nodes all get theirs. A node

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The exports (SPEC §14), from the "profile" of a `list` reply asked with "stacks"
+ * The exports (docs/exports.md), from the "profile" of a `list` reply asked with "stacks"
  * (daemon/stacks.h): folded stacks, a gzipped profile.proto, a flamegraph SVG.
  */
 #ifndef PCMON_EXPORT_H

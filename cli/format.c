@@ -86,7 +86,7 @@ static void fmt_ns(char *buf, size_t len, double ns)
 }
 
 /*
- * The call table (SPEC §12): per procedure calls, self, self+children, average, max, and
+ * The call table (docs/count.md): per procedure calls, self, self+children, average, max, and
  * what was closed other than by a return. '~' marks a procedure probed after its process
  * had started running it (a library found after the fact): calls before that are missing.
  */
@@ -251,7 +251,7 @@ static void fmt_hist(FILE *f, const cJSON *h, const char *unit)
 	fprintf(f, "      (%s)\n", unit);
 }
 
-/* The Mesa tool's report (SPEC §13): overhead, nodes, legs, histograms. */
+/* The Mesa tool's report (docs/legs.md): overhead, nodes, legs, histograms. */
 void fmt_tables(FILE *f, const cJSON *rep)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "tables"), *o, *it;

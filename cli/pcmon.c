@@ -112,13 +112,13 @@ static const struct opt {
 	{ "unwind", 'u', "METHOD", O_UNWIND, OK_STR, "unwind", "how user stacks are walked" },
 	{ "no-inline", 'I', NULL, O_NO_INLINE, OK_TRUE, "no_inline", "inlined functions count as their caller" },
 	{ "no-children", 'C', NULL, O_NO_CHILDREN, OK_FALSE, "children", "processes started later are not watched" },
-	{ "no-sample", 'N', NULL, O_NO_SAMPLE, OK_TRUE, "no_sample", "no sampling instrument (SPEC 9)" },
+	{ "no-sample", 'N', NULL, O_NO_SAMPLE, OK_TRUE, "no_sample", "no sampling instrument (docs/sampling.md)" },
 	{ "count", 'x', "PATTERN", O_COUNT, OK_APPEND, "count", "count calls of the procedures PATTERN names (repeatable)" },
 	{ "max-probes", 'M', "N", O_MAX_PROBES, OK_NUM, "max_probes", "refuse --count patterns naming more procedures (default 1000)" },
-	{ "node", 'P', "SPEC", O_NODE, OK_LOCAL, NULL, "a probe node: PROC, PROC%return, PROC+0xOFF, provider:name (repeatable)" },
+	{ "node", 'P', "NODE", O_NODE, OK_LOCAL, NULL, "a probe node: PROC, PROC%return, PROC+0xOFF, provider:name (repeatable)" },
 	{ "hist-arg", 'H', "N", O_HIST_ARG, OK_LOCAL, NULL, "the --node before it records integer argument N (0-5)" },
 	{ "leg", 'G', "FROM:TO", O_LEG, OK_APPEND, "legs", "a leg between two nodes (numbers, or '*')" },
-	{ "hist", 'Y', "SPEC", O_HIST, OK_APPEND, "hists", "node:ID|leg:ID,linear,BUCKETS,SCALE,BASE or node:ID|leg:ID,log" },
+	{ "hist", 'Y', "HIST", O_HIST, OK_APPEND, "hists", "node:ID|leg:ID,linear,BUCKETS,SCALE,BASE or node:ID|leg:ID,log" },
 	{ "linear", 'e', NULL, O_LINEAR, OK_LOCAL, NULL, NULL },
 	{ "log", 'f', NULL, O_LOG, OK_LOCAL, NULL, NULL },
 	{ "buckets", 'b', "B", O_BUCKETS, OK_LOCAL, NULL, NULL },
@@ -376,7 +376,7 @@ static int parse_args(int argc, char **argv, const char *cmd, uint64_t allowed, 
 
 			if (parse_whole(optarg, 0, 1L << 30, &v))
 				return fail(a, 2, "--hist-arg %s: expected a whole number", optarg);
-			if (!strcmp(cmd, "node")) /* pcmon node add TARGET SPEC --hist-arg N */
+			if (!strcmp(cmd, "node")) /* pcmon node add TARGET NODE --hist-arg N */
 				last = a->req;
 			else if (!last)
 				return fail(a, 2, "--hist-arg %s: give it after the --node it applies to", optarg);
@@ -959,7 +959,7 @@ out_rep:
 }
 
 /*
- * pcmon node add TARGET SPEC [--hist-arg N] | node del TARGET ID
+ * pcmon node add TARGET NODE [--hist-arg N] | node del TARGET ID
  * pcmon leg add TARGET FROM TO | leg del TARGET ID
  * pcmon hist add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)
  * pcmon hist del TARGET node|leg ID
@@ -1230,7 +1230,7 @@ out:
 	return r;
 }
 
-/* pcmon profil TARGET --offset ADDR|PROC --scale S [--bufsiz BYTES]: SPEC §11 */
+/* pcmon profil TARGET --offset ADDR|PROC --scale S [--bufsiz BYTES]: docs/lines.md */
 static int cmd_profil(struct args *a)
 {
 	unsigned long scale;
@@ -1289,7 +1289,7 @@ static const struct command {
 	  "              (--pid PID [--duration SECS] | -- CMD [ARGS])   calls, self and\n"
 	  "              self+children time of the procedures PATTERN names, in the foreground" },
 	{ "node", cmd_edit, O_HIST_ARG,
-	  "node  add TARGET SPEC [--hist-arg N] | node del TARGET ID   a probe node, while it runs" },
+	  "node  add TARGET NODE [--hist-arg N] | node del TARGET ID   a probe node, while it runs" },
 	{ "leg", cmd_edit, 0, "leg   add TARGET FROM TO | leg del TARGET ID   a leg, while it runs" },
 	{ "hist", cmd_edit, O_LINEAR | O_LOG | O_BUCKETS | O_SCALE | O_BASE,
 	  "hist  add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)\n"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * pcmon top: a live view of a target's hottest procedures (SPEC §14). Every refresh is a
+ * pcmon top: a live view of a target's hottest procedures (docs/exports.md). Every refresh is a
  * `list` of the target; the counts are those since it started or was last zeroed, so what
  * the screen shows is exactly what `pcmon list` would. ncurses draws it; -b prints the same
  * lines as text.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The per-line listing and profil's histogram, for people (SPEC §10, §11): the engine sends
+ * The per-line listing and profil's histogram, for people (docs/lines.md): the engine sends
  * counts, lines and up to 16 bytes of code per address; the source text is read here, with
  * the user's own rights, and the code disassembled with capstone.
  */

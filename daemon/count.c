@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The call-counting instrument (SPEC §12): `--count PATTERN` puts an entry and a return
+ * The call-counting instrument (docs/count.md): `--count PATTERN` puts an entry and a return
  * probe on every procedure the patterns name, in every object of the target's processes,
  * and keeps per procedure calls, self time and self+children time (bpf/count.bpf.c does the
  * accounting, per thread). Here: resolving the patterns (funcs.c), attaching (counter.c),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * count_: the call-counting instrument (SPEC §12), `--count PATTERN`: calls, self time and
+ * count_: the call-counting instrument (docs/count.md), `--count PATTERN`: calls, self time and
  * self+children time per procedure, from entry and return probes (counter.h, bpf/count.bpf.c).
  */
 #ifndef PCMON_COUNT_H

@@ -900,7 +900,7 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 		return proto_error(1, "target %u \"%s\" counts no calls (start it with --count PATTERN)",
 				   t->id, t->name);
 	if (tables_only && !t->inst[INST_LEGS])
-		return proto_error(1, "target %u \"%s\" has no nodes (start it with --node SPEC)",
+		return proto_error(1, "target %u \"%s\" has no nodes (start it with --node NODE)",
 				   t->id, t->name);
 	target_sync(e, t);
 	rep = proto_ok();

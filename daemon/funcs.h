@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * funcs_: the procedures a name pattern (SPEC §4: module.proc, globs) names in the objects
+ * funcs_: the procedures a name pattern (docs/when.md: module.proc, globs) names in the objects
  * a process maps, with where their code starts in each file: where call counting puts its
  * probes. Symbols come from the object's own .symtab and .dynsym (libelf), read through
  * /proc/PID/map_files so that containers and replaced files resolve.

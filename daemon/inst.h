@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * inst_: instruments. A target (target.h) is what is watched and who owns it; an instrument
- * is how it is watched (SPEC §9). Each instrument is one module behind the ops table below;
+ * is how it is watched (docs/sampling.md). Each instrument is one module behind the ops table below;
  * the engine keeps the targets and calls every instrument a target carries for each thing
  * that happens to it. Adding an instrument is adding its files, an enum inst_id value
  * (target.h) and its entry in inst_table[] (inst.c) — see HACKING.md.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The probe-node instrument (SPEC §13): nodes are probe points, legs the code a thread runs
+ * The probe-node instrument (docs/legs.md): nodes are probe points, legs the code a thread runs
  * between two nodes, histograms on a node's argument or a leg's time. BPF does the per-thread
  * work (bpf/legs.bpf.c); here: parsing the specs, resolving nodes to addresses (funcs.c),
  * attaching, and the Mesa tool's report, `pcmon tables`.
@@ -197,7 +197,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 		const char *spec = proto_str(it, "spec", NULL);
 
 		if (!cJSON_IsObject(it) || !spec || !*spec) {
-			*rep = proto_error(2, "--node: expected {\"spec\": SPEC, [\"arg\": N]}");
+			*rep = proto_error(2, "--node: expected {\"spec\": NODE, [\"arg\": N]}");
 			goto fail;
 		}
 		lg->nodes[lg->nnodes].spec = strdup(spec);

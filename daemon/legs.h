@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * legs_: the probe-node instrument (SPEC §13), the Mesa PerfTool's nodes, legs and
- * histograms: `--node SPEC [--hist-arg N]`, `--leg FROM:TO`, `--hist ...`, `pcmon tables`.
+ * legs_: the probe-node instrument (docs/legs.md), the Mesa PerfTool's nodes, legs and
+ * histograms: `--node NODE [--hist-arg N]`, `--leg FROM:TO`, `--hist ...`, `pcmon tables`.
  * Kernel side: bpf/legs.bpf.c.
  */
 #ifndef PCMON_LEGS_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * pcs_: where inside procedures the time goes: the per-line listing (SPEC §10) and
- * profil's histogram (SPEC §11), both from the innermost user pc of every counted sample a
+ * pcs_: where inside procedures the time goes: the per-line listing (docs/lines.md) and
+ * profil's histogram (docs/lines.md), both from the innermost user pc of every counted sample a
  * listing charges to a procedure or to foreignPcs (a critical section's samples are the
  * section's, as in LIST). A kernel-mode sample's innermost user pc is its system call's
  * site. The pcs are gathered through agg_list's visitor, so --when applies first.

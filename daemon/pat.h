@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * pat - WHEN call patterns (SPEC section 4): parser and matcher.
+ * pat - WHEN call patterns (docs/when.md): parser and matcher.
  *
  * A pattern is parsed once into an immutable struct pat, expanded into "call threads" (no
  * parentheses, no alternatives), and matched against symbolized stacks.  Matching is exact and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * profil_: the cell arithmetic of profil(2) (SPEC §11). With @scale a 16-bit fixed-point
+ * profil_: the cell arithmetic of profil(2) (docs/lines.md). With @scale a 16-bit fixed-point
  * fraction, a pc falls in cell (((pc - offset) * scale) >> 16) / 2 of a buffer of 2-byte
  * cells: 0x10000 is one cell per 2 bytes of code, 0x8000 one per 4. As in 4.2BSD, scale 2
  * puts the whole region from @offset in cell 0, and scale 0 or 1 turns profiling off.

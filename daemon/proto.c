@@ -225,7 +225,7 @@ static const char *type_words(const struct proto_field *f, char *buf, size_t len
 		snprintf(buf, len, "an array of strings");
 		break;
 	case PT_NODES:
-		snprintf(buf, len, "an array of {\"spec\": SPEC, \"arg\": 0-5}");
+		snprintf(buf, len, "an array of {\"spec\": NODE, \"arg\": 0-5}");
 		break;
 	}
 	return buf;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * sample_: the sampling instrument (SPEC §2–§5). Timer samples of the target's threads,
+ * sample_: the sampling instrument (docs/sampling.md, docs/stacks.md, docs/when.md, docs/critical.md). Timer samples of the target's threads,
  * VIRTUAL (on-CPU) or REAL (on- and off-CPU), their stacks symbolized into an aggregate
  * (agg.h) that every view reads: LIST, lines, profil, the exports.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * stacks_: a listing's counted samples as symbolized stacks, the view the exports are made
- * from (pprof, folded, flamegraph, json; SPEC §14). It sees each charge of agg_list()
+ * from (pprof, folded, flamegraph, json; docs/exports.md). It sees each charge of agg_list()
  * through the visitor, so WHEN, critical sections and --no-inline apply exactly as in LIST:
  * the samples of a section are its own stack `[critical:NAME]`, and the frames of a
  * procedure's samples end at the frame LIST charged.

@@ -2,7 +2,7 @@
 /*
  * The probe-node instrument's BPF structs (bpf/legs.bpf.c), shared with its userspace half
  * (daemon/legs.c): nodes (probe points), legs (the code between a from node and a to node,
- * timed per thread) and histograms (SPEC §13).
+ * timed per thread) and histograms (docs/legs.md).
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */
 #ifndef PCMON_LEGS_BPF_H

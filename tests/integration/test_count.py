@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Call counting (SPEC §12): exact counts, self and self+children times against the
+"""Call counting (docs/count.md): exact counts, self and self+children times against the
 workload's own clock, recursion past the kernel's 64 return probes, longjmp, a thread that
 exits inside a counted function; errors; the instrument on a daemon target (list --calls,
 zero, restart)."""

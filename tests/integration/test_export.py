@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Exports and views (SPEC 14): pprof read by go tool pprof, folded stacks, the flamegraph
+"""Exports and views (docs/exports.md): pprof read by go tool pprof, folded stacks, the flamegraph
 SVG rendered by headless Chromium, and top driven in tmux."""
 import os
 import re

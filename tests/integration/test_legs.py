@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Nodes, legs and histograms (SPEC §13) against the legs workload's own measurements:
+"""Nodes, legs and histograms (docs/legs.md) against the legs workload's own measurements:
 exact node hits (procedures and a USDT probe) and leg counts, per-duration means, log
 buckets of the legs' times, a linear histogram of an argument, a thread that exits inside a
 leg (abandoned), --add successor; the tables through pcmond, zero and a restart."""

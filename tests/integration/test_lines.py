@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Per-line listing and profil (SPEC 10, 11) against tests/workloads/lines.c, which measures
+"""Per-line listing and profil (docs/lines.md) against tests/workloads/lines.c, which measures
 the time of each of work()'s lines itself."""
 import os
 import re
@@ -90,7 +90,7 @@ def test_line_shares_fp_and_dwarf():
 
 
 def cells_from(addresses, offset, scale, ncells):
-    """profil's cells computed here from the per-address counts, by SPEC 11's formula."""
+    """profil's cells computed here from the per-address counts, by profil(2)'s formula (docs/lines.md)."""
     cells, outside = [0] * ncells, 0
     for addr, count in addresses:
         if scale < 2 or addr < offset:

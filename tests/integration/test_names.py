@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Names you can trust (SPEC §15): stripped code named after its FDE (module+0xSTART), each
+"""Names you can trust (docs/names.md): stripped code named after its FDE (module+0xSTART), each
 inline frame at its own line, JIT code from /tmp/perf-PID.map, programs in another mount
 namespace and programs deleted while they run."""
 import contextlib
@@ -32,7 +32,7 @@ def nm_addrs(exe):
 
 
 def check_shares(listing, own, names):
-    """Each function's shallow share within the SPEC's tolerance of the program's own."""
+    """Each function's shallow share within the tolerance docs/design.md states of the program's own."""
     n = listing["summary"]["counted"]
     p = procs(listing)
     for fn, name in names.items():

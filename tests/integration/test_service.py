@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""pcmond as a Debian service (SPEC 8): the unit verifies and is sandboxed, pcmond says it
+"""pcmond as a Debian service (docs/service.md): the unit verifies and is sandboxed, pcmond says it
 is ready (sd_notify) and takes systemd's socket, it works with only the unit's
 capabilities, and `make deb` builds a package that lintian passes and apt installs."""
 import glob

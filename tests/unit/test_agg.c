@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/agg.c: per-target aggregates and the LIST computation (SPEC sections
+ * Unit tests for daemon/agg.c: per-target aggregates and the LIST computation (docs/sampling.md, sections
  * 1, 2, 5 and 7): shallow and deep counts, foreignPcs, kernel mode, unwalkable stacks,
  * off-CPU time in interrupts of t, open intervals, WHEN attribution, critical sections and
  * the order of the listing. Stacks are built from symbolized locations without ELF files.
@@ -221,7 +221,7 @@ static void dump_rows(struct fx *f, char *buf, size_t len)
 
 /*
  * agg_list() into the fixture, then the bookkeeping that must hold for every listing
- * (SPEC section 7: "interrupts 1241 counted 1198 not matching WHEN 43", percentages of
+ * (docs/sampling.md: "interrupts 1241 counted 1198 not matching WHEN 43", percentages of
  * counted samples, critical sections among them):
  *   interrupts = counted + not matching
  *   counted = critical (user-declared + marked + unwalkable) + sum of shallow + foreignPcs
@@ -856,7 +856,7 @@ static void test_extra(void **state)
 }
 
 /*
- * SPEC section 2: off-CPU nanoseconds are summed per stack, then rounded; an interval still
+ * docs/sampling.md: off-CPU nanoseconds are summed per stack, then rounded; an interval still
  * open is counted up to the listing. So an open interval on a stored stack joins that
  * stack's sum: 4000 ns stored + 4000 ns open = 8000 ns = 1 interrupt of 10000 ns, exactly
  * as if the interval had just closed (agg_add would have made it 8000 ns on one entry).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/pat.c: WHEN call patterns (SPEC section 4, docs/when.md).
+ * Unit tests for daemon/pat.c: WHEN call patterns (docs/when.md).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,7 +128,7 @@ static void expect_threads(const char *text, unsigned flags, size_t n, const cha
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* SPEC section 4 examples */
+/* docs/when.md's examples */
 
 static const char *const spec_threads[] = {
 	"m.a->m.b->*->m.d",

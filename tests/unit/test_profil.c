@@ -11,7 +11,7 @@
 
 #include "profil.h"
 
-/* The formula as SPEC §11 writes it, in 64 bits (the tests' pcs keep the product small). */
+/* The formula as docs/lines.md writes it, in 64 bits (the tests' pcs keep the product small). */
 static uint64_t formula(uint64_t pc, uint64_t offset, uint32_t scale)
 {
 	return (((pc - offset) * scale) >> 16) / 2;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/sym.c (SPEC §15, §10): names of code without symbols from its FDE
+ * Unit tests for daemon/sym.c (docs/names.md, docs/lines.md): names of code without symbols from its FDE
  * ("module+0xSTART"), each frame's own line and its persistence (daemon/store.c), and JIT
  * code named from /tmp/perf-PID.map, read as it grows. The live cases symbolize this very
  * process: a stripped copy of this binary mapped into it, and anonymous memory.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Call counting's ground truth (SPEC §12): exact call counts, self and self+children times
+ * Call counting's ground truth (docs/count.md): exact call counts, self and self+children times
  * measured by the program itself (wall clock around each activation), recursion 20 and 100
  * deep (past the kernel's 64 nested return probes), a longjmp out of three frames, a function
  * that sleeps (REAL counts its time, VIRTUAL does not), and a thread that exits inside a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Legs' ground truth (SPEC §13): 4 threads serve requests between req_begin(size) and
+ * Legs' ground truth (docs/legs.md): 4 threads serve requests between req_begin(size) and
  * req_end(size), small ones (about 3.1 ms of work) and large ones (about 12.6 ms), each timed
  * by the thread itself; req_end ends a small request in end_small() and a large one in
  * end_large(), so that a leg to each times one kind. A fifth thread begins a request and

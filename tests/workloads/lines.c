@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Where inside a procedure the time goes (SPEC §10, §11): work() runs two loops, each on a
+ * Where inside a procedure the time goes (docs/lines.md): work() runs two loops, each on a
  * line of its own (LOOP_A, LOOP_B: about 65/35 of the loops' time), then calls helper(),
  * inlined, from a third line (CALL_H). Each part's CPU time is measured around it and the
  * shares of work's time printed as one JSON line. The markers are what the test looks for.
