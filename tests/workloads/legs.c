@@ -79,18 +79,13 @@ static void *leave_inside(void *arg)
 
 int main(void)
 {
-	pthread_t th[THREADS + 1];
 	uint64_t s = 0, l = 0;
 
 	/* mid-bucket: 1.5 x 2^21 ns and 1.5 x 2^23 ns, far from the log buckets' edges */
 	small_iters = calibrate(3145728);
 	large_iters = calibrate(12582912);
-	for (long i = 0; i < THREADS; i++)
-		pthread_create(&th[i], NULL, serve, (void *)i);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
-	pthread_create(&th[THREADS], NULL, leave_inside, NULL);
-	pthread_join(th[THREADS], NULL);
+	spawn_join(serve, THREADS);
+	spawn_join(leave_inside, 1); /* begins a request and exits inside it */
 	for (int i = 0; i < THREADS; i++) {
 		s += small_ns[i];
 		l += large_ns[i];

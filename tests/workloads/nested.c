@@ -97,7 +97,6 @@ static void *leave_inside(void *arg)
 
 int main(void)
 {
-	pthread_t th[THREADS + 1];
 	uint64_t sh = 0, ov = 0, rq = 0;
 
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -107,12 +106,8 @@ int main(void)
 	step_iters = calibrate(150000);
 	work_iters = calibrate(1045728);
 	gap_iters = calibrate(500000);
-	for (long i = 0; i < THREADS; i++)
-		pthread_create(&th[i], NULL, serve, (void *)i);
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(th[i], NULL);
-	pthread_create(&th[THREADS], NULL, leave_inside, NULL);
-	pthread_join(th[THREADS], NULL);
+	spawn_join(serve, THREADS);
+	spawn_join(leave_inside, 1); /* begins a request and exits inside it */
 	for (int i = 0; i < REC_CALLS; i++)
 		rec(REC_DEPTH - 1);
 	for (int i = 0; i < THREADS; i++) {

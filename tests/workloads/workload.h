@@ -7,6 +7,7 @@
 #ifndef PCMON_WORKLOAD_H
 #define PCMON_WORKLOAD_H
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +109,17 @@ __attribute__((noipa, unused)) static long do_read(int fd, void *buf, size_t len
 __attribute__((noipa, unused)) static long do_write(int fd, const void *buf, size_t len)
 {
 	return raw_syscall3(SYS_write, fd, (long)buf, len);
+}
+
+/* Run @fn in @n threads, each given its index (0...), and wait for them all. */
+static inline void spawn_join(void *(*fn)(void *), long n)
+{
+	pthread_t th[n];
+
+	for (long i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, fn, (void *)i);
+	for (long i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
 }
 
 /*
