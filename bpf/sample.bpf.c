@@ -529,7 +529,7 @@ static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
 	struct bpf_perf_event_data_kern *kctx;
 	struct pcmon_offcpu *o;
 	struct pcmon_tstat *ts;
-	bool moved = false;
+	bool moved = false, unwatched = false;
 	__u64 fired;
 	__u32 tid;
 
@@ -552,6 +552,7 @@ static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
 			break;
 		po = t->bpf_storage ? bpf_task_storage_get(&offcpu, t, NULL, 0) : NULL;
 		tid = 0; /* not watched, or running again: the tick cannot be given to it */
+		unwatched = !po;
 		if (po && po->ts) {
 			if (po->on_ts && fired < po->on_ts) {
 				tid = po->on_prev; /* it came on after the tick too */
@@ -566,6 +567,8 @@ static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
 	if (ts) {
 		if (moved)
 			ts->ticks_moved++;
+		else if (unwatched)
+			ts->ticks_unwatched++;
 		else
 			ts->ticks_dropped++;
 	}

@@ -179,10 +179,11 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		}
 		fputc(')', f);
 	}
-	if (num(s, "ticks_moved") || num(s, "ticks_dropped"))
+	if (num(s, "ticks_moved") || num(s, "ticks_dropped") || num(s, "ticks_unwatched"))
 		fprintf(f, "\nlate ticks: %.0f given back to the thread that ran when they fired, "
-			   "%.0f dropped (that thread is not watched, or was on a CPU again)",
-			num(s, "ticks_moved"), num(s, "ticks_dropped"));
+			   "%.0f dropped (that thread was on a CPU again), %.0f not ours (that "
+			   "thread is not watched)",
+			num(s, "ticks_moved"), num(s, "ticks_dropped"), num(s, "ticks_unwatched"));
 	fputc('\n', f);
 	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
 	fprintf(f, "critical sections:");

@@ -98,8 +98,12 @@ void sample_free(void *st)
 
 uint64_t sample_lost(const struct sample *sp)
 {
-	return sp->lost.lost_counts_full + sp->lost.lost_offcpu_full + sp->lost.lost_ring_full +
-	       sp->lost_oom + sp->lost_memory;
+	uint64_t n = sp->lost_oom + sp->lost_memory;
+
+#define ADD_LOST(f, since, drop, name) n += drop ? sp->lost.f : 0;
+	PCMON_TSTAT_FIELDS(ADD_LOST)
+#undef ADD_LOST
+	return n;
 }
 
 const char *sample_mode_name(const struct sample *sp)
@@ -787,12 +791,9 @@ static void accumulate_lost(struct sample_g *g, const struct target *t, struct s
 	if (!sp->holds_period)
 		return; /* released: the BPF counters belong to nobody now */
 	sampler_tstat(g->env.smp, t->id, &now);
-	sp->lost.lost_counts_full = now.lost_counts_full - sp->lost_base.lost_counts_full;
-	sp->lost.lost_offcpu_full = now.lost_offcpu_full - sp->lost_base.lost_offcpu_full;
-	sp->lost.lost_ring_full = now.lost_ring_full - sp->lost_base.lost_ring_full;
-	sp->lost.denied = now.denied - sp->lost_base.denied;
-	sp->lost.ticks_moved = now.ticks_moved - sp->lost_base.ticks_moved;
-	sp->lost.ticks_dropped = now.ticks_dropped - sp->lost_base.ticks_dropped;
+#define SINCE_BASE(f, since, drop, name) sp->lost.f = now.f - sp->lost_base.f;
+	PCMON_TSTAT_FIELDS(SINCE_BASE)
+#undef SINCE_BASE
 }
 
 static void stop(void *gp, struct target *t, void *st)

@@ -48,17 +48,14 @@ static void add_summary(const struct sample_listing *ls, const struct agg_list *
 	cJSON_AddNumberToObject(sum, "off_blocked_ns", l->off_blocked_ns);
 	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
 	cJSON_AddNumberToObject(sum, "lost", sample_lost(sp));
-	cJSON_AddNumberToObject(sum, "denied", sp->lost.denied);
-	/* REAL: timer ticks that reached a thread after it came on CPU (tick_not_ours()) */
-	cJSON_AddNumberToObject(sum, "ticks_moved", sp->lost.ticks_moved);
-	cJSON_AddNumberToObject(sum, "ticks_dropped", sp->lost.ticks_dropped);
 	cJSON_AddNumberToObject(sum, "handed_over", ls->t->handed_over);
 	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
-	cJSON_AddNumberToObject(o, "counts_map_full", sp->lost.lost_counts_full);
-	cJSON_AddNumberToObject(o, "offcpu_map_full", sp->lost.lost_offcpu_full);
 	cJSON_AddNumberToObject(o, "out_of_memory", sp->lost_oom);
 	cJSON_AddNumberToObject(o, "memory_limit", sp->lost_memory);
-	cJSON_AddNumberToObject(o, "sample_ring_full", sp->lost.lost_ring_full);
+	/* BPF's counters: drops by reason, and in the summary denied and late ticks */
+#define ADD_TSTAT(f, since, drop, name) cJSON_AddNumberToObject(drop ? o : sum, #name, sp->lost.f);
+	PCMON_TSTAT_FIELDS(ADD_TSTAT)
+#undef ADD_TSTAT
 	if (ls->when_text)
 		cJSON_AddStringToObject(sum, "when", ls->when_text);
 	cJSON_AddNumberToObject(sum, "marks_pending", l->marks_pending);

@@ -250,14 +250,11 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 		free(spec);
 	}
 	sf_put_u64(sw, o, "seen", sp->seen_samples);
-	sf_put_u64(sw, o, "lost_counts_full", sp->lost.lost_counts_full);
-	sf_put_u64(sw, o, "lost_offcpu_full", sp->lost.lost_offcpu_full);
 	sf_put_u64(sw, o, "lost_oom", sp->lost_oom);
-	sf_put_u64(sw, o, "lost_ring_full", sp->lost.lost_ring_full);
 	sf_put_u64(sw, o, "lost_memory", sp->lost_memory);
-	sf_put_u64(sw, o, "denied", sp->lost.denied);
-	sf_put_u64(sw, o, "ticks_moved", sp->lost.ticks_moved);
-	sf_put_u64(sw, o, "ticks_dropped", sp->lost.ticks_dropped);
+#define PUT_TSTAT(f, since, drop, name) sf_put_u64(sw, o, #f, sp->lost.f);
+	PCMON_TSTAT_FIELDS(PUT_TSTAT)
+#undef PUT_TSTAT
 
 	w.procs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "procs"));
 	w.locs.arr = sf_chk(sw, cJSON_AddArrayToObject(o, "locs"));
@@ -356,25 +353,22 @@ static int read_settings(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 /* The totals. */
 static int read_totals(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 {
-	uint64_t lost[6] = { 0 };
+	struct pcmon_tstat lost = { 0 };
+	uint64_t v;
 	int r;
 
 	if ((r = sf_get_u64(rd, o, "seen", SF_ALWAYS, &sp->seen_samples)) ||
-	    (r = sf_get_u64(rd, o, "lost_counts_full", SF_ALWAYS, &lost[0])) ||
-	    (r = sf_get_u64(rd, o, "lost_offcpu_full", SF_ALWAYS, &lost[1])) ||
 	    (r = sf_get_u64(rd, o, "lost_oom", SF_ALWAYS, &sp->lost_oom)) ||
-	    (r = sf_get_u64(rd, o, "lost_ring_full", SF_SINCE2, &lost[2])) ||
-	    (r = sf_get_u64(rd, o, "lost_memory", SF_OPTIONAL, &sp->lost_memory)) ||
-	    (r = sf_get_u64(rd, o, "denied", SF_OPTIONAL, &lost[3])) ||
-	    (r = sf_get_u64(rd, o, "ticks_moved", SF_OPTIONAL, &lost[4])) ||
-	    (r = sf_get_u64(rd, o, "ticks_dropped", SF_OPTIONAL, &lost[5])))
+	    (r = sf_get_u64(rd, o, "lost_memory", SF_OPTIONAL, &sp->lost_memory)))
 		return r;
-	sp->lost.lost_counts_full = lost[0];
-	sp->lost.lost_offcpu_full = lost[1];
-	sp->lost.lost_ring_full = lost[2];
-	sp->lost.denied = lost[3];
-	sp->lost.ticks_moved = lost[4];
-	sp->lost.ticks_dropped = lost[5];
+#define GET_TSTAT(f, since, drop, name)                                        \
+	v = 0; /* (an optional key that is absent leaves it) */                  \
+	if ((r = sf_get_u64(rd, o, #f, SF_##since, &v)))                        \
+		return r;                                                       \
+	lost.f = v;
+	PCMON_TSTAT_FIELDS(GET_TSTAT)
+#undef GET_TSTAT
+	sp->lost = lost;
 	return 0;
 }
 

@@ -75,14 +75,34 @@ struct pcmon_pglobal {
 };
 
 /* Per-target drop counters (per-CPU array indexed by target id). */
+/*
+ * A target's counters that BPF keeps (tstat, per CPU), defined once:
+ * X(field, since, drop, name) — the state file's key is the field's name, read SF_<since>
+ * (ALWAYS, SINCE2: from format 2 on, OPTIONAL: added later); @drop 1: a drop, counted in
+ * the listing's "lost" and named @name in its lost_by_reason; 0: a fact of its own in the
+ * summary, named @name.
+ */
+#define PCMON_TSTAT_FIELDS(X)                                                              \
+	/* samples dropped: the counts map was full */                                     \
+	X(lost_counts_full, ALWAYS, 1, counts_map_full)                                 \
+	/* off-CPU intervals not tracked: the start map was full */                        \
+	X(lost_offcpu_full, ALWAYS, 1, offcpu_map_full)                                 \
+	/* --unwind dwarf samples dropped: the sample ring was full */                     \
+	X(lost_ring_full, SINCE2, 1, sample_ring_full)                                     \
+	/* samples of a process its non-root owner may no longer watch */                  \
+	X(denied, OPTIONAL, 0, denied)                                                     \
+	/* REAL: timer ticks that reached a thread of the target after it came on CPU, */  \
+	/* given to the watched thread that was running when they fired ... */             \
+	X(ticks_moved, OPTIONAL, 0, ticks_moved)                                           \
+	/* ... or dropped: that thread is running again (or came on after it too) ... */   \
+	X(ticks_dropped, OPTIONAL, 0, ticks_dropped)                                       \
+	/* ... or not ours: that thread is not watched (another program's tick) */          \
+	X(ticks_unwatched, OPTIONAL, 0, ticks_unwatched)
+
 struct pcmon_tstat {
-	__u64 lost_counts_full;	/* samples dropped: the counts map was full */
-	__u64 lost_offcpu_full;	/* off-CPU intervals not tracked: the start map was full */
-	__u64 lost_ring_full;	/* --unwind dwarf samples dropped: the sample ring was full */
-	__u64 denied;		/* samples of a process its non-root owner may no longer watch */
-	/* REAL: timer ticks that reached a thread of the target after it came on CPU */
-	__u64 ticks_moved;	/* given to the watched thread that was running when they fired */
-	__u64 ticks_dropped;	/* that thread was not watched, or is running again */
+#define PCMON_TSTAT_FIELD(f, since, drop, name) __u64 f;
+	PCMON_TSTAT_FIELDS(PCMON_TSTAT_FIELD)
+#undef PCMON_TSTAT_FIELD
 };
 
 /* Process lifecycle events, streamed over the ring buffer. */

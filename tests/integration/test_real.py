@@ -180,6 +180,7 @@ def test_late_ticks_go_to_the_thread_that_ran():
         s, pp = listing["summary"], procs(listing)
         # nearly a tick in three fires in the client's bursts; many of those arrive late
         assert s["ticks_moved"] >= 0.01 * own["client_cpu_s"] * 1000, (env, unwind, s)
+        # (ticks of other programs sharing the CPUs are not ours, however many: not here)
         assert s["ticks_dropped"] <= 0.01 * s["ticks_moved"] + 2, (env, unwind, s)
         for proc, life in (("bursts.main", own["client_s"]), ("bursts.server", own["server_s"])):
             want = life * 1000  # periods of 1 ms
