@@ -235,12 +235,6 @@ def nested_args(*extra):
             "--leg", "7:2", "--hist", "leg:1,log", *extra, "--", workload("nested")]
 
 
-def near_edge(v, margin=0.02):
-    """Is v within margin of a log bucket's edge (a power of two)?"""
-    b = v.bit_length()
-    return v <= (1 << (b - 1)) * (1 + margin) or v >= (1 << b) * (1 - margin)
-
-
 def test_track_all_every_leg_on_its_own():
     """--track all: nested, overlapping and recursive legs, a line hit many times inside a
     leg, four threads and a fifth that exits inside a request. Counts exact; each leg's
@@ -274,21 +268,27 @@ def test_track_all_every_leg_on_its_own():
     for i, ns in want_ns.items():
         assert abs(legs[i]["probe_ns"] - ns) <= legs[i]["count"], (i, legs[i], ns)
     # the times, with the probes' cost added back, against the program's own clock, which
-    # also holds the from's hit before its reading and the to's after it
-    for (leg, mean), (f, to) in zip(((legs[1], own["req_mean_ns"]), (legs[2], own["short_mean_ns"]),
-                                     (legs[3], own["overlap_mean_ns"])), ((0, 1), (2, 3), (4, 5))):
+    # also holds the from's hit before its reading and the to's after it: within 1 %, and
+    # the time the program measured its thread waiting (on a busy machine, a wait can fall
+    # just outside the leg, as a probe returns: the program's time has it, the leg not)
+    for (leg, mean, wait), (f, to) in zip(
+            ((legs[1], own["req_mean_ns"], own["req_wait_ns"]),
+             (legs[2], own["short_mean_ns"], own["short_wait_ns"]),
+             (legs[3], own["overlap_mean_ns"], own["overlap_wait_ns"])), ((0, 1), (2, 3), (4, 5))):
         gross = leg["avg_ns"] + leg["probe_ns"] / leg["count"] + pre[f] + post[to]
-        assert abs(gross - mean) <= 0.01 * mean, (leg, gross, mean)
+        assert abs(gross - mean) <= 0.01 * mean + wait, (leg, gross, mean, wait)
     # the request leg's log buckets: each duration the program measured, but for those too
-    # close to an edge to say
+    # close to an edge to say (2 %, or what the program measured its thread waiting, which
+    # the leg may not hold)
     b = legs[1]["hist"]["buckets"]
     assert sum(b) == req, b
-    sure = [0] * 65
-    unsure = [0] * 65
-    for d in own["each_ns"]:
-        (unsure if near_edge(d) else sure)[log_bucket(d)] += 1
-        if near_edge(d):
-            unsure[log_bucket(d) + (1 if d >= (1 << (d.bit_length())) * 0.98 else -1)] += 1
+    sure, unsure = [0] * 65, [0] * 65
+    for d, w in zip(own["each_ns"], own["each_wait_ns"]):
+        lo, hi = log_bucket(int((d - w) * 0.98)), log_bucket(int(d * 1.02))
+        if lo == hi:
+            sure[lo] += 1
+        for i in range(lo, hi + 1) if lo != hi else ():
+            unsure[i] += 1
     for i in range(65):
         assert sure[i] <= b[i] <= sure[i] + unsure[i], (i, b, sure, unsure)
 

@@ -26,6 +26,15 @@
 
 static uint64_t step_iters, work_iters, gap_iters;
 static uint64_t req_ns[THREADS][REQS], short_ns[THREADS], overlap_ns[THREADS];
+/* of that, the time the thread did not run (its wall time less its CPU time): a wait that
+ * falls outside a leg (a preemption as a probe returns) is in the program's time alone */
+static uint64_t req_wait[THREADS], short_wait[THREADS], overlap_wait[THREADS];
+static uint64_t each_wait[THREADS][REQS];
+
+static uint64_t thread_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
 static volatile uint64_t sink;
 /* at most as many requests at once as there are CPUs: a thread waiting for one would put
  * the scheduler's delays, not the code's time, into the durations both sides measure */
@@ -58,9 +67,10 @@ static void *serve(void *arg)
 	long me = (long)arg;
 
 	for (int i = 0; i < REQS; i++) {
-		uint64_t t0, t1, t2, tm;
+		uint64_t t0, t1, t2, tm, c0, c1, cm;
 
 		sem_wait(&cpus);
+		c0 = thread_ns();
 		t0 = wall_ns();
 		req_begin(i);
 		for (int k = 0; k < STEPS; k++) {
@@ -68,21 +78,27 @@ static void *serve(void *arg)
 			SPIN_BODY(step_iters);
 		}
 		if (i & 1) {
+			c1 = thread_ns();
 			t1 = wall_ns();
 			work_short();
 			t2 = wall_ns();
 			short_ns[me] += t2 - t1;
+			short_wait[me] += t2 - t1 - (thread_ns() - c1);
 		} else {
 			SPIN_BODY(work_iters);
 		}
+		cm = thread_ns();
 		tm = wall_ns();
 		mid();
 		SPIN_BODY(gap_iters);
 		req_end(i);
 		req_ns[me][i] = wall_ns() - t0;
+		each_wait[me][i] = req_ns[me][i] - (thread_ns() - c0);
+		req_wait[me] += each_wait[me][i];
 		SPIN_BODY(gap_iters);
 		after();
 		overlap_ns[me] += wall_ns() - tm;
+		overlap_wait[me] += wall_ns() - tm - (thread_ns() - cm);
 		sem_post(&cpus);
 	}
 	return NULL;
@@ -97,7 +113,7 @@ static void *leave_inside(void *arg)
 
 int main(void)
 {
-	uint64_t sh = 0, ov = 0, rq = 0;
+	uint64_t sh = 0, ov = 0, rq = 0, wr = 0, ws = 0, wo = 0;
 
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -113,18 +129,27 @@ int main(void)
 	for (int i = 0; i < THREADS; i++) {
 		sh += short_ns[i];
 		ov += overlap_ns[i];
+		wr += req_wait[i];
+		ws += short_wait[i];
+		wo += overlap_wait[i];
 		for (int k = 0; k < REQS; k++)
 			rq += req_ns[i][k];
 	}
 	printf("{\"threads\": %d, \"requests\": %d, \"short\": %d, \"steps\": %d, "
 	       "\"rec_calls\": %d, \"rec_depth\": %d, \"req_mean_ns\": %.0f, "
-	       "\"short_mean_ns\": %.0f, \"overlap_mean_ns\": %.0f, \"each_ns\": [",
+	       "\"short_mean_ns\": %.0f, \"overlap_mean_ns\": %.0f, \"req_wait_ns\": %.0f, "
+	       "\"short_wait_ns\": %.0f, \"overlap_wait_ns\": %.0f, \"each_ns\": [",
 	       THREADS, THREADS * REQS, THREADS * REQS / 2, STEPS, REC_CALLS, REC_DEPTH,
 	       (double)rq / (THREADS * REQS), (double)sh / (THREADS * REQS / 2),
-	       (double)ov / (THREADS * REQS));
+	       (double)ov / (THREADS * REQS), (double)wr / (THREADS * REQS),
+	       (double)ws / (THREADS * REQS / 2), (double)wo / (THREADS * REQS));
 	for (int i = 0; i < THREADS; i++)
 		for (int k = 0; k < REQS; k++)
 			printf("%s%llu", i + k ? ", " : "", (unsigned long long)req_ns[i][k]);
+	printf("], \"each_wait_ns\": [");
+	for (int i = 0; i < THREADS; i++)
+		for (int k = 0; k < REQS; k++)
+			printf("%s%llu", i + k ? ", " : "", (unsigned long long)each_wait[i][k]);
 	printf("]}\n");
 	return 0;
 }
