@@ -520,8 +520,10 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 	}
 	if (!r)
 		r = bpf_map__update_elem(g->skel->maps.lcfg, &t->id, sizeof(t->id), &lc, sizeof(lc), 0);
-	if (!r)
-		r = index_legs(g, t, lg, reset) ? -1 : 0;
+	if (!r && (r = index_legs(g, t, lg, reset))) {
+		errno = -r; /* (the return below speaks errno, as libbpf's calls do) */
+		r = -1;
+	}
 	if (!r && reset) { /* the counts start again from 0 */
 		for (size_t i = 0; i < lg->nnodes; i++)
 			memset(&lg->nodes[i].h0, 0, sizeof(lg->nodes[i].h0));
