@@ -277,14 +277,15 @@ def test_track_all_every_leg_on_its_own():
              (legs[3], own["overlap_mean_ns"], own["overlap_wait_ns"])), ((0, 1), (2, 3), (4, 5))):
         gross = leg["avg_ns"] + leg["probe_ns"] / leg["count"] + pre[f] + post[to]
         assert abs(gross - mean) <= 0.01 * mean + wait, (leg, gross, mean, wait)
-    # the request leg's log buckets: each duration the program measured, but for those too
-    # close to an edge to say (2 %, or what the program measured its thread waiting, which
-    # the leg may not hold)
+    # the request leg's log buckets: each duration the program measured less the probes'
+    # cost inside it (the leg's time is net of them), but for those too close to an edge to
+    # say (2 %, or what the program measured its thread waiting, which the leg may not hold)
     b = legs[1]["hist"]["buckets"]
     assert sum(b) == req, b
     sure, unsure = [0] * 65, [0] * 65
+    probes = legs[1]["probe_ns"] / legs[1]["count"]
     for d, w in zip(own["each_ns"], own["each_wait_ns"]):
-        lo, hi = log_bucket(int((d - w) * 0.98)), log_bucket(int(d * 1.02))
+        lo, hi = log_bucket(int((d - w - probes) * 0.98)), log_bucket(int((d - probes) * 1.02))
         if lo == hi:
             sure[lo] += 1
         for i in range(lo, hi + 1) if lo != hi else ():
