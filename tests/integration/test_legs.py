@@ -285,6 +285,7 @@ def test_track_all_every_leg_on_its_own():
     sure, unsure = [0] * 65, [0] * 65
     probes = legs[1]["probe_ns"] / legs[1]["count"]
     for d, w in zip(own["each_ns"], own["each_wait_ns"]):
+        assert 0 <= w <= d, (d, w)
         lo, hi = log_bucket(int((d - w - probes) * 0.98)), log_bucket(int((d - probes) * 1.02))
         if lo == hi:
             sure[lo] += 1

@@ -35,6 +35,12 @@ static uint64_t thread_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
+
+/* Of @wall ns, the part the thread did not run (its CPU clock may read a little ahead). */
+static uint64_t waited(uint64_t wall, uint64_t cpu)
+{
+	return wall > cpu ? wall - cpu : 0;
+}
 static volatile uint64_t sink;
 /* at most as many requests at once as there are CPUs: a thread waiting for one would put
  * the scheduler's delays, not the code's time, into the durations both sides measure */
@@ -83,7 +89,7 @@ static void *serve(void *arg)
 			work_short();
 			t2 = wall_ns();
 			short_ns[me] += t2 - t1;
-			short_wait[me] += t2 - t1 - (thread_ns() - c1);
+			short_wait[me] += waited(t2 - t1, thread_ns() - c1);
 		} else {
 			SPIN_BODY(work_iters);
 		}
@@ -93,12 +99,12 @@ static void *serve(void *arg)
 		SPIN_BODY(gap_iters);
 		req_end(i);
 		req_ns[me][i] = wall_ns() - t0;
-		each_wait[me][i] = req_ns[me][i] - (thread_ns() - c0);
+		each_wait[me][i] = waited(req_ns[me][i], thread_ns() - c0);
 		req_wait[me] += each_wait[me][i];
 		SPIN_BODY(gap_iters);
 		after();
 		overlap_ns[me] += wall_ns() - tm;
-		overlap_wait[me] += wall_ns() - tm - (thread_ns() - cm);
+		overlap_wait[me] += waited(wall_ns() - tm, thread_ns() - cm);
 		sem_post(&cpus);
 	}
 	return NULL;
