@@ -42,6 +42,12 @@ struct sample_g {
 	size_t cap_upcs;
 	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
 	uint64_t copied;		/* ... and the bytes of user stack they carried */
+	/*
+	 * An off-CPU record of a dwarf target: BPF noted its thread's name as it sent it, so the
+	 * name is read again, whatever this drain read before (a thread that named itself after
+	 * an earlier record of the same drain kept its first name: test_pprof_thread_labels).
+	 */
+	bool name_fresh;
 	bool first_drain;		/* a target started and nothing was drained since */
 	uint64_t drains, drained_entries, drain_ns;
 	uint64_t last_drain_ns, drain_max_ns;
@@ -450,7 +456,7 @@ static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_
 	if (!st || !st->tid)
 		return;
 	id = itab_find(sp->tids, &st->tid, sizeof(st->tid));
-	if (id >= 0 && sp->thread_named[id] == g->drains + 1)
+	if (!g->name_fresh && id >= 0 && sp->thread_named[id] == g->drains + 1)
 		return;
 	if (sampler_thread_name(g->env.smp, st->tid, comm, sizeof(comm))) {
 		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", st->pid, st->tid);
@@ -589,17 +595,13 @@ static void pending_drop(struct sample_g *g, struct pending *p)
 	*p = g->pending[--g->npending];
 }
 
-void sample_on_dsample(void *gp, const void *data, size_t len)
+static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_dhdr *h,
+		       const void *data, size_t len)
 {
-	struct sample_g *g = gp;
-	const struct pcmon_dhdr *h = data;
-	struct target *t = len >= sizeof(*h) ? target_of(g, h->key.target) : NULL;
 	struct agg_stack *st;
 	struct pending *p;
 	size_t sz;
 
-	if (!t)
-		return;
 	switch (h->type) {
 	case PCMON_DS_SAMPLE:
 		charge(g, t, convert_dwarf(g, data, len), 1, 0);
@@ -642,6 +644,19 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 		pending_drop(g, p);
 		break;
 	}
+}
+
+void sample_on_dsample(void *gp, const void *data, size_t len)
+{
+	struct sample_g *g = gp;
+	const struct pcmon_dhdr *h = data;
+	struct target *t = len >= sizeof(*h) ? target_of(g, h->key.target) : NULL;
+
+	if (!t)
+		return;
+	g->name_fresh = h->type != PCMON_DS_SAMPLE;
+	on_dsample(g, t, h, data, len);
+	g->name_fresh = false;
 }
 
 /* ---- the ops */
