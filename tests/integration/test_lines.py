@@ -45,6 +45,17 @@ def by_line(lines):
     return {(os.path.basename(l["file"]), l["line"]): l for l in lines["lines"]}
 
 
+def within_call_h(part, lines):
+    """The helper's samples in @part (its own lines, or work's under --when) are the CALL_H
+    line's of @lines address by address, and nearly all of it: the line also holds one
+    instruction of work's own, outside the inlined helper."""
+    call_h = by_line(lines)[("lines.c", marker_line("CALL_H"))]
+    at = {a["address"]: a["count"] for a in call_h["addresses"]}
+    part_at = {a["address"]: a["count"] for l in part["lines"] for a in l["addresses"]}
+    assert all(at.get(a) == c for a, c in part_at.items()), (part_at, at)
+    assert sum(part_at.values()) == part["count"] >= 0.95 * call_h["count"], (part, call_h)
+
+
 def check_shares(lines, own, tid, sock):
     rows = by_line(lines)
     n = lines["count"]
@@ -72,11 +83,7 @@ def test_line_shares_fp_and_dwarf():
             # (the CALL_H line also holds one instruction of work's own, outside the inlined
             # helper: address by address, the helper's are the line's)
             h = lines_of(tid, "lines.helper", d.sock)
-            call_h = by_line(lines)[("lines.c", marker_line("CALL_H"))]
-            at = {a["address"]: a["count"] for a in call_h["addresses"]}
-            h_at = {a["address"]: a["count"] for l in h["lines"] for a in l["addresses"]}
-            assert all(at.get(a) == c for a, c in h_at.items()), (h_at, at)
-            assert sum(h_at.values()) == h["count"] >= 0.95 * call_h["count"], (h, call_h)
+            within_call_h(h, lines)
             assert by_line(h)[("lines.c", marker_line("HELPER_LOOP"))]["count"] == h["count"]
             # hottest first, the addresses hottest first, each with its code
             counts = [l["count"] for l in lines["lines"]]
@@ -178,11 +185,7 @@ def test_after_restart_and_with_when():
         # every other address of the line with its count
         w = lines_of(tid, "work", d.sock, "--when", "*->lines.helper")
         assert [l["line"] for l in w["lines"]] == [marker_line("CALL_H")], w
-        call_h = by_line(before)[("lines.c", marker_line("CALL_H"))]
-        at = {a["address"]: a["count"] for a in call_h["addresses"]}
-        w_at = {a["address"]: a["count"] for a in w["lines"][0]["addresses"]}
-        assert all(at.get(a) == c for a, c in w_at.items()), (w_at, at)
-        assert w["count"] == sum(w_at.values()) and w["count"] >= 0.95 * call_h["count"], (w, call_h)
+        within_call_h(w, before)
     finally:
         d.stop()
 
