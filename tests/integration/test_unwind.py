@@ -169,14 +169,20 @@ def test_dwarf_stacks_reach_their_root_every_run():
         n = listing["summary"]["counted"]
         p = procs(listing)
         assert n >= 300, listing["summary"]  # CPU time: fewer on a busy machine
-        assert listing["summary"]["cut_short"] == 0
+        # the one code on the way with no CFI is crti's _init (run once, before main, a
+        # few microseconds): a sample there is cut short (no_cfi) and flagged, never a
+        # walk that merely stopped (seen once in 40 runs on a busy machine)
+        s = listing["summary"]
+        no_cfi_code = sum(p.get(f"rec40.{f}", {"shallow": 0})["shallow"]
+                          for f in ("_init", "_fini"))
+        assert s["cut_short"] == s["cut_short_by_reason"]["no_cfi"] <= no_cfi_code, (i, mode, s)
         # the one stack that cannot be read is one whose page is not there yet: a sample
         # taken in the kernel while it faults in a new page of the growing stack (seen on a
         # busy machine, where zeroing a page takes longer); never anything else
         reasons = listing["summary"]["critical"][0]["reasons"]
         assert all(v == 0 for k, v in reasons.items() if k != "fault"), listing["summary"]
         assert reasons["fault"] <= listing["summary"]["kernel_mode"], listing["summary"]
-        assert charged(listing) == rooted(listing, "rec40"), (i, mode, listing["summary"])
+        assert charged(listing) - s["cut_short"] == rooted(listing, "rec40"), (i, mode, s)
         # before main, the dynamic linker runs from its own _start (a few ms, longer on a
         # busy machine); every other sample is under the program's _start and main
         rtld = p.get("ld-linux-x86-64.so.2._start", {"deep": 0})["deep"]
