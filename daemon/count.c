@@ -22,7 +22,7 @@
 #include "funcs.h"
 #include "pat.h"
 #include "proto.h"
-#include "sampler.h"
+#include "procs.h"
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
@@ -212,7 +212,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 		return -EINVAL;
 	}
 	if (!g->ctr) {
-		r = counter_open(sampler_procs(g->env.smp), &g->ctr, g->err, sizeof(g->err));
+		r = counter_open(g->env.procs, &g->ctr, g->err, sizeof(g->err));
 		if (r) {
 			*rep = proto_error(1, "%s", g->err);
 			return r;
@@ -363,7 +363,8 @@ static void on_open(void *ctx, uint64_t cookie)
 		oc->open[PCMON_COUNT_FN(cookie)]++;
 }
 
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep)
+static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
+		     cJSON **err)
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
@@ -371,13 +372,15 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct counter_prog_stats ps, *pps = NULL;
 	int r;
 
+	(void)err; /* out of memory is the only way it fails */
+
 	collect(g, t, ct);
 	oc.open = calloc(ct->nfns + 1, sizeof(*oc.open));
 	if (!oc.open)
 		return -ENOMEM;
 	if (g->ctr && !ct->detached)
 		counter_open_activations(g->ctr, on_open, &oc);
-	if (g->ctr && sampler_bpf_stats(g->env.smp)) {
+	if (g->ctr && procs_bpf_stats(g->env.procs)) {
 		counter_prog_stats(g->ctr, &ps);
 		pps = &ps;
 	}
@@ -554,6 +557,11 @@ static const struct proto_field fields[] = {
 	{ .name = "max_probes", .type = PT_UINT, .min = 1, .max = 100000, .opt = "--max-probes" },
 };
 
+static const struct proto_field list_fields[] = {
+	{ .name = "calls", .type = PT_BOOL },
+	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
+};
+
 const struct inst_ops count_ops = {
 	.name = "calls",
 	.fields = fields,
@@ -569,6 +577,10 @@ const struct inst_ops count_ops = {
 	.free = free_state,
 	.event = event,
 	.list_json = list_json,
+	.list_fields = list_fields,
+	.nlist_fields = ARRAY_SIZE(list_fields),
+	.only = "calls",
+	.missing = "counts no calls (start it with --count PATTERN)",
 	.tick = tick,
 	.sync = tick,
 	.bytes = bytes,

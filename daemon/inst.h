@@ -17,8 +17,8 @@
 
 struct client;
 struct dbginfo;
-struct probes;
-struct sampler;
+struct engine_opts;
+struct procs;
 struct sym;
 struct target;
 struct sf_rd;
@@ -27,10 +27,23 @@ struct pcmon_event;
 
 /* What the engine lends its instruments. */
 struct inst_env {
-	struct sampler *smp;
+	const struct engine_opts *opts;	/* the daemon's settings (engine.h) */
+	struct procs *procs;		/* which process is whose target, in BPF (procs.h) */
 	struct sym *sym;
-	struct dbginfo *dbg;
+	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */
 	struct target **targets;	/* by id, PCMON_MAX_TARGETS of them, NULL: free */
+};
+
+/*
+ * A command an instrument brings (pcmon node|leg|hist edit the probe-node tables): the
+ * engine checks the request against @fields, finds the target named in its "target" field
+ * (which the caller may access) and hands it over; the reply is the handler's.
+ */
+struct inst_cmd {
+	const char *name;
+	cJSON *(*fn)(void *g, struct target *t, const cJSON *req);
+	const struct proto_field *fields;
+	size_t nfields;
 };
 
 /*
@@ -67,8 +80,33 @@ struct inst_ops {
 
 	/* A process of the target forked, exec'ed, loaded objects or exited (may be NULL). */
 	void (*event)(void *g, struct target *t, void *st, const struct pcmon_event *ev);
-	/* Its part of a `list` reply (may be NULL): added to @rep. */
-	int (*list_json)(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep);
+	/*
+	 * Its part of a `list` reply (may be NULL): added to @rep, 0; or -1 with *@err the
+	 * error to answer instead (left NULL: out of memory). @list_fields: the list request's
+	 * fields it takes; list_check() (may be NULL) refuses a request before any target is
+	 * looked for. @only: the list field that asks for this instrument's part alone
+	 * ("calls"), and @missing what a target without it lacks ("counts no calls (start
+	 * it with --count PATTERN)").
+	 */
+	int (*list_json)(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep,
+			 cJSON **err);
+	const struct proto_field *list_fields;
+	size_t nlist_fields;
+	int (*list_check)(const cJSON *req, cJSON **rep);
+	const char *only, *missing;
+	/* Commands of its own (may be none). */
+	const struct inst_cmd *cmds;
+	size_t ncmds;
+
+	/*
+	 * Streams it reads besides its periodic drain (may be NULL): fds() says which
+	 * descriptors to poll (at most 4), stream() reads what they hold now. It runs before
+	 * the processes' lifecycle events are handled (a record is made sense of while its
+	 * process's address map may still be read again); true asks for a drain at once (a
+	 * BPF buffer filling up): tick() then runs after the events.
+	 */
+	int (*fds)(void *g, int *fds, int max);
+	bool (*stream)(void *g);
 
 	/* Periodic work (drain what BPF holds); sync() collects everything, for a listing. */
 	void (*tick)(void *g);
@@ -78,6 +116,9 @@ struct inst_ops {
 	/* Its settings and totals: the target's line in `targets`, its facts in replies. */
 	void (*facts_json)(void *g, const struct target *t, const void *st, cJSON *o);
 	void (*summary_json)(void *g, const struct target *t, void *st, cJSON *o);
+	/* Its engine-wide figures in `status` (may be NULL); its BPF programs' entries go in
+	 * the "programs" array already there (procs_program_json()). */
+	void (*status_json)(void *g, cJSON *rep);
 
 	/* The state as a section of the results file, and back (stfile.h). */
 	void (*save)(const struct target *t, const void *st, const struct sym *s,

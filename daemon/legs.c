@@ -24,7 +24,6 @@
 #include "pat.h"
 #include "procs.h"
 #include "proto.h"
-#include "sampler.h"
 #include "stfile.h"
 #include "target.h"
 #include "util.h"
@@ -221,7 +220,7 @@ fail:
 
 static int open_bpf(struct legs_g *g, cJSON **rep)
 {
-	struct procs *p = sampler_procs(g->env.smp);
+	struct procs *p = g->env.procs;
 	int r;
 
 	if (g->skel)
@@ -738,13 +737,16 @@ static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJ
 		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
 }
 
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep)
+static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
+		     cJSON **err)
 {
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
 	double elapsed = target_elapsed(t) * 1e9, cost = 0;
 	uint64_t hits = 0;
+
+	(void)err; /* out of memory is the only way it fails */
 
 	(void)req;
 	if (!o)
@@ -1059,7 +1061,12 @@ static int editable(const struct legs *lg, struct target *t, cJSON **rep)
 	return 0;
 }
 
-cJSON *legs_edit(void *gp, struct target *t, const cJSON *req)
+/*
+ * pcmon node|leg|hist add|del on a running target (its first node gives it the
+ * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
+ * from/to, hist/on, id. The reply says the new node's or leg's number.
+ */
+static cJSON *edit(void *gp, struct target *t, const cJSON *req)
 {
 	struct legs_g *g = gp;
 	const char *what = proto_str(req, "cmd", "");
@@ -1190,6 +1197,29 @@ static const struct proto_field fields[] = {
 	{ .name = "add", .type = PT_ENUM, .values = "none|successor", .opt = "--add" },
 };
 
+static const struct proto_field list_fields[] = {
+	{ .name = "tables", .type = PT_BOOL },
+};
+
+/* pcmon node|leg|hist add|del TARGET ...: the tables, edited while the target runs */
+static const struct proto_field edit_fields[] = {
+	{ .name = "target", .type = PT_TARGET, .required = true },
+	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
+	{ .name = "spec", .type = PT_STR, .max = 4096 },
+	{ .name = "arg", .type = PT_UINT, .min = 0, .max = 5 },
+	{ .name = "id", .type = PT_UINT, .min = 1, .max = 1000000 },
+	{ .name = "from", .type = PT_STR, .max = 16 },
+	{ .name = "to", .type = PT_STR, .max = 16 },
+	{ .name = "hist", .type = PT_STR, .max = 128 },
+	{ .name = "on", .type = PT_ENUM, .values = "node|leg" },
+};
+
+static const struct inst_cmd cmds[] = {
+	{ "node", edit, edit_fields, ARRAY_SIZE(edit_fields) },
+	{ "leg", edit, edit_fields, ARRAY_SIZE(edit_fields) },
+	{ "hist", edit, edit_fields, ARRAY_SIZE(edit_fields) },
+};
+
 const struct inst_ops legs_ops = {
 	.name = "tables",
 	.fields = fields,
@@ -1204,6 +1234,12 @@ const struct inst_ops legs_ops = {
 	.zero = zero,
 	.free = free_state,
 	.list_json = list_json,
+	.list_fields = list_fields,
+	.nlist_fields = ARRAY_SIZE(list_fields),
+	.only = "tables",
+	.missing = "has no nodes (start it with --node NODE)",
+	.cmds = cmds,
+	.ncmds = ARRAY_SIZE(cmds),
 	.tick = tick,
 	.sync = tick,
 	.bytes = bytes,

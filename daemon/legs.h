@@ -50,12 +50,5 @@ struct legs {
 
 extern const struct inst_ops legs_ops;
 
-struct target;
-/*
- * pcmon node|leg|hist add|del on a running target (its first node gives it the
- * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
- * from/to, hist/on, id. The reply says the new node's or leg's number.
- */
-cJSON *legs_edit(void *g, struct target *t, const cJSON *req);
 
 #endif

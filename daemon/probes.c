@@ -14,6 +14,7 @@
 
 #include "pcmon_bpf.h"
 #include "probes.h"
+#include "procs.h"
 #include "sampler.h"
 #include "sym.h"
 #include "util.h"
@@ -22,6 +23,7 @@
 
 struct probes {
 	struct sampler *smp;
+	struct procs *procs;
 	struct ring_buffer *rb;
 	int epfd, stopfd;
 	pthread_t thread;
@@ -104,7 +106,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < sizeof(*ev))
 		return 0;
 	if (attach_mapped(p, ev->pid))
-		acked = !sampler_probes_ack(p->smp, ev->pid, ev->probe_seq);
+		acked = !procs_probes_ack(p->procs, ev->pid, ev->probe_seq);
 	lag = now_ns() - MIN(ev->ts, now_ns());
 	pthread_mutex_lock(&p->lock);
 	p->st.events++;
@@ -148,7 +150,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int probes_start(struct sampler *smp, struct probes **out, char *err, size_t errlen)
+int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, char *err, size_t errlen)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct probes *p = calloc(1, sizeof(*p));
@@ -157,10 +159,11 @@ int probes_start(struct sampler *smp, struct probes **out, char *err, size_t err
 	if (!p)
 		return -ENOMEM;
 	p->smp = smp;
+	p->procs = procs;
 	p->epfd = p->stopfd = -1;
 	pthread_mutex_init(&p->lock, NULL);
 	p->files = itab_new();
-	p->rb = ring_buffer__new(sampler_probe_events_fd(smp), on_event, p, NULL);
+	p->rb = ring_buffer__new(procs_probe_events_fd(procs), on_event, p, NULL);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!p->files || !p->rb || p->epfd < 0 || p->stopfd < 0) {

@@ -16,11 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct procs;
 struct sampler;
 struct probes;
 
 /* Start the thread (in the process that serves: after pcmond's daemon(), not before). */
-int probes_start(struct sampler *smp, struct probes **out, char *err, size_t errlen);
+int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, char *err, size_t errlen);
 /* Stop and join the thread; before sampler_close(). NULL is fine. */
 void probes_stop(struct probes *p);
 

@@ -8,23 +8,35 @@
 #ifndef PCMON_PROCS_USER_H
 #define PCMON_PROCS_USER_H
 
+#include <cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "pcmon_procs.h"
 
 struct bpf_object;
+struct bpf_program;
 struct procs;
 
-/* 0 or -errno; on failure @err gets a one-line reason saying what to do. */
-int procs_open(struct procs **out, char *err, size_t errlen);
+
+/*
+ * 0 or -errno; on failure @err gets a one-line reason saying what to do. @bpf_stats: turn on
+ * the kernel's run-time statistics of BPF programs while open (every program pays for them).
+ */
+int procs_open(bool bpf_stats, struct procs **out, char *err, size_t errlen);
 void procs_close(struct procs *p);
 
 /* Make @obj (opened, not loaded) use the shared maps it declares (procs.bpf.h). */
 int procs_share(struct procs *p, struct bpf_object *obj, char *err, size_t errlen);
 
-/* The lifecycle events ring (struct pcmon_event), and the probe events ring. */
-int procs_events_map_fd(struct procs *p);
+/*
+ * Lifecycle events (struct pcmon_event: fork, exec, objects loaded, exit): the descriptor to
+ * poll, and the consumer, which hands each to @cb.
+ */
+int procs_events_fd(struct procs *p);
+typedef void (*procs_event_cb)(void *ctx, const struct pcmon_event *ev);
+int procs_poll(struct procs *p, procs_event_cb cb, void *ctx);
+/* The probe events ring (critical-section probes pending, probes.h). */
 int procs_probe_events_fd(struct procs *p);
 
 /* BPF's view of target @id (pcmon_tcfg); clear: forget it and its processes and cgroups. */
@@ -40,8 +52,11 @@ void procs_tstat(struct procs *p, uint32_t target, struct pcmon_tstat *sum);
 void procs_gstat(struct procs *p, struct pcmon_gstat *sum);
 int procs_probes_ack(struct procs *p, uint32_t tgid, uint32_t seq);
 
-/* The shared object itself, for its programs' run-time statistics. */
-struct bpf_object *procs_object(struct procs *p);
-bool procs_prog_attached(struct procs *p, const char *name);
+/* Whether BPF programs' runs and run time are being counted (bpf_stats, or the sysctl). */
+bool procs_bpf_stats(const struct procs *p);
+/* The lifecycle programs' entries in status's "programs" array. */
+void procs_programs_json(struct procs *p, cJSON *arr);
+/* One program's entry in such an array (its run-time statistics), for every object's. */
+void procs_program_json(struct bpf_program *prog, bool attached, cJSON *arr);
 
 #endif

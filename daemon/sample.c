@@ -11,11 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dbginfo.h"
 #include "engine.h"
+#include "lines.h"
 #include "pat.h"
+#include "profil.h"
+#include "probes.h"
+#include "procs.h"
 #include "proto.h"
 #include "sample.h"
 #include "sampler.h"
@@ -36,6 +41,8 @@ struct pending {
 /* Engine-wide: what converting and draining samples needs. */
 struct sample_g {
 	struct inst_env env;
+	struct sampler *smp;		/* the BPF programs that sample (sampler.h) */
+	struct probes *probes;		/* critical-section probes, from the first target on */
 	struct agg_stack *scratch;	/* conversion buffer for one stack */
 	size_t scratch_cap;
 	__u64 *upcs;			/* unwinder output */
@@ -350,7 +357,7 @@ static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr));
 	if (!st || st->unwalk != AGG_WALK_OK || !nu)
 		return st;
-	if (nu >= sampler_max_depth(g->env.smp))
+	if (nu >= sampler_max_depth(g->smp))
 		st->flags |= AGG_SF_CUT(AGG_UNWALK_DEPTH);
 	else if (!unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
 		st->flags |= AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
@@ -371,7 +378,7 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 		[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
 		[UNW_END_FAULT] = AGG_UNWALK_FAULT,
 	};
-	uint32_t depth = sampler_max_depth(g->env.smp), nu = 0;
+	uint32_t depth = sampler_max_depth(g->smp), nu = 0;
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
 	enum unw_end end = UNW_END_ROOT;
 	uint64_t t0 = now_ns();
@@ -458,7 +465,7 @@ static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_
 	id = itab_find(sp->tids, &st->tid, sizeof(st->tid));
 	if (!g->name_fresh && id >= 0 && sp->thread_named[id] == g->drains + 1)
 		return;
-	if (sampler_thread_name(g->env.smp, st->tid, comm, sizeof(comm))) {
+	if (sampler_thread_name(g->smp, st->tid, comm, sizeof(comm))) {
 		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", st->pid, st->tid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
@@ -518,12 +525,12 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 
 static void drain(struct sample_g *g)
 {
-	uint32_t entries, cap = sampler_capacity(g->env.smp);
+	uint32_t entries, cap = sampler_capacity(g->smp);
 	uint64_t t0 = now_ns(), took;
 
-	if (!sampler_pending(g->env.smp, &entries))
+	if (!sampler_pending(g->smp, &entries))
 		return;
-	sampler_drain(g->env.smp, on_entry, g);
+	sampler_drain(g->smp, on_entry, g);
 	g->first_drain = false; /* whatever asked for it: a save, a listing, the tick */
 	took = now_ns() - t0;
 	g->drains++;
@@ -553,8 +560,8 @@ static void tick(void *gp)
 	 * objects opened, their symbols sorted, their debug info read) is done before anyone
 	 * asks: a listing on a machine busy with hundreds of threads waited 0.6 s for it.
 	 */
-	if (sampler_pending(g->env.smp, &entries) &&
-	    (g->first_drain || entries >= sampler_capacity(g->env.smp) / 8))
+	if (sampler_pending(g->smp, &entries) &&
+	    (g->first_drain || entries >= sampler_capacity(g->smp) / 8))
 		drain(g);
 }
 
@@ -646,7 +653,7 @@ static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_
 	}
 }
 
-void sample_on_dsample(void *gp, const void *data, size_t len)
+static void on_record(void *gp, const void *data, size_t len)
 {
 	struct sample_g *g = gp;
 	const struct pcmon_dhdr *h = data;
@@ -661,17 +668,32 @@ void sample_on_dsample(void *gp, const void *data, size_t len)
 
 /* ---- the ops */
 
+static void close_g(void *gp);
+
 static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 {
+	struct sampler_opts so = { .max_depth = env->opts->max_depth,
+				   .dwarf_stack = env->opts->dwarf_stack,
+				   .counts_entries = env->opts->counts_entries,
+				   .procs = env->procs };
 	struct sample_g *g = inst_g_new(env, sizeof(*g), err, errlen); /* env: its first member */
+	int r;
 
-	if (g && !(g->section_keys = itab_new())) {
-		free(g);
-		g = NULL;
+	*gp = NULL;
+	if (!g)
+		return -ENOMEM;
+	if (!(g->section_keys = itab_new())) {
+		close_g(g);
 		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = sampler_open(&so, &g->smp, err, errlen);
+	if (r) {
+		close_g(g);
+		return r;
 	}
 	*gp = g;
-	return g ? 0 : -ENOMEM;
+	return 0;
 }
 
 static void close_g(void *gp)
@@ -687,7 +709,62 @@ static void close_g(void *gp)
 	free(g->pending);
 	itab_free(g->section_keys);
 	free(g->section_names);
+	probes_stop(g->probes);
+	sampler_close(g->smp);
 	free(g);
+}
+
+static int fds(void *gp, int *out, int max)
+{
+	struct sample_g *g = gp;
+
+	if (max < 2)
+		return 0;
+	out[0] = sampler_dsamples_fd(g->smp);
+	out[1] = sampler_stacks_fd(g->smp);
+	return 2;
+}
+
+/* The dwarf records and new stacks BPF streamed; true when a counts map is filling up. */
+static bool stream(void *gp)
+{
+	struct sample_g *g = gp;
+
+	sampler_poll(g->smp, on_record, g);
+	return sampler_drain_wanted(g->smp);
+}
+
+static void attach_usdt(void *ctx, const char *path)
+{
+	struct sample_g *g = ctx;
+
+	sampler_usdt_attach(g->smp, path);
+}
+
+/*
+ * Critical-section probes: those of the objects a watched process has mapped now, and
+ * (pcmon run) of the command it is about to exec, before it is released; after that the
+ * probe thread attaches those of whatever processes load (probes.h).
+ */
+static int attach_probes(struct sample_g *g, struct target *t, cJSON **rep)
+{
+	char err[256], path[64];
+	struct stat st;
+
+	/* started here, not at open: pcmond forks into the background after that */
+	if (!g->probes && probes_start(g->smp, g->env.procs, &g->probes, err, sizeof(err))) {
+		*rep = proto_error(1, "%s", err);
+		return -1;
+	}
+	if (t->kind != TARGET_PID)
+		return 0;
+	sym_proc_usdt(g->env.sym, t->pid, 0, attach_usdt, g);
+	/* the descriptor is the client's, opened with its rights: a regular file only */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+	if (t->exe_fd >= 0 && !fstat(t->exe_fd, &st) && S_ISREG(st.st_mode) &&
+	    sym_fd_has_probes(t->exe_fd))
+		sampler_usdt_attach(g->smp, path);
+	return 0;
 }
 
 static bool wanted(const cJSON *req)
@@ -748,15 +825,15 @@ fail:
 /* BPF's view of the target: the target's flags and sampling's. */
 static int configure(struct sample_g *g, struct target *t, struct sample *sp)
 {
-	return sampler_target_set(g->env.smp, t->id, t->flags | sp->flags, sp->period_ns, t->owner);
+	return procs_target_set(g->env.procs, t->id, t->flags | sp->flags, sp->period_ns, t->owner);
 }
 
 static void release(struct sample_g *g, struct sample *sp)
 {
 	if (sp->holds_period)
-		sampler_period_put(g->env.smp, sp->period_ns);
+		sampler_period_put(g->smp, sp->period_ns);
 	if (sp->holds_offcpu)
-		sampler_offcpu_put(g->env.smp);
+		sampler_offcpu_put(g->smp);
 	sp->holds_period = sp->holds_offcpu = false;
 }
 
@@ -767,7 +844,9 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	char err[256];
 	int r;
 
-	r = sampler_period_get(g->env.smp, sp->period_ns, err, sizeof(err));
+	if (attach_probes(g, t, rep))
+		return -1;
+	r = sampler_period_get(g->smp, sp->period_ns, err, sizeof(err));
 	if (r) {
 		*rep = proto_error(1, "%s", err);
 		return r;
@@ -775,7 +854,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	sp->holds_period = true;
 	g->first_drain = true;
 	if (sp->real) {
-		r = sampler_offcpu_get(g->env.smp, err, sizeof(err));
+		r = sampler_offcpu_get(g->smp, err, sizeof(err));
 		if (r) {
 			*rep = proto_error(1, "%s", err);
 			release(g, sp);
@@ -783,7 +862,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 		}
 		sp->holds_offcpu = true;
 	}
-	sampler_tstat(g->env.smp, t->id, &sp->lost_base);
+	procs_tstat(g->env.procs, t->id, &sp->lost_base);
 	r = configure(g, t, sp);
 	if (r) {
 		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
@@ -805,7 +884,7 @@ static void accumulate_lost(struct sample_g *g, const struct target *t, struct s
 
 	if (!sp->holds_period)
 		return; /* released: the BPF counters belong to nobody now */
-	sampler_tstat(g->env.smp, t->id, &now);
+	procs_tstat(g->env.procs, t->id, &now);
 #define SINCE_BASE(f, since, drop, name) sp->lost.f = now.f - sp->lost_base.f;
 	PCMON_TSTAT_FIELDS(SINCE_BASE)
 #undef SINCE_BASE
@@ -831,7 +910,7 @@ static void zero(void *gp, struct target *t, void *st)
 	sp->seen_samples = sp->lost_oom = sp->lost_memory = 0;
 	memset(&sp->lost, 0, sizeof(sp->lost));
 	if (sp->holds_period)
-		sampler_tstat(g->env.smp, t->id, &sp->lost_base);
+		procs_tstat(g->env.procs, t->id, &sp->lost_base);
 }
 
 static size_t bytes(const void *st)
@@ -863,15 +942,33 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
 }
 
-void sample_status_json(void *gp, cJSON *o)
+static void status_json(void *gp, cJSON *o)
 {
 	struct sample_g *g = gp;
+	struct probes_stats ps;
+	const char *how = sampler_blocked_stacks(g->smp);
+	cJSON *c;
+
+	cJSON_AddNumberToObject(o, "max_stack_depth", sampler_max_depth(g->smp));
+	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
+	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
+	/* how REAL takes the stacks of threads blocked in system calls, while one samples */
+	if (how)
+		cJSON_AddStringToObject(o, "blocked_stacks", how);
+	/* how long processes went with critical-section probes pending (docs/critical.md) */
+	probes_stats(g->probes, &ps);
+	c = cJSON_AddObjectToObject(o, "critical_probes");
+	cJSON_AddNumberToObject(c, "events", ps.events);
+	cJSON_AddNumberToObject(c, "acknowledged", ps.acked);
+	cJSON_AddNumberToObject(c, "lag_ms_max", ps.lag_max_ns / 1e6);
+	cJSON_AddNumberToObject(c, "objects_checked", ps.objects);
+	sampler_programs_json(g->smp, cJSON_GetObjectItemCaseSensitive(o, "programs"));
 
 	cJSON_AddNumberToObject(o, "drains", g->drains);
 	cJSON_AddNumberToObject(o, "drained_entries", g->drained_entries);
 	cJSON_AddNumberToObject(o, "drain_ms_total", g->drain_ns / 1e6);
 	cJSON_AddNumberToObject(o, "drain_ms_max", g->drain_max_ns / 1e6);
-	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->env.smp));
+	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->smp));
 	cJSON_AddNumberToObject(o, "drain_fill_max", g->fill_max);
 	cJSON_AddNumberToObject(o, "drains_late", g->drains_late);
 	cJSON_AddNumberToObject(o, "dwarf_samples_unwound", g->unwound);
@@ -974,7 +1071,7 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
 		struct open_ctx oc = { .g = g, .ls = ls, .now = now_ns() };
 
-		sampler_open_intervals(g->env.smp, on_open_interval, &oc);
+		sampler_open_intervals(g->smp, on_open_interval, &oc);
 		for (size_t i = 0; i < g->npending && !oc.err; i++) {
 			struct pending *p = &g->pending[i];
 
@@ -1019,6 +1116,21 @@ static const struct proto_field fields[] = {
 	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
 };
 
+/* What a list request may say about the samples: the pattern, and the view. */
+static const struct proto_field list_fields[] = {
+	F_STR("when", PROTO_MAX_LINE),
+	F_BOOL("when_from_file"),
+	F_BOOL("icase"),
+	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
+	F_BOOL("no_inline"),
+	F_BOOL("stacks"),
+	F_BOOL("no_kernel"),
+	F_STR("lines", 512),
+	F_STR("offset", 512),
+	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
+	{ .name = "bufsiz", .type = PT_UINT, .min = 2, .max = PCS_MAX_BUFSIZ, .opt = "--bufsiz" },
+};
+
 const struct inst_ops sample_ops = {
 	.name = "sampling",
 	.fields = fields,
@@ -1032,11 +1144,18 @@ const struct inst_ops sample_ops = {
 	.stop = stop,
 	.zero = zero,
 	.free = sample_free,
+	.list_json = sample_list,
+	.list_fields = list_fields,
+	.nlist_fields = ARRAY_SIZE(list_fields),
+	.list_check = sample_check_list,
+	.fds = fds,
+	.stream = stream,
 	.tick = tick,
 	.sync = drain_all,
 	.bytes = bytes,
 	.facts_json = facts_json,
 	.summary_json = summary_json,
+	.status_json = status_json,
 	.save = sample_save,
 	.load = sample_load,
 };

@@ -102,16 +102,13 @@ int sample_listing_begin(void *g, struct target *t, const cJSON *req, struct sam
 			 cJSON **rep);
 void sample_listing_end(struct sample_listing *ls);
 
-/* LIST (sample_report.c): a listing taken, as the reply to `list` (target, summary,
- * procedures, deep_order) added to @out. */
+/* LIST (sample_report.c): a listing taken, as the reply to `list` (summary, procedures,
+ * deep_order) added to @out. */
 void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
 		      cJSON *out);
-
-/* A --unwind dwarf record from the sample ring (sampler_poll). */
-void sample_on_dsample(void *g, const void *data, size_t len);
-
-/* The engine's figures for `pcmon status`: drains, dwarf unwinding. */
-void sample_status_json(void *g, cJSON *o);
+/* Sampling's inst_ops list_check and list_json (sample_report.c). */
+int sample_check_list(const cJSON *req, cJSON **rep);
+int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err);
 
 /* Results files (sample_store.c). */
 void sample_save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,

@@ -6,7 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dbginfo.h"
+#include "inst.h"
+#include "lines.h"
+#include "proto.h"
 #include "sample.h"
+#include "stacks.h"
 #include "sym.h"
 #include "target.h"
 #include "util.h"
@@ -119,10 +124,74 @@ static void add_procedures(struct agg_list *l, const struct sym *s, cJSON *out)
 void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
 		      cJSON *out)
 {
-	cJSON *tj = cJSON_AddObjectToObject(out, "target");
-
-	target_facts_json(ls->t, tj);
-	sample_ops.facts_json(NULL, ls->t, ls->sp, tj);
 	add_summary(ls, l, s, cJSON_AddObjectToObject(out, "summary"));
 	add_procedures(l, s, out);
+}
+
+int sample_check_list(const cJSON *req, cJSON **rep)
+{
+	if (!!proto_str(req, "lines", NULL) + !!proto_str(req, "offset", NULL) +
+	    proto_bool(req, "stacks", 0) > 1) {
+		*rep = proto_error(2, "list: one view at a time: --lines, profil or an export");
+		return -1;
+	}
+	return sample_check_listing(req, rep);
+}
+
+/*
+ * Sampling's part of `list`: the summary and the procedures, and the view asked for: the
+ * exports' stacks, the lines (--lines) or a profil(2) buffer (--offset).
+ */
+int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err)
+{
+	const char *lines = proto_str(req, "lines", NULL), *offset = proto_str(req, "offset", NULL);
+	const struct inst_env *env = g; /* its first member */
+	struct sample_listing ls;
+	struct stacks *x = NULL;
+	struct pcs *pcs = NULL;
+	struct agg_list l;
+	int r = -1;
+
+	(void)st;
+	if (sample_listing_begin(g, t, req, &ls, err))
+		return -1;
+	if (proto_bool(req, "stacks", 0)) { /* the exports' view */
+		x = stacks_new(env->sym, &ls.lo, ls.sp);
+		ls.lo.visit = stacks_visit;
+		ls.lo.visit_ctx = x;
+	} else if (lines || offset) { /* where inside procedures */
+		pcs = pcs_new(env->sym);
+		ls.lo.visit = pcs_visit;
+		ls.lo.visit_ctx = pcs;
+	}
+	if ((ls.lo.visit && !ls.lo.visit_ctx) || agg_list(ls.sp->agg, env->sym, &ls.lo, &l))
+		goto out;
+	if ((x && stacks_json(x, rep)) ||
+	    (lines && pcs_lines_json(pcs, lines, l.counted, rep, err)) ||
+	    (offset && pcs_profil_json(pcs, offset, proto_num(req, "scale", 0x10000),
+				       proto_num(req, "bufsiz", 0), t->comm, rep, err))) {
+		agg_list_free(&l);
+		goto out;
+	}
+	if (x) {
+		cJSON *p = cJSON_GetObjectItemCaseSensitive(rep, "profile");
+
+		cJSON_AddNumberToObject(p, "period_ns", (double)ls.lo.period_ns);
+		cJSON_AddNumberToObject(p, "start_wall", t->start_wall);
+	}
+	sample_list_json(&ls, &l, env->sym, rep);
+	agg_list_free(&l);
+	if (env->dbg) { /* names that may still come */
+		struct dbginfo_stats ds;
+
+		dbginfo_stats(env->dbg, &ds);
+		cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(rep, "summary"),
+					"debuginfod_pending", ds.pending);
+	}
+	r = 0;
+out:
+	stacks_free(x);
+	pcs_free(pcs);
+	sample_listing_end(&ls);
+	return r;
 }

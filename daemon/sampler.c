@@ -71,32 +71,13 @@ struct sampler {
 	struct pcmon_key *keys;		/* a drain's counts entries */
 	struct pcmon_val *vals;
 	size_t cap_keys, cap_vals;
-	sampler_event_cb ev_cb;
 	sampler_dsample_cb ds_cb;
 	bool drain_wanted;	/* BPF said a counts map is filling (PCMON_DS_DRAIN) */
-	void *ev_ctx;
-	int stats_fd;		/* keeps kernel.bpf_stats_enabled on (--bpf-stats) */
+	void *ds_ctx;
 	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack as last read */
 	uint64_t sysctl_read_ns;
 	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
 };
-
-/* libbpf's own chatter is detail: pcmon reports each failure itself in one line. */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	enum log_level lvl = level == LIBBPF_DEBUG ? LOG_DEBUG : LOG_INFO;
-	char buf[512];
-	size_t n;
-
-	if ((int)lvl > log_verbosity)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	log_msg(lvl, "%s", buf);
-	return 0;
-}
 
 static int read_int(const char *path, int *v)
 {
@@ -277,15 +258,6 @@ static void stab_free(struct stab *t)
 	free(t->slots);
 }
 
-static int on_event(void *ctx, void *data, size_t len)
-{
-	struct sampler *s = ctx;
-
-	if (len >= sizeof(struct pcmon_event) && s->ev_cb)
-		s->ev_cb(s->ev_ctx, data);
-	return 0;
-}
-
 static int on_dsample(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
@@ -294,7 +266,7 @@ static int on_dsample(void *ctx, void *data, size_t len)
 	if (len >= sizeof(*h) && h->type == PCMON_DS_DRAIN)
 		s->drain_wanted = true;
 	else if (s->ds_cb)
-		s->ds_cb(s->ev_ctx, data, len);
+		s->ds_cb(s->ds_ctx, data, len);
 	return 0;
 }
 
@@ -391,11 +363,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	struct sample_bpf *skel;
 	int r;
 
-	libbpf_set_print(libbpf_print);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->stats_fd = -1;
 	pthread_mutex_init(&s->usdt_lock, NULL);
 	s->empty = calloc(1, sizeof(*s->empty));
 	if (!s->empty) {
@@ -409,18 +379,10 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		r = -EINVAL;
 		goto fail;
 	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		snprintf(err, errlen,
-			 "no kernel BTF at /sys/kernel/btf/vmlinux: pcmon needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-		r = -ENOTSUP;
-		goto fail;
-	}
 	s->depth = settle_depth(o->max_depth ? o->max_depth : PCMON_STACK_MAX);
 	s->sysctl_depth = s->depth;
 
-	r = procs_open(&s->procs, err, errlen);
-	if (r)
-		goto fail;
+	s->procs = o->procs;
 	skel = sample_bpf__open();
 	if (!skel) {
 		r = -errno;
@@ -460,16 +422,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 			 strerror(-r));
 		goto fail;
 	}
-	/*
-	 * One ring set for the engine's loop: dwarf records, then lifecycle events (consumed in
-	 * that order). A process's records all precede its exit: they are unwound while its
-	 * address map may still be read again (a miss re-reads it only while it lives).
-	 */
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.dsamples), on_dsample, s, NULL);
-	if (s->rb && ring_buffer__add(s->rb, procs_events_map_fd(s->procs), on_event, s)) {
-		ring_buffer__free(s->rb);
-		s->rb = NULL;
-	}
 	if (s->rb)
 		s->srb = ring_buffer__new(bpf_map__fd(skel->maps.stackring), on_srec, s, NULL);
 	if (!s->rb || !s->srb) {
@@ -477,13 +430,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		snprintf(err, errlen, "cannot create the event ring buffers: %s", strerror(-r));
 		goto fail;
 	}
-	/*
-	 * Run-time statistics cost every BPF program on the machine two clock reads a run
-	 * (5 % of a context-switch-heavy program's time under REAL): only when asked for.
-	 */
-	s->stats_fd = o->bpf_stats ? bpf_enable_stats(BPF_STATS_RUN_TIME) : -1;
-	if (o->bpf_stats && s->stats_fd < 0)
-		pr_info("BPF run-time statistics unavailable: %s", strerror(errno));
 	*out = s;
 	return 0;
 fail:
@@ -511,9 +457,6 @@ void sampler_close(struct sampler *s)
 	ring_buffer__free(s->rb);
 	ring_buffer__free(s->srb);
 	sample_bpf__destroy(s->skel);
-	procs_close(s->procs);
-	if (s->stats_fd >= 0)
-		close(s->stats_fd);
 	pthread_mutex_destroy(&s->usdt_lock);
 	stab_free(&s->stab[0]);
 	stab_free(&s->stab[1]);
@@ -693,52 +636,6 @@ void sampler_offcpu_put(struct sampler *s)
 
 /* ---- targets: the shared process maps (procs.c) */
 
-struct procs *sampler_procs(struct sampler *s)
-{
-	return s->procs;
-}
-
-int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
-		       uint32_t owner)
-{
-	return procs_target_set(s->procs, id, flags, period_ns, owner);
-}
-
-void sampler_target_clear(struct sampler *s, uint32_t id)
-{
-	procs_target_clear(s->procs, id);
-}
-
-int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
-		     uint32_t *had)
-{
-	return procs_proc_add(s->procs, tgid, target, flags, had);
-}
-
-int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch)
-{
-	return procs_proc_epoch(s->procs, tgid, epoch);
-}
-
-int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target)
-{
-	return procs_cgroup_add(s->procs, cgid, target);
-}
-
-void sampler_all_set(struct sampler *s, uint32_t target)
-{
-	procs_all_set(s->procs, target);
-}
-
-void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
-{
-	procs_tstat(s->procs, target, sum);
-}
-
-void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
-{
-	procs_gstat(s->procs, sum);
-}
 
 /* ---- draining */
 
@@ -812,12 +709,6 @@ const char *sampler_blocked_stacks(const struct sampler *s)
 	return s->offcpu_refs && how < ARRAY_SIZE(names) ? names[how] : NULL;
 }
 
-bool sampler_bpf_stats(const struct sampler *s)
-{
-	int on = 0;
-
-	return s->stats_fd >= 0 || (!read_int("/proc/sys/kernel/bpf_stats_enabled", &on) && on);
-}
 
 bool sampler_drain_wanted(struct sampler *s)
 {
@@ -891,16 +782,15 @@ out:
 
 /* ---- events */
 
-int sampler_events_fd(struct sampler *s)
+int sampler_dsamples_fd(struct sampler *s)
 {
 	return ring_buffer__epoll_fd(s->rb);
 }
 
-int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx)
+int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx)
 {
-	s->ev_cb = ev;
 	s->ds_cb = ds;
-	s->ev_ctx = ctx;
+	s->ds_ctx = ctx;
 	ring_buffer__consume(s->srb);
 	return ring_buffer__consume(s->rb);
 }
@@ -910,66 +800,31 @@ int sampler_stacks_fd(struct sampler *s)
 	return ring_buffer__epoll_fd(s->srb);
 }
 
-int sampler_probe_events_fd(struct sampler *s)
-{
-	return procs_probe_events_fd(s->procs);
-}
-
-int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq)
-{
-	return procs_probes_ack(s->procs, tgid, seq);
-}
-
-/* One program's run-time statistics (bpf_stats_enabled); false if it has none. */
-static bool prog_stats(struct bpf_program *p, struct sampler_prog_stats *out)
-{
-	struct bpf_prog_info info = {};
-	__u32 len = sizeof(info);
-	int fd = bpf_program__fd(p);
-
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
-		return false;
-	out->name = bpf_program__name(p);
-	out->run_cnt = info.run_cnt;
-	out->run_time_ns = info.run_time_ns;
-	return true;
-}
-
-int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
+void sampler_programs_json(struct sampler *s, cJSON *arr)
 {
 	struct bpf_program *p;
-	int n = 0;
 
-	/* the shared lifecycle programs first, then sampling's */
-	bpf_object__for_each_program(p, procs_object(s->procs)) {
-		if (n >= max || !prog_stats(p, &out[n]))
-			continue;
-		out[n].attached = procs_prog_attached(s->procs, out[n].name);
-		n++;
-	}
 	bpf_object__for_each_program(p, s->skel->obj) {
-		if (n >= max || !prog_stats(p, &out[n]))
-			continue;
-		out[n].attached = true;
+		bool attached = true;
+
 		if (p == s->skel->progs.on_switch_btf)
-			out[n].attached = s->switch_link && s->use_tp_btf;
+			attached = s->switch_link && s->use_tp_btf;
 		if (p == s->skel->progs.on_switch_tp)
-			out[n].attached = s->switch_link && !s->use_tp_btf;
+			attached = s->switch_link && !s->use_tp_btf;
 		if (p == s->skel->progs.on_sys_exit)
-			out[n].attached = s->sys_exit_link != NULL;
+			attached = s->sys_exit_link != NULL;
 		if (p == s->skel->progs.dump_offcpu)
-			out[n].attached = false; /* run on demand */
+			attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {
 			pthread_mutex_lock(&s->usdt_lock);
-			out[n].attached = s->nusdt > 0;
+			attached = s->nusdt > 0;
 			pthread_mutex_unlock(&s->usdt_lock);
 		}
 		if (p == s->skel->progs.on_sample) {
-			out[n].attached = false;
+			attached = false;
 			for (int i = 0; i < MAX_PERIODS; i++)
-				out[n].attached |= s->periods[i].refs > 0;
+				attached |= s->periods[i].refs > 0;
 		}
-		n++;
+		procs_program_json(p, attached, arr);
 	}
-	return n;
 }

@@ -32,6 +32,7 @@
 #include "engine.h"
 #include "pcmon_bpf.h"
 #include "probes.h"
+#include "procs.h"
 #include "proto.h"
 #include "sampler.h"
 #include "util.h"
@@ -108,8 +109,45 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 
 void sampler_offcpu_put(struct sampler *s) { (void)s; fk.offcpu--; }
 
-int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t period_ns,
-		       uint32_t owner)
+/* The fake process map: BPF's view of targets and processes. */
+struct procs {
+	int dummy;
+};
+static struct procs the_procs;
+
+int procs_open(bool bpf_stats, struct procs **out, char *err, size_t errlen)
+{
+	(void)bpf_stats; (void)err; (void)errlen;
+	*out = &the_procs;
+	return 0;
+}
+
+void procs_close(struct procs *p) { (void)p; }
+
+int procs_share(struct procs *p, struct bpf_object *obj, char *err, size_t errlen)
+{
+	(void)p; (void)obj; (void)err; (void)errlen;
+	return 0;
+}
+
+int procs_events_fd(struct procs *p) { (void)p; return fk.evfd; }
+
+int procs_poll(struct procs *p, procs_event_cb cb, void *ctx)
+{
+	(void)p; (void)cb; (void)ctx;
+	return 0;
+}
+
+int procs_probe_events_fd(struct procs *p) { (void)p; return fk.evfd; }
+bool procs_bpf_stats(const struct procs *p) { (void)p; return false; }
+void procs_programs_json(struct procs *p, cJSON *arr) { (void)p; (void)arr; }
+void procs_program_json(struct bpf_program *prog, bool attached, cJSON *arr)
+{
+	(void)prog; (void)attached; (void)arr;
+}
+
+int procs_target_set(struct procs *s, uint32_t id, uint32_t flags, uint64_t period_ns,
+		     uint32_t owner)
 {
 	(void)s;
 	fk.cfg_flags[id] = flags;
@@ -119,10 +157,10 @@ int sampler_target_set(struct sampler *s, uint32_t id, uint32_t flags, uint64_t 
 	return 0;
 }
 
-void sampler_target_clear(struct sampler *s, uint32_t id) { (void)s; fk.cleared[id] = true; }
+void procs_target_clear(struct procs *s, uint32_t id) { (void)s; fk.cleared[id] = true; }
 
-int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t flags,
-		     uint32_t *had)
+int procs_proc_add(struct procs *s, uint32_t tgid, uint32_t target, uint32_t flags,
+		   uint32_t *had)
 {
 	(void)s; (void)flags;
 	*had = 0;
@@ -139,28 +177,28 @@ int sampler_proc_add(struct sampler *s, uint32_t tgid, uint32_t target, uint32_t
 	return 0;
 }
 
-int sampler_proc_epoch(struct sampler *s, uint32_t tgid, uint32_t *epoch)
+int procs_proc_epoch(struct procs *s, uint32_t tgid, uint32_t *epoch)
 {
 	(void)s; (void)tgid;
 	*epoch = 0;
 	return 0;
 }
 
-int sampler_cgroup_add(struct sampler *s, uint64_t cgid, uint32_t target)
+int procs_cgroup_add(struct procs *s, uint64_t cgid, uint32_t target)
 {
 	(void)s; (void)cgid; (void)target;
 	return 0;
 }
 
-void sampler_all_set(struct sampler *s, uint32_t target) { (void)s; (void)target; }
+void procs_all_set(struct procs *s, uint32_t target) { (void)s; (void)target; }
 
-void sampler_tstat(struct sampler *s, uint32_t target, struct pcmon_tstat *sum)
+void procs_tstat(struct procs *s, uint32_t target, struct pcmon_tstat *sum)
 {
 	(void)s;
 	*sum = fk.tstat[target];
 }
 
-void sampler_gstat(struct sampler *s, struct pcmon_gstat *sum)
+void procs_gstat(struct procs *s, struct pcmon_gstat *sum)
 {
 	(void)s;
 	memset(sum, 0, sizeof(*sum));
@@ -184,7 +222,6 @@ bool sampler_pending(const struct sampler *s, uint32_t *entries)
 
 uint32_t sampler_capacity(const struct sampler *s) { (void)s; return 65536; }
 bool sampler_drain_wanted(struct sampler *s) { (void)s; return false; }
-bool sampler_bpf_stats(const struct sampler *s) { (void)s; return false; }
 const char *sampler_blocked_stacks(const struct sampler *s) { (void)s; return NULL; }
 
 int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
@@ -198,39 +235,31 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 	(void)s; (void)cb; (void)ctx;
 }
 
-int sampler_events_fd(struct sampler *s) { (void)s; return fk.evfd; }
+int sampler_dsamples_fd(struct sampler *s) { (void)s; return fk.evfd; }
 int sampler_stacks_fd(struct sampler *s) { (void)s; return fk.evfd; }
 
-int sampler_poll(struct sampler *s, sampler_event_cb ev, sampler_dsample_cb ds, void *ctx)
+int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx)
 {
-	(void)s; (void)ev; (void)ds; (void)ctx;
+	(void)s; (void)ds; (void)ctx;
 	return 0;
 }
 
 int sampler_usdt_attach(struct sampler *s, const char *path) { (void)s; (void)path; return 0; }
-int sampler_probe_events_fd(struct sampler *s) { (void)s; return fk.evfd; }
-
-int sampler_probes_ack(struct sampler *s, uint32_t tgid, uint32_t seq)
+int procs_probes_ack(struct procs *s, uint32_t tgid, uint32_t seq)
 {
 	(void)s; (void)tgid; (void)seq;
 	return 0;
 }
 
-int sampler_prog_stats(struct sampler *s, struct sampler_prog_stats *out, int max)
-{
-	(void)s; (void)out; (void)max;
-	return 0;
-}
-
-/* No shared BPF object here: the instruments that need one (call counting) are not tested. */
-struct procs *sampler_procs(struct sampler *s) { (void)s; return NULL; }
+void sampler_programs_json(struct sampler *s, cJSON *arr) { (void)s; (void)arr; }
 
 /* The probe thread reads BPF's probe ring: there is none here. */
 static struct probes *the_probes = (struct probes *)&the_sampler;
 
-int probes_start(struct sampler *smp, struct probes **out, char *err, size_t errlen)
+int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, char *err,
+		 size_t errlen)
 {
-	(void)smp; (void)err; (void)errlen;
+	(void)smp; (void)procs; (void)err; (void)errlen;
 	*out = the_probes;
 	return 0;
 }
