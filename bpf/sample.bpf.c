@@ -50,6 +50,7 @@ __u32 touched[2];
 __u32 nkeys[2];
 __u32 woken[2];		/* the engine was asked to drain the pair (wake_drain) */
 __u32 lazy_stacks;	/* enum pcmon_settle: blocked threads' stacks may wait for it */
+__u32 real_on;		/* the switch program is attached: some target samples REAL */
 __u32 sections_on;	/* critical-section probes are attached somewhere */
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
@@ -523,27 +524,46 @@ static __always_inline void record_current(struct pcmon_key *key, struct pcmon_s
  */
 extern void *bpf_cast_to_kern_ctx(void *) __ksym __weak;
 
-static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
-					  struct task_struct *task, __u32 target)
+/*
+ * The last watched REAL thread to leave each CPU, and when: a tick that lands on a thread
+ * nobody watches may still be owed to it (tick_for_unwatched()).
+ */
+struct cpu_left {
+	__u64 ts;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_left);
+} left_map SEC(".maps");
+
+/* When the tick being delivered fired (CLOCK_MONOTONIC ns), 0 if that cannot be read. */
+static __always_inline __u64 tick_fired(struct bpf_perf_event_data *ctx)
 {
 	struct bpf_perf_event_data_kern *kctx;
-	struct pcmon_offcpu *o;
-	struct pcmon_tstat *ts;
-	bool moved = false, unwatched = false;
-	__u64 fired;
-	__u32 tid;
 
-	if (!bpf_cast_to_kern_ctx || !task->bpf_storage)
-		return false;
-	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
-	if (!o || !o->on_ts)
-		return false;
+	if (!bpf_cast_to_kern_ctx)
+		return 0;
 	kctx = bpf_cast_to_kern_ctx(ctx);
-	fired = BPF_CORE_READ(kctx, event, hw.hrtimer.node.expires);
-	if (!fired || fired >= o->on_ts)
-		return false;
-	/* whose was it? (a thread that ran before the current one for less than the delay) */
-	tid = o->on_prev;
+	return BPF_CORE_READ(kctx, event, hw.hrtimer.node.expires);
+}
+
+enum owed { OWED_MOVED, OWED_DROPPED, OWED_UNWATCHED };
+
+/*
+ * A tick that fired at @fired, before thread @tid left the CPU: it is @tid's, or (if @tid
+ * came on after it fired) the one's before it, and so on. The owner, if watched with an
+ * interval open and sampled at the tick's @period, takes it when it comes back on CPU, at the
+ * stack it left with (charge(), charge_dwarf()); *@target is then the owner's.
+ */
+static __always_inline enum owed owe_tick(__u32 tid, __u64 fired, __u64 period, __u32 *target)
+{
+	enum owed r = OWED_DROPPED;
+
 	for (int i = 0; i < 3 && tid; i++) {
 		struct task_struct *t = bpf_task_from_pid(tid);
 		struct pcmon_offcpu *po;
@@ -552,27 +572,85 @@ static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
 			break;
 		po = t->bpf_storage ? bpf_task_storage_get(&offcpu, t, NULL, 0) : NULL;
 		tid = 0; /* not watched, or running again: the tick cannot be given to it */
-		unwatched = !po;
+		if (!po)
+			r = OWED_UNWATCHED;
 		if (po && po->ts) {
 			if (po->on_ts && fired < po->on_ts) {
 				tid = po->on_prev; /* it came on after the tick too */
-			} else {
+			} else if (po->period_ns == period) {
 				__sync_fetch_and_add(&po->owed_on, 1);
-				moved = true;
+				*target = po->key.target;
+				r = OWED_MOVED;
 			}
 		}
 		bpf_task_release(t);
 	}
+	return r;
+}
+
+/*
+ * A timer tick reaches the CPU late: here, in a virtual machine, 5-20 us after it fired
+ * (and any tick waits while interrupts are off). A thread that ran only a few microseconds
+ * before it blocked has left by then, and the tick lands on the thread that took the CPU:
+ * twopaths' client, which runs 3 us at a time, lost half its ticks to the server so (as
+ * it does under perf's cpu-clock). With REAL the switch program notes when each watched
+ * thread came on CPU and from whom (switch_in()). A tick that fired before the current
+ * thread came on is the previous thread's, or the one's before it: owe_tick() gives it to
+ * that thread if it can take it; else it is dropped. Either way it is counted (tstat).
+ * True if the tick is not the current thread's.
+ */
+static __always_inline bool tick_not_ours(struct bpf_perf_event_data *ctx,
+					  struct task_struct *task, __u32 target)
+{
+	struct pcmon_offcpu *o;
+	struct pcmon_tstat *ts;
+	enum owed r;
+	__u32 owner;
+	__u64 fired;
+
+	if (!task->bpf_storage)
+		return false;
+	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
+	if (!o || !o->on_ts)
+		return false;
+	fired = tick_fired(ctx);
+	if (!fired || fired >= o->on_ts)
+		return false;
+	r = owe_tick(o->on_prev, fired, ctx->sample_period, &owner);
 	ts = bpf_map_lookup_elem(&tstat, &target);
 	if (ts) {
-		if (moved)
+		if (r == OWED_MOVED)
 			ts->ticks_moved++;
-		else if (unwatched)
+		else if (r == OWED_UNWATCHED)
 			ts->ticks_unwatched++;
 		else
 			ts->ticks_dropped++;
 	}
 	return true;
+}
+
+/*
+ * The same late tick, landing on a thread nobody watches (a server that is not the target,
+ * the idle task): it is owed to the last watched thread that left this CPU, if it fired
+ * before that thread left. Counted in the owner's target when it takes it.
+ */
+static __always_inline void tick_for_unwatched(struct bpf_perf_event_data *ctx)
+{
+	struct cpu_left *left = bpf_map_lookup_elem(&left_map, &(__u32){ 0 });
+	struct pcmon_tstat *ts;
+	__u32 owner = 0;
+	__u64 fired;
+
+	if (!left || !left->tid)
+		return;
+	fired = tick_fired(ctx);
+	if (!fired || fired >= left->ts)
+		return;
+	if (owe_tick(left->tid, fired, ctx->sample_period, &owner) != OWED_MOVED)
+		return;
+	ts = bpf_map_lookup_elem(&tstat, &owner);
+	if (ts)
+		__sync_fetch_and_add(&ts->ticks_moved, 1);
 }
 
 SEC("perf_event")
@@ -590,8 +668,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (gs)
 		gs->samples_seen++;
 	p = proc_of(id >> 32);
-	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
+	if (!p || (p->flags & PCMON_PF_EXEC_WAIT)) {
+		if (real_on)
+			tick_for_unwatched(ctx);
 		return 0;
+	}
 	cfg = active_cfg(p->target);
 	if (!cfg || cfg->period_ns != ctx->sample_period)
 		return 0;
@@ -989,6 +1070,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	struct pcmon_offcpu *o = NULL;
 	struct pcmon_proc *p = NULL;
 	struct pcmon_tcfg *cfg;
+	struct cpu_left *left;
 	__u32 target;
 
 	/*
@@ -1041,6 +1123,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->ts = switch_time(now);
 	o->lazy = PCMON_LAZY_NO;
 	o->period_ns = cfg->period_ns;
+	left = bpf_map_lookup_elem(&left_map, &(__u32){ 0 });
+	if (left) {
+		left->ts = o->ts;
+		left->tid = prev->pid;
+	}
 	if (cfg->flags & PCMON_TF_DWARF) {
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;

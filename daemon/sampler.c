@@ -611,6 +611,7 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 	 * blocks: slower, as exact. PCMON_FORCE_SYS_EXIT=1 takes the second on purpose, for
 	 * tests.
 	 */
+	s->skel->bss->real_on = 1;
 	if (s->use_tp_btf && s->skel->rodata->task_work_ok && !getenv("PCMON_FORCE_SYS_EXIT")) {
 		s->skel->bss->lazy_stacks = PCMON_SETTLE_TASK_WORK;
 		return 0;
@@ -628,14 +629,12 @@ void sampler_offcpu_put(struct sampler *s)
 {
 	if (s->offcpu_refs && --s->offcpu_refs == 0) {
 		s->skel->bss->lazy_stacks = 0;
+		s->skel->bss->real_on = 0;
 		bpf_link__destroy(s->switch_link);
 		bpf_link__destroy(s->sys_exit_link);
 		s->switch_link = s->sys_exit_link = NULL;
 	}
 }
-
-/* ---- targets: the shared process maps (procs.c) */
-
 
 /* ---- draining */
 

@@ -188,6 +188,22 @@ def test_late_ticks_go_to_the_thread_that_ran():
             assert abs(pp[proc]["deep"] - want) <= tol, (env, unwind, proc, pp[proc]["deep"], want, s)
 
 
+def test_late_ticks_landing_on_an_unwatched_process():
+    """The same late ticks when the server is a process nobody watches (started with
+    --no-children): a tick that fired in the client and reaches the server is the client's
+    all the same, given back to it (counted as moved), and the client's total is its life."""
+    for unwind in ("fp", "dwarf"):
+        listing, p = pcmon_json("run", "--real", "--no-children", "--interval", 1000,
+                                "--unwind", unwind, "--", workload("bursts"), 3, "apart",
+                                sock=NODAEMON)
+        own = first_json_line(p.stdout)
+        s, pp = listing["summary"], procs(listing)
+        assert s["ticks_moved"] >= 0.01 * own["client_cpu_s"] * 1000, (unwind, s)
+        want = own["client_s"] * 1000  # periods of 1 ms
+        tol = 4 * math.sqrt(want) + 0.01 * want
+        assert abs(pp["bursts.main"]["deep"] - want) <= tol, (unwind, pp["bursts.main"], want, s)
+
+
 def test_status_says_how_blocked_stacks_are_taken():
     """While a REAL target runs, status says what takes blocked threads' stacks: a task work
     on 6.18 and later (nothing runs on every system call's return), else sys_exit."""
