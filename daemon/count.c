@@ -456,6 +456,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	const cJSON *pats, *fns, *it, *um;
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
+	uint64_t searched = 0;
 	bool virt = false;
 	int r, np, nf, nu, i = 0;
 
@@ -466,7 +467,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
 	    (r = sf_get_double(rd, o, "stepped_probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost_xol)))
 		return r;
-	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)))
+	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)) ||
+	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)))
 		return r;
 	ct = calloc(1, sizeof(*ct));
 	if (!ct || !(ct->patterns = calloc(np + 1, sizeof(char *))) ||
@@ -480,6 +482,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	ct->cost_ns = cost;
 	ct->cost_xol_ns = cost_xol;
 	ct->virt = virt;
+	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
 	ct->detached = true;
 	cJSON_ArrayForEach(it, pats) {
 		if (!cJSON_IsString(it) || pat_parse(it->valuestring, 0, &ct->pats[ct->npats], NULL)) {
