@@ -98,40 +98,15 @@ struct {
 /* A leg as --add successor creates it (too big for the BPF stack: a global) */
 struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
 
-/* floor(log2(v)) for v > 0, without a loop the verifier must walk */
-static __always_inline __u32 log2_of(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
-	return r;
-}
-
 static __always_inline void hist_add(const struct pcmon_hcfg *c, struct pcmon_hist *h, __u64 v)
 {
-	__u64 i;
+	__u32 i = pcmon_hist_slot(c, v);
 
-	if (c->kind == PCMON_HIST_LOG) {
-		i = v ? log2_of(v) + 1 : 0;
-	} else if (c->kind == PCMON_HIST_LINEAR && c->scale) {
-		if (v < c->base) {
-			__sync_fetch_and_add(&h->under, 1);
-			return;
-		}
-		i = (v - c->base) / c->scale;
-		if (i >= c->buckets || i >= PCMON_HIST_BUCKETS) {
-			__sync_fetch_and_add(&h->over, 1);
-			return;
-		}
-	} else {
-		return;
-	}
-	if (i <= PCMON_HIST_BUCKETS)
+	if (i == PCMON_HIST_UNDER)
+		__sync_fetch_and_add(&h->under, 1);
+	else if (i == PCMON_HIST_OVER)
+		__sync_fetch_and_add(&h->over, 1);
+	else if (i <= PCMON_HIST_BUCKETS) /* (not NOWHERE; and the verifier sees the bound) */
 		__sync_fetch_and_add(&h->b[i], 1);
 }
 
@@ -176,7 +151,7 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 	struct pcmon_hkey hk = { k->target, k->from, k->to, 0 };
 	struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
 
-	dur = dur > cost ? dur - cost : 0;
+	dur = pcmon_leg_net(dur, cost);
 	__sync_fetch_and_add(&l->count, 1);
 	__sync_fetch_and_add(&l->total_ns, dur);
 	__sync_fetch_and_add(&l->probe_hits, inner);
@@ -285,9 +260,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		th->node = 0;
 	}
 	/* the thread's probe cost at this hit's clock reading: part of the hit's own before it */
-	hits = ++th->hits;
-	cost = th->cost + n->pre_ns;
-	th->cost += n->cost_ns;
+	pcmon_thread_hit(th, n->cost_ns, n->pre_ns, &hits, &cost);
 	if (lc->track == PCMON_TRACK_ALL) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 

@@ -111,6 +111,11 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 
 /* ---- attaching */
 
+uint64_t count_cookie(uint32_t target, size_t i, bool xol)
+{
+	return PCMON_COUNT_COOKIE(target, (uint32_t)i | (xol ? PCMON_COUNT_XOL : 0));
+}
+
 static bool obj_seen(struct count *ct, dev_t dev, ino_t ino)
 {
 	for (size_t i = 0; i < ct->nobjs; i++)
@@ -171,7 +176,7 @@ static int attach_process(struct count_g *g, struct target *t, struct count *ct,
 		*fn = (struct count_fn){ .module = strdup(f[i].module), .name = strdup(f[i].name),
 					 .vaddr = f[i].vaddr, .late = late, .xol = f[i].xol };
 		r = counter_attach(g->ctr, f[i].path, f[i].offset,
-				   PCMON_COUNT_COOKIE(t->id, ct->nfns | (fn->xol ? PCMON_COUNT_XOL : 0)),
+				   count_cookie(t->id, ct->nfns, fn->xol),
 				   &fn->entry, &fn->ret);
 		if (r) {
 			if (rep)
@@ -276,9 +281,7 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 	for (size_t i = 0; i < ct->nfns; i++) {
 		struct pcmon_cstat s;
 
-		uint32_t fn = i | (ct->fns[i].xol ? PCMON_COUNT_XOL : 0);
-
-		if (!counter_stat(g->ctr, PCMON_COUNT_COOKIE(t->id, fn), &s))
+		if (!counter_stat(g->ctr, count_cookie(t->id, i, ct->fns[i].xol), &s))
 			ct->fns[i].stat = s;
 	}
 }
@@ -349,16 +352,12 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 
 /* ---- the call table (its JSON: count_report.c) */
 
-struct open_ctx {
-	uint32_t target;
-	uint64_t *open;
-	size_t n;
-};
-
-static void on_open(void *ctx, uint64_t cookie)
+void count_tally_open(void *ctx, uint64_t cookie)
 {
-	struct open_ctx *oc = ctx;
+	struct count_open *oc = ctx;
 
+	/* every thread's open activations of every target come by: this target's only, and
+	 * by procedure whatever its probe's kind (the XOL bit is not part of the index) */
 	if (PCMON_COUNT_TARGET(cookie) == oc->target && PCMON_COUNT_FN(cookie) < oc->n)
 		oc->open[PCMON_COUNT_FN(cookie)]++;
 }
@@ -368,7 +367,7 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
-	struct open_ctx oc = { .target = t->id, .n = ct->nfns };
+	struct count_open oc = { .target = t->id, .n = ct->nfns };
 	struct counter_prog_stats ps, *pps = NULL;
 	int r;
 
@@ -379,7 +378,7 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	if (!oc.open)
 		return -ENOMEM;
 	if (g->ctr && !ct->detached)
-		counter_open_activations(g->ctr, on_open, &oc);
+		counter_open_activations(g->ctr, count_tally_open, &oc);
 	if (g->ctr && procs_bpf_stats(g->env.procs)) {
 		counter_prog_stats(g->ctr, &ps);
 		pps = &ps;
@@ -460,6 +459,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	const cJSON *pats, *fns, *it, *um;
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
+	uint64_t searched = 0;
 	bool virt = false;
 	int r, np, nf, nu, i = 0;
 
@@ -470,7 +470,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
 	    (r = sf_get_double(rd, o, "stepped_probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost_xol)))
 		return r;
-	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)))
+	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)) ||
+	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)))
 		return r;
 	ct = calloc(1, sizeof(*ct));
 	if (!ct || !(ct->patterns = calloc(np + 1, sizeof(char *))) ||
@@ -484,6 +485,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	ct->cost_ns = cost;
 	ct->cost_xol_ns = cost_xol;
 	ct->virt = virt;
+	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
 	ct->detached = true;
 	cJSON_ArrayForEach(it, pats) {
 		if (!cJSON_IsString(it) || pat_parse(it->valuestring, 0, &ct->pats[ct->npats], NULL)) {

@@ -54,4 +54,27 @@ struct counter_prog_stats;
 int count_report_json(const struct count *ct, const uint64_t *open,
 		      const struct counter_prog_stats *ps, const char *sort, cJSON *rep);
 
+/*
+ * The pure parts, apart from BPF (tests/unit/test_count.c):
+ *
+ * count_self_ns(), count_total_ns(): @fn's self and self+children time with the probes' cost
+ * taken out (count_report.c), never below 0: one probe pair per activation closed from its
+ * self time; one per activation inside an outermost one from self+children, each at its
+ * own kind's cost (stepped out of line or emulated).
+ */
+double count_self_ns(const struct count *ct, const struct count_fn *fn);
+double count_total_ns(const struct count *ct, const struct count_fn *fn);
+
+/* The BPF cookie of procedure @i of @target's table, whose probe is stepped out of line (@xol). */
+uint64_t count_cookie(uint32_t target, size_t i, bool xol);
+
+/* Open activations by procedure: count_tally_open() is called with each open activation's
+ * cookie (counter_open_activations()), and counts those of @target into open[0, n). */
+struct count_open {
+	uint32_t target;
+	uint64_t *open;
+	size_t n;
+};
+void count_tally_open(void *ctx, uint64_t cookie);
+
 #endif

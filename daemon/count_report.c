@@ -14,7 +14,7 @@
 #include "util.h"
 
 /* A procedure's times with the probes' own cost taken out, never below 0. */
-static double self_of(const struct count *ct, const struct count_fn *fn)
+double count_self_ns(const struct count *ct, const struct count_fn *fn)
 {
 	double v = (double)fn->stat.self_ns -
 		   (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)fn->stat.closed;
@@ -22,7 +22,7 @@ static double self_of(const struct count *ct, const struct count_fn *fn)
 	return v > 0 ? v : 0;
 }
 
-static double total_of(const struct count *ct, const struct count_fn *fn)
+double count_total_ns(const struct count *ct, const struct count_fn *fn)
 {
 	const struct pcmon_cstat *s = &fn->stat;
 	double v = (double)s->total_ns - ct->cost_xol_ns * (double)s->total_acts_xol -
@@ -37,10 +37,10 @@ static double sort_key(const struct count *ct, const struct count_fn *fn, const 
 	if (!strcmp(sort, "calls"))
 		return fn->stat.calls;
 	if (!strcmp(sort, "total"))
-		return total_of(ct, fn);
+		return count_total_ns(ct, fn);
 	if (!strcmp(sort, "avg"))
-		return fn->stat.outer ? total_of(ct, fn) / fn->stat.outer : 0;
-	return self_of(ct, fn);
+		return fn->stat.outer ? count_total_ns(ct, fn) / fn->stat.outer : 0;
+	return count_self_ns(ct, fn);
 }
 
 int count_report_json(const struct count *ct, const uint64_t *open,
@@ -85,7 +85,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	for (size_t k = 0; k < ct->nfns; k++) {
 		const struct count_fn *fn = &ct->fns[order[k]];
 		const struct pcmon_cstat *s = &fn->stat;
-		double total = total_of(ct, fn);
+		double total = count_total_ns(ct, fn);
 		char full[512];
 
 		subtracted += (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)s->closed;
@@ -95,7 +95,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 		cJSON_AddStringToObject(x, "module", fn->module);
 		cJSON_AddStringToObject(x, "name", fn->name);
 		cJSON_AddNumberToObject(x, "calls", s->calls);
-		cJSON_AddNumberToObject(x, "self_ns", self_of(ct, fn));
+		cJSON_AddNumberToObject(x, "self_ns", count_self_ns(ct, fn));
 		cJSON_AddNumberToObject(x, "total_ns", total);
 		cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
 		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);

@@ -255,6 +255,12 @@ static int add_link(struct legs_node *n, struct bpf_link *l)
 	return 0;
 }
 
+void legs_node_cost(struct legs *lg, size_t i, bool xol)
+{
+	lg->nodes[i].cost_ns = (uint32_t)(lg->hit_cost_ns + (xol ? lg->step_cost_ns : 0) + 0.5);
+	lg->nodes[i].pre_ns = (uint32_t)(lg->hit_cost_ns / 2 + 0.5);
+}
+
 /* Node @i's cost a hit, into BPF before its probes attach (no hit races the update). */
 static void set_node_cost(struct legs_g *g, const struct target *t, struct legs *lg, size_t i,
 			  bool xol)
@@ -262,8 +268,7 @@ static void set_node_cost(struct legs_g *g, const struct target *t, struct legs 
 	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 	struct pcmon_node n;
 
-	lg->nodes[i].cost_ns = (uint32_t)(lg->hit_cost_ns + (xol ? lg->step_cost_ns : 0) + 0.5);
-	lg->nodes[i].pre_ns = (uint32_t)(lg->hit_cost_ns / 2 + 0.5);
+	legs_node_cost(lg, i, xol);
 	if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
 		n.cost_ns = lg->nodes[i].cost_ns;
 		n.pre_ns = lg->nodes[i].pre_ns;
@@ -435,6 +440,21 @@ static bool has_leg(const struct legs *lg, uint32_t from, uint32_t to)
 	return false;
 }
 
+void legs_index(const struct legs *lg, struct pcmon_nlegs *nl, size_t nn, struct pcmon_tlegs *tl)
+{
+	for (size_t i = 0; i < lg->nlegs && tl->n < PCMON_TARGET_LEGS; i++) {
+		const struct legs_leg *l = &lg->legs[i];
+
+		if (!l->stat.id || l->from >= nn || l->to >= nn)
+			continue;
+		if (nl[l->from].nfrom < PCMON_NODE_LEGS)
+			nl[l->from].from_to[nl[l->from].nfrom++] = l->to;
+		if (nl[l->to].nto < PCMON_NODE_LEGS)
+			nl[l->to].to_from[nl[l->to].nto++] = l->from;
+		tl->l[tl->n++] = (struct pcmon_tleg){ l->from, l->to };
+	}
+}
+
 /*
  * --track all's index of the target's legs in BPF: per node the legs it starts and ends
  * (nlegs; node 0 for '*'), every leg of the target (tlegs), and no leg in flight that the
@@ -454,17 +474,7 @@ static int index_legs(struct legs_g *g, const struct target *t, const struct leg
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < lg->nlegs && tl->n < PCMON_TARGET_LEGS; i++) {
-		const struct legs_leg *l = &lg->legs[i];
-
-		if (!l->stat.id || l->from >= nn || l->to >= nn)
-			continue;
-		if (nl[l->from].nfrom < PCMON_NODE_LEGS)
-			nl[l->from].from_to[nl[l->from].nfrom++] = l->to;
-		if (nl[l->to].nto < PCMON_NODE_LEGS)
-			nl[l->to].to_from[nl[l->to].nto++] = l->from;
-		tl->l[tl->n++] = (struct pcmon_tleg){ l->from, l->to };
-	}
+	legs_index(lg, nl, nn, tl);
 	for (uint32_t n = 0; n < nn && !r; n++) {
 		struct pcmon_lkey k = { t->id, n, 0, 0 };
 
@@ -534,6 +544,13 @@ static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool r
 	return r ? -errno : 0;
 }
 
+void legs_calibrate(struct legs *lg, double emulated, double stepped)
+{
+	/* one hit: half an entry-and-return pair, as the call counter measures it */
+	lg->hit_cost_ns = emulated / 2;
+	lg->step_cost_ns = stepped > emulated ? stepped - emulated : 0;
+}
+
 static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct legs_g *g = gp;
@@ -552,11 +569,8 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	r = open_bpf(g, rep);
 	if (r)
 		return r;
-	/* one hit: half an entry-and-return pair, as the call counter measures it */
-	if (!counter_probe_cost(g->ctr, &emul, &stepped)) {
-		lg->hit_cost_ns = emul / 2;
-		lg->step_cost_ns = stepped > emul ? stepped - emul : 0;
-	}
+	if (!counter_probe_cost(g->ctr, &emul, &stepped))
+		legs_calibrate(lg, emul, stepped);
 	r = configure(g, t, lg, true);
 	if (r) {
 		*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
@@ -586,6 +600,30 @@ static void hist_sub(struct pcmon_hist *h, const struct pcmon_hist *h0)
 		h->b[i] -= h0->b[i];
 }
 
+void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
+{
+	lg->nodes[i].hits = n->hits;
+	lg->nodes[i].h = n->h;
+	hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
+}
+
+int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmon_leg *l)
+{
+	size_t i;
+
+	for (i = 0; i < lg->nlegs && !(lg->legs[i].from == from && lg->legs[i].to == to); i++)
+		;
+	if (i == lg->nlegs) { /* --add successor added it: numbered after the others */
+		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
+			return -ENOMEM;
+		lg->legs[i] = (struct legs_leg){ .id = i + 1, .from = from, .to = to };
+		lg->nlegs++;
+	}
+	lg->legs[i].stat = *l;
+	hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
+	return 0;
+}
+
 /* What BPF holds, into the state. */
 static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 {
@@ -599,31 +637,18 @@ static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 		struct pcmon_node n;
 
-		if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
-			lg->nodes[i].hits = n.hits;
-			lg->nodes[i].h = n.h;
-			hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
-		}
+		if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0))
+			legs_fold_node(lg, i, &n);
 	}
 	/* every leg of the target: those set up, and those --add successor added */
 	for (more = !bpf_map__get_next_key(g->skel->maps.legs, NULL, &next, sizeof(next)); more;
 	     more = !bpf_map__get_next_key(g->skel->maps.legs, &k, &next, sizeof(next))) {
-		size_t i;
-
 		k = next;
 		if (k.target != t->id ||
 		    bpf_map__lookup_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0))
 			continue;
-		for (i = 0; i < lg->nlegs && !(lg->legs[i].from == k.from && lg->legs[i].to == k.to); i++)
-			;
-		if (i == lg->nlegs) {
-			if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
-				break;
-			lg->legs[lg->nlegs++] = (struct legs_leg){ .id = lg->nlegs + 1, .from = k.from,
-								   .to = k.to };
-		}
-		lg->legs[i].stat = l;
-		hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
+		if (legs_fold_leg(lg, k.from, k.to, &l))
+			break;
 	}
 }
 
@@ -737,21 +762,15 @@ static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJ
 		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
 }
 
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
-		     cJSON **err)
+int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
+		     cJSON *rep)
 {
-	struct legs_g *g = gp;
-	struct legs *lg = st;
 	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
-	double elapsed = target_elapsed(t) * 1e9, cost = 0;
+	double cost = 0;
 	uint64_t hits = 0;
 
-	(void)err; /* out of memory is the only way it fails */
-
-	(void)req;
 	if (!o)
 		return -ENOMEM;
-	collect(g, t, lg);
 	for (size_t i = 0; i < lg->nnodes; i++) {
 		hits += lg->nodes[i].hits;
 		cost += lg->nodes[i].hits * (double)lg->nodes[i].cost_ns;
@@ -765,22 +784,9 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	cJSON_AddNumberToObject(x, "stepped_hit_ns", lg->hit_cost_ns + lg->step_cost_ns);
 	cJSON_AddNumberToObject(x, "total_ns", cost);
 	cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * cost / elapsed : 0);
-	if (g->skel) {
-		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
-						g->skel->progs.node_usdt };
-		uint64_t runs = 0, ns = 0;
-
-		for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
-			struct bpf_prog_info info = {};
-			__u32 len = sizeof(info);
-
-			if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len)) {
-				runs += info.run_cnt;
-				ns += info.run_time_ns;
-			}
-		}
-		cJSON_AddNumberToObject(x, "bpf_runs", runs);
-		cJSON_AddNumberToObject(x, "bpf_run_time_ns", ns);
+	if (ps) {
+		cJSON_AddNumberToObject(x, "bpf_runs", ps->run_cnt);
+		cJSON_AddNumberToObject(x, "bpf_run_time_ns", ps->run_time_ns);
 	}
 	arr = cJSON_AddArrayToObject(o, "nodes");
 	for (size_t i = 0; i < lg->nnodes; i++) {
@@ -825,6 +831,33 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		cJSON_AddItemToArray(arr, x);
 	}
 	return 0;
+}
+
+static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
+		     cJSON **err)
+{
+	struct legs_g *g = gp;
+	struct legs *lg = st;
+	struct counter_prog_stats ps = { 0 };
+
+	(void)req;
+	(void)err; /* out of memory is the only way it fails */
+	collect(g, t, lg);
+	if (g->skel) {
+		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
+						g->skel->progs.node_usdt };
+
+		for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+			struct bpf_prog_info info = {};
+			__u32 len = sizeof(info);
+
+			if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len)) {
+				ps.run_cnt += info.run_cnt;
+				ps.run_time_ns += info.run_time_ns;
+			}
+		}
+	}
+	return legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
 }
 
 /* ---- the state file's "tables" section */

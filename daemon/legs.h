@@ -50,5 +50,29 @@ struct legs {
 
 extern const struct inst_ops legs_ops;
 
+struct counter_prog_stats;
+
+/* The pure parts, apart from BPF (tests/unit/test_legs.c; what BPF computes per hit is in
+ * pcmon_legs.h). */
+
+/* A hit's cost from the calibration's @emulated and @stepped entry-and-return pairs. */
+void legs_calibrate(struct legs *lg, double emulated, double stepped);
+/* Node @i's cost a hit and the part of it before its clock reading, rounded to the ns. */
+void legs_node_cost(struct legs *lg, size_t i, bool xol);
+/*
+ * --track all's index of @lg's legs: per node (nl[0, @nn), node 0 for '*') the legs it
+ * starts and ends, up to PCMON_NODE_LEGS each; every leg in @tl, up to PCMON_TARGET_LEGS.
+ * Legs --add successor added are left out: BPF times them from the thread's last node.
+ */
+void legs_index(const struct legs *lg, struct pcmon_nlegs *nl, size_t nn, struct pcmon_tlegs *tl);
+/* Node @i's and leg (@from, @to)'s totals as BPF holds them, into @lg: histograms counted
+ * since they were set up. A leg not in the table is one --add successor added, appended.
+ * legs_fold_leg(): 0 or -ENOMEM. */
+void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n);
+int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmon_leg *l);
+/* The tables of @lg as the "tables" object of @rep, @elapsed ns since the target started;
+ * @ps: the node programs' run-time statistics, or NULL. 0 or -ENOMEM. */
+int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
+		     cJSON *rep);
 
 #endif

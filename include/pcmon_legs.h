@@ -124,4 +124,68 @@ struct pcmon_lfrom {
 	__u64 legs;
 };
 
+/*
+ * The arithmetic BPF does on a hit, here so that the engine's unit test checks the very code
+ * (tests/unit/test_legs.c). Always inlined: in BPF, a function of its own would be a
+ * subprogram the verifier checks apart.
+ */
+#define PCMON_INLINE static inline __attribute__((always_inline))
+
+/* Where a value goes in a histogram: a bucket 0...PCMON_HIST_BUCKETS, or one of these. */
+#define PCMON_HIST_UNDER (PCMON_HIST_BUCKETS + 1)	/* linear: below its base */
+#define PCMON_HIST_OVER (PCMON_HIST_BUCKETS + 2)	/* linear: past its last bucket */
+#define PCMON_HIST_NOWHERE (PCMON_HIST_BUCKETS + 3)	/* no shape (or a linear one of width 0) */
+
+/* floor(log2(v)) for v > 0, without a loop the verifier must walk */
+PCMON_INLINE __u32 pcmon_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* Value @v's place in a histogram of shape @c (log: b[0] holds 0, b[i + 1] [2^i, 2^(i+1))). */
+PCMON_INLINE __u32 pcmon_hist_slot(const struct pcmon_hcfg *c, __u64 v)
+{
+	__u64 i;
+
+	if (c->kind == PCMON_HIST_LOG)
+		return v ? pcmon_log2(v) + 1 : 0;
+	if (c->kind != PCMON_HIST_LINEAR || !c->scale)
+		return PCMON_HIST_NOWHERE;
+	if (v < c->base)
+		return PCMON_HIST_UNDER;
+	/* compared in 64 bits: a value far past the last bucket must not wrap into one */
+	i = (v - c->base) / c->scale;
+	if (i >= c->buckets || i >= PCMON_HIST_BUCKETS)
+		return PCMON_HIST_OVER;
+	return (__u32)i;
+}
+
+/*
+ * A thread's hit of a node whose hit costs it @cost_ns, @pre_ns of them before the node reads
+ * the clock: *hits and *cost are the thread's probe hits and their cost as of that reading.
+ * A leg's probe cost is its to's *cost less its from's: the from's part after its reading,
+ * every hit in between, the to's part before its reading.
+ */
+PCMON_INLINE void pcmon_thread_hit(struct pcmon_lthread *th, __u32 cost_ns, __u32 pre_ns,
+				   __u64 *hits, __u64 *cost)
+{
+	*hits = ++th->hits;
+	*cost = th->cost + pre_ns;
+	th->cost += cost_ns;
+}
+
+/* A leg's time of @dur ns net of the @cost ns its probe hits took, never below 0. */
+PCMON_INLINE __u64 pcmon_leg_net(__u64 dur, __u64 cost)
+{
+	return dur > cost ? dur - cost : 0;
+}
+
 #endif /* PCMON_LEGS_BPF_H */

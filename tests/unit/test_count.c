@@ -1,0 +1,784 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests for the call-counting instrument's pure logic (daemon/count.c, count_report.c,
+ * docs/count.md): no BPF. BPF keeps each procedure's raw totals (struct pcmon_cstat); these
+ * tests give the totals BPF would have kept for small hand-timed traces, and check what the
+ * call table makes of them: the probes' cost taken off per activation and per kind, never
+ * below 0; self+children and the average over outermost activations only (recursion);
+ * the sort orders; open activations by procedure; the options parsed; and the state file's
+ * "calls" section, saved and loaded back, or refused with the field named.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "count.h"
+#include "counter.h"
+#include "stfile.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Helpers */
+
+struct proc {
+	const char *module, *name;
+	bool xol;
+	struct pcmon_cstat s;
+};
+
+/* A detached table (as loaded from a file) of @n procedures, freed by count_ops.free. */
+static struct count *table(const struct proc *p, size_t n, double cost, double cost_xol)
+{
+	struct count *ct = calloc(1, sizeof(*ct));
+
+	assert_non_null(ct);
+	ct->fns = calloc(n + 1, sizeof(*ct->fns));
+	assert_non_null(ct->fns);
+	ct->cap_fns = n + 1;
+	for (size_t i = 0; i < n; i++) {
+		ct->fns[i] = (struct count_fn){ .module = strdup(p[i].module),
+						.name = strdup(p[i].name), .xol = p[i].xol,
+						.stat = p[i].s };
+		assert_non_null(ct->fns[i].module);
+		assert_non_null(ct->fns[i].name);
+	}
+	ct->nfns = n;
+	ct->cost_ns = cost;
+	ct->cost_xol_ns = cost_xol;
+	ct->detached = true;
+	return ct;
+}
+
+/* Patterns @pats, of which those with matched[i] false never named anything. */
+static void set_patterns(struct count *ct, const char *const *pats, const bool *matched, size_t n)
+{
+	ct->patterns = calloc(n + 1, sizeof(*ct->patterns));
+	ct->pats = calloc(n + 1, sizeof(*ct->pats));
+	ct->matched = calloc(n + 1, sizeof(*ct->matched));
+	assert_non_null(ct->patterns);
+	assert_non_null(ct->pats);
+	assert_non_null(ct->matched);
+	for (size_t i = 0; i < n; i++) {
+		ct->patterns[i] = strdup(pats[i]);
+		ct->matched[i] = matched[i];
+	}
+	ct->npats = n;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsNumber(x))
+		fail_msg("no number \"%s\"", k);
+	return x->valuedouble;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (!cJSON_IsString(x))
+		fail_msg("no string \"%s\"", k);
+	return x->valuestring;
+}
+
+/* The call table of @ct sorted by @sort, with no open activations: the reply's "calls". */
+static cJSON *report(const struct count *ct, const uint64_t *open, const char *sort)
+{
+	uint64_t none[16] = { 0 };
+	cJSON *rep = cJSON_CreateObject();
+
+	assert_non_null(rep);
+	assert_true(ct->nfns <= ARRAY_SIZE(none));
+	assert_int_equal(count_report_json(ct, open ? open : none, NULL, sort, rep), 0);
+	return rep;
+}
+
+static const cJSON *row(const cJSON *rep, int k)
+{
+	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(rep, "calls");
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(calls, "procedures");
+	const cJSON *x = cJSON_GetArrayItem(arr, k);
+
+	if (!x)
+		fail_msg("no row %d", k);
+	return x;
+}
+
+static int rows(const cJSON *rep)
+{
+	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(rep, "calls");
+
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(calls, "procedures"));
+}
+
+/* The names of the rows in order, "a b c". */
+static const char *order(const cJSON *rep)
+{
+	static char buf[256];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < rows(rep); k++)
+		len += snprintf(buf + len, sizeof(buf) - len, "%s%s", k ? " " : "",
+				str(row(rep, k), "name"));
+	return buf;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Times with the probes' cost taken out */
+
+static void test_self_takes_one_probe_pair_per_activation(void **state)
+{
+	/* 3 activations closed, 100 ns of self time between them, probes at 5 ns a pair: 85;
+	 * the same stepped out of line at 20 ns a pair: 100 - 3 * 20 = 40 */
+	const struct proc p[] = {
+		{ "prog", "emulated", false,
+		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100 } },
+		{ "prog", "stepped", true,
+		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100 } },
+	};
+	struct count *ct = table(p, 2, 5, 20);
+
+	(void)state;
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 85);
+	assert_true(count_self_ns(ct, &ct->fns[1]) == 40);
+	count_ops.free(ct);
+}
+
+static void test_self_counts_closed_activations_not_calls(void **state)
+{
+	/* 4 calls, of which 1 still open: its self time is not in self_ns yet, nor is its
+	 * probe pair taken off: 60 - 3 * 10 = 30, not 60 - 4 * 10 = 20 */
+	const struct proc p[] = {
+		{ "prog", "f", false, { .calls = 4, .closed = 3, .outer = 3, .self_ns = 60 } },
+	};
+	struct count *ct = table(p, 1, 10, 0);
+
+	(void)state;
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 30);
+	count_ops.free(ct);
+}
+
+static void test_times_never_below_zero(void **state)
+{
+	/* a procedure shorter than its probes: 10 activations of 3 ns under 5 ns probes would
+	 * be 30 - 50 = -20; exactly the probes' cost, 50 - 50, is 0 too */
+	const struct proc p[] = {
+		{ "prog", "tiny", false,
+		  { .calls = 10, .closed = 10, .outer = 10, .self_ns = 30, .total_ns = 30,
+		    .total_acts = 10 } },
+		{ "prog", "even", false,
+		  { .calls = 10, .closed = 10, .outer = 10, .self_ns = 50, .total_ns = 50,
+		    .total_acts = 10 } },
+	};
+	struct count *ct = table(p, 2, 5, 0);
+	cJSON *rep;
+
+	(void)state;
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 0);
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 0);
+	assert_true(count_self_ns(ct, &ct->fns[1]) == 0);
+	assert_true(count_total_ns(ct, &ct->fns[1]) == 0);
+	rep = report(ct, NULL, "self");
+	assert_true(num(row(rep, 0), "self_ns") == 0);
+	assert_true(num(row(rep, 0), "avg_ns") == 0);
+	/* but what was taken off is what the probes cost, whole: 2 * 10 * 5 */
+	assert_true(num(cJSON_GetObjectItem(rep, "calls"), "subtracted_ns") == 100);
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+}
+
+static void test_recursion_counts_self_plus_children_once(void **state)
+{
+	/*
+	 * f called twice from main: A [0, 10), and B [20, 30), which calls f again, C [22, 27).
+	 * BPF: self A 10, B 10 - 5 = 5, C 5: 20; self+children of the outermost ones only,
+	 * A 10 + B 10 = 20 (C is inside B: counted twice it would be 25); activations inside
+	 * them, their own included: A 1, B 2 (itself and C).
+	 */
+	const struct proc p[] = {
+		{ "prog", "f", false,
+		  { .calls = 3, .closed = 3, .outer = 2, .self_ns = 20, .total_ns = 20,
+		    .total_acts = 3, .max_ns = 10 } },
+	};
+	struct count *ct = table(p, 1, 0, 0);
+	cJSON *rep = report(ct, NULL, "self");
+
+	(void)state;
+	assert_true(num(row(rep, 0), "calls") == 3);
+	assert_true(num(row(rep, 0), "self_ns") == 20);
+	assert_true(num(row(rep, 0), "total_ns") == 20);
+	/* the average is per outermost call: 20 / 2, not 20 / 3 */
+	assert_true(num(row(rep, 0), "avg_ns") == 10);
+	cJSON_Delete(rep);
+
+	/* with probes at 1 ns a pair: 3 activations closed, 3 inside the outermost ones:
+	 * self 20 - 3 = 17, total 20 - 3 = 17, avg 17 / 2 */
+	ct->cost_ns = 1;
+	rep = report(ct, NULL, "self");
+	assert_true(num(row(rep, 0), "self_ns") == 17);
+	assert_true(num(row(rep, 0), "total_ns") == 17);
+	assert_true(num(row(rep, 0), "avg_ns") == 8.5);
+	assert_true(num(row(rep, 0), "max_ns") == 10); /* maxima stay raw */
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+}
+
+static void test_total_takes_each_kind_at_its_cost(void **state)
+{
+	/* parent (emulated) [0, 1000) calls child (stepped) twice: 3 activations inside
+	 * parent, 2 of them stepped: 1000 - 2 * 30 - 1 * 10 = 930; child's own self time,
+	 * 200 in its 2 activations, at the stepped cost: 200 - 2 * 30 = 140 */
+	const struct proc p[] = {
+		{ "prog", "parent", false,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 800, .total_ns = 1000,
+		    .total_acts = 3, .total_acts_xol = 2 } },
+		{ "prog", "child", true,
+		  { .calls = 2, .closed = 2, .outer = 2, .self_ns = 200, .total_ns = 200,
+		    .total_acts = 2, .total_acts_xol = 2 } },
+	};
+	struct count *ct = table(p, 2, 10, 30);
+
+	(void)state;
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 930);
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 790);
+	assert_true(count_total_ns(ct, &ct->fns[1]) == 140);
+	assert_true(count_self_ns(ct, &ct->fns[1]) == 140);
+	count_ops.free(ct);
+}
+
+static void test_total_guards_more_stepped_than_activations(void **state)
+{
+	/* a file may say 5 stepped activations of 2 (BPF never would): only the 5 stepped are
+	 * taken off, 1000 - 5 * 10 = 950; the emulated rest, 2 - 5 in 64 bits, must not wrap
+	 * around to 2^64 - 3 activations and take everything */
+	const struct proc p[] = {
+		{ "prog", "odd", false,
+		  { .calls = 2, .closed = 2, .outer = 1, .self_ns = 1000, .total_ns = 1000,
+		    .total_acts = 2, .total_acts_xol = 5 } },
+	};
+	struct count *ct = table(p, 1, 100, 10);
+
+	(void)state;
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 950);
+	count_ops.free(ct);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The call table */
+
+static void test_table_parent_and_child(void **state)
+{
+	/*
+	 * parent [0, 100) calls child twice, [10, 30) and [40, 70); probes at 2 ns a pair.
+	 * child: self 20 + 30 = 50 - 2 * 2 = 46, total the same, avg 46 / 2 = 23, max 30.
+	 * parent: self 100 - 50 = 50 - 2 = 48; total 100 less its 3 activations' probes, 94.
+	 * Taken off in all: one pair per activation closed, 3 * 2 = 6.
+	 */
+	const struct proc p[] = {
+		{ "libc.so.6", "child", false,
+		  { .calls = 2, .closed = 2, .outer = 2, .self_ns = 50, .total_ns = 50,
+		    .total_acts = 2, .max_ns = 30 } },
+		{ "prog", "parent", false,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 50, .total_ns = 100,
+		    .total_acts = 3, .max_ns = 100 } },
+	};
+	const uint64_t open[] = { 2, 1 }; /* by procedure: child's 2, parent's 1 */
+	struct count *ct = table(p, 2, 2, 7);
+	cJSON *rep = report(ct, open, "self"), *c = cJSON_GetObjectItem(rep, "calls");
+
+	(void)state;
+	assert_string_equal(str(c, "mode"), "REAL");
+	assert_true(num(c, "probe_cost_ns") == 2);
+	assert_true(num(c, "stepped_probe_cost_ns") == 7);
+	assert_true(num(c, "subtracted_ns") == 6);
+	assert_null(cJSON_GetObjectItem(c, "programs"));
+	assert_string_equal(order(rep), "parent child"); /* self 48 > 46 */
+
+	assert_string_equal(str(row(rep, 0), "procedure"), "prog.parent");
+	assert_string_equal(str(row(rep, 0), "module"), "prog");
+	assert_true(num(row(rep, 0), "calls") == 1);
+	assert_true(num(row(rep, 0), "self_ns") == 48);
+	assert_true(num(row(rep, 0), "total_ns") == 94);
+	assert_true(num(row(rep, 0), "avg_ns") == 94);
+	assert_true(num(row(rep, 0), "max_ns") == 100);
+	/* the open count follows its procedure to its row */
+	assert_true(num(row(rep, 0), "open") == 1);
+
+	assert_string_equal(str(row(rep, 1), "procedure"), "libc.so.6.child");
+	assert_true(num(row(rep, 1), "calls") == 2);
+	assert_true(num(row(rep, 1), "self_ns") == 46);
+	assert_true(num(row(rep, 1), "total_ns") == 46);
+	assert_true(num(row(rep, 1), "avg_ns") == 23);
+	assert_true(num(row(rep, 1), "max_ns") == 30);
+	assert_true(num(row(rep, 1), "open") == 2);
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+}
+
+static void test_table_sorts(void **state)
+{
+	/* no probe cost; avg is total / outer: a 300, b 1000 / 5 = 200, c 500 / 2 = 250 */
+	const struct proc p[] = {
+		{ "m", "a", false,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 300, .total_ns = 300 } },
+		{ "m", "b", false,
+		  { .calls = 5, .closed = 5, .outer = 5, .self_ns = 200, .total_ns = 1000 } },
+		{ "m", "c", false,
+		  { .calls = 10, .closed = 10, .outer = 2, .self_ns = 100, .total_ns = 500 } },
+	};
+	struct count *ct = table(p, 3, 0, 0);
+	static const char *const sorts[][2] = {
+		{ "self", "a b c" }, { "calls", "c b a" }, { "total", "b c a" }, { "avg", "a c b" },
+		{ "bogus", "a b c" }, /* (the engine checks the name: anything else is self) */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(sorts); i++) {
+		cJSON *rep = report(ct, NULL, sorts[i][0]);
+
+		if (strcmp(order(rep), sorts[i][1]))
+			fail_msg("--sort %s: %s, expected %s", sorts[i][0], order(rep),
+				 sorts[i][1]);
+		cJSON_Delete(rep);
+	}
+	count_ops.free(ct);
+}
+
+static void test_table_keeps_ties_in_table_order(void **state)
+{
+	/* equal self times: the order the procedures were found in, both ways round */
+	const struct proc p[] = {
+		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7 } },
+		{ "m", "e", false, { .calls = 2, .closed = 2, .outer = 2, .self_ns = 7 } },
+		{ "m", "f", false, { .calls = 3, .closed = 3, .outer = 3, .self_ns = 9 } },
+		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7 } },
+	};
+	struct count *ct = table(p, 3, 0, 0), *rev = table(p + 1, 3, 0, 0);
+	cJSON *rep = report(ct, NULL, "self"), *rep2 = report(rev, NULL, "self");
+
+	(void)state;
+	assert_string_equal(order(rep), "f d e");
+	assert_string_equal(order(rep2), "f e d");
+	cJSON_Delete(rep);
+	cJSON_Delete(rep2);
+	count_ops.free(ct);
+	count_ops.free(rev);
+}
+
+static void test_table_without_calls(void **state)
+{
+	/* probed, never called: all 0; entered only past the shadow stack's depth (counted,
+	 * not timed) or still open: no outermost activation closed, so no average (no 0 / 0),
+	 * even with a total from a file that says so */
+	const struct proc p[] = {
+		{ "m", "never", false, { 0 } },
+		{ "m", "deep", false, { .calls = 4, .too_deep = 4, .total_ns = 500 } },
+	};
+	struct count *ct = table(p, 2, 3, 3);
+	cJSON *rep = report(ct, NULL, "avg");
+
+	(void)state;
+	assert_int_equal(rows(rep), 2);
+	for (int k = 0; k < 2; k++) {
+		const cJSON *x = row(rep, k);
+
+		assert_true(num(x, "self_ns") == 0);
+		assert_true(num(x, "avg_ns") == 0);
+	}
+	assert_string_equal(order(rep), "never deep"); /* both 0: table order */
+	assert_true(num(row(rep, 1), "too_deep") == 4);
+	assert_true(num(row(rep, 1), "total_ns") == 500);
+	assert_true(num(cJSON_GetObjectItem(rep, "calls"), "subtracted_ns") == 0);
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+}
+
+static void test_empty_table_says_what_never_matched(void **state)
+{
+	/* a command's patterns that never named anything, VIRTUAL, with the programs' stats */
+	static const char *const pats[] = { "prog.main", "libfoo.so.bar*" };
+	static const bool matched[] = { true, false };
+	struct counter_prog_stats ps = { .run_cnt = 12, .run_time_ns = 3456 };
+	struct count *ct = table(NULL, 0, 9000, 26000);
+	cJSON *rep = cJSON_CreateObject(), *c, *um;
+
+	(void)state;
+	set_patterns(ct, pats, matched, 2);
+	ct->virt = true;
+	ct->searched = 3;
+	assert_int_equal(count_report_json(ct, (uint64_t[1]){ 0 }, &ps, "self", rep), 0);
+	c = cJSON_GetObjectItem(rep, "calls");
+	assert_string_equal(str(c, "mode"), "VIRTUAL");
+	assert_true(num(c, "objects_searched") == 3);
+	assert_int_equal(rows(rep), 0);
+	assert_true(num(c, "subtracted_ns") == 0);
+	um = cJSON_GetObjectItem(c, "unmatched");
+	assert_int_equal(cJSON_GetArraySize(um), 1);
+	assert_string_equal(cJSON_GetArrayItem(um, 0)->valuestring, "libfoo.so.bar*");
+	assert_true(num(cJSON_GetObjectItem(c, "programs"), "runs") == 12);
+	assert_true(num(cJSON_GetObjectItem(c, "programs"), "run_time_ns") == 3456);
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Cookies and open activations */
+
+static void test_cookie_names_target_and_procedure(void **state)
+{
+	uint64_t a = count_cookie(7, 3, false), b = count_cookie(7, 3, true);
+
+	(void)state;
+	assert_int_equal(PCMON_COUNT_TARGET(a), 7);
+	assert_int_equal(PCMON_COUNT_FN(a), 3);
+	/* a stepped probe's cookie differs (BPF counts the kinds apart) but names the same */
+	assert_true(a != b);
+	assert_int_equal(PCMON_COUNT_TARGET(b), 7);
+	assert_int_equal(PCMON_COUNT_FN(b), 3);
+	assert_true((uint32_t)b & PCMON_COUNT_XOL);
+	/* the largest target and index still come back apart */
+	b = count_cookie(PCMON_MAX_TARGETS - 1, 99999, true);
+	assert_int_equal(PCMON_COUNT_TARGET(b), PCMON_MAX_TARGETS - 1);
+	assert_int_equal(PCMON_COUNT_FN(b), 99999);
+}
+
+static void test_open_activations_by_procedure(void **state)
+{
+	/* target 7 has 4 procedures; the BPF iterator hands every thread's open activations of
+	 * every target: two of 7's procedure 3 (one stepped), one of its 0; one of target 8's;
+	 * one of 7's that names no procedure of the table (ignored, not written past it) */
+	uint64_t open[5] = { 0 };
+	struct count_open oc = { .target = 7, .open = open, .n = 4 };
+	const uint64_t seen[] = { count_cookie(7, 0, false), count_cookie(7, 3, true),
+				  count_cookie(8, 0, false), count_cookie(7, 3, false),
+				  count_cookie(7, 4, false) };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(seen); i++)
+		count_tally_open(&oc, seen[i]);
+	assert_int_equal(open[0], 1);
+	assert_int_equal(open[1], 0);
+	assert_int_equal(open[2], 0);
+	assert_int_equal(open[3], 2);
+	assert_int_equal(open[4], 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Options */
+
+static void *new_count(const char *json, cJSON **rep)
+{
+	cJSON *req = cJSON_Parse(json);
+	void *st = NULL;
+
+	assert_non_null(req);
+	*rep = NULL;
+	if (count_ops.new(NULL, NULL, req, &st, rep))
+		st = NULL;
+	else
+		assert_null(*rep);
+	cJSON_Delete(req);
+	return st;
+}
+
+static void test_options(void **state)
+{
+	cJSON *rep;
+	struct count *ct;
+
+	(void)state;
+	ct = new_count("{\"count\": [\"calls.parent\", \"calls.rec*\"], \"mode\": \"virtual\", "
+		       "\"max_probes\": 5}", &rep);
+	assert_non_null(ct);
+	assert_int_equal(ct->npats, 2);
+	assert_string_equal(ct->patterns[0], "calls.parent");
+	assert_string_equal(ct->patterns[1], "calls.rec*");
+	assert_non_null(ct->pats[1]);
+	assert_false(ct->matched[0]); /* nothing searched yet */
+	assert_true(ct->virt);
+	assert_int_equal(ct->max_probes, 5);
+	assert_int_equal(ct->nfns, 0);
+	count_ops.free(ct);
+
+	/* wall time and 1000 probes unless asked */
+	ct = new_count("{\"count\": [\"x.y\"], \"mode\": \"real\"}", &rep);
+	assert_non_null(ct);
+	assert_false(ct->virt);
+	assert_int_equal(ct->max_probes, 1000);
+	count_ops.free(ct);
+}
+
+static void test_wanted(void **state)
+{
+	cJSON *a = cJSON_Parse("{\"count\": [\"x.y\"]}"), *b = cJSON_Parse("{\"nodes\": []}");
+
+	(void)state;
+	assert_true(count_ops.wanted(a));
+	assert_false(count_ops.wanted(b));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+static void expect_refused(const char *json, int status, const char *msg)
+{
+	cJSON *rep;
+
+	assert_null(new_count(json, &rep));
+	assert_non_null(rep);
+	if (strcmp(str(rep, "error"), msg) || num(rep, "status") != status)
+		fail_msg("%s: got %d \"%s\", expected %d \"%s\"", json, (int)num(rep, "status"),
+			 str(rep, "error"), status, msg);
+	cJSON_Delete(rep);
+}
+
+static void test_options_refused(void **state)
+{
+	(void)state;
+	expect_refused("{\"count\": []}", 2, "--count: give a procedure pattern");
+	expect_refused("{\"count\": [\"main->foo->\"]}", 2,
+		       "--count main->foo->: column 12: expected a name after '->'");
+	/* a bad pattern after good ones: what was parsed goes (ASan sees a leak otherwise) */
+	expect_refused("{\"count\": [\"a.b\", \"c.d\", \"when ;x\"]}", 2,
+		       "--count when ;x: column 7: unexpected text after ';'");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The state file's "calls" section */
+
+/* @ct saved, through text as in a file, and loaded back: NULL and the reason in @why if
+ * refused. @edit may change the section's JSON in between. */
+static struct count *round_trip(const struct count *ct, void (*edit)(cJSON *o), char *why,
+				size_t whylen)
+{
+	struct sf_wr w = { 0 };
+	struct sf_rd rd = { .format = 3, .section = "calls", .why = why, .whylen = whylen };
+	cJSON *o = cJSON_CreateObject(), *back;
+	void *out = (void *)1;
+	char *text;
+	int r;
+
+	count_ops.save(NULL, ct, NULL, &w, o);
+	assert_false(w.oom);
+	text = cJSON_PrintUnformatted(o);
+	assert_non_null(text);
+	back = cJSON_Parse(text);
+	assert_non_null(back);
+	if (edit)
+		edit(back);
+	why[0] = '\0';
+	r = count_ops.load(&rd, back, NULL, &out);
+	cJSON_free(text);
+	cJSON_Delete(o);
+	cJSON_Delete(back);
+	if (r) {
+		assert_int_equal(r, -EINVAL);
+		assert_null(out);
+		return NULL;
+	}
+	assert_string_equal(why, "");
+	return out;
+}
+
+/* Two procedures with every total set, some past 2^53 (a double cannot hold them). */
+static struct count *full_table(void)
+{
+	static const char *const pats[] = { "prog.work*", "libm.so.6.sin", "prog.none" };
+	static const bool matched[] = { true, true, false };
+	const struct proc p[] = {
+		{ "prog", "work_a", false,
+		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 } },
+		{ "libm.so.6", "sin", true,
+		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
+		    12345678901234567ULL, 42, 99, 0, 1, 2 } },
+	};
+	struct count *ct = table(p, 2, 9123.25, 26000.5);
+
+	set_patterns(ct, pats, matched, 3);
+	ct->fns[0].vaddr = 0x401136;
+	ct->fns[1].vaddr = 0xffffffffff600000ULL; /* above 2^53: rounded as a double */
+	ct->fns[1].late = true;
+	ct->virt = true;
+	ct->searched = 7;
+	return ct;
+}
+
+static void test_state_round_trip(void **state)
+{
+	struct count *ct = full_table(), *back;
+	char why[256];
+
+	(void)state;
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_true(back->detached); /* a loaded table is final */
+	assert_true(back->virt);
+	assert_true(back->cost_ns == 9123.25);
+	assert_true(back->cost_xol_ns == 26000.5);
+	assert_int_equal(back->searched, 7);
+	assert_int_equal(back->npats, 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_string_equal(back->patterns[i], ct->patterns[i]);
+		assert_int_equal(back->matched[i], ct->matched[i]);
+	}
+	assert_int_equal(back->nfns, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct count_fn *a = &ct->fns[i], *b = &back->fns[i];
+
+		assert_string_equal(b->module, a->module);
+		assert_string_equal(b->name, a->name);
+		assert_int_equal(b->vaddr, a->vaddr);
+		assert_int_equal(b->late, a->late);
+		assert_int_equal(b->xol, a->xol);
+		assert_memory_equal(&b->stat, &a->stat, sizeof(a->stat));
+		assert_null(b->entry); /* no probes come back */
+	}
+	/* and the table it makes is the one it made */
+	{
+		cJSON *r1 = report(ct, NULL, "total"), *r2 = report(back, NULL, "total");
+		char *t1 = cJSON_PrintUnformatted(r1), *t2 = cJSON_PrintUnformatted(r2);
+
+		assert_string_equal(t1, t2);
+		cJSON_free(t1);
+		cJSON_free(t2);
+		cJSON_Delete(r1);
+		cJSON_Delete(r2);
+	}
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
+static void test_state_round_trip_empty(void **state)
+{
+	/* a command that exited before its pattern named anything */
+	static const char *const pats[] = { "prog.never" };
+	static const bool matched[] = { false };
+	struct count *ct = table(NULL, 0, 0, 0), *back;
+	char why[256];
+
+	(void)state;
+	set_patterns(ct, pats, matched, 1);
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_int_equal(back->nfns, 0);
+	assert_int_equal(back->npats, 1);
+	assert_false(back->matched[0]);
+	assert_false(back->virt);
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
+static cJSON *proc_of(cJSON *o, int i)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItem(o, "procedures"), i);
+}
+
+static void negative_calls(cJSON *o)
+{
+	cJSON_ReplaceItemInObject(proc_of(o, 1), "calls", cJSON_CreateNumber(-1));
+}
+
+static void no_total(cJSON *o)
+{
+	cJSON_DeleteItemFromObject(proc_of(o, 0), "total_ns");
+}
+
+static void bad_pattern(cJSON *o)
+{
+	cJSON_ReplaceItemInArray(cJSON_GetObjectItem(o, "patterns"), 1,
+				 cJSON_CreateString("main->foo->"));
+}
+
+static void not_an_object(cJSON *o)
+{
+	cJSON_ReplaceItemInArray(cJSON_GetObjectItem(o, "procedures"), 1, cJSON_CreateNumber(3));
+}
+
+static void bad_address(cJSON *o)
+{
+	cJSON_ReplaceItemInObject(proc_of(o, 0), "a", cJSON_CreateString("main"));
+}
+
+static void huge_cost(cJSON *o)
+{
+	cJSON_ReplaceItemInObject(o, "probe_cost_ns", cJSON_CreateNumber(2e9));
+}
+
+static void no_virtual(cJSON *o)
+{
+	cJSON_DeleteItemFromObject(o, "virtual");
+}
+
+static void no_searched(cJSON *o)
+{
+	cJSON_DeleteItemFromObject(o, "objects_searched");
+}
+
+static void test_state_refused_naming_the_field(void **state)
+{
+	static const struct {
+		void (*edit)(cJSON *o);
+		const char *why;
+	} cases[] = {
+		{ negative_calls, "calls.procedures[1].calls: -1 is negative" },
+		{ no_total, "calls.procedures[0].total_ns: missing" },
+		{ bad_pattern, "calls.patterns: not a procedure pattern" },
+		{ not_an_object, "calls.procedures[1]: a number where an object belongs" },
+		{ bad_address, "calls.procedures[0].a: \"main\" does not start with 0x" },
+		{ huge_cost, "calls.probe_cost_ns: 2e+09 is not in [0, 1e+09]" },
+		{ no_virtual, "calls.virtual: missing" },
+		{ no_searched, "calls.objects_searched: missing" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct count *ct = full_table(), *back;
+		char why[256];
+
+		back = round_trip(ct, cases[i].edit, why, sizeof(why));
+		if (back)
+			fail_msg("case %zu loaded; expected \"%s\"", i, cases[i].why);
+		if (strcmp(why, cases[i].why))
+			fail_msg("case %zu: \"%s\", expected \"%s\"", i, why, cases[i].why);
+		count_ops.free(ct);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_self_takes_one_probe_pair_per_activation),
+		cmocka_unit_test(test_self_counts_closed_activations_not_calls),
+		cmocka_unit_test(test_times_never_below_zero),
+		cmocka_unit_test(test_recursion_counts_self_plus_children_once),
+		cmocka_unit_test(test_total_takes_each_kind_at_its_cost),
+		cmocka_unit_test(test_total_guards_more_stepped_than_activations),
+		cmocka_unit_test(test_table_parent_and_child),
+		cmocka_unit_test(test_table_sorts),
+		cmocka_unit_test(test_table_keeps_ties_in_table_order),
+		cmocka_unit_test(test_table_without_calls),
+		cmocka_unit_test(test_empty_table_says_what_never_matched),
+		cmocka_unit_test(test_cookie_names_target_and_procedure),
+		cmocka_unit_test(test_open_activations_by_procedure),
+		cmocka_unit_test(test_wanted),
+		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_options_refused),
+		cmocka_unit_test(test_state_round_trip),
+		cmocka_unit_test(test_state_round_trip_empty),
+		cmocka_unit_test(test_state_refused_naming_the_field),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
