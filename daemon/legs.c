@@ -1005,7 +1005,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 
 			tot->probe_hits = tot->count;
 			tot->probe_ns = cost;
-			tot->total_ns = (double)tot->total_ns > cost ? tot->total_ns - (uint64_t)cost : 0;
+			tot->total_ns =
+				(double)tot->total_ns > cost ? tot->total_ns - (uint64_t)cost : 0;
 		}
 		tot->id = added ? 0 : l->id;
 		lg->nlegs++;

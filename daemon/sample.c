@@ -104,8 +104,11 @@ void sample_free(void *st)
 
 uint64_t sample_lost(const struct sample *sp)
 {
-	uint64_t n = sp->lost_oom + sp->lost_memory;
+	uint64_t n = 0;
 
+#define ADD_OWN(f, key, need, drop, name) n += drop ? sp->f : 0;
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
 #define ADD_LOST(f, since, drop, name) n += drop ? sp->lost.f : 0;
 	PCMON_TSTAT_FIELDS(ADD_LOST)
 #undef ADD_LOST
@@ -828,7 +831,9 @@ static void zero(void *gp, struct target *t, void *st)
 	struct sample *sp = st;
 
 	agg_zero(sp->agg);
-	sp->seen_samples = sp->lost_oom = sp->lost_memory = 0;
+#define ZERO_COUNT(f, key, need, drop, name) sp->f = 0;
+	SAMPLE_COUNT_FIELDS(ZERO_COUNT)
+#undef ZERO_COUNT
 	memset(&sp->lost, 0, sizeof(sp->lost));
 	if (sp->holds_period)
 		sampler_tstat(g->env.smp, t->id, &sp->lost_base);
@@ -858,7 +863,11 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 	struct sample *sp = st;
 
 	accumulate_lost(g, t, sp);
-	cJSON_AddNumberToObject(o, "samples", sp->seen_samples);
+#define ADD_FACT(f, key, need, drop, name) \
+	if (!drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_FACT)
+#undef ADD_FACT
 	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
 }
