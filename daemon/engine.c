@@ -1044,23 +1044,22 @@ static cJSON *cmd_status(struct engine *e)
 	cJSON_AddNumberToObject(rep, "dwarf_stack_bytes", sampler_dwarf_stack(e->smp));
 	cJSON_AddNumberToObject(rep, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
 	sample_status_json(e->g[INST_SAMPLE], rep);
-	cJSON_AddNumberToObject(rep, "events_lost", gs.events_lost);
-	cJSON_AddNumberToObject(rep, "procs_full", gs.procs_full);
+#define ADD_GSTAT(f, status) if (status) cJSON_AddNumberToObject(rep, #f, gs.f);
+	PCMON_GSTAT_FIELDS(ADD_GSTAT)
+#undef ADD_GSTAT
 	o = cJSON_AddObjectToObject(rep, "symbols");
-	cJSON_AddNumberToObject(o, "modules", ss.modules);
-	cJSON_AddNumberToObject(o, "locations", ss.locs);
-	cJSON_AddNumberToObject(o, "procedures", ss.procs);
-	cJSON_AddNumberToObject(o, "maps_reads", ss.maps_reads);
+#define ADD_SYM(f, status, key) if (status) cJSON_AddNumberToObject(o, #key, ss.f);
+	SYM_STATS_FIELDS(ADD_SYM)
+#undef ADD_SYM
 	/* how long processes went with critical-section probes pending (README) */
 	{
 		struct probes_stats ps;
 
 		probes_stats(e->probes, &ps);
 		o = cJSON_AddObjectToObject(rep, "critical_probes");
-		cJSON_AddNumberToObject(o, "events", ps.events);
-		cJSON_AddNumberToObject(o, "acknowledged", ps.acked);
-		cJSON_AddNumberToObject(o, "lag_ms_max", ps.lag_max_ns / 1e6);
-		cJSON_AddNumberToObject(o, "objects_checked", ps.objects);
+#define ADD_PROBES(f, key, unit) cJSON_AddNumberToObject(o, #key, ps.f / (unit));
+		PROBES_STATS_FIELDS(ADD_PROBES)
+#undef ADD_PROBES
 	}
 	dbginfo_status_json(e->dbg, rep);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */
