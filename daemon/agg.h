@@ -17,17 +17,34 @@
 
 struct pat;
 
-/* Why a sample's stack could not be walked (the `unwalkable` critical section). */
+/*
+ * Why a sample's stack could not be walked (the `unwalkable` critical section), or was cut
+ * short, defined once: X(id, name, cuts) — AGG_UNWALK_<id>, named @name in listings, exports
+ * and state files; @cuts 1: it may cut a stack short too (the summary's cut_short_by_reason).
+ * New reasons go last: format-1 state files store the number.
+ */
+#define AGG_UNWALK_REASONS(X)                                                              \
+	/* the user stack could not be read, or a frame was bad */                         \
+	X(FAULT, fault, 1)                                                                 \
+	/* dwarf: the copied stack ended before the root */                                \
+	X(TRUNCATED, truncated, 1)                                                         \
+	/* the frames were lost (stacks ring full) */                                      \
+	X(LOST, lost, 0)                                                                   \
+	/* the stack has more frames than the maximum depth */                             \
+	X(DEPTH, depth, 1)                                                                 \
+	/* dwarf: code without CFI whose frame-pointer chain ended */                      \
+	X(NOCFI, no_cfi, 1)                                                                \
+	/* fp: the frame-pointer chain ended short of a root (only ever cuts one short) */ \
+	X(FP_CHAIN, fp_chain, 1)
+
 enum agg_unwalk {
 	AGG_WALK_OK = 0,
-	AGG_UNWALK_FAULT,	/* the user stack could not be read, or a frame was bad */
-	AGG_UNWALK_TRUNCATED,	/* dwarf: the copied stack ended before the root */
-	AGG_UNWALK_LOST,	/* the frames were lost (stacks ring full) */
-	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
-	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
-	AGG_UNWALK_FP_CHAIN,	/* fp: the frame-pointer chain ended short of a root */
-	AGG_UNWALK_MAX,		/* (new reasons go last: format-1 state files store the number) */
+#define AGG_UNWALK_ENUM(id, name, cuts) AGG_UNWALK_##id,
+	AGG_UNWALK_REASONS(AGG_UNWALK_ENUM)
+#undef AGG_UNWALK_ENUM
+	AGG_UNWALK_MAX,
 };
+/* Each reason's name; [AGG_WALK_OK] is the section's, "unwalkable". */
 extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
 
 struct agg_stack {

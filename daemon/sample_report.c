@@ -39,9 +39,11 @@ static void add_summary(const struct sample_listing *ls, const struct agg_list *
 	cJSON_AddNumberToObject(sum, "kernel_mode", l->kernel_mode);
 	cJSON_AddNumberToObject(sum, "cut_short", l->cut[AGG_WALK_OK]);
 	o = cJSON_AddObjectToObject(sum, "cut_short_by_reason");
-	for (int i = 1; i < AGG_UNWALK_MAX; i++)
-		if (i != AGG_UNWALK_LOST)
-			cJSON_AddNumberToObject(o, agg_unwalk_names[i], l->cut[i]);
+#define ADD_CUT(id, name, cuts) \
+	if (cuts)               \
+		cJSON_AddNumberToObject(o, #name, l->cut[AGG_UNWALK_##id]);
+	AGG_UNWALK_REASONS(ADD_CUT)
+#undef ADD_CUT
 	cJSON_AddNumberToObject(sum, "oncpu", l->oncpu);
 	cJSON_AddNumberToObject(sum, "off_blocked", l->off_blocked);
 	cJSON_AddNumberToObject(sum, "off_runnable", l->off_runnable);
