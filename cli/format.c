@@ -326,8 +326,8 @@ void fmt_tables(FILE *f, const cJSON *rep)
 
 		snprintf(from, sizeof(from), num(it, "from") ? "%.0f" : "*", num(it, "from"));
 		snprintf(to, sizeof(to), num(it, "to") ? "%.0f" : "*", num(it, "to"));
-		fprintf(f, "%s %4.0f %6s %4s", num(it, "abandoned") ? "~" : " ", num(it, "id"), from,
-			to);
+		fprintf(f, "%s %4.0f %6s %4s", num(it, "abandoned") ? "~" : " ", num(it, "id"),
+			from, to);
 		col_values(f, leg_cols, ARRAY_SIZE(leg_cols), it);
 		fputc('\n', f);
 	}
