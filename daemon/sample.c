@@ -33,7 +33,6 @@ struct pending {
 	struct agg_stack *st;
 };
 
-/* Engine-wide: what converting and draining samples needs. */
 /*
  * The instrument's counters for `pcmon status`, defined once: X(field, key, unit, part) —
  * reported as @key, in @unit of the field (1e6: ns as ms); part 1 before the counts map's
@@ -53,6 +52,7 @@ struct pending {
 	X(unwind_ns, dwarf_unwind_ms_total, 1e6, 2)                                        \
 	X(copied, dwarf_stack_bytes_total, 1, 2)
 
+/* Engine-wide: what converting and draining samples needs. */
 struct sample_g {
 	struct inst_env env;
 	struct agg_stack *scratch;	/* conversion buffer for one stack */
