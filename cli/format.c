@@ -85,6 +85,48 @@ static void fmt_ns(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.0fns", ns);
 }
 
+/* A column of a table for people: the reply's key, its heading, its width, how it reads. */
+enum col_kind { COL_COUNT, COL_NS, COL_PCT };
+struct col {
+	const char *key, *head;
+	int width;
+	enum col_kind kind;
+};
+
+/* The headings of @n columns, each after a space. */
+static void col_heads(FILE *f, const struct col *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %*s", c[i].width, c[i].head);
+}
+
+/* The values of @o in @n columns, each after a space. */
+static void col_values(FILE *f, const struct col *c, size_t n, const cJSON *o)
+{
+	char buf[24];
+
+	for (size_t i = 0; i < n; i++) {
+		double v = num(o, c[i].key);
+
+		if (c[i].kind == COL_NS) {
+			fmt_ns(buf, sizeof(buf), v);
+			fprintf(f, " %*s", c[i].width, buf);
+		} else if (c[i].kind == COL_PCT) {
+			fprintf(f, " %*.2f%%", c[i].width - 1, v);
+		} else {
+			fprintf(f, " %*.0f", c[i].width, v);
+		}
+	}
+}
+
+/* The call table's columns after calls, which carries the row's mark. */
+static const struct col call_cols[] = {
+	{ "self_ns", "self", 11, COL_NS },	{ "total_ns", "total", 11, COL_NS },
+	{ "avg_ns", "avg", 11, COL_NS },	{ "max_ns", "max", 11, COL_NS },
+	{ "open", "open", 6, COL_COUNT },	{ "unwound", "unwound", 7, COL_COUNT },
+	{ "exited", "exited", 6, COL_COUNT },
+};
+
 /*
  * The call table (docs/count.md): per procedure calls, self, self+children, average, max, and
  * what was closed other than by a return. '~' marks a procedure probed after its process
@@ -93,7 +135,7 @@ static void fmt_ns(char *buf, size_t len, double ns)
 void fmt_calls(FILE *f, const cJSON *rep)
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "calls"), *it;
-	char self[24], total[24], avg[24], max[24], sub[24];
+	char total[24], sub[24];
 	bool late = false;
 
 	if (!c)
@@ -107,19 +149,16 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fmt_ns(total, sizeof(total), num(p, "run_time_ns"));
 		fprintf(f, "; the probes' BPF ran %.0f times, %s (all targets)", num(p, "runs"), total);
 	}
-	fprintf(f, "\n\n%10s %11s %11s %11s %11s %6s %7s %6s  %s\n", "calls", "self", "total",
-		"avg", "max", "open", "unwound", "exited", "procedure");
+	fprintf(f, "\n\n%10s", "calls");
+	col_heads(f, call_cols, ARRAY_SIZE(call_cols));
+	fprintf(f, "  %s\n", "procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
 		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
 
 		late |= l;
-		fmt_ns(self, sizeof(self), num(it, "self_ns"));
-		fmt_ns(total, sizeof(total), num(it, "total_ns"));
-		fmt_ns(avg, sizeof(avg), num(it, "avg_ns"));
-		fmt_ns(max, sizeof(max), num(it, "max_ns"));
-		fprintf(f, "%s%9.0f %11s %11s %11s %11s %6.0f %7.0f %6.0f  %s\n", l ? "~" : " ",
-			num(it, "calls"), self, total, avg, max, num(it, "open"), num(it, "unwound"),
-			num(it, "exited"), str(it, "procedure", "?"));
+		fprintf(f, "%s%9.0f", l ? "~" : " ", num(it, "calls"));
+		col_values(f, call_cols, ARRAY_SIZE(call_cols), it);
+		fprintf(f, "  %s\n", str(it, "procedure", "?"));
 		if (num(it, "too_deep"))
 			fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n",
 				"", num(it, "too_deep"));
@@ -252,11 +291,19 @@ static void fmt_hist(FILE *f, const cJSON *h, const char *unit)
 	fprintf(f, "      (%s)\n", unit);
 }
 
+/* The legs table's columns after the leg's number, from and to. */
+static const struct col leg_cols[] = {
+	{ "count", "count", 10, COL_COUNT },	 { "total_ns", "total", 11, COL_NS },
+	{ "avg_ns", "avg", 11, COL_NS },	 { "min_ns", "min", 11, COL_NS },
+	{ "max_ns", "max", 11, COL_NS },	 { "percent_of_elapsed", "%", 7, COL_PCT },
+	{ "abandoned", "abandoned", 9, COL_COUNT },
+};
+
 /* The Mesa tool's report (docs/legs.md): overhead, nodes, legs, histograms. */
 void fmt_tables(FILE *f, const cJSON *rep)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "tables"), *o, *it;
-	char a[24], b[24], c[24], d[24];
+	char a[24], b[24];
 
 	if (!t)
 		return;
@@ -271,20 +318,18 @@ void fmt_tables(FILE *f, const cJSON *rep)
 		fprintf(f, "  %4.0f %10.0f %8s  %s\n", num(it, "id"), num(it, "hits"), a,
 			str(it, "spec", "?"));
 	}
-	fprintf(f, "\n  leg   from   to %10s %11s %11s %11s %11s %7s %9s\n", "count", "total", "avg",
-		"min", "max", "%", "abandoned");
+	fprintf(f, "\n  leg   from   to");
+	col_heads(f, leg_cols, ARRAY_SIZE(leg_cols));
+	fputc('\n', f);
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs")) {
 		char from[8], to[8];
 
 		snprintf(from, sizeof(from), num(it, "from") ? "%.0f" : "*", num(it, "from"));
 		snprintf(to, sizeof(to), num(it, "to") ? "%.0f" : "*", num(it, "to"));
-		fmt_ns(a, sizeof(a), num(it, "total_ns"));
-		fmt_ns(b, sizeof(b), num(it, "avg_ns"));
-		fmt_ns(c, sizeof(c), num(it, "min_ns"));
-		fmt_ns(d, sizeof(d), num(it, "max_ns"));
-		fprintf(f, "%s %4.0f %6s %4s %10.0f %11s %11s %11s %11s %6.2f%% %9.0f\n",
-			num(it, "abandoned") ? "~" : " ", num(it, "id"), from, to, num(it, "count"), a, b,
-			c, d, num(it, "percent_of_elapsed"), num(it, "abandoned"));
+		fprintf(f, "%s %4.0f %6s %4s", num(it, "abandoned") ? "~" : " ", num(it, "id"),
+			from, to);
+		col_values(f, leg_cols, ARRAY_SIZE(leg_cols), it);
+		fputc('\n', f);
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
 		if (cJSON_GetObjectItemCaseSensitive(it, "hist")) {

@@ -9,12 +9,9 @@
 
 const char *const agg_unwalk_names[AGG_UNWALK_MAX] = {
 	[AGG_WALK_OK] = "unwalkable",
-	[AGG_UNWALK_FAULT] = "fault",
-	[AGG_UNWALK_TRUNCATED] = "truncated",
-	[AGG_UNWALK_LOST] = "lost",
-	[AGG_UNWALK_DEPTH] = "depth",
-	[AGG_UNWALK_NOCFI] = "no_cfi",
-	[AGG_UNWALK_FP_CHAIN] = "fp_chain",
+#define UNWALK_NAME(id, name, cuts) [AGG_UNWALK_##id] = #name,
+	AGG_UNWALK_REASONS(UNWALK_NAME)
+#undef UNWALK_NAME
 };
 
 struct agg_val {

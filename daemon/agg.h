@@ -17,17 +17,34 @@
 
 struct pat;
 
-/* Why a sample's stack could not be walked (the `unwalkable` critical section). */
+/*
+ * Why a sample's stack could not be walked (the `unwalkable` critical section), or was cut
+ * short, defined once: X(id, name, cuts) — AGG_UNWALK_<id>, named @name in listings, exports
+ * and state files; @cuts 1: it may cut a stack short too (the summary's cut_short_by_reason).
+ * New reasons go last: format-1 state files store the number.
+ */
+#define AGG_UNWALK_REASONS(X)                                                              \
+	/* the user stack could not be read, or a frame was bad */                         \
+	X(FAULT, fault, 1)                                                                 \
+	/* dwarf: the copied stack ended before the root */                                \
+	X(TRUNCATED, truncated, 1)                                                         \
+	/* the frames were lost (stacks ring full) */                                      \
+	X(LOST, lost, 0)                                                                   \
+	/* the stack has more frames than the maximum depth */                             \
+	X(DEPTH, depth, 1)                                                                 \
+	/* dwarf: code without CFI whose frame-pointer chain ended */                      \
+	X(NOCFI, no_cfi, 1)                                                                \
+	/* fp: the frame-pointer chain ended short of a root (only ever cuts one short) */ \
+	X(FP_CHAIN, fp_chain, 1)
+
 enum agg_unwalk {
 	AGG_WALK_OK = 0,
-	AGG_UNWALK_FAULT,	/* the user stack could not be read, or a frame was bad */
-	AGG_UNWALK_TRUNCATED,	/* dwarf: the copied stack ended before the root */
-	AGG_UNWALK_LOST,	/* the frames were lost (stacks ring full) */
-	AGG_UNWALK_DEPTH,	/* the stack has more frames than the maximum depth */
-	AGG_UNWALK_NOCFI,	/* dwarf: code without CFI whose frame-pointer chain ended */
-	AGG_UNWALK_FP_CHAIN,	/* fp: the frame-pointer chain ended short of a root */
-	AGG_UNWALK_MAX,		/* (new reasons go last: format-1 state files store the number) */
+#define AGG_UNWALK_ENUM(id, name, cuts) AGG_UNWALK_##id,
+	AGG_UNWALK_REASONS(AGG_UNWALK_ENUM)
+#undef AGG_UNWALK_ENUM
+	AGG_UNWALK_MAX,
 };
+/* Each reason's name; [AGG_WALK_OK] is the section's, "unwalkable". */
 extern const char *const agg_unwalk_names[AGG_UNWALK_MAX];
 
 struct agg_stack {
@@ -138,31 +155,41 @@ struct agg_row {
 
 #define AGG_MAX_CRIT 64
 
+/*
+ * A listing's totals, defined once: X(field, part) gives the struct's fields and LIST's
+ * summary (sample_report.c), each named as its field; the summary has part 1 before the
+ * stacks cut short, part 2 after them, part 3 after the lost samples and WHEN.
+ *
+ * interrupts = counted + not_matching. Counted samples (those WHEN lets through, and
+ * unwalkable ones, which no pattern can test) go either to a critical section or to
+ * procedures: counted = sum of sections + sum of shallow + foreign.
+ *
+ * marks_pending: counted samples charged to no marked section (to procedures, foreignPcs or
+ * declared sections) that were taken while probes were pending (AGG_SF_MARKS_PENDING): any
+ * of them may belong to a marked section. A marked section's true count lies between its
+ * count and its count + marks_pending.
+ */
+#define AGG_LIST_TOTALS(X)                                                                 \
+	X(interrupts, 1)                                                                   \
+	X(counted, 1)                                                                      \
+	X(not_matching, 1)                                                                 \
+	X(foreign, 1)	     /* counted samples in no known procedure */                   \
+	X(kernel_mode, 1)    /* on-CPU samples taken in kernel mode */                     \
+	X(oncpu, 2)	     /* on-CPU samples */                                          \
+	X(off_blocked, 2)    /* off-CPU, in interrupts of t ... */                         \
+	X(off_runnable, 2)                                                                 \
+	X(off_blocked_ns, 2) /* ... and in nanoseconds */                                  \
+	X(off_runnable_ns, 2)                                                              \
+	X(marks_pending, 3)
+
 struct agg_list {
-	/*
-	 * interrupts = counted + not_matching. Counted samples (those WHEN lets through, and
-	 * unwalkable ones, which no pattern can test) go either to a critical section or to
-	 * procedures: counted = sum of sections + sum of shallow + foreign.
-	 */
-	uint64_t interrupts;
-	uint64_t counted;
-	uint64_t not_matching;
-	uint64_t foreign;		/* counted samples in no known procedure */
-	uint64_t kernel_mode;		/* on-CPU samples taken in kernel mode */
-	uint64_t oncpu;			/* on-CPU samples */
-	uint64_t off_blocked, off_runnable;	/* off-CPU, in interrupts of t */
-	uint64_t off_blocked_ns, off_runnable_ns;
+#define AGG_LIST_TOTAL(f, part) uint64_t f;
+	AGG_LIST_TOTALS(AGG_LIST_TOTAL)
+#undef AGG_LIST_TOTAL
 	uint64_t unwalk[AGG_UNWALK_MAX]; /* unwalkable, by reason ([0] = total) */
 	/* counted samples whose stack did not reach a root, their walked frames charged:
 	 * [0] all, by reason after */
 	uint64_t cut[AGG_UNWALK_MAX];
-	/*
-	 * Counted samples charged to no marked section (to procedures, foreignPcs or declared
-	 * sections) that were taken while probes were pending (AGG_SF_MARKS_PENDING): any of
-	 * them may belong to a marked section. A marked section's true count lies between its
-	 * count and its count + marks_pending.
-	 */
-	uint64_t marks_pending;
 	uint64_t crit[AGG_MAX_CRIT];	/* user-declared sections, as in opts.crit */
 	struct agg_marked {
 		uint32_t name;		/* sym string id */

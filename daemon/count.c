@@ -390,10 +390,6 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 
 /* ---- the state file's "calls" section */
 
-static const char *const stat_names[] = { "calls", "closed", "outer", "self_ns", "total_ns",
-					   "total_acts", "total_acts_xol", "max_ns", "unwound",
-					   "exited", "too_deep" };
-
 static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
 		 cJSON *o)
 {
@@ -428,29 +424,25 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_str(w, x, "a", addr);
 		sf_put_bool(w, x, "late", fn->late);
 		sf_put_bool(w, x, "xol", fn->xol);
-		{
-			const __u64 v[] = { fn->stat.calls, fn->stat.closed, fn->stat.outer,
-					    fn->stat.self_ns, fn->stat.total_ns, fn->stat.total_acts,
-					    fn->stat.total_acts_xol, fn->stat.max_ns,
-					    fn->stat.unwound, fn->stat.exited, fn->stat.too_deep };
-
-			for (size_t k = 0; k < ARRAY_SIZE(stat_names); k++)
-				sf_put_u64(w, x, stat_names[k], v[k]);
-		}
+#define PUT_CSTAT(f) sf_put_u64(w, x, #f, fn->stat.f);
+		PCMON_CSTAT_FIELDS(PUT_CSTAT)
+#undef PUT_CSTAT
 	}
 }
 
 static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 {
-	uint64_t v[ARRAY_SIZE(stat_names)];
+	struct pcmon_cstat v = { 0 };
+	uint64_t u;
 	int r;
 
-	for (size_t i = 0; i < ARRAY_SIZE(stat_names); i++)
-		if ((r = sf_get_u64(rd, o, stat_names[i], SF_ALWAYS, &v[i])))
-			return r;
-	*s = (struct pcmon_cstat){ .calls = v[0], .closed = v[1], .outer = v[2], .self_ns = v[3],
-				   .total_ns = v[4], .total_acts = v[5], .total_acts_xol = v[6],
-				   .max_ns = v[7], .unwound = v[8], .exited = v[9], .too_deep = v[10] };
+#define GET_CSTAT(f)                                    \
+	if ((r = sf_get_u64(rd, o, #f, SF_ALWAYS, &u))) \
+		return r;                               \
+	v.f = u;
+	PCMON_CSTAT_FIELDS(GET_CSTAT)
+#undef GET_CSTAT
+	*s = v;
 	return 0;
 }
 

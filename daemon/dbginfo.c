@@ -570,13 +570,9 @@ void dbginfo_status_json(struct dbginfo *d, cJSON *parent)
 	dbginfo_stats(d, &st);
 	cJSON_AddStringToObject(o, "urls", d->urls);
 	cJSON_AddStringToObject(o, "cache", d->cache);
-	cJSON_AddNumberToObject(o, "fetched", st.fetched);
-	cJSON_AddNumberToObject(o, "failed", st.failed);
-	cJSON_AddNumberToObject(o, "pending", st.pending);
-	cJSON_AddNumberToObject(o, "requests", st.requests);
-	cJSON_AddNumberToObject(o, "queue_full", st.queue_full);
-	cJSON_AddNumberToObject(o, "fetch_ms_total", st.fetch_ms_total);
-	cJSON_AddNumberToObject(o, "fetch_ms_max", st.fetch_ms_max);
+#define ADD_STAT(type, f) cJSON_AddNumberToObject(o, #f, st.f);
+	DBGINFO_STATS_FIELDS(ADD_STAT)
+#undef ADD_STAT
 	pthread_mutex_lock(&d->mu);
 	if (d->last_error[0])
 		cJSON_AddStringToObject(o, "last_error", d->last_error);

@@ -69,13 +69,21 @@ void dbginfo_collect(struct dbginfo *d, dbginfo_arrived_fn *fn, void *ctx);
 /* Engine thread, now and then: queue again the failures whose retry time has come. */
 void dbginfo_tick(struct dbginfo *d);
 
+/* The fetcher's counters, defined once: X(type, field) gives the struct and pcmon status's
+ * "debuginfod" numbers, each named as its field. */
+#define DBGINFO_STATS_FIELDS(X)                                                            \
+	X(unsigned long, fetched)    /* debug files that arrived */                        \
+	X(unsigned long, failed)     /* build-ids whose last fetch failed (to retry) */    \
+	X(unsigned long, pending)    /* queued or being fetched */                         \
+	X(unsigned long, requests)   /* fetches started, retries included */               \
+	X(unsigned long, queue_full) /* times a build-id found the queue full */           \
+	X(double, fetch_ms_total)                                                          \
+	X(double, fetch_ms_max)
+
 struct dbginfo_stats {
-	unsigned long fetched;	/* debug files that arrived */
-	unsigned long failed;	/* build-ids whose last fetch failed (waiting to retry) */
-	unsigned long pending;	/* queued or being fetched */
-	unsigned long requests;	/* fetches started, retries included */
-	unsigned long queue_full; /* times a build-id found the queue full */
-	double fetch_ms_total, fetch_ms_max;
+#define DBGINFO_STATS_FIELD(type, f) type f;
+	DBGINFO_STATS_FIELDS(DBGINFO_STATS_FIELD)
+#undef DBGINFO_STATS_FIELD
 };
 void dbginfo_stats(struct dbginfo *d, struct dbginfo_stats *st);
 /* The "debuginfod" object of `pcmon status` (d may be NULL: off). */

@@ -68,13 +68,13 @@ static cJSON *status(struct engine *e)
 	cJSON_AddNumberToObject(rep, "pid", getpid());
 	cJSON_AddNumberToObject(rep, "uptime_s", (now_ns() - e->started_ns) / 1e9);
 	cJSON_AddNumberToObject(rep, "targets", ntargets);
-	cJSON_AddNumberToObject(rep, "events_lost", gs.events_lost);
-	cJSON_AddNumberToObject(rep, "procs_full", gs.procs_full);
+#define ADD_GSTAT(f, status) if (status) cJSON_AddNumberToObject(rep, #f, gs.f);
+	PCMON_GSTAT_FIELDS(ADD_GSTAT)
+#undef ADD_GSTAT
 	o = cJSON_AddObjectToObject(rep, "symbols");
-	cJSON_AddNumberToObject(o, "modules", ss.modules);
-	cJSON_AddNumberToObject(o, "locations", ss.locs);
-	cJSON_AddNumberToObject(o, "procedures", ss.procs);
-	cJSON_AddNumberToObject(o, "maps_reads", ss.maps_reads);
+#define ADD_SYM(f, status, key) if (status) cJSON_AddNumberToObject(o, #key, ss.f);
+	SYM_STATS_FIELDS(ADD_SYM)
+#undef ADD_SYM
 	dbginfo_status_json(e->dbg, rep);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */
 	o = cJSON_AddArrayToObject(rep, "objects");

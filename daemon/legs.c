@@ -915,14 +915,9 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_num(w, x, "from", lg->legs[i].from);
 		sf_put_num(w, x, "to", lg->legs[i].to);
 		sf_put_bool(w, x, "added", !l->id);
-		sf_put_u64(w, x, "count", l->count);
-		sf_put_u64(w, x, "total_ns", l->total_ns);
-		sf_put_u64(w, x, "min_ns", l->min_ns);
-		sf_put_u64(w, x, "max_ns", l->max_ns);
-		sf_put_u64(w, x, "abandoned", l->abandoned);
-		sf_put_u64(w, x, "probe_hits", l->probe_hits);
-		sf_put_u64(w, x, "probe_ns", l->probe_ns);
-		sf_put_u64(w, x, "untracked", l->untracked);
+#define PUT_LEG(f, need) sf_put_u64(w, x, #f, l->f);
+		PCMON_LEG_FIELDS(PUT_LEG)
+#undef PUT_LEG
 		put_hist(w, x, &lg->legs[i].hist, &l->h);
 	}
 }
@@ -957,6 +952,22 @@ static int get_hist(struct sf_rd *rd, const cJSON *o, struct pcmon_hcfg *c, stru
 		h->b[i++] = v;
 	}
 	return 0;
+}
+
+/* Which files have a leg's total (PCMON_LEG_FIELDS @need). */
+enum { LEG_ALWAYS, LEG_OPTIONAL, LEG_NET };
+
+/* A leg's total @name, 0 when the file need not have it; @net: the file's times are net. */
+static int get_leg_total(struct sf_rd *rd, const cJSON *o, const char *name, int need, bool net,
+			 __u64 *v)
+{
+	uint64_t u = 0;
+	int r = 0;
+
+	if (need != LEG_NET || net)
+		r = sf_get_u64(rd, o, name, need == LEG_OPTIONAL ? SF_OPTIONAL : SF_ALWAYS, &u);
+	*v = u;
+	return r;
 }
 
 static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
@@ -1006,46 +1017,33 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	i = 0;
 	cJSON_ArrayForEach(it, legs) {
 		struct legs_leg *l = &lg->legs[lg->nlegs];
-		uint64_t v[8] = { 0 };
-		bool added = false, net = true;
+		struct pcmon_leg *tot = &l->stat;
+		bool added = false;
+		/* files from before probe_hits held gross totals, one hit's cost in each leg */
+		bool net = cJSON_GetObjectItemCaseSensitive(it, "probe_hits") != NULL;
 
 		snprintf(rd->at, sizeof(rd->at), "legs[%d].", i++);
 		if ((r = sf_get_u32(rd, it, "id", SF_ALWAYS, UINT32_MAX, &l->id)) ||
 		    (r = sf_get_u32(rd, it, "from", SF_ALWAYS, nn, &l->from)) ||
 		    (r = sf_get_u32(rd, it, "to", SF_ALWAYS, nn, &l->to)) ||
-		    (r = sf_get_bool(rd, it, "added", SF_ALWAYS, &added)) ||
-		    (r = sf_get_u64(rd, it, "count", SF_ALWAYS, &v[0])) ||
-		    (r = sf_get_u64(rd, it, "total_ns", SF_ALWAYS, &v[1])) ||
-		    (r = sf_get_u64(rd, it, "min_ns", SF_ALWAYS, &v[2])) ||
-		    (r = sf_get_u64(rd, it, "max_ns", SF_ALWAYS, &v[3])) ||
-		    (r = sf_get_u64(rd, it, "abandoned", SF_ALWAYS, &v[4])) ||
-		    (r = sf_get_u64(rd, it, "untracked", SF_OPTIONAL, &v[6])) ||
-		    (r = get_hist(rd, it, &l->hist, &l->stat.h)))
+		    (r = sf_get_bool(rd, it, "added", SF_ALWAYS, &added)))
 			goto fail;
-		/* files from before probe_hits held gross totals, one hit's cost in each leg */
-		if (!cJSON_GetObjectItemCaseSensitive(it, "probe_hits")) {
-			net = false;
-			v[5] = v[0];
-		} else if ((r = sf_get_u64(rd, it, "probe_hits", SF_ALWAYS, &v[5]))) {
-			goto fail;
-		}
-		if (net && (r = sf_get_u64(rd, it, "probe_ns", SF_ALWAYS, &v[7])))
+#define GET_LEG(f, need)                                                \
+	if ((r = get_leg_total(rd, it, #f, LEG_##need, net, &tot->f))) \
+		goto fail;
+		PCMON_LEG_FIELDS(GET_LEG)
+#undef GET_LEG
+		if ((r = get_hist(rd, it, &l->hist, &tot->h)))
 			goto fail;
 		if (!net) {
-			double cost = lg->hit_cost_ns * (double)v[0];
+			double cost = lg->hit_cost_ns * (double)tot->count;
 
-			v[7] = cost;
-			v[1] = (double)v[1] > cost ? v[1] - (uint64_t)cost : 0;
+			tot->probe_hits = tot->count;
+			tot->probe_ns = cost;
+			tot->total_ns =
+				(double)tot->total_ns > cost ? tot->total_ns - (uint64_t)cost : 0;
 		}
-		l->stat.count = v[0];
-		l->stat.total_ns = v[1];
-		l->stat.min_ns = v[2];
-		l->stat.max_ns = v[3];
-		l->stat.abandoned = v[4];
-		l->stat.probe_hits = v[5];
-		l->stat.probe_ns = v[7];
-		l->stat.untracked = v[6];
-		l->stat.id = added ? 0 : l->id;
+		tot->id = added ? 0 : l->id;
 		lg->nlegs++;
 	}
 	rd->at[0] = '\0';

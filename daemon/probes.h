@@ -25,11 +25,24 @@ int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, 
 /* Stop and join the thread; before sampler_close(). NULL is fine. */
 void probes_stop(struct probes *p);
 
+/*
+ * The probe thread's counters, defined once: X(field, key, unit) — `pcmon status` reports
+ * each in "critical_probes" as @key, in @unit of the field (1e6: ns as ms).
+ */
+#define PROBES_STATS_FIELDS(X)                                                             \
+	/* events handled */                                                               \
+	X(events, events, 1)                                                               \
+	/* ... of which acknowledged (probes all attached) */                              \
+	X(acked, acknowledged, 1)                                                          \
+	/* the longest time from an event to its acknowledgement */                        \
+	X(lag_max_ns, lag_ms_max, 1e6)                                                     \
+	/* distinct files looked into */                                                   \
+	X(objects, objects_checked, 1)
+
 struct probes_stats {
-	uint64_t events;	/* events handled */
-	uint64_t acked;		/* ... of which acknowledged (probes all attached) */
-	uint64_t lag_max_ns;	/* the longest time from an event to its acknowledgement */
-	uint64_t objects;	/* distinct files looked into */
+#define PROBES_STATS_FIELD(f, key, unit) uint64_t f;
+	PROBES_STATS_FIELDS(PROBES_STATS_FIELD)
+#undef PROBES_STATS_FIELD
 };
 void probes_stats(struct probes *p, struct probes_stats *out);
 

@@ -38,6 +38,25 @@ struct pending {
 	struct agg_stack *st;
 };
 
+/*
+ * The instrument's counters for `pcmon status`, defined once: X(field, key, unit, part) —
+ * reported as @key, in @unit of the field (1e6: ns as ms); part 1 before the counts map's
+ * capacity, part 2 after it.
+ */
+#define SAMPLE_STATUS_FIELDS(X)                                                            \
+	X(drains, drains, 1, 1)                                                            \
+	X(drained_entries, drained_entries, 1, 1)                                          \
+	X(drain_ns, drain_ms_total, 1e6, 1)                                                \
+	X(drain_max_ns, drain_ms_max, 1e6, 1)                                              \
+	/* the most entries a drain found, of sampler_capacity() */                        \
+	X(fill_max, drain_fill_max, 1, 2)                                                  \
+	/* drains that found the counts map half full or more */                           \
+	X(drains_late, drains_late, 1, 2)                                                  \
+	/* --unwind dwarf samples unwound, the time it took, the bytes of stack they had */ \
+	X(unwound, dwarf_samples_unwound, 1, 2)                                            \
+	X(unwind_ns, dwarf_unwind_ms_total, 1e6, 2)                                        \
+	X(copied, dwarf_stack_bytes_total, 1, 2)
+
 /* Engine-wide: what converting and draining samples needs. */
 struct sample_g {
 	struct inst_env env;
@@ -47,8 +66,9 @@ struct sample_g {
 	size_t scratch_cap;
 	__u64 *upcs;			/* unwinder output */
 	size_t cap_upcs;
-	uint64_t unwound, unwind_ns;	/* --unwind dwarf samples unwound, and the time it took */
-	uint64_t copied;		/* ... and the bytes of user stack they carried */
+#define SAMPLE_STATUS_FIELD(f, key, unit, part) uint64_t f;
+	SAMPLE_STATUS_FIELDS(SAMPLE_STATUS_FIELD)
+#undef SAMPLE_STATUS_FIELD
 	/*
 	 * An off-CPU record of a dwarf target: BPF noted its thread's name as it sent it, so the
 	 * name is read again, whatever this drain read before (a thread that named itself after
@@ -56,10 +76,7 @@ struct sample_g {
 	 */
 	bool name_fresh;
 	bool first_drain;		/* a target started and nothing was drained since */
-	uint64_t drains, drained_entries, drain_ns;
-	uint64_t last_drain_ns, drain_max_ns;
-	uint32_t fill_max;		/* the most entries a drain found, of sampler_capacity() */
-	uint64_t drains_late;		/* drains that found the counts map half full or more */
+	uint64_t last_drain_ns;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
@@ -111,8 +128,11 @@ void sample_free(void *st)
 
 uint64_t sample_lost(const struct sample *sp)
 {
-	uint64_t n = sp->lost_oom + sp->lost_memory;
+	uint64_t n = 0;
 
+#define ADD_OWN(f, key, need, drop, name) n += drop ? sp->f : 0;
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
 #define ADD_LOST(f, since, drop, name) n += drop ? sp->lost.f : 0;
 	PCMON_TSTAT_FIELDS(ADD_LOST)
 #undef ADD_LOST
@@ -907,7 +927,9 @@ static void zero(void *gp, struct target *t, void *st)
 	struct sample *sp = st;
 
 	agg_zero(sp->agg);
-	sp->seen_samples = sp->lost_oom = sp->lost_memory = 0;
+#define ZERO_COUNT(f, key, need, drop, name) sp->f = 0;
+	SAMPLE_COUNT_FIELDS(ZERO_COUNT)
+#undef ZERO_COUNT
 	memset(&sp->lost, 0, sizeof(sp->lost));
 	if (sp->holds_period)
 		procs_tstat(g->env.procs, t->id, &sp->lost_base);
@@ -937,9 +959,23 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 	struct sample *sp = st;
 
 	accumulate_lost(g, t, sp);
-	cJSON_AddNumberToObject(o, "samples", sp->seen_samples);
+#define ADD_FACT(f, key, need, drop, name) \
+	if (!drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_FACT)
+#undef ADD_FACT
 	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
+}
+
+/* The counters of status part @part (SAMPLE_STATUS_FIELDS). */
+static void add_status(const struct sample_g *g, int part, cJSON *o)
+{
+#define ADD_STATUS(f, key, unit, at) \
+	if (at == part)              \
+		cJSON_AddNumberToObject(o, #key, g->f / (unit));
+	SAMPLE_STATUS_FIELDS(ADD_STATUS)
+#undef ADD_STATUS
 }
 
 static void status_json(void *gp, cJSON *o)
@@ -958,22 +994,14 @@ static void status_json(void *gp, cJSON *o)
 	/* how long processes went with critical-section probes pending (docs/critical.md) */
 	probes_stats(g->probes, &ps);
 	c = cJSON_AddObjectToObject(o, "critical_probes");
-	cJSON_AddNumberToObject(c, "events", ps.events);
-	cJSON_AddNumberToObject(c, "acknowledged", ps.acked);
-	cJSON_AddNumberToObject(c, "lag_ms_max", ps.lag_max_ns / 1e6);
-	cJSON_AddNumberToObject(c, "objects_checked", ps.objects);
+#define ADD_PROBES(f, key, unit) cJSON_AddNumberToObject(c, #key, ps.f / (unit));
+	PROBES_STATS_FIELDS(ADD_PROBES)
+#undef ADD_PROBES
 	sampler_programs_json(g->smp, cJSON_GetObjectItemCaseSensitive(o, "programs"));
 
-	cJSON_AddNumberToObject(o, "drains", g->drains);
-	cJSON_AddNumberToObject(o, "drained_entries", g->drained_entries);
-	cJSON_AddNumberToObject(o, "drain_ms_total", g->drain_ns / 1e6);
-	cJSON_AddNumberToObject(o, "drain_ms_max", g->drain_max_ns / 1e6);
+	add_status(g, 1, o);
 	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->smp));
-	cJSON_AddNumberToObject(o, "drain_fill_max", g->fill_max);
-	cJSON_AddNumberToObject(o, "drains_late", g->drains_late);
-	cJSON_AddNumberToObject(o, "dwarf_samples_unwound", g->unwound);
-	cJSON_AddNumberToObject(o, "dwarf_unwind_ms_total", g->unwind_ns / 1e6);
-	cJSON_AddNumberToObject(o, "dwarf_stack_bytes_total", g->copied);
+	add_status(g, 2, o);
 }
 
 /* ---- listings */

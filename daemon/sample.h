@@ -22,6 +22,20 @@
 struct pat;
 struct target;
 
+/*
+ * A target's sampling counters that the engine keeps (BPF's: PCMON_TSTAT_FIELDS), defined
+ * once: X(field, key, need, drop, name) — the state file's @key, read SF_<need>; @drop 1:
+ * samples lost, counted in the listing's "lost" and named @name in its lost_by_reason; 0:
+ * a fact `pcmon targets` shows, named @name.
+ */
+#define SAMPLE_COUNT_FIELDS(X)                                                             \
+	/* drained from BPF (on-CPU samples + off-CPU switches) */                         \
+	X(seen_samples, seen, ALWAYS, 0, samples)                                          \
+	/* could not be stored: out of memory */                                           \
+	X(lost_oom, lost_oom, ALWAYS, 1, out_of_memory)                                    \
+	/* new stacks not kept: the owner was over her memory allowance */                 \
+	X(lost_memory, lost_memory, OPTIONAL, 1, memory_limit)
+
 struct sample_crit {
 	char *name;
 	char *text;
@@ -42,9 +56,9 @@ struct sample {
 	size_t ncrit;
 
 	struct agg *agg;
-	uint64_t seen_samples;	/* drained from BPF (on-CPU samples + off-CPU switches) */
-	uint64_t lost_oom;	/* could not be stored: out of memory */
-	uint64_t lost_memory;	/* new stacks not kept: the owner was over her memory allowance */
+#define SAMPLE_COUNT_FIELD(f, key, need, drop, name) uint64_t f;
+	SAMPLE_COUNT_FIELDS(SAMPLE_COUNT_FIELD)
+#undef SAMPLE_COUNT_FIELD
 	struct pcmon_tstat lost_base;	/* BPF drop counters when started or zeroed */
 	struct pcmon_tstat lost;	/* drops since, as last read */
 	bool holds_period, holds_offcpu;

@@ -31,39 +31,47 @@ static void add_section(cJSON *arr, const char *name, uint64_t count, uint64_t c
 	cJSON_AddItemToArray(arr, o);
 }
 
+/* The listing's totals of the summary's part @part (AGG_LIST_TOTALS). */
+static void add_totals(const struct agg_list *l, int part, cJSON *sum)
+{
+#define ADD_TOTAL(f, at) \
+	if (at == part)  \
+		cJSON_AddNumberToObject(sum, #f, l->f);
+	AGG_LIST_TOTALS(ADD_TOTAL)
+#undef ADD_TOTAL
+}
+
 static void add_summary(const struct sample_listing *ls, const struct agg_list *l,
 			const struct sym *s, cJSON *sum)
 {
 	const struct sample *sp = ls->sp;
 	cJSON *o, *arr;
 
-	cJSON_AddNumberToObject(sum, "interrupts", l->interrupts);
-	cJSON_AddNumberToObject(sum, "counted", l->counted);
-	cJSON_AddNumberToObject(sum, "not_matching", l->not_matching);
-	cJSON_AddNumberToObject(sum, "foreign", l->foreign);
-	cJSON_AddNumberToObject(sum, "kernel_mode", l->kernel_mode);
+	add_totals(l, 1, sum);
 	cJSON_AddNumberToObject(sum, "cut_short", l->cut[AGG_WALK_OK]);
 	o = cJSON_AddObjectToObject(sum, "cut_short_by_reason");
-	for (int i = 1; i < AGG_UNWALK_MAX; i++)
-		if (i != AGG_UNWALK_LOST)
-			cJSON_AddNumberToObject(o, agg_unwalk_names[i], l->cut[i]);
-	cJSON_AddNumberToObject(sum, "oncpu", l->oncpu);
-	cJSON_AddNumberToObject(sum, "off_blocked", l->off_blocked);
-	cJSON_AddNumberToObject(sum, "off_runnable", l->off_runnable);
-	cJSON_AddNumberToObject(sum, "off_blocked_ns", l->off_blocked_ns);
-	cJSON_AddNumberToObject(sum, "off_runnable_ns", l->off_runnable_ns);
+#define ADD_CUT(id, name, cuts) \
+	if (cuts)               \
+		cJSON_AddNumberToObject(o, #name, l->cut[AGG_UNWALK_##id]);
+	AGG_UNWALK_REASONS(ADD_CUT)
+#undef ADD_CUT
+	add_totals(l, 2, sum);
 	cJSON_AddNumberToObject(sum, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(sum, "handed_over", ls->t->handed_over);
 	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
-	cJSON_AddNumberToObject(o, "out_of_memory", sp->lost_oom);
-	cJSON_AddNumberToObject(o, "memory_limit", sp->lost_memory);
-	/* BPF's counters: drops by reason, and in the summary denied and late ticks */
+	/* the engine's drops, then BPF's counters: drops by reason, and in the summary denied
+	 * and late ticks */
+#define ADD_OWN(f, key, need, drop, name) \
+	if (drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
 #define ADD_TSTAT(f, since, drop, name) cJSON_AddNumberToObject(drop ? o : sum, #name, sp->lost.f);
 	PCMON_TSTAT_FIELDS(ADD_TSTAT)
 #undef ADD_TSTAT
 	if (ls->when_text)
 		cJSON_AddStringToObject(sum, "when", ls->when_text);
-	cJSON_AddNumberToObject(sum, "marks_pending", l->marks_pending);
+	add_totals(l, 3, sum);
 
 	arr = cJSON_AddArrayToObject(sum, "critical");
 	add_section(arr, "unwalkable", l->unwalk[AGG_WALK_OK], l->counted);

@@ -249,9 +249,9 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 		sf_push(sw, arr, cJSON_CreateString(spec));
 		free(spec);
 	}
-	sf_put_u64(sw, o, "seen", sp->seen_samples);
-	sf_put_u64(sw, o, "lost_oom", sp->lost_oom);
-	sf_put_u64(sw, o, "lost_memory", sp->lost_memory);
+#define PUT_COUNT(f, key, need, drop, name) sf_put_u64(sw, o, #key, sp->f);
+	SAMPLE_COUNT_FIELDS(PUT_COUNT)
+#undef PUT_COUNT
 #define PUT_TSTAT(f, since, drop, name) sf_put_u64(sw, o, #f, sp->lost.f);
 	PCMON_TSTAT_FIELDS(PUT_TSTAT)
 #undef PUT_TSTAT
@@ -357,10 +357,11 @@ static int read_totals(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 	uint64_t v;
 	int r;
 
-	if ((r = sf_get_u64(rd, o, "seen", SF_ALWAYS, &sp->seen_samples)) ||
-	    (r = sf_get_u64(rd, o, "lost_oom", SF_ALWAYS, &sp->lost_oom)) ||
-	    (r = sf_get_u64(rd, o, "lost_memory", SF_OPTIONAL, &sp->lost_memory)))
+#define GET_COUNT(f, key, need, drop, name)                    \
+	if ((r = sf_get_u64(rd, o, #key, SF_##need, &sp->f))) \
 		return r;
+	SAMPLE_COUNT_FIELDS(GET_COUNT)
+#undef GET_COUNT
 #define GET_TSTAT(f, since, drop, name)                                        \
 	v = 0; /* (an optional key that is absent leaves it) */                  \
 	if ((r = sf_get_u64(rd, o, #f, SF_##since, &v)))                        \

@@ -37,6 +37,14 @@ struct conn {
 	size_t taken;		/* bytes the peer took since then */
 };
 
+/* The server's counters, defined once: the struct's fields and pcmon status's
+ * "connections" numbers, each named as its field. */
+#define SRV_COUNTERS(X)                                                                    \
+	X(refused)          /* connections refused: over a limit on connections */        \
+	X(idle_timeouts)    /* closed: idle too long */                                    \
+	X(request_timeouts) /* closed: a request half-sent too long */                     \
+	X(write_timeouts)   /* closed: a reply unread too long */
+
 struct srv {
 	char path[108];
 	int lfd, epfd, sigfd;
@@ -47,7 +55,9 @@ struct srv {
 	uint32_t nconns, nonroot;	/* connections open; those of users other than root */
 	uint32_t next;			/* round robin: the slot served first in the next turn */
 	uint64_t accept_paused_ns;	/* out of fds: accept again at this time; 0: accepting */
-	uint64_t refused, idle_timeouts, request_timeouts, write_timeouts;
+#define SRV_COUNTER(f) uint64_t f;
+	SRV_COUNTERS(SRV_COUNTER)
+#undef SRV_COUNTER
 };
 
 /* epoll data: small integers for our own fds, conn index + 16 for clients */
@@ -332,10 +342,9 @@ static void add_connections(const struct srv *s, const struct conn *c, cJSON *re
 	cJSON_AddNumberToObject(o, "request_timeout_s", s->o.request_s);
 	cJSON_AddNumberToObject(o, "write_timeout_s", s->o.write_s);
 	cJSON_AddNumberToObject(o, "output_cap_bytes", SRV_OUT_CAP);
-	cJSON_AddNumberToObject(o, "refused", s->refused);
-	cJSON_AddNumberToObject(o, "idle_timeouts", s->idle_timeouts);
-	cJSON_AddNumberToObject(o, "request_timeouts", s->request_timeouts);
-	cJSON_AddNumberToObject(o, "write_timeouts", s->write_timeouts);
+#define ADD_COUNTER(f) cJSON_AddNumberToObject(o, #f, s->f);
+	SRV_COUNTERS(ADD_COUNTER)
+#undef ADD_COUNTER
 }
 
 /* The reply to one line: size, form and version checked here, the command by the engine. */

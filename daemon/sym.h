@@ -149,8 +149,21 @@ void sym_set_dbginfo(struct sym *s, struct dbginfo *d);
 /* The debug file of build-id @bid arrived: symbolize its modules' locations again. */
 uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t len);
 
+/*
+ * The symbolizer's counters, defined once: X(field, status, key) — @status 1: `pcmon status`
+ * reports it in "symbols" as @key.
+ */
+#define SYM_STATS_FIELDS(X)                                                                \
+	X(modules, 1, modules)       /* objects known */                                   \
+	X(locs, 1, locations)        /* distinct code addresses symbolized */              \
+	X(procs, 1, procedures)      /* distinct procedures */                             \
+	X(maps_reads, 1, maps_reads) /* reads of a process's /proc/PID/maps */             \
+	X(maps_misses, 0, -)         /* pcs outside every mapping read: maps read again */
+
 struct sym_stats {
-	uint64_t locs, procs, modules, maps_reads, maps_misses;
+#define SYM_STATS_FIELD(f, status, key) uint64_t f;
+	SYM_STATS_FIELDS(SYM_STATS_FIELD)
+#undef SYM_STATS_FIELD
 };
 void sym_stats(const struct sym *s, struct sym_stats *st);
 

@@ -51,19 +51,29 @@ struct pcmon_ccfg {
 	__u32 pad;
 };
 
-/* Totals of one procedure of one target, by cookie. */
+/*
+ * Totals of one procedure of one target (cstat, by cookie), defined once: X(field) gives the
+ * struct and the fields of a procedure in the state file's "calls" section, each named as
+ * the field and in every file. The call table reports them through what they give (times
+ * less the probes' cost, averages: daemon/count_report.c).
+ */
+#define PCMON_CSTAT_FIELDS(X)                                                              \
+	X(calls)	  /* entries */                                                    \
+	X(closed)	  /* activations closed: returned, unwound or exited */            \
+	X(outer)	  /* ... of which outermost (no activation of it open around) */   \
+	X(self_ns)	  /* raw: the probes' own cost not yet subtracted */               \
+	X(total_ns)	  /* self+children of outermost activations only (recursion) */    \
+	X(total_acts)	  /* activations inside those: whose probe cost total_ns holds */  \
+	X(total_acts_xol) /* ... of which with a stepped-out-of-line probe */              \
+	X(max_ns)	  /* the longest activation, raw */                                \
+	X(unwound)	  /* closed because its frame was found gone (longjmp, ...) */     \
+	X(exited)	  /* closed by the thread's exit */                                \
+	X(too_deep)	  /* entries past PCMON_COUNT_DEPTH: counted, not timed */
+
 struct pcmon_cstat {
-	__u64 calls;		/* entries */
-	__u64 closed;		/* activations closed: returned, unwound or exited */
-	__u64 outer;		/* ... of which outermost (no activation of it open around) */
-	__u64 self_ns;		/* raw: the probes' own cost not yet subtracted */
-	__u64 total_ns;		/* self+children of outermost activations only (recursion) */
-	__u64 total_acts;	/* activations inside those: whose probe cost total_ns holds ... */
-	__u64 total_acts_xol;	/* ... of which with a stepped-out-of-line probe */
-	__u64 max_ns;		/* the longest activation, raw */
-	__u64 unwound;		/* closed because its frame was found gone (longjmp, ...) */
-	__u64 exited;		/* closed by the thread's exit */
-	__u64 too_deep;		/* entries past PCMON_COUNT_DEPTH: counted, not timed */
+#define PCMON_CSTAT_FIELD(f) __u64 f;
+	PCMON_CSTAT_FIELDS(PCMON_CSTAT_FIELD)
+#undef PCMON_CSTAT_FIELD
 };
 
 #endif /* PCMON_COUNT_BPF_H */

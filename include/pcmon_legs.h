@@ -61,15 +61,31 @@ struct pcmon_lkey {
  * A leg's totals. Times are net of the probes' cost: every probe hit of the thread inside
  * the leg — its from's after the from read the clock, each node hit in between, its to's
  * before the to read it: probe_hits in all, probe_ns together — is taken off.
+ * Defined once: X(field, need) gives the struct and the leg's fields in the state file's
+ * "tables" section, named as the field. @need: ALWAYS, OPTIONAL (added later), NET (in
+ * the files whose times are net, and in those only: files without probe_hits held gross
+ * times, daemon/legs.c).
  */
+#define PCMON_LEG_FIELDS(X)                                                                \
+	X(count, ALWAYS)                                                                   \
+	X(total_ns, ALWAYS)                                                                \
+	X(min_ns, ALWAYS)                                                                  \
+	X(max_ns, ALWAYS)                                                                  \
+	/* started, never finished: a second from, the thread's exit */                    \
+	X(abandoned, ALWAYS)                                                               \
+	/* probe hits inside the legs counted ... */                                       \
+	X(probe_hits, NET)                                                                 \
+	/* ... and what they cost, taken off total_ns */                                   \
+	X(probe_ns, NET)                                                                   \
+	/* starts not kept: the table of legs in flight was full */                        \
+	X(untracked, OPTIONAL)
+
 struct pcmon_leg {
-	__u64 count, total_ns, min_ns, max_ns;
-	__u64 abandoned;	/* started, never finished: a second from, the thread's exit */
+#define PCMON_LEG_FIELD(f, need) __u64 f;
+	PCMON_LEG_FIELDS(PCMON_LEG_FIELD)
+#undef PCMON_LEG_FIELD
 	__u32 id;		/* its number, 0: added by BPF (--add successor), numbered later */
 	__u32 pad;
-	__u64 probe_hits;	/* probe hits inside the legs counted ... */
-	__u64 probe_ns;		/* ... and what they cost, taken off total_ns */
-	__u64 untracked;	/* starts not kept: the table of legs in flight was full */
 	struct pcmon_hist h;	/* of the leg's time (ns), while hcfgs has a shape for it */
 };
 

@@ -127,11 +127,19 @@ struct pcmon_event {
 	__u64 ts;		/* bpf_ktime_get_ns() at the event */
 };
 
-/* Global counters (per-CPU array, one element). */
+/*
+ * Global counters (per-CPU array, one element), defined once: X(field, status) — @status 1:
+ * `pcmon status` reports it, named as the field.
+ */
+#define PCMON_GSTAT_FIELDS(X)                                                              \
+	X(samples_seen, 0) /* perf_event program runs */                                   \
+	X(events_lost, 1)  /* ring buffer full */                                          \
+	X(procs_full, 1)   /* a child could not join its target: proc map full */
+
 struct pcmon_gstat {
-	__u64 samples_seen;	/* perf_event program runs */
-	__u64 events_lost;	/* ring buffer full */
-	__u64 procs_full;	/* a child could not join its target: proc map full */
+#define PCMON_GSTAT_FIELD(f, status) __u64 f;
+	PCMON_GSTAT_FIELDS(PCMON_GSTAT_FIELD)
+#undef PCMON_GSTAT_FIELD
 };
 
 #endif /* PCMON_PROCS_H */
