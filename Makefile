@@ -35,7 +35,11 @@ BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/
 
 CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
-ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
+# the daemon's layers (HACKING.md): the engine's core, the instruments, symbols and
+# unwinding, the views over results
+DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views
+DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
 # The CLI proper links only what formatting and the socket need: every library mapped at
 # start-up makes a command wait longer on a loaded machine (see cli/engine_load.c). The
@@ -47,9 +51,11 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
-ENGINE_SRCS := $(filter-out daemon/pcmond.c,$(wildcard daemon/*.c))
-ENGINE_OBJS := $(patsubst daemon/%.c,$(OUTPUT)/pic/%.o,$(ENGINE_SRCS))
-ASAN_OBJS   := $(patsubst daemon/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRCS))
+ENGINE_SRCS := $(wildcard $(addsuffix /*.c,$(DAEMON_DIRS)))
+ENGINE_HDRS := $(wildcard $(addsuffix /*.h,$(DAEMON_DIRS)))
+ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS)))
+ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS)))
+vpath %.c $(DAEMON_DIRS)
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 # what the CLI shares with the engine: the protocol and the helpers
@@ -106,9 +112,9 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 # --- engine library: linked into pcmond, and the CLI's pcmon-engine.so, which exports
 # engine.h's functions and nothing else (position-independent for it: in a directory of
 # its own, so that a tree built before never links objects that are not)
-$(OUTPUT)/pic/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/pic
+$(OUTPUT)/pic/%.o: %.c $(SKELS) | $(OUTPUT)/pic
 	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
-$(OUTPUT)/asan/%.o: daemon/%.c $(SKELS) | $(OUTPUT)/asan
+$(OUTPUT)/asan/%.o: %.c $(SKELS) | $(OUTPUT)/asan
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 $(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
 	$(AR) rcs $@ $^
@@ -132,15 +138,15 @@ $(BIN)/pcmon-engine.so: $(ENGINE_OBJS) daemon/engine.map | $(BIN)
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
 # each fuzz target names the daemon sources (and libraries) it is built with
-FUZZ_fuzz_pat_SRCS   := daemon/pat.c daemon/demangle.c
+FUZZ_fuzz_pat_SRCS   := daemon/views/pat.c daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
-FUZZ_fuzz_proto_SRCS := daemon/proto.c daemon/util.c
+FUZZ_fuzz_proto_SRCS := daemon/core/proto.c daemon/core/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 # (a results file holds every instrument's section: the store is built with the whole engine)
 FUZZ_fuzz_store_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_store_LIBS = $(LIBS)
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/*.h) $(SKELS) | $(OUTPUT)/fuzz
-	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude -Idaemon -I$(OUTPUT) $(PKG_CFLAGS) \
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(SKELS) | $(OUTPUT)/fuzz
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -237,7 +243,7 @@ deb:
 	cp $(OUTPUT)/deb/*.deb .
 
 format:
-	clang-format -i $(wildcard daemon/*.[ch] cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])
+	clang-format -i $(wildcard daemon/*.c $(addsuffix /*.[ch],$(DAEMON_DIRS)) cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])
 
 clean:
 	rm -rf $(OUTPUT) $(BIN)

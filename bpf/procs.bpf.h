@@ -5,7 +5,7 @@
  * counters (tstat), global counters (gstat) and the events after which probes may be pending
  * (probe_events). Each .bpf.c that includes this defines these maps; the engine creates them
  * once, in bpf/procs.bpf.c's object, and hands their descriptors to the others before they
- * load (bpf_map__reuse_fd, daemon/procs.c), so every program sees the same maps.
+ * load (bpf_map__reuse_fd, daemon/core/procs.c), so every program sees the same maps.
  */
 #ifndef PCMON_PROCS_BPF_H
 #define PCMON_PROCS_BPF_H
@@ -25,7 +25,7 @@ struct {
 } procs SEC(".maps");
 
 /*
- * Bumped after every change to procs, by BPF and by the engine (mapped, daemon/procs.c): a
+ * Bumped after every change to procs, by BPF and by the engine (mapped, daemon/core/procs.c): a
  * copy of a process's entry taken when it read n is good while it still reads n (the REAL
  * switch program keeps one per thread, to spare the hash lookup on every switch).
  */
@@ -75,7 +75,7 @@ struct {
 /*
  * Events after which a process's critical-section probes may be pending (exec, dynamic
  * linker, the fork of a process with probes pending): read by the engine's probe thread
- * (daemon/probes.c), which attaches them without waiting for the symbolizer.
+ * (daemon/instruments/probes.c), which attaches them without waiting for the symbolizer.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The call-counting instrument's BPF structs (bpf/count.bpf.c), shared with its userspace
- * half (daemon/counter.c, daemon/count.c): each thread's shadow stack of open activations
+ * half (daemon/instruments/counter.c, daemon/instruments/count.c): each thread's shadow stack of open activations
  * and the per-procedure totals.
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */
@@ -55,7 +55,7 @@ struct pcmon_ccfg {
  * Totals of one procedure of one target (cstat, by cookie), defined once: X(field) gives the
  * struct and the fields of a procedure in the state file's "calls" section, each named as
  * the field and in every file. The call table reports them through what they give (times
- * less the probes' cost, averages: daemon/count_report.c).
+ * less the probes' cost, averages: daemon/instruments/count_report.c).
  */
 #define PCMON_CSTAT_FIELDS(X)                                                              \
 	X(calls)	  /* entries */                                                    \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The shared, process-lifecycle side of BPF (bpf/procs.bpf.c, bpf/procs.bpf.h) and its
- * userspace half (daemon/procs.c): which process belongs to which target, each target's
+ * userspace half (daemon/core/procs.c): which process belongs to which target, each target's
  * settings and drop counters, and the lifecycle events. Every instrument's programs find a
  * task's target through these maps, which the engine shares between the objects
  * (bpf_map__reuse_fd).
@@ -36,7 +36,7 @@ struct pcmon_tcfg {
  * probe_seq/probe_ack: an exec or a dynamic-linker event may bring objects with critical-
  * section probes (include/pcmon/critical.h), which only the engine can attach. BPF counts
  * such events in probe_seq (each event carries its number); the engine's probe thread
- * (daemon/probes.c), once it has looked for probes and attached them, stores that number in
+ * (daemon/instruments/probes.c), once it has looked for probes and attached them, stores that number in
  * probe_ack (the probes_ack program).
  * While they differ the process's marks may be missing, and its samples say so
  * (PCMON_KF_MARKS_PENDING).

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The sampling instrument's BPF structs (bpf/sample.bpf.c), shared with its userspace half
- * (daemon/sampler.c, daemon/sample.c): the in-kernel aggregates, the --unwind dwarf records,
+ * (daemon/instruments/sampler.c, daemon/instruments/sample.c): the in-kernel aggregates, the --unwind dwarf records,
  * open off-CPU intervals and marked critical sections.
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target for pcmond's request path (daemon/proto.c): the bytes a client sends, cut
+ * libFuzzer target for pcmond's request path (daemon/core/proto.c): the bytes a client sends, cut
  * into reads of fuzzer-chosen sizes, framed into lines by the reader, each line validated by
  * proto_parse_request as the server does before dispatch, and the reply the server would
  * write formatted and read back.
@@ -10,7 +10,7 @@
  * has a short error and its reply is one line of JSON; an accepted request has version 1, a
  * command, and known arguments of their types, and accepted again once printed by cJSON.
  *
- * Build: see the Makefile (daemon/proto.c daemon/util.c, -lcjson).
+ * Build: see the Makefile (daemon/core/proto.c daemon/core/util.c, -lcjson).
  * Input: byte 0 picks the longest line (the real limit, or small ones so that overlong lines
  * are common), byte 1 seeds the read sizes, the rest is the stream.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target for daemon/store.c's loader: arbitrary bytes as a results file.
+ * libFuzzer target for daemon/core/store.c's loader: arbitrary bytes as a results file.
  *
  * A file that fails must say which field and leave nothing behind (no target, no location
  * in the symbol tables). A file that loads must list (agg_list, as `pcmon list` does) and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/agg.c: per-target aggregates and the LIST computation (docs/sampling.md, sections
+ * Unit tests for daemon/views/agg.c: per-target aggregates and the LIST computation (docs/sampling.md, sections
  * 1, 2, 5 and 7): shallow and deep counts, foreignPcs, kernel mode, unwalkable stacks,
  * off-CPU time in interrupts of t, open intervals, WHEN attribution, critical sections and
  * the order of the listing. Stacks are built from symbolized locations without ELF files.

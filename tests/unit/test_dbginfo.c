@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/dbginfo.c, the debuginfod fetcher (docs/names.md): off unless
+ * Unit tests for daemon/symbols/dbginfo.c, the debuginfod fetcher (docs/names.md): off unless
  * servers are named; one fetch per build-id at a time; a bounded queue; failures
  * remembered with a retry time; a stuck download neither blocks the caller nor the
  * shutdown. The servers are sockets on 127.0.0.1 that refuse or never answer.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/demangle.c: C++ and Rust names demangled as perf prints them, the
+ * Unit tests for daemon/symbols/demangle.c: C++ and Rust names demangled as perf prints them, the
  * names without parameters that patterns match, and mangled names in patterns.
  */
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/engine.c and the target/instrument split (target.c, inst.c,
+ * Unit tests for daemon/core/engine.c and the target/instrument split (target.c, inst.c,
  * sample.c), with a fake sampler: no BPF, no root. The fake records what the engine asks of
  * BPF and hands the engine the entries a test queues, as the real drain would.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/profil.c: profil(2)'s cell formula, the range each cell covers,
+ * Unit tests for daemon/views/profil.c: profil(2)'s cell formula, the range each cell covers,
  * how many cells cover a procedure, and the special scales (0 and 1 off, 2 one cell).
  */
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/proto.c: request validation, reply builders, accessors, the line
+ * Unit tests for daemon/core/proto.c: request validation, reply builders, accessors, the line
  * reader and the client call, over socketpairs, threads and a forked peer (docs/service.md).
  */
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/store.c: results in the state directory (docs/service.md).
+ * Unit tests for daemon/core/store.c: results in the state directory (docs/service.md).
  *
  * A save and a load give the same target; real format-1 and format-2 files written by
  * earlier pcmonds load and list as they did; a file that is truncated, mistyped, out of range or

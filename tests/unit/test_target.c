@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/target.c: a target's clock (paused time does not count, zero starts
+ * Unit tests for daemon/core/target.c: a target's clock (paused time does not count, zero starts
  * it again, a loaded target keeps its saved time), its names, its facts as JSON, and that
  * freeing it frees the instruments it carries (ASan would report the leak).
  */

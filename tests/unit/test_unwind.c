@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for the unwinder's DWARF expression evaluator (daemon/unwind.c): the operations
+ * Unit tests for the unwinder's DWARF expression evaluator (daemon/symbols/unwind.c): the operations
  * CFI rules use, reads from the copied stack and their bounds, and malformed expressions.
  */
 #include <stdarg.h>

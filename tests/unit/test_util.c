@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/util.c: the interning table, grow(), hash_bytes(), read_file(),
+ * Unit tests for daemon/core/util.c: the interning table, grow(), hash_bytes(), read_file(),
  * basename_of(), online_cpus(), the clocks and the logger.
  */
 #include <stdarg.h>

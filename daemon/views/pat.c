@@ -47,7 +47,7 @@ struct pat_name {
 /*
  * A name splits into module + procedure at a '.', which belongs to neither side, or at a '+',
  * which begins the procedure: code without a symbol is named "+0xSTART" after its FDE, and
- * written after its module as "liblzma.so.5+0x15b40" (daemon/sym.h). Splits at a '+' carry
+ * written after its module as "liblzma.so.5+0x15b40" (daemon/symbols/sym.h). Splits at a '+' carry
  * this bit (names are at most 65536 bytes long).
  */
 #define SPLIT_PLUS 0x80000000u
