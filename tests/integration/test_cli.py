@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """The command line itself: --help against what the parser accepts, and errors in --json mode."""
+import glob
 import json
 import os
 import re
@@ -17,12 +18,13 @@ GLOBAL = {"--json", "--verbose", "--socket", "--help"}  # "Every command takes .
 
 
 def parser_options():
-    """The long options of the CLI's one option table (cli/pcmon.c opts[]), from which its
-    getopt table is made: {--name: takes a value}."""
-    src = open(os.path.join(ROOT, "cli", "pcmon.c")).read()
-    table = src[src.index("} opts[] = {"):]
-    table = table[:table.index("};")]
-    opts = dict(re.findall(r'\{ "([a-z-]+)", (?:\'.\'|0x[0-9a-f]+), (NULL|"[^"]*")', table))
+    """The long options of the commands' option tables (cli/*.c: a row of struct opt begins
+    { "name", letter, value,), from which the parser's getopt table is made:
+    {--name: takes a value}."""
+    opts = {}
+    for f in glob.glob(os.path.join(ROOT, "cli", "*.c")):
+        rows = re.findall(r'\{ "([a-z-]+)", (?:\'.\'|0), (NULL|"[^"]*"), OPT_', open(f).read())
+        opts.update(rows)
     assert len(opts) > 15, opts
     return {"--" + k: v != "NULL" for k, v in opts.items()}
 
