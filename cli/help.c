@@ -231,7 +231,15 @@ static bool enum_words(const struct opt *o, char *buf, size_t len)
 	return true;
 }
 
-/* What the value of each option completes to (by the word before it). */
+/* An option's names as a case pattern: "--output|-o". */
+static void case_names(FILE *f, const struct opt *o, bool first)
+{
+	fprintf(f, "%s--%s", first ? "" : "|", o->name);
+	if (o->ch)
+		fprintf(f, "|-%c", o->ch);
+}
+
+/* What the value of each option completes to (by the word before it): nothing, at least. */
 static void compl_values(FILE *f)
 {
 	static const char *const how[] = {
@@ -241,25 +249,33 @@ static void compl_values(FILE *f)
 	};
 	const struct opt *const *all;
 	char words[256];
-	int n;
+	int n, nothing = 0;
 
 	all = opt_all(&n);
 	fprintf(f, "\tcase $prev in\n");
 	for (int i = 0; i < n; i++) {
 		const struct opt *o = all[i];
 
-		if (!o->arg)
-			continue;
-		if (o->ch)
-			fprintf(f, "\t--%s|-%c)\n", o->name, o->ch);
-		else
-			fprintf(f, "\t--%s)\n", o->name);
-		if (o->compl != COMPL_NONE)
-			fprintf(f, "\t\tCOMPREPLY=($(%s))\n", how[o->compl]);
-		else if (enum_words(o, words, sizeof(words)))
-			fprintf(f, "\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n", words);
-		fprintf(f, "\t\treturn ;;\n");
+		if (o->compl != COMPL_NONE) {
+			fprintf(f, "\t");
+			case_names(f, o, true);
+			fprintf(f, ")\n\t\tCOMPREPLY=($(%s))\n\t\treturn ;;\n", how[o->compl]);
+		} else if (enum_words(o, words, sizeof(words))) {
+			fprintf(f, "\t");
+			case_names(f, o, true);
+			fprintf(f, ")\n\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n"
+				   "\t\treturn ;;\n", words);
+		}
 	}
+	for (int i = 0; i < n; i++) {
+		if (!all[i]->arg || all[i]->compl != COMPL_NONE || enum_words(all[i], words, sizeof(words)))
+			continue;
+		if (!nothing++)
+			fprintf(f, "\t");
+		case_names(f, all[i], nothing == 1);
+	}
+	if (nothing)
+		fprintf(f, ")\n\t\treturn ;;\n");
 	fprintf(f, "\tesac\n");
 }
 

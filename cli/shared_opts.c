@@ -83,7 +83,7 @@ const struct opt sampling_opts[] = {
 	{ "count", 0, "PATTERN", OPT_APPEND, "count",
 	  .help = "count calls of the procedures PATTERN names (repeatable)" },
 	{ "max-probes", 0, "N", OPT_NUM, "max_probes",
-	  .help = "refuse --count patterns naming more procedures (default 1000)" },
+	  .help = "refuse patterns naming more than N procedures (default 1000)" },
 	{ "node", 0, "NODE", OPT_CALL, NULL,
 	  .help = "a probe node: PROC, PROC%return, PROC+0xOFF, provider:name (repeatable)", .fn = opt_node },
 	{ "hist-arg", 0, "N", OPT_CALL, NULL, .help = "the --node before it records integer argument N (0-5)",

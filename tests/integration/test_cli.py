@@ -68,6 +68,23 @@ def options_in(text):
     return found
 
 
+ACCEPTED = {}
+
+
+def accepted(cmd):
+    """The options `pcmon CMD` gets past the parser with (asked once per command)."""
+    if cmd not in ACCEPTED:
+        tmp = tempfile.mkdtemp()
+        ACCEPTED[cmd] = {opt for opt, takes_value in parser_options().items()
+                         if opt == "--help" or accepts(cmd, opt, takes_value, tmp)[0]}
+    return ACCEPTED[cmd]
+
+
+def commands():
+    text = help_text()
+    return re.findall(r"^  pcmon (\w+)", text[:text.index("\nOPTS:")], re.M)
+
+
 def test_help_lists_what_the_parser_accepts():
     text = help_text()
     parser = parser_options()
@@ -104,6 +121,59 @@ def test_help_lists_what_the_parser_accepts():
         for opt in shown - set(parser) - {"--help"}:
             bad.append(f"pcmon {cmd}: --help shows {opt}, which the parser does not know")
     assert not bad, "\n".join(bad)
+
+
+def test_command_help_lists_what_the_parser_accepts():
+    """pcmon CMD --help: that command's options, from the same table the parser walks."""
+    assert len(commands()) > 15, commands()
+    for cmd in commands():
+        r = pcmon(cmd, "--help", sock=NODAEMON)
+        assert r.returncode == 0 and r.stderr == "", (cmd, r)
+        assert r.stdout.startswith(f"usage: pcmon {cmd} "), (cmd, r.stdout)
+        assert options_in(r.stdout) == accepted(cmd), (cmd, options_in(r.stdout) ^ accepted(cmd))
+
+
+COMPLETION = os.path.join(ROOT, ".output", "pcmon.bash-completion")
+
+
+def test_completion_file_is_pcmons():
+    """make writes the installed completion with `pcmon --completion bash`: a stale one (a
+    table changed since) would offer other options than the parser takes."""
+    r = pcmon("--completion", "bash")
+    assert r.returncode == 0 and r.stdout.startswith("# SPDX"), r
+    with open(COMPLETION) as f:
+        assert f.read() == r.stdout, f"{COMPLETION} is stale: make it again"
+    r = pcmon("--completion", "tcsh", check=2)
+    assert "bash" in r.stderr, r
+
+
+def test_bash_completion():
+    env = dict(os.environ, PATH=os.path.dirname(PCMON) + ":" + os.environ["PATH"])
+
+    def complete(*words):
+        script = (f"source {COMPLETION}; COMP_WORDS=(pcmon {' '.join(words)}); "
+                  f"COMP_CWORD={len(words)}; _pcmon; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    assert "list" in complete("li") and "flamegraph" in complete("fl")
+    assert {"--format", "--output"} <= set(complete("export", "--")), complete("export", "--")
+    assert set(complete("export", "--format", "")) == {"folded", "pprof", "json"}
+    assert "/etc/hostname" in complete("fl", "-o", "/etc/host")
+    assert complete("list", "--when", "") == [] and complete("st", "--") == []  # ambiguous
+    # every command's options are those its parser takes
+    for cmd in commands():
+        assert set(complete(cmd, "--")) == accepted(cmd), (cmd, set(complete(cmd, "--")))
+    d = Daemon().start()
+    try:
+        pcmon("run", "--interval", 5000, "--name", "comptest", "--", workload("threefn"), 0.2,
+              sock=d.sock, check=0)
+        env["PCMON_SOCKET"] = d.sock
+        assert "comptest" in complete("list", "comp")
+        assert "comptest" in complete("LIS", "comp")  # a prefix, in any case, as pcmon takes it
+    finally:
+        d.stop()
 
 
 def test_help_lists_every_unwind_method():
