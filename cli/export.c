@@ -58,6 +58,33 @@ static int ints(const cJSON *a, int bound, int **out)
 	return n;
 }
 
+/* Location @o, its objects and functions read: 0, or -1 if it names others. */
+static int load_location(const struct xprof *p, const cJSON *o, struct xlocation *l)
+{
+	const cJSON *lines = cJSON_GetObjectItemCaseSensitive(o, "lines"), *ln;
+	int j = 0;
+
+	l->object = (int)jnum(o, "object");
+	l->address = strtoull(jstr(o, "address"), NULL, 16);
+	l->kernel = jbool(o, "kernel");
+	l->nlines = cJSON_GetArraySize(lines);
+	l->lines = calloc(l->nlines + 1, sizeof(*l->lines));
+	if (!l->lines || l->object < -1 || l->object >= p->nobjects || l->nlines < 1)
+		return -1;
+	cJSON_ArrayForEach(ln, lines) {
+		int *v, n = ints(ln, 1 << 30, &v);
+
+		if (n != 2 || v[0] >= p->nfunctions) {
+			free(v);
+			return -1;
+		}
+		l->lines[j][0] = v[0];
+		l->lines[j++][1] = v[1];
+		free(v);
+	}
+	return 0;
+}
+
 int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 {
 	const cJSON *prof = cJSON_GetObjectItemCaseSensitive(rep, "profile");
@@ -99,30 +126,9 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 	}
 	a = jarr(prof, "locations", &p->nlocations, (void **)&p->locations, sizeof(*p->locations));
 	i = 0;
-	cJSON_ArrayForEach(o, a) {
-		struct xlocation *l = &p->locations[i++];
-		const cJSON *lines = cJSON_GetObjectItemCaseSensitive(o, "lines"), *ln;
-		int j = 0;
-
-		l->object = (int)jnum(o, "object");
-		l->address = strtoull(jstr(o, "address"), NULL, 16);
-		l->kernel = jbool(o, "kernel");
-		l->nlines = cJSON_GetArraySize(lines);
-		l->lines = calloc(l->nlines + 1, sizeof(*l->lines));
-		if (!l->lines || l->object < -1 || l->object >= p->nobjects || l->nlines < 1)
+	cJSON_ArrayForEach(o, a)
+		if (load_location(p, o, &p->locations[i++]))
 			goto bad;
-		cJSON_ArrayForEach(ln, lines) {
-			int *v, n = ints(ln, 1 << 30, &v);
-
-			if (n != 2 || v[0] >= p->nfunctions) {
-				free(v);
-				goto bad;
-			}
-			l->lines[j][0] = v[0];
-			l->lines[j++][1] = v[1];
-			free(v);
-		}
-	}
 	a = jarr(prof, "samples", &p->nsamples, (void **)&p->samples, sizeof(*p->samples));
 	i = 0;
 	cJSON_ArrayForEach(o, a) {
