@@ -242,6 +242,13 @@ static int option(struct cli *c, int code, const char *val, const char *typed)
 	return set(c, c->opts[i], val);
 }
 
+/* The option as typed: the word before its value, when the value was a word of its own. */
+static const char *typed(char **argv)
+{
+	return optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] :
+								     argv[optind - 1];
+}
+
 static int word(struct cli *c, char *w)
 {
 	if (c->cmd->words == WORDS_LIST) {
@@ -327,7 +334,7 @@ int cli_parse(struct cli *c, const struct command *cmd, int argc, char **argv)
 			r = fail(c, 2, "%s: unknown option '%s' (see pcmon --help)", cmd->name,
 				 argv[optind - 1]);
 		else
-			r = option(c, code, optarg, argv[optind - 1]);
+			r = option(c, code, optarg, typed(argv));
 		if (r)
 			return r;
 	}
