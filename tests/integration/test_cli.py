@@ -202,6 +202,28 @@ def test_help_lists_every_unwind_method():
     assert f"--unwind {'|'.join(shown)}" in man, shown
 
 
+def test_manual_page_synopsis_is_the_parsers():
+    """Each command's lines of the manual's SYNOPSIS name the options its parser takes (the
+    start request's as OPTS, as --help does; the global ones may be left out)."""
+    man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
+    man = re.sub(r"\\f[BIR]", "", man)
+    syn = man[man.index(".SH SYNOPSIS"):man.index(".SH DESCRIPTION")]
+    text = help_text()
+    opts = options_in(text[text.index("\nOPTS:"):text.index("Every command")])
+    seen, bad = set(), []
+    for chunk in syn.split(".br\n"):
+        names = re.findall(r"^\.B pcmon ([a-z|]+)|^\.B ([a-z]+)$", chunk, re.M)
+        names = [n for pair in names for alt in pair if alt for n in alt.split("|")
+                 if n in commands()]  # not ".B pcmon" of "pcmon [COMMAND] --help"
+        shown = options_in(chunk) | (opts if "[OPTS]" in chunk else set())
+        for cmd in names:
+            seen.add(cmd)
+            if shown - GLOBAL != accepted(cmd) - GLOBAL:
+                bad.append(f"{cmd}: {sorted((shown - GLOBAL) ^ (accepted(cmd) - GLOBAL))}")
+    assert not bad, "\n".join(bad)
+    assert seen >= set(commands()), set(commands()) - seen
+
+
 def test_manual_page_names_every_option():
     man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
     missing = [o for o in parser_options() if o != "--help" and o not in man]
