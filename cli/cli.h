@@ -51,7 +51,7 @@ struct opt {
 	const char **text;	/* OPT_TEXT */
 	int (*fn)(struct cli *c, const char *val);	/* OPT_CALL */
 	const char *excludes;	/* the name of an option that may not be given with this one */
-	enum opt_compl compl;
+	enum opt_compl complete;
 	const struct opt *include;	/* OPT_INCLUDE */
 	const char *only;	/* OPT_INCLUDE: the names taken from it, space-separated */
 };
@@ -78,8 +78,13 @@ struct command {
 	int (*fn)(struct cli *c);
 	const struct opt *opts;
 	enum cmd_words words;
-	const char *usage;	/* the synopsis after the options it does not spell out itself */
-	const char *help;	/* what it does: one line or a few */
+	/*
+	 * Its words, and the options it needs, as the synopsis shows them after the others
+	 * (an option named here is not listed again); where it says TARGET, the bash
+	 * completion offers the targets' names.
+	 */
+	const char *usage;
+	const char *help;	/* what it does: a line or a few */
 };
 
 /* The command table (pcmon.c). */
@@ -118,7 +123,7 @@ void cli_free(struct cli *c);
 bool cli_seen(const struct cli *c, const char *name);
 /* Every option of every command, one of each name, the global ones first: how many in @n. */
 const struct opt *const *opt_all(int *n);
-/* @t flattened into @out (at most OPT_MAX, with @only's names if set): how many. */
+/* @t's options (only those @only names, if set) after the @n in @out: how many now. */
 int opt_flatten(const struct opt *t, const char *only, const struct opt **out, int n);
 /* --hist-arg's value, as node and --node take it. 0, or the exit status. */
 int hist_arg_value(struct cli *c, const char *val, long *v);

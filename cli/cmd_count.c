@@ -25,8 +25,8 @@ static int opt_duration(struct cli *c, const char *val)
 const struct opt count_opts[] = {
 	OPT_SOME(sampling_opts, "virtual real ignore-case max-probes"),
 	OPT_SOME(watch_opts, "pid"),
-	{ "duration", 0, "SECS", OPT_CALL, NULL, .help = "with --pid: count this long (default: until it exits)",
-	  .fn = opt_duration },
+	{ "duration", 0, "SECS", OPT_CALL, NULL,
+	  .help = "with --pid: count this long (default: until it exits)", .fn = opt_duration },
 	OPT_SOME(listing_opts, "sort"),
 	OPT_TABLE_END,
 };

@@ -16,14 +16,15 @@
 static const char *format, *output, *title;
 
 static const struct opt output_opts[] = {
-	{ "output", 'o', "FILE", OPT_TEXT, NULL, .help = "the file, written whole or not at all (default stdout)",
-	  .text = &output, .compl = COMPL_FILE },
+	{ "output", 'o', "FILE", OPT_TEXT, NULL,
+	  .help = "the file, written whole or not at all (default stdout)", .text = &output,
+	  .complete = COMPL_FILE },
 	OPT_TABLE_END,
 };
 
 const struct opt export_opts[] = {
-	{ "format", 0, "folded|pprof|json", OPT_TEXT, NULL, .help = "folded (flamegraph.pl), pprof (go tool pprof), json",
-	  .text = &format },
+	{ "format", 0, "folded|pprof|json", OPT_TEXT, NULL,
+	  .help = "folded (flamegraph.pl), pprof (go tool pprof), json", .text = &format },
 	OPT_ALL(output_opts),
 	OPT_ALL(pattern_opts),
 	OPT_TABLE_END,
@@ -69,7 +70,8 @@ static int out_close(struct cli *c, struct out *o, int err)
 {
 	if (o->f == stdout)
 		return fflush(stdout) || err ? fail(c, 1, "%s: cannot write: %s", c->cmd->name,
-						   strerror(err ? -err : errno)) : 0;
+						    strerror(err ? -err : errno))
+					     : 0;
 	if (fclose(o->f) && !err)
 		err = -errno;
 	if (!err && rename(o->tmp, output))

@@ -45,7 +45,8 @@ const struct opt hist_opts[] = {
 	  .flag = &h.linear },
 	{ "buckets", 0, "B", OPT_TEXT, NULL, .help = "how many (1-64)", .text = &h.buckets },
 	{ "scale", 0, "S", OPT_TEXT, NULL, .help = "their width", .text = &h.scale },
-	{ "base", 0, "B", OPT_TEXT, NULL, .help = "where the first starts (default 0)", .text = &h.base },
+	{ "base", 0, "B", OPT_TEXT, NULL, .help = "where the first starts (default 0)",
+	  .text = &h.base },
 	{ "log", 0, NULL, OPT_FLAG, NULL, .help = "bucket i holds [2^i, 2^(i+1)), 0 its own",
 	  .flag = &h.log },
 	OPT_TABLE_END,
@@ -57,12 +58,14 @@ static int hist_spec(struct cli *c, const char *on, const char *id)
 	char spec[160];
 
 	if (h.linear + h.log != 1)
-		return fail(c, 2, "hist add: give --linear --buckets B --scale S --base B, or --log");
+		return fail(c, 2,
+			    "hist add: give --linear --buckets B --scale S --base B, or --log");
 	if (h.log)
 		snprintf(spec, sizeof(spec), "%s:%s,log", on, id);
 	else
 		snprintf(spec, sizeof(spec), "%s:%s,linear,%s,%s,%s", on, id,
-			 h.buckets ? h.buckets : "?", h.scale ? h.scale : "?", h.base ? h.base : "0");
+			 h.buckets ? h.buckets : "?", h.scale ? h.scale : "?",
+			 h.base ? h.base : "0");
 	req_set(c->req, "hist", cJSON_CreateString(spec));
 	return 0;
 }

@@ -14,9 +14,9 @@
 /* What the listing options asked. */
 static struct {
 	struct list_view view;
-	bool calls;		/* the call table alone */
-	const char *sort;	/* the call table's order */
-	const char **dirs;	/* --lines: where else sources are looked for */
+	bool calls;	   /* the call table alone */
+	const char *sort;  /* the call table's order */
+	const char **dirs; /* --lines: where else sources are looked for */
 	size_t ndirs;
 } ls;
 
@@ -40,14 +40,17 @@ static int opt_source_dir(struct cli *c, const char *val)
 const struct opt listing_opts[] = {
 	{ "shallow", 0, NULL, OPT_FLAG, NULL, .help = "the table by shallow count alone",
 	  .flag = &ls.view.shallow },
-	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "the table by deep count alone", .flag = &ls.view.deep },
+	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "the table by deep count alone",
+	  .flag = &ls.view.deep },
 	{ "top", 0, "N", OPT_CALL, NULL, .help = "the first N rows of each table", .fn = opt_top },
 	{ "calls", 0, NULL, OPT_FLAG, NULL, .help = "the call table alone", .flag = &ls.calls },
-	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL, .help = "the call table's order (default self)",
-	  .text = &ls.sort },
-	{ "lines", 0, "PROC", OPT_STR, "lines", .help = "where in PROC the time goes, by source line" },
-	{ "source-dir", 0, "DIR", OPT_CALL, NULL, .help = "where else --lines looks for sources (repeatable)",
-	  .fn = opt_source_dir, .compl = COMPL_DIR },
+	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL,
+	  .help = "the call table's order (default self)", .text = &ls.sort },
+	{ "lines", 0, "PROC", OPT_STR, "lines",
+	  .help = "where in PROC the time goes, by source line" },
+	{ "source-dir", 0, "DIR", OPT_CALL, NULL,
+	  .help = "where else --lines looks for sources (repeatable)", .fn = opt_source_dir,
+	  .complete = COMPL_DIR },
 	OPT_TABLE_END,
 };
 
@@ -96,10 +99,12 @@ int cmd_tables(struct cli *c)
 static const char *profil_scale;
 
 const struct opt profil_opts[] = {
-	{ "offset", 0, "ADDR|MODULE+0xOFF|PROC", OPT_STR, "offset", .help = "where the buffer starts" },
-	{ "scale", 0, "S", OPT_TEXT, NULL, .help = "0 to 0x10000: a cell per 2 bytes of code at 0x10000",
-	  .text = &profil_scale },
-	{ "bufsiz", 0, "BYTES", OPT_NUM, "bufsiz", .help = "the buffer's size (default: PROC's extent)" },
+	{ "offset", 0, "ADDR|MODULE+0xOFF|PROC", OPT_STR, "offset",
+	  .help = "where the buffer starts" },
+	{ "scale", 0, "S", OPT_TEXT, NULL,
+	  .help = "0 to 0x10000: a cell per 2 bytes of code at 0x10000", .text = &profil_scale },
+	{ "bufsiz", 0, "BYTES", OPT_NUM, "bufsiz",
+	  .help = "the buffer's size (default: PROC's extent)" },
 	OPT_SOME(pattern_opts, "when when-file ignore-case critical"),
 	OPT_TABLE_END,
 };

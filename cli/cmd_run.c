@@ -20,8 +20,9 @@ const struct opt run_opts[] = {
 	{ "debuginfod", 0, "URLS", OPT_TEXT, NULL,
 	  .help = "without pcmond: debuginfod servers (default $DEBUGINFOD_URLS; \"\": none)",
 	  .text = &debuginfod },
-	{ "cache-dir", 0, "DIR", OPT_TEXT, NULL, .help = "without pcmond: where fetched debug info is kept",
-	  .text = &cache_dir, .compl = COMPL_DIR },
+	{ "cache-dir", 0, "DIR", OPT_TEXT, NULL,
+	  .help = "without pcmond: where fetched debug info is kept", .text = &cache_dir,
+	  .complete = COMPL_DIR },
 	OPT_TABLE_END,
 };
 
@@ -44,8 +45,9 @@ static char *default_cache_dir(void)
 /* run, and count -- CMD */
 int cmd_run(struct cli *c)
 {
-	struct run r = { .argv = c->argv_cmd, .keep = true, .fd = -1,
-			 .eo_given = debuginfod || cache_dir };
+	struct run r = {
+		.argv = c->argv_cmd, .keep = true, .fd = -1, .eo_given = debuginfod || cache_dir
+	};
 	char *cache;
 	int st;
 

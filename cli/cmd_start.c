@@ -43,7 +43,8 @@ int cmd_start(struct cli *c)
 	if (!r && !c->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));
 		fprintf(stderr, "pcmon: started target %.0f \"%s\", %s t=%.0fus\n",
-			proto_num(rep, "id", 0), str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)),
+			proto_num(rep, "id", 0),
+			str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)),
 			proto_str(rep, "mode", ""), proto_num(rep, "interval_us", 0));
 	}
 	cJSON_Delete(rep);

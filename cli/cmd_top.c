@@ -14,7 +14,7 @@
 #include "util.h"
 
 static struct {
-	double delay;		/* seconds between refreshes; 0: 1 */
+	double delay; /* seconds between refreshes; 0: 1 */
 	bool batch;
 	long iterations;
 	bool deep;
@@ -33,7 +33,8 @@ static int opt_delay(struct cli *c, const char *val)
 static int opt_iterations(struct cli *c, const char *val)
 {
 	if (parse_whole(val, 1, 1000000, &top.iterations))
-		return fail(c, 2, "--iterations %s: expected a whole number from 1 to 1000000", val);
+		return fail(c, 2, "--iterations %s: expected a whole number from 1 to 1000000",
+			    val);
 	return 0;
 }
 
@@ -41,12 +42,14 @@ static int opt_iterations(struct cli *c, const char *val)
 const struct opt top_opts[] = {
 	OPT_ALL(sampling_opts),
 	OPT_ALL(watch_opts),
-	{ "delay", 'd', "SECS", OPT_CALL, NULL, .help = "seconds between refreshes, 0.1 to 3600 (default 1)",
-	  .fn = opt_delay },
-	{ "batch", 'b', NULL, OPT_FLAG, NULL, .help = "the screens as text on stdout", .flag = &top.batch },
-	{ "iterations", 'n', "N", OPT_CALL, NULL, .help = "refreshes before it ends (default: until q)",
-	  .fn = opt_iterations },
-	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "sorted by deep count at first", .flag = &top.deep },
+	{ "delay", 'd', "SECS", OPT_CALL, NULL,
+	  .help = "seconds between refreshes, 0.1 to 3600 (default 1)", .fn = opt_delay },
+	{ "batch", 'b', NULL, OPT_FLAG, NULL, .help = "the screens as text on stdout",
+	  .flag = &top.batch },
+	{ "iterations", 'n', "N", OPT_CALL, NULL,
+	  .help = "refreshes before it ends (default: until q)", .fn = opt_iterations },
+	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "sorted by deep count at first",
+	  .flag = &top.deep },
 	OPT_TABLE_END,
 };
 
@@ -62,10 +65,15 @@ static void top_work(void *ctx)
 
 static int top_view(struct session *s, const char *id, void *ctx)
 {
-	struct top_io io = { .ctx = s, .call = top_call, .work = top_work,
-			     .engine_fd = s->e ? engine_fd(s->e) : -1, .target = id,
-			     .delay = top.delay ? top.delay : 1, .batch = top.batch,
-			     .iterations = top.iterations, .deep = top.deep };
+	struct top_io io = { .ctx = s,
+			     .call = top_call,
+			     .work = top_work,
+			     .engine_fd = s->e ? engine_fd(s->e) : -1,
+			     .target = id,
+			     .delay = top.delay ? top.delay : 1,
+			     .batch = top.batch,
+			     .iterations = top.iterations,
+			     .deep = top.deep };
 	char err[512];
 	int r = top_run(&io, err, sizeof(err));
 
@@ -80,7 +88,8 @@ int cmd_top(struct cli *c)
 	int st;
 
 	if (c->target)
-		return fail(c, 2, "top: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
+		return fail(c, 2,
+			    "top: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    c->target);
 	if (!top.batch && !isatty(STDOUT_FILENO))
 		return fail(c, 2, "top: stdout is not a terminal: use -b for text");

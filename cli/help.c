@@ -13,9 +13,9 @@
 #include "proto.h"
 #include "util.h"
 
-#define WIDTH  92	/* where a synopsis wraps */
-#define INDENT 14	/* its continuation lines, and what a command does */
-#define LEFT   28	/* an option's column in a list of options */
+#define WIDTH  92 /* where a synopsis wraps */
+#define INDENT 14 /* its continuation lines, and what a command does */
+#define LEFT   28 /* an option's column in a list of options */
 
 /* An option's value as the help names it: an enumeration's as the engine accepts them. */
 static const char *arg_text(const struct opt *o)
@@ -69,7 +69,8 @@ static bool in_usage(const char *usage, const char *name)
 	size_t n = strlen(name);
 
 	for (const char *p = usage; (p = strstr(p, "--")); p += 2)
-		if (!strncmp(p + 2, name, n) && !strchr("abcdefghijklmnopqrstuvwxyz-", p[2 + n] ? p[2 + n] : ' '))
+		if (!strncmp(p + 2, name, n) &&
+		    !strchr("abcdefghijklmnopqrstuvwxyz-", p[2 + n] ? p[2 + n] : ' '))
 			return true;
 	return false;
 }
@@ -256,19 +257,22 @@ static void compl_values(FILE *f)
 	for (int i = 0; i < n; i++) {
 		const struct opt *o = all[i];
 
-		if (o->compl != COMPL_NONE) {
+		if (o->complete != COMPL_NONE) {
 			fprintf(f, "\t");
 			case_names(f, o, true);
-			fprintf(f, ")\n\t\tCOMPREPLY=($(%s))\n\t\treturn ;;\n", how[o->compl]);
+			fprintf(f, ")\n\t\tCOMPREPLY=($(%s))\n\t\treturn ;;\n", how[o->complete]);
 		} else if (enum_words(o, words, sizeof(words))) {
 			fprintf(f, "\t");
 			case_names(f, o, true);
-			fprintf(f, ")\n\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n"
-				   "\t\treturn ;;\n", words);
+			fprintf(f,
+				")\n\t\tCOMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n"
+				"\t\treturn ;;\n",
+				words);
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		if (!all[i]->arg || all[i]->compl != COMPL_NONE || enum_words(all[i], words, sizeof(words)))
+		if (!all[i]->arg || all[i]->complete != COMPL_NONE ||
+		    enum_words(all[i], words, sizeof(words)))
 			continue;
 		if (!nothing++)
 			fprintf(f, "\t");
@@ -308,13 +312,14 @@ int help_completion(FILE *f, const char *shell)
 {
 	if (strcmp(shell, "bash"))
 		return fail(NULL, 2, "--completion %s: the shells are: bash", shell);
-	fprintf(f, "# SPDX-License-Identifier: GPL-2.0-only\n"
-		   "# bash completion for pcmon, written by `pcmon --completion bash` from its option\n"
-		   "# tables (make writes it; edit the tables, not this). Target names and ids come\n"
-		   "# from `pcmon targets --json` where a TARGET goes.\n"
-		   "_pcmon()\n{\n"
-		   "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-		   "\tlocal cmds=\"");
+	fprintf(f,
+		"# SPDX-License-Identifier: GPL-2.0-only\n"
+		"# bash completion for pcmon, written by `pcmon --completion bash` from its option\n"
+		"# tables (make writes it; edit the tables, not this). Target names and ids come\n"
+		"# from `pcmon targets --json` where a TARGET goes.\n"
+		"_pcmon()\n{\n"
+		"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+		"\tlocal cmds=\"");
 	compl_names(f, false);
 	fprintf(f, "\"\n\tlocal word=${COMP_WORDS[1],,} cmd= c n=0 words\n\n"
 		   "\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n"
@@ -330,11 +335,12 @@ int help_completion(FILE *f, const char *shell)
 	compl_options(f);
 	fprintf(f, "\tcase $cmd in\n\t");
 	compl_names(f, true);
-	fprintf(f, ")\n"
-		   "\t\twords=$(pcmon targets --json 2>/dev/null |\n"
-		   "\t\t\tsed -n 's/^[[:space:]]*\"\\(id\\|name\\)\":[[:space:]]*\"\\{0,1\\}\\([^\",]*\\)\"\\{0,1\\},\\{0,1\\}$/\\2/p')\n"
-		   "\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\")) ;;\n"
-		   "\tesac\n}\n"
-		   "complete -F _pcmon pcmon\n");
+	fprintf(f,
+		")\n"
+		"\t\twords=$(pcmon targets --json 2>/dev/null |\n"
+		"\t\t\tsed -n 's/^[[:space:]]*\"\\(id\\|name\\)\":[[:space:]]*\"\\{0,1\\}\\([^\",]*\\)\"\\{0,1\\},\\{0,1\\}$/\\2/p')\n"
+		"\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\")) ;;\n"
+		"\tesac\n}\n"
+		"complete -F _pcmon pcmon\n");
 	return 0;
 }

@@ -45,13 +45,13 @@ static int opt_help(struct cli *c, const char *val)
 }
 
 const struct opt global_opts[] = {
-	{ "json", 0, NULL, OPT_CALL, NULL, .help = "one JSON document on stdout (errors too: {\"error\": ...})",
-	  .fn = opt_json },
+	{ "json", 0, NULL, OPT_CALL, NULL,
+	  .help = "one JSON document on stdout (errors too: {\"error\": ...})", .fn = opt_json },
 	{ "verbose", 'v', NULL, OPT_CALL, NULL, .help = "say more on stderr (twice: debug detail)",
 	  .fn = opt_verbose },
 	{ "socket", 0, "PATH", OPT_CALL, NULL,
 	  .help = "pcmond's socket (or $PCMON_SOCKET; default " PCMON_DEFAULT_SOCKET ")",
-	  .fn = opt_socket, .compl = COMPL_FILE },
+	  .fn = opt_socket, .complete = COMPL_FILE },
 	{ "help", 'h', NULL, OPT_CALL, NULL, .help = "the command's options", .fn = opt_help },
 	OPT_TABLE_END,
 };
@@ -245,8 +245,8 @@ static int option(struct cli *c, int code, const char *val, const char *typed)
 /* The option as typed: the word before its value, when the value was a word of its own. */
 static const char *typed(char **argv)
 {
-	return optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2] :
-								     argv[optind - 1];
+	return optarg && optind >= 2 && optarg == argv[optind - 1] ? argv[optind - 2]
+								   : argv[optind - 1];
 }
 
 static int word(struct cli *c, char *w)
@@ -304,7 +304,8 @@ static void optstring_of(const struct cli *c, char *s, size_t len)
 
 	for (int i = 0; i < c->nopts && n < len; i++)
 		if (c->opts[i]->ch)
-			n += snprintf(s + n, len - n, "%c%s", c->opts[i]->ch, c->opts[i]->arg ? ":" : "");
+			n += snprintf(s + n, len - n, "%c%s", c->opts[i]->ch,
+				      c->opts[i]->arg ? ":" : "");
 }
 
 int cli_parse(struct cli *c, const struct command *cmd, int argc, char **argv)

@@ -48,7 +48,8 @@ const struct command commands[] = {
 	{ "pause", cmd_target, no_opts, WORDS_TARGET, "TARGET", "stop counting for a while" },
 	{ "resume", cmd_target, no_opts, WORDS_TARGET, "TARGET", "count again" },
 	{ "zero", cmd_target, no_opts, WORDS_TARGET, "TARGET", "zero counts, keep settings" },
-	{ "drop", cmd_target, no_opts, WORDS_TARGET, "TARGET", "forget the target and its results" },
+	{ "drop", cmd_target, no_opts, WORDS_TARGET, "TARGET",
+	  "forget the target and its results" },
 	{ "targets", cmd_targets, no_opts, WORDS_TARGET, "",
 	  "every target: id, name, mode, state, samples, lost" },
 	{ "status", cmd_status, no_opts, WORDS_TARGET, "",
@@ -83,8 +84,8 @@ static int select_command(const struct cli *c, const char *word, const struct co
 		if (!strncasecmp(word, commands[i].name, strlen(word))) {
 			*cmd = &commands[i];
 			n++;
-			snprintf(matches + strlen(matches), sizeof(matches) - strlen(matches), "%s%s",
-				 n > 1 ? ", " : "", commands[i].name);
+			snprintf(matches + strlen(matches), sizeof(matches) - strlen(matches),
+				 "%s%s", n > 1 ? ", " : "", commands[i].name);
 		}
 	}
 	if (n == 0)

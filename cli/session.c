@@ -87,8 +87,8 @@ int ask(struct cli *c, void (*table)(FILE *, const cJSON *))
 	return r;
 }
 
-int open_for_request(struct cli *c, const char *opt, const char *path, int flags,
-		     const char *field, int index, int *fd)
+int open_for_request(struct cli *c, const char *opt, const char *path, int flags, const char *field,
+		     int index, int *fd)
 {
 	*fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (*fd < 0)
@@ -116,8 +116,9 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd >= 0) {
 		if (r->eo_given)
-			fprintf(stderr, "pcmon: note: --debuginfod and --cache-dir set pcmon run's own engine; "
-					"pcmond has its own (see pcmon status)\n");
+			fprintf(stderr,
+				"pcmon: note: --debuginfod and --cache-dir set pcmon run's own engine; "
+				"pcmond has its own (see pcmon status)\n");
 		return 0;
 	}
 	r->eo.bpf_stats = env_bpf_stats();
@@ -162,7 +163,8 @@ static char *resolve_exe(const char *cmd)
 	if (strchr(cmd, '/'))
 		return realpath(cmd, NULL);
 	dirs = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir; dir = strtok_r(NULL, ":", &save)) {
+	for (dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir;
+	     dir = strtok_r(NULL, ":", &save)) {
 		snprintf(buf, sizeof(buf), "%s/%s", *dir ? dir : ".", cmd);
 		if (!access(buf, X_OK)) {
 			free(dirs);
