@@ -34,7 +34,7 @@ const struct opt node_opts[] = {
 	OPT_TABLE_END,
 };
 
-/* hist add's buckets: given apart, sent as one spec */
+/* hist add's buckets: given apart, sent as one --hist text */
 static struct {
 	bool linear, log;
 	const char *buckets, *scale, *base;
@@ -52,21 +52,21 @@ const struct opt hist_opts[] = {
 	OPT_TABLE_END,
 };
 
-/* hist add: the histogram's spec, as --hist gives it to start. 0, or the exit status. */
-static int hist_spec(struct cli *c, const char *on, const char *id)
+/* hist add: the histogram as --hist gives it to start. 0, or the exit status. */
+static int hist_text(struct cli *c, const char *on, const char *id)
 {
-	char spec[160];
+	char text[160];
 
 	if (h.linear + h.log != 1)
 		return fail(c, 2,
 			    "hist add: give --linear --buckets B --scale S --base B, or --log");
 	if (h.log)
-		snprintf(spec, sizeof(spec), "%s:%s,log", on, id);
+		snprintf(text, sizeof(text), "%s:%s,log", on, id);
 	else
-		snprintf(spec, sizeof(spec), "%s:%s,linear,%s,%s,%s", on, id,
+		snprintf(text, sizeof(text), "%s:%s,linear,%s,%s,%s", on, id,
 			 h.buckets ? h.buckets : "?", h.scale ? h.scale : "?",
 			 h.base ? h.base : "0");
-	req_set(c->req, "hist", cJSON_CreateString(spec));
+	req_set(c->req, "hist", cJSON_CreateString(text));
 	return 0;
 }
 
@@ -92,8 +92,8 @@ static int edit_req(struct cli *c, bool add)
 		return fail(c, 2, "%s %s: %s is not a number", cmd, w[0], hist ? w[3] : w[2]);
 	if (hist)
 		req_set(c->req, "on", cJSON_CreateString(w[2]));
-	if (hist && add) /* the new histogram's spec names the node or leg */
-		return hist_spec(c, w[2], w[3]);
+	if (hist && add) /* the new histogram names the node or leg */
+		return hist_text(c, w[2], w[3]);
 	req_set(c->req, "id", cJSON_CreateNumber(id));
 	return 0;
 }
