@@ -67,6 +67,8 @@ FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(OUTPUT)/fuzz/%,$(FUZZ_SRCS))
 WORK_SRCS   := $(wildcard tests/workloads/*.c)
 WORK_BINS   := $(patsubst tests/workloads/%.c,$(OUTPUT)/workloads/%,$(WORK_SRCS))
+# the bash completion, written by pcmon from the option tables it parses with (cli/help.c)
+COMPLETION  := $(OUTPUT)/pcmon.bash-completion
 
 DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev \
 	libcjson-dev libcmocka-dev libiberty-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
@@ -85,7 +87,7 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 
 .SECONDARY:
 .PHONY: all deps check unit fuzz integration demo bench install clean format deb
-all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so
+all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so $(COMPLETION)
 
 deps:
 	@$(DEPS_INSTALL)
@@ -133,6 +135,9 @@ $(BIN)/pcmon: $(CLI_OBJS) $(CLI_ENGINE_OBJS) | $(BIN)
 $(BIN)/pcmon-engine.so: $(ENGINE_OBJS) daemon/engine.map | $(BIN)
 	$(CC) $(CFLAGS) -shared -Wl,-z,defs -Wl,-Bsymbolic -Wl,--version-script=daemon/engine.map \
 		$(ENGINE_OBJS) $(LIBS) -o $@
+# (the engine says which values an enumeration takes: --unwind's)
+$(COMPLETION): $(BIN)/pcmon $(BIN)/pcmon-engine.so | $(OUTPUT)
+	$(BIN)/pcmon --completion bash > $@.tmp && mv $@.tmp $@
 
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
@@ -231,7 +236,7 @@ install: all
 	install -m 0644 packaging/pcmond.8 $(DESTDIR)$(PREFIX)/share/man/man8/pcmond.8
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service
 	install -m 0644 packaging/pcmond.socket $(DESTDIR)/lib/systemd/system/pcmond.socket
-	install -m 0644 packaging/pcmon.bash-completion $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pcmon
+	install -m 0644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pcmon
 
 # A Debian package, built by dpkg-buildpackage in a copy of the tree (its clean step must
 # not touch this one): ./pcmon_VERSION_amd64.deb and ./pcmon-dev_VERSION_all.deb.

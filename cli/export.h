@@ -65,6 +65,8 @@ struct xframe {
 	const char *name;
 	enum xframe_type type;
 };
+/* Function @fn's name in the exports ("[foreign]": code no procedure covers). */
+const char *xprof_fname(const struct xprof *p, int fn);
 /* The frames of sample @s, root first, into @out (grown as needed); how many, or -1. */
 int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe **out,
 		 size_t *cap);

@@ -395,9 +395,74 @@ void fmt_targets(FILE *f, const cJSON *rep)
 				num(it, "id"), proto_str(it, "save_error", "?"));
 }
 
+/* status: what pcmond serves with: debuginfod, its socket, its state directory. */
+static void status_services(FILE *f, const cJSON *rep)
+{
+	const cJSON *it, *st;
+
+	it = cJSON_GetObjectItemCaseSensitive(rep, "debuginfod");
+	if (it && proto_bool(it, "enabled", 0)) {
+		fprintf(f, "debuginfod: %s, cache %s\n", proto_str(it, "urls", "?"),
+			proto_str(it, "cache", "?"));
+		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; ", num(it, "fetched"),
+			num(it, "failed"), num(it, "pending"));
+		fprintf(f, "%.0f requests in %.1f ms, longest %.1f ms\n", num(it, "requests"),
+			num(it, "fetch_ms_total"), num(it, "fetch_ms_max"));
+		if (proto_str(it, "last_error", NULL))
+			fprintf(f, "  last failure: %s\n", proto_str(it, "last_error", ""));
+	} else if (it) {
+		fprintf(f, "debuginfod: off (set DEBUGINFOD_URLS or pcmond --debuginfod)\n");
+	}
+	it = cJSON_GetObjectItemCaseSensitive(rep, "connections"); /* pcmond's socket */
+	if (it)
+		fprintf(f, "connections: %.0f of %.0f (%.0f kept for root, %.0f per user), "
+			   "%.0f refused; closed: %.0f idle, %.0f half-sent, %.0f unread\n",
+			num(it, "clients"), num(it, "max_clients"), num(it, "root_reserved"),
+			num(it, "per_user"), num(it, "refused"), num(it, "idle_timeouts"),
+			num(it, "request_timeouts"), num(it, "write_timeouts"));
+	st = cJSON_GetObjectItemCaseSensitive(rep, "store");
+	if (st) {
+		fprintf(f, "state directory %s: %.0f saves, %.0f failed, %.0f target(s) unsaved\n",
+			proto_str(st, "dir", "?"), num(st, "saves"), num(st, "save_failures"),
+			num(st, "unsaved_targets"));
+		if (proto_str(st, "last_error", NULL))
+			fprintf(f, "last save error (%.0f s ago): %s\n", num(st, "last_error_age_s"),
+				proto_str(st, "last_error", ""));
+	}
+}
+
+/* status: per object how stacks were unwound; the BPF programs and what they cost. */
+static void status_programs(FILE *f, const cJSON *rep)
+{
+	const cJSON *it;
+
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
+		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))
+			fprintf(f, "%-6s %-13s %12.0f %10.0f  %s\n", str(it, "unwind", "?"),
+				str(it, "cfi", "?"), num(it, "frames_unwound"),
+				num(it, "frames_without_cfi"), str(it, "path", "?"));
+	}
+	if (!proto_bool(rep, "bpf_stats", 0)) {
+		fprintf(f, "\n%-16s %-9s\n", "BPF program", "attached");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs"))
+			fprintf(f, "%-16s %-9s\n", str(it, "name", "?"),
+				proto_bool(it, "attached", 0) ? "yes" : "no");
+		fprintf(f, "(runs and run time not counted: start pcmond with --bpf-stats)\n");
+		return;
+	}
+	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
+		"total ms");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {
+		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", str(it, "name", "?"),
+			proto_bool(it, "attached", 0) ? "yes" : "no", num(it, "runs"),
+			num(it, "avg_ns"), num(it, "run_time_ns") / 1e6);
+	}
+}
+
 void fmt_status(FILE *f, const cJSON *rep)
 {
-	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it, *st;
+	const cJSON *sy = cJSON_GetObjectItemCaseSensitive(rep, "symbols"), *it;
 	const char *how;
 
 	fprintf(f, "pcmond %s, pid %.0f, up %.1f s, %.0f target(s)\n", str(rep, "version", "?"),
@@ -433,55 +498,6 @@ void fmt_status(FILE *f, const cJSON *rep)
 	fprintf(f, "critical-section probes: %.0f events, %.0f acknowledged, longest wait %.1f ms, %.0f files looked into\n",
 		num(it, "events"), num(it, "acknowledged"), num(it, "lag_ms_max"),
 		num(it, "objects_checked"));
-	it = cJSON_GetObjectItemCaseSensitive(rep, "debuginfod");
-	if (it && proto_bool(it, "enabled", 0)) {
-		fprintf(f, "debuginfod: %s, cache %s\n", proto_str(it, "urls", "?"),
-			proto_str(it, "cache", "?"));
-		fprintf(f, "  %.0f fetched, %.0f failed, %.0f pending; ", num(it, "fetched"),
-			num(it, "failed"), num(it, "pending"));
-		fprintf(f, "%.0f requests in %.1f ms, longest %.1f ms\n", num(it, "requests"),
-			num(it, "fetch_ms_total"), num(it, "fetch_ms_max"));
-		if (proto_str(it, "last_error", NULL))
-			fprintf(f, "  last failure: %s\n", proto_str(it, "last_error", ""));
-	} else if (it) {
-		fprintf(f, "debuginfod: off (set DEBUGINFOD_URLS or pcmond --debuginfod)\n");
-	}
-	it = cJSON_GetObjectItemCaseSensitive(rep, "connections"); /* pcmond's socket */
-	if (it)
-		fprintf(f, "connections: %.0f of %.0f (%.0f kept for root, %.0f per user), "
-			   "%.0f refused; closed: %.0f idle, %.0f half-sent, %.0f unread\n",
-			num(it, "clients"), num(it, "max_clients"), num(it, "root_reserved"),
-			num(it, "per_user"), num(it, "refused"), num(it, "idle_timeouts"),
-			num(it, "request_timeouts"), num(it, "write_timeouts"));
-	st = cJSON_GetObjectItemCaseSensitive(rep, "store");
-	if (st) {
-		fprintf(f, "state directory %s: %.0f saves, %.0f failed, %.0f target(s) unsaved\n",
-			proto_str(st, "dir", "?"), num(st, "saves"), num(st, "save_failures"),
-			num(st, "unsaved_targets"));
-		if (proto_str(st, "last_error", NULL))
-			fprintf(f, "last save error (%.0f s ago): %s\n", num(st, "last_error_age_s"),
-				proto_str(st, "last_error", ""));
-	}
-	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
-		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "objects"))
-			fprintf(f, "%-6s %-13s %12.0f %10.0f  %s\n", str(it, "unwind", "?"),
-				str(it, "cfi", "?"), num(it, "frames_unwound"),
-				num(it, "frames_without_cfi"), str(it, "path", "?"));
-	}
-	if (!proto_bool(rep, "bpf_stats", 0)) {
-		fprintf(f, "\n%-16s %-9s\n", "BPF program", "attached");
-		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs"))
-			fprintf(f, "%-16s %-9s\n", str(it, "name", "?"),
-				proto_bool(it, "attached", 0) ? "yes" : "no");
-		fprintf(f, "(runs and run time not counted: start pcmond with --bpf-stats)\n");
-		return;
-	}
-	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
-		"total ms");
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {
-		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", str(it, "name", "?"),
-			proto_bool(it, "attached", 0) ? "yes" : "no", num(it, "runs"),
-			num(it, "avg_ns"), num(it, "run_time_ns") / 1e6);
-	}
+	status_services(f, rep);
+	status_programs(f, rep);
 }

@@ -4,10 +4,11 @@
 #define PCMON_FORMAT_H
 
 #include <cJSON.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 struct list_view {
-	int shallow, deep;	/* which tables (both when neither was asked for) */
+	bool shallow, deep;	/* which tables (both when neither was asked for) */
 	long top;		/* rows per table, 0 = all */
 };
 

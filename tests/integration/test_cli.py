@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """The command line itself: --help against what the parser accepts, and errors in --json mode."""
+import glob
 import json
 import os
 import re
@@ -17,12 +18,13 @@ GLOBAL = {"--json", "--verbose", "--socket", "--help"}  # "Every command takes .
 
 
 def parser_options():
-    """The long options of the CLI's one option table (cli/pcmon.c opts[]), from which its
-    getopt table is made: {--name: takes a value}."""
-    src = open(os.path.join(ROOT, "cli", "pcmon.c")).read()
-    table = src[src.index("} opts[] = {"):]
-    table = table[:table.index("};")]
-    opts = dict(re.findall(r'\{ "([a-z-]+)", (?:\'.\'|0x[0-9a-f]+), (NULL|"[^"]*")', table))
+    """The long options of the commands' option tables (cli/*.c: a row of struct opt begins
+    { "name", letter, value,), from which the parser's getopt table is made:
+    {--name: takes a value}."""
+    opts = {}
+    for f in glob.glob(os.path.join(ROOT, "cli", "*.c")):
+        rows = re.findall(r'\{ "([a-z-]+)", (?:\'.\'|0), (NULL|"[^"]*"), OPT_', open(f).read())
+        opts.update(rows)
     assert len(opts) > 15, opts
     return {"--" + k: v != "NULL" for k, v in opts.items()}
 
@@ -66,6 +68,23 @@ def options_in(text):
     return found
 
 
+ACCEPTED = {}
+
+
+def accepted(cmd):
+    """The options `pcmon CMD` gets past the parser with (asked once per command)."""
+    if cmd not in ACCEPTED:
+        tmp = tempfile.mkdtemp()
+        ACCEPTED[cmd] = {opt for opt, takes_value in parser_options().items()
+                         if opt == "--help" or accepts(cmd, opt, takes_value, tmp)[0]}
+    return ACCEPTED[cmd]
+
+
+def commands():
+    text = help_text()
+    return re.findall(r"^  pcmon (\w+)", text[:text.index("\nOPTS:")], re.M)
+
+
 def test_help_lists_what_the_parser_accepts():
     text = help_text()
     parser = parser_options()
@@ -104,6 +123,59 @@ def test_help_lists_what_the_parser_accepts():
     assert not bad, "\n".join(bad)
 
 
+def test_command_help_lists_what_the_parser_accepts():
+    """pcmon CMD --help: that command's options, from the same table the parser walks."""
+    assert len(commands()) > 15, commands()
+    for cmd in commands():
+        r = pcmon(cmd, "--help", sock=NODAEMON)
+        assert r.returncode == 0 and r.stderr == "", (cmd, r)
+        assert r.stdout.startswith(f"usage: pcmon {cmd} "), (cmd, r.stdout)
+        assert options_in(r.stdout) == accepted(cmd), (cmd, options_in(r.stdout) ^ accepted(cmd))
+
+
+COMPLETION = os.path.join(ROOT, ".output", "pcmon.bash-completion")
+
+
+def test_completion_file_is_pcmons():
+    """make writes the installed completion with `pcmon --completion bash`: a stale one (a
+    table changed since) would offer other options than the parser takes."""
+    r = pcmon("--completion", "bash")
+    assert r.returncode == 0 and r.stdout.startswith("# SPDX"), r
+    with open(COMPLETION) as f:
+        assert f.read() == r.stdout, f"{COMPLETION} is stale: make it again"
+    r = pcmon("--completion", "tcsh", check=2)
+    assert "bash" in r.stderr, r
+
+
+def test_bash_completion():
+    env = dict(os.environ, PATH=os.path.dirname(PCMON) + ":" + os.environ["PATH"])
+
+    def complete(*words):
+        script = (f"source {COMPLETION}; COMP_WORDS=(pcmon {' '.join(words)}); "
+                  f"COMP_CWORD={len(words)}; _pcmon; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+        p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    assert "list" in complete("li") and "flamegraph" in complete("fl")
+    assert {"--format", "--output"} <= set(complete("export", "--")), complete("export", "--")
+    assert set(complete("export", "--format", "")) == {"folded", "pprof", "json"}
+    assert "/etc/hostname" in complete("fl", "-o", "/etc/host")
+    assert complete("list", "--when", "") == [] and complete("st", "--") == []  # ambiguous
+    # every command's options are those its parser takes
+    for cmd in commands():
+        assert set(complete(cmd, "--")) == accepted(cmd), (cmd, set(complete(cmd, "--")))
+    d = Daemon().start()
+    try:
+        pcmon("run", "--interval", 5000, "--name", "comptest", "--", workload("threefn"), 0.2,
+              sock=d.sock, check=0)
+        env["PCMON_SOCKET"] = d.sock
+        assert "comptest" in complete("list", "comp")
+        assert "comptest" in complete("LIS", "comp")  # a prefix, in any case, as pcmon takes it
+    finally:
+        d.stop()
+
+
 def test_help_lists_every_unwind_method():
     """--help shows the methods the engine accepts (the CLI checks no value itself)."""
     text = help_text()
@@ -128,6 +200,28 @@ def test_help_lists_every_unwind_method():
     # and the manual page says the same
     man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
     assert f"--unwind {'|'.join(shown)}" in man, shown
+
+
+def test_manual_page_synopsis_is_the_parsers():
+    """Each command's lines of the manual's SYNOPSIS name the options its parser takes (the
+    start request's as OPTS, as --help does; the global ones may be left out)."""
+    man = open(os.path.join(ROOT, "packaging", "pcmon.1")).read().replace("\\-", "-")
+    man = re.sub(r"\\f[BIR]", "", man)
+    syn = man[man.index(".SH SYNOPSIS"):man.index(".SH DESCRIPTION")]
+    text = help_text()
+    opts = options_in(text[text.index("\nOPTS:"):text.index("Every command")])
+    seen, bad = set(), []
+    for chunk in syn.split(".br\n"):
+        names = re.findall(r"^\.B pcmon ([a-z|]+)|^\.B ([a-z]+)$", chunk, re.M)
+        names = [n for pair in names for alt in pair if alt for n in alt.split("|")
+                 if n in commands()]  # not ".B pcmon" of "pcmon [COMMAND] --help"
+        shown = options_in(chunk) | (opts if "[OPTS]" in chunk else set())
+        for cmd in names:
+            seen.add(cmd)
+            if shown - GLOBAL != accepted(cmd) - GLOBAL:
+                bad.append(f"{cmd}: {sorted((shown - GLOBAL) ^ (accepted(cmd) - GLOBAL))}")
+    assert not bad, "\n".join(bad)
+    assert seen >= set(commands()), set(commands()) - seen
 
 
 def test_manual_page_names_every_option():

@@ -151,30 +151,6 @@ def test_version_and_levels():
     assert lines and all(re.match(r"pcmon: (error|warning|info|debug): ", l) for l in lines), lines
 
 
-def test_bash_completion():
-    comp = os.path.join(ROOT, "packaging", "pcmon.bash-completion")
-    env = dict(os.environ, PATH=os.path.dirname(PCMON) + ":" + os.environ["PATH"])
-
-    def complete(*words):
-        script = (f"source {comp}; COMP_WORDS=(pcmon {' '.join(words)}); "
-                  f"COMP_CWORD={len(words)}; _pcmon; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
-        p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
-        assert p.returncode == 0, p.stderr
-        return p.stdout.split()
-
-    assert "list" in complete("li") and "flamegraph" in complete("fl")
-    assert {"--format", "--output"} <= set(complete("export", "--")), complete("export", "--")
-    assert set(complete("export", "--format", "")) == {"folded", "pprof", "json"}
-    d = Daemon().start()
-    try:
-        pcmon("run", "--interval", 5000, "--name", "comptest", "--", workload("threefn"), 0.2,
-              sock=d.sock, check=0)
-        env["PCMON_SOCKET"] = d.sock
-        assert "comptest" in complete("list", "comp")
-    finally:
-        d.stop()
-
-
 def test_debian_package():
     for f in glob.glob(os.path.join(ROOT, "*.deb")):
         os.unlink(f)

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pcmon list, tables, profil: a target's listing and the views asked with it (docs/lines.md).
+ * The listing's options are shared: run and count end with a listing too.
+ */
+#include <stdlib.h>
+
+#include "cli.h"
+#include "format.h"
+#include "proto.h"
+#include "session.h"
+#include "util.h"
+
+/* What the listing options asked. */
+static struct {
+	struct list_view view;
+	bool calls;	   /* the call table alone */
+	const char *sort;  /* the call table's order */
+	const char **dirs; /* --lines: where else sources are looked for */
+	size_t ndirs;
+} ls;
+
+static int opt_top(struct cli *c, const char *val)
+{
+	if (parse_whole(val, 1, 1000000000, &ls.view.top))
+		return fail(c, 2, "--top %s: expected a whole number from 1 to 1000000000", val);
+	return 0;
+}
+
+static int opt_source_dir(struct cli *c, const char *val)
+{
+	size_t cap = ls.ndirs;
+
+	if (GROW(ls.dirs, cap, ls.ndirs + 1))
+		return fail(c, 1, "out of memory");
+	ls.dirs[ls.ndirs++] = val;
+	return 0;
+}
+
+const struct opt listing_opts[] = {
+	{ "shallow", 0, NULL, OPT_FLAG, NULL, .help = "the table by shallow count alone",
+	  .flag = &ls.view.shallow },
+	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "the table by deep count alone",
+	  .flag = &ls.view.deep },
+	{ "top", 0, "N", OPT_CALL, NULL, .help = "the first N rows of each table", .fn = opt_top },
+	{ "calls", 0, NULL, OPT_FLAG, NULL, .help = "the call table alone", .flag = &ls.calls },
+	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL,
+	  .help = "the call table's order (default self)", .text = &ls.sort },
+	{ "lines", 0, "PROC", OPT_STR, "lines",
+	  .help = "where in PROC the time goes, by source line" },
+	{ "source-dir", 0, "DIR", OPT_CALL, NULL,
+	  .help = "where else --lines looks for sources (repeatable)", .fn = opt_source_dir,
+	  .complete = COMPL_DIR },
+	OPT_TABLE_END,
+};
+
+void listing_req(cJSON *req)
+{
+	if (ls.calls)
+		req_set(req, "calls", cJSON_CreateBool(1));
+	if (ls.sort)
+		req_set(req, "sort", cJSON_CreateString(ls.sort));
+}
+
+void listing_calls_only(void)
+{
+	ls.calls = true;
+}
+
+void listing_table(FILE *f, const cJSON *rep)
+{
+	if (cJSON_GetObjectItemCaseSensitive(rep, "lines"))
+		fmt_lines(f, rep, ls.dirs, ls.ndirs);
+	else
+		fmt_listing(f, rep, &ls.view);
+}
+
+const struct opt list_opts[] = {
+	OPT_ALL(listing_opts),
+	OPT_ALL(pattern_opts),
+	OPT_TABLE_END,
+};
+
+/* pcmon list [TARGET]: without one, the user's newest target (the engine's choice) */
+int cmd_list(struct cli *c)
+{
+	listing_req(c->req);
+	return ask(c, listing_table);
+}
+
+/* pcmon tables [TARGET]: the listing's tables section alone */
+int cmd_tables(struct cli *c)
+{
+	req_cmd(c->req, "list");
+	req_set(c->req, "tables", cJSON_CreateBool(1));
+	return ask(c, listing_table);
+}
+
+static const char *profil_scale;
+
+const struct opt profil_opts[] = {
+	{ "offset", 0, "ADDR|MODULE+0xOFF|PROC", OPT_STR, "offset",
+	  .help = "where the buffer starts" },
+	{ "scale", 0, "S", OPT_TEXT, NULL,
+	  .help = "0 to 0x10000: a cell per 2 bytes of code at 0x10000", .text = &profil_scale },
+	{ "bufsiz", 0, "BYTES", OPT_NUM, "bufsiz",
+	  .help = "the buffer's size (default: PROC's extent)" },
+	OPT_SOME(pattern_opts, "when when-file ignore-case critical"),
+	OPT_TABLE_END,
+};
+
+/* pcmon profil TARGET --offset ADDR|PROC --scale S [--bufsiz BYTES]: docs/lines.md */
+int cmd_profil(struct cli *c)
+{
+	unsigned long scale;
+	char *end;
+
+	if (!c->target)
+		return fail(c, 2, "profil: which target? give its id or name (see pcmon targets)");
+	if (!cli_seen(c, "offset") || !profil_scale)
+		return fail(c, 2, "profil: give --offset ADDR|MODULE+0xOFF|PROC and --scale S (0x10000: a cell per 2 bytes)");
+	scale = strtoul(profil_scale, &end, 0);
+	if (*end || end == profil_scale || scale > 0x10000)
+		return fail(c, 2, "--scale %s: expected 0 to 0x10000 (65536)", profil_scale);
+	req_cmd(c->req, "list");
+	req_set(c->req, "scale", cJSON_CreateNumber(scale));
+	return ask(c, fmt_profil);
+}

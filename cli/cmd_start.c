@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A target's life in pcmond: pcmon start, and stop, pause, resume, zero, drop. (run, count
+ * and top start a target of their own and see it through: session.c.)
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "proto.h"
+#include "session.h"
+#include "util.h"
+
+const struct opt start_opts[] = {
+	OPT_ALL(sampling_opts),
+	OPT_ALL(watch_opts),
+	OPT_TABLE_END,
+};
+
+/* pcmon start [OPTS] (--pid PID | --cgroup DIR | --all): prints the new target's id */
+int cmd_start(struct cli *c)
+{
+	struct session s;
+	cJSON *rep;
+	int r, fd = -1;
+	char esc[256];
+
+	if (c->target)
+		return fail(c, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
+			    c->target);
+	if (cli_seen(c, "cgroup") &&
+	    (r = open_for_request(c, "--cgroup", proto_str(c->req, "cgroup", ""),
+				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
+		return r;
+	r = session_connect(c, &s);
+	if (r) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	rep = session_call_fds(&s, c->req, &fd, fd >= 0);
+	r = show(c, rep, NULL);
+	if (!r && !c->json) {
+		printf("%.0f\n", proto_num(rep, "id", 0));
+		fprintf(stderr, "pcmon: started target %.0f \"%s\", %s t=%.0fus\n",
+			proto_num(rep, "id", 0),
+			str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)),
+			proto_str(rep, "mode", ""), proto_num(rep, "interval_us", 0));
+	}
+	cJSON_Delete(rep);
+	session_close(&s);
+	return r;
+}
+
+/* pcmon stop|pause|resume|zero|drop TARGET: the request says it all */
+int cmd_target(struct cli *c)
+{
+	if (!c->target)
+		return fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
+			    c->cmd->name);
+	return ask(c, NULL);
+}
