@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * pcmon export, flamegraph: a target's samples as stacks (docs/exports.md), asked as a
- * listing with its profile (daemon/stacks.h) and written by export.c and flame.c.
+ * listing with its profile (daemon/views/stacks.h) and written by export.c and flame.c.
  */
 #include <errno.h>
 #include <stdlib.h>

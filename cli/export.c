@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The exports: the profile of a `list` reply (daemon/stacks.h) read into arrays, its
+ * The exports: the profile of a `list` reply (daemon/views/stacks.h) read into arrays, its
  * samples as frames, and folded stacks. profile.proto is pprof.c's.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The exports (docs/exports.md), from the "profile" of a `list` reply asked with "stacks"
- * (daemon/stacks.h): folded stacks, a gzipped profile.proto, a flamegraph SVG.
+ * (daemon/views/stacks.h): folded stacks, a gzipped profile.proto, a flamegraph SVG.
  */
 #ifndef PCMON_EXPORT_H
 #define PCMON_EXPORT_H

@@ -357,6 +357,12 @@ void fmt_tables(FILE *f, const cJSON *rep)
 				num(it, "id"), num(it, "untracked"));
 }
 
+/*
+ * Each instrument's part of a listing after sampling's, from its key in the reply (absent:
+ * nothing printed): the call table ("calls"), the probe-node tables ("tables").
+ */
+static void (*const sections[])(FILE *f, const cJSON *rep) = { fmt_calls, fmt_tables };
+
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
@@ -369,8 +375,8 @@ void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)
 		fprintf(f, "pcmon: target %.0f \"%s\" pid %.0f, %.2f s, %s\n", num(t, "id"),
 			str(t, "name", "?"), num(t, "pid"), num(t, "elapsed_s"), state);
 	}
-	fmt_calls(f, rep);
-	fmt_tables(f, rep);
+	for (size_t i = 0; i < ARRAY_SIZE(sections); i++)
+		sections[i](f, rep);
 }
 
 void fmt_targets(FILE *f, const cJSON *rep)
