@@ -13,11 +13,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
 
 
 /*
@@ -103,7 +98,7 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	if (!pr)
 		return 0;
 	pr->epoch++;
-	pr->flags &= ~PCMON_PF_EXEC_WAIT;
+	pr->flags &= ~(PCMON_PF_EXEC_WAIT | PCMON_PF_SAMPLED);
 	/* a new image: its probes are attached when the engine's probe thread has seen this */
 	seq = probe_event(pr); /* procs_changed() */
 	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);

@@ -72,6 +72,12 @@ struct {
 	__type(value, struct pcmon_pglobal);
 } pglobal SEC(".maps");
 
+/* Lifecycle events for the engine (struct pcmon_event): fork, exec, exit, first sample. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
 /*
  * Events after which a process's critical-section probes may be pending (exec, dynamic
  * linker, the fork of a process with probes pending): read by the engine's probe thread
@@ -170,6 +176,19 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
 	}
 	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/*
+ * @tgid (its entry @p) is being sampled: the first time in its image, the engine is told, so
+ * that it reads the address map while the process is there (a plain store: two CPUs that
+ * both see the flag clear send the event twice, which the engine takes as once).
+ */
+static __always_inline void note_sampled(struct pcmon_proc *p, __u32 tgid)
+{
+	if (p->flags & PCMON_PF_SAMPLED)
+		return;
+	p->flags |= PCMON_PF_SAMPLED;
+	emit(&events, PCMON_EV_SAMPLED, p->target, tgid, 0, p->epoch, 0, 0);
 }
 
 /*

@@ -680,6 +680,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	if ((cfg->flags & PCMON_TF_REAL) && tick_not_ours(ctx, bpf_get_current_task_btf(), p->target))
 		return 0;
+	note_sampled(p, id >> 32);
 	sc = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!sc)
 		return 0;
@@ -1102,8 +1103,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			return;
 		}
 	}
-	if (p) /* read just now: the copy is renewed */
+	if (p) { /* read just now: the copy is renewed */
 		copy_proc(o, p, gen);
+		note_sampled(p, prev->tgid); /* its intervals are charged: it is sampled */
+	}
 	/*
 	 * Blocked again before its system call returned (its task work, which runs before any
 	 * user code, has not run): still the same stack. (With no lazy stacks, since REAL was

@@ -488,8 +488,9 @@ void fmt_status(FILE *f, const cJSON *rep)
 	if (num(rep, "drains_late") > 0)
 		fprintf(f, "drain BEHIND: %.0f drains found the counts map half full or more (samples are lost when it fills: see each target's lost)\n",
 			num(rep, "drains_late"));
-	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures\n", num(sy, "modules"),
-		num(sy, "locations"), num(sy, "procedures"));
+	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures; address maps: %.0f held, %.0f let go, %.0f reads\n",
+		num(sy, "modules"), num(sy, "locations"), num(sy, "procedures"), num(sy, "processes"),
+		num(sy, "processes_forgotten"), num(sy, "maps_reads"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
 	{

@@ -64,6 +64,12 @@ struct pcmon_probes_ack {
  * it says so.
  */
 #define PCMON_PF_IMPLICIT (1u << 1)
+/*
+ * This image of the process was sampled, and the engine told (PCMON_EV_SAMPLED): it reads
+ * the process's address map then, not at every fork and exec of processes it may never see
+ * a sample of. Not inherited by a child, cleared by exec.
+ */
+#define PCMON_PF_SAMPLED (1u << 2)
 
 /* Taken while the probes of objects the process just loaded were not attached yet. */
 #define PCMON_KF_MARKS_PENDING (1u << 0)
@@ -112,6 +118,7 @@ enum pcmon_ev_type {
 	PCMON_EV_EXIT,
 	PCMON_EV_DLOPEN,	/* a watched process loaded a library: look for probes in it */
 	PCMON_EV_JOIN,		/* a process joined a --cgroup or --all target (probe ring only) */
+	PCMON_EV_SAMPLED,	/* the first sample of an image (PCMON_PF_SAMPLED) */
 };
 
 struct pcmon_event {

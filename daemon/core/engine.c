@@ -201,21 +201,26 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 	if (t && ev->type == PCMON_EV_EXEC && ev->pid == t->pid)
 		t->exec_wait = false;
 
+	/*
+	 * A process's address map is read when it is first sampled (SAMPLED), and again when it
+	 * loads objects after that: a process never sampled costs only its events.
+	 */
 	switch (ev->type) {
 	case PCMON_EV_FORK:
-		sym_proc_load(e->sym, ev->pid, 0);
 		if (t)
 			t->live++;
 		break;
 	case PCMON_EV_EXEC:
 		if (ev->epoch)
 			sym_proc_final(e->sym, ev->pid, ev->epoch - 1);
-		sym_proc_load(e->sym, ev->pid, ev->epoch);
 		if (t && ev->pid == t->pid)
 			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
 		break;
-	case PCMON_EV_DLOPEN:
+	case PCMON_EV_SAMPLED:
 		sym_proc_load(e->sym, ev->pid, ev->epoch);
+		break;
+	case PCMON_EV_DLOPEN:
+		sym_proc_reload(e->sym, ev->pid, ev->epoch);
 		break;
 	case PCMON_EV_EXIT:
 		sym_proc_final(e->sym, ev->pid, ev->epoch);

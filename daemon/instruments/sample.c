@@ -548,9 +548,13 @@ static void drain(struct sample_g *g)
 	uint32_t entries, cap = sampler_capacity(g->smp);
 	uint64_t t0 = now_ns(), took;
 
-	if (!sampler_pending(g->smp, &entries))
+	/* every sample taken before t0 is read after this: exited processes' maps may go */
+	if (!sampler_pending(g->smp, &entries)) {
+		sym_forget_final(g->env.sym, t0);
 		return;
+	}
 	sampler_drain(g->smp, on_entry, g);
+	sym_forget_final(g->env.sym, t0);
 	g->first_drain = false; /* whatever asked for it: a save, a listing, the tick */
 	took = now_ns() - t0;
 	g->drains++;

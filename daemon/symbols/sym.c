@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -105,7 +107,9 @@ struct pmap {
 	struct region *r;
 	size_t n, cap;
 	bool final;
+	uint64_t final_ns;	/* when the process left the image (sym_proc_final()) */
 	bool anon_code;		/* the last read found code in anonymous memory (a JIT) */
+	bool scan_anon_code;	/* ... the read under way found some */
 	uint64_t read_ns;	/* when /proc/PID/maps was last read: the map is as of then */
 	uint64_t reread_ns;	/* when a miss may next read it (find_region) */
 	uint64_t born_ns;	/* when its map was first read: about its exec */
@@ -142,6 +146,7 @@ struct sym {
 	struct sym_stats st;
 	uint64_t taken_ns;	/* sym_sample_taken() */
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
+	bool no_procmap_query;	/* the kernel has no PROCMAP_QUERY: maps are read as text */
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -326,6 +331,7 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 {
 	*st = s->st;
 	st->locs = itab_count(s->loc_keys);
+	st->pmaps = itab_count(s->pmap_keys);
 	st->modules = s->nmods;
 }
 
@@ -1395,74 +1401,180 @@ static struct pmap *pmap_get(struct sym *s, uint32_t pid, uint32_t epoch, bool c
 	return &s->pmaps[id];
 }
 
+/* One mapping of a process, as the kernel describes it. */
+struct vma {
+	uint64_t start, end, pgoff, dev, ino;
+	bool exec;
+	char *name;			/* "" for anonymous memory */
+	unsigned char bid[64];		/* the file's build-id, if the kernel gave it */
+	uint32_t bid_len;
+};
+
+/*
+ * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): one mapping by address, with its
+ * file's identity and build-id, without formatting and parsing /proc/PID/maps.
+ */
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PMQ_VMA_EXECUTABLE 0x04
+#define PMQ_COVERING_OR_NEXT_VMA 0x10
+
+typedef int (*vma_cb)(struct sym *s, struct pmap *pm, uint32_t pid, struct vma *v);
+
+/* Every mapping of @pid through PROCMAP_QUERY: 0, -ENOTTY where the kernel has none. */
+static int maps_query(struct sym *s, struct pmap *pm, uint32_t pid, vma_cb cb)
+{
+	char path[64], name[PATH_MAX];
+	struct vma v;
+	uint64_t addr = 0;
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		struct procmap_query q = {
+			.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA,
+			.query_addr = addr, .vma_name_size = sizeof(name),
+			.vma_name_addr = (uint64_t)(uintptr_t)name, .build_id_size = sizeof(v.bid),
+			.build_id_addr = (uint64_t)(uintptr_t)v.bid,
+		};
+
+		if (ioctl(fd, PROCMAP_QUERY, &q)) {
+			/* no mapping at or after addr; or no address space left (exiting) */
+			r = errno == ENOENT || errno == ESRCH ? 0 : -errno;
+			break;
+		}
+		v.start = q.vma_start;
+		v.end = q.vma_end;
+		v.pgoff = q.vma_offset;
+		v.dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
+		v.ino = q.inode;
+		v.exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
+		v.name = q.vma_name_size ? name : (char *)"";
+		v.bid_len = q.build_id_size;
+		if ((r = cb(s, pm, pid, &v)) || q.vma_end <= addr)
+			break;
+		addr = q.vma_end;
+	}
+	close(fd);
+	return r;
+}
+
+/* The same from the text of /proc/PID/maps (kernels before 6.11): no build-ids. */
+static int maps_text(struct sym *s, struct pmap *pm, uint32_t pid, vma_cb cb)
+{
+	char path[64], *buf, *line, *save;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	buf = read_file(path, NULL);
+	if (!buf)
+		return -errno;
+	for (line = strtok_r(buf, "\n", &save); line && !r; line = strtok_r(NULL, "\n", &save)) {
+		unsigned maj, min;
+		char perms[8];
+		struct vma v = { 0 };
+		int pos = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &v.start,
+			   &v.end, perms, &v.pgoff, &maj, &min, &v.ino, &pos) < 7)
+			continue;
+		v.dev = ((uint64_t)maj << 32) | min;
+		v.exec = perms[2] == 'x';
+		v.name = line + pos;
+		r = cb(s, pm, pid, &v);
+	}
+	free(buf);
+	return r;
+}
+
+/*
+ * A mapping into @pm. Its file is a module identified by device, inode and build-id, so
+ * that each object is opened and read once for every process that maps it. A file without
+ * a build-id is told apart by its modification time and size, as inode numbers of deleted
+ * files come back for new ones (not its change time, which unlinking moves: a program
+ * deleted while it runs stays one module).
+ */
+static int add_vma(struct sym *s, struct pmap *pm, uint32_t pid, struct vma *v)
+{
+	struct mod_key mkey = { 0 };
+	size_t flen = strlen(v->name);
+	uint32_t mod;
+	int r;
+
+	if (!v->ino) {
+		pm->scan_anon_code |= v->exec && v->name[0] != '[';
+		if (strcmp(v->name, "[vdso]"))
+			return 0; /* only file-backed mappings (and the vDSO) name code and strings */
+	}
+	/* the kernel marks a file unlinked since it was mapped; map_files still opens it */
+	if (flen > 10 && !strcmp(v->name + flen - 10, " (deleted)"))
+		v->name[flen - 10] = '\0';
+	mkey.dev = v->ino ? v->dev : UINT64_MAX - 1;
+	mkey.ino = v->ino;
+	if (v->ino && v->bid_len) {
+		mkey.mtime_ns = hash_bytes(v->bid, v->bid_len);
+		mkey.size = UINT64_MAX; /* (a build-id, not a size) */
+	} else if (v->ino) {
+		char mf[64];
+		struct stat st;
+
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, v->start,
+			 v->end);
+		s->st.file_stats++;
+		if (!stat(mf, &st)) {
+			mkey.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+			mkey.size = st.st_size;
+		}
+	}
+	r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
+	if (r < 0)
+		return r;
+	mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
+	if (r == 1 && add_module(s, v->name, basename_of(v->name), &mod))
+		return -ENOMEM;
+	/* code is read now, while the process lives; data files only if ever asked */
+	if (!s->mods[mod].tried && v->exec)
+		module_open(s, &s->mods[mod], pid, v->start, v->end);
+	if (GROW(pm->r, pm->cap, pm->n + 1))
+		return -ENOMEM;
+	pm->r[pm->n++] = (struct region){ v->start, v->end, v->pgoff, mod, v->exec };
+	return 0;
+}
+
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
-	char path[64], *buf, *line, *save;
-	bool anon_code = false;
 	size_t old_n;
+	int r;
 
 	if (!pm)
 		return -ENOMEM;
 	if (pm->final)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	buf = read_file(path, NULL);
-	if (!buf)
-		return -errno;
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
 	if (!pm->born_ns)
 		pm->born_ns = pm->read_ns;
 	old_n = pm->n;
 	pm->n = 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		uint64_t start, end, pgoff, ino;
-		unsigned maj, min;
-		char perms[8], mf[64];
-		int pos = 0;
-		/*
-		 * a file: device and inode, and its modification time and size, as inode numbers
-		 * of deleted files come back for new ones. Not its change time, which unlinking
-		 * it moves: a program deleted while it runs stays one module.
-		 */
-		struct mod_key mkey = { 0 };
-		struct stat st;
-		char *file;
-		size_t flen;
-		uint32_t mod;
-		int r;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
-			   &end, perms, &pgoff, &maj, &min, &ino, &pos) < 7)
-			continue;
-		file = line + pos;
-		anon_code |= !ino && perms[2] == 'x' && file[0] != '[';
-		if (!ino && strcmp(file, "[vdso]"))
-			continue; /* only file-backed mappings (and the vDSO) name code and strings */
-		/* the kernel marks a file unlinked since it was mapped; map_files still opens it */
-		flen = strlen(file);
-		if (flen > 10 && !strcmp(file + flen - 10, " (deleted)"))
-			file[flen - 10] = '\0';
-		mkey.dev = ino ? ((uint64_t)maj << 32) | min : UINT64_MAX - 1;
-		mkey.ino = ino;
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-		if (ino && !stat(mf, &st)) {
-			mkey.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
-			mkey.size = st.st_size;
-		}
-		r = itab_intern(s->mod_keys, &mkey, sizeof(mkey), &mod);
-		if (r < 0)
-			break;
-		mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
-		if (r == 1 && add_module(s, file, basename_of(file), &mod))
-			break;
-		/* code is read now, while the process lives; data files only if ever asked */
-		if (!s->mods[mod].tried && perms[2] == 'x')
-			module_open(s, &s->mods[mod], pid, start, end);
-		if (GROW(pm->r, pm->cap, pm->n + 1))
-			break;
-		pm->r[pm->n++] = (struct region){ start, end, pgoff, mod, perms[2] == 'x' };
+	pm->scan_anon_code = false;
+	r = s->no_procmap_query ? -ENOTTY : maps_query(s, pm, pid, add_vma);
+	if (r == -ENOTTY || r == -EINVAL) {
+		s->no_procmap_query = true;
+		pm->n = 0;
+		r = maps_text(s, pm, pid, add_vma);
 	}
 	/*
 	 * A process on its way out has no address space left: its maps read empty before its
@@ -1470,13 +1582,19 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	 */
 	if (!pm->n)
 		pm->n = old_n;
-	free(buf);
+	if (r)
+		return r;
 	pm->reread_ns = now_ns() + 1000000;
 	/* code in anonymous memory: a JIT; find its perf map while the process is there */
-	pm->anon_code = anon_code;
-	if (anon_code)
+	pm->anon_code = pm->scan_anon_code;
+	if (pm->anon_code)
 		jit_map(s, pm, pid, now_ns());
 	return 0;
+}
+
+int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch)
+{
+	return pmap_get(s, pid, epoch, false) ? sym_proc_load(s, pid, epoch) : 0;
 }
 
 void sym_sample_taken(struct sym *s, uint64_t ns)
@@ -1489,14 +1607,63 @@ void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	struct jitmap *j = pm && pm->jit_mod ? s->mods[pm->jit_mod].jit : NULL;
 
-	if (pm)
+	if (pm && !pm->final) {
 		pm->final = true;
+		pm->final_ns = now_ns();
+	}
 	/* its perf map is complete: read its last lines and let the file go */
 	if (j && j->fd >= 0) {
 		jit_refresh(s, pm->jit_mod);
 		close(j->fd);
 		j->fd = -1;
 	}
+}
+
+/*
+ * Address maps of images left before @before_ns (CLOCK_MONOTONIC) are let go: every sample
+ * of theirs was taken before that and has been symbolized since (the caller drained them).
+ * The names resolved stay with the locations. The table is rebuilt without them once they
+ * are a quarter of it, so that a machine that runs processes by the thousand holds the
+ * maps of the live ones only.
+ */
+void sym_forget_final(struct sym *s, uint64_t before_ns)
+{
+	uint32_t n = itab_count(s->pmap_keys), dead = 0, id;
+	struct pmap *pmaps;
+	struct itab *keys;
+
+	for (uint32_t i = 0; i < n; i++)
+		dead += s->pmaps[i].final && s->pmaps[i].final_ns < before_ns;
+	if (dead < 64 || dead < n / 4)
+		return;
+	keys = itab_new();
+	pmaps = calloc(n - dead + 1, sizeof(*pmaps));
+	if (!keys || !pmaps) {
+		itab_free(keys);
+		free(pmaps);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct pmap *pm = &s->pmaps[i];
+		size_t len;
+		const void *key = itab_key(s->pmap_keys, i, &len);
+
+		if (pm->final && pm->final_ns < before_ns) {
+			free(pm->r);
+			s->st.pmaps_freed++;
+			continue;
+		}
+		if (itab_intern(keys, key, len, &id) < 0) { /* cannot happen: room was made */
+			free(pm->r);
+			continue;
+		}
+		pmaps[id] = *pm;
+	}
+	itab_free(s->pmap_keys);
+	free(s->pmaps);
+	s->pmap_keys = keys;
+	s->pmaps = pmaps;
+	s->cap_pmaps = n - dead + 1;
 }
 
 static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)

@@ -66,8 +66,12 @@ void sym_free(struct sym *s);
 
 /* Take (or retake) the address map of a live process as the map of its exec epoch. */
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
+/* Retake it only if it was taken before (the process loaded objects since). */
+int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
+/* Let go of the maps of images left before @before_ns, whose samples have all been read. */
+void sym_forget_final(struct sym *s, uint64_t before_ns);
 
 /*
  * The addresses looked up next are of a sample taken at @ns (CLOCK_MONOTONIC; 0: unknown).
@@ -157,8 +161,11 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(modules, 1, modules)       /* objects known */                                   \
 	X(locs, 1, locations)        /* distinct code addresses symbolized */              \
 	X(procs, 1, procedures)      /* distinct procedures */                             \
-	X(maps_reads, 1, maps_reads) /* reads of a process's /proc/PID/maps */             \
-	X(maps_misses, 0, -)         /* pcs outside every mapping read: maps read again */
+	X(maps_reads, 1, maps_reads) /* reads of a process's address map */                \
+	X(maps_misses, 0, -)         /* pcs outside every mapping read: maps read again */ \
+	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
+	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
+	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */
 
 struct sym_stats {
 #define SYM_STATS_FIELD(f, status, key) uint64_t f;

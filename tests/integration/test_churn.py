@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""System-wide cost: the work pcmond does for processes that come and go follows the samples,
+not the process events. A process never sampled costs its fork, exec and exit events and no
+read of its address map; a sampled one is symbolized however short its life; the maps of
+processes that left are let go once their samples are read."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, first_json_line, pcmon_json, procs, run_tests, workload
+
+
+def status(d):
+    return pcmon_json("status", sock=d.sock)[0]
+
+
+def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
+    """60 workers of 30 ms each, one after another, and 200 sleepers between them (2 ms
+    asleep: a CPU-time sampler at 100 Hz catches one only in the millisecond of its exec).
+    Every worker's samples are named churn_work; the address maps read are about one per
+    worker (two when the first sample came before its libraries were mapped), where
+    reading them at every fork and exec took at least two per process (520)."""
+    d = Daemon().start()
+    try:
+        before = status(d)["symbols"]["maps_reads"]
+        listing, p = pcmon_json("run", "--interval", 10000, "--", workload("churn"), 60, 30, 200,
+                                sock=d.sock)
+        st = status(d)
+    finally:
+        d.stop()
+    own = first_json_line(p.stdout)
+    s, pp = listing["summary"], procs(listing)
+    work = pp.get("churn.churn_work", {"deep": 0})["deep"]
+    want = own["workers"] * 30 / 10  # samples in the workers' loops: 30 ms each at 10 ms
+    # every worker symbolized: its loop's samples are churn_work's (each sample is 1 in 10
+    # ms: a binomial count, 4 sigma of it)
+    assert work >= want - 4 * want ** 0.5 - 2, (work, want, s)
+    assert s["foreign"] <= 0.02 * s["counted"] + 1, s
+    reads = st["symbols"]["maps_reads"] - before
+    # one read a sampled image (the workers, the parent, the few sleepers caught in their
+    # exec), and a second when a worker first sampled in its exec, before the dynamic linker
+    # mapped its libraries, has a pc in one; not one a fork and one an exec of each of the
+    # 261 processes
+    assert reads <= 2 * own["workers"] + 0.5 * own["sleepers"] + 5, (reads, st["symbols"])
+
+
+def test_maps_of_exited_processes_are_let_go():
+    """After their samples are drained, the maps of 300 exited processes are not kept: the
+    daemon holds the maps of the processes that live, and says how many it let go."""
+    d = Daemon().start()
+    try:
+        pcmon_json("run", "--interval", 1000, "--", workload("churn"), 150, 5, 150, sock=d.sock)
+        st = status(d)["symbols"]
+    finally:
+        d.stop()
+    assert st["processes_forgotten"] >= 100, st
+    assert st["processes"] <= 100, st
+
+
+if __name__ == "__main__":
+    run_tests(globals())
