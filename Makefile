@@ -86,7 +86,7 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 	else echo "all build and test dependencies are installed"; fi
 
 .SECONDARY:
-.PHONY: all deps check unit fuzz integration demo bench install clean format deb
+.PHONY: soak all deps check unit fuzz integration demo bench install clean format deb
 all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so $(COMPLETION)
 
 deps:
@@ -222,6 +222,10 @@ demo: all workloads
 
 bench: all workloads
 	@bench/run.sh
+
+# pcmond --all on a compile loop for 10 minutes (SOAK_S): its CPU and memory over time
+soak: all
+	@/usr/bin/python3 bench/soak.py
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/pcmon \
