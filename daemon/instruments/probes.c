@@ -14,6 +14,7 @@
 
 #include "pcmon_bpf.h"
 #include "probes.h"
+#include "procmaps.h"
 #include "procs.h"
 #include "sampler.h"
 #include "sym.h"
@@ -36,20 +37,26 @@ struct probes {
 	struct probes_stats st;
 };
 
-/* 1 if the file carries pcmon probes, 0 if not, -errno; each file is opened once. */
-static int file_has_probes(struct probes *p, const char *path)
+/*
+ * 1 if the file of mapping @v (at @path) carries pcmon probes, 0 if not, -errno; each file is
+ * opened once. A file is known by its device, inode and build-id, or, without a build-id,
+ * by its change time and size too (inode numbers of deleted files come back for new ones).
+ */
+static int file_has_probes(struct probes *p, const struct procmaps_vma *v, const char *path)
 {
-	struct { uint64_t dev, ino, ctime_ns, size; } key = { 0 };
+	struct { uint64_t dev, ino, ident, size; } key = { v->dev, v->ino, 0, UINT64_MAX };
 	struct stat st;
 	uint32_t id;
 	int r;
 
-	if (stat(path, &st))
-		return -errno;
-	key.dev = st.st_dev;
-	key.ino = st.st_ino;
-	key.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
-	key.size = st.st_size;
+	if (v->bid_len) {
+		key.ident = hash_bytes(v->bid, v->bid_len);
+	} else {
+		if (stat(path, &st))
+			return -errno;
+		key.ident = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+		key.size = st.st_size;
+	}
 	r = itab_intern(p->files, &key, sizeof(key), &id);
 	if (r == 0)
 		return p->has[id];
@@ -62,38 +69,37 @@ static int file_has_probes(struct probes *p, const char *path)
 	return p->has[id];
 }
 
+struct attach_ctx {
+	struct probes *p;
+	uint32_t pid;
+	bool ok;
+};
+
+static int attach_vma(void *ctx, struct procmaps_vma *v)
+{
+	struct attach_ctx *c = ctx;
+	char file[4200];
+
+	if (v->name[0] != '/' || strstr(v->name, " (deleted)"))
+		return 0; /* probes are attached by path: a deleted file has none */
+	/* the object as this process sees it (it may live in another mount namespace) */
+	snprintf(file, sizeof(file), "/proc/%u/root%s", c->pid, v->name);
+	if (file_has_probes(c->p, v, file) > 0 && sampler_usdt_attach(c->p->smp, file) < 0)
+		c->ok = false;
+	return 0;
+}
+
 /*
  * Attach the probes of every object process @pid has mapped for execution. false if some
  * could not be attached (the process then stays flagged) or its map could not be read.
  */
 static bool attach_mapped(struct probes *p, uint32_t pid)
 {
-	char path[64], file[4200], *buf, *line, *save;
-	bool ok = true;
+	struct attach_ctx c = { p, pid, true };
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	buf = read_file(path, NULL);
-	if (!buf)
+	if (procmaps_walk(pid, PROCMAPS_EXEC_FILES, attach_vma, &c))
 		return false; /* gone: it samples no more */
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long ino;
-		char perms[8];
-		const char *name;
-		int pos = 0;
-
-		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %n", perms, &ino, &pos) < 2 || !ino ||
-		    !strchr(perms, 'x') || !pos)
-			continue;
-		name = line + pos;
-		if (name[0] != '/' || strstr(name, " (deleted)"))
-			continue; /* probes are attached by path: a deleted file has none */
-		/* the object as this process sees it (it may live in another mount namespace) */
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, name);
-		if (file_has_probes(p, file) > 0 && sampler_usdt_attach(p->smp, file) < 0)
-			ok = false;
-	}
-	free(buf);
-	return ok;
+	return c.ok;
 }
 
 static int on_event(void *ctx, void *data, size_t len)

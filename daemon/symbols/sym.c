@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "dbginfo.h"
+#include "procmaps.h"
 #include "sym.h"
 #include "demangle.h"
 #include "util.h"
@@ -146,7 +147,6 @@ struct sym {
 	struct sym_stats st;
 	uint64_t taken_ns;	/* sym_sample_taken() */
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
-	bool no_procmap_query;	/* the kernel has no PROCMAP_QUERY: maps are read as text */
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -1401,103 +1401,12 @@ static struct pmap *pmap_get(struct sym *s, uint32_t pid, uint32_t epoch, bool c
 	return &s->pmaps[id];
 }
 
-/* One mapping of a process, as the kernel describes it. */
-struct vma {
-	uint64_t start, end, pgoff, dev, ino;
-	bool exec;
-	char *name;			/* "" for anonymous memory */
-	unsigned char bid[64];		/* the file's build-id, if the kernel gave it */
-	uint32_t bid_len;
+/* What add_vma() adds a mapping to. */
+struct vma_ctx {
+	struct sym *s;
+	struct pmap *pm;
+	uint32_t pid;
 };
-
-/*
- * PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): one mapping by address, with its
- * file's identity and build-id, without formatting and parsing /proc/PID/maps.
- */
-struct procmap_query {
-	uint64_t size;
-	uint64_t query_flags;
-	uint64_t query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-	uint32_t vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
-#define PMQ_VMA_EXECUTABLE 0x04
-#define PMQ_COVERING_OR_NEXT_VMA 0x10
-
-typedef int (*vma_cb)(struct sym *s, struct pmap *pm, uint32_t pid, struct vma *v);
-
-/* Every mapping of @pid through PROCMAP_QUERY: 0, -ENOTTY where the kernel has none. */
-static int maps_query(struct sym *s, struct pmap *pm, uint32_t pid, vma_cb cb)
-{
-	char path[64], name[PATH_MAX];
-	struct vma v;
-	uint64_t addr = 0;
-	int fd, r = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		struct procmap_query q = {
-			.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA,
-			.query_addr = addr, .vma_name_size = sizeof(name),
-			.vma_name_addr = (uint64_t)(uintptr_t)name, .build_id_size = sizeof(v.bid),
-			.build_id_addr = (uint64_t)(uintptr_t)v.bid,
-		};
-
-		if (ioctl(fd, PROCMAP_QUERY, &q)) {
-			/* no mapping at or after addr; or no address space left (exiting) */
-			r = errno == ENOENT || errno == ESRCH ? 0 : -errno;
-			break;
-		}
-		v.start = q.vma_start;
-		v.end = q.vma_end;
-		v.pgoff = q.vma_offset;
-		v.dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
-		v.ino = q.inode;
-		v.exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
-		v.name = q.vma_name_size ? name : (char *)"";
-		v.bid_len = q.build_id_size;
-		if ((r = cb(s, pm, pid, &v)) || q.vma_end <= addr)
-			break;
-		addr = q.vma_end;
-	}
-	close(fd);
-	return r;
-}
-
-/* The same from the text of /proc/PID/maps (kernels before 6.11): no build-ids. */
-static int maps_text(struct sym *s, struct pmap *pm, uint32_t pid, vma_cb cb)
-{
-	char path[64], *buf, *line, *save;
-	int r = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	buf = read_file(path, NULL);
-	if (!buf)
-		return -errno;
-	for (line = strtok_r(buf, "\n", &save); line && !r; line = strtok_r(NULL, "\n", &save)) {
-		unsigned maj, min;
-		char perms[8];
-		struct vma v = { 0 };
-		int pos = 0;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &v.start,
-			   &v.end, perms, &v.pgoff, &maj, &min, &v.ino, &pos) < 7)
-			continue;
-		v.dev = ((uint64_t)maj << 32) | min;
-		v.exec = perms[2] == 'x';
-		v.name = line + pos;
-		r = cb(s, pm, pid, &v);
-	}
-	free(buf);
-	return r;
-}
 
 /*
  * A mapping into @pm. Its file is a module identified by device, inode and build-id, so
@@ -1506,8 +1415,12 @@ static int maps_text(struct sym *s, struct pmap *pm, uint32_t pid, vma_cb cb)
  * files come back for new ones (not its change time, which unlinking moves: a program
  * deleted while it runs stays one module).
  */
-static int add_vma(struct sym *s, struct pmap *pm, uint32_t pid, struct vma *v)
+static int add_vma(void *ctx, struct procmaps_vma *v)
 {
+	struct vma_ctx *c = ctx;
+	struct sym *s = c->s;
+	struct pmap *pm = c->pm;
+	uint32_t pid = c->pid;
 	struct mod_key mkey = { 0 };
 	size_t flen = strlen(v->name);
 	uint32_t mod;
@@ -1570,12 +1483,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	old_n = pm->n;
 	pm->n = 0;
 	pm->scan_anon_code = false;
-	r = s->no_procmap_query ? -ENOTTY : maps_query(s, pm, pid, add_vma);
-	if (r == -ENOTTY || r == -EINVAL) {
-		s->no_procmap_query = true;
-		pm->n = 0;
-		r = maps_text(s, pm, pid, add_vma);
-	}
+	r = procmaps_walk(pid, 0, add_vma, &(struct vma_ctx){ s, pm, pid });
 	/*
 	 * A process on its way out has no address space left: its maps read empty before its
 	 * exit is reported. Keep what it had, for the samples it left.

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "util.h"
+
+/* The ioctl's argument (include/uapi/linux/fs.h). */
+struct procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PMQ_VMA_EXECUTABLE 0x04
+#define PMQ_COVERING_OR_NEXT_VMA 0x10
+#define PMQ_FILE_BACKED_VMA 0x20
+
+static bool no_query;		/* the kernel said it has no PROCMAP_QUERY */
+
+static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
+{
+	char name[PATH_MAX];
+	struct procmaps_vma v;
+	uint64_t addr = 0;
+	int r;
+
+	for (;;) {
+		struct procmap_query q = {
+			.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA, .query_addr = addr,
+			.vma_name_size = sizeof(name), .vma_name_addr = (uint64_t)(uintptr_t)name,
+			.build_id_size = sizeof(v.bid), .build_id_addr = (uint64_t)(uintptr_t)v.bid,
+		};
+
+		if (flags & PROCMAPS_EXEC_FILES)
+			q.query_flags |= PMQ_VMA_EXECUTABLE | PMQ_FILE_BACKED_VMA;
+		if (ioctl(fd, PROCMAP_QUERY, &q))
+			/* none at or after addr; or no address space left (exiting) */
+			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+		v.start = q.vma_start;
+		v.end = q.vma_end;
+		v.pgoff = q.vma_offset;
+		v.dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
+		v.ino = q.inode;
+		v.exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
+		v.name = q.vma_name_size ? name : (char *)"";
+		v.bid_len = q.build_id_size;
+		if ((r = cb(ctx, &v)) || q.vma_end <= addr)
+			return r;
+		addr = q.vma_end;
+	}
+}
+
+static int walk_text(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
+{
+	char path[64], *buf, *line, *save;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	buf = read_file(path, NULL);
+	if (!buf)
+		return -errno;
+	for (line = strtok_r(buf, "\n", &save); line && !r; line = strtok_r(NULL, "\n", &save)) {
+		unsigned maj, min;
+		char perms[8];
+		struct procmaps_vma v = { 0 };
+		int pos = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &v.start,
+			   &v.end, perms, &v.pgoff, &maj, &min, &v.ino, &pos) < 7)
+			continue;
+		v.dev = ((uint64_t)maj << 32) | min;
+		v.exec = perms[2] == 'x';
+		v.name = line + pos;
+		if ((flags & PROCMAPS_EXEC_FILES) && (!v.exec || !v.ino))
+			continue;
+		r = cb(ctx, &v);
+	}
+	free(buf);
+	return r;
+}
+
+int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
+{
+	char path[64];
+	int fd, r;
+
+	if (__atomic_load_n(&no_query, __ATOMIC_RELAXED))
+		return walk_text(pid, flags, cb, ctx);
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = walk_query(fd, flags, cb, ctx);
+	close(fd);
+	if (r == -ENOTTY || r == -EINVAL) { /* before 6.11 */
+		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
+		return walk_text(pid, flags, cb, ctx);
+	}
+	return r;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * procmaps_: a process's mappings, one at a time, as the kernel describes them: through the
+ * PROCMAP_QUERY ioctl (Linux 6.11: each mapping with its file's device, inode and build-id,
+ * no text to format and parse), or from the text of /proc/PID/maps on older kernels.
+ */
+#ifndef PCMON_PROCMAPS_H
+#define PCMON_PROCMAPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct procmaps_vma {
+	uint64_t start, end, pgoff, dev, ino;
+	bool exec;
+	char *name;			/* the file, "[vdso]" and the like, or "" (anonymous) */
+	unsigned char bid[64];		/* the file's build-id, if the kernel read it */
+	uint32_t bid_len;
+};
+
+/* Only the executable mappings of files (probes, symbols): the kernel skips the others. */
+#define PROCMAPS_EXEC_FILES (1u << 0)
+
+/*
+ * Hand each mapping of @pid to @cb, in address order, until it returns nonzero (returned).
+ * 0 when all were seen (a process on its way out has none); -errno if its map cannot be
+ * opened (it is gone).
+ */
+typedef int (*procmaps_cb)(void *ctx, struct procmaps_vma *v);
+int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx);
+
+#endif
