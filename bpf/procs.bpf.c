@@ -30,8 +30,9 @@ int on_dl_debug_state(struct pt_regs *ctx)
 	if (p) {
 		__u32 seq = probe_event(p);
 
-		emit(&probe_events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
-		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq);
+		emit(&probe_events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq, true);
+		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq,
+		     prompt_events(p->target));
 	}
 	return 0;
 }
@@ -84,8 +85,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	procs_changed();
 	if (np.probe_seq)
-		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
-	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq);
+		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq, true);
+	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq,
+	     cfg->flags & PCMON_TF_PROMPT);
 	return 0;
 }
 
@@ -101,8 +103,9 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	pr->flags &= ~(PCMON_PF_EXEC_WAIT | PCMON_PF_SAMPLED);
 	/* a new image: its probes are attached when the engine's probe thread has seen this */
 	seq = probe_event(pr); /* procs_changed() */
-	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
-	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq);
+	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq, true);
+	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq,
+	     prompt_events(pr->target));
 	return 0;
 }
 
@@ -118,7 +121,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	pr = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pr)
 		return 0;
-	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0);
+	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0,
+	     false);
 	bpf_map_delete_elem(&procs, &tgid);
 	procs_changed();
 	return 0;

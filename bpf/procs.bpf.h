@@ -96,7 +96,7 @@ static __always_inline struct pcmon_gstat *gstats(void)
 }
 
 static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid, __u32 ppid,
-				 __u32 epoch, __u32 exit_code, __u32 probe_seq)
+				 __u32 epoch, __u32 exit_code, __u32 probe_seq, bool now)
 {
 	struct pcmon_event *e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
 
@@ -117,8 +117,23 @@ static __always_inline void emit(void *ring, __u32 type, __u32 target, __u32 pid
 	e->pad = 0;
 	e->ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	/* rare, and the engine must act on them at once (attach probes, read maps) */
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	/*
+	 * @now: someone must act on it at once (attach probes, read an address map while the
+	 * process is there). The others wait for the next of those, the engine's timer or a ring
+	 * half full: a build forks hundreds of processes a second, and waking the engine for each
+	 * fork and exit cost more than everything it did with them.
+	 */
+	bpf_ringbuf_submit(e, now || bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >
+					     bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2 ?
+				      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* Whether target @target's instruments act on exec and dlopen at once (PCMON_TF_PROMPT). */
+static __always_inline bool prompt_events(__u32 target)
+{
+	struct pcmon_tcfg *cfg = bpf_map_lookup_elem(&tcfg, &target);
+
+	return cfg && (cfg->flags & PCMON_TF_PROMPT);
 }
 
 static __always_inline __u64 *procs_gen_ptr(void)
@@ -173,7 +188,7 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 	np.probe_seq = 1;
 	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST)) {
 		procs_changed();
-		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1);
+		emit(&probe_events, PCMON_EV_JOIN, np.target, tgid, 0, 0, 0, 1, true);
 	}
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
@@ -188,7 +203,7 @@ static __always_inline void note_sampled(struct pcmon_proc *p, __u32 tgid)
 	if (p->flags & PCMON_PF_SAMPLED)
 		return;
 	p->flags |= PCMON_PF_SAMPLED;
-	emit(&events, PCMON_EV_SAMPLED, p->target, tgid, 0, p->epoch, 0, 0);
+	emit(&events, PCMON_EV_SAMPLED, p->target, tgid, 0, p->epoch, 0, 0, true);
 }
 
 /*

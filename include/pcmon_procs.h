@@ -23,6 +23,8 @@
 #define PCMON_TF_REAL	  (1u << 2) /* account off-CPU time too */
 #define PCMON_TF_CHILDREN (1u << 3) /* processes forked after start join the target */
 #define PCMON_TF_DWARF	  (1u << 4) /* copy registers and stack for the engine to unwind */
+/* its instruments act on exec and dlopen at once (attach probes): wake the engine for them */
+#define PCMON_TF_PROMPT	  (1u << 5)
 
 struct pcmon_tcfg {
 	__u32 flags;

@@ -289,6 +289,9 @@ cJSON *engine_cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	}
 	if (start_watched(c, req, t, &rep))
 		goto fail;
+	for_each_inst(i)
+		if (t->inst[i] && inst_table[i]->prompt_events)
+			t->flags |= PCMON_TF_PROMPT;
 	/* pcmon run: the file the held process will exec, for the instruments to look into */
 	if (t->exec_wait &&
 	    (proto_str(req, "exe", NULL) || cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))) {

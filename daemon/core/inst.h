@@ -78,8 +78,13 @@ struct inst_ops {
 	void (*zero)(void *g, struct target *t, void *st);
 	void (*free)(void *st);
 
-	/* A process of the target forked, exec'ed, loaded objects or exited (may be NULL). */
+	/*
+	 * A process of the target forked, exec'ed, loaded objects or exited (may be NULL).
+	 * @prompt_events: it must act on exec and dlopen at once (attach probes to the new
+	 * image); else events wait for the engine's next wake-up (docs/design.md).
+	 */
 	void (*event)(void *g, struct target *t, void *st, const struct pcmon_event *ev);
+	bool prompt_events;
 	/*
 	 * Its part of a `list` reply (may be NULL): added to @rep, 0; or -1 with *@err the
 	 * error to answer instead (left NULL: out of memory). @list_fields: the list request's

@@ -570,6 +570,7 @@ const struct inst_ops count_ops = {
 	.zero = zero,
 	.free = free_state,
 	.event = event,
+	.prompt_events = true,
 	.list_json = list_json,
 	.list_fields = list_fields,
 	.nlist_fields = ARRAY_SIZE(list_fields),
