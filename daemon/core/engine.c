@@ -220,7 +220,7 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 		sym_proc_load(e->sym, ev->pid, ev->epoch);
 		break;
 	case PCMON_EV_DLOPEN:
-		sym_proc_reload(e->sym, ev->pid, ev->epoch);
+		sym_proc_reload(e->sym, ev->pid, ev->epoch, ev->ts);
 		break;
 	case PCMON_EV_EXIT:
 		sym_proc_final(e->sym, ev->pid, ev->epoch);

@@ -1500,9 +1500,11 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	return 0;
 }
 
-int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch)
+int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_ns)
 {
-	return pmap_get(s, pid, epoch, false) ? sym_proc_load(s, pid, epoch) : 0;
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+
+	return pm && pm->read_ns < since_ns ? sym_proc_load(s, pid, epoch) : 0;
 }
 
 void sym_sample_taken(struct sym *s, uint64_t ns)

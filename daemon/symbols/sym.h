@@ -66,8 +66,8 @@ void sym_free(struct sym *s);
 
 /* Take (or retake) the address map of a live process as the map of its exec epoch. */
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
-/* Retake it only if it was taken before (the process loaded objects since). */
-int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch);
+/* Retake it only if it was taken before @since_ns (the process loaded objects then). */
+int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_ns);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 /* Let go of the maps of images left before @before_ns, whose samples have all been read. */
