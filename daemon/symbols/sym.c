@@ -1439,6 +1439,12 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 	if (v->ino && v->bid_len) {
 		mkey.mtime_ns = hash_bytes(v->bid, v->bid_len);
 		mkey.size = UINT64_MAX; /* (a build-id, not a size) */
+	} else if (v->ino && !v->exec) {
+		/*
+		 * Not code, no build-id: a data file (the locale archive every process maps, a
+		 * cache), read for nothing; its identity is not worth a stat() a process.
+		 */
+		return 0;
 	} else if (v->ino) {
 		char mf[64];
 		struct stat st;
