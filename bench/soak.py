@@ -17,7 +17,6 @@ SOAK_PEER_S (default 120; 0: no peer). Exit status 0 when every target is met.
 """
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -137,26 +136,25 @@ def soak():
 
 
 def peer():
-    """perf record -a -g at the same rate on the same loop: CPU a second and peak RSS (its
-    own process: perf record is one process, its children reaped into RUSAGE_CHILDREN)."""
+    """perf record -a -g at the same rate on the same loop: CPU a second and peak RSS of perf
+    itself."""
     perf = shutil.which("perf")
     if not perf or PEER_S <= 0:
         return {"error": "perf not found" if not perf else "skipped"}
     d = tempfile.mkdtemp(prefix="pcmon-soak-perf-")
     loop = CompileLoop()
     try:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        p = subprocess.run([perf, "record", "-a", "-g", "-F", str(HZ), "-o",
-                            os.path.join(d, "perf.data"), "--", "sleep", str(PEER_S)],
-                           capture_output=True, text=True)
+        p = subprocess.Popen([perf, "record", "-a", "-g", "-F", str(HZ), "-o",
+                              os.path.join(d, "perf.data"), "--", "sleep", str(PEER_S)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # wait4: perf's own rusage (and its `sleep`), not the compile loop's
+        _, status, ru = os.wait4(p.pid, 0)
         took = time.monotonic() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if p.returncode != 0:
-            return {"error": p.stderr.strip()[-300:]}
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        return {"seconds": took, "cpu_ms_per_s": 1000 * cpu / took,
-                "max_rss_mb": after.ru_maxrss / 1024,
+        if os.waitstatus_to_exitcode(status) != 0:
+            return {"error": p.stderr.read().decode(errors="replace").strip()[-300:]}
+        return {"seconds": took, "cpu_ms_per_s": 1000 * (ru.ru_utime + ru.ru_stime) / took,
+                "max_rss_mb": ru.ru_maxrss / 1024,
                 "data_mb": os.path.getsize(os.path.join(d, "perf.data")) / 2**20}
     finally:
         loop.stop()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "pcmon_bpf.h"
@@ -29,8 +31,10 @@ struct probes {
 	int epfd, stopfd;
 	pthread_t thread;
 	bool running;
-	/* the thread's own: which files carry pcmon probes, by (dev, ino, ctime, size) */
+	/* the thread's own: which files carry pcmon probes, by (dev, ino[, ctime, size]) */
 	struct itab *files;
+	int *pins;		/* files held open (O_PATH) to pin their inode numbers */
+	size_t npinned, cap_pins;
 	bool *has;
 	size_t cap_has;
 	pthread_mutex_t lock;	/* stats, read by the engine's loop */
@@ -38,30 +42,48 @@ struct probes {
 };
 
 /*
- * 1 if the file of mapping @v (at @path) carries pcmon probes, 0 if not, -errno; each file is
- * opened once. A file is known by its device, inode and build-id, or, without a build-id,
- * by its change time and size too (inode numbers of deleted files come back for new ones).
+ * 1 if the file of mapping @v (at @path) carries pcmon probes, 0 if not, -errno. Each file is
+ * looked into once: it is known by its device and inode, which stay its own while the thread
+ * holds it open (an O_PATH descriptor: an inode number is given to a new file only once the
+ * old one is gone), so the processes that map it cost no file access at all. Past
+ * PROBES_PINNED files, one is known by its change time and size too, at a stat() each time.
  */
+#define PROBES_PINNED 2048
+
 static int file_has_probes(struct probes *p, const struct procmaps_vma *v, const char *path)
 {
-	struct { uint64_t dev, ino, ident, size; } key = { v->dev, v->ino, 0, UINT64_MAX };
+	struct { uint64_t dev, ino, ctime_ns, size; } key = { v->dev, v->ino, 0, 0 };
 	struct stat st;
 	uint32_t id;
-	int r;
+	int r, fd = -1;
 
-	if (v->bid_len) {
-		key.ident = hash_bytes(v->bid, v->bid_len);
-	} else {
+	if (itab_find(p->files, &key, sizeof(key)) >= 0)
+		goto known;
+	if (p->npinned < PROBES_PINNED && !GROW(p->pins, p->cap_pins, p->npinned + 1)) {
+		fd = open(path, O_PATH | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) || st.st_ino != v->ino ||
+				major(st.st_dev) != v->dev >> 32 || minor(st.st_dev) != (uint32_t)v->dev)) {
+			close(fd); /* the path names another file now: it has none of this one's probes */
+			return 0;
+		}
+	}
+	if (fd < 0) {
 		if (stat(path, &st))
 			return -errno;
-		key.ident = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+		key.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
 		key.size = st.st_size;
 	}
+known:
 	r = itab_intern(p->files, &key, sizeof(key), &id);
 	if (r == 0)
 		return p->has[id];
-	if (r < 0 || GROW(p->has, p->cap_has, id + 1))
+	if (r < 0 || GROW(p->has, p->cap_has, id + 1)) {
+		if (fd >= 0)
+			close(fd);
 		return -ENOMEM;
+	}
+	if (fd >= 0)
+		p->pins[p->npinned++] = fd; /* kept open for good: it pins the inode number */
 	p->has[id] = sym_file_has_probes(path);
 	pthread_mutex_lock(&p->lock);
 	p->st.objects++;
@@ -212,6 +234,9 @@ void probes_stop(struct probes *p)
 		close(p->stopfd);
 	itab_free(p->files);
 	free(p->has);
+	for (size_t i = 0; i < p->npinned; i++)
+		close(p->pins[i]);
+	free(p->pins);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

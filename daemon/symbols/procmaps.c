@@ -41,8 +41,12 @@ static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
 		struct procmap_query q = {
 			.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA, .query_addr = addr,
 			.vma_name_size = sizeof(name), .vma_name_addr = (uint64_t)(uintptr_t)name,
-			.build_id_size = sizeof(v.bid), .build_id_addr = (uint64_t)(uintptr_t)v.bid,
 		};
+
+		if (flags & PROCMAPS_BUILD_ID) {
+			q.build_id_size = sizeof(v.bid);
+			q.build_id_addr = (uint64_t)(uintptr_t)v.bid;
+		}
 
 		if (flags & PROCMAPS_EXEC_FILES)
 			q.query_flags |= PMQ_VMA_EXECUTABLE | PMQ_FILE_BACKED_VMA;

@@ -20,6 +20,8 @@ struct procmaps_vma {
 
 /* Only the executable mappings of files (probes, symbols): the kernel skips the others. */
 #define PROCMAPS_EXEC_FILES (1u << 0)
+/* With each file's build-id (the kernel reads it from the file: a cost per mapping). */
+#define PROCMAPS_BUILD_ID (1u << 1)
 
 /*
  * Hand each mapping of @pid to @cb, in address order, until it returns nonzero (returned).

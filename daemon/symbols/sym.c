@@ -1489,7 +1489,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	old_n = pm->n;
 	pm->n = 0;
 	pm->scan_anon_code = false;
-	r = procmaps_walk(pid, 0, add_vma, &(struct vma_ctx){ s, pm, pid });
+	r = procmaps_walk(pid, PROCMAPS_BUILD_ID, add_vma, &(struct vma_ctx){ s, pm, pid });
 	/*
 	 * A process on its way out has no address space left: its maps read empty before its
 	 * exit is reported. Keep what it had, for the samples it left.
