@@ -230,6 +230,7 @@ demo: all workloads
 bench: all workloads
 	@bench/run.sh
 
+# (pcmond reads /etc/pcmon/pcmond.conf whatever the prefix; a file already there is kept)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/pcmon \
 		$(DESTDIR)$(PREFIX)/include/pcmon \
@@ -244,6 +245,9 @@ install: all
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service
 	install -m 0644 packaging/pcmond.socket $(DESTDIR)/lib/systemd/system/pcmond.socket
 	install -m 0644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pcmon
+	install -d $(DESTDIR)/etc/pcmon
+	[ -e $(DESTDIR)/etc/pcmon/pcmond.conf ] || \
+		install -m 0644 packaging/pcmond.conf $(DESTDIR)/etc/pcmon/pcmond.conf
 
 # A Debian package, built by dpkg-buildpackage in a copy of the tree (its clean step must
 # not touch this one): ./pcmon_VERSION_amd64.deb and ./pcmon-dev_VERSION_all.deb.
