@@ -196,7 +196,7 @@ static const struct target_key {
 	K("count", "count"),
 	K_NUM("max-probes", "max_probes", "procedures"),
 	K("node", "nodes"),
-	K_NUM("hist-arg", NULL, "an argument's number"), /* the "arg" of the node before it */
+	K("hist-arg", NULL), /* the "arg" of the node before it */
 	K("leg", "legs"),
 	K("hist", "hists"),
 	K("track", "track"),
@@ -491,11 +491,10 @@ static cJSON *field_value(const struct proto_field *f, const struct target_key *
 }
 
 /* hist-arg = N: the argument the node before it records. */
-static void hist_arg(struct rd *rd, const struct target_key *k, const char *value)
+static void hist_arg(struct rd *rd, const char *value)
 {
 	cJSON *nodes = cJSON_GetObjectItemCaseSensitive(rd->t->req, "nodes");
 	cJSON *last = cJSON_GetArrayItem(nodes, cJSON_GetArraySize(nodes) - 1);
-	char why[160];
 	long n;
 
 	if (!last) {
@@ -504,8 +503,9 @@ static void hist_arg(struct rd *rd, const struct target_key *k, const char *valu
 	} else if (rd->arg_at > rd->node_at) {
 		conf_err(rd->c, rd->line, "[target %s] hist-arg: given twice for the node of line %d (first at line %d)",
 			 rd->t->name, rd->node_at, rd->arg_at);
-	} else if (parse_num(value, 0, 5, k->unit, &n, why, sizeof(why))) {
-		conf_err(rd->c, rd->line, "[target %s] hist-arg: %s", rd->t->name, why);
+	} else if (parse_whole(value, 0, 5, &n) || !isdigit((unsigned char)*value)) {
+		conf_err(rd->c, rd->line, "[target %s] hist-arg: \"%.40s\" is not an argument's number from 0 to 5",
+			 rd->t->name, value);
 	} else {
 		cJSON_AddNumberToObject(last, "arg", n);
 		rd->arg_at = rd->line;
@@ -534,7 +534,7 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 		return;
 	}
 	if (!k->field) {
-		hist_arg(rd, k, value);
+		hist_arg(rd, value);
 		return;
 	}
 	f = engine_start_field(k->field);
