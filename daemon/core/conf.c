@@ -15,9 +15,7 @@
 #include <unistd.h>
 
 #include "conf.h"
-#include "inst.h"
 #include "proto.h"
-#include "target.h"
 #include "util.h"
 
 /* ---- [daemon]: pcmond's settings */
@@ -171,7 +169,8 @@ void conf_daemon_free(struct conf_daemon *d)
 /*
  * The keys of a target section are pcmon start's options, without their dashes: a flag is a
  * key with yes or no, --virtual and --real are mode = virtual|real. What each value may be
- * is the start field's (engine_start_field()): the engine's own check, made here too.
+ * is the start field's (engine_start_field()): the engine's own check, made here too. Those
+ * of sampling only: call counting and probe nodes need a process (not_keys[]).
  */
 static const struct target_key {
 	const char *key;
@@ -192,15 +191,6 @@ static const struct target_key {
 	K("critical", "critical"),
 	K("ignore-case", "icase"),
 	K("no-inline", "no_inline"),
-	K("no-sample", "no_sample"),
-	K("count", "count"),
-	K_NUM("max-probes", "max_probes", "procedures"),
-	K("node", "nodes"),
-	K("hist-arg", NULL), /* the "arg" of the node before it */
-	K("leg", "legs"),
-	K("hist", "hists"),
-	K("track", "track"),
-	K("add", "add"),
 #undef K
 #undef K_NUM
 };
@@ -215,6 +205,8 @@ static int key_index(const char *key)
 }
 
 /* Why a start option is no key: what to write instead. */
+#define NEEDS_PID(what) \
+	what " need a process (--pid or a command): a cgroup's or every task's objects are not known in advance"
 static const struct {
 	const char *key, *why;
 } not_keys[] = {
@@ -223,7 +215,17 @@ static const struct {
 	{ "when-file", "give the pattern itself: when = PATTERN" },
 	{ "virtual", "write mode = virtual" },
 	{ "real", "write mode = real" },
+	{ "count", NEEDS_PID("call counts") },
+	{ "max-probes", NEEDS_PID("call counts") },
+	{ "node", NEEDS_PID("probe nodes") },
+	{ "hist-arg", NEEDS_PID("probe nodes") },
+	{ "leg", NEEDS_PID("probe nodes") },
+	{ "hist", NEEDS_PID("probe nodes") },
+	{ "track", NEEDS_PID("probe nodes") },
+	{ "add", NEEDS_PID("probe nodes") },
+	{ "no-sample", "sampling is the one instrument a cgroup or every task can carry" },
 };
+#undef NEEDS_PID
 
 /* The reading of one file: the line inih works on, the section it is in. */
 struct rd {
@@ -238,7 +240,6 @@ struct rd {
 	int daemon_line;	/* of [daemon], 0: none yet */
 	struct conf_target *t;	/* S_TARGET: the one being read */
 	int key_at[NKEYS];	/* its keys' lines */
-	int node_at, arg_at;	/* its last node's line, and that of its hist-arg */
 	size_t errors_before;	/* errors told before it: its keys' own make its end's moot */
 };
 
@@ -300,7 +301,7 @@ static void target_end(struct rd *rd)
 {
 	struct conf_target *t = rd->t;
 	const cJSON *cg = cJSON_GetObjectItemCaseSensitive(t->req, "cgroup");
-	bool all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t->req, "all")), any = false;
+	bool all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t->req, "all"));
 
 	rd->t = NULL;
 	if (rd->c->nerrors + rd->c->more_errors > rd->errors_before)
@@ -309,12 +310,6 @@ static void target_end(struct rd *rd)
 		conf_err(rd->c, t->line, "[target %s]: all = yes and cgroup: give one of them", t->name);
 	else if (!all && !cg)
 		conf_err(rd->c, t->line, "[target %s]: say what it watches: all = yes, or cgroup = DIR",
-			 t->name);
-	for (int i = 0; i < INST_MAX; i++)
-		any |= inst_table[i]->wanted(t->req);
-	if (!any)
-		conf_err(rd->c, rd->key_at[key_index("no-sample")],
-			 "[target %s] no-sample: leaves the target no instrument: add count or node, or drop no-sample",
 			 t->name);
 }
 
@@ -388,7 +383,6 @@ static void section_begin(struct rd *rd, char *text)
 	rd->t = t;
 	rd->sect = S_TARGET;
 	memset(rd->key_at, 0, sizeof(rd->key_at));
-	rd->node_at = rd->arg_at = 0;
 	rd->errors_before = c->nerrors + c->more_errors;
 }
 
@@ -441,25 +435,14 @@ static cJSON *field_value(const struct proto_field *f, const struct target_key *
 	case PT_ENUM:
 	case PT_STR:
 	case PT_STRS:
-	case PT_NODES:
 		if (!*value) {
 			snprintf(why, whylen, "give a value");
 			return NULL;
 		}
-		if (f->type == PT_ENUM || f->type == PT_STR)
-			v = cJSON_CreateString(value);
-		else
+		if (f->type == PT_STRS) /* one more of a list: the caller joins them */
 			v = cJSON_CreateStringArray(&value, 1);
-		if (v && f->type == PT_NODES) {
-			cJSON *node = cJSON_CreateObject();
-
-			if (!node || !cJSON_AddItemToObject(node, "spec", cJSON_DetachItemFromArray(v, 0))) {
-				cJSON_Delete(node);
-				cJSON_Delete(v);
-				return NULL;
-			}
-			cJSON_AddItemToArray(v, node);
-		}
+		else
+			v = cJSON_CreateString(value);
 		break;
 	default:
 		snprintf(why, whylen, "is no key of a target section");
@@ -490,28 +473,6 @@ static cJSON *field_value(const struct proto_field *f, const struct target_key *
 	return v;
 }
 
-/* hist-arg = N: the argument the node before it records. */
-static void hist_arg(struct rd *rd, const char *value)
-{
-	cJSON *nodes = cJSON_GetObjectItemCaseSensitive(rd->t->req, "nodes");
-	cJSON *last = cJSON_GetArrayItem(nodes, cJSON_GetArraySize(nodes) - 1);
-	long n;
-
-	if (!last) {
-		conf_err(rd->c, rd->line, "[target %s] hist-arg: give it after the node it applies to",
-			 rd->t->name);
-	} else if (rd->arg_at > rd->node_at) {
-		conf_err(rd->c, rd->line, "[target %s] hist-arg: given twice for the node of line %d (first at line %d)",
-			 rd->t->name, rd->node_at, rd->arg_at);
-	} else if (parse_whole(value, 0, 5, &n) || !isdigit((unsigned char)*value)) {
-		conf_err(rd->c, rd->line, "[target %s] hist-arg: \"%.40s\" is not an argument's number from 0 to 5",
-			 rd->t->name, value);
-	} else {
-		cJSON_AddNumberToObject(last, "arg", n);
-		rd->arg_at = rd->line;
-	}
-}
-
 static void target_key(struct rd *rd, const char *key, const char *value)
 {
 	struct conf_target *t = rd->t;
@@ -533,10 +494,6 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 			 t->name, key);
 		return;
 	}
-	if (!k->field) {
-		hist_arg(rd, value);
-		return;
-	}
 	f = engine_start_field(k->field);
 	if (!f) {
 		conf_err(rd->c, rd->line, "[target %s] %s: this pcmond takes no field \"%s\"", t->name,
@@ -544,8 +501,8 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 		return;
 	}
 	have = cJSON_GetObjectItemCaseSensitive(t->req, f->name);
-	/* a list's key may be given again: each line adds one (count, critical, node, leg, hist) */
-	if (rd->key_at[i] && f->type != PT_STRS && f->type != PT_NODES) {
+	/* a list's key may be given again: each line adds one (critical) */
+	if (rd->key_at[i] && f->type != PT_STRS) {
 		conf_err(rd->c, rd->line, "[target %s] %s: given twice (first at line %d)", t->name, key,
 			 rd->key_at[i]);
 		return;
@@ -561,9 +518,7 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 		return;
 	}
 	rd->key_at[i] = rd->line;
-	if (f->type == PT_NODES)
-		rd->node_at = rd->line;
-	if (have && (f->type == PT_STRS || f->type == PT_NODES)) {
+	if (have && f->type == PT_STRS) {
 		cJSON_AddItemToArray(have, cJSON_DetachItemFromArray(v, 0));
 		cJSON_Delete(v);
 	} else {

@@ -65,13 +65,11 @@ static void test_good_file(void **state)
 			       "[target web.1]\n"
 			       "cgroup = /sys/fs/cgroup/system.slice/web.service\n"
 			       "no-children = yes\n"
-			       "count = malloc\n"
-			       "count = free\n"
-			       "node = main\n"
-			       "hist-arg = 2\n"
-			       "node = exit\n");
+			       "critical = lock=*->mutex_lock\n"
+			       "critical = io=*->read\n"
+			       "when = main->*\n");
 	const struct conf_target *t;
-	const cJSON *r, *nodes;
+	const cJSON *r, *crit;
 
 	(void)state;
 	assert_int_equal(c->nerrors, 0);
@@ -100,12 +98,10 @@ static void test_good_file(void **state)
 	r = t->req;
 	assert_string_equal(proto_str(r, "cgroup", ""), "/sys/fs/cgroup/system.slice/web.service");
 	assert_false(proto_bool(r, "children", 1)); /* no-children = yes */
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "count")), 2);
-	nodes = cJSON_GetObjectItem(r, "nodes");
-	assert_int_equal(cJSON_GetArraySize(nodes), 2);
-	assert_string_equal(proto_str(cJSON_GetArrayItem(nodes, 0), "spec", ""), "main");
-	assert_int_equal(proto_num(cJSON_GetArrayItem(nodes, 0), "arg", -1), 2);
-	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(nodes, 1), "arg"));
+	crit = cJSON_GetObjectItem(r, "critical"); /* a list: each line adds one */
+	assert_int_equal(cJSON_GetArraySize(crit), 2);
+	assert_string_equal(cJSON_GetArrayItem(crit, 1)->valuestring, "io=*->read");
+	assert_string_equal(proto_str(r, "when", ""), "main->*");
 	assert_null(conf_find(c, "nosuch"));
 	conf_free(c);
 }
@@ -187,12 +183,11 @@ static void test_errors_name_file_line_key(void **state)
 		  "t.conf:3: [target a] name: not a key here: the section names the target: [target NAME]");
 	one_error("[target a]\ncgroup = system.slice\n",
 		  "t.conf:2: [target a] cgroup: \"system.slice\" is not an absolute path (a directory under /sys/fs/cgroup)");
-	one_error("[target a]\nall = yes\nhist-arg = 1\n",
-		  "t.conf:3: [target a] hist-arg: give it after the node it applies to");
-	one_error("[target a]\nall = yes\nnode = f\nhist-arg = 9\n",
-		  "t.conf:4: [target a] hist-arg: \"9\" is not an argument's number from 0 to 5");
-	one_error("[target a]\nall = yes\nnode = f\nhist-arg = 1\nhist-arg = 2\n",
-		  "t.conf:5: [target a] hist-arg: given twice for the node of line 3 (first at line 4)");
+	one_error("[target a]\nall = yes\ncount = malloc\n",
+		  "t.conf:3: [target a] count: not a key here: call counts need a process (--pid or a command): a cgroup's or every task's objects are not known in advance");
+	one_error("[target a]\nall = yes\nnode = main\n",
+		  "t.conf:3: [target a] node: not a key here: probe nodes need a process (--pid or a command): a cgroup's or every task's objects are not known in advance");
+	one_error("[target a]\nall = yes\nwhen =\n", "t.conf:3: [target a] when: give a value");
 }
 
 /* What no single key can say, on the section's line; what inih refuses, on its own. */
@@ -209,7 +204,7 @@ static void test_errors_of_sections_and_lines(void **state)
 	one_error("[target a]\nall = yes\ncgroup = /sys/fs/cgroup/x\n",
 		  "t.conf:1: [target a]: all = yes and cgroup: give one of them");
 	one_error("[target a]\nall = yes\nno-sample = yes\n",
-		  "t.conf:3: [target a] no-sample: leaves the target no instrument: add count or node, or drop no-sample");
+		  "t.conf:3: [target a] no-sample: not a key here: sampling is the one instrument a cgroup or every task can carry");
 	one_error("[target]\n", "t.conf:1: [target]: name the target: [target NAME]");
 	one_error("[target 42]\n",
 		  "t.conf:1: [target 42]: a target's name is letters, digits, '.', '-' and '_', at most 42 of them, not digits alone");
