@@ -190,12 +190,17 @@ def test_reload_and_restart():
         assert {n: t["state"] for n, t in before.items()} == \
             {"sys": "running", "a": "running", "keep": "running"}, before
 
-        # remove a, change sys, keep keep (its keys in another order), add fresh
-        write(f, f"[target keep]\nmode = virtual   ; the same settings\ncgroup = {cgb}\n"
+        # remove a, change sys, keep keep (its keys in another order), add fresh; and a
+        # [daemon] setting, which waits for a restart
+        write(f, "[daemon]\nuser-targets = 4\n\n"
+                 f"[target keep]\nmode = virtual   ; the same settings\ncgroup = {cgb}\n"
                  "interval = 1000\n\n"
                  "[target sys]\nall = yes\ninterval = 25000\n\n"
                  f"[target fresh]\ncgroup = {cga}\n")
         hup_and_wait(dm, "reloaded")
+        assert f"{f}:2: [daemon] user-targets: changed; pcmond takes it at its next start" \
+            in log(dm), log(dm)[-2000:]
+        assert pcmon_json("status", sock=dm.sock)[0]["limits"]["targets_per_user"] == 16
         after = targets(dm)
         old_sys = f"sys@{before['sys']['id']}"
         assert set(after) == {"sys", old_sys, "a", "keep", "fresh"}, after
@@ -242,6 +247,7 @@ def test_reload_and_restart():
             assert again[n]["state"] == "running" and again[n]["id"] != last[n]["id"], again
         assert again["a"]["state"] == "stopped" and again[old_sys]["state"] == "stopped"
         assert len(again) == 8, again
+        assert pcmon_json("status", sock=dm.sock)[0]["limits"]["targets_per_user"] == 4
     finally:
         for p in spins:
             p.kill()
