@@ -668,10 +668,17 @@ struct conf *conf_read(const char *path, bool required)
 			conf_err(c, 0, "%s", strerror(err));
 		return c;
 	}
+	if (fstat(fileno(f), &st) || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
+		c = conf_new(path);
+		if (c)
+			conf_err(c, 0, "not a file");
+		fclose(f);
+		return c;
+	}
 	c = conf_parse(f, path);
 	/* it starts root's targets: only root (or the user running pcmond) may write it
 	 * (/dev/null, a device, is as empty as it is writable) */
-	if (c && !fstat(fileno(f), &st) && !S_ISCHR(st.st_mode) &&
+	if (c && S_ISREG(st.st_mode) &&
 	    ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))))
 		conf_err(c, 0, "writable by users other than %s: chown root and chmod go-w",
 			 geteuid() ? "its owner" : "root");
