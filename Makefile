@@ -154,6 +154,9 @@ FUZZ_fuzz_pat_SRCS   := daemon/views/pat.c daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
 FUZZ_fuzz_proto_SRCS := daemon/core/proto.c daemon/core/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+# (pcmond.conf is checked against every instrument's start fields: the whole engine too)
+FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
+FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
 FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
