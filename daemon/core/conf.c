@@ -737,26 +737,13 @@ static struct conf_step *step(struct conf_step **steps, size_t *n, size_t *cap, 
 	return s;
 }
 
-int conf_plan(const struct conf *old, struct conf *new, const struct conf_seen *seen,
-	      size_t nseen, struct conf_step **steps, size_t *nsteps)
+/* The step list of conf_plan(), in the order it is made. */
+static int plan_sections(const struct conf *old, struct conf *new, const struct conf_seen *seen,
+			 size_t nseen, bool *start, struct conf_step **steps, size_t *nsteps,
+			 size_t *cap)
 {
-	size_t cap = 0;
 	struct conf_step *s;
 
-	*steps = NULL;
-	*nsteps = 0;
-	/* a removed section: its target stops, and is kept with its results */
-	for (size_t i = 0; old && i < old->ntargets; i++) {
-		const struct conf_target *o = &old->targets[i];
-		const struct conf_seen *have = ours(seen, nseen, o->id, o->name);
-
-		if (conf_find(new, o->name) || !have || !have->live)
-			continue;
-		if (!(s = step(steps, nsteps, &cap, CONF_STOP, o->id, NULL)))
-			return -ENOMEM;
-		s->why = "removed";
-		snprintf(s->name, sizeof(s->name), "%s", o->name);
-	}
 	for (size_t i = 0; i < new->ntargets; i++) {
 		struct conf_target *t = &new->targets[i];
 		const struct conf_target *o = conf_find(old, t->name);
@@ -767,7 +754,7 @@ int conf_plan(const struct conf *old, struct conf *new, const struct conf_seen *
 		/* unchanged, and its target is still there (stopped by hand, it stays so) */
 		if (have && cJSON_Compare(o->req, t->req, true)) {
 			t->id = have->id;
-			if (!step(steps, nsteps, &cap, CONF_KEEP, have->id, t))
+			if (!step(steps, nsteps, cap, CONF_KEEP, have->id, t))
 				return -ENOMEM;
 			continue;
 		}
@@ -777,28 +764,76 @@ int conf_plan(const struct conf *old, struct conf *new, const struct conf_seen *
 			    (!have || seen[k].id != have->id))
 				other = &seen[k];
 		if (other) {
-			if (!step(steps, nsteps, &cap, CONF_BLOCKED, other->id, t))
+			if (!step(steps, nsteps, cap, CONF_BLOCKED, other->id, t))
 				return -ENOMEM;
 			continue;
 		}
 		if (have && have->live) {
-			if (!(s = step(steps, nsteps, &cap, CONF_STOP, have->id, t)))
+			if (!(s = step(steps, nsteps, cap, CONF_STOP, have->id, t)))
 				return -ENOMEM;
 			s->why = "changed";
 			snprintf(s->name, sizeof(s->name), "%s", t->name);
 		}
-		/* the name goes to the new target; stopped ones keep theirs with their id */
-		for (size_t k = 0; k < nseen; k++) {
+		start[i] = true;
+	}
+	/* the names go to the new targets; stopped ones keep theirs with their id */
+	for (size_t i = 0; i < new->ntargets; i++) {
+		for (size_t k = 0; start[i] && k < nseen; k++) {
+			struct conf_target *t = &new->targets[i];
+
 			if (seen[k].owner || strcmp(seen[k].name, t->name))
 				continue;
-			if (!(s = step(steps, nsteps, &cap, CONF_RENAME, seen[k].id, t)))
+			if (!(s = step(steps, nsteps, cap, CONF_RENAME, seen[k].id, t)))
 				return -ENOMEM;
 			snprintf(s->name, sizeof(s->name), "%s@%u", t->name, seen[k].id);
 		}
-		if (!step(steps, nsteps, &cap, CONF_START, 0, t))
-			return -ENOMEM;
 	}
+	/*
+	 * A process is in the first target that takes it, and an all target takes every one
+	 * it sees: cgroup targets start first, so that the processes of their cgroups are
+	 * theirs, whatever was sampled in between.
+	 */
+	for (int all = 0; all < 2; all++)
+		for (size_t i = 0; i < new->ntargets; i++)
+			if (start[i] && proto_bool(new->targets[i].req, "all", 0) == all &&
+			    !step(steps, nsteps, cap, CONF_START, 0, &new->targets[i]))
+				return -ENOMEM;
 	return 0;
+}
+
+int conf_plan(const struct conf *old, struct conf *new, const struct conf_seen *seen,
+	      size_t nseen, struct conf_step **steps, size_t *nsteps)
+{
+	bool *start = calloc(new->ntargets + 1, sizeof(*start));
+	size_t cap = 0;
+	struct conf_step *s;
+	int r = -ENOMEM;
+
+	*steps = NULL;
+	*nsteps = 0;
+	if (!start)
+		return -ENOMEM;
+	/* stops first: a removed section's target stops, and is kept with its results */
+	for (size_t i = 0; old && i < old->ntargets; i++) {
+		const struct conf_target *o = &old->targets[i];
+		const struct conf_seen *have = ours(seen, nseen, o->id, o->name);
+
+		if (conf_find(new, o->name) || !have || !have->live)
+			continue;
+		if (!(s = step(steps, nsteps, &cap, CONF_STOP, o->id, NULL)))
+			goto out;
+		s->why = "removed";
+		snprintf(s->name, sizeof(s->name), "%s", o->name);
+	}
+	r = plan_sections(old, new, seen, nseen, start, steps, nsteps, &cap);
+out:
+	free(start);
+	if (r) {
+		free(*steps);
+		*steps = NULL;
+		*nsteps = 0;
+	}
+	return r;
 }
 
 /* ---- applying: requests to the engine, as root */

@@ -137,8 +137,9 @@ struct conf_target *conf_find(const struct conf *c, const char *name);
  * and kept; a changed section's is stopped, and a new one started; a new section's target is
  * started, unless root has a running or paused target of its name (not started: a target
  * is not doubled). Before a start, root's stopped targets of the name are renamed NAME@ID,
- * so that the name means the target the file describes. @new's ids are set for the targets
- * it keeps.
+ * so that the name means the target the file describes. In order: the stops, the renames,
+ * the starts of cgroup targets, then those of all targets. @new's ids are set for the
+ * targets it keeps.
  */
 enum conf_op { CONF_STOP, CONF_RENAME, CONF_START, CONF_KEEP, CONF_BLOCKED };
 struct conf_step {

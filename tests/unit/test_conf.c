@@ -356,16 +356,49 @@ static void test_plan_reload(void **state)
 	assert_int_equal(s[1].op, CONF_STOP); /* edit */
 	assert_int_equal(s[1].id, 3);
 	assert_string_equal(s[1].why, "changed");
-	assert_int_equal(s[2].op, CONF_RENAME);
-	assert_int_equal(s[2].id, 3);
-	assert_string_equal(s[2].name, "edit@3");
-	assert_int_equal(s[3].op, CONF_START);
-	assert_string_equal(s[3].t->name, "edit");
-	assert_int_equal(s[4].op, CONF_KEEP);
-	assert_int_equal(s[4].id, 1);
+	assert_int_equal(s[2].op, CONF_KEEP);
+	assert_int_equal(s[2].id, 1);
 	assert_int_equal(conf_find(new, "keep")->id, 1);
+	assert_int_equal(s[3].op, CONF_RENAME);
+	assert_int_equal(s[3].id, 3);
+	assert_string_equal(s[3].name, "edit@3");
+	assert_int_equal(s[4].op, CONF_START);
+	assert_string_equal(s[4].t->name, "edit");
 	assert_int_equal(s[5].op, CONF_START);
 	assert_string_equal(s[5].t->name, "fresh");
+	free(s);
+	conf_free(old);
+	conf_free(new);
+}
+
+/* Every stop before any start, and cgroup targets start before all targets: a process is
+ * in the first target that takes it, and the all target takes any. */
+static void test_plan_order(void **state)
+{
+	struct conf *old = parse("[target sys]\nall = yes\n[target a]\ncgroup = /c/a\n");
+	struct conf *new = parse("[target sys]\nall = yes\ninterval = 2000\n"
+				 "[target b]\ncgroup = /c/a\n");
+	struct conf_seen seen[] = {
+		{ .id = 1, .name = "sys", .live = true },
+		{ .id = 2, .name = "a", .live = true },
+	};
+	struct conf_step *s;
+	size_t n;
+
+	(void)state;
+	old->targets[0].id = 1;
+	old->targets[1].id = 2;
+	n = plan(old, new, seen, ARRAY_SIZE(seen), &s);
+	assert_int_equal(n, 5);
+	assert_int_equal(s[0].op, CONF_STOP);
+	assert_int_equal(s[0].id, 2);
+	assert_int_equal(s[1].op, CONF_STOP);
+	assert_int_equal(s[1].id, 1);
+	assert_int_equal(s[2].op, CONF_RENAME);
+	assert_int_equal(s[3].op, CONF_START);
+	assert_string_equal(s[3].t->name, "b"); /* the cgroup's, first */
+	assert_int_equal(s[4].op, CONF_START);
+	assert_string_equal(s[4].t->name, "sys");
 	free(s);
 	conf_free(old);
 	conf_free(new);
@@ -395,12 +428,12 @@ static void test_plan_after_hands(void **state)
 	assert_int_equal(n, 4);
 	assert_int_equal(s[0].op, CONF_KEEP);
 	assert_int_equal(s[0].id, 1);
-	assert_int_equal(s[1].op, CONF_START);
-	assert_string_equal(s[1].t->name, "b");
+	assert_int_equal(s[1].op, CONF_BLOCKED);
+	assert_int_equal(s[1].id, 7);
 	assert_int_equal(s[2].op, CONF_START);
-	assert_string_equal(s[2].t->name, "c");
-	assert_int_equal(s[3].op, CONF_BLOCKED);
-	assert_int_equal(s[3].id, 7);
+	assert_string_equal(s[2].t->name, "b");
+	assert_int_equal(s[3].op, CONF_START);
+	assert_string_equal(s[3].t->name, "c");
 	assert_int_equal(conf_find(new, "d")->id, 0);
 	free(s);
 	/* a section whose start failed, or was not made (id 0), is tried again */
@@ -425,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_settings_and_command_line),
 		cmocka_unit_test(test_plan_at_start),
 		cmocka_unit_test(test_plan_reload),
+		cmocka_unit_test(test_plan_order),
 		cmocka_unit_test(test_plan_after_hands),
 	};
 
