@@ -311,6 +311,11 @@ static void target_end(struct rd *rd)
 	else if (!all && !cg)
 		conf_err(rd->c, t->line, "[target %s]: say what it watches: all = yes, or cgroup = DIR",
 			 t->name);
+	/* BPF has one all target: a second would take the first one's new processes */
+	for (size_t i = 0; all && &rd->c->targets[i] != t; i++)
+		if (proto_bool(rd->c->targets[i].req, "all", 0))
+			conf_err(rd->c, t->line, "[target %s]: all = yes, as [target %s] (line %d): one target watches all tasks",
+				 t->name, rd->c->targets[i].name, rd->c->targets[i].line);
 }
 
 static void section_end(struct rd *rd)

@@ -208,6 +208,8 @@ static void test_errors_of_sections_and_lines(void **state)
 		  "t.conf:1: [target a]: all = yes and cgroup: give one of them");
 	one_error("[target a]\nall = yes\nno-sample = yes\n",
 		  "t.conf:3: [target a] no-sample: not a key here: sampling is the one instrument a cgroup or every task can carry");
+	one_error("[target a]\nall = yes\n[target b]\ncgroup = /x\n[target c]\nall = yes\n",
+		  "t.conf:5: [target c]: all = yes, as [target a] (line 1): one target watches all tasks");
 	one_error("[target]\n", "t.conf:1: [target]: name the target: [target NAME]");
 	one_error("[target 42]\n",
 		  "t.conf:1: [target 42]: a target's name is letters, digits, '.', '-' and '_', at most 42 of them, not digits alone");

@@ -644,7 +644,11 @@ static void test_rename(void **state)
 	cJSON_Delete(rep);
 }
 
-/* The configuration file's text as a configuration. */
+/*
+ * The configuration file's text as a configuration. Its targets all watch all tasks, which
+ * a real file may not (BPF has one all target): the only error allowed here, as the fake BPF
+ * has no cgroups to watch instead.
+ */
 static struct conf *conf_of(const char *text)
 {
 	FILE *fp = fmemopen((void *)text, strlen(text), "r");
@@ -652,7 +656,8 @@ static struct conf *conf_of(const char *text)
 
 	fclose(fp);
 	assert_non_null(c);
-	assert_int_equal(c->nerrors, 0);
+	for (size_t i = 0; i < c->nerrors; i++)
+		assert_non_null(strstr(c->errors[i], "one target watches all tasks"));
 	return c;
 }
 
