@@ -27,10 +27,13 @@ endif
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
-pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $(PKGS) || echo pkg-config-failed)),$(error \
-	'$(PKG_CONFIG) $2 $(PKGS)' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
-PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags)
-PKG_LIBS   = $(call pkg,PKG_LIBS,--libs)
+# pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih
+DAEMON_PKGS := inih
+pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $3 || echo pkg-config-failed)),$(error \
+	'$(PKG_CONFIG) $2 $3' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
+PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags,$(PKGS) $(DAEMON_PKGS))
+PKG_LIBS   = $(call pkg,PKG_LIBS,--libs,$(PKGS))
+DAEMON_PKG_LIBS = $(call pkg,DAEMON_PKG_LIBS,--libs,$(DAEMON_PKGS))
 BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 
 CFLAGS	?= -O2 -g
@@ -41,6 +44,8 @@ DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views
 DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
+# pcmond, and the tests that link its engine library whole
+DAEMON_LIBS = $(LIBS) $(DAEMON_PKG_LIBS)
 # The CLI proper links only what formatting and the socket need: every library mapped at
 # start-up makes a command wait longer on a loaded machine (see cli/engine_load.c). The
 # engine is a private library it opens when it runs one, ncurses is opened by top.
@@ -54,6 +59,8 @@ SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 ENGINE_SRCS := $(wildcard $(addsuffix /*.c,$(DAEMON_DIRS)))
 ENGINE_HDRS := $(wildcard $(addsuffix /*.h,$(DAEMON_DIRS)))
 ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS)))
+# what pcmond has and an engine the CLI runs has not: the configuration file
+DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o
 ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS)))
 vpath %.c $(DAEMON_DIRS)
 CLI_SRCS    := $(wildcard cli/*.c)
@@ -74,7 +81,7 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libcjson-dev libcmocka-dev libiberty-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
-	libncurses-dev golang-go chromium tmux libcapstone-dev \
+	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev \
 	g++ rustc dpkg-dev debhelper lintian fakeroot adduser
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
@@ -129,26 +136,29 @@ $(OUTPUT)/cli/%.o: cli/%.c | $(OUTPUT)/cli
 	$(CC) $(ALL_CFLAGS) -Icli -c $< -o $@
 
 $(BIN)/pcmond: $(OUTPUT)/pcmond.o $(OUTPUT)/libpcmon.a | $(BIN)
-	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(CC) $(CFLAGS) $^ $(DAEMON_LIBS) -o $@
 $(BIN)/pcmon: $(CLI_OBJS) $(CLI_ENGINE_OBJS) | $(BIN)
 	$(CC) $(CFLAGS) $^ $(CLI_LIBS) -o $@
 $(BIN)/pcmon-engine.so: $(ENGINE_OBJS) daemon/engine.map | $(BIN)
 	$(CC) $(CFLAGS) -shared -Wl,-z,defs -Wl,-Bsymbolic -Wl,--version-script=daemon/engine.map \
-		$(ENGINE_OBJS) $(LIBS) -o $@
+		$(filter-out $(DAEMON_ONLY_OBJS),$(ENGINE_OBJS)) $(LIBS) -o $@
 # (the engine says which values an enumeration takes: --unwind's)
 $(COMPLETION): $(BIN)/pcmon $(BIN)/pcmon-engine.so | $(OUTPUT)
 	$(BIN)/pcmon --completion bash > $@.tmp && mv $@.tmp $@
 
 # --- tests
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
-	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -lcmocka -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -lcmocka -o $@
 # each fuzz target names the daemon sources (and libraries) it is built with
 FUZZ_fuzz_pat_SRCS   := daemon/views/pat.c daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
 FUZZ_fuzz_proto_SRCS := daemon/core/proto.c daemon/core/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
+# (pcmond.conf is checked against every instrument's start fields: the whole engine too)
+FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
+FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
-FUZZ_fuzz_store_SRCS := $(ENGINE_SRCS)
+FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(SKELS) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) \
@@ -206,7 +216,7 @@ $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
 		$(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
 
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
-	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(LIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
 # the unit tests, built and run: no root, no BPF (tests/unit/test_engine.c fakes the sampler)
 unit: $(UNIT_BINS)
@@ -227,6 +237,7 @@ bench: all workloads
 soak: all
 	@/usr/bin/python3 bench/soak.py
 
+# (pcmond reads /etc/pcmon/pcmond.conf whatever the prefix; a file already there is kept)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/pcmon \
 		$(DESTDIR)$(PREFIX)/include/pcmon \
@@ -241,6 +252,9 @@ install: all
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|' packaging/pcmond.service > $(DESTDIR)/lib/systemd/system/pcmond.service
 	install -m 0644 packaging/pcmond.socket $(DESTDIR)/lib/systemd/system/pcmond.socket
 	install -m 0644 $(COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pcmon
+	install -d $(DESTDIR)/etc/pcmon
+	[ -e $(DESTDIR)/etc/pcmon/pcmond.conf ] || \
+		install -m 0644 packaging/pcmond.conf $(DESTDIR)/etc/pcmon/pcmond.conf
 
 # A Debian package, built by dpkg-buildpackage in a copy of the tree (its clean step must
 # not touch this one): ./pcmon_VERSION_amd64.deb and ./pcmon-dev_VERSION_all.deb.

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "engine.h"
 #include "pcmon_bpf.h"
 #include "pcmon_sample.h"
@@ -63,11 +64,16 @@ static int activated_fd(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcmond [--socket PATH] [--state-dir DIR] [--foreground] [--max-stack N]\n"
-		"              [--dwarf-stack N] [--user-targets N] [--user-memory MiB]\n"
-		"              [--debuginfod URLS] [--cache-dir DIR] [--max-clients N]\n"
-		"              [--max-user-clients N] [--idle-timeout S] [--request-timeout S]\n"
-		"              [--write-timeout S] [--drain-entries N] [--bpf-stats] [-v]\n"
+		"usage: pcmond [--config FILE] [--check-config] [--socket PATH] [--state-dir DIR]\n"
+		"              [--foreground] [--max-stack N] [--dwarf-stack N] [--user-targets N]\n"
+		"              [--user-memory MiB] [--debuginfod URLS] [--cache-dir DIR]\n"
+		"              [--max-clients N] [--max-user-clients N] [--idle-timeout S]\n"
+		"              [--request-timeout S] [--write-timeout S] [--drain-entries N]\n"
+		"              [--bpf-stats] [-v]\n"
+		"  --config FILE     settings and targets to start (default\n"
+		"                    %s; the options below override its\n"
+		"                    [daemon] section; SIGHUP reads it again)\n"
+		"  --check-config    check the file (and the options) and exit: 0 if good\n"
 		"  --socket PATH     listen here (default %s)\n"
 		"  --state-dir DIR   keep results here across restarts (default %s)\n"
 		"  --foreground      do not detach (as under systemd)\n"
@@ -103,37 +109,11 @@ static void usage(FILE *f)
 		"  --bpf-stats       count BPF programs' runs and run time for status (every\n"
 		"                    BPF program on the machine then pays two clock reads)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
-		PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
+		CONF_DEFAULT_PATH, PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
 		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
 		SRV_DEFAULT_REQUEST_S, SRV_PROGRESS_BYTES / 1024, SRV_DEFAULT_WRITE_S,
 		SRV_OUT_CAP / 1024);
 }
-
-/* A whole number in [lo, hi] for option @opt, or a one-line error. */
-static int parse_range(const char *opt, const char *arg, long lo, long hi, const char *unit,
-		       uint32_t *out)
-{
-	long v;
-
-	if (parse_whole(arg, lo, hi, &v)) {
-		fprintf(stderr, "pcmond: %s %s: give a number of %s from %ld to %ld\n", opt, arg, unit,
-			lo, hi);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
-/* Options with no short form. */
-enum {
-	OPT_MAX_CLIENTS = 256,
-	OPT_MAX_USER_CLIENTS,
-	OPT_IDLE_TIMEOUT,
-	OPT_REQUEST_TIMEOUT,
-	OPT_WRITE_TIMEOUT,
-	OPT_DRAIN_ENTRIES,
-	OPT_BPF_STATS,
-};
 
 /*
  * On a machine kept busy by many runnable threads, the scheduler shares a CPU evenly: pcmond
@@ -158,132 +138,205 @@ static void raise_priority(void)
 			strerror(errno));
 }
 
-int main(int argc, char **argv)
+/* The options: pcmond's settings (conf_settings[], also the keys of [daemon]) and these. */
+enum {
+	OPT_CONFIG = 256,
+	OPT_CHECK_CONFIG,
+	OPT_SETTING, /* + the setting's index */
+};
+
+static const struct option own_opts[] = {
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+};
+
+struct args {
+	struct conf_daemon cmdline;	/* the settings given as options */
+	const char *config;		/* --config FILE, NULL: the default */
+	bool check, foreground;
+};
+
+/* 0, 1 to exit 0 (--help, --version), or 2 for a usage error (said). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "state-dir", required_argument, NULL, 'd' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "max-stack", required_argument, NULL, 'm' },
-		{ "dwarf-stack", required_argument, NULL, 'D' },
-		{ "user-targets", required_argument, NULL, 'T' },
-		{ "user-memory", required_argument, NULL, 'M' },
-		{ "debuginfod", required_argument, NULL, 'U' },
-		{ "cache-dir", required_argument, NULL, 'C' },
-		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
-		{ "max-user-clients", required_argument, NULL, OPT_MAX_USER_CLIENTS },
-		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
-		{ "request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT },
-		{ "write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT },
-		{ "drain-entries", required_argument, NULL, OPT_DRAIN_ENTRIES },
-		{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	const char *sock = PCMON_DEFAULT_SOCKET;
-	struct engine_opts eo = { .state_dir = PCMON_DEFAULT_STATE_DIR,
-				  .cache_dir = PCMON_DEFAULT_CACHE_DIR };
-	struct srv_opts so = { 0 };
-	struct engine *e = NULL;
-	struct srv *s = NULL;
-	bool foreground = false;
-	char err[512];
-	int c, r;
+	struct option opts[ARRAY_SIZE(own_opts) + CONF_NSETTINGS + 1] = { 0 };
+	char shorts[64] = "fvhV", why[160];
+	size_t n = 0, ns = strlen(shorts);
+	int c;
 
-	while ((c = getopt_long(argc, argv, "s:d:fm:D:T:M:U:C:vhV", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			sock = optarg;
-			break;
-		case 'd':
-			eo.state_dir = optarg;
-			break;
-		case 'f':
-			foreground = true;
-			break;
-		case 'm':
-			if (parse_range("--max-stack", optarg, 1, 512, "frames", &eo.max_depth))
-				return 2;
-			break;
-		case 'D':
-			if (parse_range("--dwarf-stack", optarg, 1024, PCMON_DWARF_STACK_MAX, "bytes", &eo.dwarf_stack))
-				return 2;
-			break;
-		case 'T':
-			if (parse_range("--user-targets", optarg, 1, PCMON_MAX_TARGETS - 1 - ENGINE_ROOT_RESERVE,
-					"targets", &eo.user_targets))
-				return 2;
-			break;
-		case 'M': {
-			uint32_t mib;
+	for (size_t i = 0; i < ARRAY_SIZE(own_opts); i++)
+		opts[n++] = own_opts[i];
+	for (int i = 0; i < CONF_NSETTINGS; i++) {
+		const struct conf_setting *cs = &conf_settings[i];
 
-			if (parse_range("--user-memory", optarg, 1, 1 << 20, "MiB", &mib))
-				return 2;
-			eo.user_memory = (uint64_t)mib << 20;
-			break;
+		opts[n++] = (struct option){ cs->name,
+					     cs->kind == CONF_FLAG ? no_argument : required_argument,
+					     NULL, OPT_SETTING + i };
+		if (cs->short_opt) {
+			shorts[ns++] = cs->short_opt;
+			shorts[ns++] = ':';
 		}
-		case 'U':
-			eo.debuginfod = optarg;
-			break;
-		case 'C':
-			eo.cache_dir = optarg;
-			break;
-		case OPT_MAX_CLIENTS:
-			if (parse_range("--max-clients", optarg, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
-					"connections", &so.max_clients))
+	}
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		int i = c - OPT_SETTING;
+
+		for (int k = 0; k < CONF_NSETTINGS && c < OPT_SETTING; k++)
+			if (c == conf_settings[k].short_opt)
+				i = k;
+		if (i >= 0 && i < CONF_NSETTINGS) {
+			int r = conf_daemon_set(&a->cmdline, conf_settings[i].name,
+						optarg ? optarg : "yes", 0, why, sizeof(why));
+
+			if (r) {
+				fprintf(stderr, "pcmond: --%s: %s\n", conf_settings[i].name,
+					r == -ENOMEM ? "out of memory" : why);
 				return 2;
+			}
+			continue;
+		}
+		switch (c) {
+		case 'f':
+			a->foreground = true;
 			break;
-		case OPT_MAX_USER_CLIENTS:
-			if (parse_range("--max-user-clients", optarg, 1,
-					SRV_MAX_CLIENTS - SRV_ROOT_RESERVE, "connections", &so.per_user))
-				return 2;
+		case OPT_CONFIG:
+			a->config = optarg;
 			break;
-		case OPT_IDLE_TIMEOUT:
-			if (parse_range("--idle-timeout", optarg, 1, 86400, "seconds", &so.idle_s))
-				return 2;
-			break;
-		case OPT_REQUEST_TIMEOUT:
-			if (parse_range("--request-timeout", optarg, 1, 3600, "seconds", &so.request_s))
-				return 2;
-			break;
-		case OPT_DRAIN_ENTRIES:
-			if (parse_range("--drain-entries", optarg, 1024, 1048576, "entries",
-					&eo.counts_entries))
-				return 2;
-			break;
-		case OPT_BPF_STATS:
-			eo.bpf_stats = true;
-			break;
-		case OPT_WRITE_TIMEOUT:
-			if (parse_range("--write-timeout", optarg, 1, 3600, "seconds", &so.write_s))
-				return 2;
+		case OPT_CHECK_CONFIG:
+			a->check = true;
 			break;
 		case 'v':
 			log_verbosity++;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return 1;
 		case 'V':
 			printf("pcmond %s\n", PCMON_VERSION);
-			return 0;
+			return 1;
 		default:
 			usage(stderr);
 			return 2;
 		}
 	}
-	if (so.per_user &&
-	    so.per_user > (so.max_clients ? so.max_clients : SRV_DEFAULT_MAX_CLIENTS) - SRV_ROOT_RESERVE) {
-		fprintf(stderr, "pcmond: --max-user-clients %u: at most --max-clients less the %d kept for root\n",
-			so.per_user, SRV_ROOT_RESERVE);
-		return 2;
-	}
 	if (optind < argc) {
 		fprintf(stderr, "pcmond: unexpected argument '%s' (see pcmond --help)\n", argv[optind]);
 		return 2;
 	}
+	return 0;
+}
+
+/* Each error of @c on its own line (to stderr, or to the log): true if there were any. */
+static bool conf_errors(const struct conf *c, bool log)
+{
+	for (size_t i = 0; i < c->nerrors; i++) {
+		if (log)
+			pr_err("%s", c->errors[i]);
+		else
+			fprintf(stderr, "%s\n", c->errors[i]);
+	}
+	if (c->more_errors && log)
+		pr_err("%s: %zu more errors", c->path, c->more_errors);
+	else if (c->more_errors)
+		fprintf(stderr, "%s: %zu more errors\n", c->path, c->more_errors);
+	return c->nerrors > 0;
+}
+
+/*
+ * SIGHUP: the file read again. One with errors is refused whole and nothing changes;
+ * otherwise the targets follow it (conf_apply()), and [daemon] settings that changed wait
+ * for a restart.
+ */
+static void reload(struct engine *e, struct conf **cur, const struct args *a)
+{
+	struct conf *n;
+
+	notify("RELOADING=1");
+	n = conf_read((*cur)->path, a->config != NULL);
+	if (!n) {
+		pr_err("%s: not reloaded: out of memory", (*cur)->path);
+	} else if (conf_errors(n, true)) {
+		pr_err("%s: not reloaded: %zu errors; nothing changed", n->path,
+		       n->nerrors + n->more_errors);
+		conf_free(n);
+	} else {
+		conf_daemon_changes(*cur, n, &a->cmdline);
+		conf_apply(e, *cur, n);
+		pr_info("%s: reloaded: %zu targets", n->path, n->ntargets);
+		conf_free(*cur);
+		*cur = n;
+	}
+	notify("READY=1");
+}
+
+/* @path made absolute: pcmond moves to / when it detaches, and reads the file again. */
+static char *absolute(const char *path)
+{
+	char cwd[4096], *abs;
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return strdup(path);
+	return asprintf(&abs, "%s/%s", cwd, path) < 0 ? NULL : abs;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	struct conf_daemon set = { 0 };
+	struct engine_opts eo = { 0 };
+	struct srv_opts so = { 0 };
+	enum conf_setting_id bad;
+	struct conf *conf = NULL;
+	struct engine *e = NULL;
+	struct srv *s = NULL;
+	const char *sock, *given;
+	char err[512], *path;
+	int r;
+
+	r = parse_args(argc, argv, &a);
+	if (r) {
+		conf_daemon_free(&a.cmdline);
+		return r == 1 ? 0 : 2;
+	}
+	/* --check-config names the file as given; pcmond, as it will read it again */
+	given = a.config ? a.config : CONF_DEFAULT_PATH;
+	path = a.check ? strdup(given) : absolute(given);
+	conf = path ? conf_read(path, a.config != NULL) : NULL;
+	free(path);
+	if (!conf || conf_errors(conf, false)) {
+		if (!conf)
+			fprintf(stderr, "pcmond: out of memory\n");
+		r = 1;
+		goto out;
+	}
+	/* the command line first, the file's [daemon] for the rest */
+	if (conf_daemon_merge(&set, &a.cmdline) || conf_daemon_merge(&set, &conf->d)) {
+		fprintf(stderr, "pcmond: out of memory\n");
+		r = 1;
+		goto out;
+	}
+	if (conf_daemon_check(&set, &bad, err, sizeof(err))) {
+		if (set.v[bad].line)
+			fprintf(stderr, "%s:%d: [daemon] %s: %s\n", conf->path, set.v[bad].line,
+				conf_settings[bad].name, err);
+		else
+			fprintf(stderr, "pcmond: --%s: %s\n", conf_settings[bad].name, err);
+		r = a.check || set.v[bad].line ? 1 : 2;
+		goto out;
+	}
+	if (a.check) {
+		printf("%s: good: %zu target%s", conf->path, conf->ntargets,
+		       conf->ntargets == 1 ? "" : "s");
+		for (size_t i = 0; i < conf->ntargets; i++)
+			printf("%s%s", i ? ", " : " (", conf->targets[i].name);
+		printf("%s\n", conf->ntargets ? ")" : "");
+		r = 0;
+		goto out;
+	}
+	conf_daemon_opts(&set, &eo, &so, &sock);
 	if (geteuid() != 0)
 		fprintf(stderr, "pcmond: warning: not root; loading BPF will likely fail\n");
 	raise_priority();
@@ -291,33 +344,42 @@ int main(int argc, char **argv)
 	r = engine_new(&eo, &e, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
-		return 1;
+		r = 1;
+		goto out;
 	}
 	so.listen_fd = activated_fd();
 	if (so.listen_fd < 0) {
 		fprintf(stderr, "pcmond: systemd passed more than one socket: pcmond.socket passes one\n");
-		engine_free(e);
-		return 1;
+		r = 1;
+		goto out;
 	}
 	r = srv_open(sock, e, &so, &s, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
-		engine_free(e);
-		return 1;
+		r = 1;
+		goto out;
 	}
-	if (!foreground && daemon(0, 0)) {
+	if (!a.foreground && daemon(0, 0)) {
 		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(errno));
 		r = 1;
 		goto out;
 	}
 	pr_info("pcmond %s serving %s%s, results in %s", PCMON_VERSION, sock,
 		so.listen_fd ? " (socket from systemd)" : "", eo.state_dir);
+	/* the file's targets, before systemd hears that pcmond is up */
+	conf_apply(e, NULL, conf);
 	notify("READY=1");
-	r = srv_run(s) ? 1 : 0;
+	while ((r = srv_run(s)) == SRV_RELOAD)
+		reload(e, &conf, &a);
+	r = r ? 1 : 0;
 	notify("STOPPING=1");
 out:
-	engine_flush(e, true);
+	if (e)
+		engine_flush(e, true);
 	srv_close(s);
 	engine_free(e);
+	conf_free(conf);
+	conf_daemon_free(&set);
+	conf_daemon_free(&a.cmdline);
 	return r;
 }

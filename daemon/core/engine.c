@@ -539,6 +539,30 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 	return rep;
 }
 
+/*
+ * rename: a target's new name, checked as start checks one. pcmond gives a stored target
+ * of a name its configuration file starts again a name of its own (docs/service.md).
+ */
+static cJSON *cmd_rename(struct engine *e, const struct client *c, const cJSON *req)
+{
+	const char *name = proto_str(req, "name", "");
+	struct target *t;
+	cJSON *rep = NULL;
+
+	t = find_target(e, c, req, &rep);
+	if (!t)
+		return rep;
+	if (!*name || !str_printable(name, sizeof(t->name) - 1))
+		return proto_error(2, "--name: use printable characters, at most %zu bytes",
+				   sizeof(t->name) - 1);
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->dirty = true;
+	rep = proto_ok();
+	cJSON_AddNumberToObject(rep, "id", t->id);
+	cJSON_AddStringToObject(rep, "name", t->name);
+	return rep;
+}
+
 #define F_BOOL(n) { .name = (n), .type = PT_BOOL }
 #define F_UINT(n, lo, hi) { .name = (n), .type = PT_UINT, .min = (lo), .max = (hi) }
 #define F_STR(n, len) { .name = (n), .type = PT_STR, .max = (len) }
@@ -549,6 +573,10 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 
 static const struct proto_field target_fields[] = { F_TARGET(true) };
 static const struct proto_field list_target_fields[] = { F_TARGET(false) };
+static const struct proto_field rename_fields[] = {
+	F_TARGET(true),
+	{ .name = "name", .type = PT_STR, .max = 4096, .required = true, .opt = "--name" },
+};
 
 /* A request's fields: @base's, then each instrument's (@list: its list fields, else its
  * start fields); a field two instruments take is checked once. */
@@ -606,6 +634,7 @@ static const struct command {
 	CMD("resume", cmd_simple, target_fields),
 	CMD("zero", cmd_simple, target_fields),
 	CMD("drop", cmd_simple, target_fields),
+	CMD("rename", cmd_rename, rename_fields),
 	CMD0("targets", engine_cmd_targets),
 	CMD0("status", engine_cmd_status),
 };

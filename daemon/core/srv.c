@@ -670,13 +670,15 @@ int srv_run(struct srv *s)
 {
 	int nevs = s->o.max_clients + 3; /* every fd at once: none waits for the next turn */
 	struct epoll_event *evs = calloc(nevs, sizeof(*evs));
-	bool busy = false;
+	/* a first turn without waiting: called again after a reload, clients may have
+	 * requests read and not yet served */
+	bool busy = true;
 
 	if (!evs)
 		return -ENOMEM;
 	for (;;) {
 		int n = epoll_wait(s->epfd, evs, nevs, busy ? 0 : wait_ms(s));
-		bool engine = busy, accept = false;
+		bool engine = busy, accept = false, reload = false;
 
 		if (n < 0) {
 			int r = -errno;
@@ -701,7 +703,12 @@ int srv_run(struct srv *s)
 			} else if (tag == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 
-				if (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
+				/* SIGHUP: this turn is finished first */
+				while (read(s->sigfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						reload = true;
+						continue;
+					}
 					pr_info("signal %u: stopping", si.ssi_signo);
 					free(evs);
 					return 0;
@@ -719,6 +726,11 @@ int srv_run(struct srv *s)
 		 * long request of another held the loop counts for it, not against it */
 		expire(s);
 		busy = serve_turn(s);
+		if (reload) {
+			pr_info("SIGHUP: reloading");
+			free(evs);
+			return SRV_RELOAD;
+		}
 	}
 }
 

@@ -16,6 +16,9 @@
  * - the engine is served first in every turn of the loop, and clients take turns: at most
  *   SRV_BURST requests each, and a turn ends after SRV_SLICE_MS, so a flood of requests
  *   delays neither draining nor the other clients.
+ *
+ * SIGTERM and SIGINT end the loop; SIGHUP returns from it for the caller to reload its
+ * configuration (pcmond.conf), and the loop goes on where it was when called again.
  */
 #ifndef PCMON_SRV_H
 #define PCMON_SRV_H
@@ -52,7 +55,10 @@ struct srv_opts {
 
 int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struct srv **out,
 	     char *err, size_t errlen);
-/* Serve until SIGTERM/SIGINT; 0 on a clean stop. */
+/* What srv_run() returns when SIGHUP came: reload, then call srv_run() again. */
+#define SRV_RELOAD 1
+
+/* Serve until a signal: 0 on a clean stop (SIGTERM, SIGINT), SRV_RELOAD for SIGHUP, -errno. */
 int srv_run(struct srv *s);
 void srv_close(struct srv *s);
 

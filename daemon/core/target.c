@@ -67,6 +67,7 @@ void target_facts_json(const struct target *t, cJSON *o)
 {
 	cJSON_AddNumberToObject(o, "id", t->id);
 	cJSON_AddStringToObject(o, "name", t->name);
+	cJSON_AddNumberToObject(o, "owner", t->owner);
 	cJSON_AddStringToObject(o, "kind", target_kind_name(t->kind));
 	if (t->kind == TARGET_PID)
 		cJSON_AddNumberToObject(o, "pid", t->pid);

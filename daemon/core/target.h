@@ -58,7 +58,7 @@ const char *target_kind_name(enum target_kind k);
 double target_elapsed(const struct target *t);
 /* Zero: the clock starts again now (the instruments zero their own results). */
 void target_restart_clock(struct target *t);
-/* id, name, kind, pid, state, elapsed, children, wait status. */
+/* id, name, owner, kind, pid, state, elapsed, children, wait status. */
 void target_facts_json(const struct target *t, cJSON *o);
 
 #endif

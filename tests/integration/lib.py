@@ -127,6 +127,8 @@ class Daemon:
         self.sock = os.path.join(self.dir, "pcmond.sock")
         self.state = state_dir or os.path.join(self.dir, "state")
         self.args = [str(a) for a in args]  # more pcmond options
+        if "--config" not in self.args:  # not the machine's /etc/pcmon/pcmond.conf
+            self.args += ["--config", "/dev/null"]
         self.env = env  # its environment (default ours)
         self.proc = None
 

@@ -4,8 +4,10 @@
 over workloads that take every path: fp and dwarf, REAL, kernel frames, inlines, split
 debug info, marked and declared sections, dlopen, WHEN, forks, truncation."""
 import os
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import lib
@@ -56,7 +58,8 @@ def test_engine_paths_are_clean_under_sanitizers():
 
 def test_daemon_is_clean_under_sanitizers():
     """pcmond under ASan/UBSan: targets, listings, abuse of the protocol, a restart that
-    reloads saved results, and a clean exit with no leak."""
+    reloads saved results with a configuration file and reloads that on SIGHUP (a broken
+    one, then an edit), and a clean exit with no leak."""
     old = lib.PCMOND
     lib.PCMOND = ASAN_D
     os.environ["ASAN_OPTIONS"] = "detect_leaks=1"
@@ -101,11 +104,28 @@ def test_daemon_is_clean_under_sanitizers():
             sp.wait()
         assert d.stop() == 0, d.logtext()
         assert "Sanitizer" not in d.logtext() and "runtime error" not in d.logtext(), d.logtext()
-        d2 = Daemon(state_dir=d.state)
+        conf = os.path.join(d.dir, "pcmond.conf")
+        with open(conf, "w") as f:
+            f.write("[daemon]\nuser-targets = 4\n[target cfg]\nall = yes\ninterval = 20000\n")
+        d2 = Daemon(state_dir=d.state, args=["--config", conf])
         d2.sock, d2.dir = d.sock, d.dir
         d2.start()
         pcmon("list", tid, sock=d2.sock, check=0)
         pcmon("drop", tid, sock=d2.sock, check=0)
+        for text, word in (("[target cfg]\nall = yes\ninterval = x\n", "not reloaded"),
+                           ("[daemon]\nuser-targets = 5\n[target cfg]\nall = yes\n"
+                            "interval = 30000\n[target cg]\ncgroup = /nonexistent\n",
+                            ": reloaded")):
+            with open(conf, "w") as f:
+                f.write(text)
+            before = d2.logtext().count(word)
+            d2.proc.send_signal(signal.SIGHUP)
+            for _ in range(300):
+                if d2.logtext().count(word) > before:
+                    break
+                time.sleep(0.05)
+            assert d2.logtext().count(word) > before, d2.logtext()
+        pcmon("list", "cfg", sock=d2.sock, check=0)
         assert d2.stop() == 0, d2.logtext()
         log = d2.logtext()
         assert "Sanitizer" not in log and "runtime error" not in log, log

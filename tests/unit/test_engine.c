@@ -8,7 +8,8 @@
  * configured in BPF as asked; every field is checked once and an unknown one refused;
  * pause, resume, stop, zero and drop reach the target and each instrument; samples drained
  * are listed, with their stack's procedures named from this very binary; permissions and
- * per-user limits; a restart brings back what was saved.
+ * per-user limits; a restart brings back what was saved; rename; the configuration file's
+ * targets started, stopped, kept and renamed by conf_apply() at start and on a reload.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "engine.h"
 #include "pcmon_bpf.h"
 #include "probes.h"
@@ -603,6 +605,147 @@ static void test_restart_keeps_results(void **state)
 	cJSON_Delete(rep);
 }
 
+/* rename: checked as start checks a name, kept across a restart */
+static void test_rename(void **state)
+{
+	struct fx *f = *state;
+	uid_t other = getuid() + 4242;
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), "\"name\":\"first\"");
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"rename\",\"target\":\"first\",\"name\":\"second\"}");
+	assert_true(ok(rep));
+	assert_int_equal(proto_num(rep, "id", 0), id);
+	assert_string_equal(proto_str(rep, "name", ""), "second");
+	cJSON_Delete(rep);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"rename\",\"target\":1,\"name\":\"a\\u001bb\"}");
+	assert_int_equal(status_of(rep), 2);
+	cJSON_Delete(rep);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"rename\",\"target\":1,\"name\":\"\"}");
+	assert_int_equal(status_of(rep), 2);
+	cJSON_Delete(rep);
+	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"rename\",\"target\":1}");
+	assert_non_null(strstr(error_of(rep), "\"name\" is missing"));
+	cJSON_Delete(rep);
+	/* another user's target is not hers to rename */
+	rep = ask(f, other, "{\"v\":1,\"cmd\":\"rename\",\"target\":1,\"name\":\"x\"}");
+	assert_false(ok(rep));
+	cJSON_Delete(rep);
+
+	engine_flush(f->e, true);
+	engine_free(f->e);
+	f->e = NULL;
+	open_engine(f);
+	rep = list(f, getuid(), id);
+	assert_string_equal(proto_str(cJSON_GetObjectItem(rep, "target"), "name", ""), "second");
+	assert_int_equal(proto_num(cJSON_GetObjectItem(rep, "target"), "owner", -1), getuid());
+	cJSON_Delete(rep);
+}
+
+/*
+ * The configuration file's text as a configuration. Its targets all watch all tasks, which
+ * a real file may not (BPF has one all target): the only error allowed here, as the fake BPF
+ * has no cgroups to watch instead.
+ */
+static struct conf *conf_of(const char *text)
+{
+	FILE *fp = fmemopen((void *)text, strlen(text), "r");
+	struct conf *c = conf_parse(fp, "t.conf");
+
+	fclose(fp);
+	assert_non_null(c);
+	for (size_t i = 0; i < c->nerrors; i++)
+		assert_non_null(strstr(c->errors[i], "one target watches all tasks"));
+	return c;
+}
+
+/* Root's target named @name: its id and state ("" and 0: none). */
+static uint32_t find_named(struct fx *f, const char *name, const char **state)
+{
+	static char st[16];
+	cJSON *rep = ask(f, 0, "{\"v\":1,\"cmd\":\"targets\"}"), *t;
+	uint32_t id = 0;
+
+	st[0] = '\0';
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(rep, "targets")) {
+		if (strcmp(proto_str(t, "name", ""), name))
+			continue;
+		assert_int_equal(id, 0); /* never two of a name */
+		assert_int_equal(proto_num(t, "owner", -1), 0);
+		id = proto_num(t, "id", 0);
+		snprintf(st, sizeof(st), "%s", proto_str(t, "state", ""));
+	}
+	cJSON_Delete(rep);
+	*state = st;
+	return id;
+}
+
+/*
+ * The file's targets, started by the engine's own start request as root; a reload stops a
+ * removed section's, replaces a changed one's (the old one keeps its results under NAME@ID),
+ * keeps an unchanged one's; a restart brings the stored ones back stopped, renamed.
+ */
+static void test_configured_targets(void **state)
+{
+	struct fx *f = *state;
+	struct conf *c1 = conf_of("[target sys]\nall = yes\ninterval = 2000\n"
+				  "[target gone]\nall = yes\n"
+				  "[target same]\nall = yes\nmode = real\n");
+	struct conf *c2 = conf_of("[target same]\nmode = real\nall = yes\n"
+				  "[target sys]\nall = yes\ninterval = 4000\n"
+				  "[target new]\nall = yes\n");
+	uint32_t sys, gone, same, id;
+	const char *st;
+	cJSON *rep;
+
+	open_engine(f);
+	assert_int_equal(conf_apply(f->e, NULL, c1), 0);
+	sys = find_named(f, "sys", &st);
+	assert_string_equal(st, "running");
+	assert_int_equal(fk.cfg_period[sys], 2000000);
+	assert_int_equal(fk.cfg_owner[sys], 0);
+	assert_int_equal(conf_find(c1, "sys")->id, sys);
+	gone = find_named(f, "gone", &st);
+	same = find_named(f, "same", &st);
+	queue(sys, 9);
+	rep = list(f, 0, sys); /* drained */
+	cJSON_Delete(rep);
+
+	assert_int_equal(conf_apply(f->e, c1, c2), 0);
+	assert_int_equal(find_named(f, "gone", &st), gone);
+	assert_string_equal(st, "stopped"); /* removed: stopped, kept */
+	assert_int_equal(find_named(f, "same", &st), same);
+	assert_string_equal(st, "running"); /* unchanged: untouched */
+	assert_int_equal(find_named(f, "sys@1", &st), sys);
+	assert_string_equal(st, "stopped"); /* changed: the old one apart, with its results */
+	rep = list(f, 0, sys);
+	assert_int_equal(summary(rep, "interrupts"), 9);
+	cJSON_Delete(rep);
+	id = find_named(f, "sys", &st);
+	assert_true(id && id != sys);
+	assert_string_equal(st, "running");
+	assert_int_equal(fk.cfg_period[id], 4000000);
+	assert_non_null(find_named(f, "new", &st) ? st : NULL);
+	assert_string_equal(st, "running");
+
+	/* a restart: each stored target of a section's name is renamed, a new one started */
+	engine_flush(f->e, true);
+	engine_free(f->e);
+	f->e = NULL;
+	open_engine(f);
+	assert_int_equal(conf_apply(f->e, NULL, c2), 0);
+	assert_int_equal(find_named(f, "same@3", &st), same);
+	assert_string_equal(st, "stopped");
+	assert_int_equal(find_named(f, "sys@1", &st), sys);
+	assert_true(find_named(f, "sys", &st) > 0);
+	assert_string_equal(st, "running");
+	assert_int_equal(find_named(f, "gone", &st), gone); /* no section: left as it is */
+	conf_free(c1);
+	conf_free(c2);
+}
+
 static void test_users(void **state)
 {
 	struct fx *f = *state;
@@ -735,6 +878,8 @@ int main(void)
 		T(test_samples_listed),
 		T(test_pause_resume_stop_zero_drop),
 		T(test_restart_keeps_results),
+		T(test_rename),
+		T(test_configured_targets),
 		T(test_users),
 		T(test_user_target_limit),
 		T(test_one_target_per_process),

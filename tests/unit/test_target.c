@@ -76,6 +76,7 @@ static void test_facts_json(void **state)
 
 	(void)state;
 	snprintf(t->name, sizeof(t->name), "web");
+	t->owner = 1000;
 	t->kind = TARGET_PID;
 	t->pid = 77;
 	t->children = true;
@@ -85,6 +86,7 @@ static void test_facts_json(void **state)
 	target_facts_json(t, o);
 	assert_int_equal(proto_num(o, "id", 0), 3);
 	assert_string_equal(proto_str(o, "name", ""), "web");
+	assert_int_equal(proto_num(o, "owner", -1), 1000);
 	assert_string_equal(proto_str(o, "kind", ""), "pid");
 	assert_int_equal(proto_num(o, "pid", 0), 77);
 	assert_string_equal(proto_str(o, "state", ""), "exited");
