@@ -24,6 +24,7 @@
 #include "counter.h"
 #include "stfile.h"
 #include "util.h"
+#include "json_check.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers */
@@ -71,24 +72,6 @@ static void set_patterns(struct count *ct, const char *const *pats, const bool *
 		ct->matched[i] = matched[i];
 	}
 	ct->npats = n;
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsNumber(x))
-		fail_msg("no number \"%s\"", k);
-	return x->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsString(x))
-		fail_msg("no string \"%s\"", k);
-	return x->valuestring;
 }
 
 /* The call table of @ct sorted by @sort, with no open activations: the reply's "calls". */

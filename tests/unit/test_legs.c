@@ -27,27 +27,10 @@
 #include "legs.h"
 #include "stfile.h"
 #include "util.h"
+#include "json_check.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Helpers */
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsNumber(x))
-		fail_msg("no number \"%s\"", k);
-	return x->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	if (!cJSON_IsString(x))
-		fail_msg("no string \"%s\"", k);
-	return x->valuestring;
-}
 
 /* An empty state (as a target gets on its first `pcmon node add`), freed by legs_ops.free. */
 static struct legs *empty(void)
