@@ -415,7 +415,8 @@ def commit_of(tree):
         r = run(["git", "-C", tree, "log", "-1", "--format=%h %s"], timeout=20)
     except OSError:
         return None
-    return r.out.strip()[:64] if r.rc == 0 and r.out.strip() else None
+    line = r.out.strip()
+    return (line if len(line) <= 64 else line[:63] + "…") if r.rc == 0 and line else None
 
 
 # ---------------------------------------------------------------------------- 0. setup
@@ -1867,7 +1868,8 @@ def baseline_table(res):
             diff = ("-" if r["diff"] is None else f"{r['diff']:+.{digits}f}"
                     + (f" ({r['diff_pct']:+.1f} %)" if r["diff_pct"] is not None else ""))
             add(f"     {r['cell']:<24}{fmt_stat(r['current'], digits):>22}{fmt_stat(r['baseline'], digits):>22}"
-                f"{diff:>20}{fmt(r['spread'], f'.{digits}f'):>9}   {verdict(r)}")
+                f"{diff:>20}{fmt(r['spread'] if r['within_noise'] is not None else None, f'.{digits}f'):>9}"
+                f"   {verdict(r)}")
     notes = (f"{NOISE_RULE}. BEYOND: the binaries changed it, or load hit one side only (run again "
              "to tell which). The two trees take turns going first; the baseline's runs (and, for cost, "
              "this tree's after the first) are not charged to BENCH_BUDGET_S. Every run: "
