@@ -1260,6 +1260,10 @@ def pcmond_cell(out, key, *args, **kw):
     cells[key] = {side: stats([x[COST_FIGURE] for x in rs if "error" not in x]) for side, rs in runs.items()}
     cells[key]["errors"] = [x["error"] for x in runs["baseline"] if "error" in x]
     cells[key]["runs"] = runs
+    # pcmond's CPU time is read from /proc in clock ticks: CPU ms/s moves in steps of one tick
+    # over the session, and two runs that agree closely can be closer than that
+    secs = [x["seconds"] for rs in runs.values() for x in rs if "error" not in x]
+    cells[key]["resolution"] = 1e3 / CLK_TCK / min(secs) if secs else None
 
 
 def cost(dwarf_err=None):
@@ -1808,22 +1812,27 @@ BASELINE_SECTIONS = {
     "pingpong": ("6. ping-pong", "wall time / bare (wall ratio)", 3, PINGPONG_REPS),
     "calls": ("7. call counting", "wall ns added per call (added ns/call)", 0, REPS),
 }
-NOISE_RULE = ("within noise: |this tree's median - the baseline's| <= the wider of the two spreads "
-              "(max - min over each tree's runs of the cell); with one run a side there is no "
-              "spread, and no verdict")
+NOISE_RULE = ("within noise: |this tree's median - the baseline's| <= noise, the wider of the two "
+              "spreads (max - min over each tree's runs of the cell), or the figure's resolution if "
+              "that is larger (cost: one 1/CLK_TCK tick of pcmond's CPU over the session); with one "
+              "run a side there is no spread, and no verdict")
 
 
-def judged(cur, base):
+def judged(cur, base, resolution=None):
     """The verdict on one cell's figure (stats of each tree's runs): the medians' difference
     (this tree - baseline, and in % of the baseline) against the runs' spread (NOISE_RULE).
     The wider spread, not the narrower: on a shared machine either tree may have drawn the
-    quiet minutes, and a difference that a rerun of the same binaries would show is noise."""
+    quiet minutes, and a difference that a rerun of the same binaries would show is noise.
+    Never less than the figure's resolution: a difference below one step of the clock that
+    measures it says nothing, however well the runs agree."""
     if not cur or not base:
-        return {"diff": None, "diff_pct": None, "spread": None, "within_noise": None}
+        return {"diff": None, "diff_pct": None, "spread": None, "noise": None, "within_noise": None}
     diff = cur["median"] - base["median"]
     spread = max(cur["max"] - cur["min"], base["max"] - base["min"])
+    noise = max(spread, resolution or 0)
     return {"diff": diff, "diff_pct": diff * 100 / abs(base["median"]) if base["median"] else None,
-            "spread": spread, "within_noise": abs(diff) <= spread if min(cur["n"], base["n"]) > 1 else None}
+            "spread": spread, "noise": noise,
+            "within_noise": abs(diff) <= noise if min(cur["n"], base["n"]) > 1 else None}
 
 
 def comparison(parts):
@@ -1834,7 +1843,8 @@ def comparison(parts):
             rows.append({"section": name, "cell": key, "figure": part["figure"],
                          "current": c["current"], "baseline": c["baseline"],
                          "baseline_error": None if c["baseline"] else (c["errors"] or ["no run"])[0],
-                         **judged(c["current"], c["baseline"])})
+                         "resolution": c.get("resolution"),
+                         **judged(c["current"], c["baseline"], c.get("resolution"))})
     return rows
 
 
@@ -1858,7 +1868,7 @@ def baseline_table(res):
         "in this run")
     add(f"   this tree: {ROOT} at {b.get('this_commit') or '?'}")
     add(f"   baseline:  {b['tree']} at {b.get('commit') or '?'}")
-    add(f"   {'cell':<26}{'this tree':>22}{'baseline':>22}{'difference':>20}{'spread':>9}   verdict")
+    add(f"   {'cell':<26}{'this tree':>22}{'baseline':>22}{'difference':>20}{'noise':>9}   verdict")
     for name, (title, figure, digits, reps) in BASELINE_SECTIONS.items():
         rows = [r for r in b.get("comparison", []) if r["section"] == name]
         add(f"   {title}: {figure}, median [min-max] of {reps} run{'s' if reps > 1 else ''} a side")
@@ -1868,7 +1878,7 @@ def baseline_table(res):
             diff = ("-" if r["diff"] is None else f"{r['diff']:+.{digits}f}"
                     + (f" ({r['diff_pct']:+.1f} %)" if r["diff_pct"] is not None else ""))
             add(f"     {r['cell']:<24}{fmt_stat(r['current'], digits):>22}{fmt_stat(r['baseline'], digits):>22}"
-                f"{diff:>20}{fmt(r['spread'] if r['within_noise'] is not None else None, f'.{digits}f'):>9}"
+                f"{diff:>20}{fmt(r['noise'] if r['within_noise'] is not None else None, f'.{digits}f'):>9}"
                 f"   {verdict(r)}")
     notes = (f"{NOISE_RULE}. BEYOND: the binaries changed it, or load hit one side only (run again "
              "to tell which). The two trees take turns going first; the baseline's runs (and, for cost, "
