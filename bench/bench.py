@@ -19,10 +19,15 @@ stdout, writes bench/results.json and refreshes the table in bench/README.md.
 Python 3 standard library only. Knobs (environment): BENCH_REPS (default 3),
 BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0), BENCH_WINDOW_S (seconds
 each cost/threads session profiles, default 3), BENCH_STACKS_S (seconds each unique-stacks
-session profiles, default 5). Exit status 1 if a section of the benchmark itself failed
-(a failing peer is a result, not a failure).
+session profiles, default 5), BENCH_BASELINE (another checkout where `make` was run: the
+sections whose cells are pcmon's own costs — cost's pcmond rows, ping-pong's and call
+counting's pcmon rows — are also measured with its bin/pcmon and bin/pcmond, interleaved
+with this tree's, and a comparison table follows the main one; unset, nothing changes).
+Exit status 1 if a section of the benchmark itself failed (a failing peer is a result, not
+a failure).
 """
 import bisect
+import contextlib
 import json
 import os
 import re
@@ -32,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 
@@ -71,10 +77,14 @@ BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60))
 CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
 BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# BENCH_BASELINE: a checkout whose binaries are measured beside this tree's (None: not)
+BASELINE = os.path.abspath(os.environ["BENCH_BASELINE"]) if os.environ.get("BENCH_BASELINE") else None
+BASELINE_BINS = ("pcmon", "pcmond", "pcmon-engine.so")
 
 TMP = tempfile.mkdtemp(prefix="pcmon-bench-")
 NO_DAEMON = os.path.join(TMP, "no-daemon.sock")  # never exists: `pcmon run` uses its own engine
 T_START = time.monotonic()
+OFF_BUDGET_S = 0.0  # seconds of runs made only for the baseline comparison (see off_budget)
 
 
 def log(msg):
@@ -180,7 +190,7 @@ def run(cmd, timeout=None, env=None):
 
 
 def left_s():
-    return BUDGET_S - (time.monotonic() - T_START)
+    return BUDGET_S - (time.monotonic() - T_START - OFF_BUDGET_S)
 
 
 def over_budget(need_s):
@@ -328,6 +338,85 @@ def samples_of(tool, r):
     if tool == "bpftrace":
         return bpftrace_samples(r.out)
     return None
+
+
+# ---------------------------------------------------------------------------- baseline
+#
+# BENCH_BASELINE: a refactor has to show its costs stay within noise, old binaries vs new,
+# on one machine in one run (figures from two runs differ by the load of the day). The
+# sections whose cells are pcmon's own costs run each such cell with both trees' binaries,
+# one right after the other, the order flipping every repetition, so drifting load hits both
+# alike; peers are not measured twice.
+
+@contextlib.contextmanager
+def off_budget():
+    """Time spent in the block is not charged to BENCH_BUDGET_S: runs made only for the
+    comparison must not cost the later sections the cells they have without the knob."""
+    global OFF_BUDGET_S
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        OFF_BUDGET_S += time.monotonic() - t0
+
+
+@contextlib.contextmanager
+def binaries(tree):
+    """Run the block with tree's bin/pcmon and bin/pcmond (None: this tree's). Every
+    command line is built from the globals PCMON and PCMOND when it runs, so a baseline cell
+    goes through the very code that measures the current one; pcmon opens the
+    pcmon-engine.so beside itself, so the engine is the tree's too. Off budget."""
+    global PCMON, PCMOND
+    if tree is None:
+        yield
+        return
+    saved = PCMON, PCMOND
+    PCMON, PCMOND = os.path.join(tree, "bin", "pcmon"), os.path.join(tree, "bin", "pcmond")
+    try:
+        with off_budget():
+            yield
+    finally:
+        PCMON, PCMOND = saved
+
+
+def trees_in_turn(rep):
+    """The trees to measure a pcmon cell with in repetition rep, in the order to run them:
+    this tree alone without the knob; with it, this tree and the baseline, first one then
+    the other every other repetition (neither always runs on the heels of the same cell)."""
+    if not BASELINE:
+        return [None]
+    return [None, BASELINE] if rep % 2 == 0 else [BASELINE, None]
+
+
+def versus(figure, cells, base_runs, summarize):
+    """A section's part of the comparison, for a section whose cells hold stats: for each
+    pcmon cell, its headline figure for this tree (its cell in the main table) and for the
+    baseline (the baseline's runs summarized the same way), and the baseline's runs."""
+    out = {"figure": figure, "cells": {}}
+    for key, rs in base_runs.items():
+        cell = summarize(rs)
+        out["cells"][key] = {"current": cells[key][figure], "baseline": cell[figure],
+                             "errors": cell["errors"], "cell": cell, "runs": rs}
+    return out
+
+
+def baseline_missing():
+    """Why BENCH_BASELINE cannot be measured (a binary `make` should have built), or None."""
+    for name in BASELINE_BINS:
+        path = os.path.join(BASELINE, "bin", name)
+        if not os.path.isfile(path):
+            return f"BENCH_BASELINE={BASELINE}: {path} is missing (run make there)"
+    return None
+
+
+def commit_of(tree):
+    """`abbrev-hash subject` of a checkout's HEAD, to say what was compared (None if not git)."""
+    try:
+        r = run(["git", "-C", tree, "log", "-1", "--format=%h %s"], timeout=20)
+    except OSError:
+        return None
+    line = r.out.strip()
+    return (line if len(line) <= 64 else line[:63] + "…") if r.rc == 0 and line else None
 
 
 # ---------------------------------------------------------------------------- 0. setup
@@ -479,13 +568,45 @@ def offcputime_run(cmd):
     return {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"], "samples": None, "lost": None}
 
 
+def pingpong_run(key, cmd):
+    """One ping-pong run, bare or under the pcmon cell key (at 1 kHz): its wall and CPU
+    time, and pcmon's samples and lost records."""
+    if key == "bare":
+        c, env = cmd, None
+    else:
+        c, env = profiled("pcmon", "real" if "REAL" in key else "virtual",
+                          "dwarf" if "dwarf" in key else "fp", 1000, 1000, cmd)
+    r = run(c, env=env)
+    d = doc_with(r.out, "roundtrips")
+    if r.rc != 0 or d is None:
+        return {"error": r.why()}
+    summ = doc_with(r.out, "summary") if key != "bare" else None
+    return {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"],
+            "samples": samples_of("pcmon", r) if key != "bare" else None,
+            "lost": summ["summary"]["lost"] if summ else None}
+
+
+def pingpong_cell(rs, bw, bc, rts):
+    """A profiled cell's runs against bare's median wall (bw) and CPU (bc) time."""
+    ok = [x for x in rs if "wall_s" in x]
+    return {"wall_ratio": stats([x["wall_s"] / bw for x in ok]),
+            # two context switches per round trip, both on one CPU
+            "us_per_switch": stats([(x["wall_s"] - bw) / (2 * rts) * 1e6 for x in ok]),
+            "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
+            "samples": stats([x["samples"] for x in ok if x["samples"] is not None]),
+            "errors": [x["error"] for x in rs if "error" in x]}
+
+
+PINGPONG_FIGURE = "wall_ratio"  # ping-pong's headline: the main table's first column
+
+
 def pingpong(cal):
     rts = cal["pingpong_roundtrips"]
     cmd = [os.path.join(BENCH, "pingpong"), str(rts)]
-    hz, us = 1000, 1000
     keys = ["bare", "pcmon VIRTUAL fp @1000Hz", "pcmon REAL fp @1000Hz",
             "pcmon REAL dwarf @1000Hz", OFFCPU_KEY]
     runs = {k: [] for k in keys}
+    base_runs = {k: [] for k in keys if k.startswith("pcmon")}  # BENCH_BASELINE's
     for rep in range(PINGPONG_REPS):
         log(f"ping-pong: repetition {rep + 1}/{PINGPONG_REPS}")
         for i in range(len(keys)):
@@ -493,20 +614,9 @@ def pingpong(cal):
             if key == OFFCPU_KEY:
                 runs[key].append(offcputime_run(cmd))
                 continue
-            if key == "bare":
-                c, env = cmd, None
-            else:
-                c, env = profiled("pcmon", "real" if "REAL" in key else "virtual",
-                                  "dwarf" if "dwarf" in key else "fp", hz, us, cmd)
-            r = run(c, env=env)
-            d = doc_with(r.out, "roundtrips")
-            if r.rc != 0 or d is None:
-                runs[key].append({"error": r.why()})
-                continue
-            summ = doc_with(r.out, "summary") if key != "bare" else None
-            runs[key].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"],
-                              "samples": samples_of("pcmon", r) if key != "bare" else None,
-                              "lost": summ["summary"]["lost"] if summ else None})
+            for tree in (trees_in_turn(rep) if key in base_runs else [None]):
+                with binaries(tree):
+                    (base_runs if tree else runs)[key].append(pingpong_run(key, cmd))
     bare_ok = [x for x in runs["bare"] if "wall_s" in x]
     out = {"roundtrips": rts, "runs": runs, "cells": {}}
     if not bare_ok:
@@ -517,19 +627,56 @@ def pingpong(cal):
     out["bare_wall_s"], out["bare_cpu_s"] = stats([x["wall_s"] for x in bare_ok]), bc
     out["roundtrip_us"] = bw / rts * 1e6
     for key in keys[1:]:
-        ok = [x for x in runs[key] if "wall_s" in x]
-        out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bw for x in ok]),
-                             # two context switches per round trip, both on one CPU
-                             "us_per_switch": stats([(x["wall_s"] - bw) / (2 * rts) * 1e6 for x in ok]),
-                             "cpu_ratio": stats([x["cpu_s"] / bc for x in ok]),
-                             "samples": stats([x["samples"] for x in ok if x["samples"] is not None]),
-                             "errors": [x["error"] for x in runs[key] if "error" in x]}
+        out["cells"][key] = pingpong_cell(runs[key], bw, bc, rts)
+    if BASELINE:
+        # the baseline's cells against the same bare runs
+        out["baseline"] = versus(PINGPONG_FIGURE, out["cells"], base_runs,
+                                 lambda rs: pingpong_cell(rs, bw, bc, rts))
     return out
 
 
 # ---------------------------------------------------------------------------- calls
 
 CALLS_N = 50000
+CALLS_FIGURE = "ns_per_call"  # call counting's headline: wall time added per call
+# a node on hot() that starts 20 legs (to itself, and to 19 procedures never called)
+MANY_LEGS = (["--node", "callheavy.hot"] + [a for i in range(19) for a in ("--node", f"callheavy.cold_{i}")]
+             + ["--leg", "1:1"] + [a for i in range(19) for a in ("--leg", f"1:{i + 2}")])
+
+
+def count_run(cmd):
+    """callheavy under `pcmon count` of hot(): its wall time, if every call was counted."""
+    r = run([PCMON, "count", "--json", "callheavy.hot", "--"] + cmd, env=pcmon_env(NO_DAEMON))
+    d, c = doc_with(r.out, "calls"), doc_with(r.out, "target")
+    ok = d and c and c["calls"]["procedures"][0]["calls"] == CALLS_N
+    return ({"wall_s": d["wall_s"], "counted": c["calls"]["procedures"][0]["calls"],
+             "probe_cost_ns": c["calls"]["probe_cost_ns"]} if ok else {"error": r.why()})
+
+
+def node_run(cmd):
+    """callheavy with a probe node on hot()'s entry only (one hit per call)."""
+    r = run([PCMON, "run", "--json", "--no-sample", "--node", "callheavy.hot", "--"] + cmd,
+            env=pcmon_env(NO_DAEMON))
+    d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
+    ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N
+    return {"wall_s": d["wall_s"], "per_hit_ns": t["tables"]["overhead"]["per_hit_ns"]} if ok else {"error": r.why()}
+
+
+def legs_run(cmd):
+    """callheavy with the node on hot() that starts 20 legs (MANY_LEGS)."""
+    r = run([PCMON, "run", "--json", "--no-sample", *MANY_LEGS, "--"] + cmd, env=pcmon_env(NO_DAEMON))
+    d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
+    ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N and \
+        t["tables"]["legs"][0]["count"] == CALLS_N - 1
+    return {"wall_s": d["wall_s"]} if ok else {"error": r.why()}
+
+
+def calls_cell(rs, bare):
+    """A cell's runs against bare's median wall time: ratio, and ns added per call."""
+    ok = [x for x in rs if "wall_s" in x]
+    return {"wall_ratio": stats([x["wall_s"] / bare for x in ok]),
+            "ns_per_call": stats([(x["wall_s"] - bare) / CALLS_N * 1e9 for x in ok]),
+            "errors": [x["error"] for x in rs if "error" in x]}
 
 
 def call_counting():
@@ -538,35 +685,18 @@ def call_counting():
     node on its entry (one hit per call), and under libbpf-tools' funclatency (entry +
     return probes, a latency histogram): extra wall time per call."""
     cmd = [os.path.join(BENCH, "callheavy"), str(CALLS_N)]
-    runs = {"bare": [], "pcmon count": [], "pcmon node": [], "pcmon node, 20 legs": [],
-            "funclatency": []}
-    # a node on hot() that starts 20 legs (to itself, and to 19 procedures never called)
-    many = ["--node", "callheavy.hot"] + [a for i in range(19) for a in ("--node", f"callheavy.cold_{i}")]
-    many += ["--leg", "1:1"] + [a for i in range(19) for a in ("--leg", f"1:{i + 2}")]
+    pcmon_cells = {"pcmon count": count_run, "pcmon node": node_run, "pcmon node, 20 legs": legs_run}
+    runs = {"bare": [], **{k: [] for k in pcmon_cells}, "funclatency": []}
+    base_runs = {k: [] for k in pcmon_cells}  # BENCH_BASELINE's
     for rep in range(REPS):
         log(f"call counting: repetition {rep + 1}/{REPS}")
         r = run(cmd)
         d = doc_with(r.out, "calls")
         runs["bare"].append(d["wall_s"] if d else None)
-        r = run([PCMON, "count", "--json", "callheavy.hot", "--"] + cmd,
-                env=pcmon_env(NO_DAEMON))
-        d, c = doc_with(r.out, "calls"), doc_with(r.out, "target")
-        ok = d and c and c["calls"]["procedures"][0]["calls"] == CALLS_N
-        runs["pcmon count"].append({"wall_s": d["wall_s"], "counted": c["calls"]["procedures"][0]["calls"],
-                                    "probe_cost_ns": c["calls"]["probe_cost_ns"]}
-                                   if ok else {"error": r.why()})
-        # a probe node on its entry only: one hit per call
-        r = run([PCMON, "run", "--json", "--no-sample", "--node", "callheavy.hot", "--"] + cmd,
-                env=pcmon_env(NO_DAEMON))
-        d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
-        ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N
-        runs["pcmon node"].append({"wall_s": d["wall_s"], "per_hit_ns": t["tables"]["overhead"]["per_hit_ns"]}
-                                  if ok else {"error": r.why()})
-        r = run([PCMON, "run", "--json", "--no-sample", *many, "--"] + cmd, env=pcmon_env(NO_DAEMON))
-        d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
-        ok = d and t and t["tables"]["nodes"][0]["hits"] == CALLS_N and \
-            t["tables"]["legs"][0]["count"] == CALLS_N - 1
-        runs["pcmon node, 20 legs"].append({"wall_s": d["wall_s"]} if ok else {"error": r.why()})
+        for key, measure in pcmon_cells.items():
+            for tree in trees_in_turn(rep):
+                with binaries(tree):
+                    (base_runs if tree else runs)[key].append(measure(cmd))
         if not FUNCLATENCY:
             runs["funclatency"].append({"error": "funclatency not found (Debian package libbpf-tools)"})
             continue
@@ -585,12 +715,12 @@ def call_counting():
     out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
            "runs": runs, "cells": {}}
     for key in ("pcmon count", "pcmon node", "pcmon node, 20 legs", "funclatency"):
-        ok = [x for x in runs[key] if "wall_s" in x]
-        out["cells"][key] = {"wall_ratio": stats([x["wall_s"] / bare for x in ok]),
-                             "ns_per_call": stats([(x["wall_s"] - bare) / CALLS_N * 1e9 for x in ok]),
-                             "errors": [x["error"] for x in runs[key] if "error" in x]}
+        out["cells"][key] = calls_cell(runs[key], bare)
     pc = [x["probe_cost_ns"] for x in runs["pcmon count"] if "probe_cost_ns" in x]
     out["pcmon_calibrated_ns"] = stats(pc)
+    if BASELINE:
+        # the baseline's cells against the same bare runs
+        out["baseline"] = versus(CALLS_FIGURE, out["cells"], base_runs, lambda rs: calls_cell(rs, bare))
     return out
 
 
@@ -1100,19 +1230,54 @@ def cost_workload():
     return [os.path.join(BENCH, "threads"), "2", "spin", str(WINDOW_S + 60)]
 
 
+COST_FIGURE = "cpu_ms_per_s"  # cost's headline for a pcmond row: its CPU ms per second
+
+
+def median_session(sessions):
+    """The session whose CPU ms/s is the median of those that ran (the lower middle of an
+    even number): a real session, every column from the same run. The first failure if
+    none ran."""
+    ok = sorted((x for x in sessions if "error" not in x), key=lambda x: x[COST_FIGURE])
+    return ok[(len(ok) - 1) // 2] if ok else sessions[0]
+
+
+def pcmond_cell(out, key, *args, **kw):
+    """A pcmond row of the cost table: one session (pcmond_session's arguments). With
+    BENCH_BASELINE, BENCH_REPS sessions with each tree's binaries, in turn: one session has
+    no spread to judge noise by. The row then shows this tree's median session; every
+    session, and each tree's CPU ms/s, go to the comparison (out["baseline"]). This tree's
+    sessions past the first are off budget, like the baseline's."""
+    if not BASELINE:
+        out[key] = guarded(pcmond_session, *args, **kw)
+        return
+    runs = {"current": [], "baseline": []}
+    for rep in range(REPS):
+        for tree in trees_in_turn(rep):
+            with binaries(tree), (off_budget() if tree is None and rep > 0 else contextlib.nullcontext()):
+                runs["baseline" if tree else "current"].append(guarded(pcmond_session, *args, **kw))
+    out[key] = median_session(runs["current"])
+    cells = out.setdefault("baseline", {"figure": COST_FIGURE, "cells": {}})["cells"]
+    cells[key] = {side: stats([x[COST_FIGURE] for x in rs if "error" not in x]) for side, rs in runs.items()}
+    cells[key]["errors"] = [x["error"] for x in runs["baseline"] if "error" in x]
+    cells[key]["runs"] = runs
+    # pcmond's CPU time is read from /proc in clock ticks: CPU ms/s moves in steps of one tick
+    # over the session, and two runs that agree closely can be closer than that
+    secs = [x["seconds"] for rs in runs.values() for x in rs if "error" not in x]
+    cells[key]["resolution"] = 1e3 / CLK_TCK / min(secs) if secs else None
+
+
 def cost(dwarf_err=None):
     out = {}
     hz, us = RATES[0]  # 100 Hz: pcmond only, for its idle cost (peers' is start-up and exit)
     log(f"cost: pcmond at {hz} Hz")
-    out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us, steady=STEADY_S)
+    pcmond_cell(out, f"pcmond @{hz}Hz", cost_workload(), "virtual", us, steady=STEADY_S)
     for hz, us in RATES[1:]:  # 1 kHz and 10 kHz
         steady = STEADY_S if hz == 1000 else 0
         log(f"cost: pcmond at {hz} Hz")
-        out[f"pcmond @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us, steady=steady)
+        pcmond_cell(out, f"pcmond @{hz}Hz", cost_workload(), "virtual", us, steady=steady)
         if dwarf_err is None:
             log(f"cost: pcmond --unwind dwarf at {hz} Hz")
-            out[f"pcmond dwarf @{hz}Hz"] = guarded(pcmond_session, cost_workload(), "virtual", us,
-                                                   unwind="dwarf")
+            pcmond_cell(out, f"pcmond dwarf @{hz}Hz", cost_workload(), "virtual", us, unwind="dwarf")
         log(f"cost: perf record at {hz} Hz")
         out[f"perf @{hz}Hz"] = ({"error": tool_missing("perf")} if tool_missing("perf")
                                else guarded(perf_session, hz, cost_workload(), steady=steady))
@@ -1638,6 +1803,91 @@ def table(res):
     return "\n".join(L)
 
 
+# ---------------------------------------------------------------------------- baseline table
+
+# section: (its number and name in the main table, what its headline figure is, digits,
+# repetitions a side)
+BASELINE_SECTIONS = {
+    "cost": ("2. cost", "pcmond's CPU ms per second of profiling (prof CPU ms/s)", 2, REPS),
+    "pingpong": ("6. ping-pong", "wall time / bare (wall ratio)", 3, PINGPONG_REPS),
+    "calls": ("7. call counting", "wall ns added per call (added ns/call)", 0, REPS),
+}
+NOISE_RULE = ("within noise: |this tree's median - the baseline's| <= noise, the wider of the two "
+              "spreads (max - min over each tree's runs of the cell), or the figure's resolution if "
+              "that is larger (cost: one 1/CLK_TCK tick of pcmond's CPU over the session); with one "
+              "run a side there is no spread, and no verdict")
+
+
+def judged(cur, base, resolution=None):
+    """The verdict on one cell's figure (stats of each tree's runs): the medians' difference
+    (this tree - baseline, and in % of the baseline) against the runs' spread (NOISE_RULE).
+    The wider spread, not the narrower: on a shared machine either tree may have drawn the
+    quiet minutes, and a difference that a rerun of the same binaries would show is noise.
+    Never less than the figure's resolution: a difference below one step of the clock that
+    measures it says nothing, however well the runs agree."""
+    if not cur or not base:
+        return {"diff": None, "diff_pct": None, "spread": None, "noise": None, "within_noise": None}
+    diff = cur["median"] - base["median"]
+    spread = max(cur["max"] - cur["min"], base["max"] - base["min"])
+    noise = max(spread, resolution or 0)
+    return {"diff": diff, "diff_pct": diff * 100 / abs(base["median"]) if base["median"] else None,
+            "spread": spread, "noise": noise,
+            "within_noise": abs(diff) <= noise if min(cur["n"], base["n"]) > 1 else None}
+
+
+def comparison(parts):
+    """The comparison's rows, from each section's baseline part (section name -> part)."""
+    rows = []
+    for name, part in parts.items():
+        for key, c in part.get("cells", {}).items():
+            rows.append({"section": name, "cell": key, "figure": part["figure"],
+                         "current": c["current"], "baseline": c["baseline"],
+                         "baseline_error": None if c["baseline"] else (c["errors"] or ["no run"])[0],
+                         "resolution": c.get("resolution"),
+                         **judged(c["current"], c["baseline"], c.get("resolution"))})
+    return rows
+
+
+def verdict(row):
+    if not row["current"]:
+        return "failed here (see the table above)"
+    if not row["baseline"]:
+        return f"baseline failed: {row['baseline_error'][:60]}"
+    if row["within_noise"] is None:
+        return "a side ran once: not judged"
+    return "within noise" if row["within_noise"] else "BEYOND noise"
+
+
+def baseline_table(res):
+    """The comparison, printed after the main table (not put in bench/README.md: that shows
+    this tree's figures alone)."""
+    L = []
+    add = L.append
+    b = res["baseline"]
+    add("BASELINE — this tree's binaries vs BENCH_BASELINE's, each pcmon cell measured with both, in turn, "
+        "in this run")
+    add(f"   this tree: {ROOT} at {b.get('this_commit') or '?'}")
+    add(f"   baseline:  {b['tree']} at {b.get('commit') or '?'}")
+    add(f"   {'cell':<26}{'this tree':>22}{'baseline':>22}{'difference':>20}{'noise':>9}   verdict")
+    for name, (title, figure, digits, reps) in BASELINE_SECTIONS.items():
+        rows = [r for r in b.get("comparison", []) if r["section"] == name]
+        add(f"   {title}: {figure}, median [min-max] of {reps} run{'s' if reps > 1 else ''} a side")
+        if not rows:
+            add(f"     failed: {res.get(name, {}).get('error', 'not run')}")
+        for r in rows:
+            diff = ("-" if r["diff"] is None else f"{r['diff']:+.{digits}f}"
+                    + (f" ({r['diff_pct']:+.1f} %)" if r["diff_pct"] is not None else ""))
+            add(f"     {r['cell']:<24}{fmt_stat(r['current'], digits):>22}{fmt_stat(r['baseline'], digits):>22}"
+                f"{diff:>20}{fmt(r['noise'] if r['within_noise'] is not None else None, f'.{digits}f'):>9}"
+                f"   {verdict(r)}")
+    notes = (f"{NOISE_RULE}. BEYOND: the binaries changed it, or load hit one side only (run again "
+             "to tell which). The two trees take turns going first; the baseline's runs (and, for cost, "
+             "this tree's after the first) are not charged to BENCH_BUDGET_S. Every run: "
+             "bench/results.json, \"baseline\".")
+    L += ["   " + line for line in textwrap.wrap(notes, 100)]
+    return "\n".join(L)
+
+
 def update_readme(text):
     """Put the table between the markers in bench/README.md."""
     begin, end = "<!-- BEGIN LATEST TABLE -->", "<!-- END LATEST TABLE -->"
@@ -1668,12 +1918,18 @@ def main():
     if os.geteuid() != 0:
         print("make bench: must run as root (BPF, perf events, /proc of other processes)", file=sys.stderr)
         return 1
+    if BASELINE and baseline_missing():
+        print(f"make bench: {baseline_missing()}", file=sys.stderr)
+        return 1
     res = {"environment": {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
         "kernel": os.uname().release, "loadavg_start": " ".join(open("/proc/loadavg").read().split()[:3]),
         "perf": PERF and version_of([PERF, "--version"]),
         "bpftrace": BPFTRACE and version_of([BPFTRACE, "--version"]),
         "reps": REPS, "work_s": WORK_S, "window_s": WINDOW_S}, "section_s": {}}
+    if BASELINE:
+        res["baseline"] = {"tree": BASELINE, "commit": commit_of(BASELINE), "this_commit": commit_of(ROOT),
+                           "noise_rule": NOISE_RULE, "sections": {}}
     rc = 0
 
     def section(name, fn, *args):
@@ -1681,6 +1937,9 @@ def main():
         t0 = time.monotonic()
         try:
             res[name] = fn(*args)
+            if BASELINE and isinstance(res[name], dict) and "baseline" in res[name]:
+                # the baseline's measurements go with the comparison, not in the section's table
+                res["baseline"]["sections"][name] = res[name].pop("baseline")
         except Exception as e:  # noqa: BLE001 - report and go on with the other sections
             traceback.print_exc()
             res[name] = {"error": f"{type(e).__name__}: {e}"}
@@ -1707,6 +1966,10 @@ def main():
         res["total_s"] = time.monotonic() - T_START
         text = table(res)
         print(text)
+        if BASELINE:
+            res["baseline"]["comparison"] = comparison(res["baseline"]["sections"])
+            res["baseline"]["off_budget_s"] = OFF_BUDGET_S
+            print("\n" + baseline_table(res))
         with open(RESULTS, "w") as f:
             json.dump(res, f, indent=1, default=str)
         update_readme(text)
