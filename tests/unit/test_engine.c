@@ -224,9 +224,9 @@ uint32_t sampler_capacity(const struct sampler *s) { (void)s; return 65536; }
 bool sampler_drain_wanted(struct sampler *s) { (void)s; return false; }
 const char *sampler_blocked_stacks(const struct sampler *s) { (void)s; return NULL; }
 
-int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm, size_t len)
 {
-	(void)s; (void)tid; (void)buf; (void)len;
+	(void)s; (void)tid; (void)comm; (void)pcomm; (void)len;
 	return -ENOENT;
 }
 
