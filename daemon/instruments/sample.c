@@ -17,6 +17,7 @@
 #include "cgpath.h"
 #include "dbginfo.h"
 #include "engine.h"
+#include "groups.h"
 #include "lines.h"
 #include "pat.h"
 #include "profil.h"
@@ -1234,6 +1235,7 @@ static const struct proto_field list_fields[] = {
 	F_BOOL("no_inline"),
 	F_BOOL("stacks"),
 	F_BOOL("no_kernel"),
+	{ .name = "by", .type = PT_ENUM, .values = GROUPS_BY_VALUES, .opt = "--by" },
 	F_STR("lines", 512),
 	F_STR("offset", 512),
 	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
