@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, pcmon, pcmon_json, run_tests, share_tolerance_pp, workload
+from lib import PCMON, Daemon, pcmon, pcmon_json, run_tests, share_tolerance_pp, workload
 
 CHILDREN = ("burn-a", "burn-b", "burn-c")
 
@@ -258,20 +258,31 @@ def test_exports_rooted_at_the_group():
 
 def test_top_by_comm():
     """top -b --by comm: each group's heading and its procedures, an engine of its own."""
-    # the children come 2 s after it starts: once top watches it, so they join its target
-    p = subprocess.Popen([workload("comms"), "6", "2"], stdout=subprocess.PIPE, text=True)
+    # the children come once top shows its first screen: they join its target
+    p = subprocess.Popen([workload("comms"), "6", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    top = None
     try:
-        r = pcmon("top", "-b", "-n", 3, "-d", 2, "--by", "comm", "--pid", p.pid,
-                  sock="/nonexistent/pcmond.sock", timeout=120, check=0)
-        screens = r.stdout.split("\n\n")
+        top = subprocess.Popen([PCMON, "top", "-b", "-n", "4", "-d", "1.5", "--by", "comm", "--pid",
+                                str(p.pid), "--socket", "/nonexistent/pcmond.sock"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = top.stdout.readline()
+        assert first.startswith("pcmon top:"), (first, top.stderr.read())
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        out, err = top.communicate(timeout=120)
+        assert top.returncode == 0, err
+        screens = (first + out).split("\n\n")
         last = [s for s in screens if s.strip()][-1]
         assert "%GROUP" in last and "%ALL" in last, last
         heads = re.findall(r"^comm (\S+): (\d+) counted", last, re.M)
         assert {h[0] for h in heads} >= {"burn-c"}, last
         assert re.search(r"comms\.burn$", last, re.M), last
     finally:
-        p.kill()
-        p.wait()
+        for proc in (top, p):
+            if proc:
+                proc.kill()
+                proc.wait()
 
 
 def test_by_refused_where_it_cannot_apply():

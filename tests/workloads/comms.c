@@ -4,8 +4,8 @@
  * PR_SET_NAME), each burning its own amount of CPU in burn(), 1 : 2 : 3 of SECS in all
  * (argument 1, default 2), at the same time. Each child prints its own CPU time (the
  * process CPU clock, which starts at its fork) as a JSON line {"comm", "pid", "cpu_s"};
- * the parent waits for them and prints {"children": 3, "pid": PID}. Argument 2: seconds the
- * parent waits before it forks them (default 0).
+ * the parent waits for them and prints {"children": 3, "pid": PID}. Argument 2 "-": the
+ * parent forks them once it reads a line on stdin (a profiler watching it by then).
  *
  * With PCMON_TEST_CGROUPS="DIR:DIR:DIR" child i first moves itself into cgroup DIR i (it
  * writes 0 to DIR/cgroup.procs), so that each cgroup holds one child's samples.
@@ -78,13 +78,14 @@ static void child(int i, double cpu_s)
 
 int main(int argc, char **argv)
 {
-	double secs = arg_seconds(argc, argv, 2), wait_s = argc > 2 ? atof(argv[2]) : 0;
+	double secs = arg_seconds(argc, argv, 2);
 	int status, failed = 0;
+	char line[16];
 	pid_t pid[NCHILD];
 
 	chunk = calibrate(200000);
-	if (wait_s > 0)
-		usleep(wait_s * 1e6);
+	if (argc > 2 && !strcmp(argv[2], "-") && !fgets(line, sizeof(line), stdin))
+		return 1;
 	fflush(stdout);
 	for (int i = 0; i < NCHILD; i++) {
 		pid[i] = fork();
