@@ -182,6 +182,31 @@ def test_by_cgroup_of_a_cgroup_target():
                     pass
 
 
+def test_off_cpu_time_in_its_cgroup():
+    """REAL: a thread's time off CPU is charged to the cgroup it blocked in, as its time on
+    CPU is, whichever way its stacks are walked."""
+    mount = next((l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] == "cgroup2"),
+                 None)
+    assert mount, "no cgroup2 mount"
+    cg = os.path.join(mount, f"pcmon-by-real-{os.getpid()}")
+    os.mkdir(cg)
+    try:
+        for mode in ("fp", "dwarf"):
+            listing, _ = pcmon_json("run", "--real", "--unwind", mode, "--interval", 1000,
+                                    "--by", "cgroup", "--", "sh", "-c",
+                                    f"echo 0 > {cg}/cgroup.procs && exec \"$0\" 1",
+                                    workload("spinsleep"), sock="/nonexistent/pcmond.sock")
+            s = listing["summary"]
+            groups = by_name(listing["groups"])
+            mine = groups.get("/" + os.path.relpath(cg, mount))
+            assert mine and s["off_blocked"] >= 200, (mode, s, groups.keys())
+            # all but the shell's first moments, before it moved
+            assert mine["counted"] >= 0.97 * s["counted"], (mode, mine, s)
+            assert mine["id"] == os.stat(cg).st_ino, mine
+    finally:
+        os.rmdir(cg)
+
+
 def traces(path):
     """go tool pprof -traces as [(labels, count, frames)], frames leaf first."""
     env = dict(os.environ, HOME=os.environ.get("HOME", "/root"), GOFLAGS="-mod=mod")
