@@ -459,21 +459,20 @@ uint32_t sample_names_get(const struct sample_names *n, uint64_t key)
 	return id < 0 ? 0 : n->names[id];
 }
 
-/* The slot of @key, new ones unread: -ENOMEM, or its index. */
+/* The slot of @key, a new one unnamed and unread: its index, or -ENOMEM. */
 static int64_t names_slot(struct sample_names *n, uint64_t key)
 {
+	int64_t found = itab_find(n->keys, &key, sizeof(key));
+	size_t need = (size_t)itab_count(n->keys) + 1, cap = n->cap;
 	uint32_t id;
-	int r = itab_intern(n->keys, &key, sizeof(key), &id);
 
-	if (r < 0)
+	if (found >= 0)
+		return found;
+	/* room first: a key interned has its slots */
+	if (GROW(n->names, cap, need) || GROW(n->read, n->cap, need) ||
+	    itab_intern(n->keys, &key, sizeof(key), &id) < 0)
 		return -ENOMEM;
-	if (r == 1) {
-		size_t cap = n->cap;
-
-		if (GROW(n->names, cap, (size_t)id + 1) || GROW(n->read, n->cap, (size_t)id + 1))
-			return -ENOMEM;
-		n->names[id] = n->read[id] = 0;
-	}
+	n->names[id] = n->read[id] = 0;
 	return id;
 }
 

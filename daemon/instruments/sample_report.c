@@ -98,7 +98,8 @@ static void add_procedures(struct agg_row *rows, size_t n, uint64_t counted, uin
 {
 	cJSON *arr = cJSON_AddArrayToObject(out, "procedures"), *o;
 	struct agg_row *deep;
-	uint32_t *pos;
+	struct itab *pos;
+	uint32_t id;
 
 	agg_sort_rows(rows, n, 0, s);
 	for (size_t i = 0; i < n; i++) {
@@ -124,18 +125,26 @@ static void add_procedures(struct agg_row *rows, size_t n, uint64_t counted, uin
 	}
 	arr = cJSON_AddArrayToObject(out, "deep_order");
 	deep = malloc((n ? n : 1) * sizeof(*deep));
-	pos = calloc(sym_nprocs(s) + 1, sizeof(*pos));
+	/* each row's place by its procedure: interned in order, a procedure's id is its row's
+	 * (a table as large as the rows, not as all procedures: a group has few of them) */
+	pos = itab_new();
+	for (size_t i = 0; pos && i < n; i++)
+		if (itab_intern(pos, &rows[i].proc, sizeof(rows[i].proc), &id) < 0) {
+			itab_free(pos);
+			pos = NULL;
+		}
 	if (deep && pos) {
-		for (size_t i = 0; i < n; i++)
-			pos[rows[i].proc] = i;
 		if (n)
 			memcpy(deep, rows, n * sizeof(*deep));
 		agg_sort_rows(deep, n, 1, s);
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(pos[deep[i].proc]));
+		for (size_t i = 0; i < n; i++) {
+			int64_t at = itab_find(pos, &deep[i].proc, sizeof(deep[i].proc));
+
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)at));
+		}
 	}
 	free(deep);
-	free(pos);
+	itab_free(pos);
 }
 
 /* ---- list --by */
@@ -180,7 +189,8 @@ static void by_visit(void *ctx, const struct agg_visit *v)
  * ["id",] "procedures", "deep_order"}], by counted samples; a group's percentages are of its
  * own counted samples, the _all ones of the listing's.
  */
-static int add_groups(const struct by_ctx *b, uint64_t counted, const struct sym *s, cJSON *out)
+static int add_groups(const struct by_ctx *b, uint64_t counted, const struct sym *s,
+		      cJSON *out)
 {
 	const struct group *gs;
 	cJSON *arr, *o;
@@ -207,7 +217,6 @@ static int add_groups(const struct by_ctx *b, uint64_t counted, const struct sym
 		cJSON_AddNumberToObject(o, "percent", pct(gr->counted, counted));
 		cJSON_AddNumberToObject(o, "foreign", gr->foreign);
 		cJSON_AddNumberToObject(o, "processes", gr->processes);
-		/* (sorting rows again is cheap: they are in order) */
 		add_procedures(gr->rows, gr->nrows, gr->counted, counted ? counted : 1, s, o);
 	}
 	return 0;

@@ -204,7 +204,7 @@ static int location(struct stacks *x, uint32_t loc, uint32_t inl, bool kernel)
  */
 static void add_group(struct stacks *x, const struct agg_stack *st, cJSON *o)
 {
-	char title[600], gone[32];
+	char title[4200], gone[32]; /* (a cgroup's path is up to PATH_MAX) */
 	uint32_t name;
 	uint64_t key = sample_group_of(x->sp, x->by, st, &name);
 	const char *n = sym_str(x->s, name);
