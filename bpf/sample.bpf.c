@@ -90,8 +90,8 @@ struct {
 	__type(value, struct pcmon_crit);
 } crit SEC(".maps");
 
-/* Threads' names, by tid, as their latest sample found them: a thread gone before the engine
- * drains is still named (the exports' thread label). */
+/* Threads' names and their processes', by tid, as their latest sample found them: a thread
+ * gone before the engine drains is still named (the exports' thread label, list --by). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -104,8 +104,11 @@ static __always_inline void note_thread(__u32 tid, struct task_struct *task)
 	struct pcmon_tname n = {}, *old = bpf_map_lookup_elem(&tnames, &tid);
 
 	BPF_CORE_READ_STR_INTO(&n.comm, task, comm);
+	BPF_CORE_READ_STR_INTO(&n.pcomm, task, group_leader, comm);
 	if (old && ((__u64 *)old->comm)[0] == ((__u64 *)n.comm)[0] &&
-	    ((__u64 *)old->comm)[1] == ((__u64 *)n.comm)[1])
+	    ((__u64 *)old->comm)[1] == ((__u64 *)n.comm)[1] &&
+	    ((__u64 *)old->pcomm)[0] == ((__u64 *)n.pcomm)[0] &&
+	    ((__u64 *)old->pcomm)[1] == ((__u64 *)n.pcomm)[1])
 		return; /* the common case: no write */
 	bpf_map_update_elem(&tnames, &tid, &n, BPF_ANY);
 }
@@ -159,6 +162,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct peers);
 } peers_map SEC(".maps");
+
+/*
+ * The id of @task's cgroup v2 (of the default hierarchy; the root's, 1, where only v1 is
+ * mounted): what bpf_get_current_cgroup_id() says of the current task, read through BTF
+ * pointers (CO-RE) for a task that need not be current. kn->id is the directory's inode
+ * number, by which the engine finds its path.
+ */
+static __always_inline __u64 task_cgroup(struct task_struct *task)
+{
+	return task->cgroups->dfl_cgrp->kn->id;
+}
 
 /* The innermost marked section the current thread is in, 0 if none. */
 static __always_inline __u64 current_section(struct task_struct *task)
@@ -693,6 +707,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
 	key.section = current_section(bpf_get_current_task_btf());
 	key.flags = marks_pending(p);
+	key.cgroup = bpf_get_current_cgroup_id();
 	if (cfg->flags & PCMON_TF_DWARF) {
 		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
 			   cfg->flags & PCMON_TF_KERNEL);
@@ -1123,6 +1138,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
 	o->key.section = current_section(prev);
 	o->key.flags = o->proc_marks;
+	o->key.cgroup = task_cgroup(prev);
 	o->ts = switch_time(now);
 	o->lazy = PCMON_LAZY_NO;
 	o->period_ns = cfg->period_ns;

@@ -149,8 +149,11 @@ int show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *));
 
 /* cmd_list.c: the listing's options and their effect, for list, run and count. */
 extern const struct opt listing_opts[];
-/* Add what the listing options ask to a list request (the call table alone, its order). */
+/* Add what the listing options ask to a list request (the call table alone, its order, the
+ * groups). */
 void listing_req(cJSON *req);
+/* --by: what the samples are grouped by, NULL if not asked. */
+const char *listing_by(void);
 /* count: the call table alone. */
 void listing_calls_only(void);
 /* A list reply as the options ask: per line (--lines), or every section. */

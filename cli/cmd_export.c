@@ -27,6 +27,7 @@ const struct opt export_opts[] = {
 	  .help = "folded (flamegraph.pl), pprof (go tool pprof), json", .text = &format },
 	OPT_ALL(output_opts),
 	OPT_ALL(pattern_opts),
+	OPT_SOME(listing_opts, "by"),
 	OPT_TABLE_END,
 };
 
@@ -34,6 +35,7 @@ const struct opt flamegraph_opts[] = {
 	OPT_ALL(output_opts),
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &title },
 	OPT_ALL(pattern_opts),
+	OPT_SOME(listing_opts, "by"),
 	OPT_TABLE_END,
 };
 
@@ -97,6 +99,7 @@ static int fetch_profile(struct cli *c, cJSON **rep, struct xprof *p)
 		return r;
 	req_cmd(c->req, "list");
 	req_set(c->req, "stacks", cJSON_CreateBool(1));
+	listing_req(c->req); /* --by: each stack rooted at its group */
 	*rep = session_call(&s, c->req);
 	session_close(&s);
 	if (!proto_bool(*rep, "ok", 0)) {

@@ -16,6 +16,7 @@ static struct {
 	struct list_view view;
 	bool calls;	   /* the call table alone */
 	const char *sort;  /* the call table's order */
+	const char *by;	   /* groups: process, comm, thread or cgroup */
 	const char **dirs; /* --lines: where else sources are looked for */
 	size_t ndirs;
 } ls;
@@ -42,7 +43,10 @@ const struct opt listing_opts[] = {
 	  .flag = &ls.view.shallow },
 	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "the table by deep count alone",
 	  .flag = &ls.view.deep },
-	{ "top", 0, "N", OPT_CALL, NULL, .help = "the first N rows of each table", .fn = opt_top },
+	{ "top", 0, "N", OPT_CALL, NULL,
+	  .help = "the first N rows of each table (and with --by, of groups)", .fn = opt_top },
+	{ "by", 0, "process|comm|cgroup|thread", OPT_TEXT, NULL,
+	  .help = "who took the samples: each one's share, then its procedures", .text = &ls.by },
 	{ "calls", 0, NULL, OPT_FLAG, NULL, .help = "the call table alone", .flag = &ls.calls },
 	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL,
 	  .help = "the call table's order (default self)", .text = &ls.sort },
@@ -60,6 +64,13 @@ void listing_req(cJSON *req)
 		req_set(req, "calls", cJSON_CreateBool(1));
 	if (ls.sort)
 		req_set(req, "sort", cJSON_CreateString(ls.sort));
+	if (ls.by)
+		req_set(req, "by", cJSON_CreateString(ls.by));
+}
+
+const char *listing_by(void)
+{
+	return ls.by;
 }
 
 void listing_calls_only(void)

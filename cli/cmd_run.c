@@ -16,7 +16,7 @@ static const char *debuginfod, *cache_dir;
 
 const struct opt run_opts[] = {
 	OPT_ALL(sampling_opts),
-	OPT_SOME(listing_opts, "shallow deep top"),
+	OPT_SOME(listing_opts, "shallow deep top by"),
 	{ "debuginfod", 0, "URLS", OPT_TEXT, NULL,
 	  .help = "without pcmond: debuginfod servers (default $DEBUGINFOD_URLS; \"\": none)",
 	  .text = &debuginfod },

@@ -50,6 +50,7 @@ const struct opt top_opts[] = {
 	  .help = "refreshes before it ends (default: until q)", .fn = opt_iterations },
 	{ "deep", 0, NULL, OPT_FLAG, NULL, .help = "sorted by deep count at first",
 	  .flag = &top.deep },
+	OPT_SOME(listing_opts, "by"),
 	OPT_TABLE_END,
 };
 
@@ -73,7 +74,8 @@ static int top_view(struct session *s, const char *id, void *ctx)
 			     .delay = top.delay ? top.delay : 1,
 			     .batch = top.batch,
 			     .iterations = top.iterations,
-			     .deep = top.deep };
+			     .deep = top.deep,
+			     .by = listing_by() };
 	char err[512];
 	int r = top_run(&io, err, sizeof(err));
 

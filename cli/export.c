@@ -139,6 +139,8 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 			.kind = jstr(o, "kind"), .charged = jstr(o, "charged"),
 			.section = jstr(o, "section"), .pid = (long)jnum(o, "pid"),
 			.tid = (long)jnum(o, "tid"), .thread = jstr(o, "thread"),
+			.group = jstr(o, "group"), .comm = jstr(o, "comm"),
+			.cgroup = jstr(o, "cgroup"),
 		};
 		if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "cut_short")))
 			s->cut_short = jstr(o, "cut_short");
@@ -179,13 +181,15 @@ const char *xprof_fname(const struct xprof *p, int fn)
 int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe **out,
 		 size_t *cap)
 {
-	size_t n = 2;
+	size_t n = 3;
 
 	for (int i = 0; i < s->nlocs; i++)
 		n += p->locations[s->locs[i]].nlines;
 	if (GROW(*out, *cap, n))
 		return -1;
 	n = 0;
+	if (s->group[0]) /* --by: who took it, at the root */
+		(*out)[n++] = (struct xframe){ s->group, XF_GROUP };
 	if (!strcmp(s->charged, "critical") || !strcmp(s->charged, "unwalkable")) {
 		/* a section's samples are its own, as in LIST: no procedure's */
 		(*out)[n++] = (struct xframe){ s->section, XF_CRITICAL };
@@ -229,7 +233,8 @@ int export_folded(FILE *f, const struct xprof *p)
 {
 	static const char *const suffix[] = { [XF_USER] = "", [XF_KERNEL] = "_[k]",
 					      [XF_INLINE] = "_[i]", [XF_CRITICAL] = "",
-					      [XF_FOREIGN] = "", [XF_TRUNCATED] = "" };
+					      [XF_FOREIGN] = "", [XF_TRUNCATED] = "",
+					      [XF_GROUP] = "" };
 	struct fline *lines = calloc(p->nsamples + 1, sizeof(*lines));
 	struct xframe *fr = NULL;
 	size_t cap = 0, nl = 0;
@@ -254,7 +259,9 @@ int export_folded(FILE *f, const struct xprof *p)
 		t[0] = '\0';
 		for (int j = 0; j < n; j++) {
 			if (fr[j].type == XF_CRITICAL)
-				t += sprintf(t, "[critical:%s]", fr[j].name);
+				t += sprintf(t, "%s[critical:%s]", j ? ";" : "", fr[j].name);
+			else if (fr[j].type == XF_GROUP)
+				t += sprintf(t, "[%s]", fr[j].name); /* (the root) */
 			else
 				t += sprintf(t, "%s%s%s", j ? ";" : "", fr[j].name, suffix[fr[j].type]);
 		}

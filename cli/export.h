@@ -36,6 +36,9 @@ struct xsample {
 	const char *section;	/* critical, unwalkable: the section's name */
 	long pid, tid;		/* tid 0: not known */
 	const char *thread;	/* its name, "" if not known */
+	const char *group;	/* --by: its group, its root frame ("comm NAME" ...); "": none */
+	const char *comm;	/* --by process or comm: its process's name, else "" */
+	const char *cgroup;	/* --by cgroup: its cgroup's path (cgroup:ID if gone), else "" */
 	const char *cut_short;	/* why its stack stops short of a root; NULL: whole */
 	int nlocs;
 	int *locs;		/* leaf first */
@@ -58,7 +61,7 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen);
 void xprof_free(struct xprof *p);
 
 /* One frame of a sample as the exports draw it, root first. */
-enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN, XF_TRUNCATED };
+enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN, XF_TRUNCATED, XF_GROUP };
 /* The root frame of a stack cut short: its outer frames, which were not walked. */
 #define XF_TRUNCATED_NAME "[truncated]"
 struct xframe {
@@ -67,7 +70,8 @@ struct xframe {
 };
 /* Function @fn's name in the exports ("[foreign]": code no procedure covers). */
 const char *xprof_fname(const struct xprof *p, int fn);
-/* The frames of sample @s, root first, into @out (grown as needed); how many, or -1. */
+/* The frames of sample @s, root first (its group's, with --by), into @out (grown as needed);
+ * how many, or -1. */
 int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe **out,
 		 size_t *cap);
 

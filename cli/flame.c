@@ -101,6 +101,9 @@ static void colour(char *buf, size_t len, const struct node *n)
 	case XF_CRITICAL: /* purple */
 		rgb[0] = 160 + a * 40 / 255, rgb[1] = 110 + b * 30 / 255, rgb[2] = 220;
 		break;
+	case XF_GROUP: /* green: who took the samples (--by) */
+		rgb[0] = 70 + a * 40 / 255, rgb[1] = 170 + b * 40 / 255, rgb[2] = 80 + a * 30 / 255;
+		break;
 	case XF_FOREIGN: /* grey */
 	case XF_TRUNCATED:
 		rgb[0] = rgb[1] = rgb[2] = 150 + a * 30 / 255;
@@ -115,6 +118,7 @@ static void colour(char *buf, size_t len, const struct node *n)
 static const char *const type_names[] = {
 	[XF_USER] = "user", [XF_KERNEL] = "kernel", [XF_INLINE] = "inline",
 	[XF_CRITICAL] = "critical", [XF_FOREIGN] = "foreign", [XF_TRUNCATED] = "truncated",
+	[XF_GROUP] = "group",
 };
 
 struct draw {
@@ -139,9 +143,9 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 	colour(fill, sizeof(fill), n);
 	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" data-name=\"",
 		d->id++, (unsigned long long)x, (unsigned long long)n->count, depth, type_names[n->type]);
-	xml_text(d->f, n->type == XF_CRITICAL ? "" : n->name);
-	if (n->type == XF_CRITICAL) {
-		fputs("[critical:", d->f);
+	xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
+	if (n->type == XF_CRITICAL || n->type == XF_GROUP) {
+		fputs(n->type == XF_CRITICAL ? "[critical:" : "[", d->f);
 		xml_text(d->f, n->name);
 		fputs("]", d->f);
 	}
@@ -251,6 +255,7 @@ int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 	struct draw d = { .f = f };
 	size_t cap = 0;
 	int err = -ENOMEM, depth;
+	bool grouped = false;
 
 	if (!root)
 		return -ENOMEM;
@@ -262,6 +267,7 @@ int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 		if (n < 0)
 			goto out;
 		root->count += s->count;
+		grouped |= n && fr[0].type == XF_GROUP;
 		for (int j = 0; j < n && at; j++) {
 			at = child(at, &fr[j]);
 			if (at)
@@ -311,8 +317,9 @@ int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 	fputs("</g>\n", f);
 	fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">"
 		   "user: red-yellow · kernel: orange · inline: aqua · critical section: purple · foreign, [truncated]: grey"
-		   "%s</text>\n",
-		WIDTH / 2, d.height - 6 - FRAME_H, d.pruned ? " · narrow frames left out" : "");
+		   "%s%s</text>\n",
+		WIDTH / 2, d.height - 6 - FRAME_H, grouped ? " · group (--by): green" : "",
+		d.pruned ? " · narrow frames left out" : "");
 	fputs("</svg>\n", f);
 	err = ferror(f) ? -EIO : 0;
 out:

@@ -72,6 +72,76 @@ static void table(FILE *f, const cJSON *procs, const cJSON *order, double counte
 	}
 }
 
+/*
+ * A group's table (list --by): as table(), with the percentages of the group's counted
+ * samples (@counted) and of the listing's (@all).
+ */
+static void group_table(FILE *f, const cJSON *procs, const cJSON *order, double counted,
+			double all, int by_deep, long top)
+{
+	const cJSON *it;
+	long shown = 0;
+
+	fprintf(f, " shallow      %%   %%all     deep      %%   %%all  procedure\n");
+	cJSON_ArrayForEach(it, (by_deep ? order : procs)) {
+		const cJSON *p = by_deep ? cJSON_GetArrayItem(procs, it->valueint) : it;
+		double sh = num(p, "shallow"), dp = num(p, "deep");
+
+		if (!p || (!by_deep && !sh))
+			continue;
+		if (top && shown++ >= top)
+			break;
+		fprintf(f, "%8.0f %5.1f%% %5.1f%% %8.0f %5.1f%% %5.1f%%  %s\n", sh,
+			pct(sh, counted), pct(sh, all), dp, pct(dp, counted), pct(dp, all),
+			str(p, "procedure", "?"));
+	}
+}
+
+/*
+ * list --by: each group, by share, with its counted samples and their share of the listing's,
+ * then its procedures: "comm NAME", "process PID NAME", "thread TID NAME (pid PID)",
+ * "cgroup PATH". --top N: the first N groups, N rows of each table.
+ */
+static void groups(FILE *f, const cJSON *gs, double all, const struct list_view *v)
+{
+	int both = !v->shallow && !v->deep;
+	const cJSON *g;
+	long shown = 0;
+
+	if (!cJSON_GetArraySize(gs))
+		fprintf(f, "\nno counted samples: no groups\n");
+	cJSON_ArrayForEach(g, gs) {
+		const char *by = str(g, "by", "?"), *name = str(g, "name", "");
+		const cJSON *procs = cJSON_GetObjectItemCaseSensitive(g, "procedures");
+		const cJSON *order = cJSON_GetObjectItemCaseSensitive(g, "deep_order");
+		double counted = num(g, "counted"), np = num(g, "processes");
+
+		if (v->top && shown++ >= v->top) {
+			long more = (long)cJSON_GetArraySize(gs) - v->top;
+
+			fprintf(f, "\n(%ld group%s more, left out by --top)\n", more,
+				more == 1 ? "" : "s");
+			break;
+		}
+		fprintf(f, "\n%s", by);
+		if (!strcmp(by, "process") || !strcmp(by, "thread"))
+			fprintf(f, " %.0f", num(g, !strcmp(by, "thread") ? "tid" : "pid"));
+		fprintf(f, " %s", name[0] ? name : "?");
+		if (!strcmp(by, "thread"))
+			fprintf(f, " (pid %.0f)", num(g, "pid"));
+		fprintf(f, ": %.0f counted (%.1f%%)", counted, pct(counted, all));
+		if (!strcmp(by, "comm") || !strcmp(by, "cgroup"))
+			fprintf(f, ", %.0f process%s", np, np == 1 ? "" : "es");
+		fputc('\n', f);
+		if (both || v->shallow)
+			group_table(f, procs, NULL, counted, all, 0, v->top);
+		if (both)
+			fputc('\n', f);
+		if (both || v->deep)
+			group_table(f, procs, order, counted, all, 1, v->top);
+	}
+}
+
 /* A time in ns, in the unit that reads best. */
 static void fmt_ns(char *buf, size_t len, double ns)
 {
@@ -251,6 +321,10 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (num(s, "debuginfod_pending") > 0)
 		fprintf(f, "debuginfod: debug info of %.0f object(s) still downloading: names from it may be missing\n",
 			num(s, "debuginfod_pending"));
+	if (cJSON_GetObjectItemCaseSensitive(rep, "groups")) { /* --by: the tables per group */
+		groups(f, cJSON_GetObjectItemCaseSensitive(rep, "groups"), counted, v);
+		return;
+	}
 	if (both || v->shallow)
 		table(f, cJSON_GetObjectItemCaseSensitive(rep, "procedures"), NULL, counted, 0, v->top);
 	if (both || v->deep)

@@ -43,7 +43,10 @@ static void opt_line(FILE *f, const struct opt *o)
 	char left[96];
 
 	opt_left(left, sizeof(left), o);
-	fprintf(f, "  %-*s %s\n", LEFT, left, o->help ? o->help : "");
+	if (strlen(left) > LEFT) /* its help on a line of its own, in the column */
+		fprintf(f, "  %s\n  %-*s %s\n", left, LEFT, "", o->help ? o->help : "");
+	else
+		fprintf(f, "  %-*s %s\n", LEFT, left, o->help ? o->help : "");
 }
 
 /* Does @t include every option of @group (the OPTS of --help)? */

@@ -208,7 +208,10 @@ struct enc {
 	size_t cap_ids;
 };
 
-/* Sample @s: its locations (a pseudo one first for a section's), values and labels. */
+/*
+ * Sample @s: its locations (a pseudo one first for a section's; with --by, one last for its
+ * group, the root), values and labels (with --by, its group's: comm, cgroup).
+ */
 static int enc_sample(struct enc *e, const struct xsample *s)
 {
 	const struct xprof *p = e->p;
@@ -219,7 +222,7 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 	uint64_t *ids;
 	int n = 0;
 
-	if (GROW(e->ids, e->cap_ids, (size_t)s->nlocs + 2))
+	if (GROW(e->ids, e->cap_ids, (size_t)s->nlocs + 3))
 		return -ENOMEM;
 	ids = e->ids;
 	if (own) {
@@ -236,6 +239,16 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 		ids[n++] = s->locs[j] + 1;
 	if (s->cut_short && !own && !(ids[n++] = pseudo_id(p, &e->ps, XF_TRUNCATED_NAME)))
 		return -ENOMEM;
+	if (s->group[0]) {
+		char *root;
+
+		if (asprintf(&root, "[%s]", s->group) < 0)
+			return -ENOMEM;
+		ids[n] = pseudo_id(p, &e->ps, root);
+		free(root);
+		if (!ids[n++])
+			return -ENOMEM;
+	}
 	packed(&e->m, S_LOCATION_ID, &e->m2, ids, n);
 	packed(&e->m, S_VALUE, &e->m2, v, 2);
 	label(&e->m, &e->m2, &e->st, "pid", NULL, s->pid);
@@ -244,6 +257,10 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 	if (s->thread[0])
 		label(&e->m, &e->m2, &e->st, "thread", s->thread, 0);
 	label(&e->m, &e->m2, &e->st, "kind", s->kind, 0);
+	if (s->comm[0])
+		label(&e->m, &e->m2, &e->st, "comm", s->comm, 0);
+	if (s->cgroup[0])
+		label(&e->m, &e->m2, &e->st, "cgroup", s->cgroup, 0);
 	pb_msg(&e->b, P_SAMPLE, &e->m);
 	return 0;
 }

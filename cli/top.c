@@ -54,26 +54,57 @@ static int by_deep(const void *a, const void *b)
 					  strcmp(x->name, y->name);
 }
 
-/* The screen as lines of text: the summary, the keys, the table (at most @max rows). */
+/* @procs's rows, sorted as the screen asks (into @rows, room for all). */
+static int rows_of(const cJSON *procs, const struct top_state *st, struct row *rows)
+{
+	const cJSON *it;
+	int k = 0;
+
+	cJSON_ArrayForEach(it, procs)
+		rows[k++] = (struct row){ proto_str(it, "procedure", "?"),
+					  proto_num(it, "shallow", 0), proto_num(it, "deep", 0) };
+	qsort(rows, k, sizeof(*rows), st->deep ? by_deep : by_shallow);
+	return k;
+}
+
+/* A group's heading, as list prints it (format.c). */
+static void group_heading(char *buf, size_t len, const cJSON *g)
+{
+	const char *by = proto_str(g, "by", "?"), *name = proto_str(g, "name", "");
+
+	if (!name[0])
+		name = "?";
+	if (!strcmp(by, "process"))
+		snprintf(buf, len, "process %.0f %s", proto_num(g, "pid", 0), name);
+	else if (!strcmp(by, "thread"))
+		snprintf(buf, len, "thread %.0f %s (pid %.0f)", proto_num(g, "tid", 0), name,
+			 proto_num(g, "pid", 0));
+	else
+		snprintf(buf, len, "%s %s", by, name);
+}
+
+/*
+ * The screen as lines of text: the summary, the keys, the table (at most @max rows). With
+ * --by, each group's heading and its hottest procedures, the groups by share: room for all
+ * of them if it can, for a few rows each at least.
+ */
 static char **render(const cJSON *rep, const struct top_state *st, int max, int width, int *n)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary");
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(rep, "procedures"), *it;
-	int np = cJSON_GetArraySize(procs), k = 0, nl = 0;
+	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(rep, "groups");
+	int np = cJSON_GetArraySize(procs), nl = 0, ng = cJSON_GetArraySize(groups);
+	int name_w = width > 40 ? width - 37 : 3;
 	double counted = proto_num(s, "counted", 0);
 	struct row *rows = calloc(np + 1, sizeof(*rows));
-	char **lines = calloc(max + 8, sizeof(*lines)), state[64];
+	char **lines = calloc(max + 8, sizeof(*lines)), state[64], head[320];
 
 	if (!rows || !lines) {
 		free(rows);
 		free(lines);
 		return NULL;
 	}
-	cJSON_ArrayForEach(it, procs)
-		rows[k++] = (struct row){ proto_str(it, "procedure", "?"), proto_num(it, "shallow", 0),
-					  proto_num(it, "deep", 0) };
-	qsort(rows, np, sizeof(*rows), st->deep ? by_deep : by_shallow);
 	fmt_state(state, sizeof(state), t);
 #define LINE(...) (asprintf(&lines[nl], __VA_ARGS__) < 0 ? (void)(lines[nl] = NULL) : (void)nl++)
 	LINE("pcmon top: target %.0f \"%s\", %s t=%.0fus, %.1f s, %s%s", proto_num(t, "id", 0),
@@ -83,13 +114,45 @@ static char **render(const cJSON *rep, const struct top_state *st, int max, int 
 	     counted, proto_num(s, "foreign", 0), proto_num(s, "kernel_mode", 0),
 	     proto_num(s, "lost", 0), st->no_kernel ? "off" : "on");
 	LINE("keys: s shallow  d deep  space freeze  z zero  k kernel frames  q quit");
-	LINE("%8s %7s %8s %7s  %s", "SHALLOW", "%", "DEEP", "%", st->deep ? "PROCEDURE (by deep)" :
-									    "PROCEDURE (by shallow)");
-	for (int i = 0; i < np && nl < max + 4; i++)
-		LINE("%8.0f %6.1f%% %8.0f %6.1f%%  %.*s", rows[i].shallow,
-		     counted ? 100 * rows[i].shallow / counted : 0, rows[i].deep,
-		     counted ? 100 * rows[i].deep / counted : 0, width > 40 ? width - 37 : 3,
-		     rows[i].name);
+	if (!groups) {
+		LINE("%8s %7s %8s %7s  %s", "SHALLOW", "%", "DEEP", "%",
+		     st->deep ? "PROCEDURE (by deep)" : "PROCEDURE (by shallow)");
+		np = rows_of(procs, st, rows);
+		for (int i = 0; i < np && nl < max + 4; i++)
+			LINE("%8.0f %6.1f%% %8.0f %6.1f%%  %.*s", rows[i].shallow,
+			     counted ? 100 * rows[i].shallow / counted : 0, rows[i].deep,
+			     counted ? 100 * rows[i].deep / counted : 0, name_w, rows[i].name);
+	} else {
+		/* each group's heading and at least 3 rows, or its share of the screen */
+		int per = ng ? (max - ng) / ng : 0;
+
+		per = per < 3 ? 3 : per;
+		LINE("%8s %7s %7s %8s %7s %7s  %s", "SHALLOW", "%GROUP", "%ALL", "DEEP", "%GROUP",
+		     "%ALL", st->deep ? "PROCEDURE (by deep)" : "PROCEDURE (by shallow)");
+		name_w = width > 56 ? width - 53 : 3;
+		cJSON_ArrayForEach(it, groups) {
+			double gc = proto_num(it, "counted", 0);
+			const cJSON *gp = cJSON_GetObjectItemCaseSensitive(it, "procedures");
+			struct row *gr = calloc(cJSON_GetArraySize(gp) + 1, sizeof(*gr));
+			int k;
+
+			if (nl >= max + 4 || !gr) {
+				free(gr);
+				break;
+			}
+			group_heading(head, sizeof(head), it);
+			LINE("%.*s: %.0f counted (%.1f%%)", width > 30 ? width - 25 : 5, head, gc,
+			     counted ? 100 * gc / counted : 0);
+			k = rows_of(gp, st, gr);
+			for (int i = 0; i < k && i < per && nl < max + 4; i++)
+				LINE("%8.0f %6.1f%% %6.1f%% %8.0f %6.1f%% %6.1f%%  %.*s",
+				     gr[i].shallow, gc ? 100 * gr[i].shallow / gc : 0,
+				     counted ? 100 * gr[i].shallow / counted : 0, gr[i].deep,
+				     gc ? 100 * gr[i].deep / gc : 0,
+				     counted ? 100 * gr[i].deep / counted : 0, name_w, gr[i].name);
+			free(gr);
+		}
+	}
 #undef LINE
 	free(rows);
 	*n = nl;
@@ -111,6 +174,8 @@ static cJSON *fetch(struct top_io *io, const struct top_state *st, char *err, si
 	cJSON_AddStringToObject(req, "target", io->target);
 	if (st->no_kernel)
 		cJSON_AddBoolToObject(req, "no_kernel", 1);
+	if (io->by)
+		cJSON_AddStringToObject(req, "by", io->by);
 	rep = io->call(io->ctx, req);
 	cJSON_Delete(req);
 	if (!proto_bool(rep, "ok", 0)) {

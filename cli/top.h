@@ -16,6 +16,7 @@ struct top_io {
 	bool batch;		/* text on stdout, no terminal */
 	long iterations;	/* refreshes before it ends, 0: until q or a signal */
 	bool deep;		/* sorted by deep count at first */
+	const char *by;		/* --by: the procedures of each group, NULL: of all */
 };
 
 struct top_state {

@@ -65,11 +65,20 @@ struct pcmon_key {
 	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
 	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
 	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */
+	/*
+	 * The thread's cgroup v2 (its id: the inode number of its directory) when sampled, or
+	 * when it went off CPU (pcmon list --by cgroup). In the key, not in a map of pid ->
+	 * cgroup: 8 bytes more a key cost each counts map 8 bytes an entry and the hash 8 bytes
+	 * more to mix, where a map would cost every sample a lookup of its own, and would
+	 * charge a process moved to another cgroup all its samples in the last one.
+	 */
+	__u64 cgroup;
 };
 
-/* A thread's name as its latest sample found it (tnames, by tid). */
+/* A thread's name, and its process's, as its latest sample found them (tnames, by tid). */
 struct pcmon_tname {
 	char comm[16];
+	char pcomm[16];	/* the process's: its main thread's (pcmon list --by comm) */
 };
 
 #define PCMON_SECTION_LEN 32	/* bytes of a section name kept, with its NUL */

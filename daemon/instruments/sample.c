@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgpath.h"
 #include "dbginfo.h"
 #include "engine.h"
+#include "groups.h"
 #include "lines.h"
 #include "pat.h"
 #include "profil.h"
@@ -79,6 +81,7 @@ struct sample_g {
 	uint64_t last_drain_ns;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
+	struct cgpath *cgroups;		/* the paths of the cgroups samples were taken in */
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
@@ -97,12 +100,19 @@ struct sample *sample_new(void)
 {
 	struct sample *sp = calloc(1, sizeof(*sp));
 
-	if (sp && (!(sp->agg = agg_new()) || !(sp->tids = itab_new()))) {
-		agg_free(sp->agg);
-		free(sp);
+	if (sp && (!(sp->agg = agg_new()) || !(sp->threads.keys = itab_new()) ||
+		   !(sp->processes.keys = itab_new()) || !(sp->cgroups.keys = itab_new()))) {
+		sample_free(sp);
 		sp = NULL;
 	}
 	return sp;
+}
+
+static void names_free(struct sample_names *n)
+{
+	itab_free(n->keys);
+	free(n->names);
+	free(n->read);
 }
 
 void sample_free(void *st)
@@ -120,9 +130,9 @@ void sample_free(void *st)
 	free(sp->when_text);
 	pat_free(sp->when);
 	agg_free(sp->agg);
-	itab_free(sp->tids);
-	free(sp->thread_names);
-	free(sp->thread_named);
+	names_free(&sp->threads);
+	names_free(&sp->processes);
+	names_free(&sp->cgroups);
 	free(sp);
 }
 
@@ -334,6 +344,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	st->kind = k->kind;
 	st->pid = k->pid;
 	st->tid = k->tid;
+	st->cgroup = k->cgroup;
 	st->unwalk = unwalk;
 	st->section = section_name(g, k);
 	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
@@ -441,66 +452,133 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	return st;
 }
 
+uint32_t sample_names_get(const struct sample_names *n, uint64_t key)
+{
+	int64_t id = n->keys ? itab_find(n->keys, &key, sizeof(key)) : -1;
+
+	return id < 0 ? 0 : n->names[id];
+}
+
+/* The slot of @key, a new one unnamed and unread: its index, or -ENOMEM. */
+static int64_t names_slot(struct sample_names *n, uint64_t key)
+{
+	int64_t found = itab_find(n->keys, &key, sizeof(key));
+	size_t need = (size_t)itab_count(n->keys) + 1, cap = n->cap;
+	uint32_t id;
+
+	if (found >= 0)
+		return found;
+	/* room first: a key interned has its slots */
+	if (GROW(n->names, cap, need) || GROW(n->read, n->cap, need) ||
+	    itab_intern(n->keys, &key, sizeof(key), &id) < 0)
+		return -ENOMEM;
+	n->names[id] = n->read[id] = 0;
+	return id;
+}
+
+int sample_names_set(struct sample_names *n, uint64_t key, uint32_t name)
+{
+	int64_t id = names_slot(n, key);
+
+	if (id < 0)
+		return -ENOMEM;
+	n->names[id] = name;
+	return 0;
+}
+
 uint32_t sample_thread_name(const struct sample *sp, uint32_t tid)
 {
-	int64_t id = itab_find(sp->tids, &tid, sizeof(tid));
-
-	return id < 0 ? 0 : sp->thread_names[id];
+	return sample_names_get(&sp->threads, tid);
 }
 
 int sample_name_thread(struct sample *sp, uint32_t tid, uint32_t name)
 {
-	uint32_t id;
-	int r = itab_intern(sp->tids, &tid, sizeof(tid), &id);
+	return sample_names_set(&sp->threads, tid, name);
+}
 
-	if (r < 0)
-		return -ENOMEM;
-	if (r == 1) {
-		size_t cap = sp->cap_threads;
+uint32_t sample_process_name(const struct sample *sp, uint32_t pid)
+{
+	uint32_t name = sample_names_get(&sp->processes, pid);
 
-		if (GROW(sp->thread_names, cap, (size_t)id + 1) ||
-		    GROW(sp->thread_named, sp->cap_threads, (size_t)id + 1))
-			return -ENOMEM;
-		sp->thread_named[id] = 0;
-	}
-	sp->thread_names[id] = name;
-	return 0;
+	return name ? name : sample_names_get(&sp->threads, pid);
+}
+
+uint32_t sample_cgroup_name(const struct sample *sp, uint64_t id)
+{
+	return sample_names_get(&sp->cgroups, id);
+}
+
+/* A comm file of /proc into @buf ("" if it cannot be read: the task is gone). */
+static void read_comm(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
- * A thread's name (the exports' thread label), read at most once a drain, when a sample of
- * it is drained: as BPF noted it with its latest sample, else as /proc has it now ("" for a
- * thread gone by then).
+ * @n[@key] := @comm, read in drain @drain; an empty @comm (gone) keeps the name it had (a
+ * new one is "": sym string 0).
+ */
+static void name_one(struct sample_g *g, struct sample_names *n, uint64_t key, const char *comm,
+		     uint64_t drain)
+{
+	int64_t id = names_slot(n, key);
+	uint32_t name;
+
+	if (id < 0)
+		return;
+	n->read[id] = drain;
+	if (comm[0] && !sym_intern_str(g->env.sym, comm, &name))
+		n->names[id] = name;
+}
+
+/*
+ * A thread's name (the exports' thread label) and its process's (list --by comm), read at
+ * most once a drain, when a sample of the thread is drained: as BPF noted them with its
+ * latest sample, else as /proc has them now ("" for a thread gone by then, unless it was
+ * named before).
  */
 static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_stack *st)
 {
-	char path[64], comm[32] = "";
-	uint32_t name = 0;
+	char path[64], comm[32] = "", pcomm[32] = "";
 	int64_t id;
-	ssize_t n;
-	int fd;
 
 	if (!st || !st->tid)
 		return;
-	id = itab_find(sp->tids, &st->tid, sizeof(st->tid));
-	if (!g->name_fresh && id >= 0 && sp->thread_named[id] == g->drains + 1)
+	id = itab_find(sp->threads.keys, &(uint64_t){ st->tid }, sizeof(uint64_t));
+	if (!g->name_fresh && id >= 0 && sp->threads.read[id] == g->drains + 1)
 		return;
-	if (sampler_thread_name(g->smp, st->tid, comm, sizeof(comm))) {
+	if (sampler_thread_name(g->smp, st->tid, comm, pcomm, sizeof(comm))) {
 		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", st->pid, st->tid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			n = read(fd, comm, sizeof(comm) - 1);
-			comm[n > 0 ? n : 0] = '\0';
-			comm[strcspn(comm, "\n")] = '\0';
-			close(fd);
-		}
+		read_comm(path, comm, sizeof(comm));
+		snprintf(path, sizeof(path), "/proc/%u/comm", st->pid);
+		read_comm(path, pcomm, sizeof(pcomm));
 	}
-	if (!comm[0] && id >= 0)
-		name = sp->thread_names[id]; /* gone: it keeps the name it had */
-	else if (sym_intern_str(g->env.sym, comm, &name))
+	name_one(g, &sp->threads, st->tid, comm, g->drains + 1);
+	name_one(g, &sp->processes, st->pid, pcomm, g->drains + 1);
+}
+
+/* The path of a cgroup a target's sample was taken in, found the first time it is met. */
+static void name_cgroup(struct sample_g *g, struct sample *sp, const struct agg_stack *st)
+{
+	char gone[32];
+	const char *path;
+	uint32_t name;
+
+	if (!st || !st->cgroup || sample_names_get(&sp->cgroups, st->cgroup))
 		return;
-	if (!sample_name_thread(sp, st->tid, name))
-		sp->thread_named[itab_find(sp->tids, &st->tid, sizeof(st->tid))] = g->drains + 1;
+	path = cgpath_of(g->cgroups, st->cgroup);
+	if (!path) {
+		snprintf(gone, sizeof(gone), "cgroup:%llu", (unsigned long long)st->cgroup);
+		path = gone;
+	}
+	if (!sym_intern_str(g->env.sym, path, &name))
+		sample_names_set(&sp->cgroups, st->cgroup, name);
 }
 
 /*
@@ -516,8 +594,10 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 		: t->over_memory ? agg_bump(sp->agg, st, count, ns)
 				  : agg_add(sp->agg, st, count, ns);
 
-	if (!r)
+	if (!r) {
 		name_thread(g, sp, st);
+		name_cgroup(g, sp, st);
+	}
 	if (r == -ENOENT)
 		sp->lost_memory += count;
 	else if (r)
@@ -706,7 +786,7 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 	*gp = NULL;
 	if (!g)
 		return -ENOMEM;
-	if (!(g->section_keys = itab_new())) {
+	if (!(g->section_keys = itab_new()) || !(g->cgroups = cgpath_new(NULL))) {
 		close_g(g);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -733,6 +813,7 @@ static void close_g(void *gp)
 	free(g->pending);
 	itab_free(g->section_keys);
 	free(g->section_names);
+	cgpath_free(g->cgroups);
 	probes_stop(g->probes);
 	sampler_close(g->smp);
 	free(g);
@@ -1157,6 +1238,7 @@ static const struct proto_field list_fields[] = {
 	F_BOOL("no_inline"),
 	F_BOOL("stacks"),
 	F_BOOL("no_kernel"),
+	{ .name = "by", .type = PT_ENUM, .values = GROUPS_BY_VALUES, .opt = "--by" },
 	F_STR("lines", 512),
 	F_STR("offset", 512),
 	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },

@@ -42,6 +42,22 @@ struct sample_crit {
 	struct pat *pat;
 };
 
+/*
+ * Names by number, kept with the results so that they outlive what they name: threads' by
+ * tid (the exports' thread label), processes' by pid and cgroups' by id (list --by).
+ */
+struct sample_names {
+	struct itab *keys;	/* the numbers (uint64_t), in the order first named */
+	uint32_t *names;	/* sym string ids ("" when it was gone before it was named) */
+	uint64_t *read;		/* the drain that last read each name */
+	size_t cap;
+};
+
+/* @key's name (a sym string id), 0 if not known. */
+uint32_t sample_names_get(const struct sample_names *n, uint64_t key);
+/* @key is called @name (a sym string id): 0, or -ENOMEM. */
+int sample_names_set(struct sample_names *n, uint64_t key, uint32_t name);
+
 /* One target's sampling: its settings and its results. */
 struct sample {
 	bool real, kernel, icase, no_inline;
@@ -62,10 +78,9 @@ struct sample {
 	struct pcmon_tstat lost_base;	/* BPF drop counters when started or zeroed */
 	struct pcmon_tstat lost;	/* drops since, as last read */
 	bool holds_period, holds_offcpu;
-	struct itab *tids;	/* threads seen, by tid: ids into thread_names */
-	uint32_t *thread_names;	/* sym string ids ("" when it was gone before it was named) */
-	uint64_t *thread_named;	/* the drain that last read each name */
-	size_t cap_threads;
+	/* names: threads' and processes' (their main thread's) as their latest samples found
+	 * them, cgroups' paths as they were when first met ("cgroup:ID" if gone by then) */
+	struct sample_names threads, processes, cgroups;
 };
 
 extern const struct inst_ops sample_ops;
@@ -79,6 +94,13 @@ uint64_t sample_lost(const struct sample *sp);
 uint32_t sample_thread_name(const struct sample *sp, uint32_t tid);
 /* Thread @tid is called @name (sym string id). */
 int sample_name_thread(struct sample *sp, uint32_t tid, uint32_t name);
+/*
+ * Process @pid's name (its main thread's) as its samples last found it: a sym string id, 0
+ * if not known. Results saved before processes were named have their main thread's name.
+ */
+uint32_t sample_process_name(const struct sample *sp, uint32_t pid);
+/* Cgroup @id's path (sym string id), "cgroup:ID" if it was gone when first met; 0: not known. */
+uint32_t sample_cgroup_name(const struct sample *sp, uint64_t id);
 const char *sample_mode_name(const struct sample *sp);
 
 /* --critical NAME=PATTERN, as a JSON array of strings. */
@@ -120,6 +142,12 @@ void sample_listing_end(struct sample_listing *ls);
  * deep_order) added to @out. */
 void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
 		      cJSON *out);
+/*
+ * The group of stack @st when grouped @by (enum groups_by, list --by): what tells it apart
+ * (a pid, a tid, a cgroup id; a comm's name), and its name (a sym string id) in *@name.
+ */
+uint64_t sample_group_of(const struct sample *sp, int by, const struct agg_stack *st,
+			 uint32_t *name);
 /* Sampling's inst_ops list_check and list_json (sample_report.c). */
 int sample_check_list(const cJSON *req, cJSON **rep);
 int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dbginfo.h"
+#include "groups.h"
 #include "inst.h"
 #include "lines.h"
 #include "proto.h"
@@ -87,26 +88,35 @@ static void add_summary(const struct sample_listing *ls, const struct agg_list *
 	}
 }
 
-/* The procedures, by shallow count, and the deep table's order as indices into them. */
-static void add_procedures(struct agg_list *l, const struct sym *s, cJSON *out)
+/*
+ * Procedures @rows (of @counted samples), by shallow count, and the deep table's order as
+ * indices into them. @all: of a group, the listing's counted samples (percentages of all
+ * too), else 0.
+ */
+static void add_procedures(struct agg_row *rows, size_t n, uint64_t counted, uint64_t all,
+			   const struct sym *s, cJSON *out)
 {
 	cJSON *arr = cJSON_AddArrayToObject(out, "procedures"), *o;
-	size_t n = l->nrows;
 	struct agg_row *deep;
-	uint32_t *pos;
+	struct itab *pos;
+	uint32_t id;
 
-	agg_sort_rows(l->rows, n, 0, s);
+	agg_sort_rows(rows, n, 0, s);
 	for (size_t i = 0; i < n; i++) {
-		const struct sym_procinfo *pi = sym_proc(s, l->rows[i].proc);
+		const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
 
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
 		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
 		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
-		cJSON_AddNumberToObject(o, "shallow", l->rows[i].shallow);
-		cJSON_AddNumberToObject(o, "deep", l->rows[i].deep);
-		cJSON_AddNumberToObject(o, "shallow_pct", pct(l->rows[i].shallow, l->counted));
-		cJSON_AddNumberToObject(o, "deep_pct", pct(l->rows[i].deep, l->counted));
+		cJSON_AddNumberToObject(o, "shallow", rows[i].shallow);
+		cJSON_AddNumberToObject(o, "deep", rows[i].deep);
+		cJSON_AddNumberToObject(o, "shallow_pct", pct(rows[i].shallow, counted));
+		cJSON_AddNumberToObject(o, "deep_pct", pct(rows[i].deep, counted));
+		if (all) {
+			cJSON_AddNumberToObject(o, "shallow_pct_all", pct(rows[i].shallow, all));
+			cJSON_AddNumberToObject(o, "deep_pct_all", pct(rows[i].deep, all));
+		}
 		if (pi->file)
 			cJSON_AddStringToObject(o, "file", sym_str(s, pi->file));
 		if (pi->line)
@@ -115,25 +125,108 @@ static void add_procedures(struct agg_list *l, const struct sym *s, cJSON *out)
 	}
 	arr = cJSON_AddArrayToObject(out, "deep_order");
 	deep = malloc((n ? n : 1) * sizeof(*deep));
-	pos = calloc(sym_nprocs(s) + 1, sizeof(*pos));
+	/* each row's place by its procedure: interned in order, a procedure's id is its row's
+	 * (a table as large as the rows, not as all procedures: a group has few of them) */
+	pos = itab_new();
+	for (size_t i = 0; pos && i < n; i++)
+		if (itab_intern(pos, &rows[i].proc, sizeof(rows[i].proc), &id) < 0) {
+			itab_free(pos);
+			pos = NULL;
+		}
 	if (deep && pos) {
-		for (size_t i = 0; i < n; i++)
-			pos[l->rows[i].proc] = i;
 		if (n)
-			memcpy(deep, l->rows, n * sizeof(*deep));
+			memcpy(deep, rows, n * sizeof(*deep));
 		agg_sort_rows(deep, n, 1, s);
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(pos[deep[i].proc]));
+		for (size_t i = 0; i < n; i++) {
+			int64_t at = itab_find(pos, &deep[i].proc, sizeof(deep[i].proc));
+
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)at));
+		}
 	}
 	free(deep);
-	free(pos);
+	itab_free(pos);
+}
+
+/* ---- list --by */
+
+/* The visitor that charges each visit to its group. */
+struct by_ctx {
+	enum groups_by by;
+	const struct sample *sp;
+	struct groups *g;
+};
+
+uint64_t sample_group_of(const struct sample *sp, int by, const struct agg_stack *st,
+			 uint32_t *name)
+{
+	switch (by) {
+	case GROUPS_PROCESS:
+		*name = sample_process_name(sp, st->pid);
+		return st->pid;
+	case GROUPS_THREAD:
+		*name = sample_thread_name(sp, st->tid);
+		return st->tid;
+	case GROUPS_CGROUP:
+		*name = sample_cgroup_name(sp, st->cgroup);
+		return st->cgroup;
+	default: /* one command name, whoever ran it */
+		*name = sample_process_name(sp, st->pid);
+		return *name;
+	}
+}
+
+static void by_visit(void *ctx, const struct agg_visit *v)
+{
+	struct by_ctx *b = ctx;
+	uint32_t name;
+	uint64_t key = sample_group_of(b->sp, b->by, v->st, &name);
+
+	groups_add(b->g, key, name, v->st->pid, v);
+}
+
+/*
+ * "groups": [{"by", "name", "counted", "percent", "foreign", "processes", ["pid",] ["tid",]
+ * ["id",] "procedures", "deep_order"}], by counted samples; a group's percentages are of its
+ * own counted samples, the _all ones of the listing's.
+ */
+static int add_groups(const struct by_ctx *b, uint64_t counted, const struct sym *s,
+		      cJSON *out)
+{
+	const struct group *gs;
+	cJSON *arr, *o;
+	size_t n;
+	int r = groups_sorted(b->g, &gs, &n);
+
+	if (r)
+		return r;
+	arr = cJSON_AddArrayToObject(out, "groups");
+	for (size_t i = 0; i < n; i++) {
+		const struct group *gr = &gs[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "by", groups_by_names[b->by]);
+		cJSON_AddStringToObject(o, "name", sym_str(s, gr->name));
+		if (b->by == GROUPS_PROCESS || b->by == GROUPS_THREAD)
+			cJSON_AddNumberToObject(o, "pid", gr->pid);
+		if (b->by == GROUPS_THREAD)
+			cJSON_AddNumberToObject(o, "tid", (double)gr->key);
+		if (b->by == GROUPS_CGROUP)
+			cJSON_AddNumberToObject(o, "id", (double)gr->key);
+		cJSON_AddNumberToObject(o, "counted", gr->counted);
+		cJSON_AddNumberToObject(o, "percent", pct(gr->counted, counted));
+		cJSON_AddNumberToObject(o, "foreign", gr->foreign);
+		cJSON_AddNumberToObject(o, "processes", gr->processes);
+		add_procedures(gr->rows, gr->nrows, gr->counted, counted ? counted : 1, s, o);
+	}
+	return 0;
 }
 
 void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
 		      cJSON *out)
 {
 	add_summary(ls, l, s, cJSON_AddObjectToObject(out, "summary"));
-	add_procedures(l, s, out);
+	add_procedures(l->rows, l->nrows, l->counted, 0, s, out);
 }
 
 int sample_check_list(const cJSON *req, cJSON **rep)
@@ -141,6 +234,11 @@ int sample_check_list(const cJSON *req, cJSON **rep)
 	if (!!proto_str(req, "lines", NULL) + !!proto_str(req, "offset", NULL) +
 	    proto_bool(req, "stacks", 0) > 1) {
 		*rep = proto_error(2, "list: one view at a time: --lines, profil or an export");
+		return -1;
+	}
+	if (proto_str(req, "by", NULL) &&
+	    (proto_str(req, "lines", NULL) || proto_str(req, "offset", NULL))) {
+		*rep = proto_error(2, "--by: not with --lines or profil (one procedure's views)");
 		return -1;
 	}
 	return sample_check_listing(req, rep);
@@ -154,6 +252,8 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 {
 	const char *lines = proto_str(req, "lines", NULL), *offset = proto_str(req, "offset", NULL);
 	const struct inst_env *env = g; /* its first member */
+	int by = groups_by_parse(proto_str(req, "by", NULL));
+	struct by_ctx bc = { .by = by };
 	struct sample_listing ls;
 	struct stacks *x = NULL;
 	struct pcs *pcs = NULL;
@@ -163,10 +263,15 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	(void)st;
 	if (sample_listing_begin(g, t, req, &ls, err))
 		return -1;
-	if (proto_bool(req, "stacks", 0)) { /* the exports' view */
-		x = stacks_new(env->sym, &ls.lo, ls.sp);
+	if (proto_bool(req, "stacks", 0)) { /* the exports' view, rooted at the groups if --by */
+		x = stacks_new(env->sym, &ls.lo, ls.sp, by);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
+	} else if (by >= 0) { /* who took them */
+		bc.sp = ls.sp;
+		bc.g = groups_new(env->sym);
+		ls.lo.visit = by_visit;
+		ls.lo.visit_ctx = bc.g ? &bc : NULL;
 	} else if (lines || offset) { /* where inside procedures */
 		pcs = pcs_new(env->sym);
 		ls.lo.visit = pcs_visit;
@@ -189,6 +294,10 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	}
 	sample_list_json(&ls, &l, env->sym, rep);
 	agg_list_free(&l);
+	if (bc.g && add_groups(&bc, l.counted, env->sym, rep)) {
+		*err = proto_error(1, "out of memory while listing");
+		goto out;
+	}
 	if (env->dbg) { /* names that may still come */
 		struct dbginfo_stats ds;
 
@@ -200,6 +309,7 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 out:
 	stacks_free(x);
 	pcs_free(pcs);
+	groups_free(bc.g);
 	sample_listing_end(&ls);
 	return r;
 }

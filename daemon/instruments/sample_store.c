@@ -10,17 +10,22 @@
  *    "procs": [{"m": MODULE, "n": NAME, ["file": F,] ["line": N]}, ...],
  *    "locs": [{"a": "0x...", "f": [PROC_INDEX, ...innermost first], ["file": F,]
  *              ["line": N,] ["fl": [[FILE, LINE], ...] each frame's own line]}, ...],
- *    "stacks": [{"k": "oncpu|oncpu_kernel|off_blocked|off_runnable", "p": PID,
- *                ["u": UNWALK_REASON,] ["cs": true, "cr": CUT_REASON,] ["mp": true,] ["s": SECTION,]
- *                "nu": USER_LOCS, "c": COUNT, "ns": NS,
- *                "l": [LOC_INDEX, ...outermost first]}, ...]}
+ *    "stacks": [{"k": "oncpu|oncpu_kernel|off_blocked|off_runnable", "p": PID, ["t": TID,]
+ *                ["cg": CGROUP_ID,] ["u": UNWALK_REASON,] ["cs": true, "cr": CUT_REASON,]
+ *                ["mp": true,] ["s": SECTION,] "nu": USER_LOCS, "c": COUNT, "ns": NS,
+ *                "l": [LOC_INDEX, ...outermost first]}, ...],
+ *    "threads": [{"t": TID, "n": NAME}, ...], "processes": [{"p": PID, "n": NAME}, ...],
+ *    "cgroups": [{"id": CGROUP_ID, "path": PATH}, ...]}
  *
  * Stacks are saved symbolized (module, address, frame names, lines), so they list the same
  * after a restart, when the processes and even their files may be gone. Formats 1 and 2 kept
  * these fields at the top level of the file, which is then the section (store.c); format 1
  * named each location's module and frames ("m", "f": [NAME, ...]) instead of "procs".
+ * Threads, their names, processes' names and cgroups came during format 3: files without
+ * them list with threads, processes and cgroups not known (tid 0, cgroup 0).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +51,18 @@ static const char *const stack_kind_names[PCMON_KIND_MAX] = {
 	[PCMON_KIND_ONCPU_KMODE] = "oncpu_kernel",
 	[PCMON_KIND_OFF_BLOCKED] = "off_blocked",
 	[PCMON_KIND_OFF_RUNNABLE] = "off_runnable",
+};
+
+/* The names kept by number: each an array of {NUM: N, NAME: "..."}. */
+static const struct name_set {
+	const char *key, *num, *name;
+	size_t off;		/* of its struct sample_names in struct sample */
+	uint64_t max;		/* the largest number */
+	size_t maxlen;		/* the longest name */
+} name_sets[] = {
+	{ "threads", "t", "n", offsetof(struct sample, threads), STORE_MAX_PID, 64 },
+	{ "processes", "p", "n", offsetof(struct sample, processes), STORE_MAX_PID, 64 },
+	{ "cgroups", "id", "path", offsetof(struct sample, cgroups), UINT64_MAX, STORE_MAX_NAME },
 };
 
 /* ---- writing */
@@ -185,6 +202,10 @@ static void render_stack(struct writer *w, struct sf_text *x, const struct agg_s
 		sf_text_lit(sw, x, ",\"t\":");
 		sf_text_u64(sw, x, st->tid);
 	}
+	if (st->cgroup) {
+		sf_text_lit(sw, x, ",\"cg\":");
+		sf_text_u64(sw, x, st->cgroup);
+	}
 	if (st->unwalk) {
 		sf_text_lit(sw, x, ",\"u\":");
 		sf_text_str(sw, x, st->unwalk < AGG_UNWALK_MAX ? agg_unwalk_names[st->unwalk] : "?");
@@ -267,16 +288,21 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 	if (stacks.len)
 		sf_text_lit(sw, &stacks, "]");
 	sf_put_text(sw, o, "stacks", &stacks);
-	/* the threads' names, for the exports' thread label */
-	arr = sf_chk(sw, cJSON_AddArrayToObject(o, "threads"));
-	for (uint32_t i = 0; !sw->oom && i < itab_count(sp->tids); i++) {
-		cJSON *x = cJSON_CreateObject();
+	/* the names of threads (the exports' thread label), processes and cgroups (list --by) */
+	for (size_t i = 0; i < ARRAY_SIZE(name_sets); i++) {
+		const struct name_set *ns = &name_sets[i];
+		const struct sample_names *n = (const void *)((const char *)sp + ns->off);
 
-		sf_push(sw, arr, x);
-		if (sw->oom)
-			break;
-		sf_put_num(sw, x, "t", *(const uint32_t *)itab_key(sp->tids, i, NULL));
-		sf_put_str(sw, x, "n", sym_str(s, sp->thread_names[i]));
+		arr = sf_chk(sw, cJSON_AddArrayToObject(o, ns->key));
+		for (uint32_t j = 0; !sw->oom && j < itab_count(n->keys); j++) {
+			cJSON *x = cJSON_CreateObject();
+
+			sf_push(sw, arr, x);
+			if (sw->oom)
+				break;
+			sf_put_u64(sw, x, ns->num, *(const uint64_t *)itab_key(n->keys, j, NULL));
+			sf_put_str(sw, x, ns->name, sym_str(s, n->names[j]));
+		}
 	}
 	free(w.procs.idx);
 	free(w.locs.idx);
@@ -473,6 +499,7 @@ static int read_loc(struct sf_rd *rd, const cJSON *it, int i, const struct rproc
 /* A stack as the file gives it: locations are indices into "locs". */
 struct rstack {
 	uint32_t kind, pid, tid, unwalk, cut, nuser, n;
+	uint64_t cgroup;
 	bool cut_short, marks_pending;
 	const char *section;
 	uint64_t count, ns;
@@ -494,6 +521,7 @@ static int read_stack(struct sf_rd *rd, const cJSON *it, int i, int nlocs, struc
 	if ((r = sf_get_enum(rd, it, "k", SF_ALWAYS, stack_kind_names, PCMON_KIND_MAX, &st->kind)) ||
 	    (r = sf_get_u32(rd, it, "p", SF_ALWAYS, STORE_MAX_PID, &st->pid)) ||
 	    (r = sf_get_u32(rd, it, "t", SF_OPTIONAL, STORE_MAX_PID, &st->tid)) ||
+	    (r = sf_get_u64(rd, it, "cg", SF_OPTIONAL, &st->cgroup)) ||
 	    /* (fp_chain, the last reason, only ever cuts a stack short) */
 	    (r = sf_get_enum(rd, it, "u", SF_OPTIONAL, unwalk_names, AGG_UNWALK_FP_CHAIN, &st->unwalk)) ||
 	    (r = sf_get_bool(rd, it, "cs", SF_OPTIONAL, &st->cut_short)) ||
@@ -524,6 +552,32 @@ static int read_stack(struct sf_rd *rd, const cJSON *it, int i, int nlocs, struc
 		if ((r = sf_num_u64(rd, name, x, nlocs - 1, false, &li)))
 			return r;
 	}
+	return 0;
+}
+
+/* The names of set @ns, each checked: its array in *@arr (NULL if the file has none). */
+static int read_names(struct sf_rd *rd, const cJSON *o, const struct name_set *ns,
+		      const cJSON **arr)
+{
+	const cJSON *it;
+	int r, n, i = 0;
+
+	*arr = NULL;
+	if ((r = sf_get_array(rd, o, ns->key, SF_OPTIONAL, STORE_MAX_ITEMS, arr, &n)))
+		return r;
+	cJSON_ArrayForEach(it, *arr) {
+		const char *name;
+		uint64_t num;
+
+		snprintf(rd->at, sizeof(rd->at), "%s[%d].", ns->key, i);
+		if (!cJSON_IsObject(it))
+			return sf_not_object(rd, ns->key, i, it);
+		if ((r = sf_get_u64x(rd, it, ns->num, SF_ALWAYS, ns->max, false, &num)) ||
+		    (r = sf_get_str(rd, it, ns->name, SF_ALWAYS, ns->maxlen, &name)))
+			return r;
+		i++;
+	}
+	rd->at[0] = '\0';
 	return 0;
 }
 
@@ -578,8 +632,8 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	uint32_t *ids = NULL;
 	uint64_t csum = 0, nssum = 0;
 	const cJSON *arr, *it, *x;
-	int r, nprocs = 0, nlocs = 0, nstacks = 0, nthreads = 0, i;
-	const cJSON *tarr = NULL;
+	int r, nprocs = 0, nlocs = 0, nstacks = 0, i;
+	const cJSON *narr[ARRAY_SIZE(name_sets)] = { NULL };
 
 	*out = NULL;
 	r = -ENOMEM;
@@ -634,22 +688,9 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		}
 	}
 	rd->at[0] = '\0';
-	if ((r = sf_get_array(rd, o, "threads", SF_OPTIONAL, STORE_MAX_ITEMS, &tarr, &nthreads)))
-		goto out;
-	i = 0;
-	cJSON_ArrayForEach(it, tarr) {
-		uint32_t tid;
-		const char *name;
-
-		snprintf(rd->at, sizeof(rd->at), "threads[%d].", i++);
-		if (!cJSON_IsObject(it))
-			r = sf_not_object(rd, "threads", i - 1, it);
-		else if (!(r = sf_get_u32(rd, it, "t", SF_ALWAYS, STORE_MAX_PID, &tid)))
-			r = sf_get_str(rd, it, "n", SF_ALWAYS, 64, &name);
-		if (r)
+	for (size_t k = 0; k < ARRAY_SIZE(name_sets); k++)
+		if ((r = read_names(rd, o, &name_sets[k], &narr[k])))
 			goto out;
-	}
-	rd->at[0] = '\0';
 
 	/* everything checked: now load */
 	r = -ENOMEM;
@@ -663,6 +704,7 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		if ((r = read_stack(rd, it, i++, nlocs, &rs)))
 			goto out;
 		*st = (struct agg_stack){ .kind = rs.kind, .pid = rs.pid, .tid = rs.tid,
+					  .cgroup = rs.cgroup,
 					  .unwalk = rs.unwalk,
 					  .flags = (rs.cut_short ? AGG_SF_CUT(rs.cut ? rs.cut :
 								AGG_UNWALK_FP_CHAIN) : 0) |
@@ -678,13 +720,23 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		if ((r = agg_add(sp->agg, st, rs.count, rs.ns)))
 			goto out;
 	}
-	cJSON_ArrayForEach(it, tarr) {
-		uint32_t name;
+	for (size_t k = 0; k < ARRAY_SIZE(name_sets); k++) {
+		const struct name_set *ns = &name_sets[k];
 
-		r = -ENOMEM;
-		if (sym_intern_str(s, proto_str(it, "n", ""), &name) ||
-		    sample_name_thread(sp, (uint32_t)proto_num(it, "t", 0), name))
-			goto out;
+		i = 0;
+		cJSON_ArrayForEach(it, narr[k]) {
+			uint64_t num = 0;
+			uint32_t name;
+
+			/* (read again: checked above) */
+			snprintf(rd->at, sizeof(rd->at), "%s[%d].", ns->key, i++);
+			sf_get_u64x(rd, it, ns->num, SF_ALWAYS, ns->max, false, &num);
+			r = -ENOMEM;
+			if (sym_intern_str(s, proto_str(it, ns->name, ""), &name) ||
+			    sample_names_set((void *)((char *)sp + ns->off), num, name))
+				goto out;
+		}
+		rd->at[0] = '\0';
 	}
 	*out = sp;
 	sp = NULL;

@@ -730,13 +730,14 @@ uint32_t sampler_capacity(const struct sampler *s)
 	return bpf_map__max_entries(s->skel->maps.counts0);
 }
 
-int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm, size_t len)
 {
 	struct pcmon_tname n;
 
 	if (bpf_map__lookup_elem(s->skel->maps.tnames, &tid, sizeof(tid), &n, sizeof(n), 0))
 		return -ENOENT;
-	snprintf(buf, len, "%.*s", (int)sizeof(n.comm), n.comm);
+	snprintf(comm, len, "%.*s", (int)sizeof(n.comm), n.comm);
+	snprintf(pcomm, len, "%.*s", (int)sizeof(n.pcomm), n.pcomm);
 	return 0;
 }
 

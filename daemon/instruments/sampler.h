@@ -42,8 +42,9 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen);
 void sampler_offcpu_put(struct sampler *s);
 
 
-/* Thread @tid's name as BPF noted it with its first sample: 0, or -ENOENT. */
-int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len);
+/* Thread @tid's name and its process's (@len bytes each) as BPF noted them with its latest
+ * sample: 0, or -ENOENT. */
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm, size_t len);
 
 /*
  * Flip the buffers, wait until no program can still write the old pair, and hand every

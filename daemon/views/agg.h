@@ -2,9 +2,9 @@
 /*
  * agg_: per-target aggregates and the LIST computation over them.
  *
- * A target keeps one entry per distinct (kind, pid, thread, stack): the stack as symbolized
- * locations, outermost first. Keeping stacks (not per-procedure totals) is what lets
- * `pcmon list --when P` re-apply any pattern to stored samples.
+ * A target keeps one entry per distinct (kind, pid, thread, cgroup, stack): the stack as
+ * symbolized locations, outermost first. Keeping stacks (not per-procedure totals) is what
+ * lets `pcmon list --when P` re-apply any pattern to stored samples.
  */
 #ifndef PCMON_AGG_H
 #define PCMON_AGG_H
@@ -54,6 +54,7 @@ struct agg_stack {
 	uint32_t unwalk;	/* enum agg_unwalk */
 	uint32_t section;	/* string id (sym) of the marked critical section, 0 = none */
 	uint32_t flags;		/* AGG_SF_* */
+	uint64_t cgroup;	/* the thread's cgroup v2 id (0: not known, from an older file) */
 	uint32_t nuser;		/* user locations, outermost first ... */
 	uint32_t nkern;		/* ... then kernel locations, outermost first */
 	uint32_t locs[];

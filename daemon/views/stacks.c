@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "groups.h"
 #include "sample.h"
 #include "stacks.h"
 #include "sym.h"
@@ -17,6 +18,7 @@ struct stacks {
 	const struct sym *s;
 	const struct agg_list_opts *lo;
 	const struct sample *sp;
+	int by;			/* enum groups_by: each sample's group, -1: none */
 	int err;
 	cJSON *profile, *objects, *functions, *locations, *samples;
 	int32_t *obj_of;	/* sym module id -> index in objects, -1: not yet */
@@ -43,7 +45,7 @@ static const char *const kind_names[PCMON_KIND_MAX] = {
 };
 
 struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
-			  const struct sample *sp)
+			  const struct sample *sp, int by)
 {
 	struct stacks *x = calloc(1, sizeof(*x));
 
@@ -52,6 +54,7 @@ struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
 	x->s = s;
 	x->lo = lo;
 	x->sp = sp;
+	x->by = by;
 	x->nobj_of = sym_nmodules(s);
 	x->nfn_of = sym_nprocs(s);
 	x->obj_of = malloc((x->nobj_of + 1) * sizeof(*x->obj_of));
@@ -194,6 +197,29 @@ static int location(struct stacks *x, uint32_t loc, uint32_t inl, bool kernel)
 	return (int)id;
 }
 
+/*
+ * The group of a sample (list --by): what the exports make its root frame ("group"), and
+ * the label it adds to the pprof ones: its process's command name ("comm") or its cgroup
+ * ("cgroup": the path, cgroup:ID if it was gone); "pid", "tid" and "thread" are there.
+ */
+static void add_group(struct stacks *x, const struct agg_stack *st, cJSON *o)
+{
+	char title[4200], gone[32]; /* (a cgroup's path is up to PATH_MAX) */
+	uint32_t name;
+	uint64_t key = sample_group_of(x->sp, x->by, st, &name);
+	const char *n = sym_str(x->s, name);
+
+	groups_title(x->by, key, n, title, sizeof(title));
+	cJSON_AddStringToObject(o, "group", title);
+	if (x->by == GROUPS_PROCESS || x->by == GROUPS_COMM) {
+		n = sym_str(x->s, sample_process_name(x->sp, st->pid));
+		cJSON_AddStringToObject(o, "comm", n);
+	} else if (x->by == GROUPS_CGROUP && key) {
+		snprintf(gone, sizeof(gone), "cgroup:%" PRIu64, key);
+		cJSON_AddStringToObject(o, "cgroup", n[0] ? n : gone);
+	}
+}
+
 void stacks_visit(void *ctx, const struct agg_visit *v)
 {
 	static const char *const charged[] = {
@@ -222,6 +248,8 @@ void stacks_visit(void *ctx, const struct agg_visit *v)
 		cJSON_AddNumberToObject(o, "tid", st->tid);
 		cJSON_AddStringToObject(o, "thread", sym_str(x->s, sample_thread_name(x->sp, st->tid)));
 	}
+	if (x->by >= 0)
+		add_group(x, st, o);
 	cJSON_AddStringToObject(o, "charged", charged[v->cls]);
 	if (st->flags & AGG_SF_CUT_SHORT) /* its outer frames are missing, and why */
 		cJSON_AddStringToObject(o, "cut_short", agg_unwalk_names[agg_cut_reason(st)]);

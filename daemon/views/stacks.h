@@ -12,6 +12,8 @@
  *   locations: [{object, address ("0x..."), kernel, lines: [[function, line], ...]}]
  *              lines innermost first: the inline chain, the function itself last
  *   samples:   [{count, ns, kind, pid, tid, thread, charged, section, locations: [leaf first]}]
+ *              with --by also group (its root frame: "comm NAME", "process PID NAME", ...)
+ *              and, by process or comm, comm; by cgroup, cgroup (its path)
  */
 #ifndef PCMON_STACKS_H
 #define PCMON_STACKS_H
@@ -25,9 +27,10 @@ struct stacks;
 struct sample;
 
 /* For a listing of @sp with options @lo (its declared sections name the samples charged to
- * them; @sp names the threads). */
+ * them; @sp names the threads), each sample with its group when @by (enum groups_by) is not
+ * -1. */
 struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
-			  const struct sample *sp);
+			  const struct sample *sp, int by);
 void stacks_free(struct stacks *x);
 /* The visitor for agg_list_opts.visit (ctx: the stacks). */
 void stacks_visit(void *ctx, const struct agg_visit *v);

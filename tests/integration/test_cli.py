@@ -41,7 +41,8 @@ def sample_value(opt, tmp):
             "--leg": "1:2", "--hist": "node:1,log", "--track": "all", "--add": "none",
             "--buckets": "4", "--scale": "10", "--base": "0", "--format": "folded",
             "--output": os.path.join(tmp, "out"), "--title": "t", "--delay": "1",
-            "--iterations": "1", "--offset": "main", "--bufsiz": "64", "--source-dir": tmp}[opt]
+            "--iterations": "1", "--offset": "main", "--bufsiz": "64", "--source-dir": tmp,
+            "--by": "comm"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):

@@ -226,9 +226,9 @@ uint32_t sampler_capacity(const struct sampler *s) { (void)s; return 65536; }
 bool sampler_drain_wanted(struct sampler *s) { (void)s; return false; }
 const char *sampler_blocked_stacks(const struct sampler *s) { (void)s; return NULL; }
 
-int sampler_thread_name(struct sampler *s, uint32_t tid, char *buf, size_t len)
+int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm, size_t len)
 {
-	(void)s; (void)tid; (void)buf; (void)len;
+	(void)s; (void)tid; (void)comm; (void)pcomm; (void)len;
 	return -ENOENT;
 }
 
@@ -384,6 +384,14 @@ static void queue(uint32_t id, uint64_t count)
 	fk.nq++;
 }
 
+/* ... taken by thread @tid of this process, in cgroup @cgroup. */
+static void queue_as(uint32_t id, uint64_t count, uint32_t tid, uint64_t cgroup)
+{
+	queue(id, count);
+	fk.q[fk.nq - 1].k.tid = tid;
+	fk.q[fk.nq - 1].k.cgroup = cgroup;
+}
+
 /* A procedure's row in a listing, NULL if it has none. */
 static const cJSON *proc_row(const cJSON *list, const char *name)
 {
@@ -518,6 +526,79 @@ static void test_samples_listed(void **state)
 	assert_int_equal(proto_num(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"),
 						       "cut_short_by_reason"),
 				   "fp_chain", -1), 42);
+	cJSON_Delete(rep);
+}
+
+/* `list --by @by` of target @id, with more fields @more ("" for none). */
+static cJSON *list_by(struct fx *f, uint32_t id, const char *by, const char *more)
+{
+	char json[192];
+
+	snprintf(json, sizeof(json), "{\"v\":1,\"cmd\":\"list\",\"target\":%u,\"by\":\"%s\"%s}",
+		 id, by, more);
+	return ask(f, getuid(), json);
+}
+
+/* list --by: groups with their own procedures, names that survive a restart. */
+static void test_list_by(void **state)
+{
+	struct fx *f = *state;
+	const cJSON *gs, *g0, *g1;
+	char comm[32] = "";
+	uint32_t id;
+	cJSON *rep;
+	FILE *fp = fopen("/proc/self/comm", "r");
+
+	assert_non_null(fp);
+	assert_non_null(fgets(comm, sizeof(comm), fp));
+	fclose(fp);
+	comm[strcspn(comm, "\n")] = '\0';
+	open_engine(f);
+	id = start(f, getuid(), "\"unwind\":\"fp\"");
+	queue_as(id, 30, getpid(), 987654321); /* a cgroup no directory has: gone */
+	queue_as(id, 12, getpid(), 987654322);
+	for (int round = 0; round < 2; round++) {
+		rep = list_by(f, id, "cgroup", "");
+		assert_true(ok(rep));
+		gs = cJSON_GetObjectItem(rep, "groups");
+		assert_int_equal(cJSON_GetArraySize(gs), 2);
+		g0 = cJSON_GetArrayItem(gs, 0);
+		g1 = cJSON_GetArrayItem(gs, 1);
+		assert_string_equal(proto_str(g0, "by", ""), "cgroup");
+		assert_string_equal(proto_str(g0, "name", ""), "cgroup:987654321");
+		assert_int_equal(proto_num(g0, "id", 0), 987654321);
+		assert_int_equal(proto_num(g0, "counted", 0), 30);
+		assert_int_equal(proto_num(g1, "counted", 0), 12);
+		assert_float_equal(proto_num(g0, "percent", 0), 100.0 * 30 / 42, 1e-9);
+		g0 = cJSON_GetArrayItem(cJSON_GetObjectItem(g0, "procedures"), 0);
+		assert_string_equal(proto_str(g0, "name", ""), "leaf_work");
+		assert_int_equal(proto_num(g0, "shallow_pct", 0), 100);
+		assert_true(proto_num(g0, "shallow_pct_all", 0) > 71.4);
+		assert_non_null(proc_row(rep, "leaf_work")); /* the whole listing is there too */
+		cJSON_Delete(rep);
+
+		rep = list_by(f, id, "process", "");
+		gs = cJSON_GetObjectItem(rep, "groups");
+		assert_int_equal(cJSON_GetArraySize(gs), 1);
+		g0 = cJSON_GetArrayItem(gs, 0);
+		assert_int_equal(proto_num(g0, "pid", 0), getpid());
+		assert_string_equal(proto_str(g0, "name", ""), comm);
+		assert_int_equal(proto_num(g0, "counted", 0), 42);
+		cJSON_Delete(rep);
+
+		/* after a restart, from the results file */
+		engine_flush(f->e, true);
+		engine_free(f->e);
+		f->e = NULL;
+		open_engine(f);
+	}
+	/* a grouping nobody knows, and one with a view of one procedure: refused */
+	rep = list_by(f, id, "sym", "");
+	assert_int_equal(status_of(rep), 2);
+	assert_non_null(strstr(error_of(rep), "--by"));
+	cJSON_Delete(rep);
+	rep = list_by(f, id, "comm", ",\"lines\":\"leaf_work\"");
+	assert_int_equal(status_of(rep), 2);
 	cJSON_Delete(rep);
 }
 
@@ -876,6 +957,7 @@ int main(void)
 		T(test_start_configures_bpf),
 		T(test_start_refusals),
 		T(test_samples_listed),
+		T(test_list_by),
 		T(test_pause_resume_stop_zero_drop),
 		T(test_restart_keeps_results),
 		T(test_rename),

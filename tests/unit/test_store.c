@@ -120,6 +120,7 @@ static void add(struct target *t, uint32_t kind, uint32_t unwalk, uint32_t cut, 
 }
 
 #define BIG_NS ((1ULL << 53) + 1) /* not a double */
+#define BIG_CGROUP ((1ULL << 53) + 3)
 
 static struct target *sample(struct sym *s, uint32_t id)
 {
@@ -183,6 +184,25 @@ static struct target *sample(struct sym *s, uint32_t id)
 	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 0, gc, (uint32_t[]){ L[0], L[1] }, 2, 0, 6, 0);
 	add(t, PCMON_KIND_ONCPU, AGG_WALK_OK, 0, 0, (uint32_t[]){ L[0], L[3] }, 2, 0, 1, 0);
 	add(t, PCMON_KIND_ONCPU, AGG_UNWALK_FAULT, 0, 0, NULL, 0, 0, 2, 0);
+	/* a thread of the process, in a cgroup (list --by), each named */
+	{
+		struct agg_stack *st = calloc(1, agg_stack_size(2));
+		uint32_t n;
+
+		assert_non_null(st);
+		*st = (struct agg_stack){ .kind = PCMON_KIND_ONCPU, .pid = 4242, .tid = 4243,
+					  .cgroup = BIG_CGROUP, .nuser = 2 };
+		st->locs[0] = L[0];
+		st->locs[1] = L[1];
+		assert_int_equal(agg_add(S(t)->agg, st, 9, 0), 0);
+		free(st);
+		assert_int_equal(sym_intern_str(s, "worker", &n), 0);
+		assert_int_equal(sample_name_thread(S(t), 4243, n), 0);
+		assert_int_equal(sym_intern_str(s, "prog", &n), 0);
+		assert_int_equal(sample_names_set(&S(t)->processes, 4242, n), 0);
+		assert_int_equal(sym_intern_str(s, "/system.slice/prog.service", &n), 0);
+		assert_int_equal(sample_names_set(&S(t)->cgroups, BIG_CGROUP, n), 0);
+	}
 	return t;
 }
 
@@ -368,6 +388,21 @@ static void test_round_trip(void **state)
 			big = ns;
 	}
 	assert_int_equal(big, BIG_NS);
+	/* threads, processes and cgroups keep their names */
+	assert_string_equal(sym_str(f->s2, sample_thread_name(S(t), 4243)), "worker");
+	assert_string_equal(sym_str(f->s2, sample_process_name(S(t), 4242)), "prog");
+	assert_string_equal(sym_str(f->s2, sample_cgroup_name(S(t), BIG_CGROUP)),
+			    "/system.slice/prog.service");
+	for (size_t i = 0, seen = 0; i < agg_count(S(t)->agg) || !seen; i++) {
+		const struct agg_stack *st = agg_get(S(t)->agg, i, &count, &ns);
+
+		assert_non_null(st);
+		if (st->tid == 4243) {
+			assert_int_equal(st->cgroup, BIG_CGROUP);
+			assert_int_equal(count, 9);
+			seen = 1;
+		}
+	}
 
 	/* the same listing, procedures' files and lines included; the same file once saved again */
 	assert_same_listing(f->s, f->t, f->s2, t);
@@ -709,6 +744,15 @@ static const struct bad_case bad_v3[] = {
 	{ "children", NULL, "children: missing" },
 	/* an instrument's fields are named with its section */
 	{ "sampling.stacks.0.cs", "1", "sampling.stacks[0].cs: a number where true or false belongs" },
+	/* threads, processes and cgroups (list --by) */
+	{ "sampling.stacks.10.cg", "-1", "sampling.stacks[10].cg: -1 is negative" },
+	{ "sampling.stacks.10.t", "4194305", "sampling.stacks[10].t: 4194305 is more than" },
+	{ "sampling.threads", "{}", "sampling.threads: an object where an array belongs" },
+	{ "sampling.threads.0.n", NULL, "sampling.threads[0].n: missing" },
+	{ "sampling.processes.0", "3", "sampling.processes[0]: a number where an object belongs" },
+	{ "sampling.processes.0.p", "4194305", "sampling.processes[0].p: 4194305 is more than" },
+	{ "sampling.cgroups.0.id", "\"x\"", "sampling.cgroups[0].id: \"x\" is not a whole number" },
+	{ "sampling.cgroups.0.path", "5", "sampling.cgroups[0].path: a number where a string" },
 	{ "sampling.stacks.8.c", "\"18446744073709551615\"",
 	  "sampling.stacks[8].c: the counts of the stacks add up to more than 64 bits" },
 	{ "sampling.stacks.3.ns", "\"18446744073709551615\"",
