@@ -185,6 +185,19 @@ bool cli_seen(const struct cli *c, const char *name)
 	return i >= 0 && c->seen[i];
 }
 
+/* Whether @val is one of the words of @arg ("a|b|c"); any value if @arg names no choices. */
+static bool one_of(const char *arg, const char *val)
+{
+	size_t n = strlen(val);
+
+	if (!arg || !strchr(arg, '|'))
+		return true;
+	for (const char *w = arg; w; w = strchr(w, '|') ? strchr(w, '|') + 1 : NULL)
+		if (!strncmp(w, val, n) && (w[n] == '|' || !w[n]))
+			return true;
+	return false;
+}
+
 /* What option @o does with @val. 0, or the exit status. */
 static int set(struct cli *c, const struct opt *o, const char *val)
 {
@@ -218,6 +231,9 @@ static int set(struct cli *c, const struct opt *o, const char *val)
 		*o->flag = true;
 		return 0;
 	case OPT_TEXT:
+		/* the CLI's own values are used late (a listing after a run): checked now */
+		if (!one_of(o->arg, val))
+			return fail(c, 2, "--%s %s: give one of %s", o->name, val, o->arg);
 		*o->text = val;
 		return 0;
 	case OPT_CALL:

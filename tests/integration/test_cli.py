@@ -407,5 +407,17 @@ def test_the_engine_is_found_where_it_is_installed():
         assert p.returncode == 0 and '"work_a"' in p.stdout, p
 
 
+
+def test_listing_choices_checked_before_anything_runs():
+    """A listing's option that a run uses only at its end is checked as it is read: a wrong
+    --by or --sort is refused before the command runs, not after (when its results would be
+    gone with the run's own engine)."""
+    marker = os.path.join(tempfile.mkdtemp(), "ran")
+    for cmd, opt, val in (("run", "--by", "nope"), ("count", "--sort", "size")):
+        args = ("main",) if cmd == "count" else ()
+        p = pcmon(cmd, opt, val, *args, "--", "touch", marker, sock=NODAEMON)
+        assert p.returncode == 2 and f"{opt} {val}: give one of" in p.stderr, (p.returncode, p.stderr)
+        assert not os.path.exists(marker), opt
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))
