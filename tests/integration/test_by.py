@@ -316,8 +316,9 @@ def test_by_refused_where_it_cannot_apply():
         listing, _, _ = run_comms(d, secs=0.5)
         tid = str(listing["target"]["id"])
         r = pcmon("list", tid, "--by", "sym", sock=d.sock)
-        assert r.returncode == 2 and "--by sym" in r.stderr and "process|comm|thread|cgroup" \
-            in r.stderr, r.stderr
+        # refused as the option is read, naming the choices
+        assert r.returncode == 2 and "--by sym" in r.stderr and \
+            all(w in r.stderr for w in ("process", "comm", "thread", "cgroup")), r.stderr
         r = pcmon("list", tid, "--by", "comm", "--lines", "burn", sock=d.sock)
         assert r.returncode == 2 and "--by" in r.stderr, r.stderr
     finally:
