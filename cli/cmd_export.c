@@ -141,7 +141,7 @@ int cmd_export(struct cli *c)
 	cJSON *rep;
 	int r;
 
-	if (strcmp(fmt, "folded") && !pprof && strcmp(fmt, "json"))
+	if (!format) /* (a value given is one of them: the parser checks it) */
 		return fail(c, 2, "export: --format folded, pprof or json");
 	r = fetch_profile(c, &rep, &p);
 	if (r)

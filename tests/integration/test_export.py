@@ -204,7 +204,7 @@ def test_json_export_and_errors():
         assert sum(s["count"] for s in js["profile"]["samples"]) == js["summary"]["counted"]
         assert js["profile"]["functions"] and js["profile"]["locations"]
         p = pcmon("export", tid, "--format", "svg", sock=d.sock, check=2)
-        assert "folded, pprof or json" in p.stderr
+        assert "--format svg: give one of folded|pprof|json" in p.stderr, p.stderr
         p = subprocess.run([os.path.join(os.path.dirname(__file__), "../../bin/pcmon"), "export",
                             tid, "--format", "pprof"], capture_output=True,
                            env=dict(os.environ, PCMON_SOCKET=d.sock))
