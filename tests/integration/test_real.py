@@ -79,6 +79,7 @@ def test_exec_keeps_the_new_image():
     napped, own = lines[0]["napped_s"], lines[1]
     pp = procs(listing)
     # 1 ms naps, each as long as the period or longer: charged in full, nanosecond exact
+    assert "execnap.nap_before" in pp, (listing["summary"], list(pp)[:12])
     before = pp["execnap.nap_before"]["deep"]
     assert abs(before - napped * 1000) <= 0.1 * napped * 1000, (before, napped)
     sleep, spin = pp["spinsleep.sleep_part"]["deep"], pp["spinsleep.spin_part"]["deep"]

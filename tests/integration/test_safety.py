@@ -309,6 +309,10 @@ def test_setuid_exec_is_not_watched():
                                        f">/dev/null; exec {suid} 1 >/dev/null"], ALICE),
                               stdin=subprocess.PIPE, text=True)
         try:
+            # setpriv drops to her uid, then execs the shell: until then the process is root's
+            end = time.time() + 10
+            while os.stat(f"/proc/{sh.pid}").st_uid == 0 and time.time() < end:
+                time.sleep(0.01)
             tid = pcmon("start", "--pid", sh.pid, "--interval", 1000, sock=d.sock, user=ALICE,
                         groups=True, check=0).stdout.strip()
             sh.stdin.write("go\n")
