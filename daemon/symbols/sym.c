@@ -147,6 +147,8 @@ struct sym {
 	struct sym_stats st;
 	uint64_t taken_ns;	/* sym_sample_taken() */
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
+	sym_epoch_fn epoch_fn;	/* the live exec epoch of a process (sym_set_epoch_source) */
+	void *epoch_ctx;
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -1475,6 +1477,7 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
+	uint32_t live;
 	size_t old_n;
 	int r;
 
@@ -1482,6 +1485,14 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -ENOMEM;
 	if (pm->final)
 		return 0;
+	/*
+	 * Events come in batches: the process may have exec'd since this image was sampled. Its
+	 * map now is the next image's; this one's is gone, and stays as it was last read.
+	 */
+	if (s->epoch_fn && !s->epoch_fn(s->epoch_ctx, pid, &live) && live != epoch) {
+		sym_proc_final(s, pid, epoch);
+		return 0;
+	}
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
 	if (!pm->born_ns)
@@ -1953,6 +1964,12 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
 }
 
 /* ---- debug info that arrives after its module was opened (dbginfo.c) */
+
+void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx)
+{
+	s->epoch_fn = fn;
+	s->epoch_ctx = ctx;
+}
 
 void sym_set_dbginfo(struct sym *s, struct dbginfo *d)
 {

@@ -150,6 +150,12 @@ uint32_t sym_nmodules(const struct sym *s);
 /* Separate debug info from debuginfod servers (dbginfo.h); NULL: local lookups only. */
 struct dbginfo;
 void sym_set_dbginfo(struct sym *s, struct dbginfo *d);
+/*
+ * Where the live exec epoch of a process is read (the engine's process map): 0 and *@epoch,
+ * or -errno when not known. A map is then never read for an image the process has left.
+ */
+typedef int (*sym_epoch_fn)(void *ctx, uint32_t pid, uint32_t *epoch);
+void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx);
 /* The debug file of build-id @bid arrived: symbolize its modules' locations again. */
 uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t len);
 
