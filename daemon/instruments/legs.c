@@ -1156,15 +1156,24 @@ static cJSON *edit(void *gp, struct target *t, const cJSON *req)
 			return rep;
 		}
 		cJSON_Delete(one);
+		/* the limits of the table it joins (parsed alone, it was checked against none) */
+		if (legs_full(lg, &tmp.legs[0], spec, &rep)) {
+			free(tmp.legs);
+			return rep;
+		}
 		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
 			free(tmp.legs);
 			return proto_error(1, "out of memory");
 		}
-		tmp.legs[0].id = tmp.legs[0].stat.id = lg->nlegs + 1;
+		/* after a `leg del` the numbers have a hole: a new leg takes one never used */
+		id = 0;
+		for (size_t i = 0; i < lg->nlegs; i++)
+			id = MAX(id, lg->legs[i].id);
+		tmp.legs[0].id = tmp.legs[0].stat.id = id + 1;
 		lg->legs[lg->nlegs++] = tmp.legs[0];
 		free(tmp.legs);
 		configure(g, t, lg, false);
-		id = lg->nlegs;
+		id = lg->legs[lg->nlegs - 1].id;
 	} else if (!strcmp(what, "leg")) {
 		struct legs_leg *l = NULL;
 

@@ -216,6 +216,17 @@ def test_edit_a_running_target():
         assert p.returncode == 1 and "no node 7" in p.stderr, p.stderr
         p = pcmon("hist", "add", tid, "leg", "1", sock=d.sock)
         assert p.returncode == 2 and "--linear" in p.stderr, p.stderr
+        # a leg added later meets the table's limits (32 may start at one node): refused, in
+        # words, not dropped from tracking; and a number freed by `leg del` is not reused
+        ids = [pcmon("leg", "add", tid, "1", "1", sock=d.sock, check=0).stdout.strip()
+               for _ in range(31)]
+        p = pcmon("leg", "add", tid, "1", "1", sock=d.sock)
+        assert p.returncode == 2 and "at most 32 legs may start" in p.stderr, p.stderr
+        pcmon("leg", "del", tid, ids[0], sock=d.sock, check=0)
+        new = pcmon("leg", "add", tid, "1", "1", sock=d.sock, check=0).stdout.strip()
+        t, _ = pcmon_json("tables", tid, sock=d.sock)
+        legs = [l["id"] for l in t["tables"]["legs"]]
+        assert len(legs) == len(set(legs)) == 32 and int(new) == max(map(int, ids)) + 1, (legs, new)
     finally:
         sp.kill()
         sp.wait()
