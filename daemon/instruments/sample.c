@@ -78,6 +78,13 @@ struct sample_g {
 	 */
 	bool name_fresh;
 	bool first_drain;		/* a target started and nothing was drained since */
+	/*
+	 * Names are read at most once per thread in each batch of samples: a drain of the
+	 * counts maps, or a read of the dwarf ring. (Per drain alone, a --unwind dwarf target,
+	 * whose samples never go through the counts maps, kept the name a child had before
+	 * it named itself: test_exports_rooted_at_the_group.)
+	 */
+	uint64_t name_gen;
 	uint64_t last_drain_ns;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
@@ -551,7 +558,7 @@ static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_
 	if (!st || !st->tid)
 		return;
 	id = itab_find(sp->threads.keys, &(uint64_t){ st->tid }, sizeof(uint64_t));
-	if (!g->name_fresh && id >= 0 && sp->threads.read[id] == g->drains + 1)
+	if (!g->name_fresh && id >= 0 && sp->threads.read[id] == g->name_gen)
 		return;
 	if (sampler_thread_name(g->smp, st->tid, comm, pcomm, sizeof(comm))) {
 		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", st->pid, st->tid);
@@ -559,8 +566,8 @@ static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_
 		snprintf(path, sizeof(path), "/proc/%u/comm", st->pid);
 		read_comm(path, pcomm, sizeof(pcomm));
 	}
-	name_one(g, &sp->threads, st->tid, comm, g->drains + 1);
-	name_one(g, &sp->processes, st->pid, pcomm, g->drains + 1);
+	name_one(g, &sp->threads, st->tid, comm, g->name_gen);
+	name_one(g, &sp->processes, st->pid, pcomm, g->name_gen);
 }
 
 /* The path of a cgroup a target's sample was taken in, found the first time it is met. */
@@ -628,6 +635,7 @@ static void drain(struct sample_g *g)
 	uint32_t entries, cap = sampler_capacity(g->smp);
 	uint64_t t0 = now_ns(), took;
 
+	g->name_gen++;
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {
 		sym_forget_final(g->env.sym, t0);
@@ -791,6 +799,7 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	g->name_gen = 1; /* (0: a name slot never read) */
 	r = sampler_open(&so, &g->smp, err, errlen);
 	if (r) {
 		close_g(g);
@@ -835,6 +844,7 @@ static bool stream(void *gp)
 {
 	struct sample_g *g = gp;
 
+	g->name_gen++;
 	sampler_poll(g->smp, on_record, g);
 	return sampler_drain_wanted(g->smp);
 }
