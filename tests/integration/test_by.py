@@ -200,8 +200,12 @@ def test_off_cpu_time_in_its_cgroup():
             groups = by_name(listing["groups"])
             mine = groups.get("/" + os.path.relpath(cg, mount))
             assert mine and s["off_blocked"] >= 200, (mode, s, groups.keys())
-            # all but the shell's first moments, before it moved
-            assert mine["counted"] >= 0.97 * s["counted"], (mode, mine, s)
+            # all but the shell's first moments, before it moved (longer on a busy machine:
+            # 3.7 % once on a fresh clone): the program itself only in its cgroup
+            assert mine["counted"] >= 0.85 * s["counted"], (mode, mine, s)
+            outside = [p["procedure"] for g in listing["groups"] if g is not mine
+                       for p in g["procedures"] if p["procedure"].startswith("spinsleep.")]
+            assert not outside, (mode, outside)
             assert mine["id"] == os.stat(cg).st_ino, mine
     finally:
         os.rmdir(cg)
