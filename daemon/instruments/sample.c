@@ -546,9 +546,9 @@ static void name_one(struct sample_g *g, struct sample_names *n, uint64_t key, c
 
 /*
  * A thread's name (the exports' thread label) and its process's (list --by comm), read at
- * most once a drain, when a sample of the thread is drained: as BPF noted them with its
- * latest sample, else as /proc has them now ("" for a thread gone by then, unless it was
- * named before).
+ * most once a batch of samples (name_gen), when a sample of the thread is read: as BPF
+ * noted them with its latest sample, else as /proc has them now ("" for a thread gone by
+ * then, unless it was named before).
  */
 static void name_thread(struct sample_g *g, struct sample *sp, const struct agg_stack *st)
 {
