@@ -240,7 +240,7 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 		if (t->live > 0 && --t->live == 0 && t->kind == TARGET_PID &&
 		    t->state != TARGET_STOPPED) {
 			t->state = TARGET_EXITED;
-			t->end_ns = now_ns();
+			t->end_ns = ev->ts ? ev->ts : now_ns(); /* (read later than it happened) */
 			t->dirty = true;
 		}
 		break;
@@ -440,6 +440,8 @@ static void target_activate(struct engine *e, struct target *t)
 /* Stop watching for good, collecting everything already collected. */
 static void target_stop(struct engine *e, struct target *t)
 {
+	/* events waiting in the ring first: a target whose process has exited ended so */
+	poll_all(e);
 	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) {
 		t->flags &= ~PCMON_TF_ACTIVE;
 		target_activate(e, t);
