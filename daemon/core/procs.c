@@ -209,15 +209,9 @@ int procs_probe_events_fd(struct procs *p)
 
 bool procs_bpf_stats(const struct procs *p)
 {
-	char *s;
-	bool on;
+	int on = 0;
 
-	if (p->stats_fd >= 0)
-		return true;
-	s = read_file("/proc/sys/kernel/bpf_stats_enabled", NULL);
-	on = s && atoi(s) > 0;
-	free(s);
-	return on;
+	return p->stats_fd >= 0 || (!read_int("/proc/sys/kernel/bpf_stats_enabled", &on) && on > 0);
 }
 
 void procs_program_json(struct bpf_program *prog, bool attached, cJSON *arr)

@@ -264,6 +264,18 @@ fail:
 	return NULL;
 }
 
+/* A file holding one decimal number (a sysctl): 0 and *@v, or -errno. */
+int read_int(const char *path, int *v)
+{
+	char *s = read_file(path, NULL);
+
+	if (!s)
+		return -errno;
+	*v = atoi(s);
+	free(s);
+	return 0;
+}
+
 const char *basename_of(const char *path)
 {
 	const char *s = strrchr(path, '/');

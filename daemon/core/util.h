@@ -61,6 +61,8 @@ static inline int itab_str(struct itab *t, const char *s, uint32_t *id)
 
 /* Read a whole (small) file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
 char *read_file(const char *path, size_t *len);
+/* A file holding one decimal number (a sysctl): 0 and *@v, or -errno. */
+int read_int(const char *path, int *v);
 const char *basename_of(const char *path);
 /* A whole decimal number in [lo, hi], and nothing else: 0, or -EINVAL. */
 int parse_whole(const char *s, long lo, long hi, long *out);

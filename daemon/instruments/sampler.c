@@ -79,17 +79,6 @@ struct sampler {
 	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
 };
 
-static int read_int(const char *path, int *v)
-{
-	char *s = read_file(path, NULL);
-
-	if (!s)
-		return -errno;
-	*v = atoi(s);
-	free(s);
-	return 0;
-}
-
 static int write_int(const char *path, int v)
 {
 	char buf[32];
