@@ -123,7 +123,10 @@ def soak():
                 "counted": s["counted"], "lost": s["lost"],
                 "foreign_pct": 100 * s["foreign"] / max(1, s["counted"]),
                 "unwalkable_pct": 100 * unwalk / max(1, s["counted"]),
-                "symbols": status.get("symbols")}
+                "symbols": status.get("symbols"),
+                "probes": {"events": status.get("probe_events"),
+                           "spared": status.get("probe_events_spared"),
+                           **status.get("sampling", {}).get("critical_probes", {})}}
     finally:
         if loop:
             loop.stop()
@@ -172,6 +175,7 @@ def main():
         f"(goal <= 5); counted {r['counted']}, lost {r['lost']}, foreignPcs {r['foreign_pct']:.1f} %, "
         f"unwalkable {r['unwalkable_pct']:.1f} %")
     log(f"symbols: {json.dumps(r['symbols'])}")
+    log(f"critical-section probes: {json.dumps(r['probes'])}")
     p = peer()
     if "error" in p:
         log(f"perf record -a -g: {p['error']}")

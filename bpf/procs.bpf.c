@@ -13,7 +13,81 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
 
+#define VM_EXEC 0x00000004
+
+/* Until 6.11 an inode's change time was one struct timespec64 (6.6: __i_ctime, before: i_ctime). */
+struct inode___6_6 {
+	struct timespec64 __i_ctime;
+} __attribute__((preserve_access_index));
+struct inode___6_5 {
+	struct timespec64 i_ctime;
+} __attribute__((preserve_access_index));
+
+/* Since 6.13 the top bit of i_ctime_nsec says whether the time was read (multigrain times). */
+#define CTIME_NSEC_MASK ((1u << 30) - 1)
+
+static __always_inline __u64 inode_ctime_ns(struct inode *ino)
+{
+	if (bpf_core_field_exists(ino->i_ctime_sec))
+		return BPF_CORE_READ(ino, i_ctime_sec) * 1000000000ULL +
+		       (BPF_CORE_READ(ino, i_ctime_nsec) & CTIME_NSEC_MASK);
+	if (bpf_core_field_exists(((struct inode___6_6 *)ino)->__i_ctime))
+		return BPF_CORE_READ((struct inode___6_6 *)ino, __i_ctime.tv_sec) * 1000000000ULL +
+		       BPF_CORE_READ((struct inode___6_6 *)ino, __i_ctime.tv_nsec);
+	return BPF_CORE_READ((struct inode___6_5 *)ino, i_ctime.tv_sec) * 1000000000ULL +
+	       BPF_CORE_READ((struct inode___6_5 *)ino, i_ctime.tv_nsec);
+}
+
+/*
+ * Does the current process map for execution only files whose probes are in place
+ * (probe_files)? Then an exec or a dynamic-linker event brings it nothing to attach. A
+ * build execs hundreds of processes a second, all of the same few dozen files: the probe
+ * thread looks at each file once, not at each process. false when the map cannot be walked
+ * now (its lock is taken): the event goes to the probe thread as before.
+ */
+static bool objects_known(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	bool known = bpf_iter_task_vma_new(&it, task, 0) == 0;
+
+	while (known && (vma = bpf_iter_task_vma_next(&it))) {
+		struct pcmon_file_key k;
+		struct inode *ino;
+		__u64 *ctime;
+
+		if (!(BPF_CORE_READ(vma, vm_flags) & VM_EXEC) || !BPF_CORE_READ(vma, vm_file))
+			continue;
+		ino = BPF_CORE_READ(vma, vm_file, f_inode);
+		k.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+		k.ino = BPF_CORE_READ(ino, i_ino);
+		ctime = bpf_map_lookup_elem(&probe_files, &k);
+		known = ctime && *ctime == inode_ctime_ns(ino);
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return known;
+}
+
+/* Does an exec or a dynamic-linker event bring files the probe thread must look into? */
+static __always_inline bool objects_new(void)
+{
+	struct pcmon_gstat *gs = gstats();
+	bool known = objects_known();
+
+	if (gs) {
+		if (known)
+			gs->probe_events_spared++;
+		else
+			gs->probe_events++;
+	}
+	return !known;
+}
 
 /*
  * The dynamic linker calls _dl_debug_state() (the debugger's breakpoint, r_brk) whenever the
@@ -26,14 +100,20 @@ int on_dl_debug_state(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &(__u32){ id >> 32 });
+	__u32 seq = 0;
+	bool prompt;
 
-	if (p) {
-		__u32 seq = probe_event(p);
-
+	if (!p)
+		return 0;
+	if (objects_new()) {
+		seq = probe_event(p);
 		emit(&probe_events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq, true);
-		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq,
-		     prompt_events(p->target));
 	}
+	/* the symbolizer reads the map again only of a process it has (sampled); count attaches
+	 * its probes to what was loaded (a prompt target) */
+	prompt = prompt_events(p->target);
+	if (prompt || (p->flags & PCMON_PF_SAMPLED))
+		emit(&events, PCMON_EV_DLOPEN, p->target, id >> 32, 0, p->epoch, 0, seq, prompt);
 	return 0;
 }
 
@@ -101,9 +181,15 @@ int BPF_PROG(on_exec, struct task_struct *p)
 		return 0;
 	pr->epoch++;
 	pr->flags &= ~(PCMON_PF_EXEC_WAIT | PCMON_PF_SAMPLED);
-	/* a new image: its probes are attached when the engine's probe thread has seen this */
-	seq = probe_event(pr); /* procs_changed() */
-	emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq, true);
+	/* a new image: its probes are attached when the engine's probe thread has seen this,
+	 * unless every file it maps is known already */
+	if (objects_new()) {
+		seq = probe_event(pr); /* procs_changed() */
+		emit(&probe_events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq, true);
+	} else {
+		seq = READ_ONCE(pr->probe_seq);
+		procs_changed(); /* (the epoch and flags) */
+	}
 	emit(&events, PCMON_EV_EXEC, pr->target, tgid, 0, pr->epoch, 0, seq,
 	     prompt_events(pr->target));
 	return 0;

@@ -88,6 +88,22 @@ struct {
 	__uint(max_entries, 256 * 1024); /* 4096 events: every process of an --all target at once */
 } probe_events SEC(".maps");
 
+/*
+ * Objects whose critical-section probes are in place: the engine's probe thread has looked
+ * into the file and attached what it carries, if anything (the probes are the file's: they
+ * fire in every process that maps it). Keyed by the file's identity as the kernel sees it
+ * (device and inode), with its change time, which a new file on a reused inode number does
+ * not share. An exec or a dynamic-linker event whose process maps only such files for
+ * execution has nothing to wait for: no event, nothing pending (procs.bpf.c). LRU: a file
+ * pushed out is looked at once more.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct pcmon_file_key);
+	__type(value, __u64); /* the inode's change time, ns */
+} probe_files SEC(".maps");
+
 static __always_inline struct pcmon_gstat *gstats(void)
 {
 	__u32 zero = 0;

@@ -52,6 +52,13 @@ struct pcmon_proc {
 	__u32 pad;
 };
 
+/* A file as the kernel knows it (probe_files): its superblock's dev_t (major << 20 | minor,
+ * as in /proc/PID/maps) and its inode number. */
+struct pcmon_file_key {
+	__u64 dev;
+	__u64 ino;
+};
+
 /* The context of the probes_ack program (BPF_PROG_TEST_RUN). */
 struct pcmon_probes_ack {
 	__u32 tgid;
@@ -143,7 +150,9 @@ struct pcmon_event {
 #define PCMON_GSTAT_FIELDS(X)                                                              \
 	X(samples_seen, 0) /* perf_event program runs */                                   \
 	X(events_lost, 1)  /* ring buffer full */                                          \
-	X(procs_full, 1)   /* a child could not join its target: proc map full */
+	X(procs_full, 1)   /* a child could not join its target: proc map full */           \
+	X(probe_events, 1) /* exec/dlopen events that brought files the probe thread checks */ \
+	X(probe_events_spared, 1) /* ... whose files were all known: no event (probe_files) */
 
 struct pcmon_gstat {
 #define PCMON_GSTAT_FIELD(f, status) __u64 f;

@@ -207,6 +207,11 @@ int procs_probe_events_fd(struct procs *p)
 	return bpf_map__fd(p->skel->maps.probe_events);
 }
 
+int procs_probe_files_fd(struct procs *p)
+{
+	return bpf_map__fd(p->skel->maps.probe_files);
+}
+
 bool procs_bpf_stats(const struct procs *p)
 {
 	int on = 0;

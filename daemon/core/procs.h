@@ -38,6 +38,8 @@ typedef void (*procs_event_cb)(void *ctx, const struct pcmon_event *ev);
 int procs_poll(struct procs *p, procs_event_cb cb, void *ctx);
 /* The probe events ring (critical-section probes pending, probes.h). */
 int procs_probe_events_fd(struct procs *p);
+/* Files whose critical-section probes are in place (struct pcmon_file_key: change time) */
+int procs_probe_files_fd(struct procs *p);
 
 /* BPF's view of target @id (pcmon_tcfg); clear: forget it and its processes and cgroups. */
 int procs_target_set(struct procs *p, uint32_t id, uint32_t flags, uint64_t period_ns,

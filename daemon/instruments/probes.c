@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,66 +30,78 @@ struct probes {
 	struct procs *procs;
 	struct ring_buffer *rb;
 	int epfd, stopfd;
+	int files_fd;		/* BPF's probe_files: files known, so that no event comes for them */
 	pthread_t thread;
 	bool running;
-	/* the thread's own: which files carry pcmon probes, by (dev, ino[, ctime, size]) */
+	/* the thread's own: which files carry pcmon probes, by (dev, ino, change time) */
 	struct itab *files;
-	int *pins;		/* files held open (O_PATH) to pin their inode numbers */
-	size_t npinned, cap_pins;
 	bool *has;
 	size_t cap_has;
 	pthread_mutex_t lock;	/* stats, read by the engine's loop */
 	struct probes_stats st;
 };
 
+/* Files remembered at most; past that the table starts again (BPF's probe_files remembers
+ * the recent ones for it). */
+#define PROBES_FILES_MAX 16384
+
 /*
  * 1 if the file of mapping @v (at @path) carries pcmon probes, 0 if not, -errno. Each file is
- * looked into once: it is known by its device and inode, which stay its own while the thread
- * holds it open (an O_PATH descriptor: an inode number is given to a new file only once the
- * old one is gone), so the processes that map it cost no file access at all. Past
- * PROBES_PINNED files, one is known by its change time and size too, at a stat() each time.
+ * looked into once: it is known by its device, inode and change time (a new file given a
+ * freed inode number has a change time of its own), so the processes that map it cost a
+ * stat() each. @ctime_ns: the change time of the file @pid maps, for probe_files.
  */
-#define PROBES_PINNED 2048
-
-static int file_has_probes(struct probes *p, const struct procmaps_vma *v, const char *path)
+static int file_has_probes(struct probes *p, uint32_t pid, const struct procmaps_vma *v,
+			   const char *path, uint64_t *ctime_ns)
 {
-	struct { uint64_t dev, ino, ctime_ns, size; } key = { v->dev, v->ino, 0, 0 };
+	struct { uint64_t dev, ino, ctime_ns; } key = { v->dev, v->ino, 0 };
 	struct stat st;
 	uint32_t id;
-	int r, fd = -1;
+	int r;
 
-	if (itab_find(p->files, &key, sizeof(key)) >= 0)
-		goto known;
-	if (p->npinned < PROBES_PINNED && !GROW(p->pins, p->cap_pins, p->npinned + 1)) {
-		fd = open(path, O_PATH | O_CLOEXEC);
-		if (fd >= 0 && (fstat(fd, &st) || st.st_ino != v->ino ||
-				major(st.st_dev) != v->dev >> 32 || minor(st.st_dev) != (uint32_t)v->dev)) {
-			close(fd); /* the path names another file now: it has none of this one's probes */
-			return 0;
-		}
+	if (stat(path, &st))
+		return -errno;
+	if (st.st_ino != v->ino || major(st.st_dev) != v->dev >> 32 ||
+	    minor(st.st_dev) != (uint32_t)v->dev) {
+		/* the path names another file now (or the mapped one through an overlay): its
+		 * probes cannot be attached by path; the one mapped is known as having none */
+		char mf[64];
+
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, v->start,
+			 v->end);
+		if (stat(mf, &st) || st.st_ino != v->ino)
+			return -ESTALE;
+		*ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+		return 0;
 	}
-	if (fd < 0) {
-		if (stat(path, &st))
-			return -errno;
-		key.ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
-		key.size = st.st_size;
+	key.ctime_ns = *ctime_ns = st.st_ctim.tv_sec * 1000000000ULL + st.st_ctim.tv_nsec;
+	if (itab_count(p->files) >= PROBES_FILES_MAX) {
+		itab_free(p->files);
+		p->files = itab_new();
+		if (!p->files)
+			return -ENOMEM;
 	}
-known:
 	r = itab_intern(p->files, &key, sizeof(key), &id);
 	if (r == 0)
 		return p->has[id];
-	if (r < 0 || GROW(p->has, p->cap_has, id + 1)) {
-		if (fd >= 0)
-			close(fd);
+	if (r < 0 || GROW(p->has, p->cap_has, id + 1))
 		return -ENOMEM;
-	}
-	if (fd >= 0)
-		p->pins[p->npinned++] = fd; /* kept open for good: it pins the inode number */
 	p->has[id] = sym_file_has_probes(path);
 	pthread_mutex_lock(&p->lock);
 	p->st.objects++;
 	pthread_mutex_unlock(&p->lock);
 	return p->has[id];
+}
+
+/* The probes of file @v (change time @ctime_ns) are in place: BPF need not send its events. */
+static void file_known(struct probes *p, const struct procmaps_vma *v, uint64_t ctime_ns)
+{
+	struct pcmon_file_key k = {
+		.dev = (v->dev >> 32) << 20 | (v->dev & 0xfffff), /* the kernel's dev_t */
+		.ino = v->ino,
+	};
+
+	bpf_map_update_elem(p->files_fd, &k, &ctime_ns, BPF_ANY);
 }
 
 struct attach_ctx {
@@ -101,13 +114,18 @@ static int attach_vma(void *ctx, struct procmaps_vma *v)
 {
 	struct attach_ctx *c = ctx;
 	char file[4200];
+	uint64_t ctime_ns = 0;
+	int r;
 
 	if (v->name[0] != '/' || strstr(v->name, " (deleted)"))
 		return 0; /* probes are attached by path: a deleted file has none */
 	/* the object as this process sees it (it may live in another mount namespace) */
 	snprintf(file, sizeof(file), "/proc/%u/root%s", c->pid, v->name);
-	if (file_has_probes(c->p, v, file) > 0 && sampler_usdt_attach(c->p->smp, file) < 0)
+	r = file_has_probes(c->p, c->pid, v, file, &ctime_ns);
+	if (r > 0 && sampler_usdt_attach(c->p->smp, file) < 0)
 		c->ok = false;
+	else if (r >= 0)
+		file_known(c->p, v, ctime_ns);
 	return 0;
 }
 
@@ -189,6 +207,7 @@ int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, 
 	p->smp = smp;
 	p->procs = procs;
 	p->epfd = p->stopfd = -1;
+	p->files_fd = procs_probe_files_fd(procs);
 	pthread_mutex_init(&p->lock, NULL);
 	p->files = itab_new();
 	p->rb = ring_buffer__new(procs_probe_events_fd(procs), on_event, p, NULL);
@@ -234,9 +253,6 @@ void probes_stop(struct probes *p)
 		close(p->stopfd);
 	itab_free(p->files);
 	free(p->has);
-	for (size_t i = 0; i < p->npinned; i++)
-		close(p->pins[i]);
-	free(p->pins);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }

@@ -30,40 +30,65 @@ struct procmap_query {
 
 static bool no_query;		/* the kernel said it has no PROCMAP_QUERY */
 
+/*
+ * One query: the mapping at or after @addr, and the build-id of its file if @bid (the kernel
+ * reads it from the file each time it is asked).
+ */
+static int query(int fd, unsigned flags, uint64_t addr, struct procmaps_vma *v, char *name,
+		 size_t name_size, bool bid)
+{
+	struct procmap_query q = {
+		.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA, .query_addr = addr,
+		.vma_name_size = name_size, .vma_name_addr = (uint64_t)(uintptr_t)name,
+	};
+
+	if (bid) {
+		q.build_id_size = sizeof(v->bid);
+		q.build_id_addr = (uint64_t)(uintptr_t)v->bid;
+	}
+	if (flags & PROCMAPS_EXEC_FILES)
+		q.query_flags |= PMQ_VMA_EXECUTABLE | PMQ_FILE_BACKED_VMA;
+	if (ioctl(fd, PROCMAP_QUERY, &q))
+		/* none at or after addr; or no address space left (exiting) */
+		return errno == ENOENT || errno == ESRCH ? 1 : -errno;
+	v->start = q.vma_start;
+	v->end = q.vma_end;
+	v->pgoff = q.vma_offset;
+	v->dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
+	v->ino = q.inode;
+	v->exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
+	v->name = q.vma_name_size ? name : (char *)"";
+	if (bid)
+		v->bid_len = q.build_id_size;
+	return 0;
+}
+
 static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
 {
 	char name[PATH_MAX];
-	struct procmaps_vma v;
-	uint64_t addr = 0;
+	struct procmaps_vma v = { 0 };
+	uint64_t addr = 0, bid_dev = 0, bid_ino = 0;
 	int r;
 
 	for (;;) {
-		struct procmap_query q = {
-			.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA, .query_addr = addr,
-			.vma_name_size = sizeof(name), .vma_name_addr = (uint64_t)(uintptr_t)name,
-		};
-
-		if (flags & PROCMAPS_BUILD_ID) {
-			q.build_id_size = sizeof(v.bid);
-			q.build_id_addr = (uint64_t)(uintptr_t)v.bid;
+		if ((r = query(fd, flags, addr, &v, name, sizeof(name), false)))
+			return r > 0 ? 0 : r;
+		/*
+		 * A file is mapped in a few consecutive pieces (headers, code, data): its build-id
+		 * is asked for once, at the first, and the others have the same.
+		 */
+		if ((flags & PROCMAPS_BUILD_ID) && v.ino &&
+		    (v.ino != bid_ino || v.dev != bid_dev)) {
+			if ((r = query(fd, flags, v.start, &v, name, sizeof(name), true)))
+				return r > 0 ? 0 : r;
+			bid_dev = v.dev;
+			bid_ino = v.ino;
+		} else if (!v.ino) {
+			v.bid_len = 0;
 		}
-
-		if (flags & PROCMAPS_EXEC_FILES)
-			q.query_flags |= PMQ_VMA_EXECUTABLE | PMQ_FILE_BACKED_VMA;
-		if (ioctl(fd, PROCMAP_QUERY, &q))
-			/* none at or after addr; or no address space left (exiting) */
-			return errno == ENOENT || errno == ESRCH ? 0 : -errno;
-		v.start = q.vma_start;
-		v.end = q.vma_end;
-		v.pgoff = q.vma_offset;
-		v.dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
-		v.ino = q.inode;
-		v.exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
-		v.name = q.vma_name_size ? name : (char *)"";
-		v.bid_len = q.build_id_size;
-		if ((r = cb(ctx, &v)) || q.vma_end <= addr)
+		if ((r = cb(ctx, &v)) || v.end <= addr)
 			return r;
-		addr = q.vma_end;
+		addr = v.end;
 	}
 }
 
