@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"              [--user-memory MiB] [--debuginfod URLS] [--cache-dir DIR]\n"
 		"              [--max-clients N] [--max-user-clients N] [--idle-timeout S]\n"
 		"              [--request-timeout S] [--write-timeout S] [--drain-entries N]\n"
-		"              [--bpf-stats] [-v]\n"
+		"              [--bpf-stats] [--object-idle S] [-v]\n"
 		"  --config FILE     settings and targets to start (default\n"
 		"                    %s; the options below override its\n"
 		"                    [daemon] section; SIGHUP reads it again)\n"
@@ -108,6 +108,8 @@ static void usage(FILE *f)
 		"                    are used; past all of them samples are lost and counted)\n"
 		"  --bpf-stats       count BPF programs' runs and run time for status (every\n"
 		"                    BPF program on the machine then pays two clock reads)\n"
+		"  --object-idle S   let go of an object file no sample needed for S seconds\n"
+		"                    (default 60; its names stay with the results)\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		CONF_DEFAULT_PATH, PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
 		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,

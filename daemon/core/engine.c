@@ -57,6 +57,8 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->started_ns = now_ns();
 	e->started_wall = wall_time();
 	e->sym = sym_new(0);
+	if (e->sym && o->object_idle_s)
+		sym_set_idle(e->sym, o->object_idle_s * 1000000000ULL);
 	if (!e->sym || fields_init(e)) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -192,6 +194,7 @@ static void check_user_memory(struct engine *e)
 static void drain(struct engine *e)
 {
 	check_user_memory(e);
+	sym_close_idle(e->sym);
 	for_each_inst(i)
 		inst_table[i]->tick(e->g[i]);
 }

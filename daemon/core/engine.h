@@ -25,6 +25,7 @@ struct engine_opts {
 	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
 	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */
 	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
+	uint32_t object_idle_s;	/* objects unused this long are let go (0: 60) */
 };
 
 /* Target slots only root may take, so that users together can never lock root out. */

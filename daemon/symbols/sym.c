@@ -86,6 +86,10 @@ struct smod {
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;
 	struct jitmap *jit;	/* a process's perf map: the module [jit] of that process */
+	uint64_t used_ns;	/* last asked for (a new address, CFI, a map read that has it) */
+	bool closed;		/* let go when idle (sym_close_idle): opened again on use */
+	unsigned char bid[20];	/* its build-id, kept when closed (exports name objects by it) */
+	uint8_t bid_len;
 };
 
 /*
@@ -123,6 +127,9 @@ struct ksym {
 	uint32_t name;
 };
 
+/* Objects no process has asked about for this long are let go (sym_close_idle()). */
+#define SYM_IDLE_NS (60 * 1000000000ULL)
+
 struct sym {
 	unsigned flags;
 	struct itab *strs;	/* strings; id 0 is "" */
@@ -149,6 +156,7 @@ struct sym {
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
 	sym_epoch_fn epoch_fn;	/* the live exec epoch of a process (sym_set_epoch_source) */
 	void *epoch_ctx;
+	uint64_t idle_ns;	/* objects unused this long are let go (sym_close_idle) */
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -194,6 +202,7 @@ struct sym *sym_new(unsigned flags)
 	if (!s)
 		return NULL;
 	s->flags = flags;
+	s->idle_ns = SYM_IDLE_NS;
 	s->strs = itab_new();
 	s->mod_keys = itab_new();
 	s->proc_keys = itab_new();
@@ -447,6 +456,10 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	int fd;
 
 	m->tried = true;
+	if (m->closed) {
+		m->closed = false;
+		s->st.modules_reopened++;
+	}
 	/* map_files survives deleted files and other mount namespaces; then the root view */
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
 	fd = !strcmp(m->path, "[vdso]") ? vdso_fd() : open(p, O_RDONLY | O_CLOEXEC);
@@ -477,6 +490,14 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n))
 		return;
 	m->usdt = has_pcmon_probes(elf);
+	{
+		const unsigned char *b;
+		GElf_Addr v;
+		int n = dwfl_module_build_id(m->mod, &b, &v);
+
+		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
+		memcpy(m->bid, b, m->bid_len);
+	}
 	m->loads = calloc(n ? n : 1, sizeof(*m->loads));
 	for (size_t i = 0; m->loads && i < n; i++) {
 		GElf_Phdr ph;
@@ -498,6 +519,60 @@ static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
 		}
 	}
 	return false;
+}
+
+/*
+ * Objects no process has asked about for a while (SYM_IDLE_NS, sym_set_idle()) are let go: their file mapping, libdw's
+ * state and the tables built from them. A build runs hundreds of programs (cc1, as, ld,
+ * each a few MB of symbols and CFI) that are never seen again once it moves on. The names
+ * their addresses resolved to stay (locations and procedures are kept); a process that maps
+ * the object again opens it again (module_use()).
+ */
+
+static void module_close(struct sym *s, struct smod *m)
+{
+	dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->mod = NULL;
+	free(m->loads);
+	m->loads = NULL;
+	m->nloads = 0;
+	free(m->syms);
+	m->syms = NULL;
+	m->nsyms = 0;
+	m->syms_read = false;
+	free(m->fdes);
+	m->fdes = NULL;
+	m->nfdes = 0;
+	m->fdes_read = false;
+	m->cfi_tried = false;
+	m->eh_cfi = m->dbg_cfi = NULL;
+	m->tried = false;
+	m->closed = true;
+	s->st.modules_closed++;
+}
+
+void sym_close_idle(struct sym *s)
+{
+	uint64_t now = now_ns();
+
+	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
+		struct smod *m = &s->mods[i];
+
+		if (m->dwfl && !m->jit && m->used_ns + s->idle_ns < now)
+			module_close(s, m);
+	}
+}
+
+/* The module of region @r of process @pid, opened again if it was let go. */
+static struct smod *module_use(struct sym *s, uint32_t pid, const struct region *r)
+{
+	struct smod *m = &s->mods[r->module];
+
+	m->used_ns = now_ns();
+	if (m->closed && !m->tried && r->exec)
+		module_open(s, m, pid, r->start, r->end);
+	return m;
 }
 
 /* A function's name: its linkage name (C++, Rust: demangled in push_frame(), qualified and
@@ -1466,6 +1541,7 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 	if (r == 1 && add_module(s, v->name, basename_of(v->name), &mod))
 		return -ENOMEM;
 	/* code is read now, while the process lives; data files only if ever asked */
+	s->mods[mod].used_ns = now_ns();
 	if (!s->mods[mod].tried && v->exec)
 		module_open(s, &s->mods[mod], pid, v->start, v->end);
 	if (GROW(pm->r, pm->cap, pm->n + 1))
@@ -1558,6 +1634,7 @@ void sym_forget_final(struct sym *s, uint64_t before_ns)
 	uint32_t n = itab_count(s->pmap_keys), dead = 0, id;
 	struct pmap *pmaps;
 	struct itab *keys;
+
 
 	for (uint32_t i = 0; i < n; i++)
 		dead += s->pmaps[i].final && s->pmaps[i].final_ns < before_ns;
@@ -1652,7 +1729,7 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 	pc -= call_site;
 	if (!r)
 		return make_loc(s, SYM_MOD_UNKNOWN, pc, 0, NULL);
-	m = &s->mods[r->module];
+	m = module_use(s, pid, r);
 	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr))
 		return make_loc(s, r->module, pc - r->start + r->pgoff, 0, NULL);
 	loc = make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
@@ -1846,7 +1923,7 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 	}
 	if (!r)
 		return -ENOENT;
-	m = &s->mods[r->module];
+	m = module_use(s, pid, r);
 	if (!m->mod || !offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr)) {
 		m->unwind_misses++;
 		return -ENOENT;
@@ -1910,7 +1987,7 @@ bool sym_thread_entry(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc)
 
 	if (!r)
 		return false;
-	m = &s->mods[r->module];
+	m = module_use(s, pid, r);
 	return m->mod && m->eh_cfi && offset_to_vaddr(m, pc - r->start + r->pgoff, &vaddr) &&
 	       !elf_bytes(m, vaddr - 2, code, 2) && !memcmp(code, syscall_insn, 2);
 }
@@ -1925,7 +2002,7 @@ int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info
 	*out = (struct sym_module_info){
 		.path = m->path,
 		.name = sym_str(s, m->name),
-		.opened = m->mod != NULL,
+		.opened = m->mod != NULL || m->closed, /* (closed: it was) */
 		.eh_frame = m->eh_cfi != NULL,
 		.debug_frame = m->dbg_cfi != NULL,
 		.cfi_known = m->cfi_tried,
@@ -1940,6 +2017,9 @@ int sym_module_info(const struct sym *s, uint32_t module, struct sym_module_info
 		out->build_id_len = n > 0 ? n : 0;
 		if (n <= 0)
 			out->build_id = NULL;
+	} else if (m->bid_len) {
+		out->build_id = m->bid; /* (closed: as it was read) */
+		out->build_id_len = m->bid_len;
 	}
 	return 0;
 }
@@ -1964,6 +2044,11 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
 }
 
 /* ---- debug info that arrives after its module was opened (dbginfo.c) */
+
+void sym_set_idle(struct sym *s, uint64_t ns)
+{
+	s->idle_ns = ns;
+}
 
 void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx)
 {

@@ -171,7 +171,9 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_misses, 0, -)         /* pcs outside every mapping read: maps read again */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
-	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */
+	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
+	X(modules_closed, 1, objects_closed)     /* objects let go when idle for a minute */ \
+	X(modules_reopened, 1, objects_reopened) /* ... and opened again when used again */
 
 struct sym_stats {
 #define SYM_STATS_FIELD(f, status, key) uint64_t f;
@@ -179,5 +181,9 @@ struct sym_stats {
 #undef SYM_STATS_FIELD
 };
 void sym_stats(const struct sym *s, struct sym_stats *st);
+/* Objects no process has used for @ns are let go (their names stay); default 60 s. */
+void sym_set_idle(struct sym *s, uint64_t ns);
+/* Let go of the objects idle that long (the engine's timer calls it). */
+void sym_close_idle(struct sym *s);
 
 #endif

@@ -6,6 +6,7 @@ read of its address map; a sampled one is symbolized however short its life; the
 processes that left are let go once their samples are read."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, first_json_line, pcmon_json, procs, run_tests, workload
@@ -63,6 +64,30 @@ def test_maps_of_exited_processes_are_let_go():
         d.stop()
     assert st["processes_forgotten"] >= 100, st
     assert st["processes"] <= 100, st
+
+
+def test_idle_objects_are_let_go_and_opened_again():
+    """An object no sample needed for --object-idle seconds is let go (its names stay with
+    the results); a new process of the same program opens it again and is named as well."""
+    d = Daemon(args=["--object-idle", 1]).start()
+    try:
+        first, _ = pcmon_json("run", "--interval", 1000, "--", workload("churn"), 10, 30, 0,
+                              sock=d.sock)
+        time.sleep(2.5)
+        # a listing drains, and a drain lets go of what idled (and names stay)
+        again = pcmon_json("list", "--json", str(first["target"]["id"]), sock=d.sock)[0]
+        closed = status(d)["symbols"]
+        second, _ = pcmon_json("run", "--interval", 1000, "--", workload("churn"), 10, 30, 0,
+                               sock=d.sock)
+        st = status(d)["symbols"]
+    finally:
+        d.stop()
+    assert closed["objects_closed"] >= 1, closed
+    assert procs(again) == procs(first), "names changed when their object was let go"
+    assert st["objects_reopened"] >= 1, st
+    for listing in (first, second):
+        work = procs(listing).get("churn.churn_work", {"deep": 0})["deep"]
+        assert work >= 0.8 * 10 * 30, (work, listing["summary"])
 
 
 if __name__ == "__main__":
