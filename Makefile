@@ -65,8 +65,9 @@ ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS)))
 vpath %.c $(DAEMON_DIRS)
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
-# what the CLI shares with the engine: the protocol and the helpers
-CLI_ENGINE_OBJS := $(OUTPUT)/pic/proto.o $(OUTPUT)/pic/util.o
+# what the CLI shares with the engine: the protocol, the helpers and the exports' encoders
+# (pcmond serves them too)
+CLI_ENGINE_OBJS := $(addprefix $(OUTPUT)/pic/,proto.o util.o export.o pprof.o flame.o)
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))

@@ -70,10 +70,14 @@ RATES = [(100, 10000), (1000, 1000), (10000, 100)]
 SWEEP_US = [1000, 200, 100, 50, 20, 10]
 SWEEP_MAX_WALL_S = 3  # a sweep run of fixedwork stops after this much wall time
 THREAD_COUNTS = [1, 16, 256]
-# make bench must finish in 8 minutes, even on a busy machine: every measured run has a time
-# limit (a cell that hits it says so), and cells that would start past the budget are skipped
-# and say so
-BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60))
+# make bench must finish in 8 minutes, even on a busy machine, plus the churn section's own
+# time: every measured run has a time limit (a cell that hits it says so), and cells that
+# would start past the budget are skipped and say so
+# The churn section (9) runs pcmond --all and then perf record -a -g on a compile loop for
+# BENCH_CHURN_S each (0: not run): its own minutes, on top of the budget
+CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
+CHURN_HZ = 19
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60 + 2 * CHURN_S + 60))
 CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
 BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -1798,6 +1802,26 @@ def table(res):
         add("   (slowdown: bigframe's iterations per CPU second, bare / profiled; perf copies 8 KiB a "
             "sample by default, at most 64 KiB)")
     add("")
+
+    ch = res.get("churn", {})
+    add(f"9. SYSTEM-WIDE CHURN — every process at {CHURN_HZ} Hz while `make clean; make -j2` of this "
+        f"tree loops, {CHURN_S:g} s each")
+    if not ch or "error" in ch:
+        add(f"   failed: {ch.get('error', 'not run')}")
+    else:
+        pc, pf = ch["pcmond"], ch["perf"]
+        add(f"   {'profiler':<26}{'CPU ms/s':>9}{'RSS MB':>8}{'RSS growth':>11}  what it counted")
+        add(f"   {'pcmond, start --all':<26}{fmt(pc.get('cpu_ms_per_s')):>9}{fmt(pc.get('rss_end_mb')):>8}"
+            f"{fmt(pc.get('rss_growth_second_half_mb'), '+.1f'):>11}  {pc.get('counted')} samples, "
+            f"{pc.get('lost')} lost, foreignPcs {fmt(pc.get('foreign_pct'))} %, unwalkable "
+            f"{fmt(pc.get('unwalkable_pct'))} %")
+        if "error" in pf:
+            add(f"   {'perf record -a -g':<26}{pf['error']}")
+        else:
+            add(f"   {'perf record -a -g':<26}{fmt(pf.get('cpu_ms_per_s')):>9}{fmt(pf.get('max_rss_mb')):>8}"
+                f"{'':>11}  {fmt(pf.get('data_mb'))} MB of perf.data (perf report not included)")
+        add("   (RSS growth: over the second half; pcmond's RSS counts its BPF rings' mappings)")
+    add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
     return "\n".join(L)
@@ -1914,6 +1938,18 @@ def version_of(cmd):
         return None
 
 
+def churn():
+    """pcmond --all at 19 Hz on a compile loop, then perf record -a -g at the same rate on the
+    same loop (bench/soak.py, for BENCH_CHURN_S each: `make soak` is its 10-minute form)."""
+    if CHURN_S <= 0:
+        return {"error": "skipped: BENCH_CHURN_S=0"}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import soak
+    soak.SOAK_S, soak.HZ, soak.STEP_S, soak.PEER_S = CHURN_S, CHURN_HZ, CHURN_S / 4, CHURN_S
+    r = soak.soak()
+    return {"pcmond": {k: v for k, v in r.items() if k != "series"}, "perf": soak.peer()}
+
+
 def main():
     if os.geteuid() != 0:
         print("make bench: must run as root (BPF, perf events, /proc of other processes)", file=sys.stderr)
@@ -1962,6 +1998,7 @@ def main():
         section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
+        section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
         text = table(res)
