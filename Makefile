@@ -27,8 +27,9 @@ endif
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
-# pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih
-DAEMON_PKGS := inih
+# pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih;
+# and serves HTTP (daemon/fleet/http.c): with libmicrohttpd
+DAEMON_PKGS := inih libmicrohttpd
 pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $3 || echo pkg-config-failed)),$(error \
 	'$(PKG_CONFIG) $2 $3' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
 PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags,$(PKGS) $(DAEMON_PKGS))
@@ -40,7 +41,7 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 # the daemon's layers (HACKING.md): the engine's core, the instruments, symbols and
 # unwinding, the views over results
-DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views
+DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views daemon/fleet
 DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
@@ -59,8 +60,9 @@ SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 ENGINE_SRCS := $(wildcard $(addsuffix /*.c,$(DAEMON_DIRS)))
 ENGINE_HDRS := $(wildcard $(addsuffix /*.h,$(DAEMON_DIRS)))
 ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS)))
-# what pcmond has and an engine the CLI runs has not: the configuration file
-DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o
+# what pcmond has and an engine the CLI runs has not: the configuration file, the HTTP
+# server and what it serves
+DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o $(patsubst daemon/fleet/%.c,$(OUTPUT)/pic/%.o,$(wildcard daemon/fleet/*.c))
 ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS)))
 vpath %.c $(DAEMON_DIRS)
 CLI_SRCS    := $(wildcard cli/*.c)
@@ -82,7 +84,8 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libcjson-dev libcmocka-dev libiberty-dev systemtap-sdt-dev pkg-config linux-perf bpftrace \
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
-	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev \
+	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev libmicrohttpd-dev \
+	prometheus \
 	g++ rustc dpkg-dev debhelper lintian fakeroot adduser
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
@@ -159,7 +162,7 @@ FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
-FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c,$(ENGINE_SRCS))
+FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c daemon/fleet/%,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(SKELS) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) \

@@ -14,6 +14,8 @@
 const struct opt start_opts[] = {
 	OPT_ALL(sampling_opts),
 	OPT_ALL(watch_opts),
+	{ "publish", 0, NULL, OPT_TRUE, "publish",
+	  .help = "serve it over pcmond's HTTP server (root only: docs/fleet.md)" },
 	OPT_TABLE_END,
 };
 

@@ -13,6 +13,7 @@
 
 #include "conf.h"
 #include "engine.h"
+#include "http.h"
 #include "pcmon_bpf.h"
 #include "pcmon_sample.h"
 #include "proto.h"
@@ -69,7 +70,9 @@ static void usage(FILE *f)
 		"              [--user-memory MiB] [--debuginfod URLS] [--cache-dir DIR]\n"
 		"              [--max-clients N] [--max-user-clients N] [--idle-timeout S]\n"
 		"              [--request-timeout S] [--write-timeout S] [--drain-entries N]\n"
-		"              [--bpf-stats] [--object-idle S] [-v]\n"
+		"              [--bpf-stats] [--object-idle S] [--http ADDR:PORT]\n"
+		"              [--http-token-file FILE] [--http-tls-cert FILE --http-tls-key FILE]\n"
+		"              [-v]\n"
 		"  --config FILE     settings and targets to start (default\n"
 		"                    %s; the options below override its\n"
 		"                    [daemon] section; SIGHUP reads it again)\n"
@@ -110,6 +113,13 @@ static void usage(FILE *f)
 		"                    BPF program on the machine then pays two clock reads)\n"
 		"  --object-idle S   let go of an object file no sample needed for S seconds\n"
 		"                    (default 60; its names stay with the results)\n"
+		"  --http ADDR:PORT  serve published targets' profiles (/debug/pprof/profile),\n"
+		"                    /metrics and /healthz over HTTP; PORT alone: on 127.0.0.1\n"
+		"  --http-token-file FILE\n"
+		"                    every request must carry this bearer token (mode 0600)\n"
+		"  --http-tls-cert FILE, --http-tls-key FILE\n"
+		"                    HTTPS with this PEM certificate and key; an address other\n"
+		"                    than loopback needs them and a token\n"
 		"  -v, --verbose     log more (twice: libbpf debug output)\n",
 		CONF_DEFAULT_PATH, PCMON_DEFAULT_SOCKET, PCMON_DEFAULT_STATE_DIR, PCMON_DEFAULT_CACHE_DIR, SRV_MIN_CLIENTS, SRV_MAX_CLIENTS,
 		SRV_DEFAULT_MAX_CLIENTS, SRV_ROOT_RESERVE, SRV_DEFAULT_PER_USER, SRV_DEFAULT_IDLE_S,
@@ -284,6 +294,38 @@ static char *absolute(const char *path)
 	return asprintf(&abs, "%s/%s", cwd, path) < 0 ? NULL : abs;
 }
 
+static void http_work_cb(void *h)
+{
+	http_work(h);
+}
+
+static int http_timeout_cb(void *h)
+{
+	return http_timeout_ms(h);
+}
+
+/* --http: the HTTP server, in the socket server's loop (docs/fleet.md). */
+static int serve_http(const struct conf_daemon *set, struct engine *e, struct srv *s,
+		      struct http **out)
+{
+	const struct conf_value *v = set->v;
+	struct http_opts o = {
+		.listen = v[CONF_HTTP].str,
+		.token_file = v[CONF_HTTP_TOKEN_FILE].set ? v[CONF_HTTP_TOKEN_FILE].str : NULL,
+		.tls_cert = v[CONF_HTTP_TLS_CERT].set ? v[CONF_HTTP_TLS_CERT].str : NULL,
+		.tls_key = v[CONF_HTTP_TLS_KEY].set ? v[CONF_HTTP_TLS_KEY].str : NULL,
+	};
+	char err[512];
+	int r = http_open(e, &o, out, err, sizeof(err));
+
+	if (!r)
+		r = srv_watch(s, &(struct srv_watch){ http_fd(*out), http_work_cb, http_timeout_cb,
+						      *out });
+	if (r)
+		fprintf(stderr, "pcmond: %s\n", r == -EINVAL ? err : strerror(-r));
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
@@ -294,6 +336,7 @@ int main(int argc, char **argv)
 	struct conf *conf = NULL;
 	struct engine *e = NULL;
 	struct srv *s = NULL;
+	struct http *h = NULL;
 	const char *sock, *given;
 	char err[512], *path;
 	int r;
@@ -361,6 +404,10 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
+	if (set.v[CONF_HTTP].set && (r = serve_http(&set, e, s, &h))) {
+		r = 1;
+		goto out;
+	}
 	if (!a.foreground && daemon(0, 0)) {
 		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(errno));
 		r = 1;
@@ -378,6 +425,7 @@ int main(int argc, char **argv)
 out:
 	if (e)
 		engine_flush(e, true);
+	http_close(h);
 	srv_close(s);
 	engine_free(e);
 	conf_free(conf);

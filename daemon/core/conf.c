@@ -184,6 +184,7 @@ static const struct target_key {
 	K("all", "all"),
 	K("cgroup", "cgroup"),
 	{ .key = "no-children", .field = "children", .negate = true },
+	K("publish", "publish"),
 	K("mode", "mode"),
 	K_NUM("interval", "interval_us", "microseconds"),
 	K("unwind", "unwind"),

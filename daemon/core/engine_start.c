@@ -216,6 +216,13 @@ static int start_watched(const struct client *c, const cJSON *req, struct target
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
 	t->owner = c->uid;
 	t->children = proto_bool(req, "children", 1);
+	/* what pcmond serves over HTTP is root's to say: no user's target is ever served */
+	t->published = proto_bool(req, "publish", 0);
+	if (t->published && c->uid != 0) {
+		*rep = proto_error(2, "--publish: only root publishes targets (they are served to "
+				      "whoever reaches pcmond's HTTP server)");
+		return -1;
+	}
 	t->exec_wait = proto_bool(req, "exec_wait", 0);
 	t->flags = PCMON_TF_ACTIVE | (t->children ? PCMON_TF_CHILDREN : 0);
 	return 0;
@@ -360,6 +367,7 @@ const struct proto_field engine_target_start_fields[] = {
 	F_UINT("cgroup_fd", 0, PROTO_MAX_FDS - 1),
 	F_BOOL("all"),
 	F_BOOL("children"),
+	F_BOOL("publish"),
 	F_BOOL("exec_wait"),
 	{ .name = "name", .type = PT_STR, .max = 4096, .opt = "--name" },
 	F_STR("exe", 4096),

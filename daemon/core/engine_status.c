@@ -24,6 +24,8 @@ static cJSON *targets_list(struct engine *e, const struct client *c)
 
 		if (!t || !engine_may_access(c, t))
 			continue;
+		size_t bytes = 0;
+
 		o = cJSON_CreateObject();
 		target_facts_json(t, o);
 		for_each_inst(k) {
@@ -31,7 +33,9 @@ static cJSON *targets_list(struct engine *e, const struct client *c)
 				continue;
 			inst_table[k]->facts_json(e->g[k], t, t->inst[k], o);
 			inst_table[k]->summary_json(e->g[k], t, t->inst[k], o);
+			bytes += inst_table[k]->bytes(t->inst[k]);
 		}
+		cJSON_AddNumberToObject(o, "memory_bytes", (double)bytes);
 		store_target_json(e->store, t->id, o); /* "saved", "save_error" */
 		cJSON_AddItemToArray(arr, o);
 	}

@@ -58,6 +58,18 @@ int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struc
 /* What srv_run() returns when SIGHUP came: reload, then call srv_run() again. */
 #define SRV_RELOAD 1
 
+/*
+ * Another source of work for the loop (pcmond's HTTP server): @work runs when @fd is
+ * readable and when @timeout_ms (-1: none) says it is due. One at most.
+ */
+struct srv_watch {
+	int fd;
+	void (*work)(void *ctx);
+	int (*timeout_ms)(void *ctx);
+	void *ctx;
+};
+int srv_watch(struct srv *s, const struct srv_watch *w);
+
 /* Serve until a signal: 0 on a clean stop (SIGTERM, SIGINT), SRV_RELOAD for SIGHUP, -errno. */
 int srv_run(struct srv *s);
 void srv_close(struct srv *s);

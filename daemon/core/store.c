@@ -6,7 +6,7 @@
  * target carries, written and read by the instrument (inst_ops save/load; sampling's is
  * described in sample_store.c):
  *   {"format": 3, "written_by": "pcmond VERSION", "id": 3, "name": "...", "comm": "...",
- *    "owner": UID, "kind": "pid|cgroup|all", "pid": N, "children": B,
+ *    "owner": UID, "kind": "pid|cgroup|all", "pid": N, "children": B, ["published": true,]
  *    "state": "running|paused|stopped|exited", "elapsed_s": X, "start_wall": X,
  *    "root_exited": B, "wait_status": N, "handed_over": N,
  *    "sampling": {...}}
@@ -165,6 +165,8 @@ char *store_render(const struct sym *s, const struct target *t)
 	sf_put_str(&w, o, "kind", target_kind_name(t->kind));
 	sf_put_num(&w, o, "pid", t->pid);
 	sf_put_bool(&w, o, "children", t->children);
+	if (t->published)
+		sf_put_bool(&w, o, "published", true);
 	sf_put_str(&w, o, "state", target_state_name(t->state));
 	sf_put_num(&w, o, "elapsed_s", target_elapsed(t));
 	sf_put_num(&w, o, "start_wall", t->start_wall);
@@ -386,7 +388,8 @@ static int read_head(struct sf_rd *rd, const cJSON *o, uint32_t want, struct tar
 		return r;
 	t->kind = u;
 	if ((r = sf_get_u32(rd, o, "pid", SF_ALWAYS, STORE_MAX_PID, &t->pid)) ||
-	    (r = sf_get_bool(rd, o, "children", SF_ALWAYS, &t->children)))
+	    (r = sf_get_bool(rd, o, "children", SF_ALWAYS, &t->children)) ||
+	    (r = sf_get_bool(rd, o, "published", SF_OPTIONAL, &t->published)))
 		return r;
 	return 0;
 }

@@ -74,6 +74,8 @@ void target_facts_json(const struct target *t, cJSON *o)
 	cJSON_AddStringToObject(o, "state", target_state_name(t->state));
 	cJSON_AddNumberToObject(o, "elapsed_s", target_elapsed(t));
 	cJSON_AddBoolToObject(o, "children", t->children);
+	if (t->published)
+		cJSON_AddBoolToObject(o, "published", true);
 	if (t->root_exited)
 		cJSON_AddNumberToObject(o, "wait_status", t->exit_status);
 }

@@ -27,6 +27,7 @@ struct target {
 	uint32_t pid;		/* TARGET_PID: the process given or launched */
 	uint64_t cgroup_id;
 	bool children;		/* descendants started later are watched too */
+	bool published;		/* served over pcmond's HTTP server (root's, docs/fleet.md) */
 	bool exec_wait;		/* pcmon run: the process is held before its exec */
 	int exe_fd;		/* ... and the file it will exec, while it starts (else -1) */
 	const char *exe_name;	/* ... its name */

@@ -137,6 +137,7 @@ void sample_free(void *st)
 	free(sp->when_text);
 	pat_free(sp->when);
 	agg_free(sp->agg);
+	sample_marks_free(sp);
 	names_free(&sp->threads);
 	names_free(&sp->processes);
 	names_free(&sp->cgroups);
@@ -1061,6 +1062,18 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 #undef ADD_FACT
 	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
+	/* (the listing's lost_by_reason, for /metrics) */
+	o = cJSON_AddObjectToObject(o, "lost_by_reason");
+#define ADD_OWN_LOST(f, key, need, drop, name) \
+	if (drop)                              \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_OWN_LOST)
+#undef ADD_OWN_LOST
+#define ADD_BPF_LOST(f, since, drop, name) \
+	if (drop)                          \
+		cJSON_AddNumberToObject(o, #name, sp->lost.f);
+	PCMON_TSTAT_FIELDS(ADD_BPF_LOST)
+#undef ADD_BPF_LOST
 }
 
 /* The counters of status part @part (SAMPLE_STATUS_FIELDS). */
@@ -1253,6 +1266,18 @@ static const struct proto_field list_fields[] = {
 	F_STR("offset", 512),
 	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
 	{ .name = "bufsiz", .type = PT_UINT, .min = 2, .max = PCS_MAX_BUFSIZ, .opt = "--bufsiz" },
+	/* what came after a mark (sample_mark.c), and let the mark go */
+	{ .name = "since_mark", .type = PT_UINT, .min = 1, .max = UINT32_MAX },
+	F_BOOL("drop_mark"),
+	F_BOOL("labels"),	/* with stacks: every sample's comm and cgroup, the host */
+};
+
+static const struct proto_field mark_fields[] = {
+	{ .name = "target", .type = PT_TARGET, .required = true },
+};
+
+static const struct inst_cmd cmds[] = {
+	{ "mark", sample_cmd_mark, mark_fields, ARRAY_SIZE(mark_fields) },
 };
 
 const struct inst_ops sample_ops = {
@@ -1272,6 +1297,8 @@ const struct inst_ops sample_ops = {
 	.list_fields = list_fields,
 	.nlist_fields = ARRAY_SIZE(list_fields),
 	.list_check = sample_check_list,
+	.cmds = cmds,
+	.ncmds = ARRAY_SIZE(cmds),
 	.fds = fds,
 	.stream = stream,
 	.tick = tick,

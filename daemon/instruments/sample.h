@@ -81,6 +81,7 @@ struct sample {
 	/* names: threads' and processes' (their main thread's) as their latest samples found
 	 * them, cgroups' paths as they were when first met ("cgroup:ID" if gone by then) */
 	struct sample_names threads, processes, cgroups;
+	struct sample_marks *marks;	/* windows open (sample_mark.c), NULL: none yet */
 };
 
 extern const struct inst_ops sample_ops;
@@ -102,6 +103,18 @@ uint32_t sample_process_name(const struct sample *sp, uint32_t pid);
 /* Cgroup @id's path (sym string id), "cgroup:ID" if it was gone when first met; 0: not known. */
 uint32_t sample_cgroup_name(const struct sample *sp, uint64_t id);
 const char *sample_mode_name(const struct sample *sp);
+
+/* sample_mark.c: windows that start now, for a listing of what came after (HTTP scrapes). */
+struct sample_window {
+	struct agg *agg;	/* what was counted in it: the caller frees it */
+	double from_wall, to_wall, seconds;
+	uint64_t lost;
+};
+cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req);
+int sample_mark_window(struct sample *sp, const struct target *t, uint32_t id,
+		       struct sample_window *w, cJSON **err);
+void sample_mark_drop(struct sample *sp, uint32_t id);
+void sample_marks_free(struct sample *sp);
 
 /* --critical NAME=PATTERN, as a JSON array of strings. */
 int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err);

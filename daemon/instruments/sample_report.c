@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dbginfo.h"
 #include "groups.h"
@@ -254,6 +255,8 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	const struct inst_env *env = g; /* its first member */
 	int by = groups_by_parse(proto_str(req, "by", NULL));
 	struct by_ctx bc = { .by = by };
+	uint32_t since = proto_num(req, "since_mark", 0);
+	struct sample_window w = { 0 };
 	struct sample_listing ls;
 	struct stacks *x = NULL;
 	struct pcs *pcs = NULL;
@@ -263,8 +266,12 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	(void)st;
 	if (sample_listing_begin(g, t, req, &ls, err))
 		return -1;
+	if (since && sample_mark_window(ls.sp, t, since, &w, err))
+		goto out;
 	if (proto_bool(req, "stacks", 0)) { /* the exports' view, rooted at the groups if --by */
 		x = stacks_new(env->sym, &ls.lo, ls.sp, by);
+		if (x && proto_bool(req, "labels", 0))
+			stacks_labels(x);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
 	} else if (by >= 0) { /* who took them */
@@ -277,7 +284,8 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		ls.lo.visit = pcs_visit;
 		ls.lo.visit_ctx = pcs;
 	}
-	if ((ls.lo.visit && !ls.lo.visit_ctx) || agg_list(ls.sp->agg, env->sym, &ls.lo, &l))
+	if ((ls.lo.visit && !ls.lo.visit_ctx) ||
+	    agg_list(w.agg ? w.agg : ls.sp->agg, env->sym, &ls.lo, &l))
 		goto out;
 	if ((x && stacks_json(x, rep)) ||
 	    (lines && pcs_lines_json(pcs, lines, l.counted, rep, err)) ||
@@ -290,10 +298,27 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		cJSON *p = cJSON_GetObjectItemCaseSensitive(rep, "profile");
 
 		cJSON_AddNumberToObject(p, "period_ns", (double)ls.lo.period_ns);
-		cJSON_AddNumberToObject(p, "start_wall", t->start_wall);
+		cJSON_AddNumberToObject(p, "start_wall", w.agg ? w.from_wall : t->start_wall);
+		if (w.agg) /* (else the target's elapsed time) */
+			cJSON_AddNumberToObject(p, "duration_s", w.seconds);
+		if (proto_bool(req, "labels", 0)) { /* every sample says where it comes from */
+			char host[256] = "";
+
+			gethostname(host, sizeof(host) - 1);
+			cJSON_AddStringToObject(p, "host", host);
+		}
 	}
 	sample_list_json(&ls, &l, env->sym, rep);
 	agg_list_free(&l);
+	if (w.agg) { /* a window: what it covered */
+		cJSON *o = cJSON_AddObjectToObject(rep, "window"), *sum;
+
+		cJSON_AddNumberToObject(o, "from_wall", w.from_wall);
+		cJSON_AddNumberToObject(o, "to_wall", w.to_wall);
+		cJSON_AddNumberToObject(o, "seconds", w.seconds);
+		sum = cJSON_GetObjectItemCaseSensitive(rep, "summary");
+		cJSON_ReplaceItemInObject(sum, "lost", cJSON_CreateNumber((double)w.lost));
+	}
 	if (bc.g && add_groups(&bc, l.counted, env->sym, rep)) {
 		*err = proto_error(1, "out of memory while listing");
 		goto out;
@@ -307,6 +332,9 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	}
 	r = 0;
 out:
+	if (since && proto_bool(req, "drop_mark", 0))
+		sample_mark_drop(ls.sp, since);
+	agg_free(w.agg);
 	stacks_free(x);
 	pcs_free(pcs);
 	groups_free(bc.g);

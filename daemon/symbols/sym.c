@@ -344,6 +344,20 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 	st->locs = itab_count(s->loc_keys);
 	st->pmaps = itab_count(s->pmap_keys);
 	st->modules = s->nmods;
+	st->names_bytes = itab_bytes(s->strs) + itab_bytes(s->proc_keys) + itab_bytes(s->loc_keys) +
+			  s->cap_procs * sizeof(*s->procs) + s->cap_locs * sizeof(*s->locs) +
+			  s->cap_frames * sizeof(*s->frames) + s->cap_flines * sizeof(*s->flines);
+	st->objects_bytes = itab_bytes(s->mod_keys) + s->cap_mods * sizeof(*s->mods) +
+			    itab_bytes(s->pmap_keys) + s->cap_pmaps * sizeof(*s->pmaps);
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct smod *m = &s->mods[i];
+
+		st->objects_open += m->dwfl != NULL;
+		st->objects_bytes += m->nsyms * sizeof(*m->syms) + m->nfdes * sizeof(*m->fdes) +
+				     m->nloads * sizeof(*m->loads);
+	}
+	for (uint32_t i = 0; i < itab_count(s->pmap_keys); i++)
+		st->objects_bytes += s->pmaps[i].cap * sizeof(*s->pmaps[i].r);
 }
 
 /*

@@ -173,7 +173,10 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
 	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
 	X(modules_closed, 1, objects_closed)     /* objects let go when idle for a minute */ \
-	X(modules_reopened, 1, objects_reopened) /* ... and opened again when used again */
+	X(modules_reopened, 1, objects_reopened) /* ... and opened again when used again */ \
+	X(objects_open, 1, objects_open)   /* objects open now (libdw's state, file mapped) */ \
+	X(names_bytes, 1, names_bytes)     /* locations, procedures, strings: kept for good */ \
+	X(objects_bytes, 1, objects_bytes) /* our tables of open objects and address maps */
 
 struct sym_stats {
 #define SYM_STATS_FIELD(f, status, key) uint64_t f;

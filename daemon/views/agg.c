@@ -22,6 +22,7 @@ struct agg {
 	struct itab *keys;
 	struct agg_val *vals;
 	size_t cap;
+	uint64_t gen;		/* bumped by agg_zero(): snapshots before it count for nothing */
 };
 
 struct agg *agg_new(void)
@@ -51,6 +52,54 @@ void agg_zero(struct agg *a)
 	free(a->vals);
 	a->vals = NULL;
 	a->cap = 0;
+	a->gen++;
+}
+
+/*
+ * Snapshots: a stack's id in the table never changes, and counts only grow, so what was
+ * counted since a snapshot is each entry's counts less the snapshot's (entries past the
+ * snapshot's end are new).
+ */
+int agg_snapshot(const struct agg *a, struct agg_snap *s)
+{
+	size_t n = agg_count(a);
+
+	s->gen = a->gen;
+	s->n = n;
+	s->vals = n ? malloc(n * sizeof(*s->vals)) : NULL;
+	if (n && !s->vals)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		s->vals[i] = (struct agg_snap_val){ a->vals[i].count, a->vals[i].ns };
+	return 0;
+}
+
+void agg_snap_free(struct agg_snap *s)
+{
+	free(s->vals);
+	s->vals = NULL;
+	s->n = 0;
+}
+
+struct agg *agg_since(const struct agg *a, const struct agg_snap *s)
+{
+	struct agg *d = agg_new();
+	size_t n = agg_count(a), base = s->gen == a->gen ? s->n : 0;
+
+	for (size_t i = 0; d && i < n; i++) {
+		uint64_t count = a->vals[i].count, ns = a->vals[i].ns;
+		const struct agg_stack *st = itab_key(a->keys, i, NULL);
+
+		if (i < base) {
+			count -= MIN(count, s->vals[i].count);
+			ns -= MIN(ns, s->vals[i].ns);
+		}
+		if ((count || ns) && agg_add(d, st, count, ns)) {
+			agg_free(d);
+			d = NULL;
+		}
+	}
+	return d;
 }
 
 int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)

@@ -86,6 +86,20 @@ int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t 
 /* agg_add() for a stack already there; -ENOENT (nothing added) for a new one. */
 int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
 size_t agg_bytes(const struct agg *a); /* memory it holds */
+
+/* What a table held at some moment, to tell what came after (agg_since()). */
+struct agg_snap_val {
+	uint64_t count, ns;
+};
+struct agg_snap {
+	uint64_t gen;
+	size_t n;
+	struct agg_snap_val *vals;
+};
+int agg_snapshot(const struct agg *a, struct agg_snap *s);
+void agg_snap_free(struct agg_snap *s);
+/* A new table of what @a counted since snapshot @s (all of it if @a was zeroed since). */
+struct agg *agg_since(const struct agg *a, const struct agg_snap *s);
 size_t agg_count(const struct agg *a);
 const struct agg_stack *agg_get(const struct agg *a, size_t i, uint64_t *count, uint64_t *ns);
 static inline size_t agg_stack_size(uint32_t nlocs)

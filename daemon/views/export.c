@@ -104,6 +104,9 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 	p->counted = jnum(cJSON_GetObjectItemCaseSensitive(rep, "summary"), "counted");
 	p->period_ns = jnum(prof, "period_ns");
 	p->start_wall = jnum(prof, "start_wall");
+	p->host = jstr(prof, "host");
+	if (cJSON_GetObjectItemCaseSensitive(prof, "duration_s")) /* a window of the target */
+		p->elapsed_s = jnum(prof, "duration_s");
 
 	a = jarr(prof, "objects", &p->nobjects, (void **)&p->objects, sizeof(*p->objects));
 	i = 0;

@@ -47,6 +47,7 @@ struct xsample {
 struct xprof {
 	const cJSON *rep;	/* owns the strings */
 	const char *target, *mode;
+	const char *host;	/* set: every sample is labelled with it and the target */
 	double period_ns, start_wall, elapsed_s;
 	uint64_t counted;
 	int nobjects, nfunctions, nlocations, nsamples;

@@ -257,6 +257,10 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 	if (s->thread[0])
 		label(&e->m, &e->m2, &e->st, "thread", s->thread, 0);
 	label(&e->m, &e->m2, &e->st, "kind", s->kind, 0);
+	if (e->p->host && e->p->host[0]) {
+		label(&e->m, &e->m2, &e->st, "host", e->p->host, 0);
+		label(&e->m, &e->m2, &e->st, "target", e->p->target, 0);
+	}
 	if (s->comm[0])
 		label(&e->m, &e->m2, &e->st, "comm", s->comm, 0);
 	if (s->cgroup[0])

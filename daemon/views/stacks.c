@@ -19,6 +19,7 @@ struct stacks {
 	const struct agg_list_opts *lo;
 	const struct sample *sp;
 	int by;			/* enum groups_by: each sample's group, -1: none */
+	bool labels;		/* every sample's process name and cgroup (stacks_labels()) */
 	int err;
 	cJSON *profile, *objects, *functions, *locations, *samples;
 	int32_t *obj_of;	/* sym module id -> index in objects, -1: not yet */
@@ -220,6 +221,26 @@ static void add_group(struct stacks *x, const struct agg_stack *st, cJSON *o)
 	}
 }
 
+void stacks_labels(struct stacks *x)
+{
+	x->labels = true;
+}
+
+/* Every sample's process name and cgroup path, as the groups of --by name them. */
+static void add_labels(struct stacks *x, const struct agg_stack *st, cJSON *o)
+{
+	char gone[32];
+	const char *n;
+
+	if (!cJSON_GetObjectItemCaseSensitive(o, "comm"))
+		cJSON_AddStringToObject(o, "comm", sym_str(x->s, sample_process_name(x->sp, st->pid)));
+	if (!st->cgroup || cJSON_GetObjectItemCaseSensitive(o, "cgroup"))
+		return;
+	n = sym_str(x->s, sample_cgroup_name(x->sp, st->cgroup));
+	snprintf(gone, sizeof(gone), "cgroup:%" PRIu64, st->cgroup);
+	cJSON_AddStringToObject(o, "cgroup", n[0] ? n : gone);
+}
+
 void stacks_visit(void *ctx, const struct agg_visit *v)
 {
 	static const char *const charged[] = {
@@ -250,6 +271,8 @@ void stacks_visit(void *ctx, const struct agg_visit *v)
 	}
 	if (x->by >= 0)
 		add_group(x, st, o);
+	if (x->labels)
+		add_labels(x, st, o);
 	cJSON_AddStringToObject(o, "charged", charged[v->cls]);
 	if (st->flags & AGG_SF_CUT_SHORT) /* its outer frames are missing, and why */
 		cJSON_AddStringToObject(o, "cut_short", agg_unwalk_names[agg_cut_reason(st)]);

@@ -29,6 +29,8 @@ struct sample;
 /* For a listing of @sp with options @lo (its declared sections name the samples charged to
  * them; @sp names the threads), each sample with its group when @by (enum groups_by) is not
  * -1. */
+/* Each sample names its process and cgroup too, --by or not (pcmond's HTTP exports). */
+void stacks_labels(struct stacks *x);
 struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
 			  const struct sample *sp, int by);
 void stacks_free(struct stacks *x);

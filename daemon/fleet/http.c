@@ -1,0 +1,704 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pcmond's HTTP server: libmicrohttpd in "external select" mode, its epoll descriptor in
+ * pcmond's loop (srv_watch()). See http.h and docs/fleet.md.
+ */
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "export.h"
+#include "http.h"
+#include "metrics.h"
+#include "proto.h"
+#include "util.h"
+
+/* A request in flight: what the access handler keeps between its calls (MHD's con_cls). */
+struct hreq {
+	struct http *h;
+	struct MHD_Connection *conn;
+	bool suspended, done;
+	/* a scrape: its window, and the answer made when it ended */
+	char target[16];
+	uint32_t mark;
+	uint64_t due_ns;
+	enum http_route route;
+	int status;
+	char *body;
+	size_t len;
+	const char *type;
+	struct hreq *next;	/* in h->windows */
+};
+
+struct http {
+	struct engine *e;
+	struct MHD_Daemon *d;
+	char *token;		/* NULL: none asked for (loopback only) */
+	char *cert, *key;
+	struct hreq *windows;	/* scrapes under way */
+	uint32_t nwindows;
+	char host[256];
+	struct metrics_extra st;
+};
+
+static const struct client root = { .uid = 0, .pid = 0 };
+
+/* ---- the router (pure) */
+
+static const struct {
+	const char *path;
+	enum http_route route;
+} routes[] = {
+	{ "/", HTTP_INDEX },
+	{ "/healthz", HTTP_HEALTHZ },
+	{ "/metrics", HTTP_METRICS },
+	{ "/debug/pprof/profile", HTTP_PROFILE },
+	{ "/flamegraph.svg", HTTP_FLAMEGRAPH },
+};
+
+int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
+	       struct http_req *out, char *why, size_t whylen)
+{
+	const char *s, *t;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		snprintf(why, whylen, "only GET is served here");
+		return 405;
+	}
+	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
+		;
+	if (i == ARRAY_SIZE(routes)) {
+		snprintf(why, whylen, "no such page: / lists what there is");
+		return 404;
+	}
+	out->route = routes[i].route;
+	if (out->route != HTTP_PROFILE && out->route != HTTP_FLAMEGRAPH)
+		return 200;
+	out->seconds = HTTP_DEFAULT_SECONDS;
+	if ((s = arg(ctx, "seconds"))) {
+		char *end;
+		unsigned long n = strtoul(s, &end, 10);
+
+		if (!*s || *end || *s == '-' || n < 1 || n > HTTP_MAX_SECONDS) {
+			snprintf(why, whylen, "seconds=%.32s: give a whole number of seconds, 1 to %d",
+				 s, HTTP_MAX_SECONDS);
+			return 400;
+		}
+		out->seconds = n;
+	}
+	if ((t = arg(ctx, "target"))) {
+		if (!*t || strlen(t) > 63) {
+			snprintf(why, whylen, "target=: give a published target's id or name");
+			return 400;
+		}
+		out->target = t;
+	}
+	return 200;
+}
+
+bool http_token_ok(const char *header, const char *token)
+{
+	static const char bearer[] = "Bearer ";
+	size_t n = strlen(token), i;
+	unsigned char diff = 0;
+
+	if (!header || strncmp(header, bearer, sizeof(bearer) - 1))
+		return false;
+	header += sizeof(bearer) - 1;
+	if (strlen(header) != n)
+		return false;
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)header[i] ^ (unsigned char)token[i];
+	return !diff;
+}
+
+/* ---- targets */
+
+static cJSON *request(struct http *h, const char *cmd, const char *target)
+{
+	cJSON *req = cJSON_CreateObject(), *rep;
+
+	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
+	cJSON_AddStringToObject(req, "cmd", cmd);
+	if (target)
+		cJSON_AddStringToObject(req, "target", target);
+	rep = engine_handle(h->e, &root, req);
+	cJSON_Delete(req);
+	return rep;
+}
+
+/* The published target @want names (its id or name), or the default: the one published
+ * target, or the published system-wide one. Its id into @id; 0 or an HTTP status. */
+static int published_target(struct http *h, const char *want, char *id, size_t idlen,
+			    char *why, size_t whylen)
+{
+	cJSON *rep = request(h, "targets", NULL), *t, *pick = NULL, *all = NULL;
+	int n = 0, nall = 0;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind"));
+		char tid[16];
+
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
+			continue;
+		snprintf(tid, sizeof(tid), "%d",
+			 (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id")));
+		if (want) {
+			if (!strcmp(want, tid) || (name && !strcmp(want, name))) {
+				pick = t;
+				break;
+			}
+			continue;
+		}
+		n++;
+		pick = t;
+		if (kind && !strcmp(kind, "all")) {
+			nall++;
+			all = t;
+		}
+	}
+	if (want && !pick) {
+		snprintf(why, whylen, "no published target '%s': / lists them", want);
+		goto refuse;
+	}
+	if (!want && n != 1) {
+		if (nall != 1) {
+			if (n)
+				snprintf(why, whylen, "%d targets are published: name one, target=ID|NAME", n);
+			else
+				snprintf(why, whylen, "no target is published (pcmon start --publish, or "
+						      "publish = yes in pcmond.conf)");
+			cJSON_Delete(rep);
+			return n ? 400 : 404;
+		}
+		pick = all;
+	}
+	snprintf(id, idlen, "%d",
+		 (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pick, "id")));
+	cJSON_Delete(rep);
+	return 0;
+refuse:
+	cJSON_Delete(rep);
+	return 404;
+}
+
+/* ---- answers */
+
+static void answer_text(struct hreq *r, int status, const char *type, char *body)
+{
+	r->status = status;
+	r->type = type;
+	r->body = body;
+	r->len = body ? strlen(body) : 0;
+}
+
+static void answer_error(struct hreq *r, int status, const char *why)
+{
+	char *b = NULL;
+
+	if (asprintf(&b, "%s\n", why) < 0)
+		b = NULL;
+	answer_text(r, status, "text/plain; charset=utf-8", b);
+}
+
+static uint64_t rss_bytes(void)
+{
+	long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%*d %ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (uint64_t)pages * sysconf(_SC_PAGESIZE);
+}
+
+static void answer_metrics(struct http *h, struct hreq *r)
+{
+	cJSON *st = request(h, "status", NULL), *tg = request(h, "targets", NULL);
+	char *text;
+
+	h->st.rss_bytes = rss_bytes();
+	h->st.windows_open = h->nwindows;
+	text = metrics_text(st, tg, &h->st);
+	cJSON_Delete(st);
+	cJSON_Delete(tg);
+	if (!text)
+		answer_error(r, 500, "out of memory");
+	else
+		answer_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+}
+
+static void html_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+static void answer_index(struct http *h, struct hreq *r)
+{
+	cJSON *tg = request(h, "targets", NULL), *t;
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		cJSON_Delete(tg);
+		answer_error(r, 500, "out of memory");
+		return;
+	}
+	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pcmond on ");
+	html_escape(f, h->host);
+	fprintf(f, "</title></head><body>\n<h1>pcmond on ");
+	html_escape(f, h->host);
+	fprintf(f, "</h1>\n<p><a href=\"/metrics\">metrics</a> · <a href=\"/healthz\">health</a></p>\n"
+		   "<table><tr><th>id</th><th>name</th><th>kind</th><th>state</th><th>samples</th>"
+		   "<th>profile</th></tr>\n");
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(tg, "targets")) {
+		int id = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id"));
+
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
+			continue;
+		fprintf(f, "<tr><td>%d</td><td>", id);
+		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")) ?: "");
+		fprintf(f, "</td><td>");
+		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind")) ?: "");
+		fprintf(f, "</td><td>");
+		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state")) ?: "");
+		fprintf(f, "</td><td>%.0f</td><td>"
+			   "<a href=\"/flamegraph.svg?target=%d&amp;seconds=60\">flamegraph of the next minute</a> · "
+			   "<a href=\"/debug/pprof/profile?target=%d&amp;seconds=30\">pprof, 30 s</a>"
+			   "</td></tr>\n",
+			cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "samples")), id, id);
+	}
+	fprintf(f, "</table>\n<form action=\"/debug/pprof/profile\">target <input name=\"target\"> "
+		   "seconds <input name=\"seconds\" value=\"30\" size=\"4\"> "
+		   "<input type=\"submit\" value=\"pprof\"></form>\n</body></html>\n");
+	cJSON_Delete(tg);
+	if (fclose(f)) {
+		free(buf);
+		answer_error(r, 500, "out of memory");
+		return;
+	}
+	answer_text(r, 200, "text/html; charset=utf-8", buf);
+}
+
+/* A scrape's window has ended: what it counted, as gzipped pprof or as a flamegraph. */
+static void finish_window(struct http *h, struct hreq *r)
+{
+	cJSON *req = cJSON_CreateObject(), *rep;
+	char err[256], *buf = NULL;
+	struct xprof p;
+	size_t len = 0;
+	FILE *f;
+	int fr;
+
+	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
+	cJSON_AddStringToObject(req, "cmd", "list");
+	cJSON_AddStringToObject(req, "target", r->target);
+	cJSON_AddNumberToObject(req, "since_mark", r->mark);
+	cJSON_AddBoolToObject(req, "drop_mark", true);
+	cJSON_AddBoolToObject(req, "stacks", true);
+	cJSON_AddBoolToObject(req, "labels", true);
+	rep = engine_handle(h->e, &root, req);
+	cJSON_Delete(req);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		answer_error(r, 500, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
+		cJSON_Delete(rep);
+		return;
+	}
+	if (xprof_load(&p, rep, err, sizeof(err))) {
+		cJSON_Delete(rep);
+		answer_error(r, 500, err);
+		return;
+	}
+	f = open_memstream(&buf, &len);
+	fr = !f ? -1
+	     : r->route == HTTP_PROFILE ? export_pprof(f, &p, err, sizeof(err))
+					: export_flamegraph(f, &p, p.target);
+	if (f && fclose(f))
+		fr = -1;
+	xprof_free(&p);
+	cJSON_Delete(rep);
+	if (fr) {
+		free(buf);
+		answer_error(r, 500, "cannot encode the profile");
+		return;
+	}
+	r->status = 200;
+	r->type = r->route == HTTP_PROFILE ? "application/octet-stream" : "image/svg+xml";
+	r->body = buf;
+	r->len = len;
+}
+
+/* Start a window of @q for request @r: 0, or an HTTP status with @why. */
+static int start_window(struct http *h, struct hreq *r, const struct http_req *q, char *why,
+			size_t whylen)
+{
+	cJSON *rep;
+	int st;
+
+	if (h->nwindows >= HTTP_MAX_WINDOWS) {
+		snprintf(why, whylen, "%d scrapes are under way: try again when one ends",
+			 HTTP_MAX_WINDOWS);
+		return 503;
+	}
+	if ((st = published_target(h, q->target, r->target, sizeof(r->target), why, whylen)))
+		return st;
+	rep = request(h, "mark", r->target);
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
+		snprintf(why, whylen, "%s",
+			 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
+		cJSON_Delete(rep);
+		return 503;
+	}
+	r->mark = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rep, "mark"));
+	cJSON_Delete(rep);
+	r->route = q->route;
+	r->due_ns = now_ns() + q->seconds * 1000000000ULL;
+	r->next = h->windows;
+	h->windows = r;
+	h->nwindows++;
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	return 0;
+}
+
+/* ---- libmicrohttpd's callbacks */
+
+static const char *conn_arg(void *ctx, const char *key)
+{
+	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static enum MHD_Result queue(struct hreq *r)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (!r->body)
+		answer_error(r, 500, "out of memory");
+	resp = MHD_create_response_from_buffer(r->len, r->body ?: (char *)"", r->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	r->body = NULL;
+	MHD_add_response_header(resp, "Content-Type", r->type);
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (r->status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"pcmond\"");
+	if (r->status == 200 && r->route == HTTP_PROFILE)
+		MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"profile\"");
+	ret = MHD_queue_response(r->conn, r->status, resp);
+	MHD_destroy_response(resp);
+	r->done = true;
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct http *h = cls;
+	struct hreq *r = *con_cls;
+	struct http_req q;
+	char why[256];
+	int st;
+
+	(void)version;
+	(void)upload;
+	if (!r) { /* the first call: the headers are in */
+		if (!(r = calloc(1, sizeof(*r))))
+			return MHD_NO;
+		r->h = h;
+		r->conn = conn;
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size) { /* a body: not for us (refused below once it is read) */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->suspended) /* resumed: the window's answer is made */
+		return queue(r);
+	if (r->done)
+		return MHD_NO;
+	if (h->token &&
+	    !http_token_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
+			   h->token)) {
+		h->st.http_unauthorized++;
+		answer_error(r, 401, "a bearer token is needed: Authorization: Bearer TOKEN");
+		return queue(r);
+	}
+	st = http_route(method, url, conn_arg, conn, &q, why, sizeof(why));
+	r->route = q.route;
+	if (st == 200) {
+		switch (q.route) {
+		case HTTP_HEALTHZ:
+			answer_text(r, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+			break;
+		case HTTP_METRICS:
+			answer_metrics(h, r);
+			break;
+		case HTTP_INDEX:
+			answer_index(h, r);
+			break;
+		case HTTP_PROFILE:
+		case HTTP_FLAMEGRAPH:
+			st = start_window(h, r, &q, why, sizeof(why));
+			if (!st)
+				return MHD_YES; /* answered when the window ends */
+			break;
+		}
+	}
+	if (st != 200) {
+		h->st.http_refused++;
+		answer_error(r, st, why);
+	} else {
+		h->st.http_requests++;
+	}
+	return queue(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct hreq *r = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)why;
+	if (!r)
+		return;
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+/* ---- the loop's side */
+
+void http_work(struct http *h)
+{
+	uint64_t now = now_ns();
+	struct hreq **pp = &h->windows;
+
+	MHD_run(h->d);
+	while (*pp) {
+		struct hreq *r = *pp;
+
+		if (r->due_ns > now) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		h->nwindows--;
+		finish_window(h, r);
+		if (r->status == 200)
+			h->st.http_requests++;
+		MHD_resume_connection(r->conn);
+	}
+	MHD_run(h->d);
+}
+
+int http_fd(struct http *h)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+
+	return i ? i->epoll_fd : -1;
+}
+
+int http_timeout_ms(struct http *h)
+{
+	MHD_UNSIGNED_LONG_LONG mhd;
+	uint64_t next = UINT64_MAX, now = now_ns();
+
+	for (struct hreq *r = h->windows; r; r = r->next)
+		next = MIN(next, r->due_ns);
+	if (MHD_get_timeout(h->d, &mhd) == MHD_YES)
+		next = MIN(next, now + mhd * 1000000ULL);
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)MIN((next - now + 999999) / 1000000, 60 * 1000);
+}
+
+/* ---- setting up */
+
+/* ADDR:PORT, [ADDR6]:PORT or PORT (loopback) into @ss; whether it is loopback. */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *loopback, char *err,
+			size_t errlen)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	char addr[64] = "127.0.0.1";
+	const char *port = s, *colon;
+	unsigned long p;
+	char *end;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(addr))
+			goto bad;
+		snprintf(addr, sizeof(addr), "%.*s", (int)(close - s - 1), s + 1);
+		port = close + 2;
+	} else if ((colon = strrchr(s, ':'))) {
+		if ((size_t)(colon - s) >= sizeof(addr))
+			goto bad;
+		snprintf(addr, sizeof(addr), "%.*s", (int)(colon - s), s);
+		port = colon + 1;
+	}
+	p = strtoul(port, &end, 10);
+	if (!*port || *end || p < 1 || p > 65535)
+		goto bad;
+	if (inet_pton(AF_INET, addr, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons(p);
+		*loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(p);
+		*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+		return 0;
+	}
+bad:
+	snprintf(err, errlen, "--http %s: give PORT, ADDR:PORT or [ADDR6]:PORT (an address, not a name)",
+		 s);
+	return -EINVAL;
+}
+
+/* A secret's file: a regular file no one but its owner may read or write. */
+static char *read_secret(const char *path, const char *what, bool strip, char *err,
+			 size_t errlen)
+{
+	struct stat st;
+	char *s;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		snprintf(err, errlen, "%s %s: must be a regular file only its owner reads (chmod 600 %s)",
+			 what, path, path);
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	s = read_file(path, NULL);
+	if (!s) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	if (strip)
+		s[strcspn(s, "\r\n")] = '\0';
+	return s;
+}
+
+int http_open(struct engine *e, const struct http_opts *o, struct http **out, char *err,
+	      size_t errlen)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+	struct sockaddr_storage ss;
+	struct http *h;
+	bool loopback;
+	int r;
+
+	*out = NULL;
+	if ((r = parse_listen(o->listen, &ss, &loopback, err, errlen)))
+		return r;
+	if (!loopback && (!o->token_file || !o->tls_cert || !o->tls_key)) {
+		snprintf(err, errlen, "--http %s: an address other than loopback needs a token "
+				      "(--http-token-file) and TLS (--http-tls-cert, --http-tls-key)",
+			 o->listen);
+		return -EINVAL;
+	}
+	if (!o->tls_cert != !o->tls_key) {
+		snprintf(err, errlen, "--http-tls-cert and --http-tls-key go together");
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->e = e;
+	if (gethostname(h->host, sizeof(h->host) - 1))
+		snprintf(h->host, sizeof(h->host), "localhost");
+	if (o->token_file &&
+	    (!(h->token = read_secret(o->token_file, "--http-token-file", true, err, errlen)) ||
+	     strlen(h->token) < 16)) {
+		if (h->token)
+			snprintf(err, errlen, "--http-token-file %s: the token is shorter than 16 characters",
+				 o->token_file);
+		goto fail;
+	}
+	if (o->tls_cert) {
+		h->cert = read_file(o->tls_cert, NULL);
+		if (!h->cert) {
+			snprintf(err, errlen, "--http-tls-cert %s: %s", o->tls_cert, strerror(errno));
+			goto fail;
+		}
+		if (!(h->key = read_secret(o->tls_key, "--http-tls-key", false, err, errlen)))
+			goto fail;
+		flags |= MHD_USE_TLS;
+	}
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(HTTP_MAX_CONNECTIONS / 2),
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 << 10),
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				o->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->cert,
+				MHD_OPTION_HTTPS_MEM_KEY, h->key, MHD_OPTION_END);
+	if (!h->d) {
+		snprintf(err, errlen, "--http %s: cannot listen there%s (in use, or not an address of "
+				      "this machine)", o->listen, o->tls_cert ? " with this certificate" : "");
+		goto fail;
+	}
+	pr_info("HTTP server on %s%s%s", o->listen, o->tls_cert ? " (TLS)" : "",
+		h->token ? ", bearer token required" : "");
+	*out = h;
+	return 0;
+fail:
+	http_close(h);
+	return -EINVAL;
+}
+
+void http_close(struct http *h)
+{
+	if (!h)
+		return;
+	/* scrapes under way: their marks go with their targets; their connections with MHD */
+	for (struct hreq *r = h->windows; r; r = r->next)
+		MHD_resume_connection(r->conn);
+	if (h->d)
+		MHD_stop_daemon(h->d);
+	free(h->token);
+	free(h->cert);
+	free(h->key);
+	free(h);
+}
