@@ -148,6 +148,7 @@ void conf_daemon_opts(const struct conf_daemon *d, struct engine_opts *eo, struc
 	eo->counts_entries = NUM(DRAIN_ENTRIES, 0);
 	eo->bpf_stats = NUM(BPF_STATS, 0);
 	eo->object_idle_s = NUM(OBJECT_IDLE, 0);
+	eo->object_memory = (uint64_t)NUM(OBJECT_MEMORY, 0) << 20;
 	so->max_clients = NUM(MAX_CLIENTS, 0);
 	so->per_user = NUM(MAX_USER_CLIENTS, 0);
 	so->idle_s = NUM(IDLE_TIMEOUT, 0);

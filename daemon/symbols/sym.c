@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -127,8 +128,11 @@ struct ksym {
 	uint32_t name;
 };
 
-/* Objects no process has asked about for this long are let go (sym_close_idle()). */
+/* Objects no process has asked about for this long are let go (sym_close_idle()) ... */
 #define SYM_IDLE_NS (60 * 1000000000ULL)
+/* ... and, while the heap is over its budget, those not used for this long. */
+#define SYM_BUSY_NS (5 * 1000000000ULL)
+#define SYM_HEAP_BUDGET (64ULL << 20)
 
 struct sym {
 	unsigned flags;
@@ -157,6 +161,7 @@ struct sym {
 	sym_epoch_fn epoch_fn;	/* the live exec epoch of a process (sym_set_epoch_source) */
 	void *epoch_ctx;
 	uint64_t idle_ns;	/* objects unused this long are let go (sym_close_idle) */
+	uint64_t heap_budget;	/* ... and more while the heap holds more (0: no budget) */
 };
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -203,6 +208,7 @@ struct sym *sym_new(unsigned flags)
 		return NULL;
 	s->flags = flags;
 	s->idle_ns = SYM_IDLE_NS;
+	s->heap_budget = SYM_HEAP_BUDGET;
 	s->strs = itab_new();
 	s->mod_keys = itab_new();
 	s->proc_keys = itab_new();
@@ -566,9 +572,17 @@ static void module_close(struct sym *s, struct smod *m)
 	s->st.modules_closed++;
 }
 
+/* Memory the heap holds now (malloc's own count: libdw's state is most of it). */
+static uint64_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 void sym_close_idle(struct sym *s)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), closed = s->st.modules_closed;
 
 	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
 		struct smod *m = &s->mods[i];
@@ -576,6 +590,33 @@ void sym_close_idle(struct sym *s)
 		if (m->dwfl && !m->jit && m->used_ns + s->idle_ns < now)
 			module_close(s, m);
 	}
+	/*
+	 * Over the budget: the objects least recently used go first, down to those used in the
+	 * last SYM_BUSY_NS (a build's compilers as they run: opening them again each time
+	 * would cost more than it saves).
+	 */
+	while (s->heap_budget && heap_in_use() > s->heap_budget) {
+		struct smod *lru = NULL;
+
+		for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
+			struct smod *m = &s->mods[i];
+
+			if (m->dwfl && !m->jit && m->used_ns + SYM_BUSY_NS < now &&
+			    (!lru || m->used_ns < lru->used_ns))
+				lru = m;
+		}
+		if (!lru)
+			break;
+		module_close(s, lru);
+		s->st.modules_over_budget++;
+	}
+	if (s->st.modules_closed != closed)
+		malloc_trim(0); /* what the objects held goes back to the system */
+}
+
+void sym_set_heap_budget(struct sym *s, uint64_t bytes)
+{
+	s->heap_budget = bytes;
 }
 
 /* The module of region @r of process @pid, opened again if it was let go. */

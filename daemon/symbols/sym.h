@@ -174,6 +174,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
 	X(modules_closed, 1, objects_closed)     /* objects let go when idle for a minute */ \
 	X(modules_reopened, 1, objects_reopened) /* ... and opened again when used again */ \
+	X(modules_over_budget, 1, objects_over_budget) /* ... closed early: over the budget */ \
 	X(objects_open, 1, objects_open)   /* objects open now (libdw's state, file mapped) */ \
 	X(names_bytes, 1, names_bytes)     /* locations, procedures, strings: kept for good */ \
 	X(objects_bytes, 1, objects_bytes) /* our tables of open objects and address maps */
@@ -186,7 +187,12 @@ struct sym_stats {
 void sym_stats(const struct sym *s, struct sym_stats *st);
 /* Objects no process has used for @ns are let go (their names stay); default 60 s. */
 void sym_set_idle(struct sym *s, uint64_t ns);
-/* Let go of the objects idle that long (the engine's timer calls it). */
+/*
+ * And while pcmond's heap holds more than @bytes (default 64 MiB; 0: no budget), of the
+ * objects not used in the last 5 s, the least recently used.
+ */
+void sym_set_heap_budget(struct sym *s, uint64_t bytes);
+/* Let go of the objects idle that long, and over the budget (the engine's timer calls it). */
 void sym_close_idle(struct sym *s);
 
 #endif
