@@ -241,6 +241,11 @@ $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(filter-out cli/engine_load.c,$(CLI_SRCS)) \
 		$(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
 
+# the OTLP encoder on a `pcmon export --format json` file, for tests/integration/test_otlp.py
+OTLP_ENCODE := $(OUTPUT)/tools/otlp_encode
+$(OTLP_ENCODE): tests/tools/otlp_encode.c $(OUTPUT)/libpcmon.a | $(OUTPUT)/tools
+	$(CC) $(ALL_CFLAGS) $< $(OUTPUT)/libpcmon.a $(DAEMON_LIBS) -o $@
+
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
@@ -250,7 +255,7 @@ unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)
 
-check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
+check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan $(OTLP_ENCODE)
 	@tests/run.sh
 
 demo: all workloads
