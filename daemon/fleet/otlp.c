@@ -324,7 +324,10 @@ static int32_t stack_idx(struct enc *e, const int32_t *locs, int n)
 	int32_t i;
 	bool fresh;
 
-	i = tab_put(e, &e->stack, locs, n * sizeof(*locs), &fresh);
+	static const int32_t none[1];
+
+	/* (the zero entry's key is empty, but a key is never NULL: itab copies it) */
+	i = tab_put(e, &e->stack, n ? locs : none, n * sizeof(*locs), &fresh);
 	if (i < 0 || !fresh)
 		return i < 0 ? 0 : i;
 	if (!(s = NEW(e, PF(Stack), PF_INIT(STACK))))
