@@ -28,8 +28,9 @@ endif
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
 # pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih;
-# and serves HTTP (daemon/fleet/http.c): with libmicrohttpd
-DAEMON_PKGS := inih libmicrohttpd
+# and serves HTTP (daemon/fleet/http.c), with libmicrohttpd, and encodes OTLP profiles
+# (daemon/fleet/otlp.c), with protobuf-c
+DAEMON_PKGS := inih libmicrohttpd libprotobuf-c
 pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $3 || echo pkg-config-failed)),$(error \
 	'$(PKG_CONFIG) $2 $3' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
 PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags,$(PKGS) $(DAEMON_PKGS))
@@ -41,9 +42,19 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 # the daemon's layers (HACKING.md): the engine's core, the instruments, symbols and
 # unwinding, the views over results
-DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views daemon/fleet
+DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views
 DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
-ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
+# pcmond's own part, which the CLI's engine library leaves out: OTLP (docs/exports.md), its
+# C code generated from daemon/fleet/*.proto by protoc-c into $(OUTPUT)/fleet
+FLEET_DIR   := daemon/fleet
+FLEET_GEN   := $(OUTPUT)/fleet
+FLEET_PROTOS := $(wildcard $(FLEET_DIR)/*.proto)
+FLEET_PB_SRCS := $(patsubst $(FLEET_DIR)/%.proto,$(FLEET_GEN)/%.pb-c.c,$(FLEET_PROTOS))
+FLEET_PB_HDRS := $(FLEET_PB_SRCS:.c=.h)
+FLEET_SRCS  := $(wildcard $(FLEET_DIR)/*.c)
+FLEET_NAMES := $(notdir $(FLEET_SRCS:.c=.o) $(FLEET_PB_SRCS:.c=.o))
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) \
+	-I$(FLEET_GEN) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
 # pcmond, and the tests that link its engine library whole
 DAEMON_LIBS = $(LIBS) $(DAEMON_PKG_LIBS)
@@ -59,12 +70,14 @@ SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
 ENGINE_SRCS := $(wildcard $(addsuffix /*.c,$(DAEMON_DIRS)))
 ENGINE_HDRS := $(wildcard $(addsuffix /*.h,$(DAEMON_DIRS)))
-ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS)))
+ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS))) \
+	$(addprefix $(OUTPUT)/pic/,$(FLEET_NAMES))
 # what pcmond has and an engine the CLI runs has not: the configuration file, the HTTP
-# server and what it serves
-DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o $(patsubst daemon/fleet/%.c,$(OUTPUT)/pic/%.o,$(wildcard daemon/fleet/*.c))
-ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS)))
-vpath %.c $(DAEMON_DIRS)
+# server and what it serves (OTLP)
+DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o $(addprefix $(OUTPUT)/pic/,$(FLEET_NAMES))
+ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS))) \
+	$(addprefix $(OUTPUT)/asan/,$(FLEET_NAMES))
+vpath %.c $(DAEMON_DIRS) $(FLEET_DIR)
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 # what the CLI shares with the engine: the protocol, the helpers and the exports' encoders
@@ -85,7 +98,7 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
 	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev libmicrohttpd-dev \
-	prometheus \
+	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler prometheus \
 	g++ rustc dpkg-dev debhelper lintian fakeroot adduser
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
@@ -104,7 +117,7 @@ deps:
 	@$(DEPS_INSTALL)
 
 DIRS := $(OUTPUT) $(OUTPUT)/pic $(OUTPUT)/asan $(OUTPUT)/cli $(OUTPUT)/tests $(OUTPUT)/fuzz \
-	$(OUTPUT)/workloads $(BIN)
+	$(OUTPUT)/workloads $(FLEET_GEN) $(OUTPUT)/tools $(BIN)
 $(DIRS):
 	@mkdir -p $@
 # `make deps demo` (the README's first command) in one run, on a machine without the
@@ -125,9 +138,20 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 # --- engine library: linked into pcmond, and the CLI's pcmon-engine.so, which exports
 # engine.h's functions and nothing else (position-independent for it: in a directory of
 # its own, so that a tree built before never links objects that are not)
-$(OUTPUT)/pic/%.o: %.c $(SKELS) | $(OUTPUT)/pic
+# (the generated headers first, for otlp.c and the tests; -MMD tracks them from then on)
+$(OUTPUT)/pic/%.o: %.c $(SKELS) | $(OUTPUT)/pic $(FLEET_PB_HDRS)
 	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
-$(OUTPUT)/asan/%.o: %.c $(SKELS) | $(OUTPUT)/asan
+$(OUTPUT)/asan/%.o: %.c $(SKELS) | $(OUTPUT)/asan $(FLEET_PB_HDRS)
+	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+
+# --- OTLP: protoc-c writes a .pb-c.c and its .pb-c.h at once (a grouped pattern rule)
+$(FLEET_GEN)/%.pb-c.c $(FLEET_GEN)/%.pb-c.h: $(FLEET_DIR)/%.proto | $(FLEET_GEN)
+	protoc-c --proto_path=$(FLEET_DIR) --c_out=$(FLEET_GEN) $<
+# (what a file generates depends on the files it imports too: a handful, all of them)
+$(FLEET_PB_SRCS) $(FLEET_PB_HDRS): $(FLEET_PROTOS)
+$(OUTPUT)/pic/%.pb-c.o: $(FLEET_GEN)/%.pb-c.c | $(OUTPUT)/pic $(FLEET_PB_HDRS)
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+$(OUTPUT)/asan/%.pb-c.o: $(FLEET_GEN)/%.pb-c.c | $(OUTPUT)/asan $(FLEET_PB_HDRS)
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 $(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
 	$(AR) rcs $@ $^
@@ -219,6 +243,11 @@ $(OUTPUT)/pcmon-asan: $(CLI_SRCS) $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) -Icli $(filter-out cli/engine_load.c,$(CLI_SRCS)) \
 		$(OUTPUT)/libpcmon-asan.a $(LIBS) $(CLI_LIBS) -o $@
 
+# the OTLP encoder on a `pcmon export --format json` file, for tests/integration/test_otlp.py
+OTLP_ENCODE := $(OUTPUT)/tools/otlp_encode
+$(OTLP_ENCODE): tests/tools/otlp_encode.c $(OUTPUT)/libpcmon.a | $(OUTPUT)/tools
+	$(CC) $(ALL_CFLAGS) $< $(OUTPUT)/libpcmon.a $(DAEMON_LIBS) -o $@
+
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
@@ -228,7 +257,7 @@ unit: $(UNIT_BINS)
 fuzz: $(FUZZ_BINS)
 workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)
 
-check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan
+check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan $(OTLP_ENCODE)
 	@tests/run.sh
 
 demo: all workloads
@@ -270,7 +299,7 @@ deb:
 	cp $(OUTPUT)/deb/*.deb .
 
 format:
-	clang-format -i $(wildcard daemon/*.c $(addsuffix /*.[ch],$(DAEMON_DIRS)) cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])
+	clang-format -i $(wildcard daemon/*.c $(addsuffix /*.[ch],$(DAEMON_DIRS) $(FLEET_DIR)) cli/*.[ch] include/*.h bpf/*.c tests/unit/*.c tests/workloads/*.[ch])
 
 clean:
 	rm -rf $(OUTPUT) $(BIN)
