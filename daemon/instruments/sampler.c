@@ -333,6 +333,18 @@ static int usdt_attach_locked(struct sampler *s, const char *path)
 	return 0;
 }
 
+int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp)
+{
+	int fd = bpf_map__fd(s->skel->maps.pyprocs);
+
+	if (!pp)
+		return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
+	if (bpf_map_update_elem(fd, &pid, pp, BPF_ANY))
+		return -errno;
+	s->skel->bss->py_on = 1; /* (stays on: a lookup per sample is all it costs) */
+	return 0;
+}
+
 /* Does the kernel's BTF name function @name (a kfunc, say)? */
 static bool kernel_has_func(const char *name)
 {
