@@ -530,6 +530,7 @@ static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
 	struct pcmon_val *v, zero = {};
 
 	key->ustack = !key->uerr && ur->st.len ? ur->key : 0;
+	ur->pid = kr->pid = key->pid;
 	key->kstack = !key->kerr && kr->st.len ? kr->key : 0;
 	/* read first: after the first sample of a drain period the line stays shared */
 	if (!touched[g])

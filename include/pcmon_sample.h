@@ -49,7 +49,7 @@ struct pcmon_stack {
 struct pcmon_srec {
 	__u64 key;
 	__u32 gen;
-	__u32 pad;
+	__u32 pid;	/* the process it was taken in (tgid): Python frames are named at once */
 	struct pcmon_stack st;
 };
 

@@ -379,6 +379,16 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 	return n;
 }
 
+/* A new stack came down the ring: name its Python frames' code objects now (sampler.h). */
+static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
+{
+	struct sample_g *g = ctx;
+
+	for (uint32_t i = python_start(ip, n) + 1; i < n; i++)
+		if (py_code_early(g->py, pid, ip[i]))
+			break;
+}
+
 /*
  * Symbolize a stack into g->scratch: @upc/@kpc innermost first, as the kernel and the
  * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
@@ -880,6 +890,7 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 		close_g(g);
 		return r;
 	}
+	sampler_py_hook(g->smp, python_early, g);
 	*gp = g;
 	return 0;
 }

@@ -86,6 +86,12 @@ int sampler_usdt_attach(struct sampler *s, const char *path);
  * frames at sample time (@pp NULL: no longer). 0 or -errno. */
 struct pcmon_pyproc;
 int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp);
+/*
+ * Called with each new stack as the ring brings it, before its samples are drained: the
+ * code objects of its Python frames are read while the process is there to read.
+ */
+typedef void (*sampler_py_cb)(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n);
+void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx);
 
 /* Sampling's programs' entries in status's "programs" array (procs_program_json()). */
 void sampler_programs_json(struct sampler *s, cJSON *arr);

@@ -509,6 +509,11 @@ static struct py_code *code_of(struct py *p, uint32_t pid, uint64_t addr)
 	return read_code(p, e, h, c) ? NULL : c;
 }
 
+int py_code_early(struct py *p, uint32_t pid, uint64_t word)
+{
+	return code_of(p, pid, word & PCMON_PY_CODE_MASK) ? 0 : -EFAULT;
+}
+
 /* A location of its own per (name, file, line), shared by every process. */
 int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc)
 {

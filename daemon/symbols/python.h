@@ -45,6 +45,9 @@ void py_exited(struct py *p, uint32_t pid, uint64_t now);
 /* True the first time it is asked about @pid (a warning said once per process). */
 bool py_tell_once(struct py *p, uint32_t pid);
 
+/* Read the code object of Python frame @word of process @pid now, while it runs: 0, or
+ * -EFAULT. */
+int py_code_early(struct py *p, uint32_t pid, uint64_t word);
 /* The location (sym.h) of the Python frame @word of process @pid: 0, or -errno (the code
  * object could not be read). */
 int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc);
