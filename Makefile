@@ -99,7 +99,7 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
 	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev libmicrohttpd-dev \
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler prometheus \
-	g++ rustc dpkg-dev debhelper lintian fakeroot adduser
+	g++ rustc dpkg-dev debhelper lintian fakeroot adduser python3.11 python3.11-dev
 
 # The shell command `make deps` runs (tests/integration/test_build.py puts a stand-in).
 DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get install)"; exit 1; fi; \
@@ -251,8 +251,13 @@ $(OTLP_ENCODE): tests/tools/otlp_encode.c $(OUTPUT)/libpcmon.a | $(OUTPUT)/tools
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
+# CPython 3.11's offsets (docs/python.md) against its installed headers: compiling is the check
+PY311_INC ?= /usr/include/python3.11
+$(OUTPUT)/tests/pyoffsets_check.o: tests/unit/pyoffsets_check.c daemon/symbols/python_layouts.h | $(OUTPUT)/tests
+	$(CC) -std=gnu11 $(WARN) -Wno-unused-parameter -Idaemon/symbols -I$(PY311_INC) -c $< -o $@
+
 # the unit tests, built and run: no root, no BPF (tests/unit/test_engine.c fakes the sampler)
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(OUTPUT)/tests/pyoffsets_check.o
 	@tests/run.sh --unit
 fuzz: $(FUZZ_BINS)
 workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)

@@ -249,6 +249,238 @@ static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flag
 	return PCMON_SERR_NONE;
 }
 
+/* ---- Python frames (docs/python.md, include/pcmon_python.h) */
+
+/* CPython processes the engine found an interpreter in, by tgid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct pcmon_pyproc);
+} pyprocs SEC(".maps");
+
+/* Each thread's PyThreadState, once found: the thread list is walked once per thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_pythread);
+} pythreads SEC(".maps");
+
+/* Room to read a chain into for a dwarf record: [0] for samples, [1] for switches (a sample
+ * may interrupt the switch program on the same CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct pcmon_stack);
+} pyscratch SEC(".maps");
+
+__u32 py_on;	/* some process is in pyprocs: the others skip the lookup */
+
+/* A thread without a state (a C thread of a Python process) is looked for again after this. */
+#define PY_MISS_NS 20000000ull
+
+struct py_find {
+	__u64 ts;	/* the thread state being looked at */
+	__u64 found;
+	__u32 want;	/* the kernel's tid */
+	__u16 next, id;
+};
+
+static long py_find_step(__u32 i, void *data)
+{
+	struct py_find *f = data;
+	__u64 id = 0;
+
+	if (!f->ts || bpf_probe_read_user(&id, sizeof(id), (void *)(f->ts + f->id)))
+		return 1;
+	if (id == f->want) {
+		f->found = f->ts;
+		return 1;
+	}
+	if (bpf_probe_read_user(&f->ts, sizeof(f->ts), (void *)(f->ts + f->next)))
+		return 1;
+	return 0;
+}
+
+/*
+ * The thread's PyThreadState, 0 if it has none. Every thread of the interpreter is on its
+ * list with the kernel's id of its thread (native_thread_id), whether it holds the GIL or
+ * not: the list is walked the first time a thread is sampled, and what was found is kept in
+ * the thread's storage @pt, checked at each sample against the id it holds (a state freed
+ * and another made for the same thread is found again). A thread that has none is looked
+ * for again only after PY_MISS_NS.
+ */
+static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
+				       const struct pcmon_pyproc *pp)
+{
+	struct py_find f = { .want = tid, .next = pp->o.ts_next, .id = pp->o.ts_native_id };
+	__u64 interp = 0, id = 0, now;
+
+	if (pt->runtime == pp->runtime && pt->epoch == pp->epoch) {
+		if (pt->tstate &&
+		    !bpf_probe_read_user(&id, sizeof(id), (void *)(pt->tstate + pp->o.ts_native_id)) &&
+		    id == tid)
+			return pt->tstate;
+		if (!pt->tstate && bpf_ktime_get_ns() < pt->miss_until)
+			return 0;
+	}
+	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(pp->runtime + pp->o.rt_interp_head)) ||
+	    !interp ||
+	    bpf_probe_read_user(&f.ts, sizeof(f.ts), (void *)(interp + pp->o.is_threads_head)))
+		return 0;
+	bpf_loop(PCMON_PY_THREADS_MAX, py_find_step, &f, 0);
+	now = f.found ? 0 : bpf_ktime_get_ns();
+	pt->tstate = f.found;
+	pt->runtime = pp->runtime;
+	pt->epoch = pp->epoch;
+	pt->miss_until = now ? now + PY_MISS_NS : 0;
+	return f.found;
+}
+
+struct py_walk {
+	struct pcmon_stack *st;
+	__u64 frame;
+	__u32 n, end;		/* next word of st to write, the first not to */
+	__u32 status;
+	__u16 lo, code, previous, prev_instr, is_entry, co_code;
+};
+
+/* A field of @size bytes at @off of a frame's window (the engine's offsets, bounded here). */
+static __always_inline __u64 win_get(const __u8 *win, __u16 off, int size)
+{
+	__u64 v = 0;
+
+	if (off > PCMON_PY_FRAME_WINDOW - 8)
+		return 0;
+	if (size == 1)
+		return win[off];
+	bpf_probe_read_kernel(&v, sizeof(v), win + off);
+	return v;
+}
+
+/* @i bounded for the verifier, whatever the compiler knows of it */
+static __always_inline __u32 stack_slot(__u32 i)
+{
+	asm volatile("" : "+r"(i));
+	return i & (PCMON_STACK_MAX - 1);
+}
+
+static long py_step(__u32 i, void *data)
+{
+	struct py_walk *w = data;
+	__u8 win[PCMON_PY_FRAME_WINDOW];
+	__u64 code, prev_instr, first, instr1;
+
+	if (!w->frame)
+		return 1;
+	if (w->n >= w->end) {
+		w->status = PCMON_PY_DEPTH;
+		return 1;
+	}
+	if (bpf_probe_read_user(win, sizeof(win), (void *)(w->frame + w->lo))) {
+		w->status = PCMON_PY_FAULT;
+		return 1;
+	}
+	code = win_get(win, w->code, 8);
+	prev_instr = win_get(win, w->prev_instr, 8);
+	if (!code || code > PCMON_PY_CODE_MASK) {
+		w->status = PCMON_PY_FAULT; /* not a frame (any more) */
+		return 1;
+	}
+	first = code + w->co_code;
+	instr1 = prev_instr < first ? 0 : (prev_instr - first) / 2 + 1;
+	w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, win_get(win, w->is_entry, 1) != 0, instr1);
+	w->n++;
+	w->frame = win_get(win, w->previous, 8);
+	return 0;
+}
+
+/*
+ * Append thread @tid's Python frames to @st (its state found through @pt, its process's
+ * interpreter @pp): a marker with how the walk ended, then the frames, innermost first. A
+ * function of its own, verified once for all the places that read a chain. Nothing is added
+ * for a thread with no Python state or no frame.
+ */
+__noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
+			      const struct pcmon_pyproc *pp, __u32 tid)
+{
+	struct py_walk w;
+	__u64 tstate, cframe = 0;
+	__u32 n;
+
+	if (!st || !pt || !pp)
+		return 0;
+	n = st->len;
+	if (n >= PCMON_STACK_MAX - 1)
+		return 0;
+	tstate = py_tstate(pt, tid, pp);
+	if (!tstate)
+		return 0;
+	w = (struct py_walk){ .st = st, .n = n + 1, .lo = pp->o.fr_lo, .code = pp->o.fr_code,
+			      .previous = pp->o.fr_previous, .prev_instr = pp->o.fr_prev_instr,
+			      .is_entry = pp->o.fr_is_entry, .co_code = pp->o.co_code };
+	w.end = n + 1 + PCMON_PY_FRAMES_MAX;
+	if (w.end > PCMON_STACK_MAX)
+		w.end = PCMON_STACK_MAX;
+	if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(tstate + pp->o.ts_cframe)) ||
+	    !cframe ||
+	    bpf_probe_read_user(&w.frame, sizeof(w.frame), (void *)(cframe + pp->o.cf_current))) {
+		w.status = PCMON_PY_FAULT;
+	} else if (!w.frame) {
+		return 0; /* no Python code running: its native frames say it all */
+	} else {
+		bpf_loop(PCMON_PY_FRAMES_MAX + 1, py_step, &w, 0);
+		if (w.frame && w.status == PCMON_PY_OK)
+			w.status = PCMON_PY_DEPTH;
+	}
+	st->ip[stack_slot(n)] = PCMON_PY_MARK | w.status;
+	st->len = w.n;
+	return 0;
+}
+
+/*
+ * Append the Python frames @task is running to @st. @task is the current thread, or one of
+ * the current process (its memory is read through the current address space). Nothing for a
+ * process the engine found no interpreter in.
+ */
+static __always_inline void py_append(struct task_struct *task, __u32 tgid, __u32 tid,
+				      __u32 epoch, struct pcmon_stack *st)
+{
+	struct pcmon_pythread *pt;
+	struct pcmon_pyproc *pp;
+
+	if (!py_on)
+		return;
+	pp = bpf_map_lookup_elem(&pyprocs, &tgid);
+	if (!pp || pp->epoch != epoch)
+		return;
+	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (pt)
+		py_walk_frames(st, pt, pp, tid);
+}
+
+/* The same, into the record of a --unwind dwarf sample: @slot 0 from the sample program, 1
+ * from the switch program. */
+static __always_inline void py_append_dwarf(struct task_struct *task, __u32 tgid, __u32 tid,
+					    __u32 epoch, struct pcmon_dsample *d, __u32 slot)
+{
+	struct pcmon_stack *st = bpf_map_lookup_elem(&pyscratch, &slot);
+	__u32 n;
+
+	d->pylen = 0;
+	if (!py_on || !st)
+		return;
+	st->len = 0;
+	py_append(task, tgid, tid, epoch, st);
+	n = st->len;
+	if (n > PCMON_PY_FRAMES_MAX + 1)
+		n = PCMON_PY_FRAMES_MAX + 1;
+	if (n && !bpf_probe_read_kernel(d->py, n * sizeof(__u64), st->ip))
+		d->pylen = n;
+}
+
 /*
  * Wake the engine only when a ring is half full: it reads the rings on its own tick anyway,
  * and a wakeup per record would cost it a context switch per sample.
@@ -298,6 +530,7 @@ static __always_inline void record(void *counts, __u32 g, struct pcmon_key *key,
 	struct pcmon_val *v, zero = {};
 
 	key->ustack = !key->uerr && ur->st.len ? ur->key : 0;
+	ur->pid = kr->pid = key->pid;
 	key->kstack = !key->kerr && kr->st.len ? kr->key : 0;
 	/* read first: after the first sample of a drain period the line stays shared */
 	if (!touched[g])
@@ -494,6 +727,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	d->ulen = got ? 0 : n;
 	if (got)
 		d->h.key.uerr = PCMON_SERR_FAULT;
+	py_append_dwarf(task, key->pid, d->h.tid, key->epoch, d, type != PCMON_DS_SAMPLE);
 	d->klen = 0;
 	if (kernel) {
 		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);
@@ -714,6 +948,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
+	if (!key.uerr)
+		py_append(bpf_get_current_task_btf(), key.pid, key.tid, key.epoch, &sc->urec.st);
 	sc->krec.st.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
 		key.kerr = capture(ctx, &sc->krec.st, 0);
@@ -761,9 +997,12 @@ static __always_inline bool in_syscall(struct pt_regs *r)
 }
 
 /* Take the current thread's stacks into @o. */
-static __always_inline void take_stacks(void *ctx, struct pcmon_offcpu *o, bool kernel)
+static __always_inline void take_stacks(void *ctx, struct task_struct *task, struct pcmon_offcpu *o,
+					bool kernel)
 {
 	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
+	if (!o->key.uerr)
+		py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
 	o->krec.st.len = 0;
 	if (kernel)
 		o->key.kerr = capture(ctx, &o->krec.st, 0);
@@ -834,6 +1073,7 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 
 	uwalk_start(&w, task, &o->urec.st);
 	bpf_loop(PCMON_STACK_MAX, uwalk_step, &w, 0);
+	py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
 	o->krec.st.len = 0;
 	o->key.uerr = o->key.kerr = PCMON_SERR_NONE;
 	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
@@ -1172,7 +1412,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		o->lazy = lazy_kind(o, prev, next);
 	if (o->lazy == PCMON_LAZY_NO) {
 		note_thread(o->key.tid, prev);
-		take_stacks(ctx, o, cfg->flags & PCMON_TF_KERNEL);
+		take_stacks(ctx, prev, o, cfg->flags & PCMON_TF_KERNEL);
 	}
 }
 

@@ -25,6 +25,8 @@
 #define PCMON_TF_DWARF	  (1u << 4) /* copy registers and stack for the engine to unwind */
 /* its instruments act on exec and dlopen at once (attach probes): wake the engine for them */
 #define PCMON_TF_PROMPT	  (1u << 5)
+/* read CPython processes' frames (docs/python.md); --no-python clears it */
+#define PCMON_TF_PYTHON	  (1u << 6)
 
 struct pcmon_tcfg {
 	__u32 flags;

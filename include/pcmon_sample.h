@@ -9,6 +9,7 @@
 #define PCMON_SAMPLE_BPF_H
 
 #include "pcmon_procs.h"
+#include "pcmon_python.h"
 
 #define PCMON_STACK_MAX 512	/* frames a stack buffer can hold; the live depth is a rodata knob */
 
@@ -48,7 +49,7 @@ struct pcmon_stack {
 struct pcmon_srec {
 	__u64 key;
 	__u32 gen;
-	__u32 pad;
+	__u32 pid;	/* the process it was taken in (tgid): Python frames are named at once */
 	struct pcmon_stack st;
 };
 
@@ -137,6 +138,10 @@ struct pcmon_dsample {
 	__u32 ulen;	/* bytes of stack copied, from regs[7] (rsp) up */
 	__u32 klen;	/* kernel frames */
 	__u64 kstack[PCMON_KSTACK_MAX];
+	/* Python frames (docs/python.md): a marker and the frames after it, 0: none */
+	__u32 pylen;
+	__u32 pypad;
+	__u64 py[PCMON_PY_FRAMES_MAX + 1];
 	__u8 stack[];	/* ulen bytes; the record has room for a size class >= ulen */
 };
 

@@ -24,6 +24,7 @@
 #include "probes.h"
 #include "procs.h"
 #include "proto.h"
+#include "python.h"
 #include "sample.h"
 #include "sampler.h"
 #include "sym.h"
@@ -92,6 +93,9 @@ struct sample_g {
 	struct itab *section_keys;	/* (name address, pid, epoch) of marked sections seen */
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
+	struct py *py;			/* Python frames: interpreters found, code objects named */
+	uint32_t *natlocs, *mergelocs;	/* a user stack's native locations, merged with them */
+	size_t cap_natlocs;
 };
 
 static struct target *target_of(struct sample_g *g, uint32_t id)
@@ -112,6 +116,8 @@ struct sample *sample_new(void)
 		sample_free(sp);
 		sp = NULL;
 	}
+	if (sp)
+		sp->python = true;
 	return sp;
 }
 
@@ -324,6 +330,67 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 }
 
 /*
+ * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
+ * native frames and the frames after it. The native pcs are named, then each activation of
+ * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
+ * @st outermost first; a chain BPF could not read whole cuts the stack short there. Returns
+ * the user locations written.
+ */
+static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, const __u64 *upc,
+			     uint32_t nu, const __u64 *pyw, uint32_t npy, struct agg_stack *st)
+{
+	static const enum agg_unwalk cut_reason[] = {
+		[PCMON_PY_FAULT] = AGG_UNWALK_PYTHON,
+		[PCMON_PY_DEPTH] = AGG_UNWALK_DEPTH,
+	};
+	struct py_merge_in in = { .nn = nu, .pw = (const uint64_t *)pyw + 1, .np = npy - 1, .pid = k->pid,
+				  .status = pyw[0] & ~PCMON_PY_MARK_MASK };
+	uint32_t n, cut;
+
+	if (GROW(g->natlocs, g->cap_natlocs, nu + npy + 1)) {
+		nu = 0;
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_PYTHON);
+		return 0;
+	}
+	free(g->mergelocs);
+	g->mergelocs = malloc(g->cap_natlocs * sizeof(*g->mergelocs));
+	if (!g->mergelocs) {
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_PYTHON);
+		return 0;
+	}
+	for (uint32_t i = 0; i < nu; i++)
+		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+	in.nat = g->natlocs;
+	if (in.status > PCMON_PY_DEPTH)
+		in.status = PCMON_PY_FAULT;
+	n = py_merge(g->py, &in, g->mergelocs, &cut);
+	for (uint32_t i = 0; i < n; i++)
+		st->locs[n - 1 - i] = g->mergelocs[i];
+	if (cut != PCMON_PY_OK)
+		st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(cut_reason[cut]);
+	return n;
+}
+
+/* Where a user stack's Python frames start (its marker), @n if it has none. */
+static uint32_t python_start(const __u64 *upc, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((upc[i] & PCMON_PY_MARK_MASK) == PCMON_PY_MARK)
+			return i;
+	return n;
+}
+
+/* A new stack came down the ring: name its Python frames' code objects now (sampler.h). */
+static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
+{
+	struct sample_g *g = ctx;
+
+	for (uint32_t i = python_start(ip, n) + 1; i < n; i++)
+		if (py_code_early(g->py, pid, ip[i]))
+			break;
+}
+
+/*
  * Symbolize a stack into g->scratch: @upc/@kpc innermost first, as the kernel and the
  * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
  * return address, looked up at pc - 1 (the call). The innermost user pc is the one saved at
@@ -334,12 +401,12 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
  */
 static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk)
+				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy)
 {
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	struct sym *sym = g->env.sym;
 	struct agg_stack *st;
-	size_t need = agg_stack_size(nu + nk);
+	size_t need = agg_stack_size(nu + (npy ? npy - 1 : 0) + nk);
 
 	if (need > g->scratch_cap) {
 		free(g->scratch);
@@ -368,10 +435,14 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		kpc++;
 		nk--;
 	}
+	if (npy) {
+		nu = merge_python(g, k, upc, nu, pyw, npy, st);
+	} else {
+		for (uint32_t i = 0; i < nu; i++)
+			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+	}
 	st->nuser = nu;
 	st->nkern = nk;
-	for (uint32_t i = 0; i < nu; i++)
-		st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
 	for (uint32_t i = 0; i < nk; i++) {
 		bool leaf = i == 0 && oncpu;
 
@@ -390,16 +461,22 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
-	uint32_t nu = us ? us->len : 0, nk = ks ? ks->len : 0;
+	uint32_t nall = us ? us->len : 0, nk = ks ? ks->len : 0;
+	uint32_t nu = us ? python_start(us->ip, nall) : 0;
+	uint32_t cut = 0;
 	struct agg_stack *st;
 
-	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr));
+	/* (the native walk's end, known first: the Python frames' own cut is said over it) */
+	if (nu && nu >= sampler_max_depth(g->smp))
+		cut = AGG_SF_CUT(AGG_UNWALK_DEPTH);
+	else if (nu && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
+		cut = AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
+	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr),
+			 us ? us->ip + nu : NULL, nall - nu);
 	if (!st || st->unwalk != AGG_WALK_OK || !nu)
 		return st;
-	if (nu >= sampler_max_depth(g->smp))
-		st->flags |= AGG_SF_CUT(AGG_UNWALK_DEPTH);
-	else if (!unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
-		st->flags |= AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
+	if (!(st->flags & AGG_SF_CUT_SHORT))
+		st->flags |= cut;
 	return st;
 }
 
@@ -453,8 +530,9 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	g->unwound++;
 	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
-	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw);
-	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT)
+	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
+			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1));
+	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
 		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
 	return st;
@@ -637,6 +715,7 @@ static void drain(struct sample_g *g)
 	uint64_t t0 = now_ns(), took;
 
 	g->name_gen++;
+	py_next_gen(g->py);
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {
 		sym_forget_final(g->env.sym, t0);
@@ -801,11 +880,18 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	g->name_gen = 1; /* (0: a name slot never read) */
+	g->py = py_new(env->sym);
+	if (!g->py) {
+		close_g(g);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	r = sampler_open(&so, &g->smp, err, errlen);
 	if (r) {
 		close_g(g);
 		return r;
 	}
+	sampler_py_hook(g->smp, python_early, g);
 	*gp = g;
 	return 0;
 }
@@ -824,6 +910,9 @@ static void close_g(void *gp)
 	itab_free(g->section_keys);
 	free(g->section_names);
 	cgpath_free(g->cgroups);
+	py_free(g->py);
+	free(g->natlocs);
+	free(g->mergelocs);
 	probes_stop(g->probes);
 	sampler_close(g->smp);
 	free(g);
@@ -846,8 +935,48 @@ static bool stream(void *gp)
 	struct sample_g *g = gp;
 
 	g->name_gen++;
+	py_next_gen(g->py);
 	sampler_poll(g->smp, on_record, g);
 	return sampler_drain_wanted(g->smp);
+}
+
+/*
+ * A process of a target that reads Python frames is first sampled, or loads objects (a
+ * libpython opened after the first sample): is there a CPython in it? BPF is told where; a
+ * version pcmon has no offsets for is said once per process, and keeps its native frames.
+ */
+static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+	struct pcmon_pyproc pp;
+	char why[4400];
+	int r;
+
+	(void)t;
+	if (ev->type == PCMON_EV_EXEC) {
+		sampler_py_set(g->smp, ev->pid, NULL);
+		return;
+	}
+	if (ev->type == PCMON_EV_EXIT) {
+		sampler_py_set(g->smp, ev->pid, NULL);
+		py_exited(g->py, ev->pid, now_ns());
+		return;
+	}
+	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
+		return;
+	r = py_add(g->py, ev->pid, &pp, why, sizeof(why));
+	if (r == -ENOTSUP && py_tell_once(g->py, ev->pid))
+		pr_warn("pid %u: %s: its samples keep their native frames", ev->pid, why);
+	if (r)
+		return;
+	pp.epoch = ev->epoch;
+	r = sampler_py_set(g->smp, ev->pid, &pp);
+	if (r)
+		pr_warn("pid %u: Python frames: %s", ev->pid, strerror(-r));
+	else if (ev->type == PCMON_EV_SAMPLED)
+		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", ev->pid,
+			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
 }
 
 static void attach_usdt(void *ctx, const char *path)
@@ -912,6 +1041,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	sp->real = mode && !strcmp(mode, "real");
 	sp->kernel = proto_bool(req, "kernel", 0);
 	sp->no_inline = proto_bool(req, "no_inline", 0);
+	sp->python = !proto_bool(req, "no_python", 0);
 	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
 	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
 	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);
@@ -930,7 +1060,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	if (sample_set_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep))
 		goto fail;
 	sp->flags = (sp->kernel ? PCMON_TF_KERNEL : 0) | (sp->real ? PCMON_TF_REAL : 0) |
-		    (sp->dwarf ? PCMON_TF_DWARF : 0);
+		    (sp->dwarf ? PCMON_TF_DWARF : 0) | (sp->python ? PCMON_TF_PYTHON : 0);
 	*out = sp;
 	return 0;
 fail:
@@ -1045,6 +1175,7 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	cJSON_AddStringToObject(o, "mode", sample_mode_name(sp));
 	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
 	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
+	cJSON_AddBoolToObject(o, "python", sp->python);
 	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
 	if (sp->when_text)
 		cJSON_AddStringToObject(o, "when", sp->when_text);
@@ -1246,6 +1377,7 @@ static const struct proto_field fields[] = {
 	{ .name = "unwind", .type = PT_ENUM, .values = "fp|dwarf|auto", .opt = "--unwind" },
 	F_BOOL("kernel"),
 	F_BOOL("no_inline"),
+	F_BOOL("no_python"),
 	F_STR("when", PROTO_MAX_LINE),
 	F_BOOL("when_from_file"),
 	F_BOOL("icase"),
@@ -1299,6 +1431,7 @@ const struct inst_ops sample_ops = {
 	.list_check = sample_check_list,
 	.cmds = cmds,
 	.ncmds = ARRAY_SIZE(cmds),
+	.event = event,
 	.fds = fds,
 	.stream = stream,
 	.tick = tick,

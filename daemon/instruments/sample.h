@@ -61,6 +61,7 @@ int sample_names_set(struct sample_names *n, uint64_t key, uint32_t name);
 /* One target's sampling: its settings and its results. */
 struct sample {
 	bool real, kernel, icase, no_inline;
+	bool python;		/* read CPython processes' frames (not --no-python) */
 	bool when_from_file;	/* when_text spans lines, ';'-terminated */
 	bool dwarf;		/* user stacks unwound by the engine with CFI */
 	char unwind[8];		/* as asked: fp, dwarf or auto */

@@ -74,6 +74,8 @@ struct sampler {
 	sampler_dsample_cb ds_cb;
 	bool drain_wanted;	/* BPF said a counts map is filling (PCMON_DS_DRAIN) */
 	void *ds_ctx;
+	sampler_py_cb py_cb;	/* new stacks with Python frames */
+	void *py_ctx;
 	uint32_t sysctl_depth;	/* kernel.perf_event_max_stack as last read */
 	uint64_t sysctl_read_ns;
 	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
@@ -215,6 +217,8 @@ static int on_srec(void *ctx, void *data, size_t len)
 	((struct pcmon_stack *)&t->arena[t->narena])->len = n;
 	memcpy(&t->arena[t->narena + 1], r->st.ip, n * sizeof(__u64));
 	t->narena += 1 + n;
+	if (s->py_cb)
+		s->py_cb(s->py_ctx, r->pid, r->st.ip, n);
 	stab_index(t, t->n++);
 	return 0;
 }
@@ -330,6 +334,24 @@ static int usdt_attach_locked(struct sampler *s, const char *path)
 	s->usdt[s->nusdt++] = u;
 	s->skel->bss->sections_on = 1;
 	pr_info("attached critical-section probes in %s", path);
+	return 0;
+}
+
+void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx)
+{
+	s->py_cb = cb;
+	s->py_ctx = ctx;
+}
+
+int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp)
+{
+	int fd = bpf_map__fd(s->skel->maps.pyprocs);
+
+	if (!pp)
+		return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
+	if (bpf_map_update_elem(fd, &pid, pp, BPF_ANY))
+		return -errno;
+	s->skel->bss->py_on = 1; /* (stays on: a lookup per sample is all it costs) */
 	return 0;
 }
 

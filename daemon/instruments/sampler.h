@@ -82,6 +82,17 @@ int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx);
 /* Attach the PCMON_CRITICAL_BEGIN/END probes of an object (once per file). Thread-safe:
  * the engine's loop and its probe thread (probes.h) both call it. */
 int sampler_usdt_attach(struct sampler *s, const char *path);
+/* Python frames (docs/python.md): process @pid's interpreter, for BPF to read its threads'
+ * frames at sample time (@pp NULL: no longer). 0 or -errno. */
+struct pcmon_pyproc;
+int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp);
+/*
+ * Called with each new stack as the ring brings it, before its samples are drained: the
+ * code objects of its Python frames are read while the process is there to read.
+ */
+typedef void (*sampler_py_cb)(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n);
+void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx);
+
 /* Sampling's programs' entries in status's "programs" array (procs_program_json()). */
 void sampler_programs_json(struct sampler *s, cJSON *arr);
 

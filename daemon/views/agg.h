@@ -35,7 +35,10 @@ struct pat;
 	/* dwarf: code without CFI whose frame-pointer chain ended */                      \
 	X(NOCFI, no_cfi, 1)                                                                \
 	/* fp: the frame-pointer chain ended short of a root (only ever cuts one short) */ \
-	X(FP_CHAIN, fp_chain, 1)
+	X(FP_CHAIN, fp_chain, 1)                                                           \
+	/* a Python frame chain could not be read whole (a frame freed under the sampler, */ \
+	/* a read fault, a code object gone): the stack stops at what was read */          \
+	X(PYTHON, python, 1)
 
 enum agg_unwalk {
 	AGG_WALK_OK = 0,

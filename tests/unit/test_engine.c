@@ -255,6 +255,14 @@ int procs_probes_ack(struct procs *s, uint32_t tgid, uint32_t seq)
 
 void sampler_programs_json(struct sampler *s, cJSON *arr) { (void)s; (void)arr; }
 
+/* No process here is a CPython. */
+int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp)
+{
+	(void)s; (void)pid; (void)pp;
+	return 0;
+}
+void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx) { (void)s; (void)cb; (void)ctx; }
+
 /* The probe thread reads BPF's probe ring: there is none here. */
 static struct probes *the_probes = (struct probes *)&the_sampler;
 
@@ -428,9 +436,10 @@ static void test_start_configures_bpf(void **state)
 	open_engine(f);
 	id = start(f, getuid(), "\"mode\":\"real\",\"interval_us\":2000,\"unwind\":\"fp\",\"kernel\":true");
 	assert_int_equal(id, 1);
-	/* the target's own flags and sampling's, the period, the owner */
+	/* the target's own flags and sampling's (Python frames unless --no-python), the period,
+	 * the owner */
 	assert_int_equal(fk.cfg_flags[id], PCMON_TF_ACTIVE | PCMON_TF_CHILDREN | PCMON_TF_REAL |
-						   PCMON_TF_KERNEL);
+						   PCMON_TF_KERNEL | PCMON_TF_PYTHON);
 	assert_int_equal(fk.cfg_period[id], 2000000);
 	assert_int_equal(fk.cfg_owner[id], getuid());
 	assert_int_equal(fk.periods, 1);

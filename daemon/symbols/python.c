@@ -1,0 +1,726 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * CPython frames (docs/python.md). BPF reads a thread's chain of _PyInterpreterFrame at
+ * sample time and sends, per frame, its code object's address and instruction; here the
+ * code objects are named from the process's memory (qualified name, file, first line, line
+ * table) and cached, and the frames take the place of the interpreter's C activations.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "python.h"
+#include "python_layouts.h"
+#include "sym.h"
+#include "util.h"
+
+/* One CPython version's layout: what BPF reads (pcmon_pyoffs) and what the engine does. */
+struct py_layout {
+	uint32_t from, to;	/* PY_VERSION_HEX in [from, to) */
+	struct pcmon_pyoffs o;
+	uint16_t ob_type, ob_size, bytes_sval;
+	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable;
+	uint16_t str_length, str_state, str_ascii, str_compact, str_ptr;
+};
+
+static const struct py_layout layouts[] = {
+	{
+		.from = 0x030b00f0, /* 3.11.0 final: the betas moved things */
+		.to = 0x030c0000,
+		.o = {
+			.rt_interp_head = PY311_RT_INTERP_HEAD,
+			.is_threads_head = PY311_IS_THREADS_HEAD,
+			.ts_next = PY311_TS_NEXT,
+			.ts_native_id = PY311_TS_NATIVE_ID,
+			.ts_cframe = PY311_TS_CFRAME,
+			.cf_current = PY311_CF_CURRENT,
+			.fr_lo = PY311_FR_CODE,
+			.fr_code = PY311_FR_CODE - PY311_FR_CODE,
+			.fr_previous = PY311_FR_PREVIOUS - PY311_FR_CODE,
+			.fr_prev_instr = PY311_FR_PREV_INSTR - PY311_FR_CODE,
+			.fr_is_entry = PY311_FR_IS_ENTRY - PY311_FR_CODE,
+			.co_code = PY311_CO_CODE,
+		},
+		.ob_type = PY311_OB_TYPE,
+		.ob_size = PY311_OB_SIZE,
+		.bytes_sval = PY311_BYTES_SVAL,
+		.co_firstlineno = PY311_CO_FIRSTLINENO,
+		.co_filename = PY311_CO_FILENAME,
+		.co_qualname = PY311_CO_QUALNAME,
+		.co_linetable = PY311_CO_LINETABLE,
+		.str_length = PY311_STR_LENGTH,
+		.str_state = PY311_STR_STATE,
+		.str_ascii = PY311_STR_ASCII_DATA,
+		.str_compact = PY311_STR_COMPACT_DATA,
+		.str_ptr = PY311_STR_DATA_PTR,
+	},
+};
+
+/* Longest name, file or line table read from a process. */
+#define PY_STR_MAX 1024
+#define PY_TAB_MAX (64 * 1024)
+
+/* A code object of a process, as last read. */
+struct py_code {
+	uint64_t sum;		/* its header's fields that say what it is: unchanged, same code */
+	uint32_t gen;		/* the drain it was last checked in (0: never read, or forgotten) */
+	uint32_t name, file;	/* sym string ids: the procedure's name, the file */
+	int firstlineno;
+	uint8_t *tab;		/* its location table */
+	uint32_t ntab;
+};
+
+/* A process whose interpreter was found (py_find() through sample.c), by pid. */
+struct py_pid {
+	uint32_t pid;
+	const struct py_layout *l;
+	uint64_t code_type;	/* &PyCode_Type in it: what a code object's type reads */
+};
+
+struct py {
+	struct sym *sym;
+	struct itab *keys;	/* (pid, code address) */
+	struct py_code *codes;
+	size_t cap_codes;
+	struct py_pid *pids;
+	size_t npids, cap_pids;
+	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, forgotten later */
+	size_t ngone, cap_gone;
+	struct itab *told;	/* pids a warning was given about */
+	uint32_t gen;
+	uint32_t eval_name;	/* string id of PY_EVAL_FN */
+};
+
+struct py *py_new(struct sym *s)
+{
+	struct py *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->sym = s;
+	p->gen = 1;
+	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
+		py_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void py_free(struct py *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; p->keys && i < itab_count(p->keys); i++)
+		free(p->codes[i].tab);
+	itab_free(p->keys);
+	itab_free(p->told);
+	free(p->codes);
+	free(p->pids);
+	free(p->gone);
+	free(p);
+}
+
+void py_next_gen(struct py *p)
+{
+	if (++p->gen == 0)
+		p->gen = 1;
+}
+
+static struct py_pid *pid_find(struct py *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->npids; i++)
+		if (p->pids[i].pid == pid)
+			return &p->pids[i];
+	return NULL;
+}
+
+void py_forget(struct py *p, uint32_t pid)
+{
+	struct py_pid *pp = pid_find(p, pid);
+
+	if (!pp)
+		return;
+	*pp = p->pids[--p->npids];
+	/* its code objects are read again if the pid comes back (its keys stay: few) */
+	for (uint32_t i = 0; i < itab_count(p->keys); i++) {
+		const uint32_t *k = itab_key(p->keys, i, NULL);
+
+		if (k[0] == pid && p->codes[i].gen) {
+			free(p->codes[i].tab);
+			p->codes[i] = (struct py_code){ 0 };
+		}
+	}
+}
+
+void py_exited(struct py *p, uint32_t pid, uint64_t now)
+{
+	size_t i = 0;
+
+	while (i < p->ngone) {
+		if (p->gone[i].at + PY_FORGET_NS < now) {
+			py_forget(p, p->gone[i].pid);
+			p->gone[i] = p->gone[--p->ngone];
+		} else {
+			i++;
+		}
+	}
+	if (!pid_find(p, pid) || GROW(p->gone, p->cap_gone, p->ngone + 1))
+		return;
+	p->gone[p->ngone].pid = pid;
+	p->gone[p->ngone++].at = now;
+}
+
+bool py_tell_once(struct py *p, uint32_t pid)
+{
+	uint32_t id;
+
+	return itab_intern(p->told, &pid, sizeof(pid), &id) == 1;
+}
+
+static int mem_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EFAULT;
+}
+
+static uint64_t u64_at(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* ---- finding the interpreter */
+
+struct found {
+	uint64_t runtime, version, code_type;	/* addresses in the object (ELF vaddrs) */
+	uint64_t base_vaddr;			/* its first loadable segment's */
+};
+
+static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *f)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (size_t i = 0; d && i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(d, i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || (name[0] != '_' && name[0] != 'P'))
+			continue;
+		if (!strcmp(name, "_PyRuntime"))
+			f->runtime = sym.st_value;
+		else if (!strcmp(name, "Py_Version"))
+			f->version = sym.st_value;
+		else if (!strcmp(name, "PyCode_Type"))
+			f->code_type = sym.st_value;
+	}
+}
+
+/* The symbols of the object open at @fd; false if it has no _PyRuntime. */
+static bool look_in_object(int fd, struct found *f)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	size_t nph = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!elf)
+		return false;
+	f->base_vaddr = UINT64_MAX;
+	if (!elf_getphdrnum(elf, &nph)) {
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0)
+				f->base_vaddr = ph.p_vaddr & ~(uint64_t)0xfff;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+			look_in_symtab(elf, scn, &sh, f);
+	}
+	elf_end(elf);
+	return f->runtime && f->base_vaddr != UINT64_MAX;
+}
+
+static const struct py_layout *layout_of(uint32_t version)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (version >= layouts[i].from && version < layouts[i].to)
+			return &layouts[i];
+	return NULL;
+}
+
+/*
+ * Look for the interpreter in the objects the process maps whose name says Python (the
+ * python3.X executable, which has libpython linked in on Debian, or libpython3.X.so):
+ * _PyRuntime is where its state starts, Py_Version (3.11 on) says which version it is.
+ */
+static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
+		   struct pcmon_pyproc *out, uint64_t *code_type, char *why, size_t len)
+{
+	char file[4200];
+	struct found f;
+	uint32_t version = 0;
+	uint64_t bias;
+	int fd;
+
+	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -ENOENT;
+	if (!look_in_object(fd, &f)) {
+		close(fd);
+		return -ENOENT;
+	}
+	close(fd);
+	bias = start - f.base_vaddr;
+	if (!f.version || mem_read(pid, bias + f.version, &version, sizeof(version))) {
+		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version)", path);
+		return -ENOTSUP;
+	}
+	if (!layout_of(version) || !f.code_type) {
+		snprintf(why, len, "%s: CPython %u.%u.%u, which pcmon has no offsets for", path,
+			 version >> 24, version >> 16 & 0xff, version >> 8 & 0xff);
+		return -ENOTSUP;
+	}
+	*out = (struct pcmon_pyproc){ .version = version, .runtime = bias + f.runtime,
+				      .o = layout_of(version)->o };
+	*code_type = bias + f.code_type;
+	return 0;
+}
+
+static bool pythonish(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
+}
+
+static int find(uint32_t pid, struct pcmon_pyproc *out, uint64_t *code_type, char *why,
+		size_t len)
+{
+	char path[64], line[4400], last[4200] = "";
+	int r = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	elf_version(EV_CURRENT);
+	while (r == -ENOENT && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		int name = 0;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &name) < 3 ||
+		    !name || line[name] != '/')
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		/* an object's first mapping (offset 0), once */
+		if (off || !pythonish(line + name) || !strcmp(last, line + name))
+			continue;
+		snprintf(last, sizeof(last), "%s", line + name);
+		r = find_in(pid, line + name, start, end, out, code_type, why, len);
+	}
+	fclose(f);
+	return r;
+}
+
+int py_add(struct py *p, uint32_t pid, struct pcmon_pyproc *out, char *why, size_t len)
+{
+	struct py_pid *e = pid_find(p, pid);
+	uint64_t code_type;
+	int r = find(pid, out, &code_type, why, len);
+
+	if (r)
+		return r;
+	if (!e) {
+		if (GROW(p->pids, p->cap_pids, p->npids + 1))
+			return -ENOMEM;
+		e = &p->pids[p->npids++];
+	}
+	*e = (struct py_pid){ .pid = pid, .l = layout_of(out->version), .code_type = code_type };
+	return 0;
+}
+
+/* ---- naming code objects */
+
+static void put_utf8(char *out, size_t len, size_t *at, uint32_t c)
+{
+	char b[4];
+	size_t n;
+
+	if (c < 0x80) {
+		b[0] = c;
+		n = 1;
+	} else if (c < 0x800) {
+		b[0] = 0xc0 | c >> 6;
+		b[1] = 0x80 | (c & 0x3f);
+		n = 2;
+	} else if (c < 0x10000) {
+		b[0] = 0xe0 | c >> 12;
+		b[1] = 0x80 | (c >> 6 & 0x3f);
+		b[2] = 0x80 | (c & 0x3f);
+		n = 3;
+	} else {
+		b[0] = 0xf0 | (c >> 18 & 0x07);
+		b[1] = 0x80 | (c >> 12 & 0x3f);
+		b[2] = 0x80 | (c >> 6 & 0x3f);
+		b[3] = 0x80 | (c & 0x3f);
+		n = 4;
+	}
+	if (*at + n < len) {
+		memcpy(out + *at, b, n);
+		*at += n;
+	}
+}
+
+/* The str object at @addr as UTF-8 into @out: 0, or -errno. */
+static int read_str(uint32_t pid, const struct py_layout *l, uint64_t addr, char *out, size_t len)
+{
+	uint8_t hdr[PY311_STR_COMPACT_DATA + 8], raw[PY_STR_MAX * 4];
+	uint64_t n, data;
+	uint32_t state, kind;
+	size_t at = 0;
+	int r = -EFAULT;
+
+	if (!addr || (r = mem_read(pid, addr, hdr, sizeof(hdr))))
+		return r;
+	n = u64_at(hdr, l->str_length);
+	memcpy(&state, hdr + l->str_state, sizeof(state));
+	kind = state >> 2 & 7;
+	if (n > PY_STR_MAX || (kind != 1 && kind != 2 && kind != 4))
+		return -EINVAL;
+	if (state >> 5 & 1) /* compact: the characters follow the header */
+		data = addr + (state >> 6 & 1 ? l->str_ascii : l->str_compact);
+	else
+		data = u64_at(hdr, l->str_ptr);
+	if (n && (r = mem_read(pid, data, raw, n * kind)))
+		return r;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+
+		put_utf8(out, len, &at, c);
+	}
+	out[at] = 0;
+	return 0;
+}
+
+/* What tells one code object from another at the same address. */
+static uint64_t header_sum(const struct py_layout *l, const uint8_t *h)
+{
+	uint64_t f[5] = { u64_at(h, l->ob_type), u64_at(h, l->co_filename),
+			  u64_at(h, l->co_qualname), u64_at(h, l->co_linetable),
+			  u64_at(h, l->co_firstlineno) & 0xffffffff };
+
+	return hash_bytes(f, sizeof(f));
+}
+
+/* Read the code object of @e whose header is @h into @c. */
+static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
+		     struct py_code *c)
+{
+	const struct py_layout *l = e->l;
+	char qualname[PY_STR_MAX * 3], file[PY_STR_MAX * 3], name[PY_STR_MAX * 6];
+	uint64_t tab = u64_at(h, l->co_linetable), ntab = 0;
+	int32_t first;
+	uint8_t *t = NULL;
+	int r;
+
+	if (read_str(e->pid, l, u64_at(h, l->co_qualname), qualname, sizeof(qualname)) ||
+	    read_str(e->pid, l, u64_at(h, l->co_filename), file, sizeof(file)))
+		return -EFAULT;
+	if (tab && !mem_read(e->pid, tab + l->ob_size, &ntab, sizeof(ntab)) && ntab &&
+	    ntab <= PY_TAB_MAX) {
+		t = malloc(ntab);
+		if (!t)
+			return -ENOMEM;
+		if (mem_read(e->pid, tab + l->bytes_sval, t, ntab)) {
+			free(t);
+			t = NULL;
+			ntab = 0;
+		}
+	} else {
+		ntab = 0;
+	}
+	memcpy(&first, h + l->co_firstlineno, sizeof(first));
+	py_proc_name(file, qualname, name, sizeof(name));
+	free(c->tab);
+	*c = (struct py_code){ .sum = header_sum(l, h), .gen = p->gen, .firstlineno = first,
+			       .tab = t, .ntab = ntab };
+	r = sym_intern_str(p->sym, name, &c->name);
+	if (!r)
+		r = sym_intern_str(p->sym, file, &c->file);
+	return r;
+}
+
+/*
+ * The cached code object @addr of process @pid, checked once per drain: its header is read
+ * again, and if the fields that say what it is changed (it was freed and another object took
+ * its place) it is read whole again. A process gone keeps what was read while it ran.
+ */
+static struct py_code *code_of(struct py *p, uint32_t pid, uint64_t addr)
+{
+	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, addr };
+	struct py_pid *e = pid_find(p, pid);
+	uint8_t h[PY311_CO_CODE];
+	struct py_code *c;
+	uint32_t slot;
+	int r;
+
+	r = itab_intern(p->keys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(p->codes, p->cap_codes, slot + 1))
+		return NULL;
+	c = &p->codes[slot];
+	if (r == 1)
+		*c = (struct py_code){ 0 }; /* (grown memory is not cleared) */
+	if (c->gen == p->gen)
+		return c;
+	if (!e || e->l->co_linetable + 8u > sizeof(h) || mem_read(pid, addr, h, sizeof(h)))
+		return c->gen ? c : NULL; /* gone: what was read stands */
+	if (u64_at(h, e->l->ob_type) != e->code_type)
+		return NULL; /* not a code object (any more) */
+	if (c->gen && c->sum == header_sum(e->l, h)) {
+		c->gen = p->gen;
+		return c;
+	}
+	return read_code(p, e, h, c) ? NULL : c;
+}
+
+int py_code_early(struct py *p, uint32_t pid, uint64_t word)
+{
+	return code_of(p, pid, word & PCMON_PY_CODE_MASK) ? 0 : -EFAULT;
+}
+
+/* A location of its own per (name, file, line), shared by every process. */
+int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc)
+{
+	struct py_code *c = code_of(p, pid, word & PCMON_PY_CODE_MASK);
+	uint32_t instr1 = word >> PCMON_PY_INSTR_SHIFT;
+	const char *name, *file;
+	char key[PY_STR_MAX * 9];
+	uint32_t line;
+	int l, kl;
+
+	if (!c)
+		return -EFAULT;
+	if (instr1 == 0 || instr1 == PCMON_PY_INSTR_FAR || !c->tab)
+		l = c->firstlineno;
+	else
+		l = py_line_of(c->tab, c->ntab, c->firstlineno, (int)(instr1 - 1) * 2);
+	line = l > 0 ? l : 0;
+	name = sym_str(p->sym, c->name);
+	file = sym_str(p->sym, c->file);
+	kl = snprintf(key, sizeof(key), "%s:%s:%u", name, file, line);
+	/* (strings of the symbolizer's table, which interning may move: copied first) */
+	{
+		char *n = strdup(name), *f = strdup(file);
+		const char *procs[1] = { n }, *files[1] = { f };
+		int r = n && f ? sym_intern_loc(p->sym, PY_MODULE, hash_bytes(key, MIN((size_t)kl, sizeof(key))), procs,
+						files, &line, 1, loc)
+			       : -ENOMEM;
+
+		free(n);
+		free(f);
+		return r;
+	}
+}
+
+/* ---- the 3.11 location table (Objects/locations.md in CPython's sources) */
+
+static int varint(const uint8_t *t, size_t len, size_t *i)
+{
+	unsigned int v = 0, shift = 0;
+	uint8_t b;
+
+	do {
+		if (*i >= len || shift > 28)
+			return 0;
+		b = t[(*i)++];
+		v |= (unsigned int)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return v;
+}
+
+static int svarint(const uint8_t *t, size_t len, size_t *i)
+{
+	unsigned int v = varint(t, len, i);
+
+	return v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+/*
+ * Each entry starts with a byte whose top bit is set: bits 3-6 its kind, bits 0-2 how many
+ * code units (of two bytes) it covers, less one. Kind 15 has no line; 14 (long) and 13 (no
+ * columns) carry a signed line delta; 10-12 a delta of 0-2; the short forms 0-9 stay on the
+ * line. The other bytes of an entry (columns, end lines) are skipped.
+ */
+int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	int line = firstlineno, start = 0;
+	size_t i = 0;
+
+	if (addr < 0)
+		return firstlineno;
+	while (i < len) {
+		uint8_t b = tab[i++];
+		int kind = b >> 3 & 15, end = start + ((b & 7) + 1) * 2, delta = 0;
+		size_t next;
+
+		if (!(b & 128))
+			return -1; /* not at an entry: a table we cannot read */
+		if (kind == 13 || kind == 14) {
+			size_t j = i;
+
+			delta = svarint(tab, len, &j);
+		} else if (kind >= 10 && kind <= 12) {
+			delta = kind - 10;
+		}
+		line += delta;
+		for (next = i; next < len && !(tab[next] & 128); next++)
+			;
+		if (addr < end)
+			return kind == 15 ? -1 : line;
+		i = next;
+		start = end;
+	}
+	return -1;
+}
+
+/* ---- names */
+
+void py_proc_name(const char *file, const char *qualname, char *out, size_t len)
+{
+	static const char *const roots[] = { "/site-packages/", "/dist-packages/" };
+	const char *m = NULL, *p;
+	char mod[1024];
+	size_t n;
+
+	if (file[0] == '<') {
+		/* "<frozen importlib._bootstrap>", "<string>", "<stdin>" */
+		m = !strncmp(file, "<frozen ", 8) ? file + 8 : file;
+		snprintf(mod, sizeof(mod), "%s", m);
+		n = strlen(mod);
+		if (m != file && n && mod[n - 1] == '>')
+			mod[n - 1] = 0;
+	} else {
+		for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+			p = strstr(file, roots[i]);
+			if (p)
+				m = p + strlen(roots[i]);
+		}
+		/* the standard library: .../lib/python3.11/json/decoder.py */
+		if (!m && (p = strstr(file, "/python3.")) && (p = strchr(p + 1, '/')))
+			m = p + 1;
+		if (!m)
+			m = (p = strrchr(file, '/')) ? p + 1 : file;
+		snprintf(mod, sizeof(mod), "%s", m);
+		n = strlen(mod);
+		if (n > 3 && !strcmp(mod + n - 3, ".py"))
+			mod[n -= 3] = 0;
+		if (n > 9 && !strcmp(mod + n - 9, "/__init__"))
+			mod[n -= 9] = 0;
+		for (char *c = mod; *c; c++)
+			if (*c == '/')
+				*c = '.';
+	}
+	snprintf(out, len, "%s%s%s", mod, mod[0] ? "." : "", qualname);
+}
+
+/* ---- merging */
+
+static bool is_eval(struct py *p, uint32_t loc)
+{
+	const struct sym_loc *l = sym_loc(p->sym, loc);
+	const uint32_t *f;
+
+	if (!l || !l->nframes)
+		return false;
+	f = sym_frames(p->sym, l);
+	/* the outermost frame of the location: what was inlined into it comes first */
+	return sym_proc(p->sym, f[l->nframes - 1])->name == p->eval_name;
+}
+
+uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uint32_t *cut)
+{
+	uint32_t ngroups = 0, nevals = 0, np = 0, shift = 0, n = 0, g = 0, *gstart, *locs;
+	uint32_t status = in->status;
+
+	*cut = 0;
+	locs = malloc((in->np + 1) * 2 * sizeof(*locs));
+	if (!locs) {
+		memcpy(out, in->nat, in->nn * sizeof(*out));
+		return in->nn;
+	}
+	gstart = locs + in->np + 1;
+	/* the Python frames, named; one that cannot be: the chain ends there */
+	gstart[0] = 0;
+	for (; np < in->np; np++) {
+		if (py_frame_loc(p, in->pid, in->pw[np], &locs[np])) {
+			status = PCMON_PY_FAULT;
+			break;
+		}
+		if (in->pw[np] & PCMON_PY_ENTRY)
+			gstart[++ngroups] = np + 1;
+	}
+	if (np > gstart[ngroups])
+		gstart[++ngroups] = np; /* the last group did not reach its entry frame */
+	for (uint32_t i = 0; i < in->nn; i++)
+		nevals += is_eval(p, in->nat[i]);
+	/*
+	 * Activation i (innermost first) runs group i. A whole chain with fewer groups than
+	 * activations lines up at the outer end (an activation just entered has not set up its
+	 * frame yet); a chain cut short lines up at the inner end, where it was read from.
+	 */
+	if (status == PCMON_PY_OK && nevals > ngroups)
+		shift = nevals - ngroups;
+	for (uint32_t i = 0, e = 0; i < in->nn; i++) {
+		if (!is_eval(p, in->nat[i])) {
+			out[n++] = in->nat[i];
+			continue;
+		}
+		if (e++ < shift) {
+			out[n++] = in->nat[i];
+			continue;
+		}
+		if (g < ngroups) {
+			for (uint32_t j = gstart[g]; j < gstart[g + 1]; j++)
+				out[n++] = locs[j];
+			g++;
+			continue;
+		}
+		if (status != PCMON_PY_OK)
+			break; /* the frames this one ran were not read: cut here */
+		out[n++] = in->nat[i];
+	}
+	/* groups left: the native walk stopped short of their activations (no frame pointers) */
+	for (; g < ngroups; g++)
+		for (uint32_t j = gstart[g]; j < gstart[g + 1]; j++)
+			out[n++] = locs[j];
+	*cut = status;
+	free(locs);
+	return n;
+}

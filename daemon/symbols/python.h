@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * py_: CPython frames (docs/python.md). Finding a process's interpreter and the offsets BPF
+ * reads its threads' frame chains with (py_find()), naming the code objects those frames
+ * run from the process's memory (py_frame_loc()), and putting the Python frames in place of
+ * the interpreter's C frames that run them (py_merge()).
+ */
+#ifndef PCMON_PYTHON_SYM_H
+#define PCMON_PYTHON_SYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcmon_python.h"
+
+struct sym;
+struct py;
+
+/* The module Python frames are procedures of: "py.json.decoder.JSONDecoder.raw_decode". */
+#define PY_MODULE "py"
+/* The C function that runs Python frames, whose activations they replace. */
+#define PY_EVAL_FN "_PyEval_EvalFrameDefault"
+
+struct py *py_new(struct sym *s);
+void py_free(struct py *p);
+
+/*
+ * Find process @pid's interpreter and keep it: 0 and *@out filled for BPF (its epoch left to
+ * the caller); -ENOENT: no CPython in it; -ENOTSUP: a CPython pcmon has no offsets for
+ * (@why says which).
+ */
+int py_add(struct py *p, uint32_t pid, struct pcmon_pyproc *out, char *why, size_t len);
+
+/* A new drain: cached code objects are checked against the process's memory again. */
+void py_next_gen(struct py *p);
+/* Process @pid is gone, or has exec'ed: its cached code objects go. */
+void py_forget(struct py *p, uint32_t pid);
+/*
+ * Process @pid exited at @now (ns): its samples still in BPF are named from what was read
+ * while it ran, and it is forgotten PY_FORGET_NS later.
+ */
+#define PY_FORGET_NS (30 * 1000000000ull)
+void py_exited(struct py *p, uint32_t pid, uint64_t now);
+/* True the first time it is asked about @pid (a warning said once per process). */
+bool py_tell_once(struct py *p, uint32_t pid);
+
+/* Read the code object of Python frame @word of process @pid now, while it runs: 0, or
+ * -EFAULT. */
+int py_code_early(struct py *p, uint32_t pid, uint64_t word);
+/* The location (sym.h) of the Python frame @word of process @pid: 0, or -errno (the code
+ * object could not be read). */
+int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc);
+
+/*
+ * Merge @pw (the words after a stack's marker, and the marker's status) into the native
+ * user locations @nat (innermost first, @nn of them), into @out (room for @nn + @np):
+ * each activation of PY_EVAL_FN gets the Python frames it runs. Returns how many locations
+ * were written; *@cut is how the chain ended (enum pcmon_py_status): not PCMON_PY_OK, the
+ * stack is cut short there.
+ */
+struct py_merge_in {
+	const uint32_t *nat;
+	uint32_t nn;
+	const uint64_t *pw;	/* the frames, innermost first */
+	uint32_t np;
+	uint32_t status;	/* enum pcmon_py_status */
+	uint32_t pid;
+};
+uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uint32_t *cut);
+
+/* Pure parts, unit-tested. */
+/*
+ * The line of the instruction at byte offset @addr of a code object whose first line is
+ * @firstlineno, from its 3.11 location table @tab: -1 when the table says it has none.
+ */
+int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr);
+/*
+ * A Python frame's procedure name: the module its @file is (the path under a directory of
+ * sys.path, dots for slashes, no ".py" or "/__init__"), a dot, its @qualname.
+ */
+void py_proc_name(const char *file, const char *qualname, char *out, size_t len);
+
+#endif

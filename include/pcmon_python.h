@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Python frames (docs/python.md): what BPF needs to read a CPython thread's frame chain at
+ * sample time, and how it hands the frames to the engine. Shared by bpf/sample.bpf.c and
+ * daemon/symbols/python.c. Plain __u16/__u32/__u64 only: compiled by clang -target bpf and gcc.
+ *
+ * A sample of a registered process (pyprocs) carries its Python frames after its native
+ * ones, in the same stack record: a marker word (PCMON_PY_MARK | enum pcmon_py_status), then
+ * one word per frame, innermost first. Native pcs are user addresses (below 2^47), so no
+ * native frame reads as a marker, and a stack's hash, its key in the counts map and its trip
+ * down the stacks ring are the ones every stack has.
+ */
+#ifndef PCMON_PYTHON_H
+#define PCMON_PYTHON_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Python frames read per sample at most; a deeper chain is cut (PCMON_PY_DEPTH). */
+#define PCMON_PY_FRAMES_MAX 128
+/* Threads of a process looked through for the current one's state (then remembered). */
+#define PCMON_PY_THREADS_MAX 256
+
+#define PCMON_PY_MARK 0xfffe000000000000ULL
+#define PCMON_PY_MARK_MASK 0xffffffffffff0000ULL
+
+/* How the chain after a marker ended. */
+enum pcmon_py_status {
+	PCMON_PY_OK = 0,	/* at the thread's first frame */
+	PCMON_PY_FAULT,		/* a read failed (a frame freed under the sampler, a page out) */
+	PCMON_PY_DEPTH,		/* more frames than PCMON_PY_FRAMES_MAX (or room in the record) */
+};
+
+/*
+ * A frame's word: its code object's address (user space: 47 bits), whether the interpreter
+ * was entered at that frame (one C activation of the evaluation loop runs the frames up to
+ * and including such one), and the index of the instruction it is at, plus one (0: not
+ * started yet; PCMON_PY_INSTR_FAR: too far into the code to say).
+ */
+#define PCMON_PY_CODE_MASK ((1ULL << 47) - 1)
+#define PCMON_PY_ENTRY (1ULL << 47)
+#define PCMON_PY_INSTR_SHIFT 48
+#define PCMON_PY_INSTR_FAR 0xffffu
+
+static inline __u64 pcmon_py_word(__u64 code, int entry, __u64 instr1)
+{
+	if (instr1 > PCMON_PY_INSTR_FAR)
+		instr1 = PCMON_PY_INSTR_FAR;
+	return (code & PCMON_PY_CODE_MASK) | (entry ? PCMON_PY_ENTRY : 0) |
+	       instr1 << PCMON_PY_INSTR_SHIFT;
+}
+
+/*
+ * Where things are in one CPython version's structs, byte offsets (the engine fills them
+ * from its table, daemon/symbols/python.c). A frame's fields are read in one go: the
+ * window of PCMON_PY_FRAME_WINDOW bytes from fr_lo holds them all.
+ */
+#define PCMON_PY_FRAME_WINDOW 48
+struct pcmon_pyoffs {
+	__u16 rt_interp_head;	/* _PyRuntimeState.interpreters.head */
+	__u16 is_threads_head;	/* PyInterpreterState.threads.head */
+	__u16 ts_next;		/* PyThreadState.next */
+	__u16 ts_native_id;	/* PyThreadState.native_thread_id (the kernel's tid) */
+	__u16 ts_cframe;	/* PyThreadState.cframe */
+	__u16 cf_current;	/* _PyCFrame.current_frame */
+	__u16 fr_lo;		/* start of the frame's window */
+	__u16 fr_code;		/* _PyInterpreterFrame.f_code, from fr_lo */
+	__u16 fr_previous;	/* .previous, from fr_lo */
+	__u16 fr_prev_instr;	/* .prev_instr, from fr_lo */
+	__u16 fr_is_entry;	/* .is_entry (a byte), from fr_lo */
+	__u16 co_code;		/* PyCodeObject.co_code_adaptive: the first instruction */
+};
+
+/* A CPython process's interpreter, registered by the engine (pyprocs, by tgid). */
+struct pcmon_pyproc {
+	__u32 epoch;		/* the image it was found in: a later exec is not Python */
+	__u32 version;		/* PY_VERSION_HEX */
+	__u64 runtime;		/* address of _PyRuntime */
+	struct pcmon_pyoffs o;
+};
+
+/* A thread's state, once found (task storage): good while it names the thread. */
+struct pcmon_pythread {
+	__u64 tstate;		/* 0: none found */
+	__u64 runtime;
+	__u64 miss_until;	/* none found: not looked for again before (ns) */
+	__u32 epoch;
+	__u32 pad;
+};
+
+#endif /* PCMON_PYTHON_H */
