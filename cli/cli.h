@@ -97,7 +97,7 @@ extern const size_t ncommands;
  * of --help), the patterns a listing applies, and what a target watches.
  */
 extern const struct opt global_opts[], no_opts[];
-extern const struct opt sampling_opts[], pattern_opts[], watch_opts[];
+extern const struct opt sampling_opts[], pattern_opts[], watch_opts[], window_opts[];
 
 /* A command line, parsed: what its command's function receives. */
 struct cli {

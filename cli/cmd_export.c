@@ -28,6 +28,7 @@ const struct opt export_opts[] = {
 	OPT_ALL(output_opts),
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 
@@ -36,6 +37,7 @@ const struct opt flamegraph_opts[] = {
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &title },
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 
