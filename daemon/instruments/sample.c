@@ -88,12 +88,14 @@ struct sample_g {
 	uint64_t name_gen;
 	uint64_t last_drain_ns;
 	/*
-	 * The wall time a drain charges its samples at (their time slice): now, but for the
-	 * drain a tick makes because a slice ended, which charges just before the boundary
-	 * (what it finds was taken before it, bar the tick's lateness). 0: now.
+	 * The wall time a drain charges its samples at (their time slice): now, unless a whole
+	 * second (every slice boundary is one) passed since the last drain: then just before
+	 * it. Every drain after a boundary comes within milliseconds of it (the tick's, or a
+	 * save's or a listing's before it), so what it finds was taken before the boundary
+	 * but for those milliseconds.
 	 */
 	uint64_t charge_wall;
-	uint64_t last_tick_wall;
+	uint64_t last_drain_wall, last_tick_wall;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
 	struct cgpath *cgroups;		/* the paths of the cgroups samples were taken in */
@@ -619,7 +621,7 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 		name_thread(g, sp, st);
 		name_cgroup(g, sp, st);
 		/* the whole-life count has it: a slice that cannot is told in status */
-		if (slices_add(sp->slices, id, count, ns, g->charge_wall ? g->charge_wall : wall_ns()))
+		if (slices_add(sp->slices, id, count, ns, g->charge_wall))
 			sp->slices_lost += count;
 	}
 	if (r == -ENOENT)
@@ -647,12 +649,22 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 	charge(g, t, st, v->count, v->ns);
 }
 
+/* The time slice what is read now goes to (g->charge_wall). */
+static void charge_clock(struct sample_g *g)
+{
+	uint64_t wall = wall_ns(), second = wall - wall % 1000000000ull;
+
+	g->charge_wall = g->last_drain_wall < second ? second - 1 : wall;
+	g->last_drain_wall = wall;
+}
+
 static void drain(struct sample_g *g)
 {
 	uint32_t entries, cap = sampler_capacity(g->smp);
 	uint64_t t0 = now_ns(), took;
 
 	g->name_gen++;
+	charge_clock(g);
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {
 		sym_forget_final(g->env.sym, t0);
@@ -681,7 +693,7 @@ static void drain(struct sample_g *g)
  */
 /*
  * A time slice of a running target ended since the last tick: its samples are drained now,
- * charged to it, and its slices coarsened. The engine's timer fires just after whole
+ * charged to it (drain()), and slices coarsened. The engine's timer fires just after whole
  * seconds (engine_first_tick()), so a slice holds what was taken in it but for the few
  * milliseconds the tick comes after its end (docs/sampling.md, "Time slices").
  */
@@ -700,11 +712,8 @@ static void tick_slices(struct sample_g *g)
 			boundary = MAX(boundary, wall - wall % len);
 	}
 	g->last_tick_wall = wall;
-	if (boundary) {
-		g->charge_wall = boundary - 1;
+	if (boundary)
 		drain(g);
-		g->charge_wall = 0;
-	}
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = target_of(g, i);
 
@@ -898,6 +907,7 @@ static bool stream(void *gp)
 	struct sample_g *g = gp;
 
 	g->name_gen++;
+	charge_clock(g);
 	sampler_poll(g->smp, on_record, g);
 	return sampler_drain_wanted(g->smp);
 }
