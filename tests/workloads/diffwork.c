@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * diffwork SECS [MORE_PCT]: CPU in alpha (called by outer_a), beta and gamma (by outer_b)
+ * diffwork SECS [MORE_PCT]: about SECS seconds of CPU, as a fixed number of pieces (the
+ * same work however busy the machine is: two runs differ only as asked), in alpha (called by outer_a), beta and gamma (by outer_b)
  * and delta (by main) in the proportions 4:2:2:2 of pieces; with MORE_PCT, each piece of
  * alpha does that much more work. Two runs, with and without, are what pcmon diff must tell
  * apart: alpha and its callers changed, nothing else. Prints its own CPU shares.
@@ -32,11 +33,11 @@ NOINLINE void outer_b(int which, uint64_t n)
 int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 3), more = argc > 2 ? atof(argv[2]) : 0;
-	uint64_t in[4] = { 0 }, end, t0, n, total0 = cpu_ns(), rnd = 88172645463325252ULL;
+	uint64_t in[4] = { 0 }, pieces = secs * 5000, t0, n, total0 = cpu_ns();
+	uint64_t rnd = 88172645463325252ULL;
 
 	chunk = calibrate(200000); /* 0.2 ms pieces */
-	end = wall_ns() + secs * 1e9;
-	while (wall_ns() < end) {
+	while (pieces--) {
 		unsigned f;
 
 		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
