@@ -124,7 +124,7 @@ def test_diff_same_program_finds_nothing():
     try:
         false = 0
         for i in range(10):
-            runs = [subprocess.Popen([workload("diffwork"), "2"], stdout=subprocess.PIPE)
+            runs = [subprocess.Popen([workload("diffwork"), "1"], stdout=subprocess.PIPE)
                     for _ in range(2)]
             for k, p in enumerate(runs):
                 pcmon("start", "--pid", p.pid, "--name", f"s{i}{k}", "--interval", INTERVAL,
