@@ -61,7 +61,7 @@ DAEMON_LIBS = $(LIBS) $(DAEMON_PKG_LIBS)
 # The CLI proper links only what formatting and the socket need: every library mapped at
 # start-up makes a command wait longer on a loaded machine (see cli/engine_load.c). The
 # engine is a private library it opens when it runs one, ncurses is opened by top.
-CLI_LIBS = $(call memo,CJSON_LIBS,$(PKG_CONFIG) --libs libcjson) -lz
+CLI_LIBS = $(call memo,CJSON_LIBS,$(PKG_CONFIG) --libs libcjson) -lz -lm
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -80,9 +80,9 @@ ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS))) \
 vpath %.c $(DAEMON_DIRS) $(FLEET_DIR)
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
-# what the CLI shares with the engine: the protocol, the helpers and the exports' encoders
-# (pcmond serves them too)
-CLI_ENGINE_OBJS := $(addprefix $(OUTPUT)/pic/,proto.o util.o export.o pprof.o flame.o)
+# what the CLI shares with the engine: the protocol, the helpers, the exports' encoders
+# (pcmond serves them too) and diff's statistics
+CLI_ENGINE_OBJS := $(addprefix $(OUTPUT)/pic/,proto.o util.o export.o pprof.o flame.o diffstat.o)
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))

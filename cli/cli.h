@@ -97,7 +97,7 @@ extern const size_t ncommands;
  * of --help), the patterns a listing applies, and what a target watches.
  */
 extern const struct opt global_opts[], no_opts[];
-extern const struct opt sampling_opts[], pattern_opts[], watch_opts[];
+extern const struct opt sampling_opts[], pattern_opts[], watch_opts[], window_opts[];
 
 /* A command line, parsed: what its command's function receives. */
 struct cli {
@@ -159,6 +159,13 @@ void listing_calls_only(void);
 /* A list reply as the options ask: per line (--lines), or every section. */
 void listing_table(FILE *f, const cJSON *rep);
 
+/*
+ * cmd_time.c: the listing of side @spec with its stacks, asked with the options of @base
+ * (patterns, --since, --until): TARGET, TARGET@SINCE..UNTIL (either may be empty), or a
+ * file written by pcmon save. 0, or the exit status (printed).
+ */
+int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep);
+
 /* The commands. */
 int cmd_run(struct cli *c);
 int cmd_count(struct cli *c);
@@ -173,10 +180,14 @@ int cmd_flamegraph(struct cli *c);
 int cmd_edit(struct cli *c);
 int cmd_targets(struct cli *c);
 int cmd_status(struct cli *c);
+int cmd_timeline(struct cli *c);
+int cmd_save(struct cli *c);
+int cmd_diff(struct cli *c);
 
 /* Each command's options (a command with none beyond the global ones has no_opts). */
 extern const struct opt run_opts[], count_opts[], top_opts[], start_opts[];
 extern const struct opt list_opts[], profil_opts[], export_opts[], flamegraph_opts[];
 extern const struct opt node_opts[], hist_opts[];
+extern const struct opt timeline_opts[], save_opts[], diff_opts[];
 
 #endif

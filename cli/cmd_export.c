@@ -28,6 +28,7 @@ const struct opt export_opts[] = {
 	OPT_ALL(output_opts),
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 
@@ -36,6 +37,7 @@ const struct opt flamegraph_opts[] = {
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &title },
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 
@@ -87,26 +89,17 @@ static int out_close(struct cli *c, struct out *o, int err)
 /* The samples of TARGET as stacks: the listing with its profile. 0, or the exit status. */
 static int fetch_profile(struct cli *c, cJSON **rep, struct xprof *p)
 {
-	struct session s;
 	char err[256];
 	int r;
 
 	if (!c->target)
 		return fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
 			    c->cmd->name);
-	r = session_connect(c, &s);
+	listing_req(c->req); /* --by: each stack rooted at its group */
+	/* a target, a window of one (TARGET@SINCE..UNTIL) or a file pcmon save wrote */
+	r = side_fetch(c, c->target, c->req, rep);
 	if (r)
 		return r;
-	req_cmd(c->req, "list");
-	req_set(c->req, "stacks", cJSON_CreateBool(1));
-	listing_req(c->req); /* --by: each stack rooted at its group */
-	*rep = session_call(&s, c->req);
-	session_close(&s);
-	if (!proto_bool(*rep, "ok", 0)) {
-		r = show(c, *rep, NULL);
-		cJSON_Delete(*rep);
-		return r;
-	}
 	if (xprof_load(p, *rep, err, sizeof(err))) {
 		cJSON_Delete(*rep);
 		return fail(c, 1, "%s: target %s: %s", c->cmd->name, c->target, err);

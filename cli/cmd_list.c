@@ -89,6 +89,7 @@ void listing_table(FILE *f, const cJSON *rep)
 const struct opt list_opts[] = {
 	OPT_ALL(listing_opts),
 	OPT_ALL(pattern_opts),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 
@@ -117,6 +118,7 @@ const struct opt profil_opts[] = {
 	{ "bufsiz", 0, "BYTES", OPT_NUM, "bufsiz",
 	  .help = "the buffer's size (default: PROC's extent)" },
 	OPT_SOME(pattern_opts, "when when-file ignore-case critical"),
+	OPT_ALL(window_opts),
 	OPT_TABLE_END,
 };
 

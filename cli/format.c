@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "format.h"
@@ -241,6 +242,34 @@ void fmt_calls(FILE *f, const cJSON *rep)
 				num(c, "objects_searched"));
 }
 
+void fmt_clock(char *buf, size_t len, double wall)
+{
+	time_t t = (time_t)wall;
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%.0f", wall);
+}
+
+/* The window a listing was asked for, and what the slices taken cover. */
+void fmt_window(FILE *f, const cJSON *rep)
+{
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(rep, "window");
+	char a[32], b[32];
+
+	if (!w)
+		return;
+	if (!num(w, "slices")) {
+		fprintf(f, "window: no time slice in it\n");
+		return;
+	}
+	fmt_clock(a, sizeof(a), num(w, "from"));
+	fmt_clock(b, sizeof(b), num(w, "to"));
+	fprintf(f, "window: %s to %s, %.0f slice(s)%s\n", a, b, num(w, "slices"),
+		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "cut")) ?
+			" (the window cuts a slice: whole slices are listed)" : "");
+}
+
 void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
@@ -259,6 +288,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	fprintf(f, "pcmon: target %.0f \"%s\"%s, %s t=%.0fus, %.2f s, %s\n", num(t, "id"),
 		str(t, "name", "?"), who, str(t, "mode", "?"), num(t, "interval_us"),
 		num(t, "elapsed_s"), state);
+	fmt_window(f, rep);
 	fprintf(f, "interrupts %.0f   counted %.0f (%.1f%%)", interrupts, counted,
 		pct(counted, interrupts));
 	if (when)

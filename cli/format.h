@@ -22,6 +22,9 @@ void fmt_status(FILE *f, const cJSON *rep);
  * (under its compilation directory, or one of @dirs); profil's cells (views.c). */
 void fmt_lines(FILE *f, const cJSON *rep, const char *const *dirs, size_t ndirs);
 void fmt_profil(FILE *f, const cJSON *rep);
+/* A listing's "window" line, if it has one; wall seconds as local "YYYY-MM-DD HH:MM:SS". */
+void fmt_window(FILE *f, const cJSON *rep);
+void fmt_clock(char *buf, size_t len, double wall);
 /* "exited 0", "killed by SIGKILL", "running" ... */
 void fmt_state(char *buf, size_t len, const cJSON *target);
 

@@ -38,6 +38,13 @@ const struct command commands[] = {
 	  "the samples as stacks: folded (flamegraph.pl), pprof (go tool pprof), json" },
 	{ "flamegraph", cmd_flamegraph, flamegraph_opts, WORDS_TARGET, "TARGET",
 	  "an interactive SVG flame graph" },
+	{ "timeline", cmd_timeline, timeline_opts, WORDS_TARGET, "TARGET",
+	  "samples per time slice, of the target and its hottest procedures" },
+	{ "save", cmd_save, save_opts, WORDS_LIST, "TARGET[@SINCE..UNTIL] FILE",
+	  "the samples as a file that needs nothing else (for diff, export)" },
+	{ "diff", cmd_diff, diff_opts, WORDS_LIST, "A B",
+	  "what changed from A to B beyond sampling noise; each a TARGET,\n"
+	  "TARGET@SINCE..UNTIL or a saved FILE" },
 	{ "top", cmd_top, top_opts, WORDS_TARGET, "(--pid PID | --cgroup DIR | --all)",
 	  "live hottest procedures; keys: s/d sort, space freeze, z zero, k kernel, q quit" },
 	{ "profil", cmd_profil, profil_opts, WORDS_TARGET,

@@ -35,6 +35,14 @@ const struct opt pattern_opts[] = {
 	OPT_TABLE_END,
 };
 
+/* A listing's window of time, answered from the target's time slices (docs/sampling.md). */
+const struct opt window_opts[] = {
+	{ "since", 0, "TIME", OPT_STR, "since",
+	  .help = "samples from TIME on: -15m, +10s (after the start), 14:03, @EPOCH" },
+	{ "until", 0, "TIME", OPT_STR, "until", .help = "samples before TIME (as --since)" },
+	OPT_TABLE_END,
+};
+
 /* --node NODE: the next node of the request's table */
 static int opt_node(struct cli *c, const char *val)
 {
@@ -105,6 +113,10 @@ const struct opt sampling_opts[] = {
 	{ "add", 0, "none|successor", OPT_STR, "add",
 	  .help = "add the leg from a thread's last node (default none)" },
 	{ "name", 0, "NAME", OPT_STR, "name", .help = "the target's name" },
+	{ "slices", 0, "LEN[,LEN@AGE]...", OPT_STR, "slices",
+	  .help = "time slices, coarser with age (default 10s,1m@1h,10m@1d)" },
+	{ "slice-memory", 0, "KIB", OPT_NUM, "slice_kib",
+	  .help = "the slices' memory; beyond it the oldest merge (default 4096)" },
 	OPT_TABLE_END,
 };
 

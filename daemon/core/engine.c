@@ -81,7 +81,7 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	}
 	its.it_interval.tv_sec = e->o.drain_ms / 1000;
 	its.it_interval.tv_nsec = (long)(e->o.drain_ms % 1000) * 1000000L;
-	its.it_value = its.it_interval;
+	engine_first_tick(e->o.drain_ms, &its.it_value); /* on whole seconds: time slices */
 	if (timerfd_settime(e->timerfd, 0, &its, NULL)) {
 		r = -errno;
 		snprintf(err, errlen, "cannot set the engine's timer: %s", strerror(-r));

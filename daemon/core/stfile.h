@@ -57,6 +57,8 @@ struct sf_rd {
 	char at[40];		/* the element being read, "stacks[12]." */
 	char *why;
 	size_t whylen;
+	/* the target's start and end (wall seconds): what results without time slices cover */
+	double t_start, t_end;
 };
 
 /* Which files must have a field. */

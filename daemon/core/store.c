@@ -2,7 +2,10 @@
 /*
  * store_: results in the state directory, one JSON file per target (target-ID.json).
  *
- * Format 3 (written): what is watched and who owns it, then one section per instrument the
+ * Format 4 (written) is format 3 with sampling's time slices (sample_store.c); a format 3
+ * file loads as one slice, the target's whole life.
+ *
+ * Format 3: what is watched and who owns it, then one section per instrument the
  * target carries, written and read by the instrument (inst_ops save/load; sampling's is
  * described in sample_store.c):
  *   {"format": 3, "written_by": "pcmond VERSION", "id": 3, "name": "...", "comm": "...",
@@ -441,6 +444,8 @@ static int read_instruments(struct sf_rd *rd, const cJSON *o, struct sym *s, str
 		if (!cJSON_IsObject(section))
 			return sf_wrong_type(rd, inst_table[i]->name, section, "an object");
 		rd->section = rd->format < 3 ? NULL : inst_table[i]->name;
+		rd->t_start = t->start_wall;
+		rd->t_end = t->start_wall + t->elapsed_saved;
 		r = inst_table[i]->load(rd, section, s, &t->inst[i]);
 		if (r)
 			return r;

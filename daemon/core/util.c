@@ -90,6 +90,23 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void engine_first_tick(uint64_t period_ms, struct timespec *first)
+{
+	uint64_t period = period_ms * 1000000ull, wall = wall_ns();
+	uint64_t wait = period - wall % period + 2000000ull;
+
+	first->tv_sec = wait / 1000000000ull;
+	first->tv_nsec = wait % 1000000000ull;
+}
+
 double wall_time(void)
 {
 	struct timespec ts;

@@ -40,6 +40,13 @@ bool dl_bind(void *h, const struct dl_sym *syms, size_t n);
 uint64_t hash_bytes(const void *p, size_t len);
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 double wall_time(void);		/* CLOCK_REALTIME seconds */
+uint64_t wall_ns(void);		/* CLOCK_REALTIME nanoseconds */
+struct timespec;
+/*
+ * When a timer of @period_ms first fires so that it fires just after multiples of the
+ * period in wall-clock time (2 ms after: a time slice's drain comes once it has ended).
+ */
+void engine_first_tick(uint64_t period_ms, struct timespec *first);
 
 /*
  * itab: interns byte strings, giving each distinct key a dense id 0, 1, 2, ...

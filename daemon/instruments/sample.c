@@ -27,6 +27,7 @@
 #include "python.h"
 #include "sample.h"
 #include "sampler.h"
+#include "slices.h"
 #include "sym.h"
 #include "target.h"
 #include "unwind.h"
@@ -87,6 +88,15 @@ struct sample_g {
 	 */
 	uint64_t name_gen;
 	uint64_t last_drain_ns;
+	/*
+	 * The wall time a drain charges its samples at (their time slice): now, unless a whole
+	 * second (every slice boundary is one) passed since the last drain: then just before
+	 * it. Every drain after a boundary comes within milliseconds of it (the tick's, or a
+	 * save's or a listing's before it), so what it finds was taken before the boundary
+	 * but for those milliseconds.
+	 */
+	uint64_t charge_wall;
+	uint64_t last_drain_wall, last_tick_wall;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;
 	struct cgpath *cgroups;		/* the paths of the cgroups samples were taken in */
@@ -110,8 +120,12 @@ static struct target *target_of(struct sample_g *g, uint32_t id)
 struct sample *sample_new(void)
 {
 	struct sample *sp = calloc(1, sizeof(*sp));
+	struct slices_cfg cfg;
 
-	if (sp && (!(sp->agg = agg_new()) || !(sp->threads.keys = itab_new()) ||
+	slices_cfg_parse(SLICES_DEFAULT, &cfg, NULL, 0); /* (it parses) */
+	cfg.budget = SLICES_DEFAULT_BUDGET;
+	if (sp && (!(sp->agg = agg_new()) || !(sp->slices = slices_new(&cfg)) ||
+		   !(sp->threads.keys = itab_new()) ||
 		   !(sp->processes.keys = itab_new()) || !(sp->cgroups.keys = itab_new()))) {
 		sample_free(sp);
 		sp = NULL;
@@ -144,6 +158,7 @@ void sample_free(void *st)
 	pat_free(sp->when);
 	agg_free(sp->agg);
 	sample_marks_free(sp);
+	slices_free(sp->slices);
 	names_free(&sp->threads);
 	names_free(&sp->processes);
 	names_free(&sp->cgroups);
@@ -676,13 +691,17 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 		   uint64_t count, uint64_t ns)
 {
 	struct sample *sp = sample_of(t);
+	uint32_t id;
 	int r = !st ? -ENOMEM
-		: t->over_memory ? agg_bump(sp->agg, st, count, ns)
-				  : agg_add(sp->agg, st, count, ns);
+		: t->over_memory ? agg_bump_id(sp->agg, st, count, ns, &id)
+				  : agg_add_id(sp->agg, st, count, ns, &id);
 
 	if (!r) {
 		name_thread(g, sp, st);
 		name_cgroup(g, sp, st);
+		/* the whole-life count has it: a slice that cannot is told in status */
+		if (slices_add(sp->slices, id, count, ns, g->charge_wall))
+			sp->slices_lost += count;
 	}
 	if (r == -ENOENT)
 		sp->lost_memory += count;
@@ -709,6 +728,15 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 	charge(g, t, st, v->count, v->ns);
 }
 
+/* The time slice what is read now goes to (g->charge_wall). */
+static void charge_clock(struct sample_g *g)
+{
+	uint64_t wall = wall_ns(), second = wall - wall % 1000000000ull;
+
+	g->charge_wall = g->last_drain_wall < second ? second - 1 : wall;
+	g->last_drain_wall = wall;
+}
+
 static void drain(struct sample_g *g)
 {
 	uint32_t entries, cap = sampler_capacity(g->smp);
@@ -716,6 +744,7 @@ static void drain(struct sample_g *g)
 
 	g->name_gen++;
 	py_next_gen(g->py);
+	charge_clock(g);
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {
 		sym_forget_final(g->env.sym, t0);
@@ -742,10 +771,43 @@ static void drain(struct sample_g *g)
  * drain_all) or someone lists them (drain_all first: listings are always current). A flood
  * of new stacks is drained long before a map fills.
  */
+/*
+ * A time slice of a running target ended since the last tick: its samples are drained now,
+ * charged to it (drain()), and slices coarsened. The engine's timer fires just after whole
+ * seconds (engine_first_tick()), so a slice holds what was taken in it but for the few
+ * milliseconds the tick comes after its end (docs/sampling.md, "Time slices").
+ */
+static void tick_slices(struct sample_g *g)
+{
+	uint64_t wall = wall_ns(), boundary = 0;
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = target_of(g, i);
+		uint64_t len;
+
+		if (!t || t->state != TARGET_RUNNING)
+			continue;
+		len = sample_of(t)->slices->cfg.tier[0].len_ns;
+		if (wall / len != g->last_tick_wall / len)
+			boundary = MAX(boundary, wall - wall % len);
+	}
+	g->last_tick_wall = wall;
+	if (boundary)
+		drain(g);
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = target_of(g, i);
+
+		if (t && slices_tick(sample_of(t)->slices, wall))
+			t->dirty = true;
+	}
+}
+
 static void tick(void *gp)
 {
 	struct sample_g *g = gp;
 	uint32_t entries;
+
+	tick_slices(g);
 
 	/*
 	 * A new target's first samples are drained at once, so that the costliest naming (its
@@ -936,6 +998,7 @@ static bool stream(void *gp)
 
 	g->name_gen++;
 	py_next_gen(g->py);
+	charge_clock(g);
 	sampler_poll(g->smp, on_record, g);
 	return sampler_drain_wanted(g->smp);
 }
@@ -1057,7 +1120,8 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 			goto fail;
 		}
 	}
-	if (sample_set_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep))
+	if (sample_set_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep) ||
+	    sample_set_slices(sp, req, rep))
 		goto fail;
 	sp->flags = (sp->kernel ? PCMON_TF_KERNEL : 0) | (sp->real ? PCMON_TF_REAL : 0) |
 		    (sp->dwarf ? PCMON_TF_DWARF : 0) | (sp->python ? PCMON_TF_PYTHON : 0);
@@ -1153,6 +1217,8 @@ static void zero(void *gp, struct target *t, void *st)
 	struct sample *sp = st;
 
 	agg_zero(sp->agg);
+	slices_zero(sp->slices);
+	sp->slices_lost = 0;
 #define ZERO_COUNT(f, key, need, drop, name) sp->f = 0;
 	SAMPLE_COUNT_FIELDS(ZERO_COUNT)
 #undef ZERO_COUNT
@@ -1163,7 +1229,9 @@ static void zero(void *gp, struct target *t, void *st)
 
 static size_t bytes(const void *st)
 {
-	return agg_bytes(((const struct sample *)st)->agg);
+	const struct sample *sp = st;
+
+	return agg_bytes(sp->agg) + slices_bytes(sp->slices);
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
@@ -1179,6 +1247,7 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
 	if (sp->when_text)
 		cJSON_AddStringToObject(o, "when", sp->when_text);
+	sample_slices_json(sp, o);
 }
 
 static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
@@ -1253,6 +1322,7 @@ void sample_listing_end(struct sample_listing *ls)
 	if (ls->sp)
 		sample_free_criticals(ls->sp, ls->crit, ls->ncrit);
 	pat_free(ls->when);
+	agg_free(ls->view);
 	memset(ls, 0, sizeof(*ls));
 }
 
@@ -1332,10 +1402,14 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 		return -1;
 	ls->t = t;
 	ls->sp = sp;
+	if (sample_window_begin(ls, req, rep))
+		goto fail;
 	if (sample_list_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), icase,
 				  &ls->crit, &ls->ncrit, rep))
 		goto fail;
-	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)) {
+	/* open intervals are now's: in a window that reaches now */
+	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) &&
+	    (!ls->windowed || ls->until >= wall_ns())) {
 		struct open_ctx oc = { .g = g, .ls = ls, .now = now_ns() };
 
 		sampler_open_intervals(g->smp, on_open_interval, &oc);
@@ -1382,6 +1456,8 @@ static const struct proto_field fields[] = {
 	F_BOOL("when_from_file"),
 	F_BOOL("icase"),
 	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
+	F_STR("slices", 127),
+	{ .name = "slice_kib", .type = PT_UINT, .min = 0, .max = 1 << 22, .opt = "--slice-memory" },
 };
 
 /* What a list request may say about the samples: the pattern, and the view. */
@@ -1398,6 +1474,11 @@ static const struct proto_field list_fields[] = {
 	F_STR("offset", 512),
 	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
 	{ .name = "bufsiz", .type = PT_UINT, .min = 2, .max = PCS_MAX_BUFSIZ, .opt = "--bufsiz" },
+	F_STR("since", 64),
+	F_STR("until", 64),
+	F_BOOL("timeline"),
+	{ .name = "timeline_top", .type = PT_UINT, .min = 0, .max = 1000, .opt = "--top" },
+	{ .name = "timeline_procs", .type = PT_STRS, .max = 4096 },
 	/* what came after a mark (sample_mark.c), and let the mark go */
 	{ .name = "since_mark", .type = PT_UINT, .min = 1, .max = UINT32_MAX },
 	F_BOOL("drop_mark"),

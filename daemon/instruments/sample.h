@@ -20,6 +20,7 @@
 #include "pcmon_bpf.h"
 
 struct pat;
+struct slices;
 struct target;
 
 /*
@@ -73,6 +74,8 @@ struct sample {
 	size_t ncrit;
 
 	struct agg *agg;
+	struct slices *slices;	/* the same samples by time (slices.h) */
+	uint64_t slices_lost;	/* samples the slices could not keep (out of memory) */
 #define SAMPLE_COUNT_FIELD(f, key, need, drop, name) uint64_t f;
 	SAMPLE_COUNT_FIELDS(SAMPLE_COUNT_FIELD)
 #undef SAMPLE_COUNT_FIELD
@@ -141,6 +144,17 @@ struct sample_listing {
 	size_t ncrit;
 	struct agg_extra *extra;	/* off-CPU intervals still open */
 	size_t nextra, cap_extra;
+	/*
+	 * What is listed: the target's aggregate, or with "since"/"until" a view of it
+	 * holding the time slices of the window (sample_time.c).
+	 */
+	struct agg *agg;
+	struct agg *view;		/* the window's, NULL: none */
+	bool windowed;
+	uint64_t since, until;		/* wall ns, as asked */
+	uint64_t covered_t0, covered_t1; /* what the slices taken cover */
+	size_t nslices;
+	bool cut;
 };
 
 /* A listing request's patterns are well formed: 0, or -1 with the error in *rep (before
@@ -165,6 +179,17 @@ uint64_t sample_group_of(const struct sample *sp, int by, const struct agg_stack
 /* Sampling's inst_ops list_check and list_json (sample_report.c). */
 int sample_check_list(const cJSON *req, cJSON **rep);
 int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err);
+
+/* Time slices (sample_time.c): --slices and --slice-memory of a start request; the
+ * settings and figures in a target's facts; the window a listing asks (since, until) as a
+ * view in ls->agg, 0 or -1 with *rep the error; its "window" object in a reply; the
+ * timeline. */
+int sample_set_slices(struct sample *sp, const cJSON *req, cJSON **rep);
+void sample_slices_json(const struct sample *sp, cJSON *o);
+int sample_window_begin(struct sample_listing *ls, const cJSON *req, cJSON **rep);
+void sample_window_json(const struct sample_listing *ls, cJSON *rep);
+int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const cJSON *req,
+			 const struct agg_list *whole, cJSON *rep);
 
 /* Results files (sample_store.c). */
 void sample_save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,

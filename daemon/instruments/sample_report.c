@@ -233,8 +233,8 @@ void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const
 int sample_check_list(const cJSON *req, cJSON **rep)
 {
 	if (!!proto_str(req, "lines", NULL) + !!proto_str(req, "offset", NULL) +
-	    proto_bool(req, "stacks", 0) > 1) {
-		*rep = proto_error(2, "list: one view at a time: --lines, profil or an export");
+	    proto_bool(req, "stacks", 0) + proto_bool(req, "timeline", 0) > 1) {
+		*rep = proto_error(2, "list: one view at a time: --lines, profil, an export or the timeline");
 		return -1;
 	}
 	if (proto_str(req, "by", NULL) &&
@@ -285,9 +285,11 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		ls.lo.visit_ctx = pcs;
 	}
 	if ((ls.lo.visit && !ls.lo.visit_ctx) ||
-	    agg_list(w.agg ? w.agg : ls.sp->agg, env->sym, &ls.lo, &l))
+	    agg_list(w.agg ? w.agg : ls.agg, env->sym, &ls.lo, &l))
 		goto out;
 	if ((x && stacks_json(x, rep)) ||
+	    (proto_bool(req, "timeline", 0) &&
+	     sample_timeline_json(&ls, env->sym, req, &l, rep)) ||
 	    (lines && pcs_lines_json(pcs, lines, l.counted, rep, err)) ||
 	    (offset && pcs_profil_json(pcs, offset, proto_num(req, "scale", 0x10000),
 				       proto_num(req, "bufsiz", 0), t->comm, rep, err))) {
@@ -309,6 +311,7 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		}
 	}
 	sample_list_json(&ls, &l, env->sym, rep);
+	sample_window_json(&ls, rep);
 	agg_list_free(&l);
 	if (w.agg) { /* a window: what it covered */
 		cJSON *o = cJSON_AddObjectToObject(rep, "window"), *sum;

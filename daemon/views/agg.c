@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ struct agg {
 	struct agg_val *vals;
 	size_t cap;
 	uint64_t gen;		/* bumped by agg_zero(): snapshots before it count for nothing */
+	bool view;	/* agg_view(): the keys are another's */
 };
 
 struct agg *agg_new(void)
@@ -40,7 +42,8 @@ void agg_free(struct agg *a)
 {
 	if (!a)
 		return;
-	itab_free(a->keys);
+	if (!a->view)
+		itab_free(a->keys);
 	free(a->vals);
 	free(a);
 }
@@ -105,6 +108,14 @@ struct agg *agg_since(const struct agg *a, const struct agg_snap *s)
 int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)
 {
 	uint32_t id;
+
+	return agg_add_id(a, st, count, ns, &id);
+}
+
+int agg_add_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
+	       uint32_t *idp)
+{
+	uint32_t id;
 	int r;
 
 	if (!a->keys)
@@ -119,10 +130,19 @@ int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t 
 	}
 	a->vals[id].count += count;
 	a->vals[id].ns += ns;
+	*idp = id;
 	return 0;
 }
 
 int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)
+{
+	uint32_t id;
+
+	return agg_bump_id(a, st, count, ns, &id);
+}
+
+int agg_bump_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
+		uint32_t *idp)
 {
 	int64_t id = a->keys ? itab_find(a->keys, st, agg_stack_size(st->nuser + st->nkern)) : -1;
 
@@ -130,7 +150,39 @@ int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t
 		return -ENOENT;
 	a->vals[id].count += count;
 	a->vals[id].ns += ns;
+	*idp = (uint32_t)id;
 	return 0;
+}
+
+struct agg *agg_view(const struct agg *a)
+{
+	struct agg *v = calloc(1, sizeof(*v));
+	size_t n = agg_count(a);
+
+	if (!v)
+		return NULL;
+	v->keys = a->keys;
+	v->view = true;
+	v->cap = n;
+	v->vals = calloc(n + 1, sizeof(*v->vals));
+	if (!v->vals) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
+void agg_view_add(struct agg *v, uint32_t id, uint64_t count, uint64_t ns)
+{
+	if (id < v->cap) {
+		v->vals[id].count += count;
+		v->vals[id].ns += ns;
+	}
+}
+
+void agg_view_clear(struct agg *v)
+{
+	memset(v->vals, 0, v->cap * sizeof(*v->vals));
 }
 
 size_t agg_bytes(const struct agg *a)
@@ -140,7 +192,8 @@ size_t agg_bytes(const struct agg *a)
 
 size_t agg_count(const struct agg *a)
 {
-	return a->keys ? itab_count(a->keys) : 0;
+	/* a view counts the stacks there were when it was made */
+	return a->view ? a->cap : a->keys ? itab_count(a->keys) : 0;
 }
 
 const struct agg_stack *agg_get(const struct agg *a, size_t i, uint64_t *count, uint64_t *ns)

@@ -88,6 +88,19 @@ void agg_zero(struct agg *a);
 int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
 /* agg_add() for a stack already there; -ENOENT (nothing added) for a new one. */
 int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
+/* The same, saying the stack's id (what time slices keep, slices.h). */
+int agg_add_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
+	       uint32_t *id);
+int agg_bump_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
+		uint32_t *id);
+/*
+ * A view of @a's stacks with counts of its own, all 0: what a window of time slices holds
+ * (agg_view_add() by stack id). It borrows @a's stacks: free it (agg_free) before @a
+ * changes. Every listing reads a view as it reads an aggregate.
+ */
+struct agg *agg_view(const struct agg *a);
+void agg_view_add(struct agg *v, uint32_t id, uint64_t count, uint64_t ns);
+void agg_view_clear(struct agg *v);
 size_t agg_bytes(const struct agg *a); /* memory it holds */
 
 /* What a table held at some moment, to tell what came after (agg_since()). */

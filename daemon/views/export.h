@@ -82,5 +82,14 @@ int export_folded(FILE *f, const struct xprof *p);
 int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen);
 /* A self-contained flamegraph SVG. */
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
+/* The same with each frame's colour chosen by @fn where it returns 1 (pcmon diff), and
+ * @legend under it. */
+struct flame_tint {
+	int (*fn)(void *ctx, const char *name, char *rgb, size_t len);
+	void *ctx;
+	const char *legend;
+};
+int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
+			     const struct flame_tint *tint);
 
 #endif

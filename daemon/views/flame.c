@@ -123,6 +123,7 @@ static const char *const type_names[] = {
 
 struct draw {
 	FILE *f;
+	const struct flame_tint *tint;	/* a differential flame graph's colours, or NULL */
 	uint64_t total;
 	int height;
 	int id;
@@ -140,7 +141,8 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 		d->pruned += n->count;
 		return;
 	}
-	colour(fill, sizeof(fill), n);
+	if (!d->tint || !d->tint->fn(d->tint->ctx, n->name, fill, sizeof(fill)))
+		colour(fill, sizeof(fill), n);
 	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" data-name=\"",
 		d->id++, (unsigned long long)x, (unsigned long long)n->count, depth, type_names[n->type]);
 	xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
@@ -250,9 +252,15 @@ static const char script[] =
 
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 {
+	return export_flamegraph_tinted(f, p, title, NULL);
+}
+
+int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
+			     const struct flame_tint *tint)
+{
 	struct node *root = calloc(1, sizeof(*root));
 	struct xframe *fr = NULL;
-	struct draw d = { .f = f };
+	struct draw d = { .f = f, .tint = tint };
 	size_t cap = 0;
 	int err = -ENOMEM, depth;
 	bool grouped = false;
@@ -315,7 +323,12 @@ int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
 	for (size_t i = 0, x = 0; i < root->nkids; x += root->kids[i++]->count)
 		draw(&d, root->kids[i], x, 0);
 	fputs("</g>\n", f);
-	fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">"
+	if (tint)
+		fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">%s%s</text>\n",
+			WIDTH / 2, d.height - 6 - FRAME_H, tint->legend,
+			d.pruned ? " · narrow frames left out" : "");
+	else
+		fprintf(f, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\" style=\"font-size:10px;fill:#555\">"
 		   "user: red-yellow · kernel: orange · inline: aqua · critical section: purple · foreign, [truncated]: grey"
 		   "%s%s</text>\n",
 		WIDTH / 2, d.height - 6 - FRAME_H, grouped ? " · group (--by): green" : "",

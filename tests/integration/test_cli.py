@@ -42,7 +42,8 @@ def sample_value(opt, tmp):
             "--buckets": "4", "--scale": "10", "--base": "0", "--format": "folded",
             "--output": os.path.join(tmp, "out"), "--title": "t", "--delay": "1",
             "--iterations": "1", "--offset": "main", "--bufsiz": "64", "--source-dir": tmp,
-            "--by": "comm"}[opt]
+            "--by": "comm", "--since": "-1m", "--until": "now", "--slices": "10s",
+            "--slice-memory": "64", "--proc": "main", "--svg": os.path.join(tmp, "svg")}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):

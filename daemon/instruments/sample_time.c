@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Sampling over time (docs/sampling.md, "Time slices"): a target's slices as settings and
+ * figures, a listing's window (--since, --until) answered from them, and the timeline.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg.h"
+#include "proto.h"
+#include "sample.h"
+#include "slices.h"
+#include "sym.h"
+#include "target.h"
+#include "util.h"
+
+int sample_set_slices(struct sample *sp, const cJSON *req, cJSON **rep)
+{
+	const char *spec = proto_str(req, "slices", NULL);
+	double kib = proto_num(req, "slice_kib", -1);
+	struct slices_cfg cfg = sp->slices->cfg;
+	char err[160];
+
+	if (spec && slices_cfg_parse(spec, &cfg, err, sizeof(err))) {
+		*rep = proto_error(2, "--slices %s: %s", spec, err);
+		return -1;
+	}
+	if (kib >= 0)
+		cfg.budget = (uint64_t)kib << 10;
+	sp->slices->cfg = cfg;
+	return 0;
+}
+
+void sample_slices_json(const struct sample *sp, cJSON *o)
+{
+	const struct slices *sl = sp->slices;
+	char spec[128];
+
+	slices_cfg_format(&sl->cfg, spec, sizeof(spec));
+	cJSON_AddStringToObject(o, "slices", spec);
+	cJSON_AddNumberToObject(o, "slice_memory_kib", (double)(sl->cfg.budget >> 10));
+	cJSON_AddNumberToObject(o, "slices_kept", sl->n);
+	cJSON_AddNumberToObject(o, "slice_bytes", slices_bytes(sl));
+	cJSON_AddNumberToObject(o, "slices_coarsened", sl->coarsened);
+	/* merges the memory budget forced before the tiers would have */
+	cJSON_AddNumberToObject(o, "slices_merged_early", sl->merged_early);
+	cJSON_AddNumberToObject(o, "slices_lost", sp->slices_lost);
+	if (sl->n) {
+		cJSON_AddNumberToObject(o, "slices_from", sl->s[0].t0 / 1e9);
+		cJSON_AddNumberToObject(o, "slices_to", sl->s[sl->n - 1].t1 / 1e9);
+	}
+}
+
+static void into_view(void *ctx, const struct slice_ent *e)
+{
+	agg_view_add(ctx, e->id, e->count, e->ns);
+}
+
+int sample_window_begin(struct sample_listing *ls, const cJSON *req, cJSON **rep)
+{
+	const char *since = proto_str(req, "since", NULL), *until = proto_str(req, "until", NULL);
+	uint64_t now = wall_ns(), start = (uint64_t)(ls->t->start_wall * 1e9);
+	struct slices_span span;
+
+	ls->agg = ls->sp->agg;
+	if (!since && !until)
+		return 0;
+	ls->since = 0;
+	ls->until = UINT64_MAX;
+	if (since && slices_parse_time(since, now, start, &ls->since)) {
+		*rep = proto_error(2, "--since %s: a time is now, -15m (before now), +10s (after the target's start), HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or @EPOCH_SECONDS", since);
+		return -1;
+	}
+	if (until && slices_parse_time(until, now, start, &ls->until)) {
+		*rep = proto_error(2, "--until %s: a time is now, -15m (before now), +10s (after the target's start), HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or @EPOCH_SECONDS", until);
+		return -1;
+	}
+	if (ls->since >= ls->until) {
+		*rep = proto_error(2, "--since %s --until %s: the window is empty", since ? since : "",
+				   until ? until : "");
+		return -1;
+	}
+	ls->view = agg_view(ls->sp->agg);
+	if (!ls->view) {
+		*rep = proto_error(1, "out of memory while listing");
+		return -1;
+	}
+	slices_window(ls->sp->slices, ls->since, ls->until, into_view, ls->view, &span);
+	ls->agg = ls->view;
+	ls->windowed = true;
+	ls->covered_t0 = span.t0;
+	ls->covered_t1 = MIN(span.t1, now); /* the open slice ends now */
+	ls->nslices = span.nslices;
+	ls->cut = span.cut;
+	return 0;
+}
+
+/*
+ * "window": {"since", "until" (as asked, seconds since the epoch; null: open), "from",
+ * "to" (what the slices taken cover), "slices", "cut" (a slice reached outside the window:
+ * whole slices were taken)}.
+ */
+void sample_window_json(const struct sample_listing *ls, cJSON *rep)
+{
+	cJSON *w;
+
+	if (!ls->windowed)
+		return;
+	w = cJSON_AddObjectToObject(rep, "window");
+	if (ls->since)
+		cJSON_AddNumberToObject(w, "since", ls->since / 1e9);
+	else
+		cJSON_AddNullToObject(w, "since");
+	if (ls->until != UINT64_MAX)
+		cJSON_AddNumberToObject(w, "until", ls->until / 1e9);
+	else
+		cJSON_AddNullToObject(w, "until");
+	if (ls->nslices) {
+		cJSON_AddNumberToObject(w, "from", ls->covered_t0 / 1e9);
+		cJSON_AddNumberToObject(w, "to", ls->covered_t1 / 1e9);
+	}
+	cJSON_AddNumberToObject(w, "slices", ls->nslices);
+	cJSON_AddBoolToObject(w, "cut", ls->cut);
+}
+
+/* ---- the timeline */
+
+/* The procedures followed: the top ones of the window and those asked by name. */
+static size_t pick(const struct agg_list *whole, const struct sym *s, const cJSON *req,
+		   uint32_t *procs, size_t max)
+{
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "timeline_procs"), *x;
+	size_t top = (size_t)proto_num(req, "timeline_top", 5), n = 0;
+	struct agg_row *rows = malloc((whole->nrows + 1) * sizeof(*rows));
+
+	if (!rows)
+		return 0;
+	memcpy(rows, whole->rows, whole->nrows * sizeof(*rows));
+	agg_sort_rows(rows, whole->nrows, 0, s);
+	for (size_t i = 0; i < whole->nrows && n < MIN(top, max); i++)
+		procs[n++] = rows[i].proc;
+	cJSON_ArrayForEach(x, names) {
+		for (size_t i = 0; i < whole->nrows && n < max; i++) {
+			const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
+			size_t k;
+
+			if (strcmp(sym_str(s, pi->name), x->valuestring) &&
+			    strcmp(sym_str(s, pi->full), x->valuestring))
+				continue;
+			for (k = 0; k < n && procs[k] != rows[i].proc; k++)
+				;
+			if (k == n)
+				procs[n++] = rows[i].proc;
+		}
+	}
+	free(rows);
+	return n;
+}
+
+#define TIMELINE_MAX_PROCS 64
+
+/*
+ * "timeline": {"slices": [{"t0", "t1", "counted", "interrupts"}], "procedures":
+ * [{"procedure", "name", "module", "shallow": [...], "deep": [...]}]}: each slice the
+ * window takes listed alone (WHEN and the sections apply as to the whole), with the
+ * counts of the procedures followed in it.
+ */
+int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const cJSON *req,
+			 const struct agg_list *whole, cJSON *rep)
+{
+	const struct slices *sl = ls->sp->slices;
+	uint64_t since = ls->windowed ? ls->since : 0, until = ls->windowed ? ls->until : UINT64_MAX;
+	uint32_t procs[TIMELINE_MAX_PROCS];
+	size_t np = pick(whole, s, req, procs, TIMELINE_MAX_PROCS);
+	cJSON *tl = cJSON_AddObjectToObject(rep, "timeline"), *arr, *sh[TIMELINE_MAX_PROCS],
+	      *dp[TIMELINE_MAX_PROCS];
+	struct agg *v = agg_view(ls->sp->agg);
+	struct agg_list_opts lo = ls->lo;
+	uint64_t now = wall_ns();
+
+	if (!tl || !v) {
+		agg_free(v);
+		return -ENOMEM;
+	}
+	lo.visit = NULL;
+	lo.extra = NULL; /* open intervals: in the whole listing, not in one slice */
+	lo.nextra = 0;
+	arr = cJSON_AddArrayToObject(tl, "procedures");
+	for (size_t k = 0; k < np; k++) {
+		const struct sym_procinfo *pi = sym_proc(s, procs[k]);
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
+		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
+		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
+		sh[k] = cJSON_AddArrayToObject(o, "shallow");
+		dp[k] = cJSON_AddArrayToObject(o, "deep");
+	}
+	arr = cJSON_AddArrayToObject(tl, "slices");
+	for (size_t i = 0; i < sl->n; i++) {
+		const struct slice *sc = &sl->s[i];
+		struct agg_list l;
+		cJSON *o;
+
+		if (!slice_in(sc, since, until))
+			continue;
+		agg_view_clear(v);
+		for (uint32_t j = 0; j < sc->n; j++)
+			agg_view_add(v, sc->e[j].id, sc->e[j].count, sc->e[j].ns);
+		if (agg_list(v, s, &lo, &l)) {
+			agg_free(v);
+			return -ENOMEM;
+		}
+		o = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddNumberToObject(o, "t0", sc->t0 / 1e9);
+		cJSON_AddNumberToObject(o, "t1", MIN(sc->t1, now) / 1e9);
+		cJSON_AddNumberToObject(o, "counted", l.counted);
+		cJSON_AddNumberToObject(o, "interrupts", l.interrupts);
+		for (size_t k = 0; k < np; k++) {
+			uint64_t a = 0, b = 0;
+
+			for (size_t r = 0; r < l.nrows; r++)
+				if (l.rows[r].proc == procs[k]) {
+					a = l.rows[r].shallow;
+					b = l.rows[r].deep;
+					break;
+				}
+			cJSON_AddItemToArray(sh[k], cJSON_CreateNumber((double)a));
+			cJSON_AddItemToArray(dp[k], cJSON_CreateNumber((double)b));
+		}
+		agg_list_free(&l);
+	}
+	agg_free(v);
+	return 0;
+}

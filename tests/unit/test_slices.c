@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests for daemon/views/slices.c (time slices: settings, filling, coarsening, the
+ * budget, windows, times as users write them) and daemon/views/diffstat.c (diff's test and
+ * Holm's correction).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "diffstat.h"
+#include "slices.h"
+
+#define S NS_PER_S
+#define T0 (1700000040ull * S)	/* a whole minute: aligned for every length here */
+
+static struct slices *make(const char *spec, uint64_t budget)
+{
+	struct slices_cfg cfg;
+	char err[128];
+	struct slices *sl;
+
+	assert_int_equal(slices_cfg_parse(spec, &cfg, err, sizeof(err)), 0);
+	cfg.budget = budget;
+	sl = slices_new(&cfg);
+	assert_non_null(sl);
+	return sl;
+}
+
+static void test_cfg_parse(void **state)
+{
+	struct slices_cfg cfg;
+	char err[128], back[128];
+
+	(void)state;
+	assert_int_equal(slices_cfg_parse(SLICES_DEFAULT, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.ntiers, 3);
+	assert_true(cfg.tier[0].len_ns == 10 * S && cfg.tier[1].len_ns == 60 * S &&
+		    cfg.tier[1].age_ns == 3600 * S && cfg.tier[2].len_ns == 600 * S &&
+		    cfg.tier[2].age_ns == 86400 * S);
+	slices_cfg_format(&cfg, back, sizeof(back));
+	assert_string_equal(back, SLICES_DEFAULT);
+	assert_int_equal(slices_cfg_parse("1s,3s@5s", &cfg, err, sizeof(err)), 0);
+	/* refused: not a multiple, ages not growing, an age on the first, none after, junk */
+	assert_int_equal(slices_cfg_parse("10s,15s@1h", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("1s,2s@1h,4s@1m", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("1s@1m", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("1s,2s", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("0s", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("ten", &cfg, err, sizeof(err)), -1);
+	assert_int_equal(slices_cfg_parse("", &cfg, err, sizeof(err)), -1);
+}
+
+static uint64_t total_in(const struct slices *sl)
+{
+	uint64_t t = 0;
+
+	for (size_t i = 0; i < sl->n; i++)
+		for (uint32_t j = 0; j < sl->s[i].n; j++)
+			t += sl->s[i].e[j].count;
+	return t;
+}
+
+static void test_add_fills_aligned_slices(void **state)
+{
+	struct slices *sl = make("10s", 0);
+
+	(void)state;
+	assert_int_equal(slices_add(sl, 3, 1, 0, T0 + 1 * S), 0);
+	assert_int_equal(slices_add(sl, 3, 2, 5, T0 + 9 * S), 0);
+	assert_int_equal(slices_add(sl, 1, 4, 0, T0 + 9 * S), 0);
+	assert_int_equal(sl->n, 1);
+	assert_int_equal(sl->s[0].t0, T0);
+	assert_int_equal(sl->s[0].t1, T0 + 10 * S);
+	assert_int_equal(sl->s[0].n, 2);
+	/* past its end: a new slice, the old one closed and sorted by stack */
+	assert_int_equal(slices_add(sl, 2, 1, 0, T0 + 25 * S), 0);
+	assert_int_equal(sl->n, 2);
+	assert_int_equal(sl->s[0].e[0].id, 1);
+	assert_int_equal(sl->s[0].e[1].id, 3);
+	assert_int_equal(sl->s[0].e[1].count, 3);
+	assert_int_equal(sl->s[0].e[1].ns, 5);
+	assert_int_equal(sl->s[1].t0, T0 + 20 * S);
+	/* a clock that went back: into the open slice */
+	assert_int_equal(slices_add(sl, 2, 1, 0, T0 + 5 * S), 0);
+	assert_int_equal(sl->n, 2);
+	assert_int_equal(total_in(sl), 9);
+	slices_free(sl);
+}
+
+static void test_coarsening_by_age(void **state)
+{
+	struct slices *sl = make("1s,3s@5s,6s@20s", 0);
+
+	(void)state;
+	for (uint64_t t = 0; t < 12; t++)
+		assert_int_equal(slices_add(sl, t % 4, 1, 0, T0 + t * S + S / 2), 0);
+	assert_int_equal(sl->n, 12);
+	/* at T0+12: the slices ending by T0+7 are 5 s old: 3 s slices [0,3) [3,6) and [6,7) */
+	assert_true(slices_tick(sl, T0 + 12 * S) > 0);
+	assert_int_equal(sl->s[0].t0, T0);
+	assert_int_equal(sl->s[0].t1, T0 + 3 * S);
+	assert_int_equal(sl->s[1].t0, T0 + 3 * S);
+	assert_int_equal(sl->s[1].t1, T0 + 6 * S);
+	assert_int_equal(sl->s[2].t0, T0 + 6 * S);
+	assert_int_equal(sl->s[2].t1, T0 + 7 * S);
+	assert_int_equal(sl->n, 3 + 5);
+	assert_int_equal(total_in(sl), 12);
+	/* much later: 6 s slices */
+	slices_tick(sl, T0 + 100 * S);
+	assert_int_equal(sl->n, 2);
+	assert_int_equal(sl->s[0].t1, T0 + 6 * S);
+	assert_int_equal(sl->s[1].t0, T0 + 6 * S);
+	assert_int_equal(sl->s[1].t1, T0 + 12 * S);
+	assert_int_equal(sl->s[0].n, 4); /* the stacks merged, once each */
+	assert_int_equal(total_in(sl), 12);
+	assert_true(sl->coarsened > 0);
+	assert_int_equal(sl->merged_early, 0);
+	slices_free(sl);
+}
+
+static void test_budget_merges_the_oldest(void **state)
+{
+	struct slices *sl = make("1s", 2000);
+
+	(void)state;
+	for (uint64_t t = 0; t < 20; t++)
+		for (uint32_t id = 0; id < 3; id++)
+			assert_int_equal(slices_add(sl, id + t, 1, 0, T0 + t * S), 0);
+	slices_tick(sl, T0 + 30 * S);
+	assert_true(sl->merged_early > 0);
+	assert_true(slices_bytes(sl) <= 2000 && sl->n > 1);
+	assert_int_equal(total_in(sl), 60);
+	assert_int_equal(sl->s[0].t0, T0);
+	/* the newest keep their length */
+	assert_int_equal(sl->s[sl->n - 1].t1 - sl->s[sl->n - 1].t0, S);
+	slices_free(sl);
+}
+
+struct sum {
+	uint64_t count;
+};
+
+static void add_up(void *ctx, const struct slice_ent *e)
+{
+	((struct sum *)ctx)->count += e->count;
+}
+
+static void test_window_takes_whole_slices(void **state)
+{
+	struct slices *sl = make("10s", 0);
+	struct slices_span sp;
+	struct sum s = { 0 };
+
+	(void)state;
+	for (uint64_t t = 0; t < 60; t++)
+		assert_int_equal(slices_add(sl, 0, 1, 0, T0 + t * S), 0);
+	slices_window(sl, T0 + 10 * S, T0 + 30 * S, add_up, &s, &sp);
+	assert_int_equal(s.count, 20);
+	assert_int_equal(sp.nslices, 2);
+	assert_false(sp.cut);
+	s.count = 0;
+	slices_window(sl, T0 + 15 * S, T0 + 21 * S, add_up, &s, &sp);
+	assert_int_equal(s.count, 20);
+	assert_true(sp.cut);
+	assert_int_equal(sp.t0, T0 + 10 * S);
+	assert_int_equal(sp.t1, T0 + 30 * S);
+	s.count = 0;
+	slices_window(sl, T0 + 100 * S, T0 + 200 * S, add_up, &s, &sp);
+	assert_int_equal(s.count, 0);
+	assert_int_equal(sp.nslices, 0);
+	assert_false(sp.cut);
+	slices_free(sl);
+}
+
+static void test_push_as_loaded(void **state)
+{
+	struct slices *sl = make("1s", 0);
+	struct slice_ent e[2] = { { .id = 5, .count = 2 }, { .id = 1, .count = 3 } };
+	struct slices_span sp;
+	struct sum s = { 0 };
+
+	(void)state;
+	assert_int_equal(slices_push(sl, T0, T0 + 100 * S, e, 2), 0); /* one slice: a whole life */
+	assert_int_equal(sl->s[0].e[0].id, 1);
+	slices_window(sl, T0 + 50 * S, T0 + 51 * S, add_up, &s, &sp);
+	assert_int_equal(s.count, 5);
+	assert_true(sp.cut);
+	slices_free(sl);
+}
+
+static void test_times(void **state)
+{
+	uint64_t now = T0 + 3600 * S, start = T0, v;
+
+	(void)state;
+	assert_int_equal(slices_parse_time("-15m", now, start, &v), 0);
+	assert_int_equal(v, now - 900 * S);
+	assert_int_equal(slices_parse_time("-1h30m", now, start, &v), 0);
+	assert_int_equal(v, now - 5400 * S);
+	assert_int_equal(slices_parse_time("+10s", now, start, &v), 0);
+	assert_int_equal(v, start + 10 * S);
+	assert_int_equal(slices_parse_time("now", now, start, &v), 0);
+	assert_int_equal(v, now);
+	assert_int_equal(slices_parse_time("@1700000040.5", now, start, &v), 0);
+	assert_int_equal(v, T0 + S / 2);
+	assert_int_equal(slices_parse_time("1700000041", now, start, &v), 0);
+	assert_int_equal(v, T0 + S);
+	assert_int_equal(slices_parse_time("2023-11-14", now, start, &v), 0);
+	assert_int_equal(slices_parse_time("2023-11-14T22:13:20", now, start, &v), 0);
+	assert_int_equal(slices_parse_time("14:03", now, start, &v), 0);
+	assert_int_equal(slices_parse_time("14:03:07", now, start, &v), 0);
+	assert_int_equal(slices_parse_time("-15x", now, start, &v), -1);
+	assert_int_equal(slices_parse_time("yesterday", now, start, &v), -1);
+	assert_int_equal(slices_parse_time("14:03junk", now, start, &v), -1);
+}
+
+/* ---- diff's statistics */
+
+static void test_scale_is_the_bulk(void **state)
+{
+	/* one procedure doubled; the rest grew by 10 %: the scale is the rest's */
+	double a[] = { 100, 400, 300, 200 }, b[] = { 200, 440, 330, 220 };
+
+	(void)state;
+	assert_true(fabs(dstat_scale(a, b, 4, 1000, 1190) - 1.1) < 1e-9);
+	/* nothing counted in both: the totals */
+	double c[] = { 10, 0 }, d[] = { 0, 30 };
+	assert_true(fabs(dstat_scale(c, d, 2, 10, 30) - 3) < 1e-9);
+}
+
+static void test_binomial_test(void **state)
+{
+	struct dstat r = { .a = 1000, .b = 1000 };
+
+	(void)state;
+	dstat_test(&r, 1.0);
+	assert_true(r.p > 0.9);
+	r = (struct dstat){ .a = 1000, .b = 1200 };
+	dstat_test(&r, 1.0);
+	/* 2200 draws at p 1/2: mean 1100, sd 23.45: z = (100 - 0.5) / 23.45 */
+	assert_true(fabs(r.z - 99.5 / sqrt(550)) < 1e-9);
+	assert_true(r.p < 1e-4);
+	r = (struct dstat){ .a = 1200, .b = 1000 };
+	dstat_test(&r, 1.0);
+	assert_true(r.z < 0);
+	r = (struct dstat){ .a = 0, .b = 0 };
+	dstat_test(&r, 1.0);
+	assert_true(r.p == 1 && r.z == 0);
+}
+
+static void test_holm(void **state)
+{
+	struct dstat x[4] = { { .p = 0.004 }, { .p = 0.0001 }, { .p = 0.02 }, { .p = 0.0030 } };
+	struct dstat *f[4] = { &x[0], &x[1], &x[2], &x[3] };
+
+	(void)state;
+	dstat_holm(f, 4, 0.01);
+	/* sorted: 0.0001*4, 0.003*3, 0.004*2 (raised to 0.009), 0.02*1 */
+	assert_true(fabs(x[1].p_adj - 0.0004) < 1e-12 && x[1].sig);
+	assert_true(fabs(x[3].p_adj - 0.009) < 1e-12 && x[3].sig);
+	assert_true(fabs(x[0].p_adj - 0.009) < 1e-12 && x[0].sig);
+	assert_true(fabs(x[2].p_adj - 0.02) < 1e-12 && !x[2].sig);
+}
+
+/* Same-program diffs made of Poisson counts: the share calling anything changed is at most
+ * about alpha (here 1 %, over 400 simulated diffs of 12 procedures). */
+static double poisson(double mean, uint64_t *rnd)
+{
+	/* normal approximation, good for the means here */
+	double u1, u2;
+
+	*rnd ^= *rnd << 13, *rnd ^= *rnd >> 7, *rnd ^= *rnd << 17;
+	u1 = ((*rnd >> 11) + 1) / 9007199254740993.0;
+	*rnd ^= *rnd << 13, *rnd ^= *rnd >> 7, *rnd ^= *rnd << 17;
+	u2 = (*rnd >> 11) / 9007199254740992.0;
+	return fmax(0, round(mean + sqrt(mean) * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2)));
+}
+
+static void test_false_positive_rate(void **state)
+{
+	static const double means[12] = { 2000, 1500, 900, 700, 400, 300, 200, 100, 50, 20, 10, 5 };
+	uint64_t rnd = 0x2545f4914f6cdd1dull;
+	int any = 0;
+
+	(void)state;
+	for (int k = 0; k < 400; k++) {
+		double a[12], b[12], ta = 0, tb = 0, s;
+		struct dstat x[12], *f[12];
+		bool sig = false;
+
+		for (int i = 0; i < 12; i++) {
+			a[i] = poisson(means[i], &rnd);
+			b[i] = poisson(means[i], &rnd);
+			ta += a[i];
+			tb += b[i];
+		}
+		s = dstat_scale(a, b, 12, ta, tb);
+		for (int i = 0; i < 12; i++) {
+			x[i] = (struct dstat){ .a = a[i], .b = b[i] };
+			dstat_test(&x[i], s);
+			f[i] = &x[i];
+		}
+		dstat_holm(f, 12, 0.01);
+		for (int i = 0; i < 12; i++)
+			sig |= x[i].sig;
+		any += sig;
+	}
+	print_message("diffs calling something changed: %d of 400\n", any);
+	assert_true(any <= 12); /* 1 % is 4; room for the scale's own noise */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cfg_parse),
+		cmocka_unit_test(test_add_fills_aligned_slices),
+		cmocka_unit_test(test_coarsening_by_age),
+		cmocka_unit_test(test_budget_merges_the_oldest),
+		cmocka_unit_test(test_window_takes_whole_slices),
+		cmocka_unit_test(test_push_as_loaded),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_scale_is_the_bulk),
+		cmocka_unit_test(test_binomial_test),
+		cmocka_unit_test(test_holm),
+		cmocka_unit_test(test_false_positive_rate),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
