@@ -180,16 +180,18 @@ $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 # each fuzz target names the daemon sources (and libraries) it is built with
 FUZZ_fuzz_pat_SRCS   := daemon/views/pat.c daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
+FUZZ_fuzz_http_SRCS  := daemon/fleet/http_route.c daemon/core/util.c
+FUZZ_fuzz_http_LIBS  :=
 FUZZ_fuzz_proto_SRCS := daemon/core/proto.c daemon/core/util.c
 FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 # (pcmond.conf is checked against every instrument's start fields: the whole engine too)
 FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
-FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c daemon/fleet/%,$(ENGINE_SRCS))
+FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
-$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(SKELS) | $(OUTPUT)/fuzz
-	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(OUTPUT) $(PKG_CFLAGS) \
+$(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(FLEET_SRCS) $(SKELS) | $(OUTPUT)/fuzz
+	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) -I$(OUTPUT) $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $< $(FUZZ_$*_SRCS) $(FUZZ_$*_LIBS) -o $@
 $(OUTPUT)/workloads/%: tests/workloads/%.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \

@@ -131,6 +131,10 @@ static int start_allowed(struct engine *e, const struct client *c, const cJSON *
 	*rep = NULL;
 	if (!!pidn + !!cg + !!all != 1)
 		*rep = proto_error(2, "start: give exactly one of --pid PID, --cgroup DIR, --all");
+	/* what pcmond serves over HTTP is root's to say: no user's target is ever served */
+	else if (proto_bool(req, "publish", 0) && c->uid != 0)
+		*rep = proto_error(2, "--publish: only root publishes targets (they are served to "
+				      "whoever reaches pcmond's HTTP server)");
 	else if (all && c->uid != 0)
 		*rep = proto_error(1, "start --all: only root may watch every task");
 	if (!*rep && pidn) {
@@ -216,13 +220,7 @@ static int start_watched(const struct client *c, const cJSON *req, struct target
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
 	t->owner = c->uid;
 	t->children = proto_bool(req, "children", 1);
-	/* what pcmond serves over HTTP is root's to say: no user's target is ever served */
-	t->published = proto_bool(req, "publish", 0);
-	if (t->published && c->uid != 0) {
-		*rep = proto_error(2, "--publish: only root publishes targets (they are served to "
-				      "whoever reaches pcmond's HTTP server)");
-		return -1;
-	}
+	t->published = proto_bool(req, "publish", 0); /* (root's: start_allowed()) */
 	t->exec_wait = proto_bool(req, "exec_wait", 0);
 	t->flags = PCMON_TF_ACTIVE | (t->children ? PCMON_TF_CHILDREN : 0);
 	return 0;

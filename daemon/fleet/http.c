@@ -52,77 +52,6 @@ struct http {
 
 static const struct client root = { .uid = 0, .pid = 0 };
 
-/* ---- the router (pure) */
-
-static const struct {
-	const char *path;
-	enum http_route route;
-} routes[] = {
-	{ "/", HTTP_INDEX },
-	{ "/healthz", HTTP_HEALTHZ },
-	{ "/metrics", HTTP_METRICS },
-	{ "/debug/pprof/profile", HTTP_PROFILE },
-	{ "/flamegraph.svg", HTTP_FLAMEGRAPH },
-};
-
-int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
-	       struct http_req *out, char *why, size_t whylen)
-{
-	const char *s, *t;
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		snprintf(why, whylen, "only GET is served here");
-		return 405;
-	}
-	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
-		;
-	if (i == ARRAY_SIZE(routes)) {
-		snprintf(why, whylen, "no such page: / lists what there is");
-		return 404;
-	}
-	out->route = routes[i].route;
-	if (out->route != HTTP_PROFILE && out->route != HTTP_FLAMEGRAPH)
-		return 200;
-	out->seconds = HTTP_DEFAULT_SECONDS;
-	if ((s = arg(ctx, "seconds"))) {
-		char *end;
-		unsigned long n = strtoul(s, &end, 10);
-
-		if (!*s || *end || *s == '-' || n < 1 || n > HTTP_MAX_SECONDS) {
-			snprintf(why, whylen, "seconds=%.32s: give a whole number of seconds, 1 to %d",
-				 s, HTTP_MAX_SECONDS);
-			return 400;
-		}
-		out->seconds = n;
-	}
-	if ((t = arg(ctx, "target"))) {
-		if (!*t || strlen(t) > 63) {
-			snprintf(why, whylen, "target=: give a published target's id or name");
-			return 400;
-		}
-		out->target = t;
-	}
-	return 200;
-}
-
-bool http_token_ok(const char *header, const char *token)
-{
-	static const char bearer[] = "Bearer ";
-	size_t n = strlen(token), i;
-	unsigned char diff = 0;
-
-	if (!header || strncmp(header, bearer, sizeof(bearer) - 1))
-		return false;
-	header += sizeof(bearer) - 1;
-	if (strlen(header) != n)
-		return false;
-	for (i = 0; i < n; i++)
-		diff |= (unsigned char)header[i] ^ (unsigned char)token[i];
-	return !diff;
-}
-
 /* ---- targets */
 
 static cJSON *request(struct http *h, const char *cmd, const char *target)
@@ -170,7 +99,11 @@ static int published_target(struct http *h, const char *want, char *id, size_t i
 		}
 	}
 	if (want && !pick) {
-		snprintf(why, whylen, "no published target '%s': / lists them", want);
+		char shown[64];
+
+		snprintf(shown, sizeof(shown), "%s", want);
+		str_sanitize(shown, sizeof(shown) - 1);
+		snprintf(why, whylen, "no published target '%s': / lists them", shown);
 		goto refuse;
 	}
 	if (!want && n != 1) {
@@ -542,52 +475,6 @@ int http_timeout_ms(struct http *h)
 
 /* ---- setting up */
 
-/* ADDR:PORT, [ADDR6]:PORT or PORT (loopback) into @ss; whether it is loopback. */
-static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *loopback, char *err,
-			size_t errlen)
-{
-	struct sockaddr_in *in = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	char addr[64] = "127.0.0.1";
-	const char *port = s, *colon;
-	unsigned long p;
-	char *end;
-
-	memset(ss, 0, sizeof(*ss));
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(addr))
-			goto bad;
-		snprintf(addr, sizeof(addr), "%.*s", (int)(close - s - 1), s + 1);
-		port = close + 2;
-	} else if ((colon = strrchr(s, ':'))) {
-		if ((size_t)(colon - s) >= sizeof(addr))
-			goto bad;
-		snprintf(addr, sizeof(addr), "%.*s", (int)(colon - s), s);
-		port = colon + 1;
-	}
-	p = strtoul(port, &end, 10);
-	if (!*port || *end || p < 1 || p > 65535)
-		goto bad;
-	if (inet_pton(AF_INET, addr, &in->sin_addr) == 1) {
-		in->sin_family = AF_INET;
-		in->sin_port = htons(p);
-		*loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(p);
-		*loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
-		return 0;
-	}
-bad:
-	snprintf(err, errlen, "--http %s: give PORT, ADDR:PORT or [ADDR6]:PORT (an address, not a name)",
-		 s);
-	return -EINVAL;
-}
-
 /* A secret's file: a regular file no one but its owner may read or write. */
 static char *read_secret(const char *path, const char *what, bool strip, char *err,
 			 size_t errlen)
@@ -629,7 +516,7 @@ int http_open(struct engine *e, const struct http_opts *o, struct http **out, ch
 	int r;
 
 	*out = NULL;
-	if ((r = parse_listen(o->listen, &ss, &loopback, err, errlen)))
+	if ((r = http_parse_listen(o->listen, &ss, &loopback, err, errlen)))
 		return r;
 	if (!loopback && (!o->token_file || !o->tls_cert || !o->tls_key)) {
 		snprintf(err, errlen, "--http %s: an address other than loopback needs a token "

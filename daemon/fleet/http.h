@@ -57,4 +57,9 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 /* Is "Authorization: @header" the bearer of @token? (constant time in the token) */
 bool http_token_ok(const char *header, const char *token);
 
+/* --http's value (ADDR:PORT, [ADDR6]:PORT, PORT: 127.0.0.1) into @ss; 0 or -EINVAL with @err. */
+struct sockaddr_storage;
+int http_parse_listen(const char *s, struct sockaddr_storage *ss, bool *loopback, char *err,
+		      size_t errlen);
+
 #endif
