@@ -28,9 +28,9 @@ endif
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
 # pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih;
-# and serves HTTP (daemon/fleet/http.c), with libmicrohttpd, and encodes OTLP profiles
-# (daemon/fleet/otlp.c), with protobuf-c
-DAEMON_PKGS := inih libmicrohttpd libprotobuf-c
+# and serves HTTP (daemon/fleet/http.c), with libmicrohttpd, encodes OTLP profiles
+# (daemon/fleet/otlp.c), with protobuf-c, and pushes them (daemon/fleet/push.c), with libcurl
+DAEMON_PKGS := inih libmicrohttpd libprotobuf-c libcurl
 pkg = $(if $(filter pkg-config-failed,$(call memo,$1,$(PKG_CONFIG) $2 $3 || echo pkg-config-failed)),$(error \
 	'$(PKG_CONFIG) $2 $3' failed: install the build dependencies ('sudo make deps' on Debian 12)),$($1))
 PKG_CFLAGS = $(call pkg,PKG_CFLAGS,--cflags,$(PKGS) $(DAEMON_PKGS))
@@ -98,6 +98,7 @@ DEPS_APT := make gcc clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-d
 	libclang-rt-14-dev binutils python3 util-linux \
 	libdebuginfod-dev debuginfod dwz xz-utils nodejs libbpf-tools \
 	libncurses-dev golang-go chromium tmux libcapstone-dev libinih-dev libmicrohttpd-dev \
+	libcurl4-openssl-dev \
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler prometheus \
 	g++ rustc dpkg-dev debhelper lintian fakeroot adduser python3.11 python3.11-dev
 

@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "engine.h"
 #include "http.h"
+#include "push.h"
 #include "pcmon_bpf.h"
 #include "pcmon_sample.h"
 #include "proto.h"
@@ -71,7 +72,7 @@ static void usage(FILE *f)
 		"              [--max-clients N] [--max-user-clients N] [--idle-timeout S]\n"
 		"              [--request-timeout S] [--write-timeout S] [--drain-entries N]\n"
 		"              [--bpf-stats] [--object-idle S] [--object-memory MiB]\n"
-		"              [--http ADDR:PORT]\n"
+		"              [--http ADDR:PORT] [--push URL] [--otlp URL] [--push-interval S]\n"
 		"              [--http-token-file FILE] [--http-tls-cert FILE --http-tls-key FILE]\n"
 		"              [-v]\n"
 		"  --config FILE     settings and targets to start (default\n"
@@ -121,6 +122,11 @@ static void usage(FILE *f)
 		"                    /metrics and /healthz over HTTP; PORT alone: on 127.0.0.1\n"
 		"  --http-token-file FILE\n"
 		"                    every request must carry this bearer token (mode 0600)\n"
+		"  --push URL        every --push-interval, send published targets' windows to\n"
+		"                    Grafana Pyroscope at URL (POST URL/ingest, pprof)\n"
+		"  --otlp URL        ... and to an OpenTelemetry collector (OTLP/HTTP profiles,\n"
+		"                    POST URL/v1development/profiles)\n"
+		"  --push-interval S seconds between windows (default 15)\n"
 		"  --http-tls-cert FILE, --http-tls-key FILE\n"
 		"                    HTTPS with this PEM certificate and key; an address other\n"
 		"                    than loopback needs them and a token\n"
@@ -330,6 +336,47 @@ static int serve_http(const struct conf_daemon *set, struct engine *e, struct sr
 	return r;
 }
 
+static void push_work_cb(void *p)
+{
+	push_work(p);
+}
+
+/* What the pushes counted, in `pcmon status` (and so in /metrics). */
+static void push_status(void *p, cJSON *rep)
+{
+	cJSON *o = cJSON_AddObjectToObject(rep, "push");
+	struct push_stats st;
+
+	push_stats(p, &st);
+#define ADD_PUSH(f) cJSON_AddNumberToObject(o, #f, st.f);
+	PUSH_COUNTERS(ADD_PUSH)
+#undef ADD_PUSH
+	cJSON_AddNumberToObject(o, "queued", st.queued);
+	cJSON_AddNumberToObject(o, "targets", st.targets);
+}
+
+/* --push, --otlp: windows of published targets sent every --push-interval (docs/fleet.md). */
+static int start_push(const struct conf_daemon *set, struct engine *e, struct srv *s,
+		      struct push **out)
+{
+	const struct conf_value *v = set->v;
+	struct push_opts o = {
+		.pyroscope = v[CONF_PUSH].set ? v[CONF_PUSH].str : NULL,
+		.otlp = v[CONF_OTLP].set ? v[CONF_OTLP].str : NULL,
+		.interval_s = v[CONF_PUSH_INTERVAL].set ? v[CONF_PUSH_INTERVAL].num : 0,
+	};
+	char err[512];
+	int r = push_open(e, &o, out, err, sizeof(err));
+
+	if (!r)
+		r = srv_watch(s, &(struct srv_watch){ push_fd(*out), push_work_cb, NULL, *out });
+	if (!r)
+		engine_status_hook(e, push_status, *out);
+	if (r)
+		fprintf(stderr, "pcmond: %s\n", r == -EINVAL ? err : strerror(-r));
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = { 0 };
@@ -341,6 +388,7 @@ int main(int argc, char **argv)
 	struct engine *e = NULL;
 	struct srv *s = NULL;
 	struct http *h = NULL;
+	struct push *pu = NULL;
 	const char *sock, *given;
 	char err[512], *path;
 	int r;
@@ -412,6 +460,10 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
+	if ((set.v[CONF_PUSH].set || set.v[CONF_OTLP].set) && (r = start_push(&set, e, s, &pu))) {
+		r = 1;
+		goto out;
+	}
 	if (!a.foreground && daemon(0, 0)) {
 		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(errno));
 		r = 1;
@@ -429,6 +481,7 @@ int main(int argc, char **argv)
 out:
 	if (e)
 		engine_flush(e, true);
+	push_close(pu); /* (the engine's status asks it: before the engine) */
 	http_close(h);
 	srv_close(s);
 	engine_free(e);

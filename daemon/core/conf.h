@@ -64,7 +64,10 @@ enum conf_kind { CONF_NUM, CONF_STR, CONF_FLAG };
 	X(HTTP, "http", 0, CONF_STR, 0, 0, NULL)                                              \
 	X(HTTP_TOKEN_FILE, "http-token-file", 0, CONF_STR, 0, 0, NULL)                        \
 	X(HTTP_TLS_CERT, "http-tls-cert", 0, CONF_STR, 0, 0, NULL)                            \
-	X(HTTP_TLS_KEY, "http-tls-key", 0, CONF_STR, 0, 0, NULL)
+	X(HTTP_TLS_KEY, "http-tls-key", 0, CONF_STR, 0, 0, NULL)                              \
+	X(PUSH, "push", 0, CONF_STR, 0, 0, NULL)                                              \
+	X(OTLP, "otlp", 0, CONF_STR, 0, 0, NULL)                                              \
+	X(PUSH_INTERVAL, "push-interval", 0, CONF_NUM, 1, 3600, "seconds")
 
 #define CONF_ID(id, ...) CONF_##id,
 enum conf_setting_id { CONF_DAEMON_SETTINGS(CONF_ID) CONF_NSETTINGS };

@@ -50,6 +50,8 @@ int engine_fd(struct engine *e);
 void engine_work(struct engine *e);
 /* Answer one request; never NULL (an allocation failure is answered as an error). */
 cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req);
+/* pcmond's own parts (its HTTP server, its pushes) add what they count to `pcmon status`. */
+void engine_status_hook(struct engine *e, void (*fn)(void *ctx, cJSON *rep), void *ctx);
 /* Write every target's results to the state directory. */
 void engine_flush(struct engine *e, bool durable);
 

@@ -22,6 +22,8 @@ struct engine {
 	struct procs *procs;		/* which process is whose target, in BPF */
 	struct sym *sym;
 	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */
+	void (*status_hook)(void *ctx, cJSON *rep);	/* engine_status_hook() */
+	void *status_ctx;
 	struct target *targets[PCMON_MAX_TARGETS];
 	uint32_t next_id;
 	int epfd, timerfd;

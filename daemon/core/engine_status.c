@@ -57,6 +57,12 @@ static void add_limits(struct engine *e, const struct client *c, cJSON *rep)
 	cJSON_AddNumberToObject(o, "your_memory_bytes", (double)engine_user_bytes(e, c->uid));
 }
 
+void engine_status_hook(struct engine *e, void (*fn)(void *ctx, cJSON *rep), void *ctx)
+{
+	e->status_hook = fn;
+	e->status_ctx = ctx;
+}
+
 static cJSON *status(struct engine *e)
 {
 	struct pcmon_gstat gs;
@@ -80,6 +86,8 @@ static cJSON *status(struct engine *e)
 	SYM_STATS_FIELDS(ADD_SYM)
 #undef ADD_SYM
 	dbginfo_status_json(e->dbg, rep);
+	if (e->status_hook)
+		e->status_hook(e->status_ctx, rep);
 	/* how each object's frames are unwound: with its CFI (dwarf), or by frame pointer */
 	o = cJSON_AddArrayToObject(rep, "objects");
 	for (uint32_t m = 0; m < sym_nmodules(e->sym); m++) {

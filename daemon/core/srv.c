@@ -58,7 +58,8 @@ struct srv {
 #define SRV_COUNTER(f) uint64_t f;
 	SRV_COUNTERS(SRV_COUNTER)
 #undef SRV_COUNTER
-	struct srv_watch watch;		/* fd -1: none */
+	struct srv_watch watch[SRV_MAX_WATCH];
+	int nwatch;
 };
 
 /* epoll data: small integers for our own fds, conn index + 16 for clients */
@@ -109,7 +110,7 @@ int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struc
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->lfd = s->epfd = s->sigfd = s->watch.fd = -1;
+	s->lfd = s->epfd = s->sigfd = -1;
 	s->e = e;
 	s->o = *o;
 	if (!s->o.max_clients)
@@ -529,8 +530,8 @@ static int wait_ms(const struct srv *s)
 		if (s->conns[i].fd >= 0)
 			next = MIN(next, conn_deadline(s, &s->conns[i], &why));
 	}
-	if (s->watch.fd >= 0) {
-		int w = s->watch.timeout_ms(s->watch.ctx);
+	for (int i = 0; i < s->nwatch; i++) {
+		int w = s->watch[i].timeout_ms ? s->watch[i].timeout_ms(s->watch[i].ctx) : -1;
 
 		if (w >= 0)
 			next = MIN(next, now_ns() + w * 1000000ULL);
@@ -545,9 +546,11 @@ int srv_watch(struct srv *s, const struct srv_watch *w)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = TAG_WATCH };
 
+	if (s->nwatch == SRV_MAX_WATCH)
+		return -ENOSPC;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, w->fd, &ev))
 		return -errno;
-	s->watch = *w;
+	s->watch[s->nwatch++] = *w;
 	return 0;
 }
 
@@ -685,7 +688,7 @@ static void on_accept(struct srv *s)
 
 int srv_run(struct srv *s)
 {
-	int nevs = s->o.max_clients + 4; /* every fd at once: none waits for the next turn */
+	int nevs = s->o.max_clients + 3 + SRV_MAX_WATCH; /* every fd at once: none waits for the next turn */
 	struct epoll_event *evs = calloc(nevs, sizeof(*evs));
 	/* a first turn without waiting: called again after a reload, clients may have
 	 * requests read and not yet served */
@@ -712,9 +715,9 @@ int srv_run(struct srv *s)
 			engine |= evs[i].data.u32 == TAG_ENGINE;
 		if (engine)
 			engine_work(s->e);
-		/* (its own events, or a deadline: it keeps its own time) */
-		if (s->watch.fd >= 0)
-			s->watch.work(s->watch.ctx);
+		/* (their own events, or a deadline: each keeps its own time) */
+		for (int i = 0; i < s->nwatch; i++)
+			s->watch[i].work(s->watch[i].ctx);
 		for (int i = 0; i < n; i++) {
 			uint32_t tag = evs[i].data.u32;
 

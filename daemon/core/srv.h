@@ -59,9 +59,11 @@ int srv_open(const char *path, struct engine *e, const struct srv_opts *o, struc
 #define SRV_RELOAD 1
 
 /*
- * Another source of work for the loop (pcmond's HTTP server): @work runs when @fd is
- * readable and when @timeout_ms (-1: none) says it is due. One at most.
+ * Another source of work for the loop (pcmond's HTTP server, its pushes): @work runs in
+ * every turn of the loop, which @fd being readable or @timeout_ms (NULL or -1: none)
+ * being due starts. SRV_MAX_WATCH at most.
  */
+#define SRV_MAX_WATCH 4
 struct srv_watch {
 	int fd;
 	void (*work)(void *ctx);

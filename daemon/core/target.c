@@ -73,6 +73,7 @@ void target_facts_json(const struct target *t, cJSON *o)
 		cJSON_AddNumberToObject(o, "pid", t->pid);
 	cJSON_AddStringToObject(o, "state", target_state_name(t->state));
 	cJSON_AddNumberToObject(o, "elapsed_s", target_elapsed(t));
+	cJSON_AddNumberToObject(o, "start_wall", t->start_wall);
 	cJSON_AddBoolToObject(o, "children", t->children);
 	if (t->published)
 		cJSON_AddBoolToObject(o, "published", true);

@@ -119,6 +119,20 @@ static const struct status_metric status_metrics[] = {
 	  "Targets whose latest results are not on disk.", 1 },
 };
 
+/* --push, --otlp (push.c), when configured */
+static const struct status_metric push_metrics[] = {
+	{ "pcmon_push_windows_total", "counter", "push.windows", "Windows cut and queued to push.", 1 },
+	{ "pcmon_push_sent_total", "counter", "push.sent", "Pushes a receiver accepted.", 1 },
+	{ "pcmon_push_retries_total", "counter", "push.retries", "Pushes tried again.", 1 },
+	{ "pcmon_push_failed_total", "counter", "push.failed",
+	  "Windows dropped after every try failed.", 1 },
+	{ "pcmon_push_dropped_total", "counter", "push.dropped",
+	  "Windows dropped: the queue was full.", 1 },
+	{ "pcmon_push_too_large_total", "counter", "push.too_large",
+	  "Windows not sent: over the receiver's size limit.", 1 },
+	{ "pcmon_push_queued", "gauge", "push.queued", "Windows waiting to be sent.", 1 },
+};
+
 static const char *const target_states[] = { "running", "paused", "exited", "stopped" };
 
 static const char *str(const cJSON *o, const char *k)
@@ -179,6 +193,13 @@ char *metrics_text(const cJSON *status, const cJSON *targets, const struct metri
 		sample(&w, m->name, num(status, m->path) * m->scale, NULL);
 	}
 	targets_metrics(&w, targets);
+	if (cJSON_GetObjectItemCaseSensitive(status, "push"))
+		for (size_t i = 0; i < ARRAY_SIZE(push_metrics); i++) {
+			const struct status_metric *m = &push_metrics[i];
+
+			family(&w, m->name, m->type, m->help);
+			sample(&w, m->name, num(status, m->path), NULL);
+		}
 	family(&w, "pcmon_http_requests_total", "counter", "HTTP requests answered, by outcome.");
 	sample(&w, "pcmon_http_requests_total", x->http_requests, "outcome", "served", NULL);
 	sample(&w, "pcmon_http_requests_total", x->http_refused, "outcome", "refused", NULL);

@@ -1482,6 +1482,7 @@ static const struct proto_field list_fields[] = {
 	/* what came after a mark (sample_mark.c), and let the mark go */
 	{ .name = "since_mark", .type = PT_UINT, .min = 1, .max = UINT32_MAX },
 	F_BOOL("drop_mark"),
+	F_BOOL("remark"),	/* ... or move it to now: windows back to back (push.c) */
 	F_BOOL("labels"),	/* with stacks: every sample's comm and cgroup, the host */
 };
 

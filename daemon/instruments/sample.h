@@ -118,6 +118,8 @@ cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req);
 int sample_mark_window(struct sample *sp, const struct target *t, uint32_t id,
 		       struct sample_window *w, cJSON **err);
 void sample_mark_drop(struct sample *sp, uint32_t id);
+/* The mark moves to now: the next window begins where the one just listed ends. */
+void sample_mark_move(struct sample *sp, uint32_t id);
 void sample_marks_free(struct sample *sp);
 
 /* --critical NAME=PATTERN, as a JSON array of strings. */

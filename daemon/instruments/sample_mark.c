@@ -127,6 +127,21 @@ int sample_mark_window(struct sample *sp, const struct target *t, uint32_t id,
 	return 0;
 }
 
+void sample_mark_move(struct sample *sp, uint32_t id)
+{
+	struct sample_mark *m = find(sp, id);
+	struct agg_snap snap;
+
+	/* (a mark that cannot move for want of memory stays: the next window is longer) */
+	if (!m || agg_snapshot(sp->agg, &snap))
+		return;
+	agg_snap_free(&m->snap);
+	m->snap = snap;
+	m->taken_ns = now_ns();
+	m->taken_wall = wall_now();
+	m->lost = sample_lost(sp);
+}
+
 void sample_mark_drop(struct sample *sp, uint32_t id)
 {
 	struct sample_mark *m = find(sp, id);

@@ -268,6 +268,8 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		return -1;
 	if (since && sample_mark_window(ls.sp, t, since, &w, err))
 		goto out;
+	if (since && proto_bool(req, "remark", 0)) /* (nothing drains in between: no gap) */
+		sample_mark_move(ls.sp, since);
 	if (proto_bool(req, "stacks", 0)) { /* the exports' view, rooted at the groups if --by */
 		x = stacks_new(env->sym, &ls.lo, ls.sp, by);
 		if (x && proto_bool(req, "labels", 0))

@@ -80,6 +80,8 @@ int xprof_frames(const struct xprof *p, const struct xsample *s, struct xframe *
 int export_folded(FILE *f, const struct xprof *p);
 /* A gzipped profile.proto. */
 int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen);
+/* @len bytes of @d, gzipped (zlib), into @f: 0 or -errno. */
+int export_gzip(FILE *f, const void *d, size_t len);
 /* A self-contained flamegraph SVG. */
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
 /* The same with each frame's colour chosen by @fn where it returns 1 (pcmon diff), and

@@ -174,7 +174,7 @@ static uint64_t pseudo_id(const struct xprof *p, struct pseudo *ps, const char *
 	return p->nlocations + 1 + i;
 }
 
-static int gzip_out(FILE *f, const uint8_t *d, size_t len)
+int export_gzip(FILE *f, const void *d, size_t len)
 {
 	z_stream z = { 0 };
 	uint8_t buf[65536];
@@ -182,7 +182,7 @@ static int gzip_out(FILE *f, const uint8_t *d, size_t len)
 
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
-	z.next_in = (uint8_t *)d;
+	z.next_in = (Bytef *)d;
 	z.avail_in = len;
 	do {
 		z.next_out = buf;
@@ -419,7 +419,7 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen)
 	int r = enc_profile(&e);
 
 	if (!r)
-		r = gzip_out(f, e.b.p, e.b.n);
+		r = export_gzip(f, e.b.p, e.b.n);
 	if (r)
 		snprintf(err, errlen, "cannot write the profile: %s", strerror(-r));
 	for (size_t i = 0; i < e.ps.n; i++)
