@@ -219,14 +219,17 @@ static void answer_index(struct http *h, struct hreq *r)
 		fprintf(f, "</td><td>");
 		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state")) ?: "");
 		fprintf(f, "</td><td>%.0f</td><td>"
-			   "<a href=\"/flamegraph.svg?target=%d&amp;seconds=60\">flamegraph of the next minute</a> · "
+			   "<a href=\"/flamegraph.svg?target=%d&amp;since=-1m\">flamegraph of the last minute</a> · "
 			   "<a href=\"/debug/pprof/profile?target=%d&amp;seconds=30\">pprof, 30 s</a>"
 			   "</td></tr>\n",
 			cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "samples")), id, id);
 	}
-	fprintf(f, "</table>\n<form action=\"/debug/pprof/profile\">target <input name=\"target\"> "
-		   "seconds <input name=\"seconds\" value=\"30\" size=\"4\"> "
-		   "<input type=\"submit\" value=\"pprof\"></form>\n</body></html>\n");
+	fprintf(f, "</table>\n<form action=\"/debug/pprof/profile\">pprof of the next "
+		   "<input name=\"seconds\" value=\"30\" size=\"4\"> seconds of target "
+		   "<input name=\"target\" size=\"8\"> <input type=\"submit\" value=\"get\"></form>\n"
+		   "<form action=\"/flamegraph.svg\">flamegraph since <input name=\"since\" value=\"-15m\" "
+		   "size=\"8\"> (as pcmon list --since) of target <input name=\"target\" size=\"8\"> "
+		   "<input type=\"submit\" value=\"draw\"></form>\n</body></html>\n");
 	cJSON_Delete(tg);
 	if (fclose(f)) {
 		free(buf);
@@ -236,8 +239,9 @@ static void answer_index(struct http *h, struct hreq *r)
 	answer_text(r, 200, "text/html; charset=utf-8", buf);
 }
 
-/* A scrape's window has ended: what it counted, as gzipped pprof or as a flamegraph. */
-static void finish_window(struct http *h, struct hreq *r)
+/* A scrape's window has ended (or, @since, a past one is asked): what it counted, as
+ * gzipped pprof or as a flamegraph. */
+static void finish_window(struct http *h, struct hreq *r, const char *since)
 {
 	cJSON *req = cJSON_CreateObject(), *rep;
 	char err[256], *buf = NULL;
@@ -249,14 +253,19 @@ static void finish_window(struct http *h, struct hreq *r)
 	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
 	cJSON_AddStringToObject(req, "cmd", "list");
 	cJSON_AddStringToObject(req, "target", r->target);
-	cJSON_AddNumberToObject(req, "since_mark", r->mark);
-	cJSON_AddBoolToObject(req, "drop_mark", true);
+	if (since) {
+		cJSON_AddStringToObject(req, "since", since);
+	} else {
+		cJSON_AddNumberToObject(req, "since_mark", r->mark);
+		cJSON_AddBoolToObject(req, "drop_mark", true);
+	}
 	cJSON_AddBoolToObject(req, "stacks", true);
 	cJSON_AddBoolToObject(req, "labels", true);
 	rep = engine_handle(h->e, &root, req);
 	cJSON_Delete(req);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
-		answer_error(r, 500, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
+		answer_error(r, since ? 400 : 500,
+			     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
 		cJSON_Delete(rep);
 		return;
 	}
@@ -397,6 +406,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			break;
 		case HTTP_PROFILE:
 		case HTTP_FLAMEGRAPH:
+			if (q.since) { /* a past window: answered now, from the slices */
+				st = published_target(h, q.target, r->target, sizeof(r->target), why,
+						      sizeof(why));
+				if (st)
+					break;
+				finish_window(h, r, q.since);
+				h->st.http_requests++;
+				return queue(r);
+			}
 			st = start_window(h, r, &q, why, sizeof(why));
 			if (!st)
 				return MHD_YES; /* answered when the window ends */
@@ -444,7 +462,7 @@ void http_work(struct http *h)
 		}
 		*pp = r->next;
 		h->nwindows--;
-		finish_window(h, r);
+		finish_window(h, r, NULL);
 		if (r->status == 200)
 			h->st.http_requests++;
 		MHD_resume_connection(r->conn);

@@ -47,7 +47,8 @@ void http_work(struct http *h);
 enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH };
 struct http_req {
 	enum http_route route;
-	uint32_t seconds;	/* HTTP_PROFILE, HTTP_FLAMEGRAPH: the window */
+	uint32_t seconds;	/* HTTP_PROFILE, HTTP_FLAMEGRAPH: the window to come ... */
+	const char *since;	/* ... or one past, from the slices (pcmon list --since) */
 	const char *target;	/* ID or NAME as given, NULL: the default */
 };
 typedef const char *(*http_arg_fn)(void *ctx, const char *key);

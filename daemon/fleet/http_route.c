@@ -61,6 +61,14 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		}
 		out->seconds = n;
 	}
+	if ((t = arg(ctx, "since"))) {
+		if (!*t || strlen(t) > 32 || arg(ctx, "seconds")) {
+			snprintf(why, whylen, "since=: a time as pcmon list --since takes it (-1m, 14:03), "
+					      "and not with seconds=");
+			return 400;
+		}
+		out->since = t;
+	}
 	if ((t = arg(ctx, "target"))) {
 		if (!*t || strlen(t) > 63) {
 			snprintf(why, whylen, "target=: give a published target's id or name");

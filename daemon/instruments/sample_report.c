@@ -302,9 +302,14 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		cJSON *p = cJSON_GetObjectItemCaseSensitive(rep, "profile");
 
 		cJSON_AddNumberToObject(p, "period_ns", (double)ls.lo.period_ns);
-		cJSON_AddNumberToObject(p, "start_wall", w.agg ? w.from_wall : t->start_wall);
+		cJSON_AddNumberToObject(p, "start_wall", w.agg ? w.from_wall :
+						ls.windowed && ls.nslices ? ls.covered_t0 / 1e9 :
+						t->start_wall);
 		if (w.agg) /* (else the target's elapsed time) */
 			cJSON_AddNumberToObject(p, "duration_s", w.seconds);
+		else if (ls.windowed && ls.nslices) /* what the slices cover */
+			cJSON_AddNumberToObject(p, "duration_s",
+						(ls.covered_t1 - ls.covered_t0) / 1e9);
 		if (proto_bool(req, "labels", 0)) { /* every sample says where it comes from */
 			char host[256] = "";
 

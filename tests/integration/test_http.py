@@ -169,6 +169,37 @@ def test_windows_overlap_and_each_gets_its_own():
     assert n["short"] > 0 and 1.5 < n["long"] / n["short"] < 6, n
 
 
+def test_past_windows_from_the_slices_and_the_index():
+    """since= is answered at once from the target's time slices (pcmon list --since): the
+    flamegraph of the last minute the index links to, and a pprof of the last seconds."""
+    d, port = http_daemon()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        p = subprocess.Popen([workload("threefn"), "4"], stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", p.pid, "--publish", "--interval", 2000, "--slices", "1s",
+                    "--name", "past", sock=d.sock, check=0).stdout.strip()
+        p.wait(30)
+        st, index, ctype = get(f"{base}/")
+        link = re.search(rb'href="(/flamegraph\.svg\?target=' + tid.encode() + rb'&amp;since=-1m)"', index)
+        assert st == 200 and ctype.startswith("text/html") and link, index
+        st, svg, ctype = get(base + link.group(1).decode().replace("&amp;", "&"))
+        listing, _ = pcmon_json("list", tid, "--since", "-1m", sock=d.sock)
+        st2, body, _ = get(f"{base}/debug/pprof/profile?target=past&since=-1m")
+        st3, bad, _ = get(f"{base}/flamegraph.svg?target=past&since=yesterday-ish")
+    finally:
+        d.stop()
+    assert st == 200 and ctype == "image/svg+xml" and svg.startswith(b"<?xml"), (st, ctype, svg[:100])
+    total = int(re.search(rb'data-total="(\d+)"', svg).group(1))
+    assert total == listing["summary"]["counted"] > 0, (total, listing["summary"])
+    assert st2 == 200, (st2, body[:200])
+    f = tempfile.NamedTemporaryFile(suffix=".pb.gz", delete=False)
+    f.write(body)
+    f.close()
+    samples, _ = raw_samples(go_pprof_raw(f.name))
+    assert sum(c for c, _, _ in samples) == listing["summary"]["counted"]
+    assert st3 == 400 and b"--since" in bad, (st3, bad)
+
+
 def test_prometheus_scrapes_metrics():
     """Debian's Prometheus scrapes /metrics every second; its HTTP API then shows pcmond's
     sample counter growing."""
