@@ -138,13 +138,14 @@ def test_unique_stacks_nothing_lost():
 
 
 def test_drain_behind_is_reported_and_counted():
-    """With room for 1024 entries, 20,000 new stacks a second, and pcmond stopped for half a
-    second (as a drain stalled behind a busy machine would be), the map fills: the samples
+    """With room for 1024 entries, 20,000 new stacks a second, and pcmond stopped for a second
+    (as a drain stalled behind a busy machine would be; at least 2,000 stacks even when the
+    workload gets a fifth of the CPUs it wants), the map fills: the samples
     that found no room are lost and counted, and `status` says the drain is behind. (Awake,
     pcmond keeps up even with so small a map: BPF wakes it at an eighth full.)"""
     d = Daemon(args=["--drain-entries", 1024]).start()
     try:
-        s, expected = manystacks_session(d, 2, stall=0.5)
+        s, expected = manystacks_session(d, 2, stall=1.0)
         st = status(d)
         assert s["lost_by_reason"]["counts_map_full"] > 0, s
         assert s["lost"] == sum(s["lost_by_reason"].values()), s
@@ -176,7 +177,9 @@ def test_real_dwarf_copies_charged_stacks_only():
         assert s["lost"] == 0, s
         assert s["counted"] >= 2000, s
         assert st["dwarf_samples_unwound"] <= 2 * s["counted"], (st["dwarf_samples_unwound"], s)
-        assert switches >= 20 * s["counted"], (own, s)  # the test means something
+        # the test means something: far more switches than samples (20x on a quiet machine,
+        # less when the ping-pong shares the CPUs with others)
+        assert switches >= 12 * s["counted"], (own, s)
     finally:
         d.stop()
 
