@@ -175,19 +175,6 @@ static void answer_metrics(struct http *h, struct hreq *r)
 		answer_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
 }
 
-static void html_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
-		}
-	}
-}
-
 static void answer_index(struct http *h, struct hreq *r)
 {
 	cJSON *tg = request(h, "targets", NULL), *t;
@@ -201,9 +188,9 @@ static void answer_index(struct http *h, struct hreq *r)
 		return;
 	}
 	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pcmond on ");
-	html_escape(f, h->host);
+	export_xml_text(f, h->host);
 	fprintf(f, "</title></head><body>\n<h1>pcmond on ");
-	html_escape(f, h->host);
+	export_xml_text(f, h->host);
 	fprintf(f, "</h1>\n<p><a href=\"/metrics\">metrics</a> · <a href=\"/healthz\">health</a></p>\n"
 		   "<table><tr><th>id</th><th>name</th><th>kind</th><th>state</th><th>samples</th>"
 		   "<th>profile</th></tr>\n");
@@ -213,11 +200,11 @@ static void answer_index(struct http *h, struct hreq *r)
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
 			continue;
 		fprintf(f, "<tr><td>%d</td><td>", id);
-		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")) ?: "");
+		export_xml_text(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")) ?: "");
 		fprintf(f, "</td><td>");
-		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind")) ?: "");
+		export_xml_text(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind")) ?: "");
 		fprintf(f, "</td><td>");
-		html_escape(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state")) ?: "");
+		export_xml_text(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state")) ?: "");
 		fprintf(f, "</td><td>%.0f</td><td>"
 			   "<a href=\"/flamegraph.svg?target=%d&amp;since=-1m\">flamegraph of the last minute</a> · "
 			   "<a href=\"/debug/pprof/profile?target=%d&amp;seconds=30\">pprof, 30 s</a>"

@@ -549,14 +549,9 @@ static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
  * the object again opens it again (module_use()).
  */
 
-static void module_close(struct sym *s, struct smod *m)
+/* The tables built from a module's Dwfl (symbols, functions, CFI): made again on next use. */
+static void module_drop_tables(struct smod *m)
 {
-	dwfl_end(m->dwfl);
-	m->dwfl = NULL;
-	m->mod = NULL;
-	free(m->loads);
-	m->loads = NULL;
-	m->nloads = 0;
 	free(m->syms);
 	m->syms = NULL;
 	m->nsyms = 0;
@@ -567,6 +562,17 @@ static void module_close(struct sym *s, struct smod *m)
 	m->fdes_read = false;
 	m->cfi_tried = false;
 	m->eh_cfi = m->dbg_cfi = NULL;
+}
+
+static void module_close(struct sym *s, struct smod *m)
+{
+	dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->mod = NULL;
+	free(m->loads);
+	m->loads = NULL;
+	m->nloads = 0;
+	module_drop_tables(m);
 	m->tried = false;
 	m->closed = true;
 	s->st.modules_closed++;
@@ -2155,18 +2161,9 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 		m->dwfl = dwfl;
 		m->mod = mod;
 		dwfl_module_getelf(mod, &m->bias);
-		m->cfi_tried = false;
-		m->eh_cfi = m->dbg_cfi = NULL;
 		/* symbol and function tables name the old Dwfl's strings, and the debug file may
 		 * bring a full symbol table and .debug_frame: built again on next use */
-		free(m->syms);
-		m->syms = NULL;
-		m->nsyms = 0;
-		m->syms_read = false;
-		free(m->fdes);
-		m->fdes = NULL;
-		m->nfdes = 0;
-		m->fdes_read = false;
+		module_drop_tables(m);
 		for (uint32_t id = 0; id < itab_count(s->loc_keys); id++) {
 			struct sym_loc *l = &s->locs[id], old = *l;
 			bool mapped = false;

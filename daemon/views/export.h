@@ -82,6 +82,8 @@ int export_folded(FILE *f, const struct xprof *p);
 int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen);
 /* @len bytes of @d, gzipped (zlib), into @f: 0 or -errno. */
 int export_gzip(FILE *f, const void *d, size_t len);
+/* @s as XML/HTML text: markup characters escaped, control characters left out. */
+void export_xml_text(FILE *f, const char *s);
 /* A self-contained flamegraph SVG. */
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
 /* The same with each frame's colour chosen by @fn where it returns 1 (pcmon diff), and

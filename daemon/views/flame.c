@@ -69,7 +69,7 @@ static int depth_of(const struct node *n)
 	return d + 1;
 }
 
-static void xml_text(FILE *f, const char *s)
+void export_xml_text(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -145,10 +145,10 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 		colour(fill, sizeof(fill), n);
 	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" data-name=\"",
 		d->id++, (unsigned long long)x, (unsigned long long)n->count, depth, type_names[n->type]);
-	xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
+	export_xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
 	if (n->type == XF_CRITICAL || n->type == XF_GROUP) {
 		fputs(n->type == XF_CRITICAL ? "[critical:" : "[", d->f);
-		xml_text(d->f, n->name);
+		export_xml_text(d->f, n->name);
 		fputs("]", d->f);
 	}
 	fprintf(d->f, "\"><title></title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\"></text></g>\n",
@@ -307,10 +307,10 @@ int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
 		d.height);
 	fprintf(f, "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">", WIDTH / 2);
 	if (title) {
-		xml_text(f, title);
+		export_xml_text(f, title);
 	} else {
 		fputs("pcmon: ", f);
-		xml_text(f, p->target);
+		export_xml_text(f, p->target);
 		fprintf(f, " (%llu samples, %s)", (unsigned long long)root->count, p->mode);
 	}
 	fputs("</text>\n", f);
