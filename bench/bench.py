@@ -77,7 +77,7 @@ THREAD_COUNTS = [1, 16, 256]
 # BENCH_CHURN_S each (0: not run): its own minutes, on top of the budget
 CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
 CHURN_HZ = 19
-BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60 + 2 * CHURN_S + 60))
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60 + 2 * CHURN_S + 60 + 160))
 CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
 BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -851,14 +851,14 @@ class Daemon:
     peak RSS and symbol caches belong to that session alone."""
     seq = 0
 
-    def __init__(self):
+    def __init__(self, *more):
         Daemon.seq += 1
         d = os.path.join(TMP, f"pcmond.{Daemon.seq}")
         os.makedirs(d)
         self.sock = os.path.join(d, "sock")
         # --bpf-stats: the BPF columns (charged to the target's threads, not to pcmond)
         self.child = Child([PCMOND, "--foreground", "--socket", self.sock, "--bpf-stats",
-                            "--state-dir", os.path.join(d, "state")])
+                            "--state-dir", os.path.join(d, "state"), *map(str, more)])
         self.pid = self.child.pid
         end = time.monotonic() + 15
         while time.monotonic() < end:
@@ -1803,6 +1803,19 @@ def table(res):
             "sample by default, at most 64 KiB)")
     add("")
 
+    fl = res.get("fleet", {})
+    add(f"10. SERVING — fixedwork ({FLEET_WORK_S} s) under a published pcmond target at 1 kHz: bare "
+        "pcmond, scraped (9 s windows back to back), pushing to Pyroscope and OTLP every 2 s")
+    if not fl or "error" in fl:
+        add(f"   failed: {fl.get('error', 'not run')}")
+    else:
+        add(f"   {'pcmond':<28}{'slowdown':>22}{'pcmond ms/s':>22}  what it served")
+        for cfg, what in (("pcmond", ""), ("scraped", "scrapes"), ("pushed", "pushes")):
+            c = fl[cfg]
+            add(f"   {cfg:<28}{fmt_stat(c['slowdown'], 3):>22}{fmt_stat(c['pcmond_ms_per_s'], 1):>22}"
+                f"  {c[what] if what else ''} {what}")
+    add("")
+
     ch = res.get("churn", {})
     add(f"9. SYSTEM-WIDE CHURN — every process at {CHURN_HZ} Hz while `make clean; make -j2` of this "
         f"tree loops, {CHURN_S:g} s each")
@@ -1938,6 +1951,106 @@ def version_of(cmd):
         return None
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sink:
+    """An HTTP receiver on 127.0.0.1 that takes every POST and answers 200 (a push's peer)."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+FLEET_WORK_S = 12  # each run's fixed work: a scrape of 9 s every 10 s fits one in
+
+
+def fleet(cal):
+    """What serving costs the sampling path: fixedwork's wall time under a published pcmond
+    target at 1 kHz, bare pcmond, with `go tool pprof`-like scrapes of 9 s back to back
+    (Alloy's interval - 1 at 10 s), and pushing to Pyroscope and OTLP every 2 s."""
+    import threading
+    import urllib.request
+    units = int(cal["units"] * FLEET_WORK_S / WORK_S)
+    configs = ("pcmond", "scraped", "pushed")
+    runs = {k: [] for k in ("bare",) + configs}
+    for _ in range(REPS):
+        d = doc_with(run(fixed_cmd(units), timeout=CELL_S * 3).out, "units")
+        runs["bare"].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"]})
+        for cfg in configs:
+            if over_budget(FLEET_WORK_S + 5):
+                return {"error": over_budget(FLEET_WORK_S + 5)["error"], "runs": runs}
+            port, sink = free_port(), Sink() if cfg == "pushed" else None
+            more = ["--http", port] if cfg == "scraped" else \
+                ["--push", sink.url, "--otlp", sink.url, "--push-interval", 2] if sink else []
+            dmn = Daemon(*more)
+            scrapes, stop = [], threading.Event()
+            try:
+                w = subprocess.Popen(fixed_cmd(units), stdout=subprocess.PIPE, text=True)
+                r = dmn.cli("start", "--pid", w.pid, "--publish", "--interval", 1000, "--json")
+                if r.rc != 0:
+                    raise RuntimeError(f"pcmon start: {r.why()}")
+                cpu0 = dmn.cpu()
+
+                def scraper():
+                    while not stop.is_set():
+                        t = time.monotonic()
+                        try:
+                            with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/pprof/"
+                                                        "profile?seconds=9", timeout=30) as resp:
+                                scrapes.append((len(resp.read()), time.monotonic() - t))
+                        except OSError:
+                            return
+                th = threading.Thread(target=scraper) if cfg == "scraped" else None
+                if th:
+                    th.start()
+                out, _ = w.communicate(timeout=CELL_S * 3)
+                stop.set()
+                cpu = dmn.cpu() - cpu0
+                st = dmn.json("status")
+            finally:
+                dmn.stop()
+                if sink:
+                    sink.close()
+            if th:
+                th.join(30)
+            d = doc_with(out, "units")
+            runs[cfg].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"],
+                              "pcmond_ms_per_s": cpu * 1e3 / d["wall_s"], "scrapes": len(scrapes),
+                              "pushes": st.get("push", {}).get("sent")})
+    bare = statistics.median(r["wall_s"] for r in runs["bare"])
+    out = {"work_s": FLEET_WORK_S, "bare_wall_s": bare, "runs": runs}
+    for cfg in configs:
+        rs = runs[cfg]
+        out[cfg] = {"slowdown": stats([r["wall_s"] / bare for r in rs]),
+                    "pcmond_ms_per_s": stats([r["pcmond_ms_per_s"] for r in rs]),
+                    "scrapes": sum(r["scrapes"] for r in rs),
+                    "pushes": sum(r["pushes"] or 0 for r in rs)}
+    return out
+
+
 def churn():
     """pcmond --all at 19 Hz on a compile loop, then perf record -a -g at the same rate on the
     same loop (bench/soak.py, for BENCH_CHURN_S each: `make soak` is its 10-minute form)."""
@@ -1998,6 +2111,7 @@ def main():
         section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
+        section("fleet", fleet, cal)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
