@@ -167,6 +167,16 @@ static void targets_metrics(struct mw *w, const cJSON *targets)
 	EACH_TARGET(cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "lost_by_reason"))
 			    sample(w, "pcmon_samples_lost_total", r->valuedouble, "target", id, "name",
 				   str(t, "name"), "reason", r->string, NULL));
+	family(w, "pcmon_samples_unwalkable_total", "counter",
+	       "Samples whose stack could not be walked, by reason.");
+	EACH_TARGET(cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "unwalkable_by_reason"))
+			    sample(w, "pcmon_samples_unwalkable_total", r->valuedouble, "target", id,
+				   "name", str(t, "name"), "reason", r->string, NULL));
+	family(w, "pcmon_samples_cut_short_total", "counter",
+	       "Samples whose stack stops short of a root (its frames kept), by reason.");
+	EACH_TARGET(cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "cut_short_by_reason"))
+			    sample(w, "pcmon_samples_cut_short_total", r->valuedouble, "target", id,
+				   "name", str(t, "name"), "reason", r->string, NULL));
 	family(w, "pcmon_target_memory_bytes", "gauge", "Memory a target's results hold.");
 	EACH_TARGET(sample(w, "pcmon_target_memory_bytes", num(t, "memory_bytes"), "target", id,
 			   "name", str(t, "name"), NULL));

@@ -1028,7 +1028,7 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
-	r = py_add(g->py, ev->pid, &pp, why, sizeof(why));
+	r = py_add(g->py, g->env.sym, ev->pid, ev->epoch, &pp, why, sizeof(why));
 	if (r == -ENOTSUP && py_tell_once(g->py, ev->pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", ev->pid, why);
 	if (r)
@@ -1250,6 +1250,29 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	sample_slices_json(sp, o);
 }
 
+/* How the stacks counted were walked: samples unwalkable and cut short, by reason (for
+ * /metrics; the listing says the same of what it lists). */
+static void add_walk_reasons(const struct sample *sp, cJSON *o)
+{
+	uint64_t unwalk[AGG_UNWALK_MAX] = { 0 }, cut[AGG_UNWALK_MAX] = { 0 }, count, ns;
+	cJSON *u, *c;
+
+	for (size_t i = 0; i < agg_count(sp->agg); i++) {
+		const struct agg_stack *st = agg_get(sp->agg, i, &count, &ns);
+
+		if (st && st->unwalk && st->unwalk < AGG_UNWALK_MAX)
+			unwalk[st->unwalk] += count;
+		else if (st && (st->flags & AGG_SF_CUT_SHORT))
+			cut[agg_cut_reason(st)] += count;
+	}
+	u = cJSON_AddObjectToObject(o, "unwalkable_by_reason");
+	c = cJSON_AddObjectToObject(o, "cut_short_by_reason");
+	for (int r = AGG_WALK_OK + 1; r < AGG_UNWALK_MAX; r++) {
+		cJSON_AddNumberToObject(u, agg_unwalk_names[r], unwalk[r]);
+		cJSON_AddNumberToObject(c, agg_unwalk_names[r], cut[r]);
+	}
+}
+
 static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 {
 	struct sample *sp = st;
@@ -1262,6 +1285,7 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 #undef ADD_FACT
 	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
+	add_walk_reasons(sp, o);
 	/* (the listing's lost_by_reason, for /metrics) */
 	o = cJSON_AddObjectToObject(o, "lost_by_reason");
 #define ADD_OWN_LOST(f, key, need, drop, name) \

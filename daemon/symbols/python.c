@@ -318,41 +318,46 @@ static bool pythonish(const char *path)
 	return !strncmp(base, "python", 6) || !strncmp(base, "libpython", 9);
 }
 
-static int find(uint32_t pid, struct pcmon_pyproc *out, uint64_t *code_type, char *why,
-		size_t len)
+struct find_ctx {
+	uint32_t pid;
+	struct pcmon_pyproc *out;
+	uint64_t *code_type;
+	char *why;
+	size_t len;
+	const char *last;	/* the object looked at last: each once */
+	int r;
+};
+
+static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
 {
-	char path[64], line[4400], last[4200] = "";
-	int r = -ENOENT;
-	FILE *f;
+	struct find_ctx *c = ctx;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -ENOENT;
-	elf_version(EV_CURRENT);
-	while (r == -ENOENT && fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off;
-		int name = 0;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &name) < 3 ||
-		    !name || line[name] != '/')
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		/* an object's first mapping (offset 0), once */
-		if (off || !pythonish(line + name) || !strcmp(last, line + name))
-			continue;
-		snprintf(last, sizeof(last), "%s", line + name);
-		r = find_in(pid, line + name, start, end, out, code_type, why, len);
-	}
-	fclose(f);
-	return r;
+	/* an object's first mapping (offset 0), once */
+	if (pgoff || path[0] != '/' || !pythonish(path) || (c->last && !strcmp(c->last, path)))
+		return 0;
+	c->last = path;
+	c->r = find_in(c->pid, path, start, end, c->out, c->code_type, c->why, c->len);
+	return c->r != -ENOENT;
 }
 
-int py_add(struct py *p, uint32_t pid, struct pcmon_pyproc *out, char *why, size_t len)
+/* In the address map the symbolizer read (no /proc read of its own: this runs for every
+ * process sampled). */
+static int find(struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
+		uint64_t *code_type, char *why, size_t len)
+{
+	struct find_ctx c = { pid, out, code_type, why, len, NULL, -ENOENT };
+
+	elf_version(EV_CURRENT);
+	sym_proc_files(s, pid, epoch, find_cb, &c);
+	return c.r;
+}
+
+int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
+	   char *why, size_t len)
 {
 	struct py_pid *e = pid_find(p, pid);
 	uint64_t code_type;
-	int r = find(pid, out, &code_type, why, len);
+	int r = find(s, pid, epoch, out, &code_type, why, len);
 
 	if (r)
 		return r;

@@ -30,7 +30,9 @@ void py_free(struct py *p);
  * the caller); -ENOENT: no CPython in it; -ENOTSUP: a CPython pcmon has no offsets for
  * (@why says which).
  */
-int py_add(struct py *p, uint32_t pid, struct pcmon_pyproc *out, char *why, size_t len);
+struct sym;
+int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
+	   char *why, size_t len);
 
 /* A new drain: cached code objects are checked against the process's memory again. */
 void py_next_gen(struct py *p);

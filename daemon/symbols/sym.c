@@ -1654,6 +1654,23 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	return 0;
 }
 
+int sym_proc_files(struct sym *s, uint32_t pid, uint32_t epoch,
+		   int (*cb)(void *ctx, const char *path, uint64_t start, uint64_t end,
+			     uint64_t pgoff),
+		   void *ctx)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	int r = 0;
+
+	for (size_t i = 0; pm && i < pm->n && !r; i++) {
+		const struct region *g = &pm->r[i];
+
+		if (g->module > SYM_MOD_KERNEL && g->module < s->nmods && s->mods[g->module].path)
+			r = cb(ctx, s->mods[g->module].path, g->start, g->end, g->pgoff);
+	}
+	return r;
+}
+
 int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_ns)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);

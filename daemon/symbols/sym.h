@@ -192,6 +192,14 @@ void sym_set_idle(struct sym *s, uint64_t ns);
  * objects not used in the last 5 s, the least recently used.
  */
 void sym_set_heap_budget(struct sym *s, uint64_t bytes);
+/*
+ * Each file mapping of (pid, epoch) as its map was last read (sym_proc_load()), in address
+ * order: @cb(ctx, path, start, end, file offset) until it returns nonzero (returned).
+ */
+int sym_proc_files(struct sym *s, uint32_t pid, uint32_t epoch,
+		   int (*cb)(void *ctx, const char *path, uint64_t start, uint64_t end,
+			     uint64_t pgoff),
+		   void *ctx);
 /* Let go of the objects idle that long, and over the budget (the engine's timer calls it). */
 void sym_close_idle(struct sym *s);
 

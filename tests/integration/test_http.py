@@ -262,6 +262,7 @@ def check_exposition(text):
         assert (families[name] == "counter") == name.endswith("_total"), (name, families[name])
         seen.add(name)
     for want in ("pcmon_samples_total", "pcmon_samples_lost_total", "pcmon_drain_seconds_total",
+                 "pcmon_samples_unwalkable_total", "pcmon_samples_cut_short_total",
                  "pcmon_resident_memory_bytes", "pcmon_targets", "pcmon_connections",
                  "pcmon_save_errors_total", "pcmon_debuginfod_pending"):
         assert want in seen, (want, sorted(seen))
