@@ -53,9 +53,18 @@ def proc_rss_mb(pid):
     return 0.0
 
 
+def die_with_parent():
+    """In the child: SIGKILL when the process that started it dies (a soak killed, or cut
+    short by a timeout, leaves no compile loop behind to load the machine)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class CompileLoop:
     """`make clean; make -j2` of a copy of the tree, round after round, in a process group of
-    its own (stopped whole)."""
+    its own (stopped whole), whose shell dies with this process: the round under way ends
+    and no other starts."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="pcmon-soak-src-")
@@ -64,7 +73,7 @@ class CompileLoop:
         self.proc = subprocess.Popen(
             ["sh", "-c", "while :; do make -s clean >/dev/null 2>&1; "
                          "make -s -j2 all >/dev/null 2>&1; done"],
-            cwd=self.dir, start_new_session=True)
+            cwd=self.dir, start_new_session=True, preexec_fn=die_with_parent)
 
     def stop(self):
         try:
@@ -90,7 +99,8 @@ def soak():
     sock = os.path.join(d, "sock")
     daemon = subprocess.Popen([PCMOND, "--foreground", "--socket", sock, "--state-dir",
                                os.path.join(d, "state")], stdout=subprocess.DEVNULL,
-                              stderr=open(os.path.join(d, "pcmond.log"), "w"))
+                              stderr=open(os.path.join(d, "pcmond.log"), "w"),
+                              preexec_fn=die_with_parent)
     loop = None
     try:
         end = time.monotonic() + 15

@@ -57,10 +57,8 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->started_ns = now_ns();
 	e->started_wall = wall_time();
 	e->sym = sym_new(0);
-	if (e->sym && o->object_idle_s)
-		sym_set_idle(e->sym, o->object_idle_s * 1000000000ULL);
-	if (e->sym && o->object_memory)
-		sym_set_heap_budget(e->sym, o->object_memory);
+	if (e->sym) /* (0: the defaults) */
+		sym_set_limits(e->sym, o->object_idle_s * 1000000000ULL, o->object_memory);
 	if (!e->sym || fields_init(e)) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");

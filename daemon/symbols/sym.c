@@ -542,8 +542,8 @@ static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
 }
 
 /*
- * Objects no process has asked about for a while (SYM_IDLE_NS, sym_set_idle()) are let go: their file mapping, libdw's
- * state and the tables built from them. A build runs hundreds of programs (cc1, as, ld,
+ * Objects no process has asked about for a while (SYM_IDLE_NS, sym_set_limits()) are let
+ * go: their file mapping, libdw's state and the tables built from them. A build runs hundreds of programs (cc1, as, ld,
  * each a few MB of symbols and CFI) that are never seen again once it moves on. The names
  * their addresses resolved to stay (locations and procedures are kept); a process that maps
  * the object again opens it again (module_use()).
@@ -620,9 +620,10 @@ void sym_close_idle(struct sym *s)
 		malloc_trim(0); /* what the objects held goes back to the system */
 }
 
-void sym_set_heap_budget(struct sym *s, uint64_t bytes)
+void sym_set_limits(struct sym *s, uint64_t idle_ns, uint64_t heap_bytes)
 {
-	s->heap_budget = bytes;
+	s->idle_ns = idle_ns ? idle_ns : SYM_IDLE_NS;
+	s->heap_budget = heap_bytes ? heap_bytes : SYM_HEAP_BUDGET;
 }
 
 /* The module of region @r of process @pid, opened again if it was let go. */
@@ -2122,11 +2123,6 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
 }
 
 /* ---- debug info that arrives after its module was opened (dbginfo.c) */
-
-void sym_set_idle(struct sym *s, uint64_t ns)
-{
-	s->idle_ns = ns;
-}
 
 void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx)
 {

@@ -185,13 +185,12 @@ struct sym_stats {
 #undef SYM_STATS_FIELD
 };
 void sym_stats(const struct sym *s, struct sym_stats *st);
-/* Objects no process has used for @ns are let go (their names stay); default 60 s. */
-void sym_set_idle(struct sym *s, uint64_t ns);
 /*
- * And while pcmond's heap holds more than @bytes (default 64 MiB; 0: no budget), of the
- * objects not used in the last 5 s, the least recently used.
+ * Objects no process has used for @idle_ns are let go (their names stay), and while pcmond's
+ * heap holds more than @heap_bytes, of those not used in the last 5 s, the least recently
+ * used. 0: the default (60 s, 64 MiB).
  */
-void sym_set_heap_budget(struct sym *s, uint64_t bytes);
+void sym_set_limits(struct sym *s, uint64_t idle_ns, uint64_t heap_bytes);
 /*
  * Each file mapping of (pid, epoch) as its map was last read (sym_proc_load()), in address
  * order: @cb(ctx, path, start, end, file offset) until it returns nonzero (returned).
