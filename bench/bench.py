@@ -1993,7 +1993,7 @@ def fleet(cal):
     (Alloy's interval - 1 at 10 s), and pushing to Pyroscope and OTLP every 2 s."""
     import threading
     import urllib.request
-    units = int(cal["units"] * FLEET_WORK_S / WORK_S)
+    units = int(cal["fixedwork_units"] * FLEET_WORK_S / WORK_S)
     configs = ("pcmond", "scraped", "pushed")
     runs = {k: [] for k in ("bare",) + configs}
     for _ in range(REPS):
