@@ -183,6 +183,16 @@ static void targets_metrics(struct mw *w, const cJSON *targets)
 #undef EACH_TARGET
 }
 
+/* A table of status's figures, one family each. */
+static void status_table(struct mw *w, const cJSON *status, const struct status_metric *t,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		family(w, t[i].name, t[i].type, t[i].help);
+		sample(w, t[i].name, num(status, t[i].path) * t[i].scale, NULL);
+	}
+}
+
 char *metrics_text(const cJSON *status, const cJSON *targets, const struct metrics_extra *x)
 {
 	struct mw w = { 0 };
@@ -196,20 +206,10 @@ char *metrics_text(const cJSON *status, const cJSON *targets, const struct metri
 	sample(&w, "pcmon_build_info", 1, "version", str(status, "version"), NULL);
 	family(&w, "pcmon_resident_memory_bytes", "gauge", "pcmond's resident memory.");
 	sample(&w, "pcmon_resident_memory_bytes", x->rss_bytes, NULL);
-	for (size_t i = 0; i < ARRAY_SIZE(status_metrics); i++) {
-		const struct status_metric *m = &status_metrics[i];
-
-		family(&w, m->name, m->type, m->help);
-		sample(&w, m->name, num(status, m->path) * m->scale, NULL);
-	}
+	status_table(&w, status, status_metrics, ARRAY_SIZE(status_metrics));
 	targets_metrics(&w, targets);
 	if (cJSON_GetObjectItemCaseSensitive(status, "push"))
-		for (size_t i = 0; i < ARRAY_SIZE(push_metrics); i++) {
-			const struct status_metric *m = &push_metrics[i];
-
-			family(&w, m->name, m->type, m->help);
-			sample(&w, m->name, num(status, m->path), NULL);
-		}
+		status_table(&w, status, push_metrics, ARRAY_SIZE(push_metrics));
 	family(&w, "pcmon_http_requests_total", "counter", "HTTP requests answered, by outcome.");
 	sample(&w, "pcmon_http_requests_total", x->http_requests, "outcome", "served", NULL);
 	sample(&w, "pcmon_http_requests_total", x->http_refused, "outcome", "refused", NULL);

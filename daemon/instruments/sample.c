@@ -165,6 +165,21 @@ void sample_free(void *st)
 	free(sp);
 }
 
+void sample_lost_json(const struct sample *sp, cJSON *o)
+{
+	/* the engine's drops, then BPF's */
+#define ADD_OWN(f, key, need, drop, name) \
+	if (drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
+#define ADD_BPF(f, since, drop, name) \
+	if (drop)                     \
+		cJSON_AddNumberToObject(o, #name, sp->lost.f);
+	PCMON_TSTAT_FIELDS(ADD_BPF)
+#undef ADD_BPF
+}
+
 uint64_t sample_lost(const struct sample *sp)
 {
 	uint64_t n = 0;
@@ -1286,18 +1301,7 @@ static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
 	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
 	add_walk_reasons(sp, o);
-	/* (the listing's lost_by_reason, for /metrics) */
-	o = cJSON_AddObjectToObject(o, "lost_by_reason");
-#define ADD_OWN_LOST(f, key, need, drop, name) \
-	if (drop)                              \
-		cJSON_AddNumberToObject(o, #name, sp->f);
-	SAMPLE_COUNT_FIELDS(ADD_OWN_LOST)
-#undef ADD_OWN_LOST
-#define ADD_BPF_LOST(f, since, drop, name) \
-	if (drop)                          \
-		cJSON_AddNumberToObject(o, #name, sp->lost.f);
-	PCMON_TSTAT_FIELDS(ADD_BPF_LOST)
-#undef ADD_BPF_LOST
+	sample_lost_json(sp, cJSON_AddObjectToObject(o, "lost_by_reason")); /* (for /metrics) */
 }
 
 /* The counters of status part @part (SAMPLE_STATUS_FIELDS). */

@@ -95,6 +95,8 @@ static inline struct sample *sample_of(const struct target *t);
 struct sample *sample_new(void);
 void sample_free(void *st);
 uint64_t sample_lost(const struct sample *sp);
+/* The samples lost, by reason: the listing's and `targets`' "lost_by_reason". */
+void sample_lost_json(const struct sample *sp, cJSON *o);
 /* Thread @tid's name as its samples last found it: a sym string id, 0 if not known. */
 uint32_t sample_thread_name(const struct sample *sp, uint32_t tid);
 /* Thread @tid is called @name (sym string id). */

@@ -60,15 +60,11 @@ static void add_summary(const struct sample_listing *ls, const struct agg_list *
 	add_totals(l, 2, sum);
 	cJSON_AddNumberToObject(sum, "lost", sample_lost(sp));
 	cJSON_AddNumberToObject(sum, "handed_over", ls->t->handed_over);
-	o = cJSON_AddObjectToObject(sum, "lost_by_reason");
-	/* the engine's drops, then BPF's counters: drops by reason, and in the summary denied
-	 * and late ticks */
-#define ADD_OWN(f, key, need, drop, name) \
-	if (drop)                         \
-		cJSON_AddNumberToObject(o, #name, sp->f);
-	SAMPLE_COUNT_FIELDS(ADD_OWN)
-#undef ADD_OWN
-#define ADD_TSTAT(f, since, drop, name) cJSON_AddNumberToObject(drop ? o : sum, #name, sp->lost.f);
+	sample_lost_json(sp, cJSON_AddObjectToObject(sum, "lost_by_reason"));
+	/* BPF's other counters in the summary: denied and late ticks */
+#define ADD_TSTAT(f, since, drop, name) \
+	if (!drop)                      \
+		cJSON_AddNumberToObject(sum, #name, sp->lost.f);
 	PCMON_TSTAT_FIELDS(ADD_TSTAT)
 #undef ADD_TSTAT
 	if (ls->when_text)
