@@ -52,6 +52,10 @@ struct pending {
 	X(drained_entries, drained_entries, 1, 1)                                          \
 	X(drain_ns, drain_ms_total, 1e6, 1)                                                \
 	X(drain_max_ns, drain_ms_max, 1e6, 1)                                              \
+	/* of them, unasked: a time slice ended, a new target's first, a map filling */     \
+	X(drains_slice, drains_at_slice_end, 1, 1)                                         \
+	X(drains_first, drains_of_first_samples, 1, 1)                                     \
+	X(drains_filling, drains_of_filling_map, 1, 1)                                     \
 	/* the most entries a drain found, of sampler_capacity() */                        \
 	X(fill_max, drain_fill_max, 1, 2)                                                  \
 	/* drains that found the counts map half full or more */                           \
@@ -752,7 +756,8 @@ static void charge_clock(struct sample_g *g)
 	g->last_drain_wall = wall;
 }
 
-static void drain(struct sample_g *g)
+/* Read what BPF holds; false if it held nothing (no drain counted). */
+static bool drain(struct sample_g *g)
 {
 	uint32_t entries, cap = sampler_capacity(g->smp);
 	uint64_t t0 = now_ns(), took;
@@ -763,7 +768,7 @@ static void drain(struct sample_g *g)
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {
 		sym_forget_final(g->env.sym, t0);
-		return;
+		return false;
 	}
 	sampler_drain(g->smp, on_entry, g);
 	sym_forget_final(g->env.sym, t0);
@@ -776,6 +781,7 @@ static void drain(struct sample_g *g)
 	if (entries >= cap / 2)
 		g->drains_late++;
 	g->last_drain_ns = t0;
+	return true;
 }
 
 /*
@@ -807,8 +813,8 @@ static void tick_slices(struct sample_g *g)
 			boundary = MAX(boundary, wall - wall % len);
 	}
 	g->last_tick_wall = wall;
-	if (boundary)
-		drain(g);
+	if (boundary && drain(g))
+		g->drains_slice++;
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = target_of(g, i);
 
@@ -829,9 +835,12 @@ static void tick(void *gp)
 	 * objects opened, their symbols sorted, their debug info read) is done before anyone
 	 * asks: a listing on a machine busy with hundreds of threads waited 0.6 s for it.
 	 */
-	if (sampler_pending(g->smp, &entries) &&
-	    (g->first_drain || entries >= sampler_capacity(g->smp) / 8))
-		drain(g);
+	if (!sampler_pending(g->smp, &entries))
+		return;
+	if (g->first_drain && drain(g))
+		g->drains_first++;
+	else if (entries >= sampler_capacity(g->smp) / 8 && drain(g))
+		g->drains_filling++;
 }
 
 /* Everything BPF holds: the pair being written (the other is empty between drains). */
