@@ -267,14 +267,16 @@ static int usdt_attach_locked(struct sampler *s, const char *path);
 
 /*
  * The --unwind dwarf ring: 4 MiB a CPU (each CPU's samples land in the one ring), a power of
- * two from 16 to 128 MiB, and room for four of the largest records (@copy bytes of stack).
+ * two from 8 to 128 MiB, and room for four of the largest records (@copy bytes of stack).
  * pcmond reads it when it is half full, so at 10 kHz on every CPU (a few KiB a record) it
- * has a few hundred milliseconds to get there, however many CPUs.
+ * has some 50 ms to get there, however many CPUs. Every page of it is resident once the
+ * ring has gone round, twice over in pcmond's RSS (the consumer maps it twice, so that a
+ * record is never split): the floor is what a small machine pays for nothing.
  */
 static uint32_t dwarf_ring_bytes(uint32_t copy)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint32_t bytes = 16u << 20;
+	uint32_t bytes = 8u << 20;
 
 	while (ncpu > 0 && bytes < (uint64_t)ncpu * (4u << 20) && bytes < (128u << 20))
 		bytes <<= 1;

@@ -466,9 +466,18 @@ static bool has_pcmon_probes(Elf *elf)
 	return false;
 }
 
+/* An object that cannot be read as it was: its new addresses stay unnamed (and say so). */
+static void module_unreadable(struct smod *m)
+{
+	dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->mod = NULL;
+}
+
 static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 			uint64_t end)
 {
+	bool reopen = m->closed;
 	char p[4200];
 	size_t n;
 	GElf_Ehdr eh;
@@ -476,7 +485,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 	int fd;
 
 	m->tried = true;
-	if (m->closed) {
+	if (reopen) {
 		m->closed = false;
 		s->st.modules_reopened++;
 	}
@@ -515,6 +524,13 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 		GElf_Addr v;
 		int n = dwfl_module_build_id(m->mod, &b, &v);
 
+		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
+		if (reopen && (m->bid_len != (n > 0 ? (size_t)n : 0) || memcmp(m->bid, b, m->bid_len))) {
+			/* by its path, another file now: what it names is not this object's */
+			pr_debug("%s: not the object it was (build-id)", m->path);
+			module_unreadable(m);
+			return;
+		}
 		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
 		memcpy(m->bid, b, m->bid_len);
 	}
@@ -1602,10 +1618,17 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 	mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
 	if (r == 1 && add_module(s, v->name, basename_of(v->name), &mod))
 		return -ENOMEM;
-	/* code is read now, while the process lives; data files only if ever asked */
-	s->mods[mod].used_ns = now_ns();
-	if (!s->mods[mod].tried && v->exec)
+	/*
+	 * Code new to us is read now, while the process lives (its file may be gone by the time
+	 * its samples are named); data files only if ever asked. An object let go waits until a
+	 * sample needs it (module_use()): a build maps the same dozen libraries into every
+	 * compiler it runs, and opening each again at every exec was most of what the budget
+	 * saved, spent again. Reading a map is not using its objects: only samples count.
+	 */
+	if (!s->mods[mod].tried && !s->mods[mod].closed && v->exec) {
+		s->mods[mod].used_ns = now_ns();
 		module_open(s, &s->mods[mod], pid, v->start, v->end);
+	}
 	if (GROW(pm->r, pm->cap, pm->n + 1))
 		return -ENOMEM;
 	pm->r[pm->n++] = (struct region){ v->start, v->end, v->pgoff, mod, v->exec };
