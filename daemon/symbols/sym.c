@@ -344,6 +344,14 @@ const char *sym_module_path(const struct sym *s, uint32_t module)
 	return module < s->nmods ? s->mods[module].path : "";
 }
 
+/* Memory the heap holds now (malloc's own count), all of it: the budget's measure. */
+static uint64_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 void sym_stats(const struct sym *s, struct sym_stats *st)
 {
 	*st = s->st;
@@ -364,6 +372,7 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 	}
 	for (uint32_t i = 0; i < itab_count(s->pmap_keys); i++)
 		st->objects_bytes += s->pmaps[i].cap * sizeof(*s->pmaps[i].r);
+	st->heap_bytes = heap_in_use();
 }
 
 /*
@@ -592,14 +601,6 @@ static void module_close(struct sym *s, struct smod *m)
 	m->tried = false;
 	m->closed = true;
 	s->st.modules_closed++;
-}
-
-/* Memory the heap holds now (malloc's own count: libdw's state is most of it). */
-static uint64_t heap_in_use(void)
-{
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
 }
 
 void sym_close_idle(struct sym *s)

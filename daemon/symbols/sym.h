@@ -177,7 +177,8 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(modules_over_budget, 1, objects_over_budget) /* ... closed early: over the budget */ \
 	X(objects_open, 1, objects_open)   /* objects open now (libdw's state, file mapped) */ \
 	X(names_bytes, 1, names_bytes)     /* locations, procedures, strings: kept for good */ \
-	X(objects_bytes, 1, objects_bytes) /* our tables of open objects and address maps */
+	X(objects_bytes, 1, objects_bytes) /* our tables of open objects and address maps */ \
+	X(heap_bytes, 1, heap_bytes)       /* the process's heap in use: what the budget reads */
 
 struct sym_stats {
 #define SYM_STATS_FIELD(f, status, key) uint64_t f;
