@@ -168,7 +168,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(locs, 1, locations)        /* distinct code addresses symbolized */              \
 	X(procs, 1, procedures)      /* distinct procedures */                             \
 	X(maps_reads, 1, maps_reads) /* reads of a process's address map */                \
-	X(maps_misses, 0, -)         /* pcs outside every mapping read: maps read again */ \
+	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: maps read again */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
 	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
