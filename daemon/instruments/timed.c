@@ -16,14 +16,19 @@
 #define TIMED_MAX_ROWS (1 << 24)		/* rows of one slice in a file */
 #define TIMED_MAX_MS 100000000000000ull		/* ms since the epoch: year 5138 */
 
+void timed_default_cfg(struct slices_cfg *cfg)
+{
+	slices_cfg_parse(SLICES_DEFAULT, cfg, NULL, 0); /* (it parses) */
+	cfg->budget = SLICES_DEFAULT_BUDGET;
+}
+
 int timed_cfg(const cJSON *req, struct slices_cfg *cfg, cJSON **rep)
 {
 	const char *spec = proto_str(req, "slices", NULL);
 	double kib = proto_num(req, "slice_kib", -1);
 	char err[160];
 
-	slices_cfg_parse(SLICES_DEFAULT, cfg, NULL, 0); /* (it parses) */
-	cfg->budget = SLICES_DEFAULT_BUDGET;
+	timed_default_cfg(cfg);
 	if (spec && slices_cfg_parse(spec, cfg, err, sizeof(err))) {
 		*rep = proto_error(2, "--slices %s: %s", spec, err);
 		return -1;

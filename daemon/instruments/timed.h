@@ -19,6 +19,8 @@
 struct sf_rd;
 struct sf_wr;
 
+/* The default settings, SLICES_DEFAULT and SLICES_DEFAULT_BUDGET. */
+void timed_default_cfg(struct slices_cfg *cfg);
 /* The slice settings of a start request (the defaults, or "slices" and "slice_kib"):
  * 0, or -1 with the error in *rep. */
 int timed_cfg(const cJSON *req, struct slices_cfg *cfg, cJSON **rep);
