@@ -422,6 +422,9 @@ void fmt_tables(FILE *f, const cJSON *rep)
 	fmt_ns(b, sizeof(b), num(o, "total_ns"));
 	fprintf(f, "\ntables: elapsed %s; probe overhead %s (%.0f hits x %.0f ns, %.2f%% of elapsed), subtracted from legs\n",
 		a, b, num(o, "hits"), num(o, "per_hit_ns"), num(o, "percent_of_elapsed"));
+	fmt_window(f, t);
+	if (cJSON_GetObjectItemCaseSensitive(t, "window"))
+		fprintf(f, "(min and max are not kept by time: - in a window; elapsed is the window's)\n");
 	fprintf(f, "\n  node %10s %8s  spec\n", "hits", "cost");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
 		fmt_ns(a, sizeof(a), num(it, "cost_ns"));
