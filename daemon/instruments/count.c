@@ -489,7 +489,8 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 #undef PUT_CSTAT
 	}
 	/* each procedure by its index in "procedures" (format 5) */
-	timed_save(w, ct->slices, o);
+	if (ct->slices)
+		timed_save(w, ct->slices, o);
 }
 
 static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
