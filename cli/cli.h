@@ -187,6 +187,7 @@ int cmd_diff(struct cli *c);
 /* Each command's options (a command with none beyond the global ones has no_opts). */
 extern const struct opt run_opts[], count_opts[], top_opts[], start_opts[];
 extern const struct opt list_opts[], profil_opts[], export_opts[], flamegraph_opts[];
+extern const struct opt tables_opts[];
 extern const struct opt node_opts[], hist_opts[];
 extern const struct opt timeline_opts[], save_opts[], diff_opts[];
 

@@ -100,6 +100,11 @@ int cmd_list(struct cli *c)
 	return ask(c, listing_table);
 }
 
+const struct opt tables_opts[] = {
+	OPT_ALL(window_opts),
+	OPT_TABLE_END,
+};
+
 /* pcmon tables [TARGET]: the listing's tables section alone */
 int cmd_tables(struct cli *c)
 {

@@ -179,7 +179,9 @@ static void col_values(FILE *f, const struct col *c, size_t n, const cJSON *o)
 	for (size_t i = 0; i < n; i++) {
 		double v = num(o, c[i].key);
 
-		if (c[i].kind == COL_NS) {
+		if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, c[i].key))) {
+			fprintf(f, " %*s", c[i].width, "-"); /* not known (a window's maximum) */
+		} else if (c[i].kind == COL_NS) {
 			fmt_ns(buf, sizeof(buf), v);
 			fprintf(f, " %*s", c[i].width, buf);
 		} else if (c[i].kind == COL_PCT) {
@@ -220,7 +222,11 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fmt_ns(total, sizeof(total), num(p, "run_time_ns"));
 		fprintf(f, "; the probes' BPF ran %.0f times, %s (all targets)", num(p, "runs"), total);
 	}
-	fprintf(f, "\n\n%10s", "calls");
+	fputc('\n', f);
+	fmt_window(f, c);
+	if (cJSON_GetObjectItemCaseSensitive(c, "window"))
+		fprintf(f, "(max and open are not kept by time: - in a window)\n");
+	fprintf(f, "\n%10s", "calls");
 	col_heads(f, call_cols, ARRAY_SIZE(call_cols));
 	fprintf(f, "  %s\n", "procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
@@ -416,6 +422,9 @@ void fmt_tables(FILE *f, const cJSON *rep)
 	fmt_ns(b, sizeof(b), num(o, "total_ns"));
 	fprintf(f, "\ntables: elapsed %s; probe overhead %s (%.0f hits x %.0f ns, %.2f%% of elapsed), subtracted from legs\n",
 		a, b, num(o, "hits"), num(o, "per_hit_ns"), num(o, "percent_of_elapsed"));
+	fmt_window(f, t);
+	if (cJSON_GetObjectItemCaseSensitive(t, "window"))
+		fprintf(f, "(min and max are not kept by time: - in a window; elapsed is the window's)\n");
 	fprintf(f, "\n  node %10s %8s  spec\n", "hits", "cost");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
 		fmt_ns(a, sizeof(a), num(it, "cost_ns"));

@@ -49,7 +49,7 @@ const struct command commands[] = {
 	  "live hottest procedures; keys: s/d sort, space freeze, z zero, k kernel, q quit" },
 	{ "profil", cmd_profil, profil_opts, WORDS_TARGET,
 	  "TARGET --offset ADDR|MODULE+0xOFF|PROC --scale S", "profil(2)'s histogram" },
-	{ "tables", cmd_tables, no_opts, WORDS_TARGET, "TARGET",
+	{ "tables", cmd_tables, tables_opts, WORDS_TARGET, "TARGET",
 	  "the node, leg and histogram tables of a target with nodes" },
 	{ "stop", cmd_target, no_opts, WORDS_TARGET, "TARGET", "stop sampling; results kept" },
 	{ "pause", cmd_target, no_opts, WORDS_TARGET, "TARGET", "stop counting for a while" },

@@ -2,8 +2,9 @@
 /*
  * store_: results in the state directory, one JSON file per target (target-ID.json).
  *
- * Format 4 (written) is format 3 with sampling's time slices (sample_store.c); a format 3
- * file loads as one slice, the target's whole life.
+ * Format 5 (written) is format 4 with the time slices of call counting ("calls") and of the
+ * probe-node tables ("tables"); format 4 is format 3 with sampling's (sample_store.c). A
+ * section without slices loads as one slice, the target's whole life.
  *
  * Format 3: what is watched and who owns it, then one section per instrument the
  * target carries, written and read by the instrument (inst_ops save/load; sampling's is

@@ -19,7 +19,7 @@ struct store;
 struct sym;
 struct target;
 
-#define STORE_FORMAT 4	/* the format written; formats 1 to 3 are still read */
+#define STORE_FORMAT 5	/* the format written; formats 1 to 4 are still read */
 
 /* @dir is created if missing (a failure is reported at the first save). 0 or -ENOMEM. */
 int store_open(const char *dir, struct store **out);

@@ -25,7 +25,9 @@
 #include "procs.h"
 #include "stfile.h"
 #include "sym.h"
+#include "slices.h"
 #include "target.h"
+#include "timed.h"
 #include "util.h"
 
 #define COUNT_MAX_PROBES 1000	/* --max-probes default */
@@ -59,6 +61,7 @@ static void free_state(void *st)
 	free(ct->pats);
 	free(ct->matched);
 	free(ct->objs);
+	slices_free(ct->slices);
 	free(ct);
 }
 
@@ -73,10 +76,16 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	struct count *ct = calloc(1, sizeof(*ct));
 	const char *mode = proto_str(req, "mode", NULL);
 	int n = cJSON_GetArraySize(arr);
+	struct slices_cfg cfg;
 
 	(void)gp;
 	(void)c;
-	if (!ct || !(ct->patterns = calloc(n + 1, sizeof(char *))) ||
+	if (timed_cfg(req, &cfg, rep)) {
+		free(ct);
+		return -EINVAL;
+	}
+	if (!ct || !(ct->slices = slices_new(&cfg, COUNT_WIDTH)) ||
+	    !(ct->patterns = calloc(n + 1, sizeof(char *))) ||
 	    !(ct->pats = calloc(n + 1, sizeof(struct pat *))) ||
 	    !(ct->matched = calloc(n + 1, sizeof(bool)))) {
 		free_state(ct);
@@ -273,16 +282,22 @@ static void set_active(void *g, struct target *t, void *st, bool active)
 	(void)active; /* BPF reads the target's flags (tcfg) */
 }
 
-/* The totals BPF holds, into the state (after which the probes may go). */
+/*
+ * The totals BPF holds, into the state (after which the probes may go), and what they
+ * gained since the last read into the time slice it is charged to.
+ */
 static void collect(struct count_g *g, const struct target *t, struct count *ct)
 {
+	uint64_t wall;
+
 	if (!g->ctr || ct->detached)
 		return;
+	wall = slices_charge_wall(&ct->last_read, wall_ns());
 	for (size_t i = 0; i < ct->nfns; i++) {
 		struct pcmon_cstat s;
 
 		if (!counter_stat(g->ctr, count_cookie(t->id, i, ct->fns[i].xol), &s))
-			ct->fns[i].stat = s;
+			count_fold(ct, i, &s, wall);
 	}
 }
 
@@ -311,20 +326,62 @@ static void zero(void *gp, struct target *t, void *st)
 
 	if (g->ctr && !ct->detached)
 		counter_clear(g->ctr, t->id);
-	for (size_t i = 0; i < ct->nfns; i++)
+	for (size_t i = 0; i < ct->nfns; i++) {
 		memset(&ct->fns[i].stat, 0, sizeof(ct->fns[i].stat));
+		memset(&ct->fns[i].charged, 0, sizeof(ct->fns[i].charged));
+	}
+	slices_zero(ct->slices);
+	ct->slices_lost = 0;
 }
 
 static size_t bytes(const void *st)
 {
 	const struct count *ct = st;
 
-	return sizeof(*ct) + ct->cap_fns * sizeof(*ct->fns);
+	return sizeof(*ct) + ct->cap_fns * sizeof(*ct->fns) + slices_bytes(ct->slices);
 }
 
-static void tick(void *g)
+static struct count *count_of(struct count_g *g, int id, struct target **t)
 {
-	(void)g; /* the totals stay in BPF until asked for */
+	*t = g->env.targets[id];
+	return *t ? (*t)->inst[INST_COUNT] : NULL;
+}
+
+/*
+ * The totals stay in BPF until asked for, but for the time slices: when a slice of a
+ * running target ends, what the totals gained in it is read and charged to it (the engine's
+ * tick comes just after whole seconds, as for sampling), and the slices are coarsened.
+ */
+static void tick(void *gp)
+{
+	struct count_g *g = gp;
+	uint64_t now = wall_ns();
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t;
+		struct count *ct = count_of(g, i, &t);
+
+		if (!ct)
+			continue;
+		if (t->state == TARGET_RUNNING && slices_ended(ct->slices, ct->last_read, now))
+			collect(g, t, ct);
+		if (slices_tick(ct->slices, now))
+			t->dirty = true;
+	}
+}
+
+/* Before a save or a listing: every target's totals, read. */
+static void sync_all(void *gp)
+{
+	struct count_g *g = gp;
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t;
+		struct count *ct = count_of(g, i, &t);
+
+		if (ct)
+			collect(g, t, ct);
+	}
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
@@ -369,11 +426,14 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct count *ct = st;
 	struct count_open oc = { .target = t->id, .n = ct->nfns };
 	struct counter_prog_stats ps, *pps = NULL;
+	struct timed_window w;
 	int r;
 
-	(void)err; /* out of memory is the only way it fails */
-
+	if (timed_window_parse(req, t->start_wall, &w, err))
+		return -1;
 	collect(g, t, ct);
+	if (w.on)
+		return count_window_json(ct, &w, proto_str(req, "sort", "self"), rep);
 	oc.open = calloc(ct->nfns + 1, sizeof(*oc.open));
 	if (!oc.open)
 		return -ENOMEM;
@@ -428,6 +488,9 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		PCMON_CSTAT_FIELDS(PUT_CSTAT)
 #undef PUT_CSTAT
 	}
+	/* each procedure by its index in "procedures" (format 5) */
+	if (ct->slices)
+		timed_save(w, ct->slices, o);
 }
 
 static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
@@ -446,9 +509,33 @@ static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 	return 0;
 }
 
+/*
+ * The call table's time slices (format 5); a file from before has none: its totals load as
+ * one slice, the target's life.
+ */
+static int load_slices(struct sf_rd *rd, const cJSON *o, struct count *ct)
+{
+	uint64_t *rows;
+	int r = timed_read(rd, o, COUNT_WIDTH, ct->nfns, ct->slices, NULL);
+
+	if (r <= 0)
+		return r;
+	rows = calloc(ct->nfns * (1 + COUNT_WIDTH) + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < ct->nfns; i++) {
+		rows[i * (1 + COUNT_WIDTH)] = i;
+		count_row(&ct->fns[i].stat, rows + i * (1 + COUNT_WIDTH) + 1);
+	}
+	r = timed_one_slice(rd, ct->slices, rows, ct->nfns);
+	free(rows);
+	return r;
+}
+
 static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 {
 	const cJSON *pats, *fns, *it, *um;
+	struct slices_cfg cfg;
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
 	uint64_t searched = 0;
@@ -466,7 +553,9 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)))
 		return r;
 	ct = calloc(1, sizeof(*ct));
-	if (!ct || !(ct->patterns = calloc(np + 1, sizeof(char *))) ||
+	timed_default_cfg(&cfg); /* the file's own, if it has slices */
+	if (!ct || !(ct->slices = slices_new(&cfg, COUNT_WIDTH)) ||
+	    !(ct->patterns = calloc(np + 1, sizeof(char *))) ||
 	    !(ct->pats = calloc(np + 1, sizeof(struct pat *))) ||
 	    !(ct->matched = calloc(np + 1, sizeof(bool))) ||
 	    !(ct->fns = calloc(nf + 1, sizeof(*ct->fns)))) {
@@ -520,9 +609,14 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		fn->vaddr = a;
 		fn->late = late;
 		fn->xol = xol;
+		fn->charged = fn->stat;
 		ct->nfns++;
 	}
 	rd->at[0] = '\0';
+	if ((r = load_slices(rd, o, ct))) {
+		free_state(ct);
+		return r;
+	}
 	*out = ct;
 	return 0;
 }
@@ -577,7 +671,7 @@ const struct inst_ops count_ops = {
 	.only = "calls",
 	.missing = "counts no calls (start it with --count PATTERN)",
 	.tick = tick,
-	.sync = tick,
+	.sync = sync_all,
 	.bytes = bytes,
 	.facts_json = facts_json,
 	.summary_json = summary_json,

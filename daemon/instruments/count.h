@@ -26,7 +26,17 @@ struct count_fn {
 	bool xol;		/* its probed instruction is stepped out of line (dearer) */
 	struct bpf_link *entry, *ret;
 	struct pcmon_cstat stat;	/* raw totals, as last read from BPF (or loaded) */
+	struct pcmon_cstat charged;	/* ... of which in the time slices already */
 };
+
+/*
+ * A procedure's row in the time slices: its totals as words, in PCMON_CSTAT_FIELDS order,
+ * by its index in fns. A slice holds what the totals gained in it; max_ns, a maximum, not
+ * a sum, is 0 in every slice (a window has no maximum).
+ */
+#define COUNT_WIDTH (sizeof(struct pcmon_cstat) / sizeof(__u64))
+
+struct timed_window;
 
 /* One target's call counting. */
 struct count {
@@ -44,6 +54,9 @@ struct count {
 	double cost_xol_ns;	/* ... where the instruction is stepped out of line */
 	bool virt;		/* times are the threads' CPU time (VIRTUAL), else wall (REAL) */
 	bool detached;		/* stopped, or loaded from disk: stat is final */
+	struct slices *slices;	/* the totals by time (slices.h), rows of COUNT_WIDTH */
+	uint64_t last_read;	/* wall ns of the last read of BPF's totals (slices_charge_wall) */
+	uint64_t slices_lost;	/* calls the slices could not keep (out of memory) */
 };
 
 extern const struct inst_ops count_ops;
@@ -53,6 +66,21 @@ struct counter_prog_stats;
  * activations per procedure; @ps: the probes' run-time statistics, or NULL. 0 or -ENOMEM. */
 int count_report_json(const struct count *ct, const uint64_t *open,
 		      const struct counter_prog_stats *ps, const char *sort, cJSON *rep);
+/*
+ * The call table of a window (@w, whose slices count_window() took): as above, with the
+ * window's totals; no maximum and no open activations (not kept by time). 0 or -ENOMEM.
+ */
+int count_window_json(const struct count *ct, struct timed_window *w, const char *sort,
+		      cJSON *rep);
+
+/*
+ * Procedure @i's raw totals as BPF holds them now (@s), into @ct: what they gained since
+ * the last read goes to the time slice of @wall. Totals below the last read (zeroed in
+ * between) count from 0. 0 or -ENOMEM (the slice could not take them: slices_lost).
+ */
+int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t wall);
+/* Totals @s as a row's COUNT_WIDTH sums (max_ns 0). */
+void count_row(const struct pcmon_cstat *s, uint64_t *v);
 
 /*
  * The pure parts, apart from BPF (tests/unit/test_count.c):

@@ -5,12 +5,15 @@
  * renders its text from this (cli/format.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "count.h"
 #include "counter.h"
+#include "slices.h"
+#include "timed.h"
 #include "util.h"
 
 /* A procedure's times with the probes' own cost taken out, never below 0. */
@@ -43,6 +46,57 @@ static double sort_key(const struct count *ct, const struct count_fn *fn, const 
 	return count_self_ns(ct, fn);
 }
 
+static void stat_words(const struct pcmon_cstat *s, uint64_t *v);
+
+void count_row(const struct pcmon_cstat *s, uint64_t *v)
+{
+	stat_words(s, v);
+	v[offsetof(struct pcmon_cstat, max_ns) / sizeof(__u64)] = 0; /* a maximum: not summed */
+}
+
+/* @s as a row's sums (PCMON_CSTAT_FIELDS order), and back */
+static void stat_words(const struct pcmon_cstat *s, uint64_t *v)
+{
+	size_t k = 0;
+
+#define WORD(f) v[k++] = s->f;
+	PCMON_CSTAT_FIELDS(WORD)
+#undef WORD
+}
+
+static void words_add(struct pcmon_cstat *s, const uint64_t *v)
+{
+	size_t k = 0;
+
+#define ADD(f) s->f += v[k++];
+	PCMON_CSTAT_FIELDS(ADD)
+#undef ADD
+}
+
+int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t wall)
+{
+	struct count_fn *fn = &ct->fns[i];
+	uint64_t now[COUNT_WIDTH], was[COUNT_WIDTH];
+	bool any = false, reset = false;
+	int r = 0;
+
+	stat_words(s, now);
+	stat_words(&fn->charged, was);
+	for (size_t k = 0; k < COUNT_WIDTH; k++)
+		reset |= now[k] < was[k];
+	for (size_t k = 0; k < COUNT_WIDTH; k++) {
+		now[k] -= reset ? 0 : was[k];
+		any |= now[k] != 0;
+	}
+	now[offsetof(struct pcmon_cstat, max_ns) / sizeof(__u64)] = 0;
+	if (any && ct->slices && slices_add(ct->slices, i, now, wall)) {
+		ct->slices_lost += now[offsetof(struct pcmon_cstat, calls) / sizeof(__u64)];
+		r = -ENOMEM;
+	}
+	fn->stat = *s;
+	fn->charged = *s;
+	return r;
+}
 int count_report_json(const struct count *ct, const uint64_t *open,
 		      const struct counter_prog_stats *ps, const char *sort, cJSON *rep)
 {
@@ -98,8 +152,13 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 		cJSON_AddNumberToObject(x, "self_ns", count_self_ns(ct, fn));
 		cJSON_AddNumberToObject(x, "total_ns", total);
 		cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
-		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
-		cJSON_AddNumberToObject(x, "open", open[order[k]]);
+		if (open) {
+			cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+			cJSON_AddNumberToObject(x, "open", open[order[k]]);
+		} else { /* a window: neither is kept by time */
+			cJSON_AddNullToObject(x, "max_ns");
+			cJSON_AddNullToObject(x, "open");
+		}
 		cJSON_AddNumberToObject(x, "unwound", s->unwound);
 		cJSON_AddNumberToObject(x, "exited", s->exited);
 		cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
@@ -110,4 +169,41 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	cJSON_AddNumberToObject(o, "subtracted_ns", subtracted);
 	free(order);
 	return 0;
+}
+
+struct window_sum {
+	struct count_fn *fns;
+	size_t n;
+};
+
+static void sum_row(void *ctx, const uint64_t *row)
+{
+	struct window_sum *ws = ctx;
+
+	if (row[0] < ws->n) /* (a loaded file's rows were checked against its procedures) */
+		words_add(&ws->fns[row[0]].stat, row + 1);
+}
+
+int count_window_json(const struct count *ct, struct timed_window *w, const char *sort,
+		      cJSON *rep)
+{
+	struct count win = *ct;
+	struct window_sum ws = { .n = ct->nfns };
+	int r;
+
+	/* the same table, each procedure's totals those of the window's slices */
+	ws.fns = calloc(ct->nfns + 1, sizeof(*ws.fns));
+	if (!ws.fns)
+		return -ENOMEM;
+	for (size_t i = 0; i < ct->nfns; i++) {
+		ws.fns[i] = ct->fns[i];
+		memset(&ws.fns[i].stat, 0, sizeof(ws.fns[i].stat));
+	}
+	timed_window_take(w, ct->slices, sum_row, &ws);
+	win.fns = ws.fns;
+	r = count_report_json(&win, NULL, NULL, sort, rep);
+	if (!r)
+		timed_window_json(w, cJSON_GetObjectItemCaseSensitive(rep, "calls"));
+	free(ws.fns);
+	return r;
 }

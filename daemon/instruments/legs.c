@@ -25,7 +25,9 @@
 #include "procs.h"
 #include "proto.h"
 #include "stfile.h"
+#include "slices.h"
 #include "target.h"
+#include "timed.h"
 #include "util.h"
 
 struct legs_g {
@@ -51,7 +53,24 @@ static void free_state(void *st)
 	}
 	free(lg->nodes);
 	free(lg->legs);
+	slices_free(lg->slices);
 	free(lg);
+}
+
+/* The tables' slices, as the start request says (or the defaults: @req NULL). */
+static int new_slices(struct legs *lg, const cJSON *req, cJSON **rep)
+{
+	struct slices_cfg cfg;
+
+	timed_default_cfg(&cfg);
+	if (req && timed_cfg(req, &cfg, rep))
+		return -EINVAL;
+	lg->slices = slices_new(&cfg, 1);
+	if (!lg->slices) {
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static const char *const track_names[] = { [PCMON_TRACK_ALL] = "all",
@@ -192,6 +211,10 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 		    : !strcmp(track, "none")    ? PCMON_TRACK_NONE
 						: PCMON_TRACK_ALL;
 	lg->add = !strcmp(add, "successor");
+	if (new_slices(lg, req, rep)) {
+		free_state(lg);
+		return -EINVAL;
+	}
 	cJSON_ArrayForEach(it, nodes) {
 		const char *spec = proto_str(it, "spec", NULL);
 
@@ -600,8 +623,33 @@ static void hist_sub(struct pcmon_hist *h, const struct pcmon_hist *h0)
 		h->b[i] -= h0->b[i];
 }
 
+/* What @v gained over @was, raw, as row @key of the slice of lg->charge_wall. */
+static void charge(struct legs *lg, uint64_t key, uint64_t v, uint64_t was, bool reset)
+{
+	uint64_t d = reset ? v : v - was;
+
+	if (d && lg->slices && key <= UINT32_MAX)
+		slices_add(lg->slices, (uint32_t)key, &d, lg->charge_wall);
+}
+
+static void charge_hist(struct legs *lg, uint64_t slot, uint32_t field,
+			const struct pcmon_hist *h, const struct pcmon_hist *was, bool reset)
+{
+	charge(lg, LEGS_KEY(slot, field), h->under, was->under, reset);
+	charge(lg, LEGS_KEY(slot, field + 1), h->over, was->over, reset);
+	for (uint32_t b = 0; b < ARRAY_SIZE(h->b); b++)
+		charge(lg, LEGS_KEY(slot, field + 2 + b), h->b[b], was->b[b], reset);
+}
+
 void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
 {
+	struct legs_node *nd = &lg->nodes[i];
+	bool reset = n->hits < nd->c_hits; /* zeroed since */
+
+	charge(lg, LEGS_KEY(LEGS_NODE_SLOT(i), 0), n->hits, nd->c_hits, reset);
+	charge_hist(lg, LEGS_NODE_SLOT(i), LEGS_NODE_HIST, &n->h, &nd->c_h, reset);
+	nd->c_hits = n->hits;
+	nd->c_h = n->h;
 	lg->nodes[i].hits = n->hits;
 	lg->nodes[i].h = n->h;
 	hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
@@ -619,6 +667,21 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 		lg->legs[i] = (struct legs_leg){ .id = i + 1, .from = from, .to = to };
 		lg->nlegs++;
 	}
+	{
+		struct legs_leg *lp = &lg->legs[i];
+		uint64_t slot = LEGS_LEG_SLOT(lp->id);
+		bool reset = l->count < lp->c.count || l->abandoned < lp->c.abandoned;
+		uint32_t k = 0;
+
+#define CHARGE_LEG(f, need)                                                       \
+	if (strcmp(#f, "min_ns") && strcmp(#f, "max_ns"))                        \
+		charge(lg, LEGS_KEY(slot, k), l->f, lp->c.f, reset);             \
+	k++;
+		PCMON_LEG_FIELDS(CHARGE_LEG)
+#undef CHARGE_LEG
+		charge_hist(lg, slot, LEGS_LEG_HIST, &l->h, &lp->c.h, reset);
+		lp->c = *l;
+	}
 	lg->legs[i].stat = *l;
 	hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
 	return 0;
@@ -633,6 +696,7 @@ static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
 
 	if (!g->skel || lg->detached)
 		return;
+	lg->charge_wall = slices_charge_wall(&lg->last_read, wall_ns());
 	for (size_t i = 0; i < lg->nnodes; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 		struct pcmon_node n;
@@ -701,12 +765,16 @@ static void zero(void *gp, struct target *t, void *st)
 	struct legs *lg = st;
 
 	for (size_t i = 0; i < lg->nnodes; i++) {
-		lg->nodes[i].hits = 0;
+		lg->nodes[i].hits = lg->nodes[i].c_hits = 0;
 		memset(&lg->nodes[i].h, 0, sizeof(lg->nodes[i].h));
+		memset(&lg->nodes[i].c_h, 0, sizeof(lg->nodes[i].c_h));
 	}
 	for (size_t i = 0; i < lg->nlegs; i++) {
 		lg->legs[i].stat = (struct pcmon_leg){ .min_ns = ~0ULL, .id = lg->legs[i].id };
+		memset(&lg->legs[i].c, 0, sizeof(lg->legs[i].c));
 	}
+	if (lg->slices)
+		slices_zero(lg->slices);
 	if (g->skel && !lg->detached)
 		configure(g, t, lg, true);
 }
@@ -715,12 +783,51 @@ static size_t bytes(const void *st)
 {
 	const struct legs *lg = st;
 
-	return sizeof(*lg) + lg->nnodes * sizeof(*lg->nodes) + lg->cap_legs * sizeof(*lg->legs);
+	return sizeof(*lg) + lg->nnodes * sizeof(*lg->nodes) + lg->cap_legs * sizeof(*lg->legs) +
+	       (lg->slices ? slices_bytes(lg->slices) : 0);
 }
 
-static void tick(void *g)
+static struct legs *legs_at(struct legs_g *g, int id, struct target **t)
 {
-	(void)g;
+	*t = g->env.targets[id];
+	return *t ? (*t)->inst[INST_LEGS] : NULL;
+}
+
+/*
+ * The counts stay in BPF until asked for, but for the time slices: when a slice of a
+ * running target ends, what they gained in it is read and charged to it (as call counting
+ * does), and the slices are coarsened.
+ */
+static void tick(void *gp)
+{
+	struct legs_g *g = gp;
+	uint64_t now = wall_ns();
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t;
+		struct legs *lg = legs_at(g, i, &t);
+
+		if (!lg || !lg->slices)
+			continue;
+		if (t->state == TARGET_RUNNING && slices_ended(lg->slices, lg->last_read, now))
+			collect(g, t, lg);
+		if (slices_tick(lg->slices, now))
+			t->dirty = true;
+	}
+}
+
+/* Before a save or a listing: every target's counts, read. */
+static void sync_all(void *gp)
+{
+	struct legs_g *g = gp;
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t;
+		struct legs *lg = legs_at(g, i, &t);
+
+		if (lg)
+			collect(g, t, lg);
+	}
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
@@ -762,8 +869,8 @@ static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJ
 		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
 }
 
-int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
-		     cJSON *rep)
+static int tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
+		       bool window, cJSON *rep)
 {
 	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
 	double cost = 0;
@@ -818,8 +925,13 @@ int legs_tables_json(const struct legs *lg, double elapsed, const struct counter
 		cJSON_AddNumberToObject(x, "count", s->count);
 		cJSON_AddNumberToObject(x, "total_ns", total);
 		cJSON_AddNumberToObject(x, "avg_ns", s->count ? total / s->count : 0);
-		cJSON_AddNumberToObject(x, "min_ns", s->count ? s->min_ns : 0);
-		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+		if (window) { /* extremes are not kept by time */
+			cJSON_AddNullToObject(x, "min_ns");
+			cJSON_AddNullToObject(x, "max_ns");
+		} else {
+			cJSON_AddNumberToObject(x, "min_ns", s->count ? s->min_ns : 0);
+			cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+		}
 		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
 		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
 		cJSON_AddNumberToObject(x, "untracked", s->untracked);
@@ -833,16 +945,99 @@ int legs_tables_json(const struct legs *lg, double elapsed, const struct counter
 	return 0;
 }
 
+int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
+		     cJSON *rep)
+{
+	return tables_json(lg, elapsed, ps, false, rep);
+}
+
+/* A row of the window's slices, into the tables' copy @ctx. */
+static void sum_row(void *ctx, const uint64_t *row)
+{
+	struct legs *lg = ctx;
+	uint64_t slot = row[0] >> 7, v = row[1];
+	uint32_t field = row[0] & 127;
+	struct pcmon_hist *h = NULL;
+
+	if (!(slot & 1)) {
+		if (slot / 2 >= lg->nnodes)
+			return;
+		if (!field)
+			lg->nodes[slot / 2].hits += v;
+		else
+			h = &lg->nodes[slot / 2].h, field -= LEGS_NODE_HIST;
+	} else {
+		struct legs_leg *l = NULL;
+		uint32_t k = 0;
+
+		for (size_t i = 0; i < lg->nlegs && !l; i++)
+			if (LEGS_LEG_SLOT(lg->legs[i].id) == slot)
+				l = &lg->legs[i];
+		if (!l)
+			return; /* a leg deleted since */
+		if (field >= LEGS_LEG_HIST) {
+			h = &l->stat.h;
+			field -= LEGS_LEG_HIST;
+		}
+#define SUM_LEG(f, need)                  \
+	if (!h && field == k)             \
+		l->stat.f += v;           \
+	k++;
+		PCMON_LEG_FIELDS(SUM_LEG)
+#undef SUM_LEG
+	}
+	if (!h)
+		return;
+	if (field == 0)
+		h->under += v;
+	else if (field == 1)
+		h->over += v;
+	else if (field - 2 < ARRAY_SIZE(h->b))
+		h->b[field - 2] += v;
+}
+
+int legs_window_json(const struct legs *lg, struct timed_window *w, cJSON *rep)
+{
+	struct legs win = *lg;
+	int r = -ENOMEM;
+
+	/* the same tables, their counts those of the window's slices */
+	win.nodes = calloc(lg->nnodes + 1, sizeof(*win.nodes));
+	win.legs = calloc(lg->nlegs + 1, sizeof(*win.legs));
+	if (!win.nodes || !win.legs)
+		goto out;
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		win.nodes[i] = lg->nodes[i];
+		win.nodes[i].hits = 0;
+		memset(&win.nodes[i].h, 0, sizeof(win.nodes[i].h));
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		win.legs[i] = lg->legs[i];
+		win.legs[i].stat = (struct pcmon_leg){ .id = lg->legs[i].stat.id };
+	}
+	timed_window_take(w, lg->slices, sum_row, &win);
+	r = tables_json(&win, (double)timed_window_ns(w), NULL, true, rep);
+	if (!r)
+		timed_window_json(w, cJSON_GetObjectItemCaseSensitive(rep, "tables"));
+out:
+	free(win.nodes);
+	free(win.legs);
+	return r;
+}
+
 static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
 		     cJSON **err)
 {
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 	struct counter_prog_stats ps = { 0 };
+	struct timed_window w;
 
-	(void)req;
-	(void)err; /* out of memory is the only way it fails */
+	if (timed_window_parse(req, t->start_wall, &w, err))
+		return -1;
 	collect(g, t, lg);
+	if (w.on)
+		return legs_window_json(lg, &w, rep);
 	if (g->skel) {
 		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
 						g->skel->progs.node_usdt };
@@ -920,6 +1115,48 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 #undef PUT_LEG
 		put_hist(w, x, &lg->legs[i].hist, &l->h);
 	}
+	/* rows by LEGS_KEY() (format 5) */
+	if (lg->slices)
+		timed_save(w, lg->slices, o);
+}
+
+/*
+ * The tables' time slices (format 5); a file from before has none: its counts load as one
+ * slice, the target's life (histograms as counted since they were set up).
+ */
+static int load_slices(struct sf_rd *rd, const cJSON *o, struct legs *lg)
+{
+	struct pcmon_node n = { 0 };
+	int r;
+
+	if (new_slices(lg, NULL, NULL))
+		return -ENOMEM;
+	r = timed_read(rd, o, 1, LEGS_MAX_KEY, lg->slices, NULL);
+	if (r <= 0)
+		return r;
+	/* fold what was loaded as if BPF had just counted it all (charged to one instant),
+	 * then stretch that one slice over the target's life */
+	lg->charge_wall = (uint64_t)(rd->t_start * 1e9);
+	for (size_t i = 0; i < lg->nnodes; i++) {
+		n.hits = lg->nodes[i].hits;
+		n.h = lg->nodes[i].h;
+		legs_fold_node(lg, i, &n);
+	}
+	for (size_t i = 0; i < lg->nlegs; i++) {
+		struct pcmon_leg l = lg->legs[i].stat;
+
+		if (legs_fold_leg(lg, lg->legs[i].from, lg->legs[i].to, &l))
+			return -ENOMEM;
+	}
+	if (lg->slices->n) {
+		struct slice *s = &lg->slices->s[0];
+		uint64_t t1 = (uint64_t)(rd->t_end * 1e9);
+
+		slices_tick(lg->slices, UINT64_MAX / 2); /* closed (no tier merges: one slice) */
+		s->t0 = (uint64_t)(rd->t_start * 1e9);
+		s->t1 = MAX(t1, s->t0 + 1);
+	}
+	return 0;
 }
 
 static int get_hist(struct sf_rd *rd, const cJSON *o, struct pcmon_hcfg *c, struct pcmon_hist *h)
@@ -1047,6 +1284,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		lg->nlegs++;
 	}
 	rd->at[0] = '\0';
+	if ((r = load_slices(rd, o, lg)))
+		goto fail;
 	*out = lg;
 	return 0;
 fail:
@@ -1074,7 +1313,7 @@ static struct legs *legs_of(struct legs_g *g, struct target *t, cJSON **rep)
 		return NULL;
 	}
 	lg->track = PCMON_TRACK_ALL;
-	if (attach(g, t, lg, rep)) {
+	if (new_slices(lg, NULL, rep) || attach(g, t, lg, rep)) {
 		free_state(lg);
 		return NULL;
 	}
@@ -1281,7 +1520,7 @@ const struct inst_ops legs_ops = {
 	.cmds = cmds,
 	.ncmds = ARRAY_SIZE(cmds),
 	.tick = tick,
-	.sync = tick,
+	.sync = sync_all,
 	.bytes = bytes,
 	.facts_json = facts_json,
 	.summary_json = summary_json,

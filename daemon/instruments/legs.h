@@ -27,6 +27,8 @@ struct legs_node {
 	uint64_t hits;		/* as last read (or loaded) */
 	struct pcmon_hist h;	/* its histogram's counts, as last read (or loaded) */
 	struct pcmon_hist h0;	/* what BPF's counts held when the histogram was set up */
+	uint64_t c_hits;	/* BPF's raw counts already in the time slices */
+	struct pcmon_hist c_h;
 };
 
 struct legs_leg {
@@ -34,7 +36,24 @@ struct legs_leg {
 	struct pcmon_leg stat;	/* its totals, as last read (or loaded); stat.h less h0 */
 	struct pcmon_hcfg hist;
 	struct pcmon_hist h0;	/* what BPF's counts held when the histogram was set up */
+	struct pcmon_leg c;	/* BPF's raw totals already in the time slices */
 };
+
+/*
+ * The tables' time slices hold one sum per row (slices of width 1), keyed by what it
+ * counts: LEGS_KEY(slot, field), slot 2 * i for node i + 1 and 2 * id + 1 for leg id. A
+ * node's fields: its hits, its histogram's underflow, overflow and buckets; a leg's: its
+ * PCMON_LEG_FIELDS in order (min_ns and max_ns never: a window has no extremes), then its
+ * histogram's. A slice holds what each gained in it, rows only for those that did.
+ */
+#define LEGS_KEY(slot, field) ((uint64_t)(slot) << 7 | (field))
+#define LEGS_NODE_SLOT(i) (2 * (uint64_t)(i))
+#define LEGS_LEG_SLOT(id) (2 * (uint64_t)(id) + 1)
+#define LEGS_NODE_HIST 1	/* a node's histogram fields from here */
+#define LEGS_LEG_HIST 8		/* a leg's */
+#define LEGS_MAX_KEY LEGS_KEY(2 * 1000000 + 2, 0)	/* (leg ids below 1000000) */
+
+struct timed_window;
 
 /* One target's nodes and legs. */
 struct legs {
@@ -46,6 +65,9 @@ struct legs {
 	double hit_cost_ns;	/* one probe hit, as measured when it started ... */
 	double step_cost_ns;	/* ... and what one whose instruction is stepped adds */
 	bool detached;
+	struct slices *slices;	/* the counts by time (slices.h), NULL: none kept */
+	uint64_t last_read;	/* wall ns of the last read of BPF's counts */
+	uint64_t charge_wall;	/* the slice what is folded now goes to */
 };
 
 extern const struct inst_ops legs_ops;
@@ -74,5 +96,8 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
  * @ps: the node programs' run-time statistics, or NULL. 0 or -ENOMEM. */
 int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
 		     cJSON *rep);
+/* The tables of a window @w, from the slices it takes: counts, totals and histograms of
+ * the window; no min or max (not kept by time). 0 or -ENOMEM. */
+int legs_window_json(const struct legs *lg, struct timed_window *w, cJSON *rep);
 
 #endif

@@ -128,7 +128,8 @@ struct sample *sample_new(void)
 
 	slices_cfg_parse(SLICES_DEFAULT, &cfg, NULL, 0); /* (it parses) */
 	cfg.budget = SLICES_DEFAULT_BUDGET;
-	if (sp && (!(sp->agg = agg_new()) || !(sp->slices = slices_new(&cfg)) ||
+	/* a stack's samples and off-CPU nanoseconds */
+	if (sp && (!(sp->agg = agg_new()) || !(sp->slices = slices_new(&cfg, 2)) ||
 		   !(sp->threads.keys = itab_new()) ||
 		   !(sp->processes.keys = itab_new()) || !(sp->cgroups.keys = itab_new()))) {
 		sample_free(sp);
@@ -718,8 +719,10 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 	if (!r) {
 		name_thread(g, sp, st);
 		name_cgroup(g, sp, st);
+		uint64_t v[2] = { count, ns };
+
 		/* the whole-life count has it: a slice that cannot is told in status */
-		if (slices_add(sp->slices, id, count, ns, g->charge_wall))
+		if (slices_add(sp->slices, id, v, g->charge_wall))
 			sp->slices_lost += count;
 	}
 	if (r == -ENOENT)
@@ -750,10 +753,7 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 /* The time slice what is read now goes to (g->charge_wall). */
 static void charge_clock(struct sample_g *g)
 {
-	uint64_t wall = wall_ns(), second = wall - wall % 1000000000ull;
-
-	g->charge_wall = g->last_drain_wall < second ? second - 1 : wall;
-	g->last_drain_wall = wall;
+	g->charge_wall = slices_charge_wall(&g->last_drain_wall, wall_ns());
 }
 
 /* Read what BPF holds; false if it held nothing (no drain counted). */

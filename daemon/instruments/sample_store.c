@@ -45,6 +45,7 @@
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
+#include "timed.h"
 #include "util.h"
 
 #define STORE_MAX_ITEMS (1 << 24)	/* locations, stacks */
@@ -250,44 +251,6 @@ static void render_stack(struct writer *w, struct sf_text *x, const struct agg_s
 	sf_text_lit(sw, x, "]}");
 }
 
-/* The time slices: each stack by its index in "stacks", which lists the aggregate's in order. */
-static void save_slices(struct sf_wr *sw, const struct slices *sl, cJSON *o)
-{
-	cJSON *so = sf_chk(sw, cJSON_AddObjectToObject(o, "slices"));
-	struct sf_text x = { 0 };
-	char spec[128];
-
-	if (!so)
-		return;
-	slices_cfg_format(&sl->cfg, spec, sizeof(spec));
-	sf_put_str(sw, so, "spec", spec);
-	sf_put_u64(sw, so, "memory_kib", sl->cfg.budget >> 10);
-	sf_put_u64(sw, so, "merged_early", sl->merged_early);
-	sf_put_u64(sw, so, "coarsened", sl->coarsened);
-	for (size_t i = 0; !sw->oom && i < sl->n; i++) {
-		const struct slice *sc = &sl->s[i];
-
-		sf_text_lit(sw, &x, i ? ",{\"t0\":" : "[{\"t0\":");
-		sf_text_u64(sw, &x, sc->t0 / 1000000);
-		sf_text_lit(sw, &x, ",\"t1\":");
-		sf_text_u64(sw, &x, (sc->t1 + 999999) / 1000000);
-		sf_text_lit(sw, &x, ",\"s\":[");
-		for (uint32_t j = 0; j < sc->n; j++) {
-			if (j)
-				sf_text_lit(sw, &x, ",");
-			sf_text_u64(sw, &x, sc->e[j].id);
-			sf_text_lit(sw, &x, ",");
-			sf_text_u64(sw, &x, sc->e[j].count);
-			sf_text_lit(sw, &x, ",");
-			sf_text_u64(sw, &x, sc->e[j].ns);
-		}
-		sf_text_lit(sw, &x, "]}");
-	}
-	if (x.len)
-		sf_text_lit(sw, &x, "]");
-	sf_put_text(sw, so, "list", &x);
-}
-
 void sample_save(const struct target *t, const void *state, const struct sym *s,
 		 struct sf_wr *sw, cJSON *o)
 {
@@ -351,7 +314,8 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 			sf_put_str(sw, x, ns->name, sym_str(s, n->names[j]));
 		}
 	}
-	save_slices(sw, sp->slices, o);
+	/* each stack by its index in "stacks", which lists the aggregate's in order */
+	timed_save(sw, sp->slices, o);
 	free(w.procs.idx);
 	free(w.locs.idx);
 }
@@ -670,8 +634,6 @@ static int commit_locs(struct sf_rd *rd, struct sym *s, const struct rproc *proc
 	return r < 0 ? -ENOMEM : 0;
 }
 
-#define STORE_MAX_MS 100000000000000ull	/* ms since the epoch: year 5138 */
-
 /*
  * The time slices, checked (@load false) or loaded into @sp with @sid the aggregate's id of
  * each stack of the file (@load true). Absent: one slice of everything, the target's life.
@@ -679,89 +641,23 @@ static int commit_locs(struct sf_rd *rd, struct sym *s, const struct rproc *proc
 static int read_slices(struct sf_rd *rd, const cJSON *o, int nstacks, bool load,
 		       const uint32_t *sid, struct sample *sp)
 {
-	const cJSON *so = cJSON_GetObjectItemCaseSensitive(o, "slices"), *arr, *it;
-	struct slice_ent *e = NULL;
-	const char *spec;
-	uint64_t kib = 0, prev = 0;
-	int r, n, i = 0;
+	size_t cnt;
+	uint64_t *rows;
+	int r = timed_read(rd, o, 2, nstacks, load ? sp->slices : NULL, sid);
 
-	if (!so) {
-		struct slices *sl = sp->slices;
-		size_t cnt = agg_count(sp->agg);
-		uint64_t t0 = (uint64_t)(rd->t_start * 1e9), t1 = (uint64_t)(rd->t_end * 1e9);
-
-		if (!load || !cnt)
-			return 0;
-		e = calloc(cnt, sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		for (size_t k = 0; k < cnt; k++) {
-			e[k].id = k;
-			agg_get(sp->agg, k, &e[k].count, &e[k].ns);
-		}
-		r = slices_push(sl, t0, MAX(t1, t0 + 1), e, cnt);
-		free(e);
-		return r;
+	if (r <= 0 || !load)
+		return r < 0 ? r : 0;
+	cnt = agg_count(sp->agg);
+	rows = calloc(3 * cnt + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	for (size_t k = 0; k < cnt; k++) {
+		rows[3 * k] = k;
+		agg_get(sp->agg, k, &rows[3 * k + 1], &rows[3 * k + 2]);
 	}
-	if (!cJSON_IsObject(so))
-		return sf_wrong_type(rd, "slices", so, "an object");
-	snprintf(rd->at, sizeof(rd->at), "slices.");
-	if ((r = sf_get_str(rd, so, "spec", SF_ALWAYS, 127, &spec)) ||
-	    (r = sf_get_u64x(rd, so, "memory_kib", SF_ALWAYS, 1 << 22, false, &kib)) ||
-	    (r = sf_get_array(rd, so, "list", SF_ALWAYS, STORE_MAX_ITEMS, &arr, &n)))
-		return r;
-	if (!load) {
-		struct slices_cfg cfg;
-		char why[128];
-
-		if (slices_cfg_parse(spec, &cfg, why, sizeof(why)))
-			return sf_bad(rd, "spec", "%s", why);
-	} else {
-		slices_cfg_parse(spec, &sp->slices->cfg, NULL, 0);
-		sp->slices->cfg.budget = kib << 10;
-		sf_get_u64(rd, so, "merged_early", SF_OPTIONAL, &sp->slices->merged_early);
-		sf_get_u64(rd, so, "coarsened", SF_OPTIONAL, &sp->slices->coarsened);
-	}
-	cJSON_ArrayForEach(it, arr) {
-		uint64_t t0 = 0, t1 = 0, v[3];
-		const cJSON *ents, *x;
-		int ne, k = 0;
-
-		snprintf(rd->at, sizeof(rd->at), "slices.list[%d].", i++);
-		if (!cJSON_IsObject(it))
-			return sf_not_object(rd, "slices.list", i - 1, it);
-		if ((r = sf_get_u64x(rd, it, "t0", SF_ALWAYS, STORE_MAX_MS, false, &t0)) ||
-		    (r = sf_get_u64x(rd, it, "t1", SF_ALWAYS, STORE_MAX_MS, false, &t1)) ||
-		    (r = sf_get_array(rd, it, "s", SF_ALWAYS, 3 * STORE_MAX_ITEMS, &ents, &ne)))
-			return r;
-		if (t1 <= t0 || t0 < prev)
-			return sf_bad(rd, "t1", "slices run forward in time, each ending after it starts");
-		prev = t0;
-		if (ne % 3)
-			return sf_bad(rd, "s", "triples of stack, count, nanoseconds");
-		if (load && !(e = calloc(ne / 3 + 1, sizeof(*e))))
-			return -ENOMEM;
-		cJSON_ArrayForEach(x, ents) {
-			r = sf_num_u64(rd, "s", x, k % 3 ? UINT64_MAX : (uint64_t)nstacks - 1, false,
-				       &v[k % 3]);
-			if (r || (!nstacks && !(k % 3))) {
-				free(e);
-				return r ? r : sf_bad(rd, "s", "no stack to count");
-			}
-			if (k % 3 == 2 && load)
-				e[k / 3] = (struct slice_ent){ .id = sid[v[0]], .count = v[1], .ns = v[2] };
-			k++;
-		}
-		if (load) {
-			r = slices_push(sp->slices, t0 * 1000000, t1 * 1000000, e, ne / 3);
-			free(e);
-			e = NULL;
-			if (r)
-				return r;
-		}
-	}
-	rd->at[0] = '\0';
-	return 0;
+	r = timed_one_slice(rd, sp->slices, rows, cnt);
+	free(rows);
+	return r;
 }
 
 int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)

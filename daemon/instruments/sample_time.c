@@ -13,115 +13,59 @@
 #include "slices.h"
 #include "sym.h"
 #include "target.h"
+#include "timed.h"
 #include "util.h"
 
 int sample_set_slices(struct sample *sp, const cJSON *req, cJSON **rep)
 {
-	const char *spec = proto_str(req, "slices", NULL);
-	double kib = proto_num(req, "slice_kib", -1);
-	struct slices_cfg cfg = sp->slices->cfg;
-	char err[160];
-
-	if (spec && slices_cfg_parse(spec, &cfg, err, sizeof(err))) {
-		*rep = proto_error(2, "--slices %s: %s", spec, err);
-		return -1;
-	}
-	if (kib >= 0)
-		cfg.budget = (uint64_t)kib << 10;
-	sp->slices->cfg = cfg;
-	return 0;
+	return timed_cfg(req, &sp->slices->cfg, rep);
 }
 
 void sample_slices_json(const struct sample *sp, cJSON *o)
 {
-	const struct slices *sl = sp->slices;
-	char spec[128];
-
-	slices_cfg_format(&sl->cfg, spec, sizeof(spec));
-	cJSON_AddStringToObject(o, "slices", spec);
-	cJSON_AddNumberToObject(o, "slice_memory_kib", (double)(sl->cfg.budget >> 10));
-	cJSON_AddNumberToObject(o, "slices_kept", sl->n);
-	cJSON_AddNumberToObject(o, "slice_bytes", slices_bytes(sl));
-	cJSON_AddNumberToObject(o, "slices_coarsened", sl->coarsened);
-	/* merges the memory budget forced before the tiers would have */
-	cJSON_AddNumberToObject(o, "slices_merged_early", sl->merged_early);
+	timed_facts_json(sp->slices, o);
 	cJSON_AddNumberToObject(o, "slices_lost", sp->slices_lost);
-	if (sl->n) {
-		cJSON_AddNumberToObject(o, "slices_from", sl->s[0].t0 / 1e9);
-		cJSON_AddNumberToObject(o, "slices_to", sl->s[sl->n - 1].t1 / 1e9);
-	}
 }
 
-static void into_view(void *ctx, const struct slice_ent *e)
+static void into_view(void *ctx, const uint64_t *row)
 {
-	agg_view_add(ctx, e->id, e->count, e->ns);
+	agg_view_add(ctx, row[0], row[1], row[2]);
 }
 
 int sample_window_begin(struct sample_listing *ls, const cJSON *req, cJSON **rep)
 {
-	const char *since = proto_str(req, "since", NULL), *until = proto_str(req, "until", NULL);
-	uint64_t now = wall_ns(), start = (uint64_t)(ls->t->start_wall * 1e9);
-	struct slices_span span;
+	struct timed_window w;
 
 	ls->agg = ls->sp->agg;
-	if (!since && !until)
+	if (timed_window_parse(req, ls->t->start_wall, &w, rep))
+		return -1;
+	if (!w.on)
 		return 0;
-	ls->since = 0;
-	ls->until = UINT64_MAX;
-	if (since && slices_parse_time(since, now, start, &ls->since)) {
-		*rep = proto_error(2, "--since %s: a time is now, -15m (before now), +10s (after the target's start), HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or @EPOCH_SECONDS", since);
-		return -1;
-	}
-	if (until && slices_parse_time(until, now, start, &ls->until)) {
-		*rep = proto_error(2, "--until %s: a time is now, -15m (before now), +10s (after the target's start), HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or @EPOCH_SECONDS", until);
-		return -1;
-	}
-	if (ls->since >= ls->until) {
-		*rep = proto_error(2, "--since %s --until %s: the window is empty", since ? since : "",
-				   until ? until : "");
-		return -1;
-	}
 	ls->view = agg_view(ls->sp->agg);
 	if (!ls->view) {
 		*rep = proto_error(1, "out of memory while listing");
 		return -1;
 	}
-	slices_window(ls->sp->slices, ls->since, ls->until, into_view, ls->view, &span);
+	timed_window_take(&w, ls->sp->slices, into_view, ls->view);
 	ls->agg = ls->view;
 	ls->windowed = true;
-	ls->covered_t0 = span.t0;
-	ls->covered_t1 = MIN(span.t1, now); /* the open slice ends now */
-	ls->nslices = span.nslices;
-	ls->cut = span.cut;
+	ls->since = w.since;
+	ls->until = w.until;
+	ls->covered_t0 = w.span.t0;
+	ls->covered_t1 = w.span.t1;
+	ls->nslices = w.span.nslices;
+	ls->cut = w.span.cut;
 	return 0;
 }
 
-/*
- * "window": {"since", "until" (as asked, seconds since the epoch; null: open), "from",
- * "to" (what the slices taken cover), "slices", "cut" (a slice reached outside the window:
- * whole slices were taken)}.
- */
+/* The listing's "window" (timed.h). */
 void sample_window_json(const struct sample_listing *ls, cJSON *rep)
 {
-	cJSON *w;
+	struct timed_window w = { .on = ls->windowed, .since = ls->since, .until = ls->until,
+				  .span = { .t0 = ls->covered_t0, .t1 = ls->covered_t1,
+					    .nslices = ls->nslices, .cut = ls->cut } };
 
-	if (!ls->windowed)
-		return;
-	w = cJSON_AddObjectToObject(rep, "window");
-	if (ls->since)
-		cJSON_AddNumberToObject(w, "since", ls->since / 1e9);
-	else
-		cJSON_AddNullToObject(w, "since");
-	if (ls->until != UINT64_MAX)
-		cJSON_AddNumberToObject(w, "until", ls->until / 1e9);
-	else
-		cJSON_AddNullToObject(w, "until");
-	if (ls->nslices) {
-		cJSON_AddNumberToObject(w, "from", ls->covered_t0 / 1e9);
-		cJSON_AddNumberToObject(w, "to", ls->covered_t1 / 1e9);
-	}
-	cJSON_AddNumberToObject(w, "slices", ls->nslices);
-	cJSON_AddBoolToObject(w, "cut", ls->cut);
+	timed_window_json(&w, rep);
 }
 
 /* ---- the timeline */
@@ -208,7 +152,7 @@ int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const c
 			continue;
 		agg_view_clear(v);
 		for (uint32_t j = 0; j < sc->n; j++)
-			agg_view_add(v, sc->e[j].id, sc->e[j].count, sc->e[j].ns);
+			into_view(v, slice_row(sl, sc, j));
 		if (agg_list(v, s, &lo, &l)) {
 			agg_free(v);
 			return -ENOMEM;

@@ -122,12 +122,17 @@ void slices_cfg_format(const struct slices_cfg *cfg, char *buf, size_t len)
 
 /* ---- the slices */
 
-struct slices *slices_new(const struct slices_cfg *cfg)
+struct slices *slices_new(const struct slices_cfg *cfg, unsigned width)
 {
-	struct slices *sl = calloc(1, sizeof(*sl));
+	struct slices *sl;
 
-	if (sl)
+	if (!width || width > SLICES_MAX_WIDTH)
+		return NULL;
+	sl = calloc(1, sizeof(*sl));
+	if (sl) {
 		sl->cfg = *cfg;
+		sl->width = width;
+	}
 	return sl;
 }
 
@@ -152,11 +157,17 @@ void slices_free(struct slices *sl)
 	free(sl);
 }
 
+/* a row's bytes */
+static size_t row_size(const struct slices *sl)
+{
+	return (1 + sl->width) * sizeof(uint64_t);
+}
+
 static int by_id(const void *a, const void *b)
 {
-	const struct slice_ent *x = a, *y = b;
+	const uint64_t *x = a, *y = b;
 
-	return x->id < y->id ? -1 : x->id > y->id;
+	return *x < *y ? -1 : *x > *y;
 }
 
 /* The open slice is closed: its entries sorted and trimmed, the index cleared. */
@@ -169,9 +180,9 @@ static void close_open(struct slices *sl)
 		return;
 	s = &sl->s[sl->n - 1];
 	for (uint32_t i = 0; i < s->n; i++)
-		sl->at[s->e[i].id] = 0;
-	qsort(s->e, s->n, sizeof(*s->e), by_id);
-	e = s->n ? realloc(s->e, s->n * sizeof(*s->e)) : NULL;
+		sl->at[*slice_row(sl, s, i)] = 0;
+	qsort(s->e, s->n, row_size(sl), by_id);
+	e = s->n ? realloc(s->e, s->n * row_size(sl)) : NULL;
 	if (e || !s->n) {
 		if (!s->n)
 			free(s->e);
@@ -181,9 +192,9 @@ static void close_open(struct slices *sl)
 	sl->cap_open = 0;
 }
 
-int slices_add(struct slices *sl, uint32_t id, uint64_t count, uint64_t ns, uint64_t wall)
+int slices_add(struct slices *sl, uint32_t id, const uint64_t *v, uint64_t wall)
 {
-	uint64_t len = sl->cfg.tier[0].len_ns;
+	uint64_t len = sl->cfg.tier[0].len_ns, *row;
 	struct slice *s;
 
 	if (sl->open && wall >= sl->s[sl->n - 1].t1)
@@ -207,18 +218,20 @@ int slices_add(struct slices *sl, uint32_t id, uint64_t count, uint64_t ns, uint
 		memset(sl->at + old, 0, (sl->cap_at - old) * sizeof(*sl->at));
 	}
 	if (!sl->at[id]) {
-		if (GROW(s->e, sl->cap_open, s->n + 1))
+		if (grow((void **)&s->e, &sl->cap_open, s->n + 1, row_size(sl)))
 			return -ENOMEM;
-		s->e[s->n] = (struct slice_ent){ .id = id };
+		row = slice_row(sl, s, s->n);
+		memset(row, 0, row_size(sl));
+		row[0] = id;
 		sl->at[id] = ++s->n;
 	}
-	s->e[sl->at[id] - 1].count += count;
-	s->e[sl->at[id] - 1].ns += ns;
+	row = slice_row(sl, s, sl->at[id] - 1);
+	for (unsigned k = 0; k < sl->width; k++)
+		row[1 + k] += v[k];
 	return 0;
 }
 
-int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const struct slice_ent *e,
-		uint32_t n)
+int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const uint64_t *rows, uint32_t n)
 {
 	struct slice *s;
 
@@ -228,39 +241,56 @@ int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const struct slice_
 	s = &sl->s[sl->n];
 	*s = (struct slice){ .t0 = t0, .t1 = t1, .n = n };
 	if (n) {
-		s->e = malloc(n * sizeof(*e));
+		s->e = malloc(n * row_size(sl));
 		if (!s->e)
 			return -ENOMEM;
-		memcpy(s->e, e, n * sizeof(*e));
-		qsort(s->e, n, sizeof(*e), by_id);
+		memcpy(s->e, rows, n * row_size(sl));
+		qsort(s->e, n, row_size(sl), by_id);
 	}
 	sl->n++;
 	return 0;
+}
+
+uint64_t slices_charge_wall(uint64_t *last, uint64_t now)
+{
+	uint64_t second = now - now % NS_PER_S, at = *last < second ? second - 1 : now;
+
+	*last = now;
+	return at;
 }
 
 /* Slice @i + 1 merged into slice @i (both closed). 0 or -ENOMEM (nothing changed). */
 static int merge_next(struct slices *sl, size_t i)
 {
 	struct slice *a = &sl->s[i], *b = &sl->s[i + 1];
-	struct slice_ent *m = malloc(((size_t)a->n + b->n + 1) * sizeof(*m));
+	size_t rs = row_size(sl), w = sl->width;
+	uint64_t *m = malloc(((size_t)a->n + b->n + 1) * rs), *d;
 	uint32_t x = 0, y = 0, k = 0;
 
 	if (!m)
 		return -ENOMEM;
 	while (x < a->n || y < b->n) {
-		if (y == b->n || (x < a->n && a->e[x].id < b->e[y].id)) {
-			m[k++] = a->e[x++];
-		} else if (x == a->n || b->e[y].id < a->e[x].id) {
-			m[k++] = b->e[y++];
+		const uint64_t *ra = x < a->n ? slice_row(sl, a, x) : NULL;
+		const uint64_t *rb = y < b->n ? slice_row(sl, b, y) : NULL;
+
+		d = m + (size_t)k++ * (1 + w);
+		if (!rb || (ra && ra[0] < rb[0])) {
+			memcpy(d, ra, rs);
+			x++;
+		} else if (!ra || rb[0] < ra[0]) {
+			memcpy(d, rb, rs);
+			y++;
 		} else {
-			m[k] = a->e[x++];
-			m[k].count += b->e[y].count;
-			m[k++].ns += b->e[y++].ns;
+			memcpy(d, ra, rs);
+			for (size_t j = 1; j <= w; j++)
+				d[j] += rb[j];
+			x++;
+			y++;
 		}
 	}
 	free(a->e);
 	free(b->e);
-	a->e = realloc(m, (k ? k : 1) * sizeof(*m));
+	a->e = realloc(m, (k ? k : 1) * rs);
 	if (!a->e)
 		a->e = m;
 	a->n = k;
@@ -287,7 +317,7 @@ size_t slices_bytes(const struct slices *sl)
 	size_t b = sl->cap * sizeof(*sl->s) + sl->cap_at * sizeof(*sl->at);
 
 	for (size_t i = 0; i < sl->n; i++)
-		b += (sl->open && i == sl->n - 1 ? sl->cap_open : sl->s[i].n) * sizeof(struct slice_ent);
+		b += (sl->open && i == sl->n - 1 ? sl->cap_open : sl->s[i].n) * row_size(sl);
 	return b;
 }
 
@@ -323,8 +353,7 @@ size_t slices_tick(struct slices *sl, uint64_t now)
 }
 
 void slices_window(const struct slices *sl, uint64_t since, uint64_t until,
-		   void (*fn)(void *ctx, const struct slice_ent *e), void *ctx,
-		   struct slices_span *span)
+		   void (*fn)(void *ctx, const uint64_t *row), void *ctx, struct slices_span *span)
 {
 	*span = (struct slices_span){ 0 };
 	for (size_t i = 0; i < sl->n; i++) {
@@ -339,7 +368,7 @@ void slices_window(const struct slices *sl, uint64_t since, uint64_t until,
 		span->t0 = MIN(span->t0, s->t0);
 		span->t1 = MAX(span->t1, s->t1);
 		for (uint32_t j = 0; j < s->n; j++)
-			fn(ctx, &s->e[j]);
+			fn(ctx, slice_row(sl, s, j));
 	}
 	span->cut = span->nslices && (span->t0 < since || span->t1 > until);
 }

@@ -5,6 +5,10 @@
  * of wall-clock time, the counts of the stacks sampled in it, by the aggregate's stack id
  * (so a slice costs a few words per stack it saw, never a stack).
  *
+ * Slices hold sums only, @width of them per id: sampling's are (samples, off-CPU ns) by
+ * stack id; call counting's a procedure's totals by its index; the probe-node tables' one
+ * count by (node or leg, field). Whatever is summed, a window is the sum of its slices.
+ *
  * Slices are aligned on multiples of their length since the epoch. Older ones are merged
  * into coarser ones by tiers ("10s,1m@1h,10m@1d": 10 s slices, merged into minutes once an
  * hour old, into 10 minutes once a day old), and, when they hold more than the budget, the
@@ -41,20 +45,21 @@ int slices_cfg_parse(const char *spec, struct slices_cfg *cfg, char *err, size_t
 /* The spec back, as slices_cfg_parse() reads it. */
 void slices_cfg_format(const struct slices_cfg *cfg, char *buf, size_t len);
 
-struct slice_ent {
-	uint32_t id;		/* the aggregate's stack id */
-	uint32_t pad;
-	uint64_t count, ns;
-};
+#define SLICES_MAX_WIDTH 16	/* sums per id */
 
+/*
+ * A slice's entries are rows of 1 + width words: the id, then its sums (slice_row()).
+ * Closed slices keep them sorted by id.
+ */
 struct slice {
 	uint64_t t0, t1;	/* [t0, t1): wall-clock ns since the epoch */
 	uint32_t n;
-	struct slice_ent *e;	/* closed: by id */
+	uint64_t *e;
 };
 
 struct slices {
 	struct slices_cfg cfg;
+	unsigned width;		/* sums per id */
 	struct slice *s;	/* oldest first; the last one is open if @open */
 	size_t n, cap;
 	bool open;
@@ -64,18 +69,38 @@ struct slices {
 	uint64_t coarsened;	/* merges the tiers made */
 };
 
-struct slices *slices_new(const struct slices_cfg *cfg);
+/* Slices of @width (1...SLICES_MAX_WIDTH) sums per id. */
+struct slices *slices_new(const struct slices_cfg *cfg, unsigned width);
+
+/* Row @i of slice @s: row[0] is the id, row[1...width] its sums. */
+static inline uint64_t *slice_row(const struct slices *sl, const struct slice *s, uint32_t i)
+{
+	return s->e + (size_t)i * (1 + sl->width);
+}
+
 void slices_free(struct slices *sl);
 /* Forget every slice (pcmon zero). */
 void slices_zero(struct slices *sl);
 /*
- * @count samples and @ns off-CPU nanoseconds of stack @id at wall time @wall: into the open
- * slice, or a new one if @wall is past its end. 0 or -ENOMEM.
+ * @v (width sums) of @id at wall time @wall: added into the open slice, or a new one if
+ * @wall is past its end. 0 or -ENOMEM.
  */
-int slices_add(struct slices *sl, uint32_t id, uint64_t count, uint64_t ns, uint64_t wall);
-/* A whole slice as it was saved (after every slice before it). 0 or -ENOMEM. */
-int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const struct slice_ent *e,
-		uint32_t n);
+int slices_add(struct slices *sl, uint32_t id, const uint64_t *v, uint64_t wall);
+/* A whole slice as it was saved (after every slice before it): @n rows of 1 + width words. 0 or -ENOMEM. */
+int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const uint64_t *rows, uint32_t n);
+/*
+ * The wall time a read of counters at @now charges what it finds to: @now, unless a whole
+ * second (every slice boundary is one) passed since the read before (*@last): then just
+ * before that second. Reads come within milliseconds after every boundary (the engine's
+ * tick, 2 ms after whole seconds), so what such a read finds was counted before the
+ * boundary but for those milliseconds. *@last becomes @now.
+ */
+uint64_t slices_charge_wall(uint64_t *last, uint64_t now);
+/* A slice of @sl ended between @last and @now (wall ns): its counts are due. */
+static inline bool slices_ended(const struct slices *sl, uint64_t last, uint64_t now)
+{
+	return now / sl->cfg.tier[0].len_ns != last / sl->cfg.tier[0].len_ns;
+}
 /*
  * Time passes: close the open slice if @now is past its end, merge by the tiers, then merge
  * the oldest while over budget. Returns how many merges were made.
@@ -91,12 +116,11 @@ struct slices_span {
 };
 
 /*
- * Every slice that overlaps [since, until): @fn is called for each of its entries. The span
- * taken goes to @span.
+ * Every slice that overlaps [since, until): @fn is called for each of its rows (id, sums).
+ * The span taken goes to @span.
  */
 void slices_window(const struct slices *sl, uint64_t since, uint64_t until,
-		   void (*fn)(void *ctx, const struct slice_ent *e), void *ctx,
-		   struct slices_span *span);
+		   void (*fn)(void *ctx, const uint64_t *row), void *ctx, struct slices_span *span);
 /* Slice @i (0: oldest) overlaps [since, until). */
 static inline bool slice_in(const struct slice *s, uint64_t since, uint64_t until)
 {

@@ -108,7 +108,7 @@ def test_full_disk_reported_then_retried():
             assert "last save error" in pcmon("status", sock=d.sock, check=0).stdout
             # what was saved before is whole
             before = json.load(open(path))
-            assert before["format"] == 4 and before["id"] == tid and before["sampling"]["stacks"], before
+            assert before["format"] == 5 and before["id"] == tid and before["sampling"]["stacks"], before
             # room again: the next flush saves, status keeps the error as history
             os.unlink(filler)
             wait_for("a retried save", lambda: targets(d)[tid].get("saved") is True)

@@ -42,11 +42,12 @@ def target_facts(d, name):
 _phases = {}
 
 
-def phases_target(d):
-    """One run of the phases workload, with 1 s slices made 2 s once 3 s old (cached)."""
+def phases_target(d, *opts):
+    """One run of the phases workload, with 1 s slices made 2 s once 30 s old (cached), and
+    whatever else @opts ask (test_time_tables.py: --count)."""
     if d.sock not in _phases:
         _phases[d.sock] = run_target(d, [workload("phases"), str(PHASE_S)], "ph",
-                                     "--slices", "1s,2s@30s")["phases"]
+                                     "--slices", "1s,2s@30s", *opts)["phases"]
     return _phases[d.sock]
 
 

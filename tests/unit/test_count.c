@@ -22,7 +22,9 @@
 
 #include "count.h"
 #include "counter.h"
+#include "slices.h"
 #include "stfile.h"
+#include "timed.h"
 #include "util.h"
 #include "json_check.h"
 
@@ -596,6 +598,50 @@ static struct count *full_table(void)
 	return ct;
 }
 
+/*
+ * What BPF's totals gained between reads goes to the slice of each read; a window sums its
+ * slices; the maximum is not summed; totals that went down (zeroed) count from 0.
+ */
+static void test_fold_charges_slices(void **state)
+{
+	const uint64_t S = 1000000000ull, T0 = 1700000040ull * S;
+	struct count_fn fns[1] = { { .module = "m", .name = "f" } };
+	struct count ct = { .fns = fns, .nfns = 1 };
+	struct pcmon_cstat a = { .calls = 3, .closed = 3, .self_ns = 300, .max_ns = 200 };
+	struct pcmon_cstat b = { .calls = 5, .closed = 4, .self_ns = 700, .max_ns = 250 };
+	struct pcmon_cstat z = { .calls = 1, .closed = 1, .self_ns = 10, .max_ns = 10 };
+	struct timed_window w = { .on = true, .since = T0 + S, .until = T0 + 2 * S };
+	struct slices_cfg cfg;
+	uint64_t row[COUNT_WIDTH];
+	cJSON *rep = cJSON_CreateObject();
+	const cJSON *p;
+
+	(void)state;
+	assert_int_equal(slices_cfg_parse("1s", &cfg, NULL, 0), 0);
+	cfg.budget = 0;
+	ct.slices = slices_new(&cfg, COUNT_WIDTH);
+	assert_non_null(ct.slices);
+	assert_int_equal(count_fold(&ct, 0, &a, T0), 0);
+	assert_int_equal(count_fold(&ct, 0, &b, T0 + S), 0);
+	assert_int_equal(count_fold(&ct, 0, &b, T0 + S + 1), 0); /* nothing new: no row */
+	slices_tick(ct.slices, T0 + 2 * S);
+	assert_int_equal(ct.slices->n, 2);
+	count_row(&(struct pcmon_cstat){ .calls = 2, .closed = 1, .self_ns = 400 }, row);
+	assert_memory_equal(slice_row(ct.slices, &ct.slices->s[1], 0) + 1, row, sizeof(row));
+	assert_int_equal(fns[0].stat.max_ns, 250);
+	/* the window of the second slice: its calls, no maximum */
+	assert_int_equal(count_window_json(&ct, &w, "self", rep), 0);
+	p = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "procedures"), 0);
+	assert_int_equal(cJSON_GetObjectItem(p, "calls")->valuedouble, 2);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(p, "max_ns")));
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "window"), "slices")->valuedouble, 1);
+	/* zeroed in BPF since the last read: counts from 0 */
+	assert_int_equal(count_fold(&ct, 0, &z, T0 + 3 * S), 0);
+	assert_int_equal(slice_row(ct.slices, &ct.slices->s[2], 0)[1], 1);
+	cJSON_Delete(rep);
+	slices_free(ct.slices);
+}
+
 static void test_state_round_trip(void **state)
 {
 	struct count *ct = full_table(), *back;
@@ -743,6 +789,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_takes_one_probe_pair_per_activation),
+		cmocka_unit_test(test_fold_charges_slices),
 		cmocka_unit_test(test_self_counts_closed_activations_not_calls),
 		cmocka_unit_test(test_times_never_below_zero),
 		cmocka_unit_test(test_recursion_counts_self_plus_children_once),

@@ -336,7 +336,7 @@ static void test_round_trip(void **state)
 	assert_true(exists(path_in(f, "target-7.json")));
 	assert_false(exists(path_in(f, "target-7.json.tmp")));
 	text = slurp(path_in(f, "target-7.json"), NULL);
-	assert_non_null(strstr(text, "\"format\":4"));
+	assert_non_null(strstr(text, "\"format\":5"));
 	assert_non_null(strstr(text, "\"kind\":\"pid\""));
 	assert_non_null(strstr(text, "\"state\":\"exited\""));
 	assert_non_null(strstr(text, "\"k\":\"off_blocked\""));
@@ -490,7 +490,7 @@ static void test_format1_fixture_loads(void **state)
 	/* saved again, it is a file of the current format that loads the same */
 	a = store_render(f->s2, t);
 	assert_non_null(a);
-	assert_non_null(strstr(a, "\"format\":4"));
+	assert_non_null(strstr(a, "\"format\":5"));
 	assert_int_equal(store_parse(a, strlen(a), 2, f->s, &f->t, (char[128]){ 0 }, 128), 0);
 	b = store_render(f->s, f->t);
 	assert_string_equal(a, b);
@@ -548,7 +548,7 @@ static void test_format2_fixture_loads(void **state)
 	/* saved again, it is a file of the current format that loads the same */
 	a = store_render(f->s2, t);
 	assert_non_null(a);
-	assert_non_null(strstr(a, "\"format\":4"));
+	assert_non_null(strstr(a, "\"format\":5"));
 	assert_int_equal(store_parse(a, strlen(a), 1, f->s, &f->t, (char[128]){ 0 }, 128), 0);
 	b = store_render(f->s, f->t);
 	assert_string_equal(a, b);
@@ -645,7 +645,7 @@ struct bad_case {
 };
 
 static const struct bad_case bad_v3[] = {
-	{ "format", "5", "format: 5: this pcmond reads formats 1 to 4 (written by a newer" },
+	{ "format", "6", "format: 6: this pcmond reads formats 1 to 5 (written by a newer" },
 	{ "format", "0", "format: 0:" },
 	{ "format", NULL, "format: missing" },
 	{ "format", "\"3\"", "format: a string where a whole number belongs" },
@@ -775,7 +775,7 @@ static const struct bad_case bad_v2[] = {
 	{ "interval_us", NULL, "interval_us: missing" },
 	{ "locs.0.a", "4096", "locs[0].a: a number where a hex string belongs" },
 	{ "procs.0.m", NULL, "procs[0].m: missing" },
-	{ "format", "5", "format: 5: this pcmond reads formats 1 to 4" },
+	{ "format", "6", "format: 6: this pcmond reads formats 1 to 5" },
 };
 
 static const struct bad_case bad_v1[] = {
