@@ -20,12 +20,14 @@ PHASE_S = 5
 FUNCS = ("work_a", "work_b", "work_c")
 
 
-def run_target(d, cmd, name, *opts):
-    """Start @cmd, watch it as target @name from its start, wait; its output as JSON."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+def run_target(d, cmd, name, *opts, go=False):
+    """Start @cmd, watch it as target @name from its start, wait; its output as JSON. With
+    @go, @cmd waits for a line on stdin to begin, sent once the target is started."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
+                         stdin=subprocess.PIPE if go else None)
     pcmon("start", "--pid", p.pid, "--name", name, "--interval", INTERVAL, *opts,
           sock=d.sock, check=0)
-    out, _ = p.communicate(timeout=120)
+    out, _ = p.communicate("\n" if go else None, timeout=120)
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -46,8 +48,8 @@ def phases_target(d, *opts):
     """One run of the phases workload, with 1 s slices made 2 s once 30 s old (cached), and
     whatever else @opts ask (test_time_tables.py: --count)."""
     if d.sock not in _phases:
-        _phases[d.sock] = run_target(d, [workload("phases"), str(PHASE_S)], "ph",
-                                     "--slices", "1s,2s@30s", *opts)["phases"]
+        _phases[d.sock] = run_target(d, [workload("phases"), str(PHASE_S), "wait"], "ph",
+                                     "--slices", "1s,2s@30s", *opts, go=True)["phases"]
     return _phases[d.sock]
 
 

@@ -3,8 +3,11 @@
  * Two phases of SECS seconds each (default 4): the first spends CPU in work_a and work_b
  * 7:3, the second in work_a, work_b and work_c 2:3:5. Prints, as one JSON line, each
  * phase's wall-clock start and end (seconds since the epoch) and its own CPU share per
- * function, so that a window of time slices can be checked against each phase.
+ * function, so that a window of time slices can be checked against each phase. With a
+ * second argument "wait", the first phase begins when a line is read from stdin.
  */
+#include <string.h>
+
 #include "workload.h"
 
 static uint64_t chunk;
@@ -50,6 +53,10 @@ int main(int argc, char **argv)
 	static const unsigned mix[2][3] = { { 7, 3, 0 }, { 2, 3, 5 } };
 
 	chunk = calibrate(200000); /* 0.2 ms pieces */
+	/* "wait": the phases begin at a line on stdin (once the profiler watches) */
+	if (argc > 2 && !strcmp(argv[2], "wait"))
+		while (getchar() != '\n' && !feof(stdin))
+			;
 	for (int p = 0; p < 2; p++)
 		phase(mix[p], secs, &s[p], &e[p], in[p]);
 	printf("{\"phases\": [");
