@@ -655,6 +655,19 @@ void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
 	hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
 }
 
+/*
+ * The number of a new leg: after the highest (after a `leg del` the numbers have a hole, and
+ * the count of legs is a number some leg may still have).
+ */
+static uint32_t next_leg_id(const struct legs *lg)
+{
+	uint32_t id = 0;
+
+	for (size_t i = 0; i < lg->nlegs; i++)
+		id = MAX(id, lg->legs[i].id);
+	return id + 1;
+}
+
 int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmon_leg *l)
 {
 	size_t i;
@@ -664,7 +677,7 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 	if (i == lg->nlegs) { /* --add successor added it: numbered after the others */
 		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
 			return -ENOMEM;
-		lg->legs[i] = (struct legs_leg){ .id = i + 1, .from = from, .to = to };
+		lg->legs[i] = (struct legs_leg){ .id = next_leg_id(lg), .from = from, .to = to };
 		lg->nlegs++;
 	}
 	{
@@ -1404,11 +1417,7 @@ static cJSON *edit(void *gp, struct target *t, const cJSON *req)
 			free(tmp.legs);
 			return proto_error(1, "out of memory");
 		}
-		/* after a `leg del` the numbers have a hole: a new leg takes one never used */
-		id = 0;
-		for (size_t i = 0; i < lg->nlegs; i++)
-			id = MAX(id, lg->legs[i].id);
-		tmp.legs[0].id = tmp.legs[0].stat.id = id + 1;
+		tmp.legs[0].id = tmp.legs[0].stat.id = next_leg_id(lg);
 		lg->legs[lg->nlegs++] = tmp.legs[0];
 		free(tmp.legs);
 		configure(g, t, lg, false);

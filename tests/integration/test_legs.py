@@ -119,6 +119,29 @@ def test_add_successor():
     assert legs[(2, 1)]["count"] + legs[(3, 1)]["count"] == own["requests"] - 4, legs
 
 
+def test_leg_added_after_a_deletion_has_a_number_of_its_own():
+    """--add successor after a `leg del`: the leg it adds is numbered after the highest, not
+    by the count of legs (which a kept leg may have: two legs numbered 2 mixed their slices)."""
+    d = Daemon().start()
+    sp = subprocess.Popen([workload("spinner"), "20", "2000"], stdout=subprocess.PIPE)
+    try:
+        sp.stdout.readline()
+        tid = pcmon("start", "--pid", sp.pid, "--no-sample", "--node", "spinner.spin_here",
+                    "--node", "spinner.spin_here%return", "--leg", "1:2", "--leg", "2:1",
+                    "--add", "successor", sock=d.sock, check=0).stdout.strip()
+        time.sleep(0.5)
+        pcmon("leg", "del", tid, "1", sock=d.sock, check=0)
+        time.sleep(1.5)  # entries and returns again: 1:2 comes back, added
+        t, _ = pcmon_json("tables", tid, sock=d.sock)
+        legs = {(l["from"], l["to"]): l for l in t["tables"]["legs"]}
+        assert legs[(2, 1)]["id"] == 2 and not legs[(2, 1)]["added"], legs
+        assert legs[(1, 2)]["id"] == 3 and legs[(1, 2)]["added"], legs
+        assert legs[(1, 2)]["count"] > 0, legs
+    finally:
+        sp.kill()
+        d.stop()
+
+
 def test_errors():
     for args, status, words in (
             (("--leg", "1:9"), 2, "--leg 1:9"),
