@@ -648,7 +648,7 @@ static const struct command {
 	CMD("zero", cmd_simple, target_fields),
 	CMD("drop", cmd_simple, target_fields),
 	CMD("rename", cmd_rename, rename_fields),
-	CMD0("targets", engine_cmd_targets),
+	{ "targets", engine_cmd_targets, engine_targets_fields, ENGINE_NTARGETS_FIELDS },
 	CMD0("status", engine_cmd_status),
 };
 

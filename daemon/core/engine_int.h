@@ -52,6 +52,8 @@ void engine_sync_all(struct engine *e);
 /* The requests start (engine_start.c), targets and status (engine_status.c). */
 cJSON *engine_cmd_start(struct engine *e, const struct client *c, const cJSON *req);
 cJSON *engine_cmd_targets(struct engine *e, const struct client *c, const cJSON *req);
+#define ENGINE_NTARGETS_FIELDS 1
+extern const struct proto_field engine_targets_fields[ENGINE_NTARGETS_FIELDS];
 cJSON *engine_cmd_status(struct engine *e, const struct client *c, const cJSON *req);
 /* What a start request says about the target itself (the instruments add theirs). */
 extern const struct proto_field engine_target_start_fields[];

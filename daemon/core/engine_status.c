@@ -14,11 +14,22 @@
 #include "sym.h"
 #include "util.h"
 
-static cJSON *targets_list(struct engine *e, const struct client *c)
+/*
+ * targets: "current" (default true) reads what BPF holds first, so that the totals are up to
+ * date; false is for a caller that wants only which targets there are (pcmond's HTTP server
+ * and pusher, about to list one since a mark, which reads BPF itself: a drain scans every
+ * bucket of the counts maps, and one a scrape is enough).
+ */
+const struct proto_field engine_targets_fields[ENGINE_NTARGETS_FIELDS] = {
+	{ .name = "current", .type = PT_BOOL },
+};
+
+static cJSON *targets_list(struct engine *e, const struct client *c, bool current)
 {
 	cJSON *rep = proto_ok(), *arr = cJSON_AddArrayToObject(rep, "targets"), *o;
 
-	engine_sync_all(e); /* counts wait in BPF until asked for: nothing to drain costs nothing */
+	if (current)
+		engine_sync_all(e); /* counts wait in BPF until asked for */
 	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = e->targets[i];
 
@@ -117,8 +128,7 @@ static cJSON *status(struct engine *e)
 
 cJSON *engine_cmd_targets(struct engine *e, const struct client *c, const cJSON *req)
 {
-	(void)req;
-	return targets_list(e, c);
+	return targets_list(e, c, proto_bool(req, "current", true));
 }
 
 /*

@@ -67,12 +67,28 @@ static cJSON *request(struct http *h, const char *cmd, const char *target)
 	return rep;
 }
 
+/*
+ * Which targets there are, their totals as they were (not read from BPF first: the listing
+ * that follows reads it, and one drain a scrape is enough).
+ */
+static cJSON *targets_known(struct http *h)
+{
+	cJSON *req = cJSON_CreateObject(), *rep;
+
+	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
+	cJSON_AddStringToObject(req, "cmd", "targets");
+	cJSON_AddBoolToObject(req, "current", false);
+	rep = engine_handle(h->e, &root, req);
+	cJSON_Delete(req);
+	return rep;
+}
+
 /* The published target @want names (its id or name), or the default: the one published
  * target, or the published system-wide one. Its id into @id; 0 or an HTTP status. */
 static int published_target(struct http *h, const char *want, char *id, size_t idlen,
 			    char *why, size_t whylen)
 {
-	cJSON *rep = request(h, "targets", NULL), *t, *pick = NULL, *all = NULL;
+	cJSON *rep = targets_known(h), *t, *pick = NULL, *all = NULL;
 	int n = 0, nall = 0;
 
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {

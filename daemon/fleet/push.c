@@ -197,6 +197,9 @@ static cJSON *request(struct push *p, const char *cmd, uint32_t target, uint32_t
 	cJSON_AddStringToObject(req, "cmd", cmd);
 	if (target)
 		cJSON_AddStringToObject(req, "target", id);
+	/* which targets there are: each window's listing reads BPF itself (one drain a tick) */
+	if (!strcmp(cmd, "targets"))
+		cJSON_AddBoolToObject(req, "current", false);
 	if (mark) {
 		cJSON_AddNumberToObject(req, "since_mark", mark);
 		cJSON_AddBoolToObject(req, "remark", true);

@@ -79,6 +79,34 @@ def test_first_samples_drained_before_asked():
         d.stop()
 
 
+def test_targets_current_or_as_they_were():
+    """`targets` reads BPF first (its totals current); with "current": false it does not (what
+    pcmond's HTTP server and pusher ask, before a listing that reads it itself)."""
+    d = Daemon().start()
+    w = None
+    try:
+        w, _ = watch(d, [workload("spinner"), 30], "--virtual", "--unwind", "fp",
+                     "--interval", 1000)
+        time.sleep(1.5)  # past the first samples' drain
+        for current, drains in ((False, 0), (True, 1)):
+            seen = []
+            for _ in range(3):  # a save (every 5 s) may fall between the two readings once
+                before = unsliced(status(d))
+                req = {"v": 1, "cmd": "targets", "current": current}
+                rep = d.request(json.dumps(req).encode() + b"\n")[0]
+                assert rep["ok"] and len(rep["targets"]) == 1, rep
+                seen.append(unsliced(status(d)) - before)
+                if seen[-1] == drains:
+                    break
+            assert seen[-1] == drains, (current, seen)
+        rep = d.request(b'{"v":1,"cmd":"targets","current":"yes"}\n')[0]
+        assert not rep["ok"] and "current" in rep["error"], rep
+    finally:
+        if w:
+            w.kill()
+        d.stop()
+
+
 def test_few_stacks_wait_in_bpf():
     """A spinning thread at 1 kHz: its handful of stacks stay in BPF, counted there, until
     pcmond saves (every 5 s) or someone lists them: no drain a second, and the listing is
