@@ -276,32 +276,54 @@ struct {
 	__type(value, struct pcmon_stack);
 } pyscratch SEC(".maps");
 
-__u32 py_on;	/* some process is in pyprocs: the others skip the lookup */
-
 /* A thread without a state (a C thread of a Python process) is looked for again after this. */
 #define PY_MISS_NS 20000000ull
 
+/*
+ * A read of the sampled process's memory: the current thread's (@remote false: through the
+ * current address space) or another task's from a program that may sleep (@remote true: the
+ * open-interval iterator). Constant at each call site, so a non-sleeping program never holds
+ * the sleeping helper.
+ */
+static __always_inline long py_read(void *dst, __u32 size, __u64 addr, struct task_struct *task,
+				    const bool remote)
+{
+	if (remote)
+		return bpf_copy_from_user_task(dst, size, (void *)addr, task, 0);
+	return bpf_probe_read_user(dst, size, (void *)addr);
+}
+
 struct py_find {
+	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 ts;	/* the thread state being looked at */
 	__u64 found;
 	__u32 want;	/* the kernel's tid */
 	__u16 next, id;
 };
 
-static long py_find_step(__u32 i, void *data)
+static __always_inline long py_find_one(struct py_find *f, const bool remote)
 {
-	struct py_find *f = data;
 	__u64 id = 0;
 
-	if (!f->ts || bpf_probe_read_user(&id, sizeof(id), (void *)(f->ts + f->id)))
+	if (!f->ts || py_read(&id, sizeof(id), f->ts + f->id, f->task, remote))
 		return 1;
 	if (id == f->want) {
 		f->found = f->ts;
 		return 1;
 	}
-	if (bpf_probe_read_user(&f->ts, sizeof(f->ts), (void *)(f->ts + f->next)))
+	if (py_read(&f->ts, sizeof(f->ts), f->ts + f->next, f->task, remote))
 		return 1;
 	return 0;
+}
+
+static long py_find_step(__u32 i, void *data)
+{
+	return py_find_one(data, false);
+}
+
+static long py_find_step_task(__u32 i, void *data)
+{
+	return py_find_one(data, true);
 }
 
 /*
@@ -310,27 +332,30 @@ static long py_find_step(__u32 i, void *data)
  * not: the list is walked the first time a thread is sampled, and what was found is kept in
  * the thread's storage @pt, checked at each sample against the id it holds (a state freed
  * and another made for the same thread is found again). A thread that has none is looked
- * for again only after PY_MISS_NS.
+ * for again only after PY_MISS_NS; one sampled before the interpreter was made (its list
+ * empty) is looked for again at its next sample.
  */
 static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
-				       const struct pcmon_pyproc *pp)
+				       const struct pcmon_pyproc *pp, struct task_struct *task,
+				       const bool remote)
 {
-	struct py_find f = { .want = tid, .next = pp->o.ts_next, .id = pp->o.ts_native_id };
+	struct py_find f = { .task = task, .want = tid, .next = pp->o.ts_next,
+			     .id = pp->o.ts_native_id };
 	__u64 interp = 0, id = 0, now;
 
 	if (pt->runtime == pp->runtime && pt->epoch == pp->epoch) {
 		if (pt->tstate &&
-		    !bpf_probe_read_user(&id, sizeof(id), (void *)(pt->tstate + pp->o.ts_native_id)) &&
+		    !py_read(&id, sizeof(id), pt->tstate + pp->o.ts_native_id, task, remote) &&
 		    id == tid)
 			return pt->tstate;
 		if (!pt->tstate && bpf_ktime_get_ns() < pt->miss_until)
 			return 0;
 	}
-	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(pp->runtime + pp->o.rt_interp_head)) ||
+	if (py_read(&interp, sizeof(interp), pp->runtime + pp->o.rt_interp_head, task, remote) ||
 	    !interp ||
-	    bpf_probe_read_user(&f.ts, sizeof(f.ts), (void *)(interp + pp->o.is_threads_head)))
-		return 0;
-	bpf_loop(PCMON_PY_THREADS_MAX, py_find_step, &f, 0);
+	    py_read(&f.ts, sizeof(f.ts), interp + pp->o.is_threads_head, task, remote) || !f.ts)
+		return 0; /* no interpreter yet: nothing kept, looked for at the next sample */
+	bpf_loop(PCMON_PY_THREADS_MAX, remote ? py_find_step_task : py_find_step, &f, 0);
 	now = f.found ? 0 : bpf_ktime_get_ns();
 	pt->tstate = f.found;
 	pt->runtime = pp->runtime;
@@ -341,6 +366,7 @@ static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
 
 struct py_walk {
 	struct pcmon_stack *st;
+	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 frame;
 	__u32 n, end;		/* next word of st to write, the first not to */
 	__u32 status;
@@ -367,9 +393,8 @@ static __always_inline __u32 stack_slot(__u32 i)
 	return i & (PCMON_STACK_MAX - 1);
 }
 
-static long py_step(__u32 i, void *data)
+static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 {
-	struct py_walk *w = data;
 	__u8 win[PCMON_PY_FRAME_WINDOW];
 	__u64 code, prev_instr, first, instr1;
 
@@ -379,7 +404,7 @@ static long py_step(__u32 i, void *data)
 		w->status = PCMON_PY_DEPTH;
 		return 1;
 	}
-	if (bpf_probe_read_user(win, sizeof(win), (void *)(w->frame + w->lo))) {
+	if (py_read(win, sizeof(win), w->frame + w->lo, w->task, remote)) {
 		w->status = PCMON_PY_FAULT;
 		return 1;
 	}
@@ -397,14 +422,37 @@ static long py_step(__u32 i, void *data)
 	return 0;
 }
 
+static long py_step(__u32 i, void *data)
+{
+	return py_step_one(data, false);
+}
+
+static long py_step_task(__u32 i, void *data)
+{
+	return py_step_one(data, true);
+}
+
+/* Append a marker saying @status and no frame to @st (room permitting). */
+static __always_inline void py_mark(struct pcmon_stack *st, __u32 status)
+{
+	__u32 n = st->len;
+
+	if (n >= PCMON_STACK_MAX - 1)
+		return;
+	st->ip[stack_slot(n)] = PCMON_PY_MARK | status;
+	st->len = n + 1;
+}
+
 /*
  * Append thread @tid's Python frames to @st (its state found through @pt, its process's
- * interpreter @pp): a marker with how the walk ended, then the frames, innermost first. A
- * function of its own, verified once for all the places that read a chain. Nothing is added
- * for a thread with no Python state or no frame.
+ * interpreter @pp): a marker with how the walk ended, then the frames, innermost first.
+ * Nothing is added for a thread whose Python code is not running (no frame); a thread with
+ * no Python state gets a marker saying so (PCMON_PY_NOSTATE: the engine tells a C thread
+ * from one running Python by its native frames).
  */
-__noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
-			      const struct pcmon_pyproc *pp, __u32 tid)
+static __always_inline int py_walk(struct pcmon_stack *st, struct pcmon_pythread *pt,
+				   const struct pcmon_pyproc *pp, __u32 tid, struct task_struct *task,
+				   const bool remote)
 {
 	struct py_walk w;
 	__u64 tstate, cframe = 0;
@@ -415,23 +463,25 @@ __noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
 	n = st->len;
 	if (n >= PCMON_STACK_MAX - 1)
 		return 0;
-	tstate = py_tstate(pt, tid, pp);
-	if (!tstate)
+	tstate = py_tstate(pt, tid, pp, task, remote);
+	if (!tstate) {
+		py_mark(st, PCMON_PY_NOSTATE);
 		return 0;
-	w = (struct py_walk){ .st = st, .n = n + 1, .lo = pp->o.fr_lo, .code = pp->o.fr_code,
-			      .previous = pp->o.fr_previous, .prev_instr = pp->o.fr_prev_instr,
-			      .is_entry = pp->o.fr_is_entry, .co_code = pp->o.co_code };
+	}
+	w = (struct py_walk){ .st = st, .task = task, .n = n + 1, .lo = pp->o.fr_lo,
+			      .code = pp->o.fr_code, .previous = pp->o.fr_previous,
+			      .prev_instr = pp->o.fr_prev_instr, .is_entry = pp->o.fr_is_entry,
+			      .co_code = pp->o.co_code };
 	w.end = n + 1 + PCMON_PY_FRAMES_MAX;
 	if (w.end > PCMON_STACK_MAX)
 		w.end = PCMON_STACK_MAX;
-	if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(tstate + pp->o.ts_cframe)) ||
-	    !cframe ||
-	    bpf_probe_read_user(&w.frame, sizeof(w.frame), (void *)(cframe + pp->o.cf_current))) {
+	if (py_read(&cframe, sizeof(cframe), tstate + pp->o.ts_cframe, task, remote) || !cframe ||
+	    py_read(&w.frame, sizeof(w.frame), cframe + pp->o.cf_current, task, remote)) {
 		w.status = PCMON_PY_FAULT;
 	} else if (!w.frame) {
 		return 0; /* no Python code running: its native frames say it all */
 	} else {
-		bpf_loop(PCMON_PY_FRAMES_MAX + 1, py_step, &w, 0);
+		bpf_loop(PCMON_PY_FRAMES_MAX + 1, remote ? py_step_task : py_step, &w, 0);
 		if (w.frame && w.status == PCMON_PY_OK)
 			w.status = PCMON_PY_DEPTH;
 	}
@@ -440,40 +490,87 @@ __noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
 	return 0;
 }
 
-/*
- * Append the Python frames @task is running to @st. @task is the current thread, or one of
- * the current process (its memory is read through the current address space). Nothing for a
- * process the engine found no interpreter in.
- */
-static __always_inline void py_append(struct task_struct *task, __u32 tgid, __u32 tid,
-				      __u32 epoch, struct pcmon_stack *st)
+/* A function of its own, verified once for all the places that read a chain. */
+__noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
+			      const struct pcmon_pyproc *pp, __u32 tid)
 {
-	struct pcmon_pythread *pt;
+	return py_walk(st, pt, pp, tid, NULL, false);
+}
+
+/* The same, for a thread off CPU read from the (sleepable) open-interval iterator. */
+static __noinline int py_walk_frames_task(struct pcmon_stack *st, struct pcmon_pythread *pt,
+					  const struct pcmon_pyproc *pp, __u32 tid,
+					  struct task_struct *task)
+{
+	return py_walk(st, pt, pp, tid, task, true);
+}
+
+/*
+ * The interpreter BPF reads @key's process with: NULL if its target does not read Python
+ * frames or the engine found none in it (an entry with no runtime). A process the engine has
+ * not looked at yet (its first milliseconds: PCMON_EV_SAMPLED is on its way) gets a marker
+ * saying so, PCMON_PY_UNKNOWN, so that its samples are flagged rather than silently native.
+ */
+static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key *key,
+							   struct pcmon_stack *st)
+{
+	struct pcmon_tcfg *cfg = active_cfg(key->target);
 	struct pcmon_pyproc *pp;
 
-	if (!py_on)
-		return;
-	pp = bpf_map_lookup_elem(&pyprocs, &tgid);
-	if (!pp || pp->epoch != epoch)
+	if (!cfg || !(cfg->flags & PCMON_TF_PYTHON))
+		return NULL;
+	pp = bpf_map_lookup_elem(&pyprocs, &key->pid);
+	if (!pp || pp->epoch != key->epoch) {
+		py_mark(st, PCMON_PY_UNKNOWN);
+		return NULL;
+	}
+	return pp->runtime ? pp : NULL;
+}
+
+/*
+ * Append the Python frames @task is running to @st. @task is the current thread, or one of
+ * the current process (its memory is read through the current address space).
+ */
+static __always_inline void py_append(struct task_struct *task, const struct pcmon_key *key,
+				      __u32 tid, struct pcmon_stack *st)
+{
+	const struct pcmon_pyproc *pp = py_proc(key, st);
+	struct pcmon_pythread *pt;
+
+	if (!pp)
 		return;
 	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (pt)
 		py_walk_frames(st, pt, pp, tid);
 }
 
+/* The same for @task off CPU, read from outside its address space (dump_offcpu). */
+static __always_inline void py_append_task(struct task_struct *task, const struct pcmon_key *key,
+					   struct pcmon_stack *st)
+{
+	const struct pcmon_pyproc *pp = py_proc(key, st);
+	struct pcmon_pythread *pt;
+
+	if (!pp)
+		return;
+	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (pt)
+		py_walk_frames_task(st, pt, pp, key->tid, task);
+}
+
 /* The same, into the record of a --unwind dwarf sample: @slot 0 from the sample program, 1
  * from the switch program. */
-static __always_inline void py_append_dwarf(struct task_struct *task, __u32 tgid, __u32 tid,
-					    __u32 epoch, struct pcmon_dsample *d, __u32 slot)
+static __always_inline void py_append_dwarf(struct task_struct *task, const struct pcmon_key *key,
+					    __u32 tid, struct pcmon_dsample *d, __u32 slot)
 {
 	struct pcmon_stack *st = bpf_map_lookup_elem(&pyscratch, &slot);
 	__u32 n;
 
 	d->pylen = 0;
-	if (!py_on || !st)
+	if (!st)
 		return;
 	st->len = 0;
-	py_append(task, tgid, tid, epoch, st);
+	py_append(task, key, tid, st);
 	n = st->len;
 	if (n > PCMON_PY_FRAMES_MAX + 1)
 		n = PCMON_PY_FRAMES_MAX + 1;
@@ -727,7 +824,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	d->ulen = got ? 0 : n;
 	if (got)
 		d->h.key.uerr = PCMON_SERR_FAULT;
-	py_append_dwarf(task, key->pid, d->h.tid, key->epoch, d, type != PCMON_DS_SAMPLE);
+	py_append_dwarf(task, key, d->h.tid, d, type != PCMON_DS_SAMPLE);
 	d->klen = 0;
 	if (kernel) {
 		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);
@@ -949,7 +1046,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
 	if (!key.uerr)
-		py_append(bpf_get_current_task_btf(), key.pid, key.tid, key.epoch, &sc->urec.st);
+		py_append(bpf_get_current_task_btf(), &key, key.tid, &sc->urec.st);
 	sc->krec.st.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
 		key.kerr = capture(ctx, &sc->krec.st, 0);
@@ -1002,7 +1099,7 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task, str
 {
 	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
 	if (!o->key.uerr)
-		py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
+		py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;
 	if (kernel)
 		o->key.kerr = capture(ctx, &o->krec.st, 0);
@@ -1073,7 +1170,7 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 
 	uwalk_start(&w, task, &o->urec.st);
 	bpf_loop(PCMON_STACK_MAX, uwalk_step, &w, 0);
-	py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
+	py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;
 	o->key.uerr = o->key.kerr = PCMON_SERR_NONE;
 	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
@@ -1583,6 +1680,7 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 		sc->o.key.uerr = PCMON_SERR_NONE;
 		bpf_loop(PCMON_STACK_MAX, uwalk_step_task, &w, 0);
 	}
+	py_append_task(task, &sc->o.key, &sc->o.urec.st);
 	sc->o.krec.st.len = 0;
 	sc->o.urec.key = sc->o.key.ustack = stack_hash(&sc->o.urec.st);
 	sc->o.krec.key = sc->o.key.kstack = 0;

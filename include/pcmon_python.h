@@ -30,6 +30,15 @@ enum pcmon_py_status {
 	PCMON_PY_OK = 0,	/* at the thread's first frame */
 	PCMON_PY_FAULT,		/* a read failed (a frame freed under the sampler, a page out) */
 	PCMON_PY_DEPTH,		/* more frames than PCMON_PY_FRAMES_MAX (or room in the record) */
+	/*
+	 * No frame follows: the engine had not yet said whether the process runs a CPython
+	 * (no pyprocs entry for its image: its first milliseconds, until PCMON_EV_SAMPLED is
+	 * handled), or the thread's state was not on the interpreter's list (a C thread, or one
+	 * the interpreter had not listed yet). The engine flags those of a CPython process that
+	 * ran Python code (AGG_UNWALK_PYTHON_UNKNOWN) and drops the marker of the others.
+	 */
+	PCMON_PY_UNKNOWN,
+	PCMON_PY_NOSTATE,
 };
 
 /*
@@ -72,11 +81,14 @@ struct pcmon_pyoffs {
 	__u16 co_code;		/* PyCodeObject.co_code_adaptive: the first instruction */
 };
 
-/* A CPython process's interpreter, registered by the engine (pyprocs, by tgid). */
+/*
+ * A process the engine looked at for an interpreter (pyprocs, by tgid): runtime 0 says it has
+ * none pcmon can read (no CPython, or a version with no offsets), so BPF leaves it alone.
+ */
 struct pcmon_pyproc {
-	__u32 epoch;		/* the image it was found in: a later exec is not Python */
+	__u32 epoch;		/* the image it was looked at in: a later exec is looked at again */
 	__u32 version;		/* PY_VERSION_HEX */
-	__u64 runtime;		/* address of _PyRuntime */
+	__u64 runtime;		/* address of _PyRuntime, 0: none */
 	struct pcmon_pyoffs o;
 };
 

@@ -364,14 +364,32 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 }
 
 /*
+ * A marker with no frame (PCMON_PY_UNKNOWN, PCMON_PY_NOSTATE): were Python frames missed? A
+ * thread whose native frames run the interpreter's loop was running Python code; so was, as
+ * far as anyone can tell, a CPython process sampled before BPF knew it whose native walk
+ * did not reach a root (frame pointers: the walk stops in the interpreter). A C thread, a
+ * process with no CPython pcmon can read, and the native start-up of a CPython are left as
+ * they are.
+ */
+static bool python_missed(struct sample_g *g, const struct pcmon_key *k, uint32_t status,
+			  const uint32_t *locs, uint32_t nu, bool whole)
+{
+	if (py_runs_eval(g->py, locs, nu))
+		return status == PCMON_PY_NOSTATE || py_is_python(g->py, k->pid);
+	return status == PCMON_PY_UNKNOWN && !whole && py_is_python(g->py, k->pid);
+}
+
+/*
  * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
  * native frames and the frames after it. The native pcs are named, then each activation of
  * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
- * @st outermost first; a chain BPF could not read whole cuts the stack short there. Returns
- * the user locations written.
+ * @st outermost first; a chain BPF could not read whole cuts the stack short there, and one
+ * it did not know (python_missed(): @whole, the native walk reached a root) is flagged.
+ * Returns the user locations written.
  */
 static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, const __u64 *upc,
-			     uint32_t nu, const __u64 *pyw, uint32_t npy, struct agg_stack *st)
+			     uint32_t nu, const __u64 *pyw, uint32_t npy, bool whole,
+			     struct agg_stack *st)
 {
 	static const enum agg_unwalk cut_reason[] = {
 		[PCMON_PY_FAULT] = AGG_UNWALK_PYTHON,
@@ -395,6 +413,13 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 	for (uint32_t i = 0; i < nu; i++)
 		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
 	in.nat = g->natlocs;
+	if (in.status == PCMON_PY_UNKNOWN || in.status == PCMON_PY_NOSTATE) {
+		for (uint32_t i = 0; i < nu; i++)
+			st->locs[nu - 1 - i] = g->natlocs[i];
+		if (python_missed(g, k, in.status, g->natlocs, nu, whole))
+			st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(AGG_UNWALK_PYTHON_UNKNOWN);
+		return nu;
+	}
 	if (in.status > PCMON_PY_DEPTH)
 		in.status = PCMON_PY_FAULT;
 	n = py_merge(g->py, &in, g->mergelocs, &cut);
@@ -435,7 +460,7 @@ static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
  */
 static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy)
+				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy, bool whole)
 {
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	struct sym *sym = g->env.sym;
@@ -470,7 +495,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		nk--;
 	}
 	if (npy) {
-		nu = merge_python(g, k, upc, nu, pyw, npy, st);
+		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
@@ -506,7 +531,7 @@ static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 	else if (nu && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
 		cut = AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
 	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr),
-			 us ? us->ip + nu : NULL, nall - nu);
+			 us ? us->ip + nu : NULL, nall - nu, !cut);
 	if (!st || st->unwalk != AGG_WALK_OK || !nu)
 		return st;
 	if (!(st->flags & AGG_SF_CUT_SHORT))
@@ -565,7 +590,7 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
-			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1));
+			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
 		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
@@ -1055,8 +1080,16 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	r = py_add(g->py, g->env.sym, ev->pid, ev->epoch, &pp, why, sizeof(why));
 	if (r == -ENOTSUP && py_tell_once(g->py, ev->pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", ev->pid, why);
-	if (r)
+	if (r) {
+		/*
+		 * None pcmon can read: BPF is told so, and stops marking its samples as not known
+		 * yet (PCMON_PY_UNKNOWN). If the map is full it goes on marking them, and the
+		 * marker is dropped here (python_missed()): not worth a warning.
+		 */
+		pp = (struct pcmon_pyproc){ .epoch = ev->epoch };
+		sampler_py_set(g->smp, ev->pid, &pp);
 		return;
+	}
 	pp.epoch = ev->epoch;
 	r = sampler_py_set(g->smp, ev->pid, &pp);
 	if (r)

@@ -669,6 +669,19 @@ static bool is_eval(struct py *p, uint32_t loc)
 	return sym_proc(p->sym, f[l->nframes - 1])->name == p->eval_name;
 }
 
+bool py_runs_eval(struct py *p, const uint32_t *locs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (is_eval(p, locs[i]))
+			return true;
+	return false;
+}
+
+bool py_is_python(struct py *p, uint32_t pid)
+{
+	return pid_find(p, pid) != NULL;
+}
+
 uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uint32_t *cut)
 {
 	uint32_t ngroups = 0, nevals = 0, np = 0, shift = 0, n = 0, g = 0, *gstart, *locs;

@@ -54,6 +54,11 @@ int py_code_early(struct py *p, uint32_t pid, uint64_t word);
  * object could not be read). */
 int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc);
 
+/* Is @pid a process whose interpreter was found (and not forgotten since)? */
+bool py_is_python(struct py *p, uint32_t pid);
+/* Does one of the native user locations @locs run Python code (an activation of PY_EVAL_FN)? */
+bool py_runs_eval(struct py *p, const uint32_t *locs, uint32_t n);
+
 /*
  * Merge @pw (the words after a stack's marker, and the marker's status) into the native
  * user locations @nat (innermost first, @nn of them), into @out (room for @nn + @np):
