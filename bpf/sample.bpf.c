@@ -369,8 +369,9 @@ struct py_walk {
 	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 frame;
 	__u32 n, end;		/* next word of st to write, the first not to */
+	__u32 first;		/* the first word of frames */
 	__u32 status;
-	__u16 lo, code, previous, prev_instr, is_entry, co_code;
+	__u16 lo, size, code, previous, prev_instr, is_entry, shim_owner, co_code;
 };
 
 /* A field of @size bytes at @off of a frame's window (the engine's offsets, bounded here). */
@@ -378,7 +379,7 @@ static __always_inline __u64 win_get(const __u8 *win, __u16 off, int size)
 {
 	__u64 v = 0;
 
-	if (off > PCMON_PY_FRAME_WINDOW - 8)
+	if (off > PCMON_PY_FRAME_WINDOW - size)
 		return 0;
 	if (size == 1)
 		return win[off];
@@ -395,8 +396,9 @@ static __always_inline __u32 stack_slot(__u32 i)
 
 static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 {
-	__u8 win[PCMON_PY_FRAME_WINDOW];
-	__u64 code, prev_instr, first, instr1;
+	__u8 win[PCMON_PY_FRAME_WINDOW] = {};
+	__u64 code, prev_instr, first, instr1, entry;
+	long err;
 
 	if (!w->frame)
 		return 1;
@@ -404,11 +406,27 @@ static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 		w->status = PCMON_PY_DEPTH;
 		return 1;
 	}
-	if (py_read(win, sizeof(win), w->frame + w->lo, w->task, remote)) {
+	/* no more than the frame's fields span: the last frame of a chunk may end a mapping */
+	if (w->size <= PCMON_PY_FRAME_SHORT)
+		err = py_read(win, PCMON_PY_FRAME_SHORT, w->frame + w->lo, w->task, remote);
+	else
+		err = py_read(win, PCMON_PY_FRAME_WINDOW, w->frame + w->lo, w->task, remote);
+	if (err) {
 		w->status = PCMON_PY_FAULT;
 		return 1;
 	}
-	code = win_get(win, w->code, 8);
+	entry = win_get(win, w->is_entry, 1);
+	if (w->shim_owner && entry >= w->shim_owner) {
+		/* the shim an activation was entered through: the frame before it was its first */
+		if (w->n > w->first)
+			w->st->ip[stack_slot(w->n - 1)] |= PCMON_PY_ENTRY;
+		w->frame = win_get(win, w->previous, 8);
+		return 0;
+	}
+	if (w->shim_owner)
+		entry = 0;
+	/* (3.14's f_executable is a tagged reference: its low bits are not the address's) */
+	code = win_get(win, w->code, 8) & ~7ULL;
 	prev_instr = win_get(win, w->prev_instr, 8);
 	if (!code || code > PCMON_PY_CODE_MASK) {
 		w->status = PCMON_PY_FAULT; /* not a frame (any more) */
@@ -416,7 +434,7 @@ static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 	}
 	first = code + w->co_code;
 	instr1 = prev_instr < first ? 0 : (prev_instr - first) / 2 + 1;
-	w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, win_get(win, w->is_entry, 1) != 0, instr1);
+	w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, entry != 0, instr1);
 	w->n++;
 	w->frame = win_get(win, w->previous, 8);
 	return 0;
@@ -468,14 +486,20 @@ static __always_inline int py_walk(struct pcmon_stack *st, struct pcmon_pythread
 		py_mark(st, PCMON_PY_NOSTATE);
 		return 0;
 	}
-	w = (struct py_walk){ .st = st, .task = task, .n = n + 1, .lo = pp->o.fr_lo,
-			      .code = pp->o.fr_code, .previous = pp->o.fr_previous,
-			      .prev_instr = pp->o.fr_prev_instr, .is_entry = pp->o.fr_is_entry,
+	w = (struct py_walk){ .st = st, .task = task, .n = n + 1, .first = n + 1,
+			      .lo = pp->o.fr_lo, .size = pp->o.fr_size, .code = pp->o.fr_code,
+			      .previous = pp->o.fr_previous, .prev_instr = pp->o.fr_prev_instr,
+			      .is_entry = pp->o.fr_is_entry, .shim_owner = pp->o.fr_shim_owner,
 			      .co_code = pp->o.co_code };
 	w.end = n + 1 + PCMON_PY_FRAMES_MAX;
 	if (w.end > PCMON_STACK_MAX)
 		w.end = PCMON_STACK_MAX;
-	if (py_read(&cframe, sizeof(cframe), tstate + pp->o.ts_cframe, task, remote) || !cframe ||
+	/* 3.11: the thread state's _PyCFrame holds the current frame; 3.13: the state itself */
+	if (pp->o.ts_cframe == PCMON_PY_NO_CFRAME)
+		cframe = tstate;
+	else if (py_read(&cframe, sizeof(cframe), tstate + pp->o.ts_cframe, task, remote))
+		cframe = 0;
+	if (!cframe ||
 	    py_read(&w.frame, sizeof(w.frame), cframe + pp->o.cf_current, task, remote)) {
 		w.status = PCMON_PY_FAULT;
 	} else if (!w.frame) {
