@@ -363,19 +363,21 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 	}
 }
 
+static void python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again);
+
 /*
  * A marker with no frame (PCMON_PY_UNKNOWN, PCMON_PY_NOSTATE): were Python frames missed? A
- * thread whose native frames run the interpreter's loop was running Python code; so was, as
- * far as anyone can tell, a CPython process sampled before BPF knew it whose native walk
- * did not reach a root (frame pointers: the walk stops in the interpreter). A C thread, a
- * process with no CPython pcmon can read, and the native start-up of a CPython are left as
- * they are.
+ * thread whose native frames run the interpreter's loop was running Python code (whether
+ * pcmon can read that CPython or not: it was not known then); so was, as far as anyone can
+ * tell, a CPython process sampled before BPF knew it whose native walk did not reach a root
+ * (frame pointers: the walk stops in the interpreter). A C thread, a process with no
+ * CPython, and the native start-up of a CPython are left as they are.
  */
 static bool python_missed(struct sample_g *g, const struct pcmon_key *k, uint32_t status,
 			  const uint32_t *locs, uint32_t nu, bool whole)
 {
 	if (py_runs_eval(g->py, locs, nu))
-		return status == PCMON_PY_NOSTATE || py_is_python(g->py, k->pid);
+		return true;
 	return status == PCMON_PY_UNKNOWN && !whole && py_is_python(g->py, k->pid);
 }
 
@@ -413,6 +415,14 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 	for (uint32_t i = 0; i < nu; i++)
 		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
 	in.nat = g->natlocs;
+	/*
+	 * A dwarf record is converted as it streams, before the lifecycle events that came with
+	 * it are handled: the first sample of a process BPF knew nothing of makes the engine look
+	 * for its interpreter now, rather than after the rest of the stream (its address map is
+	 * read: its native pcs were just named).
+	 */
+	if (in.status == PCMON_PY_UNKNOWN && py_first_look(g->py, k->pid, k->epoch))
+		python_look(g, k->pid, k->epoch, false);
 	if (in.status == PCMON_PY_UNKNOWN || in.status == PCMON_PY_NOSTATE) {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = g->natlocs[i];
@@ -1064,17 +1074,45 @@ static bool stream(void *gp)
 }
 
 /*
+ * Is there a CPython in process @pid (image @epoch)? BPF is told where, or that there is none
+ * pcmon can read (so that it stops marking its samples as not known yet); a version pcmon
+ * has no offsets for is said once per process, and keeps its native frames. A failed look
+ * again (@again: it loaded objects) leaves an interpreter found before as it is.
+ */
+static void python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again)
+{
+	struct pcmon_pyproc pp;
+	char why[4400];
+	int r;
+
+	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
+	if (r == -ENOTSUP && py_tell_once(g->py, pid))
+		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
+	if (r) {
+		/* (a full map: BPF goes on marking them, and python_missed() drops the marker) */
+		pp = (struct pcmon_pyproc){ .epoch = epoch };
+		if (!again || !py_is_python(g->py, pid))
+			sampler_py_set(g->smp, pid, &pp);
+		return;
+	}
+	pp.epoch = epoch;
+	r = sampler_py_set(g->smp, pid, &pp);
+	if (r)
+		pr_warn("pid %u: Python frames: %s", pid, strerror(-r));
+	else if (!again)
+		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", pid,
+			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+}
+
+/*
  * A process of a target that reads Python frames is first sampled, or loads objects (a
- * libpython opened after the first sample): is there a CPython in it? BPF is told where; a
- * version pcmon has no offsets for is said once per process, and keeps its native frames.
+ * libpython opened after the first sample): is there a CPython in it (python_look(), unless
+ * one of its first samples made the engine look already)?
  */
 static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
 {
 	struct sample_g *g = gp;
 	struct sample *sp = st;
-	struct pcmon_pyproc pp;
-	char why[4400];
-	int r;
 
 	(void)t;
 	if (ev->type == PCMON_EV_EXEC) {
@@ -1088,26 +1126,9 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
-	r = py_add(g->py, g->env.sym, ev->pid, ev->epoch, &pp, why, sizeof(why));
-	if (r == -ENOTSUP && py_tell_once(g->py, ev->pid))
-		pr_warn("pid %u: %s: its samples keep their native frames", ev->pid, why);
-	if (r) {
-		/*
-		 * None pcmon can read: BPF is told so, and stops marking its samples as not known
-		 * yet (PCMON_PY_UNKNOWN). If the map is full it goes on marking them, and the
-		 * marker is dropped here (python_missed()): not worth a warning.
-		 */
-		pp = (struct pcmon_pyproc){ .epoch = ev->epoch };
-		sampler_py_set(g->smp, ev->pid, &pp);
+	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;
-	}
-	pp.epoch = ev->epoch;
-	r = sampler_py_set(g->smp, ev->pid, &pp);
-	if (r)
-		pr_warn("pid %u: Python frames: %s", ev->pid, strerror(-r));
-	else if (ev->type == PCMON_EV_SAMPLED)
-		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", ev->pid,
-			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+	python_look(g, ev->pid, ev->epoch, ev->type == PCMON_EV_DLOPEN);
 }
 
 static void attach_usdt(void *ctx, const char *path)

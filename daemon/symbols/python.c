@@ -86,6 +86,7 @@ struct py {
 	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, forgotten later */
 	size_t ngone, cap_gone;
 	struct itab *told;	/* pids a warning was given about */
+	struct itab *looked;	/* (pid, epoch) looked at for an interpreter */
 	uint32_t gen;
 	uint32_t eval_name;	/* string id of PY_EVAL_FN */
 };
@@ -98,7 +99,8 @@ struct py *py_new(struct sym *s)
 		return NULL;
 	p->sym = s;
 	p->gen = 1;
-	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
+	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || !(p->looked = itab_new()) ||
+	    sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
 		py_free(p);
 		return NULL;
 	}
@@ -113,6 +115,7 @@ void py_free(struct py *p)
 		free(p->codes[i].tab);
 	itab_free(p->keys);
 	itab_free(p->told);
+	itab_free(p->looked);
 	free(p->codes);
 	free(p->pids);
 	free(p->gone);
@@ -167,6 +170,13 @@ void py_exited(struct py *p, uint32_t pid, uint64_t now)
 		return;
 	p->gone[p->ngone].pid = pid;
 	p->gone[p->ngone++].at = now;
+}
+
+bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch)
+{
+	uint32_t key[2] = { pid, epoch }, id;
+
+	return itab_intern(p->looked, key, sizeof(key), &id) == 1;
 }
 
 bool py_tell_once(struct py *p, uint32_t pid)

@@ -73,6 +73,8 @@ void py_forget(struct py *p, uint32_t pid);
  */
 #define PY_FORGET_NS (30 * 1000000000ull)
 void py_exited(struct py *p, uint32_t pid, uint64_t now);
+/* True the first time it is asked about image @epoch of @pid (looked at once). */
+bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch);
 /* True the first time it is asked about @pid (a warning said once per process). */
 bool py_tell_once(struct py *p, uint32_t pid);
 

@@ -55,10 +55,14 @@ def test_virtual_dwarf_shares():
     p = procs(listing)
     # C extensions show under their Python caller
     assert p["py.pyphases.parse_json"]["deep"] > 0 and p["py.pyphases.scan_re"]["deep"] > 0
-    # the interpreter's loop is gone from the samples that ran Python (what is left: start-up
-    # before the interpreter was found, threads sampled before their state was made)
+    # the interpreter's loop is gone from the samples that ran Python; what is left (start-up
+    # before the interpreter was found, threads sampled before their state was made) is
+    # flagged python_unknown, but for an activation just entered, with no frame yet
     ev = p.get("python3.11._PyEval_EvalFrameDefault", {"deep": 0})["deep"]
-    assert ev <= 0.05 * listing["summary"]["counted"], ev
+    n = listing["summary"]["counted"]
+    unknown = listing["summary"]["cut_short_by_reason"]["python_unknown"]
+    assert ev <= 0.05 * n, ev
+    assert ev - unknown <= 0.01 * n, (ev, unknown, n)
 
 
 def test_virtual_fp_shares():
