@@ -1872,7 +1872,9 @@ def table(res):
                 for hz, _ in RATES[:2]) for t, w in PY_CONFIGS))
         add("   samples with Python frames (pcmon, median %): " + "/".join(
             fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("python_pct") or {}).get("median"), ".1f")
-            for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz)")
+            for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); flagged python_unknown (not known yet): "
+            + "/".join(fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("unknown_pct") or {}).get("median"), ".1f")
+                       for hz, _ in RATES[:2]) + " %")
         add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
         session_header(add)
         for key, c in py.get("sessions", {}).items():
@@ -2165,7 +2167,11 @@ def python_frames():
             if tool:
                 x["samples"] = samples_of(tool, r)
             if tool == "pcmon":
-                x["python_pct"] = python_pct(doc_with(r.out, "summary"))
+                doc = doc_with(r.out, "summary")
+                x["python_pct"] = python_pct(doc)
+                n = doc["summary"].get("counted") if doc else None
+                x["unknown_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("python_unknown", 0) / n
+                                    if n else None)
             runs[key].append(x)
     d = doc_with(run(pywork_cmd(units)).out, "units")
     if d:
@@ -2186,6 +2192,7 @@ def python_frames():
             "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
             "samples": stats([x.get("samples") for x in ok]),
             "python_pct": stats([x.get("python_pct") for x in ok]),
+            "unknown_pct": stats([x.get("unknown_pct") for x in ok]),
             "errors": [x["error"] for x in rs if "error" in x],
         }
     # the profilers' own cost, attached by pid to a long run of the same program

@@ -1115,10 +1115,11 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	struct sample *sp = st;
 
 	(void)t;
-	if (ev->type == PCMON_EV_EXEC) {
-		sampler_py_set(g->smp, ev->pid, NULL);
-		return;
-	}
+	/*
+	 * (An exec leaves the old image's entry: BPF reads no entry of another image, and the
+	 * new image's may be there already, made by one of its first records, which stream in
+	 * before this event is handled.)
+	 */
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
 		py_exited(g->py, ev->pid, now_ns());

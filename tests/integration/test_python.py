@@ -206,6 +206,18 @@ def pcmon_json_last(text):
             pos = start + 1
 
 
+def test_low_rate_keeps_python_frames():
+    """100 Hz, --unwind dwarf: the first record converted makes the engine look for the
+    interpreter, before it handles the exec that came before it; that exec must not undo it."""
+    need_python()
+    for _ in range(2):
+        listing, _ = pcmon_json("run", "--interval", 10000, "--", PY, PYWORK, 40000,
+                                sock="/nonexistent/pcmond.sock")
+        n = listing["summary"]["counted"]
+        got = procs(listing).get("py.pywork.level7", {"deep": 0})["deep"]
+        assert n >= 40 and got >= 0.8 * n, (got, n, listing["summary"]["cut_short_by_reason"])
+
+
 WAIT_THEN = """
 import os, sys, time
 flag, then = sys.argv[1], sys.argv[2:]
