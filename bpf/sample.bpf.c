@@ -614,6 +614,29 @@ static __always_inline __u64 ring_flags(void *ring)
 }
 
 /*
+ * A record carrying Python frames (@python): their code objects are named from the process's
+ * memory, which is gone once it exits, so the engine is woken to read them within
+ * PY_WAKE_NS rather than at its next tick (1 s: a short script would be gone). At most one
+ * such wakeup per PY_WAKE_NS for the whole machine (a plain store: two CPUs may both wake it).
+ */
+#define PY_WAKE_NS 100000000ull
+__u64 py_woke_ns;
+
+static __always_inline __u64 ring_flags_py(void *ring, bool python)
+{
+	__u64 now;
+
+	if (python) {
+		now = bpf_ktime_get_ns();
+		if (now - py_woke_ns >= PY_WAKE_NS) {
+			py_woke_ns = now;
+			return BPF_RB_FORCE_WAKEUP;
+		}
+	}
+	return ring_flags(ring);
+}
+
+/*
  * Counts map @g just reached drain_at entries: wake the engine, which otherwise looks once
  * a second. A flood of new stacks is drained long before the map fills, and a steady few
  * cost the engine no wakeups but that one a second.
@@ -632,12 +655,17 @@ static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
 {
 	__u32 len = r->st.len;
 
+	bool python;
+
 	if (len > PCMON_STACK_MAX)
 		len = PCMON_STACK_MAX;
+	/* Python frames end a stack with its outermost, the entry of the outermost activation:
+	 * its word has PCMON_PY_ENTRY set, which no user address has (nor has a marker) */
+	python = len && r->st.ip[(len - 1) & (PCMON_STACK_MAX - 1)] > PCMON_PY_CODE_MASK;
 	r->gen = g;
 	return !bpf_ringbuf_output(&stackring, r,
 				   offsetof(struct pcmon_srec, st.ip) + len * sizeof(__u64),
-				   ring_flags(&stackring));
+				   ring_flags_py(&stackring, python));
 }
 
 /*
@@ -857,7 +885,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 		else
 			d->h.key.kerr = PCMON_SERR_FAULT;
 	}
-	bpf_ringbuf_submit(d, ring_flags(&dsamples));
+	bpf_ringbuf_submit(d, ring_flags_py(&dsamples, d->pylen > 1));
 }
 
 /* record() into the counts map the engine is not draining */

@@ -454,10 +454,11 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
  * process is there to read (sampler_py_hook()). Their names exist only in the process's
  * memory, which the kernel releases before the exit event reaches the engine; with
  * --unwind fp this stack's samples wait in BPF's counts map until a drain (a save every 5 s,
- * a listing, a filling map), but the ring, which carries each distinct stack once, is read at
- * every tick of the loop (1 s) and whenever it wakes. Named only at the drain, a process that
- * exits in between (most `pcmon run`s of a script) would have each of those samples cut
- * short at its first Python frame. Only the code object and its interned strings are made
+ * a listing, a filling map), but the ring, which carries each distinct stack once, is read
+ * whenever the engine wakes, and a stack with Python frames wakes it within 100 ms
+ * (ring_flags_py() in sample.bpf.c). Named only at the drain, a process that exits in between
+ * (most `pcmon run`s of a script) would have each of those samples cut short at its first
+ * Python frame. Only the code object and its interned strings are made
  * here (python.c's cache); the drain makes the locations. Dwarf records are converted as they
  * stream and need none of this. docs/python.md, "Naming code objects".
  */
