@@ -2266,8 +2266,12 @@ def main():
         res["section_s"][name] = time.monotonic() - t0
 
     try:
+        kept = res.get("calibration") if ONLY else None
         section("calibration", calibrate)
         cal = res["calibration"]
+        if kept:
+            # the other sections' figures were measured with the calibration they kept
+            res["only"]["calibration"], res["calibration"] = cal, kept
         if "error" in cal:
             raise SystemExit("calibration failed: " + cal["error"])
         dwarf_err = dwarf_probe()
