@@ -144,6 +144,7 @@ def test_no_python_lists_as_before():
     assert listing["target"].get("python") is False, listing["target"]
 
 
+TMPDIRS = []  # removed when the tests are done
 WORKLOADS = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "workloads")
 PYWORK = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "pywork.py")
 
@@ -155,6 +156,7 @@ def fake_python(variant, name):
     if not os.path.exists(src):
         raise Skip(f"no {src} (make workloads)")
     d = tempfile.mkdtemp(prefix="pcmon-fakepy-")
+    TMPDIRS.append(d)
     dst = os.path.join(d, name)
     shutil.copy(src, dst)
     return dst
@@ -235,6 +237,7 @@ long_nap()
 def waiting_python(*then):
     need_python()
     d = tempfile.mkdtemp(prefix="pcmon-py-")
+    TMPDIRS.append(d)
     script, flag = os.path.join(d, "sleeper.py"), os.path.join(d, "go")
     with open(script, "w") as f:
         f.write(WAIT_THEN)
@@ -299,4 +302,9 @@ def test_open_interval_has_python_frames():
 
 
 if __name__ == "__main__":
-    sys.exit(run_tests(globals()))
+    try:
+        rc = run_tests(globals())
+    finally:
+        for d in TMPDIRS:
+            shutil.rmtree(d, ignore_errors=True)
+    sys.exit(rc)
