@@ -209,7 +209,8 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
 	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
 	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
-	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0
+	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 \
+	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -222,6 +223,11 @@ $(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/w
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
 $(OUTPUT)/workloads/inline_chain: tests/workloads/special/inline_chain.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
+# a CPython pcmon has no table for, publishing its offsets or not (test_python.py)
+$(OUTPUT)/workloads/fakepy: tests/workloads/special/fakepy.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/fakepy_published: tests/workloads/special/fakepy.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -DPUBLISH $< -o $@
 $(OUTPUT)/workloads/bigframe_nofp: tests/workloads/bigframe.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 # C++ and Rust names (the Rust program in both of its manglings: legacy, the default, and v0)

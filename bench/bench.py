@@ -11,6 +11,8 @@ Measures, in one run on this machine, pcmon side by side with `perf record -g` a
   4. scale                pcmond's cost vs target threads (1/16/256) and vs unique stacks
   5. limits               the highest sampling rate with zero lost samples
   6. REAL vs VIRTUAL      slowdown of a context-switch-heavy workload (pipe ping-pong)
+ 11. Python frames       a CPython 3.11 program's slowdown and pcmond's CPU per 1000 samples,
+                          with Python frames and --no-python, beside perf record -g
 
 Everything is a ratio or a cost measured in this run; nothing is a constant typed in here.
 A missing or failing peer tool is reported in the table, never fatal. Prints the table on
@@ -23,7 +25,8 @@ session profiles, default 5), BENCH_BASELINE (another checkout where `make` was 
 sections whose cells are pcmon's own costs — cost's pcmond rows, ping-pong's and call
 counting's pcmon rows — are also measured with its bin/pcmon and bin/pcmond, interleaved
 with this tree's, and a comparison table follows the main one; unset, nothing changes).
-Exit status 1 if a section of the benchmark itself failed (a failing peer is a result, not
+BENCH_ONLY (sections to run, comma-separated keys of results.json: the others keep their
+last figures). Exit status 1 if a section of the benchmark itself failed (a failing peer is a result, not
 a failure).
 """
 import bisect
@@ -84,6 +87,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # BENCH_BASELINE: a checkout whose binaries are measured beside this tree's (None: not)
 BASELINE = os.path.abspath(os.environ["BENCH_BASELINE"]) if os.environ.get("BENCH_BASELINE") else None
 BASELINE_BINS = ("pcmon", "pcmond", "pcmon-engine.so")
+# BENCH_ONLY=python,cost: run only these sections (and the calibration); the others keep
+# their figures from the last bench/results.json, and the table says which are new
+ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
 
 TMP = tempfile.mkdtemp(prefix="pcmon-bench-")
 NO_DAEMON = os.path.join(TMP, "no-daemon.sock")  # never exists: `pcmon run` uses its own engine
@@ -1040,10 +1046,11 @@ def latencies(dmn, tid, reps=5):
     return out
 
 
-def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False, steady=0):
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False, steady=0, opts=()):
     """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
     what it cost the daemon. latency: also time commands while the workload runs. steady:
-    then also pcmond's CPU over that many more seconds (its steady cost)."""
+    then also pcmond's CPU over that many more seconds (its steady cost). opts: more options
+    of `pcmon start` (--no-python)."""
     dmn = Daemon()
     w = None
     cmd_ms = steady_ms = None
@@ -1053,7 +1060,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         rss0 = proc_status_kb(dmn.pid, "VmRSS")
         s0 = dmn.json("status")
         cpu0, wcpu0, t0 = dmn.cpu(), proc_cpu(w.pid), time.monotonic()
-        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", unwind, "--interval", us, "--json")
+        r = dmn.cli("start", "--pid", w.pid, f"--{mode}", "--unwind", unwind, "--interval", us, *opts, "--json")
         if r.rc != 0:
             raise RuntimeError(f"pcmon start: {r.why()}")
         tid = str(int(json.loads(r.out)["id"]))
@@ -1115,6 +1122,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         "unwound": s1.get("dwarf_samples_unwound", 0) - s0.get("dwarf_samples_unwound", 0),
         "unwind_ms": s1.get("dwarf_unwind_ms_total", 0) - s0.get("dwarf_unwind_ms_total", 0),
         "stack_bytes": s1.get("dwarf_stack_bytes_total", 0) - s0.get("dwarf_stack_bytes_total", 0),
+        "python_pct": python_pct(doc),
     }
 
 
@@ -1556,6 +1564,10 @@ def table(res):
     add(f"pcmon benchmark — {env['date']}, {env['cpus']} CPUs, kernel {env['kernel']}, "
         f"load average at start {env['loadavg_start']}")
     add(f"peers: {env['perf'] or 'perf missing'}; {env['bpftrace'] or 'bpftrace missing'}")
+    if res.get("only"):
+        o = res["only"]
+        add(f"sections {', '.join(o['sections'])} measured alone (BENCH_ONLY) on {o['date']}, load average "
+            f"at start {o['loadavg_start']}; the others are from the run above")
     add("")
 
     sd = res.get("slowdown", {})
@@ -1835,6 +1847,42 @@ def table(res):
                 f"{'':>11}  {fmt(pf.get('data_mb'))} MB of perf.data (perf report not included)")
         add("   (RSS growth: over the second half; pcmond's RSS counts its BPF rings' mappings)")
     add("")
+
+    py = res.get("python", {})
+    add("11. PYTHON FRAMES — bench/pywork.py (pure Python, eight calls deep) on CPython 3.11: its own "
+        f"CPU time for the fixed work / bare (median [min-max] of {REPS} runs)")
+    if not py or "error" in py:
+        add(f"   failed: {py.get('error', 'not run')}")
+    else:
+        add(f"   bare: {fmt_stat(py['bare_cpu_s'], 3)} s CPU, {fmt_stat(py['bare_wall_s'], 3)} s wall, "
+            f"{py['units']} units")
+        add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
+        for tool, what in PY_CONFIGS:
+            label = py_key(tool, what, 0).rsplit(" @", 1)[0]
+            cells = [py["cells"].get(py_key(tool, what, hz), {}) for hz, _ in RATES[:2]]
+            add(f"   {label:<26}" + "".join(
+                f"{fmt_stat(c.get('cpu_ratio')) if c.get('cpu_ratio') else ('failed' if c.get('errors') else '-'):>22}"
+                for c in cells))
+            for c in cells:
+                for e in c.get("errors", [])[:1]:
+                    add(f"   {label}: {e[:100]}")
+        add("   samples per run (median): " + "   ".join(
+            f"{py_key(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
+                fmt((py["cells"].get(py_key(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
+                for hz, _ in RATES[:2]) for t, w in PY_CONFIGS))
+        add("   samples with Python frames (pcmon, median %): " + "/".join(
+            fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("python_pct") or {}).get("median"), ".1f")
+            for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); flagged python_unknown (not known yet): "
+            + "/".join(fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("unknown_pct") or {}).get("median"), ".1f")
+                       for hz, _ in RATES[:2]) + " %")
+        add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
+        session_header(add)
+        for key, c in py.get("sessions", {}).items():
+            session_row(add, key.replace("pcmon, Python frames", "pcmond py").replace("pcmon --no-python", "pcmond no-py")
+                        .replace("perf record -g", "perf -g"), c)
+        add("   (pcmond py = with Python frames, no-py = --no-python; prof CPU ms/1k smp is the headline:")
+        add("   what reading and naming Python frames costs the daemon per 1000 samples)")
+    add("")
     add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
     return "\n".join(L)
@@ -2051,6 +2099,115 @@ def fleet(cal):
     return out
 
 
+# ---------------------------------------------------------------------------- 11. Python frames
+
+PY311 = "/usr/bin/python3.11"
+PYWORK = os.path.join(ROOT, "bench", "pywork.py")
+
+
+def python_pct(doc):
+    """% of a listing's counted samples that carry Python frames (the outermost Python
+    procedure's deep count: every sample of pywork's work runs under main)."""
+    n = doc["summary"].get("counted") if doc else None
+    deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"].startswith("py.")] if n else []
+    return 100 * max(deep) / n if n and deep else (0.0 if n else None)
+
+
+def pywork_cmd(units, max_wall=None):
+    return [PY311, PYWORK, str(units)] + ([str(max_wall)] if max_wall else [])
+
+
+PY_CONFIGS = [("pcmon", "python"), ("pcmon", "no-python"), ("perf", None)]
+
+
+def py_key(tool, what, hz):
+    return f"{'pcmon, Python frames' if what == 'python' else 'pcmon --no-python' if what else 'perf record -g'} @{hz}Hz"
+
+
+def python_frames():
+    """A CPython 3.11 program of pure Python work (bench/pywork.py, eight calls deep) under
+    pcmon with its Python frames and with --no-python, at 100 Hz and 1 kHz, beside perf
+    record -g on the same program in the same run: the program's own CPU time for a fixed
+    amount of work over bare (its work rate), then a fresh pcmond (default unwinder) and perf
+    record attached by pid for BENCH_WINDOW_S: their CPU per second and per 1000 samples."""
+    if not os.path.exists(PY311):
+        return {"error": f"no {PY311} (make deps installs python3.11)"}
+    per_unit = []
+    for _ in range(2):
+        d = doc_with(run(pywork_cmd(5000)).out, "units")
+        per_unit.append(d["cpu_s"] / d["units"])
+    units = max(1000, int(WORK_S / min(per_unit)))
+    rates = RATES[:2]
+    cells = [(c, hz, us) for c in PY_CONFIGS for hz, us in rates]
+    runs = {"bare": [], **{py_key(*c, hz): [] for c, hz, _ in cells}}
+    for rep in range(REPS):
+        log(f"python: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
+        order = cells[rep * 2 % len(cells):] + cells[:rep * 2 % len(cells)]
+        for cell in [None] + order:
+            if cell is None:
+                key, cmd, env, tool = "bare", pywork_cmd(units), None, None
+            else:
+                (tool, what), hz, us = cell
+                key = py_key(tool, what, hz)
+                if tool_missing(tool):
+                    runs[key].append({"error": tool_missing(tool)})
+                    continue
+                if tool == "pcmon":
+                    cmd = [PCMON, "run", "--virtual", "--interval", str(us), "--json",
+                           *(["--no-python"] if what == "no-python" else []), "--", *pywork_cmd(units)]
+                    env = pcmon_env(NO_DAEMON)
+                else:
+                    cmd, env = perf_record_cmd(hz, os.path.join(TMP, "py.perf.data"), pywork_cmd(units)), None
+            r = run(cmd, env=env)
+            d = doc_with(r.out, "units")
+            if r.rc != 0 or d is None:
+                runs[key].append({"error": r.why()})
+                continue
+            x = {"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]}
+            if tool:
+                x["samples"] = samples_of(tool, r)
+            if tool == "pcmon":
+                doc = doc_with(r.out, "summary")
+                x["python_pct"] = python_pct(doc)
+                n = doc["summary"].get("counted") if doc else None
+                x["unknown_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("python_unknown", 0) / n
+                                    if n else None)
+            runs[key].append(x)
+    d = doc_with(run(pywork_cmd(units)).out, "units")
+    if d:
+        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]})
+    bare = [x for x in runs["bare"] if "cpu_s" in x]
+    if not bare:
+        raise RuntimeError("pywork.py failed to run bare: " + runs["bare"][0].get("error", "?"))
+    bare_cpu = statistics.median(x["cpu_s"] for x in bare)
+    bare_wall = statistics.median(x["wall_s"] for x in bare)
+    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
+           "bare_wall_s": stats([x["wall_s"] for x in bare]), "cells": {}, "sessions": {}, "runs": runs}
+    for key, rs in runs.items():
+        if key == "bare":
+            continue
+        ok = [x for x in rs if "cpu_s" in x]
+        out["cells"][key] = {
+            "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
+            "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
+            "samples": stats([x.get("samples") for x in ok]),
+            "python_pct": stats([x.get("python_pct") for x in ok]),
+            "unknown_pct": stats([x.get("unknown_pct") for x in ok]),
+            "errors": [x["error"] for x in rs if "error" in x],
+        }
+    # the profilers' own cost, attached by pid to a long run of the same program
+    long_run = pywork_cmd(10**9, WINDOW_S + 60)
+    for hz, us in rates:
+        for what, opts in (("python", ()), ("no-python", ("--no-python",))):
+            key = py_key("pcmon", what, hz)
+            log(f"python: pcmond session, {key}")
+            out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto", opts=opts)
+        log(f"python: perf record session at {hz} Hz")
+        out["sessions"][py_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
+                                                    else guarded(perf_session, hz, long_run))
+    return out
+
+
 def churn():
     """pcmond --all at 19 Hz on a compile loop, then perf record -a -g at the same rate on the
     same loop (bench/soak.py, for BENCH_CHURN_S each: `make soak` is its 10-minute form)."""
@@ -2076,6 +2233,17 @@ def main():
         "perf": PERF and version_of([PERF, "--version"]),
         "bpftrace": BPFTRACE and version_of([BPFTRACE, "--version"]),
         "reps": REPS, "work_s": WORK_S, "window_s": WINDOW_S}, "section_s": {}}
+    if ONLY:
+        try:
+            with open(RESULTS) as f:
+                prev = json.load(f)
+        except (OSError, ValueError):
+            prev = {}
+        prev.pop("baseline", None)
+        prev.pop("total_s", None)
+        res = {**prev, "environment": prev.get("environment", res["environment"]),
+               "section_s": prev.get("section_s", {}),
+               "only": {"sections": ONLY, **res["environment"]}}
     if BASELINE:
         res["baseline"] = {"tree": BASELINE, "commit": commit_of(BASELINE), "this_commit": commit_of(ROOT),
                            "noise_rule": NOISE_RULE, "sections": {}}
@@ -2083,6 +2251,8 @@ def main():
 
     def section(name, fn, *args):
         nonlocal rc
+        if ONLY and name not in ONLY and name != "calibration":
+            return
         t0 = time.monotonic()
         try:
             res[name] = fn(*args)
@@ -2096,8 +2266,12 @@ def main():
         res["section_s"][name] = time.monotonic() - t0
 
     try:
+        kept = res.get("calibration") if ONLY else None
         section("calibration", calibrate)
         cal = res["calibration"]
+        if kept:
+            # the other sections' figures were measured with the calibration they kept
+            res["only"]["calibration"], res["calibration"] = cal, kept
         if "error" in cal:
             raise SystemExit("calibration failed: " + cal["error"])
         dwarf_err = dwarf_probe()
@@ -2111,6 +2285,8 @@ def main():
         section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
+        section("fleet", fleet, cal)
+        section("python", python_frames)
         section("fleet", fleet, cal)
         section("churn", churn)
     finally:

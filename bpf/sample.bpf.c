@@ -276,32 +276,54 @@ struct {
 	__type(value, struct pcmon_stack);
 } pyscratch SEC(".maps");
 
-__u32 py_on;	/* some process is in pyprocs: the others skip the lookup */
-
 /* A thread without a state (a C thread of a Python process) is looked for again after this. */
 #define PY_MISS_NS 20000000ull
 
+/*
+ * A read of the sampled process's memory: the current thread's (@remote false: through the
+ * current address space) or another task's from a program that may sleep (@remote true: the
+ * open-interval iterator). Constant at each call site, so a non-sleeping program never holds
+ * the sleeping helper.
+ */
+static __always_inline long py_read(void *dst, __u32 size, __u64 addr, struct task_struct *task,
+				    const bool remote)
+{
+	if (remote)
+		return bpf_copy_from_user_task(dst, size, (void *)addr, task, 0);
+	return bpf_probe_read_user(dst, size, (void *)addr);
+}
+
 struct py_find {
+	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 ts;	/* the thread state being looked at */
 	__u64 found;
 	__u32 want;	/* the kernel's tid */
 	__u16 next, id;
 };
 
-static long py_find_step(__u32 i, void *data)
+static __always_inline long py_find_one(struct py_find *f, const bool remote)
 {
-	struct py_find *f = data;
 	__u64 id = 0;
 
-	if (!f->ts || bpf_probe_read_user(&id, sizeof(id), (void *)(f->ts + f->id)))
+	if (!f->ts || py_read(&id, sizeof(id), f->ts + f->id, f->task, remote))
 		return 1;
 	if (id == f->want) {
 		f->found = f->ts;
 		return 1;
 	}
-	if (bpf_probe_read_user(&f->ts, sizeof(f->ts), (void *)(f->ts + f->next)))
+	if (py_read(&f->ts, sizeof(f->ts), f->ts + f->next, f->task, remote))
 		return 1;
 	return 0;
+}
+
+static long py_find_step(__u32 i, void *data)
+{
+	return py_find_one(data, false);
+}
+
+static long py_find_step_task(__u32 i, void *data)
+{
+	return py_find_one(data, true);
 }
 
 /*
@@ -310,27 +332,30 @@ static long py_find_step(__u32 i, void *data)
  * not: the list is walked the first time a thread is sampled, and what was found is kept in
  * the thread's storage @pt, checked at each sample against the id it holds (a state freed
  * and another made for the same thread is found again). A thread that has none is looked
- * for again only after PY_MISS_NS.
+ * for again only after PY_MISS_NS; one sampled before the interpreter was made (its list
+ * empty) is looked for again at its next sample.
  */
 static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
-				       const struct pcmon_pyproc *pp)
+				       const struct pcmon_pyproc *pp, struct task_struct *task,
+				       const bool remote)
 {
-	struct py_find f = { .want = tid, .next = pp->o.ts_next, .id = pp->o.ts_native_id };
+	struct py_find f = { .task = task, .want = tid, .next = pp->o.ts_next,
+			     .id = pp->o.ts_native_id };
 	__u64 interp = 0, id = 0, now;
 
 	if (pt->runtime == pp->runtime && pt->epoch == pp->epoch) {
 		if (pt->tstate &&
-		    !bpf_probe_read_user(&id, sizeof(id), (void *)(pt->tstate + pp->o.ts_native_id)) &&
+		    !py_read(&id, sizeof(id), pt->tstate + pp->o.ts_native_id, task, remote) &&
 		    id == tid)
 			return pt->tstate;
 		if (!pt->tstate && bpf_ktime_get_ns() < pt->miss_until)
 			return 0;
 	}
-	if (bpf_probe_read_user(&interp, sizeof(interp), (void *)(pp->runtime + pp->o.rt_interp_head)) ||
+	if (py_read(&interp, sizeof(interp), pp->runtime + pp->o.rt_interp_head, task, remote) ||
 	    !interp ||
-	    bpf_probe_read_user(&f.ts, sizeof(f.ts), (void *)(interp + pp->o.is_threads_head)))
-		return 0;
-	bpf_loop(PCMON_PY_THREADS_MAX, py_find_step, &f, 0);
+	    py_read(&f.ts, sizeof(f.ts), interp + pp->o.is_threads_head, task, remote) || !f.ts)
+		return 0; /* no interpreter yet: nothing kept, looked for at the next sample */
+	bpf_loop(PCMON_PY_THREADS_MAX, remote ? py_find_step_task : py_find_step, &f, 0);
 	now = f.found ? 0 : bpf_ktime_get_ns();
 	pt->tstate = f.found;
 	pt->runtime = pp->runtime;
@@ -341,10 +366,12 @@ static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
 
 struct py_walk {
 	struct pcmon_stack *st;
+	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 frame;
 	__u32 n, end;		/* next word of st to write, the first not to */
+	__u32 first;		/* the first word of frames */
 	__u32 status;
-	__u16 lo, code, previous, prev_instr, is_entry, co_code;
+	__u16 lo, size, code, previous, prev_instr, is_entry, shim_owner, co_code;
 };
 
 /* A field of @size bytes at @off of a frame's window (the engine's offsets, bounded here). */
@@ -352,7 +379,7 @@ static __always_inline __u64 win_get(const __u8 *win, __u16 off, int size)
 {
 	__u64 v = 0;
 
-	if (off > PCMON_PY_FRAME_WINDOW - 8)
+	if (off > PCMON_PY_FRAME_WINDOW - size)
 		return 0;
 	if (size == 1)
 		return win[off];
@@ -367,11 +394,11 @@ static __always_inline __u32 stack_slot(__u32 i)
 	return i & (PCMON_STACK_MAX - 1);
 }
 
-static long py_step(__u32 i, void *data)
+static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 {
-	struct py_walk *w = data;
-	__u8 win[PCMON_PY_FRAME_WINDOW];
-	__u64 code, prev_instr, first, instr1;
+	__u8 win[PCMON_PY_FRAME_WINDOW] = {};
+	__u64 code, prev_instr, first, instr1, entry;
+	long err;
 
 	if (!w->frame)
 		return 1;
@@ -379,11 +406,27 @@ static long py_step(__u32 i, void *data)
 		w->status = PCMON_PY_DEPTH;
 		return 1;
 	}
-	if (bpf_probe_read_user(win, sizeof(win), (void *)(w->frame + w->lo))) {
+	/* no more than the frame's fields span: the last frame of a chunk may end a mapping */
+	if (w->size <= PCMON_PY_FRAME_SHORT)
+		err = py_read(win, PCMON_PY_FRAME_SHORT, w->frame + w->lo, w->task, remote);
+	else
+		err = py_read(win, PCMON_PY_FRAME_WINDOW, w->frame + w->lo, w->task, remote);
+	if (err) {
 		w->status = PCMON_PY_FAULT;
 		return 1;
 	}
-	code = win_get(win, w->code, 8);
+	entry = win_get(win, w->is_entry, 1);
+	if (w->shim_owner && entry >= w->shim_owner) {
+		/* the shim an activation was entered through: the frame before it was its first */
+		if (w->n > w->first)
+			w->st->ip[stack_slot(w->n - 1)] |= PCMON_PY_ENTRY;
+		w->frame = win_get(win, w->previous, 8);
+		return 0;
+	}
+	if (w->shim_owner)
+		entry = 0;
+	/* (3.14's f_executable is a tagged reference: its low bits are not the address's) */
+	code = win_get(win, w->code, 8) & ~7ULL;
 	prev_instr = win_get(win, w->prev_instr, 8);
 	if (!code || code > PCMON_PY_CODE_MASK) {
 		w->status = PCMON_PY_FAULT; /* not a frame (any more) */
@@ -391,20 +434,43 @@ static long py_step(__u32 i, void *data)
 	}
 	first = code + w->co_code;
 	instr1 = prev_instr < first ? 0 : (prev_instr - first) / 2 + 1;
-	w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, win_get(win, w->is_entry, 1) != 0, instr1);
+	w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, entry != 0, instr1);
 	w->n++;
 	w->frame = win_get(win, w->previous, 8);
 	return 0;
 }
 
+static long py_step(__u32 i, void *data)
+{
+	return py_step_one(data, false);
+}
+
+static long py_step_task(__u32 i, void *data)
+{
+	return py_step_one(data, true);
+}
+
+/* Append a marker saying @status and no frame to @st (room permitting). */
+static __always_inline void py_mark(struct pcmon_stack *st, __u32 status)
+{
+	__u32 n = st->len;
+
+	if (n >= PCMON_STACK_MAX - 1)
+		return;
+	st->ip[stack_slot(n)] = PCMON_PY_MARK | status;
+	st->len = n + 1;
+}
+
 /*
  * Append thread @tid's Python frames to @st (its state found through @pt, its process's
- * interpreter @pp): a marker with how the walk ended, then the frames, innermost first. A
- * function of its own, verified once for all the places that read a chain. Nothing is added
- * for a thread with no Python state or no frame.
+ * interpreter @pp): a marker with how the walk ended, then the frames, innermost first.
+ * Nothing is added for a thread whose Python code is not running (no frame); a thread with
+ * no Python state gets a marker saying so (PCMON_PY_NOSTATE: the engine tells a C thread
+ * from one running Python by its native frames).
  */
-__noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
-			      const struct pcmon_pyproc *pp, __u32 tid)
+static __always_inline int py_walk(struct pcmon_stack *st, struct pcmon_pythread *pt,
+				   const struct pcmon_pyproc *pp, __u32 tid, struct task_struct *task,
+				   const bool remote)
 {
 	struct py_walk w;
 	__u64 tstate, cframe = 0;
@@ -415,23 +481,31 @@ __noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
 	n = st->len;
 	if (n >= PCMON_STACK_MAX - 1)
 		return 0;
-	tstate = py_tstate(pt, tid, pp);
-	if (!tstate)
+	tstate = py_tstate(pt, tid, pp, task, remote);
+	if (!tstate) {
+		py_mark(st, PCMON_PY_NOSTATE);
 		return 0;
-	w = (struct py_walk){ .st = st, .n = n + 1, .lo = pp->o.fr_lo, .code = pp->o.fr_code,
+	}
+	w = (struct py_walk){ .st = st, .task = task, .n = n + 1, .first = n + 1,
+			      .lo = pp->o.fr_lo, .size = pp->o.fr_size, .code = pp->o.fr_code,
 			      .previous = pp->o.fr_previous, .prev_instr = pp->o.fr_prev_instr,
-			      .is_entry = pp->o.fr_is_entry, .co_code = pp->o.co_code };
+			      .is_entry = pp->o.fr_is_entry, .shim_owner = pp->o.fr_shim_owner,
+			      .co_code = pp->o.co_code };
 	w.end = n + 1 + PCMON_PY_FRAMES_MAX;
 	if (w.end > PCMON_STACK_MAX)
 		w.end = PCMON_STACK_MAX;
-	if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(tstate + pp->o.ts_cframe)) ||
-	    !cframe ||
-	    bpf_probe_read_user(&w.frame, sizeof(w.frame), (void *)(cframe + pp->o.cf_current))) {
+	/* 3.11: the thread state's _PyCFrame holds the current frame; 3.13: the state itself */
+	if (pp->o.ts_cframe == PCMON_PY_NO_CFRAME)
+		cframe = tstate;
+	else if (py_read(&cframe, sizeof(cframe), tstate + pp->o.ts_cframe, task, remote))
+		cframe = 0;
+	if (!cframe ||
+	    py_read(&w.frame, sizeof(w.frame), cframe + pp->o.cf_current, task, remote)) {
 		w.status = PCMON_PY_FAULT;
 	} else if (!w.frame) {
 		return 0; /* no Python code running: its native frames say it all */
 	} else {
-		bpf_loop(PCMON_PY_FRAMES_MAX + 1, py_step, &w, 0);
+		bpf_loop(PCMON_PY_FRAMES_MAX + 1, remote ? py_step_task : py_step, &w, 0);
 		if (w.frame && w.status == PCMON_PY_OK)
 			w.status = PCMON_PY_DEPTH;
 	}
@@ -440,40 +514,87 @@ __noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
 	return 0;
 }
 
-/*
- * Append the Python frames @task is running to @st. @task is the current thread, or one of
- * the current process (its memory is read through the current address space). Nothing for a
- * process the engine found no interpreter in.
- */
-static __always_inline void py_append(struct task_struct *task, __u32 tgid, __u32 tid,
-				      __u32 epoch, struct pcmon_stack *st)
+/* A function of its own, verified once for all the places that read a chain. */
+__noinline int py_walk_frames(struct pcmon_stack *st, struct pcmon_pythread *pt,
+			      const struct pcmon_pyproc *pp, __u32 tid)
 {
-	struct pcmon_pythread *pt;
+	return py_walk(st, pt, pp, tid, NULL, false);
+}
+
+/* The same, for a thread off CPU read from the (sleepable) open-interval iterator. */
+static __noinline int py_walk_frames_task(struct pcmon_stack *st, struct pcmon_pythread *pt,
+					  const struct pcmon_pyproc *pp, __u32 tid,
+					  struct task_struct *task)
+{
+	return py_walk(st, pt, pp, tid, task, true);
+}
+
+/*
+ * The interpreter BPF reads @key's process with: NULL if its target does not read Python
+ * frames or the engine found none in it (an entry with no runtime). A process the engine has
+ * not looked at yet (its first milliseconds: PCMON_EV_SAMPLED is on its way) gets a marker
+ * saying so, PCMON_PY_UNKNOWN, so that its samples are flagged rather than silently native.
+ */
+static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key *key,
+							   struct pcmon_stack *st)
+{
+	struct pcmon_tcfg *cfg = active_cfg(key->target);
 	struct pcmon_pyproc *pp;
 
-	if (!py_on)
-		return;
-	pp = bpf_map_lookup_elem(&pyprocs, &tgid);
-	if (!pp || pp->epoch != epoch)
+	if (!cfg || !(cfg->flags & PCMON_TF_PYTHON))
+		return NULL;
+	pp = bpf_map_lookup_elem(&pyprocs, &key->pid);
+	if (!pp || pp->epoch != key->epoch) {
+		py_mark(st, PCMON_PY_UNKNOWN);
+		return NULL;
+	}
+	return pp->runtime ? pp : NULL;
+}
+
+/*
+ * Append the Python frames @task is running to @st. @task is the current thread, or one of
+ * the current process (its memory is read through the current address space).
+ */
+static __always_inline void py_append(struct task_struct *task, const struct pcmon_key *key,
+				      __u32 tid, struct pcmon_stack *st)
+{
+	const struct pcmon_pyproc *pp = py_proc(key, st);
+	struct pcmon_pythread *pt;
+
+	if (!pp)
 		return;
 	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (pt)
 		py_walk_frames(st, pt, pp, tid);
 }
 
+/* The same for @task off CPU, read from outside its address space (dump_offcpu). */
+static __always_inline void py_append_task(struct task_struct *task, const struct pcmon_key *key,
+					   struct pcmon_stack *st)
+{
+	const struct pcmon_pyproc *pp = py_proc(key, st);
+	struct pcmon_pythread *pt;
+
+	if (!pp)
+		return;
+	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (pt)
+		py_walk_frames_task(st, pt, pp, key->tid, task);
+}
+
 /* The same, into the record of a --unwind dwarf sample: @slot 0 from the sample program, 1
  * from the switch program. */
-static __always_inline void py_append_dwarf(struct task_struct *task, __u32 tgid, __u32 tid,
-					    __u32 epoch, struct pcmon_dsample *d, __u32 slot)
+static __always_inline void py_append_dwarf(struct task_struct *task, const struct pcmon_key *key,
+					    __u32 tid, struct pcmon_dsample *d, __u32 slot)
 {
 	struct pcmon_stack *st = bpf_map_lookup_elem(&pyscratch, &slot);
 	__u32 n;
 
 	d->pylen = 0;
-	if (!py_on || !st)
+	if (!st)
 		return;
 	st->len = 0;
-	py_append(task, tgid, tid, epoch, st);
+	py_append(task, key, tid, st);
 	n = st->len;
 	if (n > PCMON_PY_FRAMES_MAX + 1)
 		n = PCMON_PY_FRAMES_MAX + 1;
@@ -490,6 +611,29 @@ static __always_inline __u64 ring_flags(void *ring)
 	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2
 		       ? BPF_RB_FORCE_WAKEUP
 		       : BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * A record carrying Python frames (@python): their code objects are named from the process's
+ * memory, which is gone once it exits, so the engine is woken to read them within
+ * PY_WAKE_NS rather than at its next tick (1 s: a short script would be gone). At most one
+ * such wakeup per PY_WAKE_NS for the whole machine (a plain store: two CPUs may both wake it).
+ */
+#define PY_WAKE_NS 100000000ull
+__u64 py_woke_ns;
+
+static __always_inline __u64 ring_flags_py(void *ring, bool python)
+{
+	__u64 now;
+
+	if (python) {
+		now = bpf_ktime_get_ns();
+		if (now - py_woke_ns >= PY_WAKE_NS) {
+			py_woke_ns = now;
+			return BPF_RB_FORCE_WAKEUP;
+		}
+	}
+	return ring_flags(ring);
 }
 
 /*
@@ -511,12 +655,17 @@ static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
 {
 	__u32 len = r->st.len;
 
+	bool python;
+
 	if (len > PCMON_STACK_MAX)
 		len = PCMON_STACK_MAX;
+	/* Python frames end a stack with its outermost, the entry of the outermost activation:
+	 * its word has PCMON_PY_ENTRY set, which no user address has (nor has a marker) */
+	python = len && r->st.ip[(len - 1) & (PCMON_STACK_MAX - 1)] > PCMON_PY_CODE_MASK;
 	r->gen = g;
 	return !bpf_ringbuf_output(&stackring, r,
 				   offsetof(struct pcmon_srec, st.ip) + len * sizeof(__u64),
-				   ring_flags(&stackring));
+				   ring_flags_py(&stackring, python));
 }
 
 /*
@@ -727,7 +876,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	d->ulen = got ? 0 : n;
 	if (got)
 		d->h.key.uerr = PCMON_SERR_FAULT;
-	py_append_dwarf(task, key->pid, d->h.tid, key->epoch, d, type != PCMON_DS_SAMPLE);
+	py_append_dwarf(task, key, d->h.tid, d, type != PCMON_DS_SAMPLE);
 	d->klen = 0;
 	if (kernel) {
 		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);
@@ -736,7 +885,7 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 		else
 			d->h.key.kerr = PCMON_SERR_FAULT;
 	}
-	bpf_ringbuf_submit(d, ring_flags(&dsamples));
+	bpf_ringbuf_submit(d, ring_flags_py(&dsamples, d->pylen > 1));
 }
 
 /* record() into the counts map the engine is not draining */
@@ -949,7 +1098,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
 	if (!key.uerr)
-		py_append(bpf_get_current_task_btf(), key.pid, key.tid, key.epoch, &sc->urec.st);
+		py_append(bpf_get_current_task_btf(), &key, key.tid, &sc->urec.st);
 	sc->krec.st.len = 0;
 	if (cfg->flags & PCMON_TF_KERNEL)
 		key.kerr = capture(ctx, &sc->krec.st, 0);
@@ -1002,7 +1151,7 @@ static __always_inline void take_stacks(void *ctx, struct task_struct *task, str
 {
 	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
 	if (!o->key.uerr)
-		py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
+		py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;
 	if (kernel)
 		o->key.kerr = capture(ctx, &o->krec.st, 0);
@@ -1073,7 +1222,7 @@ static __always_inline void walk_peer(struct task_struct *task, struct pcmon_off
 
 	uwalk_start(&w, task, &o->urec.st);
 	bpf_loop(PCMON_STACK_MAX, uwalk_step, &w, 0);
-	py_append(task, o->key.pid, o->key.tid, o->key.epoch, &o->urec.st);
+	py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;
 	o->key.uerr = o->key.kerr = PCMON_SERR_NONE;
 	o->urec.key = o->key.ustack = stack_hash(&o->urec.st);
@@ -1583,6 +1732,7 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 		sc->o.key.uerr = PCMON_SERR_NONE;
 		bpf_loop(PCMON_STACK_MAX, uwalk_step_task, &w, 0);
 	}
+	py_append_task(task, &sc->o.key, &sc->o.urec.st);
 	sc->o.krec.st.len = 0;
 	sc->o.urec.key = sc->o.key.ustack = stack_hash(&sc->o.urec.st);
 	sc->o.krec.key = sc->o.key.kstack = 0;

@@ -30,6 +30,15 @@ enum pcmon_py_status {
 	PCMON_PY_OK = 0,	/* at the thread's first frame */
 	PCMON_PY_FAULT,		/* a read failed (a frame freed under the sampler, a page out) */
 	PCMON_PY_DEPTH,		/* more frames than PCMON_PY_FRAMES_MAX (or room in the record) */
+	/*
+	 * No frame follows: the engine had not yet said whether the process runs a CPython
+	 * (no pyprocs entry for its image: its first milliseconds, until PCMON_EV_SAMPLED is
+	 * handled), or the thread's state was not on the interpreter's list (a C thread, or one
+	 * the interpreter had not listed yet). The engine flags those of a CPython process that
+	 * ran Python code (AGG_UNWALK_PYTHON_UNKNOWN) and drops the marker of the others.
+	 */
+	PCMON_PY_UNKNOWN,
+	PCMON_PY_NOSTATE,
 };
 
 /*
@@ -53,30 +62,45 @@ static inline __u64 pcmon_py_word(__u64 code, int entry, __u64 instr1)
 
 /*
  * Where things are in one CPython version's structs, byte offsets (the engine fills them
- * from its table, daemon/symbols/python.c). A frame's fields are read in one go: the
- * window of PCMON_PY_FRAME_WINDOW bytes from fr_lo holds them all.
+ * from its table, or from the offsets the interpreter publishes: daemon/symbols/python.c).
+ * A frame's fields are read in one go: the fr_size bytes (at most PCMON_PY_FRAME_WINDOW)
+ * from fr_lo hold them all.
  */
-#define PCMON_PY_FRAME_WINDOW 48
+#define PCMON_PY_FRAME_WINDOW 80
+#define PCMON_PY_FRAME_SHORT 48	/* read instead when fr_size is no more (3.11) */
+/* ts_cframe when the thread state points at its current frame itself (3.13 on) */
+#define PCMON_PY_NO_CFRAME 0xffff
 struct pcmon_pyoffs {
 	__u16 rt_interp_head;	/* _PyRuntimeState.interpreters.head */
 	__u16 is_threads_head;	/* PyInterpreterState.threads.head */
 	__u16 ts_next;		/* PyThreadState.next */
 	__u16 ts_native_id;	/* PyThreadState.native_thread_id (the kernel's tid) */
-	__u16 ts_cframe;	/* PyThreadState.cframe */
-	__u16 cf_current;	/* _PyCFrame.current_frame */
+	__u16 ts_cframe;	/* PyThreadState.cframe (3.11), or PCMON_PY_NO_CFRAME */
+	__u16 cf_current;	/* _PyCFrame.current_frame; PyThreadState.current_frame (3.13) */
 	__u16 fr_lo;		/* start of the frame's window */
-	__u16 fr_code;		/* _PyInterpreterFrame.f_code, from fr_lo */
+	__u16 fr_size;		/* its length, 8 to PCMON_PY_FRAME_WINDOW */
+	__u16 fr_code;		/* _PyInterpreterFrame.f_code (f_executable), from fr_lo */
 	__u16 fr_previous;	/* .previous, from fr_lo */
-	__u16 fr_prev_instr;	/* .prev_instr, from fr_lo */
-	__u16 fr_is_entry;	/* .is_entry (a byte), from fr_lo */
+	__u16 fr_prev_instr;	/* .prev_instr (instr_ptr), from fr_lo */
+	__u16 fr_is_entry;	/* .is_entry (3.11) or .owner (3.13), a byte, from fr_lo */
+	/*
+	 * 0: fr_is_entry is a flag, set on the frame an activation of the evaluation loop was
+	 * entered with (3.11). Else fr_is_entry is the frame's owner, and a frame owned by this
+	 * value or more is the activation's own shim on the C stack (3.13 on): not a Python
+	 * function, and the frame before it (inner) is the one it was entered with.
+	 */
+	__u16 fr_shim_owner;
 	__u16 co_code;		/* PyCodeObject.co_code_adaptive: the first instruction */
 };
 
-/* A CPython process's interpreter, registered by the engine (pyprocs, by tgid). */
+/*
+ * A process the engine looked at for an interpreter (pyprocs, by tgid): runtime 0 says it has
+ * none pcmon can read (no CPython, or a version with no offsets), so BPF leaves it alone.
+ */
 struct pcmon_pyproc {
-	__u32 epoch;		/* the image it was found in: a later exec is not Python */
+	__u32 epoch;		/* the image it was looked at in: a later exec is looked at again */
 	__u32 version;		/* PY_VERSION_HEX */
-	__u64 runtime;		/* address of _PyRuntime */
+	__u64 runtime;		/* address of _PyRuntime, 0: none */
 	struct pcmon_pyoffs o;
 };
 

@@ -364,15 +364,35 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 	}
 }
 
+static void python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again);
+
+/*
+ * A marker with no frame (PCMON_PY_UNKNOWN, PCMON_PY_NOSTATE): were Python frames missed? A
+ * thread whose native frames run the interpreter's loop was running Python code (whether
+ * pcmon can read that CPython or not: it was not known then); so was, as far as anyone can
+ * tell, a CPython process sampled before BPF knew it whose native walk did not reach a root
+ * (frame pointers: the walk stops in the interpreter). A C thread, a process with no
+ * CPython, and the native start-up of a CPython are left as they are.
+ */
+static bool python_missed(struct sample_g *g, const struct pcmon_key *k, uint32_t status,
+			  const uint32_t *locs, uint32_t nu, bool whole)
+{
+	if (py_runs_eval(g->py, locs, nu))
+		return true;
+	return status == PCMON_PY_UNKNOWN && !whole && py_is_python(g->py, k->pid);
+}
+
 /*
  * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
  * native frames and the frames after it. The native pcs are named, then each activation of
  * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
- * @st outermost first; a chain BPF could not read whole cuts the stack short there. Returns
- * the user locations written.
+ * @st outermost first; a chain BPF could not read whole cuts the stack short there, and one
+ * it did not know (python_missed(): @whole, the native walk reached a root) is flagged.
+ * Returns the user locations written.
  */
 static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, const __u64 *upc,
-			     uint32_t nu, const __u64 *pyw, uint32_t npy, struct agg_stack *st)
+			     uint32_t nu, const __u64 *pyw, uint32_t npy, bool whole,
+			     struct agg_stack *st)
 {
 	static const enum agg_unwalk cut_reason[] = {
 		[PCMON_PY_FAULT] = AGG_UNWALK_PYTHON,
@@ -396,6 +416,21 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 	for (uint32_t i = 0; i < nu; i++)
 		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
 	in.nat = g->natlocs;
+	/*
+	 * A dwarf record is converted as it streams, before the lifecycle events that came with
+	 * it are handled: the first sample of a process BPF knew nothing of makes the engine look
+	 * for its interpreter now, rather than after the rest of the stream (its address map is
+	 * read: its native pcs were just named).
+	 */
+	if (in.status == PCMON_PY_UNKNOWN && py_first_look(g->py, k->pid, k->epoch))
+		python_look(g, k->pid, k->epoch, false);
+	if (in.status == PCMON_PY_UNKNOWN || in.status == PCMON_PY_NOSTATE) {
+		for (uint32_t i = 0; i < nu; i++)
+			st->locs[nu - 1 - i] = g->natlocs[i];
+		if (python_missed(g, k, in.status, g->natlocs, nu, whole))
+			st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(AGG_UNWALK_PYTHON_UNKNOWN);
+		return nu;
+	}
 	if (in.status > PCMON_PY_DEPTH)
 		in.status = PCMON_PY_FAULT;
 	n = py_merge(g->py, &in, g->mergelocs, &cut);
@@ -415,7 +450,19 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 	return n;
 }
 
-/* A new stack came down the ring: name its Python frames' code objects now (sampler.h). */
+/*
+ * A new stack came down the stacks ring: read its Python frames' code objects now, while the
+ * process is there to read (sampler_py_hook()). Their names exist only in the process's
+ * memory, which the kernel releases before the exit event reaches the engine; with
+ * --unwind fp this stack's samples wait in BPF's counts map until a drain (a save every 5 s,
+ * a listing, a filling map), but the ring, which carries each distinct stack once, is read
+ * whenever the engine wakes, and a stack with Python frames wakes it within 100 ms
+ * (ring_flags_py() in sample.bpf.c). Named only at the drain, a process that exits in between
+ * (most `pcmon run`s of a script) would have each of those samples cut short at its first
+ * Python frame. Only the code object and its interned strings are made
+ * here (python.c's cache); the drain makes the locations. Dwarf records are converted as they
+ * stream and need none of this. docs/python.md, "Naming code objects".
+ */
 static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
 {
 	struct sample_g *g = ctx;
@@ -436,7 +483,7 @@ static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
  */
 static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy)
+				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy, bool whole)
 {
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	struct sym *sym = g->env.sym;
@@ -471,7 +518,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		nk--;
 	}
 	if (npy) {
-		nu = merge_python(g, k, upc, nu, pyw, npy, st);
+		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
@@ -507,7 +554,7 @@ static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 	else if (nu && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
 		cut = AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
 	st = convert_pcs(g, k, us ? us->ip : NULL, nu, ks ? ks->ip : NULL, nk, unwalk_of(k->uerr),
-			 us ? us->ip + nu : NULL, nall - nu);
+			 us ? us->ip + nu : NULL, nall - nu, !cut);
 	if (!st || st->unwalk != AGG_WALK_OK || !nu)
 		return st;
 	if (!(st->flags & AGG_SF_CUT_SHORT))
@@ -566,7 +613,7 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
-			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1));
+			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
 		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
@@ -1028,23 +1075,52 @@ static bool stream(void *gp)
 }
 
 /*
+ * Is there a CPython in process @pid (image @epoch)? BPF is told where, or that there is none
+ * pcmon can read (so that it stops marking its samples as not known yet); a version pcmon
+ * has no offsets for is said once per process, and keeps its native frames. A failed look
+ * again (@again: it loaded objects) leaves an interpreter found before as it is.
+ */
+static void python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again)
+{
+	struct pcmon_pyproc pp;
+	char why[4400];
+	int r;
+
+	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
+	if (r == -ENOTSUP && py_tell_once(g->py, pid))
+		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
+	if (r) {
+		/* (a full map: BPF goes on marking them, and python_missed() drops the marker) */
+		pp = (struct pcmon_pyproc){ .epoch = epoch };
+		if (!again || !py_is_python(g->py, pid))
+			sampler_py_set(g->smp, pid, &pp);
+		return;
+	}
+	pp.epoch = epoch;
+	r = sampler_py_set(g->smp, pid, &pp);
+	if (r)
+		pr_warn("pid %u: Python frames: %s", pid, strerror(-r));
+	else if (!again)
+		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", pid,
+			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+}
+
+/*
  * A process of a target that reads Python frames is first sampled, or loads objects (a
- * libpython opened after the first sample): is there a CPython in it? BPF is told where; a
- * version pcmon has no offsets for is said once per process, and keeps its native frames.
+ * libpython opened after the first sample): is there a CPython in it (python_look(), unless
+ * one of its first samples made the engine look already)?
  */
 static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
 {
 	struct sample_g *g = gp;
 	struct sample *sp = st;
-	struct pcmon_pyproc pp;
-	char why[4400];
-	int r;
 
 	(void)t;
-	if (ev->type == PCMON_EV_EXEC) {
-		sampler_py_set(g->smp, ev->pid, NULL);
-		return;
-	}
+	/*
+	 * (An exec leaves the old image's entry: BPF reads no entry of another image, and the
+	 * new image's may be there already, made by one of its first records, which stream in
+	 * before this event is handled.)
+	 */
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
 		py_exited(g->py, ev->pid, now_ns());
@@ -1052,18 +1128,9 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
-	r = py_add(g->py, g->env.sym, ev->pid, ev->epoch, &pp, why, sizeof(why));
-	if (r == -ENOTSUP && py_tell_once(g->py, ev->pid))
-		pr_warn("pid %u: %s: its samples keep their native frames", ev->pid, why);
-	if (r)
+	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;
-	pp.epoch = ev->epoch;
-	r = sampler_py_set(g->smp, ev->pid, &pp);
-	if (r)
-		pr_warn("pid %u: Python frames: %s", ev->pid, strerror(-r));
-	else if (ev->type == PCMON_EV_SAMPLED)
-		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", ev->pid,
-			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+	python_look(g, ev->pid, ev->epoch, ev->type == PCMON_EV_DLOPEN);
 }
 
 static void attach_usdt(void *ctx, const char *path)

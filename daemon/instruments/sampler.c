@@ -351,10 +351,7 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 
 	if (!pp)
 		return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
-	if (bpf_map_update_elem(fd, &pid, pp, BPF_ANY))
-		return -errno;
-	s->skel->bss->py_on = 1; /* (stays on: a lookup per sample is all it costs) */
-	return 0;
+	return bpf_map_update_elem(fd, &pid, pp, BPF_ANY) ? -errno : 0;
 }
 
 /* Does the kernel's BTF name function @name (a kfunc, say)? */

@@ -20,15 +20,6 @@
 #include "sym.h"
 #include "util.h"
 
-/* One CPython version's layout: what BPF reads (pcmon_pyoffs) and what the engine does. */
-struct py_layout {
-	uint32_t from, to;	/* PY_VERSION_HEX in [from, to) */
-	struct pcmon_pyoffs o;
-	uint16_t ob_type, ob_size, bytes_sval;
-	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable;
-	uint16_t str_length, str_state, str_ascii, str_compact, str_ptr;
-};
-
 static const struct py_layout layouts[] = {
 	{
 		.from = 0x030b00f0, /* 3.11.0 final: the betas moved things */
@@ -41,6 +32,7 @@ static const struct py_layout layouts[] = {
 			.ts_cframe = PY311_TS_CFRAME,
 			.cf_current = PY311_CF_CURRENT,
 			.fr_lo = PY311_FR_CODE,
+			.fr_size = 48,
 			.fr_code = PY311_FR_CODE - PY311_FR_CODE,
 			.fr_previous = PY311_FR_PREVIOUS - PY311_FR_CODE,
 			.fr_prev_instr = PY311_FR_PREV_INSTR - PY311_FR_CODE,
@@ -54,6 +46,7 @@ static const struct py_layout layouts[] = {
 		.co_filename = PY311_CO_FILENAME,
 		.co_qualname = PY311_CO_QUALNAME,
 		.co_linetable = PY311_CO_LINETABLE,
+		.co_hdr = PY311_CO_CODE,
 		.str_length = PY311_STR_LENGTH,
 		.str_state = PY311_STR_STATE,
 		.str_ascii = PY311_STR_ASCII_DATA,
@@ -79,7 +72,7 @@ struct py_code {
 /* A process whose interpreter was found (py_find() through sample.c), by pid. */
 struct py_pid {
 	uint32_t pid;
-	const struct py_layout *l;
+	struct py_layout l;
 	uint64_t code_type;	/* &PyCode_Type in it: what a code object's type reads */
 };
 
@@ -93,6 +86,7 @@ struct py {
 	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, forgotten later */
 	size_t ngone, cap_gone;
 	struct itab *told;	/* pids a warning was given about */
+	struct itab *looked;	/* (pid, epoch) looked at for an interpreter */
 	uint32_t gen;
 	uint32_t eval_name;	/* string id of PY_EVAL_FN */
 };
@@ -105,7 +99,8 @@ struct py *py_new(struct sym *s)
 		return NULL;
 	p->sym = s;
 	p->gen = 1;
-	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
+	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || !(p->looked = itab_new()) ||
+	    sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
 		py_free(p);
 		return NULL;
 	}
@@ -120,6 +115,7 @@ void py_free(struct py *p)
 		free(p->codes[i].tab);
 	itab_free(p->keys);
 	itab_free(p->told);
+	itab_free(p->looked);
 	free(p->codes);
 	free(p->pids);
 	free(p->gone);
@@ -174,6 +170,13 @@ void py_exited(struct py *p, uint32_t pid, uint64_t now)
 		return;
 	p->gone[p->ngone].pid = pid;
 	p->gone[p->ngone++].at = now;
+}
+
+bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch)
+{
+	uint32_t key[2] = { pid, epoch }, id;
+
+	return itab_intern(p->looked, key, sizeof(key), &id) == 1;
 }
 
 bool py_tell_once(struct py *p, uint32_t pid)
@@ -266,15 +269,184 @@ static const struct py_layout *layout_of(uint32_t version)
 	return NULL;
 }
 
+/* ---- _Py_DebugOffsets (3.13 on) */
+
+/*
+ * How _Py_DebugOffsets is laid out: after its cookie, version and free_threaded words, one
+ * group of 64-bit words per struct, most of them led by the struct's size. A version's
+ * layout is the word count of each group in order (a group it lacks counts 0); a field pcmon
+ * reads is (group, index in the group). Counted from CPython's
+ * Include/internal/pycore_runtime.h (3.13) and pycore_debug_offsets.h (3.14).
+ */
+enum dbg_group {
+	DG_HEAD, DG_RUNTIME, DG_INTERP, DG_THREAD, DG_FRAME, DG_CODE, DG_OBJECT, DG_TYPE,
+	DG_TUPLE, DG_LIST, DG_SET, DG_DICT, DG_FLOAT, DG_LONG, DG_BYTES, DG_UNICODE, DG_GC,
+	DG_MAX
+};
+
+struct dbg_map {
+	uint32_t from;			/* the first PY_VERSION_HEX laid out so */
+	uint8_t words[DG_MAX];
+	uint8_t threads_head;		/* the index of PyInterpreterState.threads.head */
+	uint8_t frame_owner;		/* ... of _PyInterpreterFrame.owner */
+	uint8_t shim_owner;		/* the lowest owner of a frame that is not a function's */
+};
+
+static const struct dbg_map dbg_maps[] = {
+	/* 3.13: the shim each activation of the loop starts with is FRAME_OWNED_BY_CSTACK, 3 */
+	{ 0x030d0000, { 3, 3, 13, 9, 6, 10, 2, 4, 3, 3, 0, 3, 2, 3, 3, 4, 2 }, 3, 5, 3 },
+	/* 3.14: threads.main after threads.head, frame.stackpointer, the set group (and
+	 * generator and remote debugging groups after gc, not read); shims are owned by
+	 * FRAME_OWNED_BY_INTERPRETER (3) or FRAME_OWNED_BY_CSTACK (4) */
+	{ 0x030e0000, { 3, 3, 14, 9, 7, 10, 2, 4, 3, 3, 4, 3, 2, 3, 3, 4, 2 }, 3, 5, 3 },
+};
+
+/* Where word @idx of group @g is in the struct, for map @m. */
+static size_t dbg_at(const struct dbg_map *m, enum dbg_group g, unsigned int idx)
+{
+	size_t w = 0;
+
+	for (int i = 0; i < (int)g; i++)
+		w += m->words[i];
+	return (w + idx) * 8;
+}
+
+struct dbg_read {
+	const struct dbg_map *m;
+	const uint8_t *buf;
+	size_t len;
+	const char *bad;	/* the first field found out of bounds */
+};
+
+/*
+ * The offset published for field @idx of group @g, checked to leave @width bytes inside its
+ * struct (the group's size, its word 0).
+ */
+static uint16_t dbg_field(struct dbg_read *r, enum dbg_group g, unsigned int idx, unsigned int width,
+			  const char *name)
+{
+	size_t at = dbg_at(r->m, g, idx), size_at = dbg_at(r->m, g, 0);
+	uint64_t v, size;
+
+	if (at + 8 > r->len || idx >= r->m->words[g]) {
+		r->bad = r->bad ? r->bad : name;
+		return 0;
+	}
+	v = u64_at(r->buf, at);
+	size = u64_at(r->buf, size_at);
+	if (v + width > size || v > 0xfff0) {
+		r->bad = r->bad ? r->bad : name;
+		return 0;
+	}
+	return (uint16_t)v;
+}
+
+int py_layout_published(const uint8_t *buf, size_t len, uint32_t version, struct py_layout *l,
+			char *why, size_t wlen)
+{
+	const struct dbg_map *m = NULL;
+	struct dbg_read r = { .buf = buf, .len = len };
+	uint16_t prev, exec, instr, owner, lo, hi, ascii, cur;
+	uint64_t v;
+
+	if (len < 24 || memcmp(buf, "xdebugpy", 8)) {
+		snprintf(why, wlen, "no _Py_DebugOffsets at _PyRuntime");
+		return -ENOTSUP;
+	}
+	v = u64_at(buf, 8);
+	if (version && v != version) {
+		snprintf(why, wlen, "_Py_DebugOffsets says version %#llx, Py_Version %#x",
+			 (unsigned long long)v, version);
+		return -ENOTSUP;
+	}
+	if (u64_at(buf, 16)) {
+		snprintf(why, wlen, "a free-threaded build, whose objects pcmon does not read");
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < sizeof(dbg_maps) / sizeof(dbg_maps[0]); i++)
+		if (v >= dbg_maps[i].from)
+			m = &dbg_maps[i];
+	if (!m) {
+		snprintf(why, wlen, "_Py_DebugOffsets of version %#llx, older than pcmon reads",
+			 (unsigned long long)v);
+		return -ENOTSUP;
+	}
+	r.m = m;
+	memset(l, 0, sizeof(*l));
+	l->from = l->to = (uint32_t)v;
+	l->to++;
+	/* the runtime group has no size word: its fields are checked against the whole */
+	v = u64_at(buf, dbg_at(m, DG_RUNTIME, 2));
+	l->o.rt_interp_head = v < 0xfff0 ? (uint16_t)v : 0;
+	if (!l->o.rt_interp_head)
+		r.bad = "runtime_state.interpreters_head";
+	l->o.is_threads_head = dbg_field(&r, DG_INTERP, m->threads_head, 8, "interpreter_state.threads_head");
+	l->o.ts_next = dbg_field(&r, DG_THREAD, 2, 8, "thread_state.next");
+	cur = dbg_field(&r, DG_THREAD, 4, 8, "thread_state.current_frame");
+	l->o.ts_native_id = dbg_field(&r, DG_THREAD, 6, 8, "thread_state.native_thread_id");
+	l->o.ts_cframe = PCMON_PY_NO_CFRAME;
+	l->o.cf_current = cur;
+	prev = dbg_field(&r, DG_FRAME, 1, 8, "interpreter_frame.previous");
+	exec = dbg_field(&r, DG_FRAME, 2, 8, "interpreter_frame.executable");
+	instr = dbg_field(&r, DG_FRAME, 3, 8, "interpreter_frame.instr_ptr");
+	owner = dbg_field(&r, DG_FRAME, m->frame_owner, 1, "interpreter_frame.owner");
+	l->co_filename = dbg_field(&r, DG_CODE, 1, 8, "code_object.filename");
+	l->co_qualname = dbg_field(&r, DG_CODE, 3, 8, "code_object.qualname");
+	l->co_linetable = dbg_field(&r, DG_CODE, 4, 8, "code_object.linetable");
+	l->co_firstlineno = dbg_field(&r, DG_CODE, 5, 4, "code_object.firstlineno");
+	l->o.co_code = dbg_field(&r, DG_CODE, 9, 2, "code_object.co_code_adaptive");
+	l->co_hdr = l->o.co_code;
+	l->ob_type = dbg_field(&r, DG_OBJECT, 1, 8, "pyobject.ob_type");
+	l->ob_size = dbg_field(&r, DG_BYTES, 1, 8, "bytes_object.ob_size");
+	l->bytes_sval = dbg_field(&r, DG_BYTES, 2, 1, "bytes_object.ob_sval");
+	l->str_state = dbg_field(&r, DG_UNICODE, 1, 4, "unicode_object.state");
+	l->str_length = dbg_field(&r, DG_UNICODE, 2, 8, "unicode_object.length");
+	ascii = (uint16_t)u64_at(buf, MIN(dbg_at(m, DG_UNICODE, 3), len - 8));
+	if (r.bad) {
+		snprintf(why, wlen, "_Py_DebugOffsets: %s is not where a struct's fields can be", r.bad);
+		return -ENOTSUP;
+	}
+	/* a frame's fields are read in one go, a code object's header too */
+	lo = MIN(MIN(prev, exec), MIN(instr, owner));
+	hi = MAX(MAX(prev, exec), instr) + 8;
+	hi = MAX(hi, owner + 1);
+	if (hi - lo > PCMON_PY_FRAME_WINDOW || l->co_hdr > PY_CODE_HDR_MAX ||
+	    l->co_linetable + 8 > l->co_hdr || l->co_filename + 8 > l->co_hdr ||
+	    l->co_qualname + 8 > l->co_hdr || l->co_firstlineno + 4 > l->co_hdr || ascii < 24 ||
+	    ascii + 16 + 8 > PY_STR_HDR_MAX || l->str_state + 4 > PY_STR_HDR_MAX ||
+	    l->str_length + 8 > PY_STR_HDR_MAX) {
+		snprintf(why, wlen, "_Py_DebugOffsets: a frame or a code object wider than pcmon reads");
+		return -ENOTSUP;
+	}
+	l->o.fr_lo = lo;
+	l->o.fr_size = (uint16_t)((hi - lo + 7) & ~7u);
+	l->o.fr_code = exec - lo;
+	l->o.fr_previous = prev - lo;
+	l->o.fr_prev_instr = instr - lo;
+	l->o.fr_is_entry = owner - lo;
+	l->o.fr_shim_owner = m->shim_owner;
+	/* PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8; then the characters */
+	l->str_ascii = ascii;
+	l->str_compact = ascii + 16;
+	l->str_ptr = ascii + 16;
+	return 0;
+}
+
+/* ---- finding the interpreter */
+
 /*
  * Look for the interpreter in the objects the process maps whose name says Python (the
  * python3.X executable, which has libpython linked in on Debian, or libpython3.X.so):
  * _PyRuntime is where its state starts, Py_Version (3.11 on) says which version it is.
+ * A version pcmon has no table for is read with the offsets it publishes, if it does.
  */
 static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
-		   struct pcmon_pyproc *out, uint64_t *code_type, char *why, size_t len)
+		   struct pcmon_pyproc *out, struct py_layout *lo, uint64_t *code_type, char *why,
+		   size_t len)
 {
-	char file[4200];
+	uint8_t dbg[PY_DEBUG_OFFSETS_MAX];
+	char file[4200], whyd[200];
+	const struct py_layout *l;
 	struct found f;
 	uint32_t version = 0;
 	uint64_t bias;
@@ -299,13 +471,23 @@ static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
 		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version)", path);
 		return -ENOTSUP;
 	}
-	if (!layout_of(version) || !f.code_type) {
-		snprintf(why, len, "%s: CPython %u.%u.%u, which pcmon has no offsets for", path,
-			 version >> 24, version >> 16 & 0xff, version >> 8 & 0xff);
+	l = layout_of(version);
+	if (l) {
+		*lo = *l;
+	} else if (mem_read(pid, bias + f.runtime, dbg, sizeof(dbg)) ||
+		   py_layout_published(dbg, sizeof(dbg), version, lo, whyd, sizeof(whyd))) {
+		if (mem_read(pid, bias + f.runtime, dbg, 8))
+			snprintf(whyd, sizeof(whyd), "_PyRuntime could not be read");
+		snprintf(why, len, "%s: CPython %u.%u.%u, which pcmon has no offsets for (%s)", path,
+			 version >> 24, version >> 16 & 0xff, version >> 8 & 0xff, whyd);
 		return -ENOTSUP;
 	}
-	*out = (struct pcmon_pyproc){ .version = version, .runtime = bias + f.runtime,
-				      .o = layout_of(version)->o };
+	if (!f.code_type) {
+		snprintf(why, len, "%s: CPython %u.%u.%u without PyCode_Type", path, version >> 24,
+			 version >> 16 & 0xff, version >> 8 & 0xff);
+		return -ENOTSUP;
+	}
+	*out = (struct pcmon_pyproc){ .version = version, .runtime = bias + f.runtime, .o = lo->o };
 	*code_type = bias + f.code_type;
 	return 0;
 }
@@ -321,6 +503,7 @@ static bool pythonish(const char *path)
 struct find_ctx {
 	uint32_t pid;
 	struct pcmon_pyproc *out;
+	struct py_layout *lo;
 	uint64_t *code_type;
 	char *why;
 	size_t len;
@@ -336,16 +519,16 @@ static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 	if (pgoff || path[0] != '/' || !pythonish(path) || (c->last && !strcmp(c->last, path)))
 		return 0;
 	c->last = path;
-	c->r = find_in(c->pid, path, start, end, c->out, c->code_type, c->why, c->len);
+	c->r = find_in(c->pid, path, start, end, c->out, c->lo, c->code_type, c->why, c->len);
 	return c->r != -ENOENT;
 }
 
 /* In the address map the symbolizer read (no /proc read of its own: this runs for every
  * process sampled). */
 static int find(struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
-		uint64_t *code_type, char *why, size_t len)
+		struct py_layout *lo, uint64_t *code_type, char *why, size_t len)
 {
-	struct find_ctx c = { pid, out, code_type, why, len, NULL, -ENOENT };
+	struct find_ctx c = { pid, out, lo, code_type, why, len, NULL, -ENOENT };
 
 	elf_version(EV_CURRENT);
 	sym_proc_files(s, pid, epoch, find_cb, &c);
@@ -356,8 +539,9 @@ int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 	   char *why, size_t len)
 {
 	struct py_pid *e = pid_find(p, pid);
+	struct py_layout lo;
 	uint64_t code_type;
-	int r = find(s, pid, epoch, out, &code_type, why, len);
+	int r = find(s, pid, epoch, out, &lo, &code_type, why, len);
 
 	if (r)
 		return r;
@@ -366,7 +550,7 @@ int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 			return -ENOMEM;
 		e = &p->pids[p->npids++];
 	}
-	*e = (struct py_pid){ .pid = pid, .l = layout_of(out->version), .code_type = code_type };
+	*e = (struct py_pid){ .pid = pid, .l = lo, .code_type = code_type };
 	return 0;
 }
 
@@ -405,13 +589,14 @@ static void put_utf8(char *out, size_t len, size_t *at, uint32_t c)
 /* The str object at @addr as UTF-8 into @out: 0, or -errno. */
 static int read_str(uint32_t pid, const struct py_layout *l, uint64_t addr, char *out, size_t len)
 {
-	uint8_t hdr[PY311_STR_COMPACT_DATA + 8], raw[PY_STR_MAX * 4];
+	uint8_t hdr[PY_STR_HDR_MAX], raw[PY_STR_MAX * 4];
 	uint64_t n, data;
 	uint32_t state, kind;
 	size_t at = 0;
 	int r = -EFAULT;
 
-	if (!addr || (r = mem_read(pid, addr, hdr, sizeof(hdr))))
+	/* (as much as the layout needs: a short str at the end of a page is still read) */
+	if (!addr || (r = mem_read(pid, addr, hdr, MIN(sizeof(hdr), (size_t)l->str_compact + 8u))))
 		return r;
 	n = u64_at(hdr, l->str_length);
 	memcpy(&state, hdr + l->str_state, sizeof(state));
@@ -447,7 +632,7 @@ static uint64_t header_sum(const struct py_layout *l, const uint8_t *h)
 static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
 		     struct py_code *c)
 {
-	const struct py_layout *l = e->l;
+	const struct py_layout *l = &e->l;
 	char qualname[PY_STR_MAX * 3], file[PY_STR_MAX * 3], name[PY_STR_MAX * 6];
 	uint64_t tab = u64_at(h, l->co_linetable), ntab = 0;
 	int32_t first;
@@ -490,7 +675,7 @@ static struct py_code *code_of(struct py *p, uint32_t pid, uint64_t addr)
 {
 	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, addr };
 	struct py_pid *e = pid_find(p, pid);
-	uint8_t h[PY311_CO_CODE];
+	uint8_t h[PY_CODE_HDR_MAX];
 	struct py_code *c;
 	uint32_t slot;
 	int r;
@@ -503,11 +688,12 @@ static struct py_code *code_of(struct py *p, uint32_t pid, uint64_t addr)
 		*c = (struct py_code){ 0 }; /* (grown memory is not cleared) */
 	if (c->gen == p->gen)
 		return c;
-	if (!e || e->l->co_linetable + 8u > sizeof(h) || mem_read(pid, addr, h, sizeof(h)))
+	if (!e || e->l.co_hdr > sizeof(h) || e->l.co_linetable + 8u > e->l.co_hdr ||
+	    mem_read(pid, addr, h, e->l.co_hdr))
 		return c->gen ? c : NULL; /* gone: what was read stands */
-	if (u64_at(h, e->l->ob_type) != e->code_type)
+	if (u64_at(h, e->l.ob_type) != e->code_type)
 		return NULL; /* not a code object (any more) */
-	if (c->gen && c->sum == header_sum(e->l, h)) {
+	if (c->gen && c->sum == header_sum(&e->l, h)) {
 		c->gen = p->gen;
 		return c;
 	}
@@ -667,6 +853,19 @@ static bool is_eval(struct py *p, uint32_t loc)
 	f = sym_frames(p->sym, l);
 	/* the outermost frame of the location: what was inlined into it comes first */
 	return sym_proc(p->sym, f[l->nframes - 1])->name == p->eval_name;
+}
+
+bool py_runs_eval(struct py *p, const uint32_t *locs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (is_eval(p, locs[i]))
+			return true;
+	return false;
+}
+
+bool py_is_python(struct py *p, uint32_t pid)
+{
+	return pid_find(p, pid) != NULL;
 }
 
 uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uint32_t *cut)

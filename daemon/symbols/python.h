@@ -17,6 +17,35 @@
 struct sym;
 struct py;
 
+/*
+ * One CPython version's layout, byte offsets: what BPF reads (pcmon_pyoffs) and what the
+ * engine reads to name code objects. Built in for 3.11 (python_layouts.h); read from the
+ * interpreter's _Py_DebugOffsets for 3.13 on (py_layout_published()).
+ */
+struct py_layout {
+	uint32_t from, to;	/* PY_VERSION_HEX in [from, to) */
+	struct pcmon_pyoffs o;
+	uint16_t ob_type, ob_size, bytes_sval;
+	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable;
+	uint16_t co_hdr;	/* bytes of a code object read to check and name it */
+	uint16_t str_length, str_state, str_ascii, str_compact, str_ptr;
+};
+/* The most a code object's header (co_hdr) or a str's header read can be. */
+#define PY_CODE_HDR_MAX 512
+#define PY_STR_HDR_MAX 128
+
+/*
+ * CPython 3.13 on publishes the offsets of its structs in _Py_DebugOffsets, the first member
+ * of _PyRuntime (its first 8 bytes the cookie "xdebugpy"), so that tools outside the process
+ * need no table of their own. The layout of @buf (the @len bytes read at _PyRuntime, up to
+ * PY_DEBUG_OFFSETS_MAX) into *@l, for version @version (Py_Version): 0, or -ENOTSUP with
+ * @why (no cookie, another version than Py_Version says, a free-threaded build, an offset
+ * out of its struct or beyond what pcmon reads in one go).
+ */
+#define PY_DEBUG_OFFSETS_MAX 1024
+int py_layout_published(const uint8_t *buf, size_t len, uint32_t version, struct py_layout *l,
+			char *why, size_t wlen);
+
 /* The module Python frames are procedures of: "py.json.decoder.JSONDecoder.raw_decode". */
 #define PY_MODULE "py"
 /* The C function that runs Python frames, whose activations they replace. */
@@ -44,6 +73,8 @@ void py_forget(struct py *p, uint32_t pid);
  */
 #define PY_FORGET_NS (30 * 1000000000ull)
 void py_exited(struct py *p, uint32_t pid, uint64_t now);
+/* True the first time it is asked about image @epoch of @pid (looked at once). */
+bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch);
 /* True the first time it is asked about @pid (a warning said once per process). */
 bool py_tell_once(struct py *p, uint32_t pid);
 
@@ -53,6 +84,11 @@ int py_code_early(struct py *p, uint32_t pid, uint64_t word);
 /* The location (sym.h) of the Python frame @word of process @pid: 0, or -errno (the code
  * object could not be read). */
 int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc);
+
+/* Is @pid a process whose interpreter was found (and not forgotten since)? */
+bool py_is_python(struct py *p, uint32_t pid);
+/* Does one of the native user locations @locs run Python code (an activation of PY_EVAL_FN)? */
+bool py_runs_eval(struct py *p, const uint32_t *locs, uint32_t n);
 
 /*
  * Merge @pw (the words after a stack's marker, and the marker's status) into the native

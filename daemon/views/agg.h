@@ -38,7 +38,10 @@ struct pat;
 	X(FP_CHAIN, fp_chain, 1)                                                           \
 	/* a Python frame chain could not be read whole (a frame freed under the sampler, */ \
 	/* a read fault, a code object gone): the stack stops at what was read */          \
-	X(PYTHON, python, 1)
+	X(PYTHON, python, 1)                                                               \
+	/* Python code ran but its frames were not known: sampled before the engine */     \
+	/* found the interpreter, or before the thread's state was on its list */          \
+	X(PYTHON_UNKNOWN, python_unknown, 1)
 
 enum agg_unwalk {
 	AGG_WALK_OK = 0,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Unit tests for daemon/symbols/python.c's pure parts (docs/python.md): the 3.11 location
- * table and the names Python frames get.
+ * table, the names Python frames get, and the layout read from the _Py_DebugOffsets that
+ * CPython 3.13 and 3.14 publish.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "python.h"
@@ -91,12 +93,208 @@ static void names(void **state)
 	}
 }
 
+/*
+ * _Py_DebugOffsets as CPython publishes it at the start of _PyRuntime: every word by its
+ * byte offset, the values what an x86-64 build would hold (sizes first in each struct). Laid
+ * out by hand from the struct in CPython 3.13's Include/internal/pycore_runtime.h and 3.14's
+ * Include/internal/pycore_debug_offsets.h, not from pcmon's own table.
+ */
+struct word {
+	uint16_t at;
+	uint64_t v;
+};
+
+static const struct word dbg313[] = {
+	{ 8, 0x030d03f0 }, { 16, 0 },
+	/* runtime_state: size, finalizing, interpreters_head */
+	{ 24, 0x19a40 }, { 32, 0x338 }, { 40, 0x348 },
+	/* interpreter_state: size, id, next, threads_head, gc, imports_modules, sysdict,
+	 * builtins, ceval_gil, gil_runtime_state, _enabled, _locked, _holder */
+	{ 48, 0x30fd8 }, { 56, 8 }, { 64, 0 }, { 72, 0x1c88 }, { 80, 0x1cb0 }, { 88, 0x2f0 },
+	{ 96, 0x2a0 }, { 104, 0x2b0 }, { 112, 0x30 }, { 120, 0x3a0 }, { 128, 0 }, { 136, 0x3a8 },
+	{ 144, 0x3b0 },
+	/* thread_state: size, prev, next, interp, current_frame, thread_id, native_thread_id,
+	 * datastack_chunk, status */
+	{ 152, 0x1b8 }, { 160, 0 }, { 168, 8 }, { 176, 16 }, { 184, 72 }, { 192, 144 },
+	{ 200, 152 }, { 208, 160 }, { 216, 40 },
+	/* interpreter_frame: size, previous, executable, instr_ptr, localsplus, owner */
+	{ 224, 80 }, { 232, 8 }, { 240, 0 }, { 248, 56 }, { 256, 72 }, { 264, 70 },
+	/* code_object: size, filename, name, qualname, linetable, firstlineno, argcount,
+	 * localsplusnames, localspluskinds, co_code_adaptive */
+	{ 272, 208 }, { 280, 112 }, { 288, 120 }, { 296, 128 }, { 304, 136 }, { 312, 68 },
+	{ 320, 52 }, { 328, 96 }, { 336, 104 }, { 344, 200 },
+	/* pyobject, type_object, tuple_object, list_object, dict_object, float_object */
+	{ 352, 16 }, { 360, 8 }, { 368, 920 }, { 376, 24 }, { 384, 88 }, { 392, 168 },
+	{ 400, 32 }, { 408, 24 }, { 416, 16 }, { 424, 40 }, { 432, 24 }, { 440, 16 },
+	{ 448, 48 }, { 456, 32 }, { 464, 40 }, { 472, 24 }, { 480, 16 },
+	/* long_object, bytes_object: size, ob_size, ob_sval; unicode_object: size, state,
+	 * length, asciiobject_size; gc */
+	{ 488, 32 }, { 496, 16 }, { 504, 24 }, { 512, 40 }, { 520, 16 }, { 528, 32 },
+	{ 536, 72 }, { 544, 32 }, { 552, 16 }, { 560, 40 }, { 568, 400 }, { 576, 12 },
+};
+
+static const struct word dbg314[] = {
+	{ 8, 0x030e02f0 }, { 16, 0 },
+	{ 24, 0x1b340 }, { 32, 0x338 }, { 40, 0x350 },
+	/* interpreter_state: ..., threads_head, threads_main, gc, ... */
+	{ 48, 0x33000 }, { 56, 8 }, { 64, 0 }, { 72, 0x1d90 }, { 80, 0x1d98 }, { 88, 0x1dc0 },
+	{ 96, 0x300 }, { 104, 0x2a8 }, { 112, 0x2b8 }, { 120, 0x30 }, { 128, 0x3b0 }, { 136, 0 },
+	{ 144, 0x3b8 }, { 152, 0x3c0 },
+	{ 160, 0x1d0 }, { 168, 0 }, { 176, 8 }, { 184, 16 }, { 192, 72 }, { 200, 152 },
+	{ 208, 160 }, { 216, 168 }, { 224, 40 },
+	/* interpreter_frame: size, previous, executable, instr_ptr, localsplus, owner,
+	 * stackpointer */
+	{ 232, 80 }, { 240, 8 }, { 248, 0 }, { 256, 56 }, { 264, 80 }, { 272, 74 }, { 280, 64 },
+	{ 288, 224 }, { 296, 112 }, { 304, 120 }, { 312, 128 }, { 320, 136 }, { 328, 68 },
+	{ 336, 52 }, { 344, 96 }, { 352, 104 }, { 360, 216 },
+	{ 368, 16 }, { 376, 8 }, { 384, 928 }, { 392, 24 }, { 400, 88 }, { 408, 168 },
+	{ 416, 32 }, { 424, 24 }, { 432, 16 }, { 440, 40 }, { 448, 24 }, { 456, 16 },
+	/* set_object: size, used, table, mask */
+	{ 464, 200 }, { 472, 24 }, { 480, 40 }, { 488, 32 },
+	{ 496, 48 }, { 504, 32 }, { 512, 40 }, { 520, 24 }, { 528, 16 },
+	{ 536, 32 }, { 544, 16 }, { 552, 24 }, { 560, 40 }, { 568, 16 }, { 576, 32 },
+	{ 584, 40 }, { 592, 32 }, { 600, 16 }, { 608, 40 }, { 616, 400 }, { 624, 12 },
+	/* gen_object, debugger_support */
+	{ 632, 136 }, { 640, 48 }, { 648, 80 }, { 656, 67 },
+	{ 664, 32 }, { 672, 0x1a8 }, { 680, 0x5a0 }, { 688, 0 }, { 696, 4 }, { 704, 512 },
+};
+
+static void lay_out(uint8_t *buf, size_t len, const struct word *w, size_t n)
+{
+	memset(buf, 0, len);
+	memcpy(buf, "xdebugpy", 8);
+	for (size_t i = 0; i < n; i++)
+		memcpy(buf + w[i].at, &w[i].v, sizeof(w[i].v));
+}
+
+static void debug_offsets_313(void **state)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_MAX];
+	struct py_layout l;
+	char why[200] = "";
+
+	(void)state;
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0x030d03f0, &l, why, sizeof(why)), 0);
+	assert_int_equal(l.from, 0x030d03f0);
+	assert_int_equal(l.o.rt_interp_head, 0x348);
+	assert_int_equal(l.o.is_threads_head, 0x1c88);
+	assert_int_equal(l.o.ts_next, 8);
+	assert_int_equal(l.o.ts_native_id, 152);
+	/* no _PyCFrame: the current frame is the thread state's own */
+	assert_int_equal(l.o.ts_cframe, PCMON_PY_NO_CFRAME);
+	assert_int_equal(l.o.cf_current, 72);
+	/* the frame's window: f_executable at 0 to owner at 70 */
+	assert_int_equal(l.o.fr_lo, 0);
+	assert_int_equal(l.o.fr_size, 72);
+	assert_int_equal(l.o.fr_code, 0);
+	assert_int_equal(l.o.fr_previous, 8);
+	assert_int_equal(l.o.fr_prev_instr, 56);
+	assert_int_equal(l.o.fr_is_entry, 70);
+	assert_int_equal(l.o.fr_shim_owner, 3);
+	assert_int_equal(l.o.co_code, 200);
+	assert_int_equal(l.co_hdr, 200);
+	assert_int_equal(l.co_filename, 112);
+	assert_int_equal(l.co_qualname, 128);
+	assert_int_equal(l.co_linetable, 136);
+	assert_int_equal(l.co_firstlineno, 68);
+	assert_int_equal(l.ob_type, 8);
+	assert_int_equal(l.ob_size, 16);
+	assert_int_equal(l.bytes_sval, 32);
+	assert_int_equal(l.str_state, 32);
+	assert_int_equal(l.str_length, 16);
+	assert_int_equal(l.str_ascii, 40);
+	assert_int_equal(l.str_compact, 56);
+	assert_int_equal(l.str_ptr, 56);
+	/* Py_Version unknown (0): the structure's own version is taken */
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0, &l, why, sizeof(why)), 0);
+}
+
+static void debug_offsets_314(void **state)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_MAX];
+	struct py_layout l;
+	char why[200] = "";
+
+	(void)state;
+	lay_out(buf, sizeof(buf), dbg314, sizeof(dbg314) / sizeof(dbg314[0]));
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0x030e02f0, &l, why, sizeof(why)), 0);
+	assert_int_equal(l.o.rt_interp_head, 0x350);
+	/* threads.main follows threads.head: head is still word 3 */
+	assert_int_equal(l.o.is_threads_head, 0x1d90);
+	assert_int_equal(l.o.ts_next, 8);
+	assert_int_equal(l.o.cf_current, 72);
+	assert_int_equal(l.o.ts_native_id, 160);
+	/* owner at 74 (stackpointer at 64 is not read): 75 bytes, rounded to 80 */
+	assert_int_equal(l.o.fr_lo, 0);
+	assert_int_equal(l.o.fr_size, 80);
+	assert_int_equal(l.o.fr_is_entry, 74);
+	assert_int_equal(l.o.fr_prev_instr, 56);
+	assert_int_equal(l.o.co_code, 216);
+	assert_int_equal(l.co_qualname, 128);
+	assert_int_equal(l.co_linetable, 136);
+	/* the set group moved bytes and str: read after it */
+	assert_int_equal(l.ob_type, 8);
+	assert_int_equal(l.ob_size, 16);
+	assert_int_equal(l.bytes_sval, 32);
+	assert_int_equal(l.str_state, 32);
+	assert_int_equal(l.str_ascii, 40);
+}
+
+static void debug_offsets_refused(void **state)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_MAX];
+	struct py_layout l;
+	char why[200];
+	uint64_t v;
+
+	(void)state;
+	/* no cookie: an interpreter that publishes nothing */
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0x030d03f0, &l, why, sizeof(why)),
+			 -ENOTSUP);
+	assert_non_null(strstr(why, "no _Py_DebugOffsets"));
+	/* another version than Py_Version */
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0x030e00f0, &l, why, sizeof(why)),
+			 -ENOTSUP);
+	/* older than 3.13 */
+	v = 0x030c00f0;
+	memcpy(buf + 8, &v, 8);
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0, &l, why, sizeof(why)), -ENOTSUP);
+	/* free-threaded */
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	v = 1;
+	memcpy(buf + 16, &v, 8);
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0, &l, why, sizeof(why)), -ENOTSUP);
+	assert_non_null(strstr(why, "free-threaded"));
+	/* a field outside its struct: threads_head past PyInterpreterState's size */
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	v = 0x40000;
+	memcpy(buf + 72, &v, 8);
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0, &l, why, sizeof(why)), -ENOTSUP);
+	assert_non_null(strstr(why, "threads_head"));
+	/* a frame whose fields span more than BPF reads in one go */
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	v = 200;
+	memcpy(buf + 224, &v, 8); /* its size */
+	v = 120;
+	memcpy(buf + 264, &v, 8); /* owner */
+	assert_int_equal(py_layout_published(buf, sizeof(buf), 0, &l, why, sizeof(why)), -ENOTSUP);
+	/* cut short */
+	lay_out(buf, sizeof(buf), dbg313, sizeof(dbg313) / sizeof(dbg313[0]));
+	assert_int_equal(py_layout_published(buf, 300, 0, &l, why, sizeof(why)), -ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(line_table),
 		cmocka_unit_test(line_table_forms),
 		cmocka_unit_test(names),
+		cmocka_unit_test(debug_offsets_313),
+		cmocka_unit_test(debug_offsets_314),
+		cmocka_unit_test(debug_offsets_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
