@@ -2287,7 +2287,6 @@ def main():
         section("scale_peers", scale_peers)
         section("fleet", fleet, cal)
         section("python", python_frames)
-        section("fleet", fleet, cal)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
