@@ -92,15 +92,18 @@ def test_real_sleep_charged_to_python():
 
 
 def test_when_python_names():
-    """WHEN over Python names: only the samples under rec, all of them."""
-    listing, own = run("--when", "py.pyphases.rec")
+    """WHEN over Python names: `rec->*` (rec active) counts every sample under rec and no
+    other, the rest counted apart as not matching; its share is rec's own CPU share."""
+    listing, own = run("--when", "py.pyphases.rec->*")
     s = listing["summary"]
     p = procs(listing)
-    n = s["counted"]
-    assert p["py.pyphases.rec"]["deep"] == n - s.get("not_matching_when", 0) or \
-        p["py.pyphases.rec"]["deep"] > 0, s
+    unwalkable = sum(c["count"] for c in s.get("critical", []) if c["name"] == "unwalkable")
+    assert s["counted"] + s["not_matching"] == s["interrupts"], s
+    assert p["py.pyphases.rec"]["deep"] == s["counted"] - unwalkable, (p["py.pyphases.rec"], s)
     for fn in ("work_a", "parse_json"):
         assert p.get(f"py.pyphases.{fn}", {"deep": 0})["deep"] == 0, fn
+    got, want = s["counted"] / s["interrupts"], own["cpu"]["rec"]
+    assert abs(got - want) * 100 <= share_tolerance_pp(want, s["interrupts"]), (got, want)
 
 
 def test_pid_attach_and_lines():
