@@ -552,11 +552,12 @@ static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key
 }
 
 /*
- * Append the Python frames @task is running to @st. @task is the current thread, or one of
- * the current process (its memory is read through the current address space).
+ * Append the Python frames @task is running to @st: read through the current address space
+ * (@task is the current thread, or one of its process), or from @outside it (a task off CPU,
+ * dump_offcpu).
  */
-static __always_inline void py_append(struct task_struct *task, const struct pcmon_key *key,
-				      __u32 tid, struct pcmon_stack *st)
+static __always_inline void py_append_from(struct task_struct *task, const struct pcmon_key *key,
+					   __u32 tid, struct pcmon_stack *st, bool outside)
 {
 	const struct pcmon_pyproc *pp = py_proc(key, st);
 	struct pcmon_pythread *pt;
@@ -564,22 +565,24 @@ static __always_inline void py_append(struct task_struct *task, const struct pcm
 	if (!pp)
 		return;
 	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (pt)
+	if (!pt)
+		return;
+	if (outside)
+		py_walk_frames_task(st, pt, pp, tid, task);
+	else
 		py_walk_frames(st, pt, pp, tid);
 }
 
-/* The same for @task off CPU, read from outside its address space (dump_offcpu). */
+static __always_inline void py_append(struct task_struct *task, const struct pcmon_key *key,
+				      __u32 tid, struct pcmon_stack *st)
+{
+	py_append_from(task, key, tid, st, false);
+}
+
 static __always_inline void py_append_task(struct task_struct *task, const struct pcmon_key *key,
 					   struct pcmon_stack *st)
 {
-	const struct pcmon_pyproc *pp = py_proc(key, st);
-	struct pcmon_pythread *pt;
-
-	if (!pp)
-		return;
-	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (pt)
-		py_walk_frames_task(st, pt, pp, key->tid, task);
+	py_append_from(task, key, key->tid, st, true);
 }
 
 /* The same, into the record of a --unwind dwarf sample: @slot 0 from the sample program, 1
