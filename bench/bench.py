@@ -79,6 +79,9 @@ CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
 CHURN_HZ = 19
 BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60 + 2 * CHURN_S + 60 + 160))
 CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
+# BENCH_SECTIONS: only these sections (comma-separated names, e.g. "calls"; unset: all). A
+# partial run prints its table but leaves bench/README.md and results.json as they were.
+SECTIONS = [x for x in os.environ.get("BENCH_SECTIONS", "").split(",") if x]
 BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # BENCH_BASELINE: a checkout whose binaries are measured beside this tree's (None: not)
@@ -2083,6 +2086,8 @@ def main():
 
     def section(name, fn, *args):
         nonlocal rc
+        if SECTIONS and name not in SECTIONS and name != "calibration":
+            return
         t0 = time.monotonic()
         try:
             res[name] = fn(*args)
@@ -2121,9 +2126,13 @@ def main():
             res["baseline"]["comparison"] = comparison(res["baseline"]["sections"])
             res["baseline"]["off_budget_s"] = OFF_BUDGET_S
             print("\n" + baseline_table(res))
-        with open(RESULTS, "w") as f:
-            json.dump(res, f, indent=1, default=str)
-        update_readme(text)
+        if SECTIONS:
+            with open(os.path.join(tempfile.gettempdir(), "pcmon-bench-sections.json"), "w") as f:
+                json.dump(res, f, indent=1, default=str)
+        else:
+            with open(RESULTS, "w") as f:
+                json.dump(res, f, indent=1, default=str)
+            update_readme(text)
         shutil.rmtree(TMP, ignore_errors=True)
     return rc
 
