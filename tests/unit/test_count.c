@@ -77,11 +77,11 @@ static void set_patterns(struct count *ct, const char *const *pats, const bool *
 /* The call table of @ct sorted by @sort, with no open activations: the reply's "calls". */
 static cJSON *report(const struct count *ct, const uint64_t *open, const char *sort)
 {
-	uint64_t none[16] = { 0 };
+	uint64_t none[16 * COUNT_NCLS] = { 0 };
 	cJSON *rep = cJSON_CreateObject();
 
 	assert_non_null(rep);
-	assert_true(ct->nfns <= ARRAY_SIZE(none));
+	assert_true(ct->nfns * COUNT_NCLS <= ARRAY_SIZE(none));
 	assert_int_equal(count_report_json(ct, open ? open : none, NULL, sort, rep), 0);
 	return rep;
 }
@@ -276,7 +276,8 @@ static void test_table_parent_and_child(void **state)
 		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 50, .total_ns = 100,
 		    .total_acts = 3, .max_ns = 100 } },
 	};
-	const uint64_t open[] = { 2, 1 }; /* by procedure: child's 2, parent's 1 */
+	/* by procedure and class: child's 2, parent's 1 (all matching: no pattern) */
+	const uint64_t open[2 * COUNT_NCLS] = { [0] = 2, [COUNT_NCLS] = 1 };
 	struct count *ct = table(p, 2, 2, 7);
 	cJSON *rep = report(ct, open, "self"), *c = cJSON_GetObjectItem(rep, "calls");
 
@@ -400,7 +401,7 @@ static void test_empty_table_says_what_never_matched(void **state)
 	set_patterns(ct, pats, matched, 2);
 	ct->virt = true;
 	ct->searched = 3;
-	assert_int_equal(count_report_json(ct, (uint64_t[1]){ 0 }, &ps, "self", rep), 0);
+	assert_int_equal(count_report_json(ct, (uint64_t[COUNT_NCLS]){ 0 }, &ps, "self", rep), 0);
 	c = cJSON_GetObjectItem(rep, "calls");
 	assert_string_equal(str(c, "mode"), "VIRTUAL");
 	assert_true(num(c, "objects_searched") == 3);
@@ -441,20 +442,23 @@ static void test_open_activations_by_procedure(void **state)
 	/* target 7 has 4 procedures; the BPF iterator hands every thread's open activations of
 	 * every target: two of 7's procedure 3 (one stepped), one of its 0; one of target 8's;
 	 * one of 7's that names no procedure of the table (ignored, not written past it) */
-	uint64_t open[5] = { 0 };
+	uint64_t open[5 * COUNT_NCLS] = { 0 };
 	struct count_open oc = { .target = 7, .open = open, .n = 4 };
 	const uint64_t seen[] = { count_cookie(7, 0, false), count_cookie(7, 3, true),
 				  count_cookie(8, 0, false), count_cookie(7, 3, false),
 				  count_cookie(7, 4, false) };
 
 	(void)state;
-	for (size_t i = 0; i < ARRAY_SIZE(seen); i++)
-		count_tally_open(&oc, seen[i]);
-	assert_int_equal(open[0], 1);
-	assert_int_equal(open[1], 0);
-	assert_int_equal(open[2], 0);
-	assert_int_equal(open[3], 2);
-	assert_int_equal(open[4], 0);
+	for (size_t i = 0; i < ARRAY_SIZE(seen); i++) {
+		struct pcmon_ckey k = { .cookie = seen[i], .cls = PCMON_CLS_ALL };
+
+		count_tally_open(&oc, &k);
+	}
+	assert_int_equal(open[0 * COUNT_NCLS], 1);
+	assert_int_equal(open[1 * COUNT_NCLS], 0);
+	assert_int_equal(open[2 * COUNT_NCLS], 0);
+	assert_int_equal(open[3 * COUNT_NCLS], 2);
+	assert_int_equal(open[4 * COUNT_NCLS], 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -580,10 +584,10 @@ static struct count *full_table(void)
 	static const bool matched[] = { true, true, false };
 	const struct proc p[] = {
 		{ "prog", "work_a", false,
-		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 } },
+		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 } },
 		{ "libm.so.6", "sin", true,
 		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
-		    12345678901234567ULL, 42, 99, 0, 1, 2 } },
+		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0 } },
 	};
 	struct count *ct = table(p, 2, 9123.25, 26000.5);
 
