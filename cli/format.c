@@ -198,6 +198,30 @@ static const struct col call_cols[] = {
 	{ "exited", "exited", 6, COL_COUNT },
 };
 
+/* A row of the call table: @mark, the calls, the columns, the name. */
+static void call_row(FILE *f, const char *mark, const cJSON *o, const char *name)
+{
+	fprintf(f, "%s%9.0f", mark, num(o, "calls"));
+	col_values(f, call_cols, ARRAY_SIZE(call_cols), o);
+	fprintf(f, "  %s\n", name);
+	if (num(o, "too_deep"))
+		fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n", "",
+			num(o, "too_deep"));
+}
+
+/* The pattern the calls were classed by (docs/when.md, "At probes"), and how. */
+static void when_head(FILE *f, const cJSON *w)
+{
+	const char *why = proto_str(w, "why_walk", NULL) ? str(w, "why_walk", "") : NULL;
+
+	fprintf(f, "when %s, from the %s", str(w, "pattern", "?"), str(w, "method", "?"));
+	if (why)
+		fprintf(f, " (%s)", why);
+	fprintf(f, ": each row counts the calls whose stack matched at entry, the others apart\n");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "context_late")))
+		fprintf(f, "! a procedure the pattern names was probed after its process had started: calls entered before may be classed wrong\n");
+}
+
 /*
  * The call table (docs/count.md): per procedure calls, self, self+children, average, max, and
  * what was closed other than by a return. '~' marks a procedure probed after its process
@@ -206,6 +230,7 @@ static const struct col call_cols[] = {
 void fmt_calls(FILE *f, const cJSON *rep)
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "calls"), *it;
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "when");
 	char total[24], sub[24];
 	bool late = false;
 
@@ -220,22 +245,30 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fmt_ns(total, sizeof(total), num(p, "run_time_ns"));
 		fprintf(f, "; the probes' BPF ran %.0f times, %s (all targets)", num(p, "runs"), total);
 	}
-	fprintf(f, "\n\n%10s", "calls");
+	fputc('\n', f);
+	if (w)
+		when_head(f, w);
+	fprintf(f, "\n%10s", "calls");
 	col_heads(f, call_cols, ARRAY_SIZE(call_cols));
 	fprintf(f, "  %s\n", "procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
 		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, "not_matching");
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(it, "unknown");
 
 		late |= l;
-		fprintf(f, "%s%9.0f", l ? "~" : " ", num(it, "calls"));
-		col_values(f, call_cols, ARRAY_SIZE(call_cols), it);
-		fprintf(f, "  %s\n", str(it, "procedure", "?"));
-		if (num(it, "too_deep"))
-			fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n",
-				"", num(it, "too_deep"));
+		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
+		if (o)
+			call_row(f, " ", o, "  (not matching)");
+		if (u && num(u, "calls"))
+			call_row(f, "?", u, "  (could not tell)");
 	}
 	if (late)
 		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
+	if (w && num(w, "unknown_calls"))
+		fprintf(f, "? calls whose stack could not be told; see \"unknown_by_reason\" (--json)\n");
+	if (proto_str(c, "list_when", NULL))
+		fprintf(f, "--when: %s\n", str(c, "list_when", ""));
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "unmatched"))
 		if (cJSON_IsString(it))
 			fprintf(f, "no procedure matched %s in the %.0f objects searched\n", it->valuestring,
