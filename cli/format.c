@@ -440,6 +440,7 @@ static const struct col leg_cols[] = {
 void fmt_tables(FILE *f, const cJSON *rep)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "tables"), *o, *it;
+	bool when = proto_str(t, "when", NULL) != NULL;
 	char a[24], b[24];
 
 	if (!t)
@@ -449,11 +450,19 @@ void fmt_tables(FILE *f, const cJSON *rep)
 	fmt_ns(b, sizeof(b), num(o, "total_ns"));
 	fprintf(f, "\ntables: elapsed %s; probe overhead %s (%.0f hits x %.0f ns, %.2f%% of elapsed), subtracted from legs\n",
 		a, b, num(o, "hits"), num(o, "per_hit_ns"), num(o, "percent_of_elapsed"));
-	fprintf(f, "\n  node %10s %8s  spec\n", "hits", "cost");
+	if (when) /* hits whose stack did not match are counted apart, and start no leg */
+		fprintf(f, "when %s: a node's hits are those whose stack matched, legs start at those only\n",
+			str(t, "when", "?"));
+	fprintf(f, "\n  node %10s %8s", "hits", "cost");
+	if (when)
+		fprintf(f, " %12s", "not matching");
+	fprintf(f, "  spec\n");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
 		fmt_ns(a, sizeof(a), num(it, "cost_ns"));
-		fprintf(f, "  %4.0f %10.0f %8s  %s\n", num(it, "id"), num(it, "hits"), a,
-			str(it, "spec", "?"));
+		fprintf(f, "  %4.0f %10.0f %8s", num(it, "id"), num(it, "hits"), a);
+		if (when)
+			fprintf(f, " %12.0f", num(it, "not_matching") + num(it, "unknown"));
+		fprintf(f, "  %s\n", str(it, "spec", "?"));
 	}
 	fprintf(f, "\n  leg   from   to");
 	col_heads(f, leg_cols, ARRAY_SIZE(leg_cols));

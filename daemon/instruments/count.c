@@ -95,7 +95,7 @@ static int set_when(struct count *ct, const char *text, cJSON **rep)
 	if (r || !(ct->when_text = strdup(text)))
 		return r ? r : -ENOMEM;
 	ct->when_mode = PCMON_CW_WALK;
-	if (when_plan(ct->when, &ct->wpat, ct->when_why, sizeof(ct->when_why)))
+	if (when_plan(ct->when, false, &ct->wpat, ct->when_why, sizeof(ct->when_why)))
 		return 0;
 	nn = pat_nnames(ct->when);
 	ct->ctx_pats = calloc(nn + 1, sizeof(*ct->ctx_pats));

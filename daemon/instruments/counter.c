@@ -130,6 +130,11 @@ void counter_target_done(struct counter *c, uint32_t target)
 	}
 }
 
+int counter_shadow_fd(const struct counter *c)
+{
+	return bpf_map__fd(c->skel->maps.cstack);
+}
+
 int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv)
 {
 	if (bpf_map__update_elem(c->skel->maps.cadv, &cookie, sizeof(cookie), adv, sizeof(*adv), 0))

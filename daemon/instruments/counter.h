@@ -33,6 +33,8 @@ int counter_attach(struct counter *c, const char *path, uint64_t off, uint64_t c
  * that stops a thread's clock off CPU; counter_target_done() on the last lets it go. */
 int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_ccfg *cfg);
 void counter_target_done(struct counter *c, uint32_t target);
+/* The threads' shadow stacks (task storage), for another BPF object to read (legs.bpf.c). */
+int counter_shadow_fd(const struct counter *c);
 /* PCMON_CW_SHADOW: how the procedure of @cookie moves the pattern's state. */
 int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv);
 /* PCMON_CW_WALK: the user stack of id @id, innermost first, 0-terminated, into @ips (at

@@ -31,13 +31,13 @@ int when_compile(const cJSON *req, bool icase, struct pat **out, cJSON **err)
 	return r;
 }
 
-int when_plan(const struct pat *p, struct pcmon_wpat *w, char *why, size_t whylen)
+int when_plan(const struct pat *p, bool colon_ok, struct pcmon_wpat *w, char *why, size_t whylen)
 {
 	size_t nt = pat_nthreads(p);
 	char th[256];
 
 	memset(w, 0, sizeof(*w));
-	if (pat_has_colon(p)) {
+	if (pat_has_colon(p) && !colon_ok) {
 		snprintf(why, whylen, "':' charges a frame the shadow stack may not hold");
 		return -EINVAL;
 	}

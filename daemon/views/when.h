@@ -23,11 +23,12 @@
 int when_compile(const cJSON *req, bool icase, struct pat **out, cJSON **err);
 
 /*
- * Can the shadow stack answer @p (no ':', names joined through '*' only, at most
- * PCMON_WHEN_THREADS threads of PCMON_WHEN_NAMES names)? 0 with @w filled in, or -EINVAL
- * with @why saying what needs the stack walked ("'a->b' names a direct call").
+ * Can the shadow stack answer @p (names joined through '*' only, at most PCMON_WHEN_THREADS
+ * threads of PCMON_WHEN_NAMES names; no ':' unless @colon_ok: which frame a ':' charges is
+ * not known there, only whether the stack matches)? 0 with @w filled in, or -EINVAL with
+ * @why saying what needs the stack walked ("'a->b' names a direct call").
  */
-int when_plan(const struct pat *p, struct pcmon_wpat *w, char *why, size_t whylen);
+int when_plan(const struct pat *p, bool colon_ok, struct pcmon_wpat *w, char *why, size_t whylen);
 
 /* How procedure @f moves each thread of @p (planned as @w). */
 void when_adv(const struct pat *p, const struct pcmon_wpat *w, const struct pat_frame *f,
