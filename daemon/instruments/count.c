@@ -78,7 +78,7 @@ static void free_state(void *st)
  * context procedures), else from the stack walked at each entry (attach() may still choose
  * the walk: a running process, names of too many procedures).
  */
-static int set_when(struct count *ct, const char *text, cJSON **rep)
+int count_set_when(struct count *ct, const char *text, cJSON **rep)
 {
 	cJSON *req = cJSON_CreateObject();
 	size_t nn;
@@ -158,7 +158,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	}
 	ct->icase = proto_bool(req, "icase", 0);
 	ct->when_file = proto_bool(req, "when_from_file", 0);
-	if (set_when(ct, proto_str(req, "when", NULL), rep)) {
+	if (count_set_when(ct, proto_str(req, "when", NULL), rep)) {
 		free_state(ct);
 		return -EINVAL;
 	}
@@ -745,7 +745,7 @@ static int load_when(struct sf_rd *rd, const cJSON *o, struct count *ct, const c
 	ct->unknown.f = u;
 	COUNT_UNKNOWN_REASONS(GET_UNKNOWN)
 #undef GET_UNKNOWN
-	if (set_when(ct, when, &none)) {
+	if (count_set_when(ct, when, &none)) {
 		cJSON_Delete(none);
 		return sf_bad(rd, "when", "not a WHEN pattern");
 	}

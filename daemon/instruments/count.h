@@ -106,6 +106,10 @@ double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
 			const struct pcmon_cstat *s);
 double count_total_ns_of(const struct count *ct, const struct pcmon_cstat *s);
 
+/* The WHEN pattern @text of @ct (NULL: none) and how it is answered at the probes: the
+ * shadow stack, or the walk (ct->when_why). 0, or -errno with the error in *rep. */
+int count_set_when(struct count *ct, const char *text, cJSON **rep);
+
 /* The BPF cookie of procedure @i of @target's table, whose probe is stepped out of line (@xol). */
 uint64_t count_cookie(uint32_t target, size_t i, bool xol);
 

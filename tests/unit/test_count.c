@@ -743,6 +743,144 @@ static void test_state_refused_naming_the_field(void **state)
 	}
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* WHEN (docs/when.md, "At probes") */
+
+static void test_when_methods(void **state)
+{
+	cJSON *rep;
+	struct count *ct;
+
+	(void)state;
+	/* names joined through '*': the shadow stack, each name a context pattern */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"prog.parse->*|prog.main->*->prog.x\"}",
+		       &rep);
+	assert_non_null(ct);
+	assert_int_equal(ct->when_mode, PCMON_CW_SHADOW);
+	assert_int_equal(ct->nctx, 3);
+	assert_int_equal(ct->wpat.nthreads, 2);
+	assert_string_equal(ct->when_text, "prog.parse->*|prog.main->*->prog.x");
+	count_ops.free(ct);
+	/* a direct call, a ':': the stack walked, and why */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"prog.parse->libc.malloc\"}", &rep);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	assert_int_equal(ct->nctx, 0);
+	assert_string_equal(ct->when_why, "'prog.parse->libc.malloc' names a direct call");
+	count_ops.free(ct);
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \":prog.parse->*\"}", &rep);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	count_ops.free(ct);
+	/* a bad pattern: one line, by column */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"a->\"}", &rep);
+	assert_null(ct);
+	assert_string_equal(proto_str(rep, "error", ""), "--when: column 4: expected a name after '->'");
+	cJSON_Delete(rep);
+}
+
+/* Classes of BPF's keys: a stack id is looked up (here: nothing to read it with, so it
+ * cannot be told, and is not remembered as such). */
+static void test_when_classes(void **state)
+{
+	struct count ct = { 0 };
+	struct pcmon_ckey k = { .cookie = count_cookie(3, 1, false) };
+
+	(void)state;
+	k.cls = PCMON_CLS_ALL;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_MATCH);
+	k.cls = PCMON_CLS_MATCH;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_MATCH);
+	k.cls = PCMON_CLS_NOMATCH;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_OTHER);
+	k.cls = PCMON_CLS_UNKNOWN;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	k.cls = PCMON_CLS_NOSTACK;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	k.cls = 17;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	assert_int_equal(itab_count(ct.stacks), 0);
+	itab_free(ct.stacks);
+}
+
+/*
+ * Context procedures (probed for the pattern alone) are transparent: their time is their
+ * caller's self time, less their probes, whose cost is taken off it as its own are.
+ * parent [0, 100) calls ctx [10, 60) which calls child [20, 40): BPF charges parent self
+ * 100 - 20 = 80, of which one context activation's probes; child self 20.
+ */
+static void test_when_context_cost(void **state)
+{
+	const struct proc p[] = {
+		{ "prog", "parent", false,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 80, .total_ns = 100,
+		    .total_acts = 3, .total_acts_xol = 1, .max_ns = 100, .self_ctx = 1 } },
+		{ "prog", "child", true,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 20, .total_ns = 20,
+		    .total_acts = 1, .total_acts_xol = 1, .max_ns = 20 } },
+	};
+	struct count *ct = table(p, 2, 5, 7);
+
+	(void)state;
+	/* its own probes (5) and the context activation's (5) */
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 70);
+	/* the child's stepped probes (7); the parent's total: 2 x 5 + 7 */
+	assert_true(count_self_ns(ct, &ct->fns[1]) == 13);
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 83);
+	ct->fns[0].stat.self_ctx_xol = 1; /* a stepped one instead */
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 68);
+	count_ops.free(ct);
+}
+
+/* The table with a pattern: each procedure's matching calls, the others apart, the context
+ * procedures left out; and the state file keeps it all. */
+static void test_when_table_and_state(void **state)
+{
+	const struct proc p[] = {
+		{ "libc.so.6", "malloc", false,
+		  { .calls = 30, .closed = 30, .outer = 30, .self_ns = 3000, .total_ns = 3000,
+		    .total_acts = 30, .max_ns = 200 } },
+		{ "prog", "parse", false, { .calls = 4, .closed = 4, .outer = 4 } },
+	};
+	static const char *const pats[] = { "libc.malloc" };
+	static const bool matched[] = { true };
+	struct count *ct = table(p, 2, 10, 20), *back;
+	uint64_t open[2 * COUNT_NCLS] = { [COUNT_OTHER] = 2 };
+	cJSON *rep, *none = NULL, *row;
+	char why[256];
+
+	(void)state;
+	set_patterns(ct, pats, matched, 1);
+	assert_int_equal(count_set_when(ct, "prog.parse->*", &none), 0);
+	ct->fns[1].ctx = true;
+	ct->fns[0].by[COUNT_OTHER] = (struct pcmon_cstat){ .calls = 70, .closed = 68, .outer = 68,
+							    .self_ns = 7000, .total_ns = 7000,
+							    .total_acts = 68, .max_ns = 300 };
+	ct->fns[0].by[COUNT_UNKNOWN].calls = 1;
+	ct->unknown.not_kept = 1;
+	rep = cJSON_CreateObject();
+	assert_int_equal(count_report_json(ct, open, NULL, "self", rep), 0);
+	row = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "procedures"), 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"),
+								"procedures")), 1);
+	assert_true(num(row, "calls") == 30);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "calls") == 70);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "open") == 2);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "self_ns") == 7000 - 68 * 10);
+	assert_true(num(cJSON_GetObjectItem(row, "unknown"), "calls") == 1);
+	assert_string_equal(str(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "when"), "method"),
+			    "shadow stack");
+	cJSON_Delete(rep);
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_string_equal(back->when_text, "prog.parse->*");
+	assert_int_equal(back->when_mode, PCMON_CW_SHADOW);
+	assert_true(back->fns[1].ctx);
+	assert_memory_equal(back->fns[0].by, ct->fns[0].by, sizeof(ct->fns[0].by));
+	assert_int_equal(back->unknown.not_kept, 1);
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -765,6 +903,10 @@ int main(void)
 		cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_round_trip_empty),
 		cmocka_unit_test(test_state_refused_naming_the_field),
+		cmocka_unit_test(test_when_methods),
+		cmocka_unit_test(test_when_classes),
+		cmocka_unit_test(test_when_context_cost),
+		cmocka_unit_test(test_when_table_and_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
