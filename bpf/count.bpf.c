@@ -17,7 +17,10 @@
  *   every name is a probed procedure (context procedures, PCMON_COUNT_CTX, are probed for
  *   that alone and stay out of the table), else by the id of its user stack, walked here
  *   and matched by the engine. A call whose class cannot be told is counted as such.
- * - Totals are per CPU: an entry and a return touch no cache line another CPU writes.
+ * - Totals are per CPU: an entry and a return touch no cache line another CPU writes. An
+ *   entry touches no totals at all: a call is counted when it is closed (struct pcmon_cstat:
+ *   its calls field holds only the entries never closed here), and the engine adds the
+ *   activations open when it reads them (dump_open).
  * Which target a task belongs to comes from the shared process maps (procs.bpf.h).
  */
 #include "vmlinux.h"
@@ -133,18 +136,54 @@ static __always_inline struct pcmon_cstat *stat_of(const struct pcmon_cact *a, _
 	return bpf_map_lookup_elem(&cstat, &k);
 }
 
-/* Does the current task belong to the target of @cookie, and may its owner watch it? Its
- * process entry (NULL for the calibration, which has none), or @none if it does not. */
-static __always_inline bool watched(__u64 cookie, __u32 tgid, struct task_struct *task,
-				    struct pcmon_proc **proc)
+/*
+ * Does the current task belong to the target of @cookie, and may its owner watch it? Its
+ * shadow stack (made on its first counted call), its process's exec epoch in *epoch; NULL
+ * if it is not watched, or (*no_stack) it is but has no shadow stack. The process map is
+ * looked up only when the copy the shadow stack keeps is stale.
+ */
+static __always_inline struct pcmon_cstack *watched(__u64 cookie, __u32 tgid,
+						    struct task_struct *task, __u32 *epoch,
+						    bool *no_stack)
 {
 	__u32 target = PCMON_COUNT_TARGET(cookie);
+	__u64 gen = procs_gen_now() | PCMON_COUNT_COPIED;
+	struct pcmon_cstack *cs = NULL;
+	struct pcmon_tcfg *cfg;
+	struct pcmon_proc *p;
 
-	*proc = NULL;
-	if (target == CALIB_TARGET)
-		return calib_pid && tgid == calib_pid;
-	*proc = proc_in_target(target, tgid, task);
-	return *proc != NULL;
+	*epoch = 0;
+	*no_stack = false;
+	if (task->bpf_storage)
+		cs = bpf_task_storage_get(&cstack, task, NULL, 0);
+	if (target == CALIB_TARGET) {
+		if (!calib_pid || tgid != calib_pid)
+			return NULL;
+	} else if (cs && cs->proc_gen == gen) {
+		/* the copy is current: the owner may still have lost the right to watch it */
+		cfg = cs->proc_target == target ? active_cfg(target) : NULL;
+		if (!cfg || !may_watch(task, cfg, target))
+			return NULL;
+		*epoch = cs->proc_epoch;
+		return cs;
+	} else {
+		p = proc_in_target(target, tgid, task);
+		if (!p)
+			return NULL;
+		*epoch = p->epoch;
+	}
+	if (!cs)
+		cs = bpf_task_storage_get(&cstack, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cs) {
+		*no_stack = true;
+		return NULL;
+	}
+	if (target != CALIB_TARGET) {
+		cs->proc_gen = gen;
+		cs->proc_target = target;
+		cs->proc_epoch = *epoch;
+	}
+	return cs;
 }
 
 static __always_inline __u32 is_xol(__u64 cookie)
@@ -263,16 +302,16 @@ int count_enter(struct pt_regs *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = pid_tgid >> 32, target = PCMON_COUNT_TARGET(cookie), d, nested = 0, ws;
 	struct pcmon_cact *a, tmp = { .cookie = cookie };
-	struct pcmon_proc *proc;
 	struct pcmon_ccfg *cc;
 	struct pcmon_cstack *cs;
 	struct pcmon_cstat *s;
+	bool no_stack;
 	__u64 now;
 
-	if (!watched(cookie, tgid, task, &proc))
+	cs = watched(cookie, tgid, task, &tmp.epoch, &no_stack);
+	if (!cs && !no_stack)
 		return 0;
 	cc = bpf_map_lookup_elem(&ccfg, &target);
-	cs = bpf_task_storage_get(&cstack, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!cs) { /* counted, neither timed nor classed */
 		tmp.cls = cc && cc->when ? PCMON_CLS_UNKNOWN : PCMON_CLS_ALL;
 		s = (__u32)cookie & PCMON_COUNT_CTX ? NULL : stat_of(&tmp, tgid);
@@ -295,18 +334,13 @@ int count_enter(struct pt_regs *ctx)
 	unwind_to(cs, tgid, PT_REGS_SP(ctx), now);
 	d = cs->depth;
 	tmp.cls = classify(ctx, cc, cs, d, cookie, &ws);
-	tmp.epoch = proc ? proc->epoch : 0;
-	if (!((__u32)cookie & PCMON_COUNT_CTX)) {
-		s = stat_of(&tmp, tgid);
-		if (s)
-			__sync_fetch_and_add(&s->calls, 1);
-	} else {
-		s = NULL;
-	}
-	if (d >= PCMON_COUNT_DEPTH) {
+	if (d >= PCMON_COUNT_DEPTH) { /* counted here, as it is never closed */
 		cs->depth = d + 1;
-		if (s)
+		s = (__u32)cookie & PCMON_COUNT_CTX ? NULL : stat_of(&tmp, tgid);
+		if (s) {
+			__sync_fetch_and_add(&s->calls, 1);
 			__sync_fetch_and_add(&s->too_deep, 1);
+		}
 		return 0;
 	}
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {

@@ -84,8 +84,15 @@ struct pcmon_cact {
 struct pcmon_cstack {
 	__u32 depth;		/* open activations; beyond PCMON_COUNT_DEPTH only counted */
 	__u32 virt;		/* its times are the thread's CPU time (VIRTUAL), not wall */
+	/* its process's entry in the process map, copied: good while procs_gen reads as then
+	 * (every change to an entry bumps it, procs.bpf.h), so that an entry looks up nothing */
+	__u64 proc_gen;		/* with PCMON_COUNT_COPIED; 0: none */
+	__u32 proc_target;
+	__u32 proc_epoch;
 	struct pcmon_cact a[PCMON_COUNT_DEPTH];
 };
+
+#define PCMON_COUNT_COPIED (1ull << 63)	/* tells a copy taken at generation 0 from none */
 
 /* A target's call-counting settings (array indexed by target id). */
 struct pcmon_ccfg {
@@ -102,7 +109,7 @@ struct pcmon_ccfg {
  * daemon/instruments/count_report.c).
  */
 #define PCMON_CSTAT_FIELDS(X)                                                              \
-	X(calls, ALWAYS)	  /* entries */                                            \
+	X(calls, ALWAYS)	  /* entries (BPF: those it never closes, see count.bpf.c) */ \
 	X(closed, ALWAYS)	  /* activations closed: returned, unwound or exited */    \
 	X(outer, ALWAYS)	  /* ... of which outermost (none of it open around) */    \
 	X(self_ns, ALWAYS)	  /* raw: the probes' own cost not yet subtracted */       \

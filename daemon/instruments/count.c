@@ -69,6 +69,7 @@ static void free_state(void *st)
 	free(ct->when_text);
 	itab_free(ct->stacks);
 	free(ct->stack_cls);
+	free(ct->open);
 	free(ct);
 }
 
@@ -497,6 +498,7 @@ static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_
 	PCMON_CSTAT_FIELDS(ADD_CSTAT)
 #undef ADD_CSTAT
 	to->max_ns = max;
+	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
 	if (cls != COUNT_UNKNOWN)
 		return;
 	if (k->cls == PCMON_CLS_NOSTACK)
@@ -520,6 +522,20 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
 	memset(&ct->unknown, 0, sizeof(ct->unknown));
 	counter_stats(g->ctr, t->id, fold_stat, &fo);
+	/* the calls still open are entries too (read after the totals: one that closes in
+	 * between is counted once, when the next listing reads it) */
+	if (GROW(ct->open, ct->cap_open, ct->nfns * COUNT_NCLS + 1))
+		return;
+	memset(ct->open, 0, ct->cap_open * sizeof(*ct->open));
+	{
+		struct count_open oc = { .target = t->id, .n = ct->nfns, .ct = ct,
+					 .open = ct->open, .ctr = g->ctr, .sym = g->env.sym };
+
+		counter_open_activations(g->ctr, count_tally_open, &oc);
+	}
+	for (size_t i = 0; i < ct->nfns; i++)
+		for (int c = 0; c < COUNT_NCLS; c++)
+			ct->fns[i].by[c].calls += ct->open[i * COUNT_NCLS + c];
 }
 
 static void stop(void *gp, struct target *t, void *st)
@@ -599,7 +615,7 @@ void count_tally_open(void *ctx, const struct pcmon_ckey *k)
 	 * by procedure whatever its probe's kind (the XOL bit is not part of the index) */
 	if (PCMON_COUNT_TARGET(k->cookie) != oc->target || fn >= oc->n)
 		return;
-	oc->open[fn * COUNT_NCLS + (oc->ct ? count_class_of(oc->ct, NULL, NULL, k) : COUNT_MATCH)]++;
+	oc->open[fn * COUNT_NCLS + (oc->ct ? count_class_of(oc->ct, oc->ctr, oc->sym, k) : COUNT_MATCH)]++;
 }
 
 static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
@@ -607,8 +623,8 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
-	struct count_open oc = { .target = t->id, .n = ct->nfns, .ct = ct };
 	struct counter_prog_stats ps, *pps = NULL;
+	uint64_t *open;
 	const char *when = proto_str(req, "when", NULL);
 	bool other = when && (!ct->when_text || strcmp(when, ct->when_text));
 	int r;
@@ -621,17 +637,18 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 		return -1;
 	}
 	collect(g, t, ct);
-	oc.open = calloc(ct->nfns * COUNT_NCLS + 1, sizeof(*oc.open));
-	if (!oc.open)
+	/* open now: as collect() read them; none once detached */
+	open = calloc(ct->nfns * COUNT_NCLS + 1, sizeof(*open));
+	if (!open)
 		return -ENOMEM;
-	if (g->ctr && !ct->detached)
-		counter_open_activations(g->ctr, count_tally_open, &oc);
+	if (!ct->detached && ct->open)
+		memcpy(open, ct->open, ct->nfns * COUNT_NCLS * sizeof(*open));
 	if (g->ctr && procs_bpf_stats(g->env.procs)) {
 		counter_prog_stats(g->ctr, &ps);
 		pps = &ps;
 	}
-	r = count_report_json(ct, oc.open, pps, proto_str(req, "sort", "self"), rep);
-	free(oc.open);
+	r = count_report_json(ct, open, pps, proto_str(req, "sort", "self"), rep);
+	free(open);
 	if (!r && other)
 		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "calls"), "list_when",
 					"not applied: calls are classed at start, by the pattern given then");

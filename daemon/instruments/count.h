@@ -78,6 +78,8 @@ struct count {
 	size_t nctx;
 	bool ctx_late;		/* a context procedure was probed while its process ran */
 	struct count_unknown unknown;	/* calls not classed, by reason (as last read) */
+	uint64_t *open;		/* activations open when last read, by procedure and class */
+	size_t cap_open;
 	struct itab *stacks;	/* PCMON_CW_WALK: (stack id, tgid, epoch) seen ... */
 	uint8_t *stack_cls;	/* ... and its class (enum count_cls) */
 	size_t cap_cls;
@@ -113,6 +115,9 @@ int count_set_when(struct count *ct, const char *text, cJSON **rep);
 /* The BPF cookie of procedure @i of @target's table, whose probe is stepped out of line (@xol). */
 uint64_t count_cookie(uint32_t target, size_t i, bool xol);
 
+struct counter;
+struct sym;
+
 /* Open activations by procedure and class: count_tally_open() is called with each open
  * activation's key (counter_open_activations()), and counts those of @target into
  * open[fn * COUNT_NCLS + class], fn in [0, n); @ct classes them. */
@@ -121,13 +126,13 @@ struct count_open {
 	uint64_t *open;
 	size_t n;
 	struct count *ct;
+	struct counter *ctr;	/* may be NULL (then a stack not seen yet is unknown) */
+	struct sym *sym;
 };
 void count_tally_open(void *ctx, const struct pcmon_ckey *k);
 
 /* The class of calls of key @k: by its class in BPF, or its stack looked up (the
  * first time: read back, named and matched; @c NULL: not read, unknown). */
-struct counter;
-struct sym;
 enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s,
 			      const struct pcmon_ckey *k);
 
