@@ -59,7 +59,8 @@ int when_plan(const struct pat *p, bool colon_ok, struct pcmon_wpat *w, char *wh
 			names++;
 		}
 		if (names > PCMON_WHEN_NAMES) {
-			snprintf(why, whylen, "a call thread of more than %d names", PCMON_WHEN_NAMES);
+			snprintf(why, whylen, "a call thread of more than %d names",
+				 PCMON_WHEN_NAMES);
 			return -EINVAL;
 		}
 		w->nnames[t] = names;

@@ -115,7 +115,8 @@ static void test_shadow_stack_is_pat_match(void **state)
 				char s[128] = "";
 
 				for (size_t i = 0; i < n; i++)
-					snprintf(s + strlen(s), sizeof(s) - strlen(s), " %s", procs[stack[i]]);
+					snprintf(s + strlen(s), sizeof(s) - strlen(s), " %s",
+						 procs[stack[i]]);
 				fail_msg("%s on%s: shadow stack %d, pat_match %d", text, s,
 					 shadow_match(p, &w, stack, n), full_match(p, stack, n));
 			}
@@ -135,8 +136,8 @@ static void test_long_threads_and_recursion(void **state)
 
 	(void)state;
 	for (int i = 0; i < 15; i++)
-		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%sp.%s", i ? "->*->" : "",
-			 procs[i % 5]);
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%sp.%s",
+			 i ? "->*->" : "", procs[i % 5]);
 	p = parse(text);
 	assert_int_equal(when_plan(p, false, &w, why, sizeof(why)), 0);
 	assert_int_equal(w.nnames[0], 15);
@@ -177,8 +178,9 @@ static void test_what_the_shadow_stack_cannot_answer(void **state)
 	check_refused("p.a->*|(p.b->p.c->*)", false, "'p.b->p.c->*' names a direct call");
 	check_refused(":p.a->*", false, "':' charges a frame the shadow stack may not hold");
 	check_refused("(a|b)->*->(c|d)->*->(e|a)->*->(b|c)", false, "more than 8 call threads");
-	check_refused("a->*->b->*->c->*->d->*->e->*->a->*->b->*->c->*->d->*->e->*->a->*->b->*->c->*->d->*->e->*->a",
-		      false, "a call thread of more than 15 names");
+	check_refused(
+		"a->*->b->*->c->*->d->*->e->*->a->*->b->*->c->*->d->*->e->*->a->*->b->*->c->*->d->*->e->*->a",
+		false, "a call thread of more than 15 names");
 	/* nodes take a ':' (a hit is not charged to a frame): whether the stack matches is all */
 	p = parse(":p.a->*");
 	assert_int_equal(when_plan(p, true, &w, why, sizeof(why)), 0);
@@ -201,7 +203,8 @@ static void test_request_pattern_errors(void **state)
 	req = cJSON_Parse("{\"when\": \"a->\"}");
 	assert_int_equal(when_compile(req, false, &p, &err), -EINVAL);
 	assert_null(p);
-	assert_string_equal(proto_str(err, "error", ""), "--when: column 4: expected a name after '->'");
+	assert_string_equal(proto_str(err, "error", ""),
+			    "--when: column 4: expected a name after '->'");
 	cJSON_Delete(err);
 	cJSON_Delete(req);
 	err = NULL;
