@@ -254,10 +254,16 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
 		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
 		const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, "not_matching");
-		const cJSON *u = cJSON_GetObjectItemCaseSensitive(it, "unknown");
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(it, "unknown"), *ch;
 
 		late |= l;
 		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
+		cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(it, "charged_to")) {
+			char to[600];
+
+			snprintf(to, sizeof(to), "  charged to %s", str(ch, "procedure", "?"));
+			call_row(f, " ", ch, to);
+		}
 		if (o)
 			call_row(f, " ", o, "  (not matching)");
 		if (u && num(u, "calls"))

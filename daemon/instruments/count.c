@@ -67,8 +67,13 @@ static void free_state(void *st)
 	free(ct->ctx_pats);
 	pat_free(ct->when);
 	free(ct->when_text);
+	for (size_t i = 0; ct->stacks && i < itab_count(ct->stacks); i++)
+		free(ct->stack_info[i].to);
 	itab_free(ct->stacks);
-	free(ct->stack_cls);
+	free(ct->stack_info);
+	for (size_t i = 0; i < ct->ncharges; i++)
+		free(ct->charges[i].to);
+	free(ct->charges);
 	free(ct->open);
 	free(ct);
 }
@@ -408,14 +413,19 @@ static void set_active(void *g, struct target *t, void *st, bool active)
 
 /* ---- classes (WHEN) */
 
-/* The class of a walked stack: named through its process's map, matched. */
+/*
+ * A walked stack named through its process's map and matched: its class, and (*to, with a
+ * ':') the frame the match charges.
+ */
 static enum count_cls match_stack(struct count *ct, struct counter *c, struct sym *sy,
-				  const struct pcmon_ckey *k)
+				  const struct pcmon_ckey *k, char **to)
 {
 	uint64_t ips[PCMON_COUNT_STACK_DEPTH];
 	struct pat_frame pf[PCMON_COUNT_STACK_DEPTH * 4];
 	size_t n = 0;
+	int r;
 
+	*to = NULL;
 	if (!c || !sy || counter_stack(c, k->cls, ips, ARRAY_SIZE(ips)))
 		return COUNT_UNKNOWN;
 	/* innermost first, each pc's inline chain innermost first: reversed at the end */
@@ -441,15 +451,52 @@ static enum count_cls match_stack(struct count *ct, struct counter *c, struct sy
 		pf[i] = pf[n - 1 - i];
 		pf[n - 1 - i] = x;
 	}
-	return pat_match(ct->when, pf, n) == PAT_NOMATCH ? COUNT_OTHER : COUNT_MATCH;
+	r = pat_match(ct->when, pf, n);
+	if (r == PAT_NOMATCH)
+		return COUNT_OTHER;
+	if (pat_has_colon(ct->when)) {
+		/* charged as a sample would be: a frame without a name is foreignPcs */
+		if (r >= 0 && pf[r].proc && pf[r].module) {
+			size_t len = strlen(pf[r].module) + strlen(pf[r].proc) + 2;
+
+			if ((*to = malloc(len)))
+				snprintf(*to, len, "%s.%s", pf[r].module, pf[r].proc);
+		} else {
+			*to = strdup("foreignPcs");
+		}
+	}
+	return COUNT_MATCH;
+}
+
+/* What is known of the stack of key @k (a stack id), named and matched the first time;
+ * NULL if it cannot be told (now: a later listing may). */
+static const struct count_stack *stack_of(struct count *ct, struct counter *c, struct sym *s,
+					  const struct pcmon_ckey *k)
+{
+	uint32_t key[3] = { k->cls, k->tgid, k->epoch }, id;
+	enum count_cls cls;
+	int64_t have;
+	char *to;
+
+	if (!ct->stacks && !(ct->stacks = itab_new()))
+		return NULL;
+	have = itab_find(ct->stacks, key, sizeof(key));
+	if (have >= 0)
+		return &ct->stack_info[have];
+	cls = match_stack(ct, c, s, k, &to);
+	if (cls == COUNT_UNKNOWN || GROW(ct->stack_info, ct->cap_info, itab_count(ct->stacks) + 1) ||
+	    itab_intern(ct->stacks, key, sizeof(key), &id) < 0) {
+		free(to);
+		return NULL;
+	}
+	ct->stack_info[id] = (struct count_stack){ .cls = cls, .to = to };
+	return &ct->stack_info[id];
 }
 
 enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s,
 			      const struct pcmon_ckey *k)
 {
-	uint32_t key[3] = { k->cls, k->tgid, k->epoch }, id;
-	int64_t have;
-	enum count_cls cls;
+	const struct count_stack *st;
 
 	switch (k->cls) {
 	case PCMON_CLS_ALL:
@@ -460,18 +507,51 @@ enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s
 	}
 	if (k->cls >= PCMON_CLS_SPECIAL)
 		return COUNT_UNKNOWN;
-	if (!ct->stacks && !(ct->stacks = itab_new()))
-		return COUNT_UNKNOWN;
-	have = itab_find(ct->stacks, key, sizeof(key));
-	if (have >= 0)
-		return ct->stack_cls[have];
-	cls = match_stack(ct, c, s, k);
-	/* a stack not read or named now may be later (another listing): not remembered */
-	if (cls == COUNT_UNKNOWN || itab_intern(ct->stacks, key, sizeof(key), &id) ||
-	    GROW(ct->stack_cls, ct->cap_cls, id + 1))
-		return cls;
-	ct->stack_cls[id] = cls;
-	return cls;
+	st = stack_of(ct, c, s, k);
+	return st ? st->cls : COUNT_UNKNOWN;
+}
+
+struct count_charge *count_charge(struct count *ct, uint32_t fn, const char *to)
+{
+	struct count_charge *ch;
+
+	for (size_t i = 0; i < ct->ncharges; i++)
+		if (ct->charges[i].fn == fn && !strcmp(ct->charges[i].to, to))
+			return &ct->charges[i];
+	if (GROW(ct->charges, ct->cap_charges, ct->ncharges + 1))
+		return NULL;
+	ch = &ct->charges[ct->ncharges];
+	*ch = (struct count_charge){ .fn = fn, .to = strdup(to) };
+	if (!ch->to)
+		return NULL;
+	ct->ncharges++;
+	return ch;
+}
+
+/* The charge of key @k's calls (a matching stack with a ':'), or NULL. */
+static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey *k)
+{
+	const struct count_stack *st;
+	uint32_t key[3] = { k->cls, k->tgid, k->epoch };
+	int64_t have;
+
+	if (k->cls >= PCMON_CLS_SPECIAL || !ct->stacks ||
+	    (have = itab_find(ct->stacks, key, sizeof(key))) < 0)
+		return NULL;
+	st = &ct->stack_info[have];
+	return st->cls == COUNT_MATCH && st->to ? count_charge(ct, PCMON_COUNT_FN(k->cookie), st->to)
+						: NULL;
+}
+
+static void add_stat(struct pcmon_cstat *to, const struct pcmon_cstat *s)
+{
+	uint64_t max = MAX(to->max_ns, s->max_ns);
+
+#define ADD_CSTAT(f, need) to->f += s->f;
+	PCMON_CSTAT_FIELDS(ADD_CSTAT)
+#undef ADD_CSTAT
+	to->max_ns = max;
+	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
 }
 
 struct fold {
@@ -485,30 +565,27 @@ static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_
 	struct fold *fo = ctx;
 	struct count *ct = fo->ct;
 	uint32_t i = PCMON_COUNT_FN(k->cookie);
+	struct count_charge *ch;
 	enum count_cls cls;
-	struct pcmon_cstat *to;
-	uint64_t max;
+	uint64_t calls;
 
 	if (i >= ct->nfns)
 		return;
 	cls = count_class_of(ct, fo->g->ctr, fo->g->env.sym, k);
-	to = &ct->fns[i].by[cls];
-	max = MAX(to->max_ns, s->max_ns);
-#define ADD_CSTAT(f, need) to->f += s->f;
-	PCMON_CSTAT_FIELDS(ADD_CSTAT)
-#undef ADD_CSTAT
-	to->max_ns = max;
-	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
+	add_stat(&ct->fns[i].by[cls], s);
+	if (cls == COUNT_MATCH && (ch = charge_of(ct, k)))
+		add_stat(&ch->s, s);
 	if (cls != COUNT_UNKNOWN)
 		return;
+	calls = s->calls + s->closed;
 	if (k->cls == PCMON_CLS_NOSTACK)
-		ct->unknown.not_kept += s->calls;
+		ct->unknown.not_kept += calls;
 	else if (k->cls < PCMON_CLS_SPECIAL)
-		ct->unknown.unresolved += s->calls;
+		ct->unknown.unresolved += calls;
 	else if (ct->when_mode == PCMON_CW_WALK)
-		ct->unknown.unwalked += s->calls;
+		ct->unknown.unwalked += calls;
 	else
-		ct->unknown.too_deep += s->calls;
+		ct->unknown.too_deep += calls;
 }
 
 /* The totals BPF holds, into the state (after which the probes may go). */
@@ -520,6 +597,10 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 		return;
 	for (size_t i = 0; i < ct->nfns; i++)
 		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
+	for (size_t i = 0; i < ct->ncharges; i++) {
+		memset(&ct->charges[i].s, 0, sizeof(ct->charges[i].s));
+		ct->charges[i].open = 0;
+	}
 	memset(&ct->unknown, 0, sizeof(ct->unknown));
 	counter_stats(g->ctr, t->id, fold_stat, &fo);
 	/* the calls still open are entries too (read after the totals: one that closes in
@@ -610,12 +691,17 @@ void count_tally_open(void *ctx, const struct pcmon_ckey *k)
 {
 	struct count_open *oc = ctx;
 	uint32_t fn = PCMON_COUNT_FN(k->cookie);
+	struct count_charge *ch;
 
 	/* every thread's open activations of every target come by: this target's only, and
 	 * by procedure whatever its probe's kind (the XOL bit is not part of the index) */
 	if (PCMON_COUNT_TARGET(k->cookie) != oc->target || fn >= oc->n)
 		return;
 	oc->open[fn * COUNT_NCLS + (oc->ct ? count_class_of(oc->ct, oc->ctr, oc->sym, k) : COUNT_MATCH)]++;
+	if (oc->ct && (ch = charge_of(oc->ct, k))) {
+		ch->open++;
+		ch->s.calls++;
+	}
 }
 
 static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
@@ -666,6 +752,27 @@ static void put_stat(struct sf_wr *w, cJSON *x, const struct pcmon_cstat *s)
 #define PUT_CSTAT(f, need) sf_put_u64(w, x, #f, s->f);
 	PCMON_CSTAT_FIELDS(PUT_CSTAT)
 #undef PUT_CSTAT
+}
+
+/* Procedure @fn's calls by the frame a ':' charged (none without one). */
+static void put_charges(struct sf_wr *w, cJSON *x, const struct count *ct, size_t fn)
+{
+	cJSON *arr = NULL;
+
+	for (size_t k = 0; k < ct->ncharges && !w->oom; k++) {
+		const struct count_charge *c = &ct->charges[k];
+		cJSON *y;
+
+		if (c->fn != fn || !c->s.calls)
+			continue;
+		if (!arr && !(arr = sf_chk(w, cJSON_AddArrayToObject(x, "charged_to"))))
+			return;
+		sf_push(w, arr, y = cJSON_CreateObject());
+		if (w->oom)
+			return;
+		sf_put_str(w, y, "to", c->to);
+		put_stat(w, y, &c->s);
+	}
 }
 
 static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
@@ -723,6 +830,7 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 			if (y)
 				put_stat(w, y, &fn->by[c]);
 		}
+		put_charges(w, x, ct, i);
 	}
 }
 
@@ -771,12 +879,14 @@ static int load_when(struct sf_rd *rd, const cJSON *o, struct count *ct, const c
 	return 0;
 }
 
-/* A procedure's calls that did not match, or could not be told. */
-static int load_classes(struct sf_rd *rd, const cJSON *x, struct count_fn *fn)
+/* A procedure's calls that did not match, or could not be told, and those a ':' charged. */
+static int load_classes(struct sf_rd *rd, const cJSON *x, struct count *ct, struct count_fn *fn)
 {
-	int r;
+	const cJSON *arr, *it;
+	int r, n;
 
-	if ((r = sf_get_bool(rd, x, "context", SF_ALWAYS, &fn->ctx)))
+	if ((r = sf_get_bool(rd, x, "context", SF_ALWAYS, &fn->ctx)) ||
+	    (r = sf_get_array(rd, x, "charged_to", SF_OPTIONAL, 1 << 20, &arr, &n)))
 		return r;
 	for (int c = COUNT_OTHER; c < COUNT_NCLS; c++) {
 		const cJSON *y = cJSON_GetObjectItemCaseSensitive(x, cls_keys[c]);
@@ -784,6 +894,20 @@ static int load_classes(struct sf_rd *rd, const cJSON *x, struct count_fn *fn)
 		if (!cJSON_IsObject(y))
 			return sf_bad(rd, cls_keys[c], "expected an object");
 		if ((r = read_stat(rd, y, &fn->by[c])))
+			return r;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		const char *to = NULL;
+		struct count_charge *ch;
+
+		if (!cJSON_IsObject(it))
+			return sf_bad(rd, "charged_to", "expected an object");
+		if ((r = sf_get_str(rd, it, "to", SF_ALWAYS, 4096, &to)))
+			return r;
+		ch = count_charge(ct, fn - ct->fns, to);
+		if (!ch)
+			return -ENOMEM;
+		if ((r = read_stat(rd, it, &ch->s)))
 			return r;
 	}
 	return 0;
@@ -861,7 +985,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		    (r = sf_get_bool(rd, it, "late", SF_ALWAYS, &late)) ||
 		    (r = sf_get_bool(rd, it, "xol", SF_ALWAYS, &xol)) ||
 		    (r = read_stat(rd, it, &fn->stat)) ||
-		    (when && (r = load_classes(rd, it, fn)))) {
+		    (when && (r = load_classes(rd, it, ct, fn)))) {
 			free_state(ct);
 			return r;
 		}

@@ -33,6 +33,25 @@ struct count_unknown {
 #undef COUNT_UNKNOWN_FIELD
 };
 
+/* A walked stack, once named and matched. */
+struct count_stack {
+	uint8_t cls;		/* enum count_cls */
+	char *to;		/* with a ':': the frame it charges, "module.procedure" (or
+				 * "foreignPcs": above the root, or a frame without a name) */
+};
+
+/*
+ * With a ':' in the pattern (docs/when.md, "Attribution"), a procedure's matching calls
+ * are also split by the frame the colon charges, as a sample would be: fn's calls charged
+ * to @to. Their sum is fn's matching calls.
+ */
+struct count_charge {
+	uint32_t fn;
+	char *to;
+	struct pcmon_cstat s;
+	uint64_t open;
+};
+
 /* One probed procedure: a (file, start) the patterns name. */
 struct count_fn {
 	char *module, *name;
@@ -81,8 +100,10 @@ struct count {
 	uint64_t *open;		/* activations open when last read, by procedure and class */
 	size_t cap_open;
 	struct itab *stacks;	/* PCMON_CW_WALK: (stack id, tgid, epoch) seen ... */
-	uint8_t *stack_cls;	/* ... and its class (enum count_cls) */
-	size_t cap_cls;
+	struct count_stack *stack_info;	/* ... its class, and the frame a ':' charges */
+	size_t cap_info;
+	struct count_charge *charges;	/* with a ':': matching calls by the frame charged */
+	size_t ncharges, cap_charges;
 };
 
 extern const struct inst_ops count_ops;
@@ -135,5 +156,7 @@ void count_tally_open(void *ctx, const struct pcmon_ckey *k);
  * first time: read back, named and matched; @c NULL: not read, unknown). */
 enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s,
 			      const struct pcmon_ckey *k);
+/* The charge of procedure @fn's calls to @to (made on first use), or NULL (out of memory). */
+struct count_charge *count_charge(struct count *ct, uint32_t fn, const char *to);
 
 #endif

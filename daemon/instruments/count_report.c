@@ -11,6 +11,7 @@
 
 #include "count.h"
 #include "counter.h"
+#include "pat.h"
 #include "util.h"
 
 /* A procedure's times with the probes' own cost taken out, never below 0: its own probes
@@ -59,6 +60,40 @@ static void class_json(const struct count *ct, const struct count_fn *fn,
 	cJSON_AddNumberToObject(x, "unwound", s->unwound);
 	cJSON_AddNumberToObject(x, "exited", s->exited);
 	cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
+}
+
+/* @fn's matching calls by the frame the pattern's ':' charges, most calls first. */
+static void charges_json(const struct count *ct, const struct count_fn *fn, cJSON *arr)
+{
+	uint32_t i = fn - ct->fns;
+	const struct count_charge *last = NULL;
+
+	/* a selection, not a sort: a procedure is charged to few frames */
+	for (;;) {
+		const struct count_charge *best = NULL;
+
+		for (size_t k = 0; k < ct->ncharges; k++) {
+			const struct count_charge *c = &ct->charges[k];
+
+			if (c->fn != i || !c->s.calls)
+				continue;
+			if (last && (c->s.calls > last->s.calls ||
+				     (c->s.calls == last->s.calls && c <= last)))
+				continue; /* listed already */
+			if (!best || c->s.calls > best->s.calls)
+				best = c;
+		}
+		if (!best)
+			break;
+		{
+			cJSON *x = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(x, "procedure", best->to);
+			class_json(ct, fn, &best->s, best->open, x);
+			cJSON_AddItemToArray(arr, x);
+		}
+		last = best;
+	}
 }
 
 /* What the target's WHEN pattern is and how it was answered at the probes. */
@@ -159,6 +194,8 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 			class_json(ct, fn, &fn->by[COUNT_UNKNOWN], op[COUNT_UNKNOWN],
 				   cJSON_AddObjectToObject(x, "unknown"));
 		}
+		if (ct->when && pat_has_colon(ct->when))
+			charges_json(ct, fn, cJSON_AddArrayToObject(x, "charged_to"));
 		cJSON_AddItemToArray(arr, x);
 	}
 	cJSON_AddNumberToObject(o, "subtracted_ns", subtracted);

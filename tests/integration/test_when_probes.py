@@ -65,11 +65,29 @@ def test_count_stack_walk():
     for pattern, paths in (("whenleaf.via_a->whenleaf.leaf", "a"),
                            ("whenleaf.main->whenleaf.leaf", "c"),
                            ("whenleaf.mid->whenleaf.leaf", "b"),
-                           (":whenleaf.mid->*", "b")):
+                           (":whenleaf.mid->*", "b"), ("whenleaf.leaf:", "abc")):
         c, row, own = count(pattern)
         assert c["when"]["method"] == "stack walk", (pattern, c["when"])
         assert c["when"]["why_walk"], c["when"]
         check_split(row, own, paths, pattern)
+
+
+def test_count_colon_charges_a_frame():
+    """With a ':', a procedure's matching calls are split by the frame charged, as samples
+    would be: ':leaf' lists the leaf's calls by caller; they add up to the row."""
+    c, row, own = count(":whenleaf.leaf")
+    assert c["when"]["method"] == "stack walk", c["when"]
+    by = {x["procedure"]: x for x in row["charged_to"]}
+    assert {k: v["calls"] for k, v in by.items()} == \
+        {"whenleaf.via_a": own["a"], "whenleaf.mid": own["b"], "whenleaf.main": own["c"]}, by
+    near(by["whenleaf.via_a"]["total_ns"], own["leaf_a_ns"], "charged to via_a")
+    near(by["whenleaf.mid"]["total_ns"], own["leaf_b_ns"], "charged to mid")
+    assert [x["procedure"] for x in row["charged_to"]] == ["whenleaf.via_a", "whenleaf.mid",
+                                                          "whenleaf.main"]  # most calls first
+    c, row, own = count(":whenleaf.mid->*|whenleaf.via_a:->*")
+    by = {x["procedure"]: x["calls"] for x in row["charged_to"]}
+    assert by == {"whenleaf.via_a": own["a"], "whenleaf.via_b": own["b"]}, by
+    assert row["calls"] == own["a"] + own["b"] and row["not_matching"]["calls"] == own["c"], row
 
 
 def test_count_text_table():

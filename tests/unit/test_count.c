@@ -881,6 +881,48 @@ static void test_when_table_and_state(void **state)
 	count_ops.free(ct);
 }
 
+/* With a ':', the matching calls by the frame charged: most calls first, kept in the file. */
+static void test_when_charges(void **state)
+{
+	const struct proc p[] = {
+		{ "libc.so.6", "malloc", false,
+		  { .calls = 10, .closed = 10, .outer = 10, .self_ns = 1000, .total_ns = 1000,
+		    .total_acts = 10, .max_ns = 200 } },
+	};
+	static const char *const pats[] = { "libc.malloc" };
+	static const bool matched[] = { true };
+	struct count *ct = table(p, 1, 10, 20), *back;
+	uint64_t open[COUNT_NCLS] = { 0 };
+	cJSON *rep, *none = NULL, *arr;
+	char why[256];
+
+	(void)state;
+	set_patterns(ct, pats, matched, 1);
+	assert_int_equal(count_set_when(ct, ":libc.malloc", &none), 0);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	count_charge(ct, 0, "prog.a")->s = (struct pcmon_cstat){ .calls = 3, .closed = 3 };
+	count_charge(ct, 0, "prog.b")->s = (struct pcmon_cstat){ .calls = 7, .closed = 7 };
+	assert_ptr_equal(count_charge(ct, 0, "prog.a"), &ct->charges[0]); /* found again */
+	rep = cJSON_CreateObject();
+	assert_int_equal(count_report_json(ct, open, NULL, "self", rep), 0);
+	arr = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"),
+									 "procedures"), 0),
+				  "charged_to");
+	assert_int_equal(cJSON_GetArraySize(arr), 2);
+	assert_string_equal(str(cJSON_GetArrayItem(arr, 0), "procedure"), "prog.b");
+	assert_true(num(cJSON_GetArrayItem(arr, 0), "calls") == 7);
+	assert_string_equal(str(cJSON_GetArrayItem(arr, 1), "procedure"), "prog.a");
+	cJSON_Delete(rep);
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_int_equal(back->ncharges, 2);
+	assert_string_equal(back->charges[1].to, "prog.b");
+	assert_true(back->charges[1].s.calls == 7);
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -907,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_when_classes),
 		cmocka_unit_test(test_when_context_cost),
 		cmocka_unit_test(test_when_table_and_state),
+		cmocka_unit_test(test_when_charges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
