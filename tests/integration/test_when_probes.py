@@ -146,10 +146,21 @@ def test_nodes_and_legs():
     near(leg["total_ns"], own["leaf_b_ns"], "leg 1:2")
     # every hit costs: the overhead counts them all
     assert t["overhead"]["hits"] == 2 * (own["a"] + own["b"] + own["c"]), t["overhead"]
-    # the to is not filtered: from via_a's path only, ended wherever the return is
+    # from via_a's path only
     t, own = tables("whenleaf.via_a->*->whenleaf.leaf", "--leg", "1:2")
     assert t["nodes"][0]["hits"] == own["a"] and t["legs"][0]["count"] == own["a"], t
     near(t["legs"][0]["total_ns"], own["leaf_a_ns"], "leg 1:2 via_a")
+    # the to is not filtered: via_b's return does not match 'mid->*' (mid has returned),
+    # and ends every leg that started at the leaf under mid all the same
+    listing, p = pcmon_json("run", "--no-sample", "--node", LEAF, "--node", "whenleaf.via_b%return",
+                            "--leg", "1:2", "--when", "whenleaf.mid->*", "--",
+                            workload("whenleaf"), sock=NODAEMON)
+    assert p.returncode == 0, p.stderr
+    t, own = listing["tables"], first_json_line(p.stdout)
+    assert t["nodes"][1]["hits"] == 0 and t["nodes"][1]["not_matching"] == own["b"], t["nodes"]
+    leg = t["legs"][0]
+    assert leg["count"] == own["b"] and leg["abandoned"] == 0, leg
+    near(leg["total_ns"], own["leaf_b_ns"], "leg 1:2 to an unmatched node")
 
 
 def test_nodes_refuse_what_they_cannot_answer():
