@@ -470,6 +470,8 @@ void fmt_tables(FILE *f, const cJSON *rep)
 			fprintf(f, " %12.0f", num(it, "not_matching") + num(it, "unknown"));
 		fprintf(f, "  %s\n", str(it, "spec", "?"));
 	}
+	if (proto_str(t, "list_when", NULL))
+		fprintf(f, "--when: %s\n", str(t, "list_when", ""));
 	fprintf(f, "\n  leg   from   to");
 	col_heads(f, leg_cols, ARRAY_SIZE(leg_cols));
 	fputc('\n', f);

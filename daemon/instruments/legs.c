@@ -1005,9 +1005,16 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 	struct counter_prog_stats ps = { 0 };
+	const char *when = proto_str(req, "when", NULL);
+	bool other = when && (!lg->when_text || strcmp(when, lg->when_text));
+	int r;
 
-	(void)req;
-	(void)err; /* out of memory is the only way it fails */
+	/* hits are told apart when they happen, by the pattern given at start */
+	if (other && proto_bool(req, "tables", 0)) {
+		*err = proto_error(2, "--when: node hits are told apart at start, by the pattern given then (%s): give it with --node",
+				   lg->when_text ? lg->when_text : "none");
+		return -1;
+	}
 	collect(g, t, lg);
 	if (g->skel) {
 		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
@@ -1023,7 +1030,11 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 			}
 		}
 	}
-	return legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
+	r = legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
+	if (!r && other)
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "tables"), "list_when",
+					"not applied: hits are told apart at start, by the pattern given then");
+	return r;
 }
 
 /* ---- the state file's "tables" section */

@@ -179,8 +179,8 @@ def test_list_when_on_stored_tables():
     d = Daemon().start()
     d2 = None
     try:
-        listing, p = pcmon_json("run", "--count", LEAF, "--when", "whenleaf.via_b->*", "--",
-                                workload("whenleaf"), sock=d.sock)
+        listing, p = pcmon_json("run", "--count", LEAF, "--node", LEAF, "--when",
+                                "whenleaf.via_b->*", "--", workload("whenleaf"), sock=d.sock)
         assert p.returncode == 0, p.stderr
         own = first_json_line(p.stdout)
         tid = listing["target"]["id"]
@@ -190,6 +190,8 @@ def test_list_when_on_stored_tables():
         # beside sampling, which applies it, the call table says it did not
         both, p = pcmon_json("list", tid, "--when", "whenleaf.via_a->*", sock=d.sock)
         assert p.returncode == 0 and "not applied" in both["calls"]["list_when"], both["calls"]
+        assert "not applied" in both["tables"]["list_when"], both["tables"]
+        assert both["tables"]["nodes"][0]["hits"] == own["b"], both["tables"]
         same, p = pcmon_json("list", tid, "--calls", "--when", "whenleaf.via_b->*", sock=d.sock)
         assert p.returncode == 0, p.stderr
         row = same["calls"]["procedures"][0]
@@ -199,6 +201,8 @@ def test_list_when_on_stored_tables():
         again, _ = pcmon_json("list", tid, "--calls", sock=d2.sock)
         assert again["calls"]["when"]["pattern"] == "whenleaf.via_b->*", again["calls"]
         assert again["calls"]["procedures"][0] == row, (again["calls"]["procedures"][0], row)
+        nodes = pcmon_json("tables", tid, sock=d2.sock)[0]["tables"]["nodes"]
+        assert nodes[0]["hits"] == own["b"] and nodes[0]["not_matching"] == own["a"] + own["c"]
     finally:
         (d2 or d).stop()
 
