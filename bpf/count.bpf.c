@@ -125,7 +125,7 @@ static __always_inline struct pcmon_cstat *stat_of(const struct pcmon_cact *a, _
 	struct pcmon_ckey k = { .cookie = a->cookie, .cls = a->cls };
 	struct pcmon_cstat *s, zero = {};
 
-	if (a->cls < PCMON_CLS_SPECIAL) { /* a stack id: its addresses are this process's */
+	if (a->cls < PCMON_CLS_LOWEST) { /* a stack id: its addresses are this process's */
 		k.tgid = tgid;
 		k.epoch = a->epoch;
 	}
@@ -478,7 +478,7 @@ int dump_open(struct bpf_iter__task *ctx)
 			break;
 		a = act(cs, i);
 		k = (struct pcmon_ckey){ .cookie = a->cookie, .cls = a->cls };
-		if (a->cls < PCMON_CLS_SPECIAL) {
+		if (a->cls < PCMON_CLS_LOWEST) {
 			k.tgid = task->tgid;
 			k.epoch = a->epoch;
 		}

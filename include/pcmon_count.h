@@ -50,7 +50,7 @@ enum pcmon_count_when { PCMON_CW_NONE, PCMON_CW_SHADOW, PCMON_CW_WALK };
 #define PCMON_CLS_NOMATCH 0xfffffffdu
 #define PCMON_CLS_UNKNOWN 0xfffffffcu
 #define PCMON_CLS_NOSTACK 0xfffffffbu
-#define PCMON_CLS_SPECIAL 0xfffffff0u	/* at or above: not a stack id */
+#define PCMON_CLS_LOWEST 0xfffffff0u	/* the lowest class: below it, a stack id */
 #define PCMON_COUNT_STACKS 16384	/* stacks the walk keeps (PCMON_CW_WALK) */
 #define PCMON_COUNT_STACK_DEPTH 127
 

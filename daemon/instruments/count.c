@@ -505,7 +505,7 @@ enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s
 	case PCMON_CLS_NOMATCH:
 		return COUNT_OTHER;
 	}
-	if (k->cls >= PCMON_CLS_SPECIAL)
+	if (k->cls >= PCMON_CLS_LOWEST)
 		return COUNT_UNKNOWN;
 	st = stack_of(ct, c, s, k);
 	return st ? st->cls : COUNT_UNKNOWN;
@@ -535,7 +535,7 @@ static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey 
 	uint32_t key[3] = { k->cls, k->tgid, k->epoch };
 	int64_t have;
 
-	if (k->cls >= PCMON_CLS_SPECIAL || !ct->stacks ||
+	if (k->cls >= PCMON_CLS_LOWEST || !ct->stacks ||
 	    (have = itab_find(ct->stacks, key, sizeof(key))) < 0)
 		return NULL;
 	st = &ct->stack_info[have];
@@ -580,7 +580,7 @@ static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_
 	calls = s->calls + s->closed;
 	if (k->cls == PCMON_CLS_NOSTACK)
 		ct->unknown.not_kept += calls;
-	else if (k->cls < PCMON_CLS_SPECIAL)
+	else if (k->cls < PCMON_CLS_LOWEST)
 		ct->unknown.unresolved += calls;
 	else if (ct->when_mode == PCMON_CW_WALK)
 		ct->unknown.unwalked += calls;
