@@ -209,7 +209,7 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
 	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
 	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
-	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0
+	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 $(OUTPUT)/workloads/whenleaf_nofp
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -223,6 +223,9 @@ $(OUTPUT)/workloads/inlined: tests/workloads/special/inlined.c tests/workloads/w
 $(OUTPUT)/workloads/inline_chain: tests/workloads/special/inline_chain.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g $< -o $@
 $(OUTPUT)/workloads/bigframe_nofp: tests/workloads/bigframe.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
+# WHEN at probes: the stack walk cut short
+$(OUTPUT)/workloads/whenleaf_nofp: tests/workloads/whenleaf.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 # C++ and Rust names (the Rust program in both of its manglings: legacy, the default, and v0)
 $(OUTPUT)/workloads/cxxnames: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads

@@ -27,6 +27,7 @@
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
+#include "unwind.h"
 #include "util.h"
 #include "when.h"
 
@@ -414,11 +415,35 @@ static void set_active(void *g, struct target *t, void *st, bool active)
 /* ---- classes (WHEN) */
 
 /*
- * A walked stack named through its process's map and matched: its class, and (*to, with a
- * ':') the frame the match charges.
+ * Did the walk of @ips (0-terminated, innermost first) stop before the outermost frame,
+ * @outer the last one it named? A walk at a probe, where the C library is usually built
+ * without frame pointers, ends in its start-up (__libc_start_call_main for the main thread,
+ * start_thread for the others): above those is only the start-up itself (__libc_start_main
+ * and _start, clone3), the same on every stack, and such a walk is taken as whole.
+ */
+static bool cut_short(struct sym *sy, const struct pcmon_ckey *k, const uint64_t *ips, size_t max,
+		      const char *outer)
+{
+	static const char *const startup[] = { "__libc_start_call_main", "__libc_start_main",
+					       "start_thread", "clone3", "clone", "_start" };
+	size_t n = 0;
+
+	while (n < max && ips[n])
+		n++;
+	if (n == max)
+		return true;
+	for (size_t i = 0; outer && i < ARRAY_SIZE(startup); i++)
+		if (!strcmp(outer, startup[i]))
+			return false;
+	return !unw_is_root(sy, k->tgid, k->epoch, ips[n - 1], n > 1);
+}
+
+/*
+ * A walked stack named through its process's map and matched: its class (unknown if cut
+ * short and not matching), and (*to, with a ':') the frame the match charges.
  */
 static enum count_cls match_stack(struct count *ct, struct counter *c, struct sym *sy,
-				  const struct pcmon_ckey *k, char **to)
+				  const struct pcmon_ckey *k, char **to, bool *named)
 {
 	uint64_t ips[PCMON_COUNT_STACK_DEPTH];
 	struct pat_frame pf[PCMON_COUNT_STACK_DEPTH * 4];
@@ -426,6 +451,7 @@ static enum count_cls match_stack(struct count *ct, struct counter *c, struct sy
 	int r;
 
 	*to = NULL;
+	*named = false;
 	if (!c || !sy || counter_stack(c, k->cls, ips, ARRAY_SIZE(ips)))
 		return COUNT_UNKNOWN;
 	/* innermost first, each pc's inline chain innermost first: reversed at the end */
@@ -445,6 +471,7 @@ static enum count_cls match_stack(struct count *ct, struct counter *c, struct sy
 	/* the innermost frame is the probed procedure: unnamed, the map was not there */
 	if (!n || !pf[0].proc)
 		return COUNT_UNKNOWN;
+	*named = true;
 	for (size_t i = 0; i < n / 2; i++) {
 		struct pat_frame x = pf[i];
 
@@ -452,8 +479,11 @@ static enum count_cls match_stack(struct count *ct, struct counter *c, struct sy
 		pf[n - 1 - i] = x;
 	}
 	r = pat_match(ct->when, pf, n);
+	/* a walk cut short may have left out the frames that would match: a match on what it
+	 * walked holds for the whole stack (each thread may begin anywhere), a miss does not */
 	if (r == PAT_NOMATCH)
-		return COUNT_OTHER;
+		return cut_short(sy, k, ips, ARRAY_SIZE(ips), pf[0].proc) ? COUNT_UNKNOWN
+									   : COUNT_OTHER;
 	if (pat_has_colon(ct->when)) {
 		/* charged as a sample would be: a frame without a name is foreignPcs */
 		if (r >= 0 && pf[r].proc && pf[r].module) {
@@ -475,6 +505,7 @@ static const struct count_stack *stack_of(struct count *ct, struct counter *c, s
 {
 	uint32_t key[3] = { k->cls, k->tgid, k->epoch }, id;
 	enum count_cls cls;
+	bool named;
 	int64_t have;
 	char *to;
 
@@ -483,8 +514,9 @@ static const struct count_stack *stack_of(struct count *ct, struct counter *c, s
 	have = itab_find(ct->stacks, key, sizeof(key));
 	if (have >= 0)
 		return &ct->stack_info[have];
-	cls = match_stack(ct, c, s, k, &to);
-	if (cls == COUNT_UNKNOWN || GROW(ct->stack_info, ct->cap_info, itab_count(ct->stacks) + 1) ||
+	cls = match_stack(ct, c, s, k, &to, &named);
+	/* a stack not read or named now may be later (another listing): not remembered */
+	if (!named || GROW(ct->stack_info, ct->cap_info, itab_count(ct->stacks) + 1) ||
 	    itab_intern(ct->stacks, key, sizeof(key), &id) < 0) {
 		free(to);
 		return NULL;
@@ -580,6 +612,8 @@ static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_
 	calls = s->calls + s->closed;
 	if (k->cls == PCMON_CLS_NOSTACK)
 		ct->unknown.not_kept += calls;
+	else if (k->cls < PCMON_CLS_LOWEST && stack_of(ct, NULL, NULL, k))
+		ct->unknown.cut_short += calls; /* named and remembered: only a cut leaves it unknown */
 	else if (k->cls < PCMON_CLS_LOWEST)
 		ct->unknown.unresolved += calls;
 	else if (ct->when_mode == PCMON_CW_WALK)

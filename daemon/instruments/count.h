@@ -25,6 +25,8 @@ enum count_cls { COUNT_MATCH, COUNT_OTHER, COUNT_UNKNOWN, COUNT_NCLS };
 	X(unwalked)	/* the stack walk failed at the entry */                           \
 	X(not_kept)	/* walked, but the stacks map was full (or a hash collision) */    \
 	X(unresolved)	/* its addresses could not be read back or named */                \
+	X(cut_short)	/* the walk stopped short of the root (a frame without a frame     \
+			 * pointer, or too deep) and what it walked did not match */      \
 	X(too_deep)	/* the shadow stack was past its depth: no state kept */
 
 struct count_unknown {
