@@ -622,13 +622,9 @@ static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_
 		ct->unknown.too_deep += calls;
 }
 
-/* The totals BPF holds, into the state (after which the probes may go). */
-static void collect(struct count_g *g, const struct target *t, struct count *ct)
+/* Every total of @ct to 0 (its settings and the stacks it knows stay). */
+static void clear_totals(struct count *ct)
 {
-	struct fold fo = { g, ct };
-
-	if (!g->ctr || ct->detached)
-		return;
 	for (size_t i = 0; i < ct->nfns; i++)
 		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
 	for (size_t i = 0; i < ct->ncharges; i++) {
@@ -636,6 +632,16 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 		ct->charges[i].open = 0;
 	}
 	memset(&ct->unknown, 0, sizeof(ct->unknown));
+}
+
+/* The totals BPF holds, into the state (after which the probes may go). */
+static void collect(struct count_g *g, const struct target *t, struct count *ct)
+{
+	struct fold fo = { g, ct };
+
+	if (!g->ctr || ct->detached)
+		return;
+	clear_totals(ct);
 	counter_stats(g->ctr, t->id, fold_stat, &fo);
 	/* the calls still open are entries too (read after the totals: one that closes in
 	 * between is counted once, when the next listing reads it) */
@@ -678,9 +684,7 @@ static void zero(void *gp, struct target *t, void *st)
 
 	if (g->ctr && !ct->detached)
 		counter_clear(g->ctr, t->id);
-	for (size_t i = 0; i < ct->nfns; i++)
-		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
-	memset(&ct->unknown, 0, sizeof(ct->unknown));
+	clear_totals(ct);
 }
 
 static size_t bytes(const void *st)
