@@ -210,7 +210,8 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
 	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
 	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 \
-	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published
+	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published \
+	$(OUTPUT)/workloads/whenleaf_nofp
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -229,6 +230,9 @@ $(OUTPUT)/workloads/fakepy: tests/workloads/special/fakepy.c tests/workloads/wor
 $(OUTPUT)/workloads/fakepy_published: tests/workloads/special/fakepy.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -DPUBLISH $< -o $@
 $(OUTPUT)/workloads/bigframe_nofp: tests/workloads/bigframe.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
+# WHEN at probes: the stack walk cut short
+$(OUTPUT)/workloads/whenleaf_nofp: tests/workloads/whenleaf.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 # C++ and Rust names (the Rust program in both of its manglings: legacy, the default, and v0)
 $(OUTPUT)/workloads/cxxnames: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads

@@ -654,13 +654,27 @@ MANY_LEGS = (["--node", "callheavy.hot"] + [a for i in range(19) for a in ("--no
              + ["--leg", "1:1"] + [a for i in range(19) for a in ("--leg", f"1:{i + 2}")])
 
 
-def count_run(cmd):
-    """callheavy under `pcmon count` of hot(): its wall time, if every call was counted."""
-    r = run([PCMON, "count", "--json", "callheavy.hot", "--"] + cmd, env=pcmon_env(NO_DAEMON))
+def count_run(cmd, when=None, method=None):
+    """callheavy under `pcmon count` of hot(): its wall time, if every call was counted (with
+    --when @when: every call matched, classed by @method)."""
+    extra = ["--when", when] if when else []
+    r = run([PCMON, "count", "--json", "callheavy.hot", *extra, "--"] + cmd, env=pcmon_env(NO_DAEMON))
     d, c = doc_with(r.out, "calls"), doc_with(r.out, "target")
-    ok = d and c and c["calls"]["procedures"][0]["calls"] == CALLS_N
+    ok = d and c and c["calls"]["procedures"][0]["calls"] == CALLS_N and \
+        (not when or c["calls"]["when"]["method"] == method)
     return ({"wall_s": d["wall_s"], "counted": c["calls"]["procedures"][0]["calls"],
              "probe_cost_ns": c["calls"]["probe_cost_ns"]} if ok else {"error": r.why()})
+
+
+# WHEN at probes (docs/when.md): hot() is called from main, so both patterns match every call;
+# the first is answered from the shadow stack (main probed too), the second (a direct call)
+# by a stack walk at each entry
+def count_when_shadow(cmd):
+    return count_run(cmd, "callheavy.main->*", "shadow stack")
+
+
+def count_when_walk(cmd):
+    return count_run(cmd, "callheavy.main->callheavy.hot", "stack walk")
 
 
 def node_run(cmd):
@@ -695,7 +709,9 @@ def call_counting():
     node on its entry (one hit per call), and under libbpf-tools' funclatency (entry +
     return probes, a latency histogram): extra wall time per call."""
     cmd = [os.path.join(BENCH, "callheavy"), str(CALLS_N)]
-    pcmon_cells = {"pcmon count": count_run, "pcmon node": node_run, "pcmon node, 20 legs": legs_run}
+    pcmon_cells = {"pcmon count": count_run, "count --when, shadow": count_when_shadow,
+                   "count --when, walk": count_when_walk,
+                   "pcmon node": node_run, "pcmon node, 20 legs": legs_run}
     runs = {"bare": [], **{k: [] for k in pcmon_cells}, "funclatency": []}
     base_runs = {k: [] for k in pcmon_cells}  # BENCH_BASELINE's
     for rep in range(REPS):
@@ -724,7 +740,7 @@ def call_counting():
     bare = statistics.median(x for x in runs["bare"] if x)
     out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
            "runs": runs, "cells": {}}
-    for key in ("pcmon count", "pcmon node", "pcmon node, 20 legs", "funclatency"):
+    for key in (*pcmon_cells, "funclatency"):
         out["cells"][key] = calls_cell(runs[key], bare)
     pc = [x["probe_cost_ns"] for x in runs["pcmon count"] if "probe_cost_ns" in x]
     out["pcmon_calibrated_ns"] = stats(pc)
@@ -1793,7 +1809,9 @@ def table(res):
             add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['ns_per_call'], 0):>24}")
         add(f"   pcmon's own calibration of a probe pair: {fmt_stat(ca.get('pcmon_calibrated_ns'), 0)} ns "
             "(subtracted from the times it reports); pcmon also keeps a per-thread shadow stack")
-        add("   (recursion, unwinding, exits), which funclatency does not; 'pcmon node' is one probe per call")
+        add("   (recursion, unwinding, exits), which funclatency does not; 'pcmon node' is one probe per call;")
+        add("   count --when, shadow: 'callheavy.main->*', from the shadow stack; count --when, walk:")
+        add("   'callheavy.main->callheavy.hot', the user stack walked at every entry (both match every call)")
     add("")
     ds = res.get("deep_stacks", {})
     add("8. DEEP STACKS — bigframe (64 KiB in main, no frame pointers) and rec40x4k (40 x 4 KiB): "

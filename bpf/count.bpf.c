@@ -12,6 +12,15 @@
  * - A thread's exit closes what it has open, counted as exited.
  * - The probes' own cost is measured by the engine (a calibration in its own process, target
  *   0) and subtracted in userspace: each activation counts the activations closed below it.
+ * - WHEN (docs/when.md, "At probes"): each call is classed at entry, and its totals go to the
+ *   key (procedure, class): by the pattern's state on the shadow stack (pcmon_when.h) when
+ *   every name is a probed procedure (context procedures, PCMON_COUNT_CTX, are probed for
+ *   that alone and stay out of the table), else by the id of its user stack, walked here
+ *   and matched by the engine. A call whose class cannot be told is counted as such.
+ * - Totals are per CPU: an entry and a return touch no cache line another CPU writes. An
+ *   entry touches no totals at all: a call is counted when it is closed (struct pcmon_cstat:
+ *   its calls field holds only the entries never closed here), and the engine adds the
+ *   activations open when it reads them (dump_open).
  * Which target a task belongs to comes from the shared process maps (procs.bpf.h).
  */
 #include "vmlinux.h"
@@ -20,6 +29,9 @@
 #include <bpf/bpf_core_read.h>
 #include "pcmon_count.h"
 #include "procs.bpf.h"
+
+#define EEXIST 17
+#define ENOMEM 12
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -34,11 +46,27 @@ struct {
 } cstack SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, __u64);	/* cookie */
+	__type(key, struct pcmon_ckey);
 	__type(value, struct pcmon_cstat);
 } cstat SEC(".maps");
+
+/* PCMON_CW_SHADOW: how each probed procedure (by cookie) moves the pattern's state */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct pcmon_wadv);
+} cadv SEC(".maps");
+
+/* PCMON_CW_WALK: the user stacks at entries, by id */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, PCMON_COUNT_STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PCMON_COUNT_STACK_DEPTH * sizeof(__u64));
+} cwalk SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -91,31 +119,83 @@ static __always_inline struct pcmon_cact *act(struct pcmon_cstack *cs, __u32 i)
 	return &cs->a[i];
 }
 
-static __always_inline struct pcmon_cstat *stat_of(__u64 cookie)
+/* The totals of the calls of activation @a (this CPU's), made on first use. */
+static __always_inline struct pcmon_cstat *stat_of(const struct pcmon_cact *a, __u32 tgid)
 {
-	struct pcmon_cstat *s = bpf_map_lookup_elem(&cstat, &cookie), zero = {};
+	struct pcmon_ckey k = { .cookie = a->cookie, .cls = a->cls };
+	struct pcmon_cstat *s, zero = {};
 
+	if (a->cls < PCMON_CLS_LOWEST) { /* a stack id: its addresses are this process's */
+		k.tgid = tgid;
+		k.epoch = a->epoch;
+	}
+	s = bpf_map_lookup_elem(&cstat, &k);
 	if (s)
 		return s;
-	bpf_map_update_elem(&cstat, &cookie, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&cstat, &cookie);
+	bpf_map_update_elem(&cstat, &k, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&cstat, &k);
 }
 
-/* Does the current task belong to the target of @cookie, and may its owner watch it? */
-static __always_inline bool watched(__u64 cookie, __u32 tgid)
+/*
+ * Does the current task belong to the target of @cookie, and may its owner watch it? Its
+ * shadow stack (made on its first counted call), its process's exec epoch in *epoch; NULL
+ * if it is not watched, or (*no_stack) it is but has no shadow stack. The process map is
+ * looked up only when the copy the shadow stack keeps is stale.
+ */
+static __always_inline struct pcmon_cstack *watched(__u64 cookie, __u32 tgid,
+						    struct task_struct *task, __u32 *epoch,
+						    bool *no_stack)
 {
 	__u32 target = PCMON_COUNT_TARGET(cookie);
+	__u64 gen = procs_gen_now() | PCMON_COUNT_COPIED;
+	struct pcmon_cstack *cs = NULL;
+	struct pcmon_tcfg *cfg;
+	struct pcmon_proc *p;
 
-	if (target == CALIB_TARGET)
-		return calib_pid && tgid == calib_pid;
-	return in_target(target, tgid);
+	*epoch = 0;
+	*no_stack = false;
+	if (task->bpf_storage)
+		cs = bpf_task_storage_get(&cstack, task, NULL, 0);
+	if (target == CALIB_TARGET) {
+		if (!calib_pid || tgid != calib_pid)
+			return NULL;
+	} else if (cs && cs->proc_gen == gen) {
+		/* the copy is current: the owner may still have lost the right to watch it */
+		cfg = cs->proc_target == target ? active_cfg(target) : NULL;
+		if (!cfg || !may_watch(task, cfg, target))
+			return NULL;
+		*epoch = cs->proc_epoch;
+		return cs;
+	} else {
+		p = proc_in_target(target, tgid, task);
+		if (!p)
+			return NULL;
+		*epoch = p->epoch;
+	}
+	if (!cs)
+		cs = bpf_task_storage_get(&cstack, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cs) {
+		*no_stack = true;
+		return NULL;
+	}
+	if (target != CALIB_TARGET) {
+		cs->proc_gen = gen;
+		cs->proc_target = target;
+		cs->proc_epoch = *epoch;
+	}
+	return cs;
 }
 
-/* Close the innermost open activation at @now. */
-static __always_inline void pop(struct pcmon_cstack *cs, __u64 now, enum how how)
+static __always_inline __u32 is_xol(__u64 cookie)
+{
+	return (__u32)cookie & PCMON_COUNT_XOL ? 1 : 0;
+}
+
+/* Close the innermost open activation of thread @tgid at @now. */
+static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, enum how how)
 {
 	__u32 d = cs->depth;
-	struct pcmon_cact *a, *up;
+	struct pcmon_cact *a, *up = NULL;
 	struct pcmon_cstat *s;
 	__u64 dur, self;
 
@@ -125,19 +205,36 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u64 now, enum how how
 	if (d > PCMON_COUNT_DEPTH)
 		return; /* not kept: counted at entry as too deep */
 	a = act(cs, d - 1);
+	if (d >= 2)
+		up = act(cs, d - 2);
 	dur = now > a->t0 ? now - a->t0 : 0;
+	if ((__u32)a->cookie & PCMON_COUNT_CTX) {
+		/* transparent: its time is its caller's, less its counted callees; its probes
+		 * are one more activation inside the caller, whose self time holds their cost */
+		if (up) {
+			up->child_ns += a->child_ns;
+			up->desc += 1 + a->desc;
+			up->desc_xol += is_xol(a->cookie) + a->desc_xol;
+			up->self_ctx += 1 + a->self_ctx;
+			up->self_ctx_xol += is_xol(a->cookie) + a->self_ctx_xol;
+		}
+		return;
+	}
 	self = dur > a->child_ns ? dur - a->child_ns : 0;
-	s = stat_of(a->cookie);
+	s = stat_of(a, tgid);
 	if (s) {
+		/* per CPU, but a program may be preempted on this CPU by another: atomics */
 		__sync_fetch_and_add(&s->closed, 1);
 		__sync_fetch_and_add(&s->self_ns, self);
+		if (a->self_ctx) {
+			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
+			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
+		}
 		if (!a->nested) {
-			__u32 own_xol = (__u32)a->cookie & PCMON_COUNT_XOL ? 1 : 0;
-
 			__sync_fetch_and_add(&s->outer, 1);
 			__sync_fetch_and_add(&s->total_ns, dur);
 			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
-			__sync_fetch_and_add(&s->total_acts_xol, own_xol + a->desc_xol);
+			__sync_fetch_and_add(&s->total_acts_xol, is_xol(a->cookie) + a->desc_xol);
 		}
 		if (dur > s->max_ns)
 			s->max_ns = dur; /* a lost race keeps a smaller maximum: harmless */
@@ -146,11 +243,10 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u64 now, enum how how
 		else if (how == EXITED)
 			__sync_fetch_and_add(&s->exited, 1);
 	}
-	if (d >= 2) {
-		up = act(cs, d - 2);
+	if (up) {
 		up->child_ns += dur;
 		up->desc += 1 + a->desc;
-		up->desc_xol += ((__u32)a->cookie & PCMON_COUNT_XOL ? 1 : 0) + a->desc_xol;
+		up->desc_xol += is_xol(a->cookie) + a->desc_xol;
 	}
 }
 
@@ -158,7 +254,7 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u64 now, enum how how
  * Close the activations whose frames are gone: their return address lies below @sp, the
  * stack pointer of a frame that is live now (the stack grows down).
  */
-static __always_inline void unwind_to(struct pcmon_cstack *cs, __u64 sp, __u64 now)
+static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64 sp, __u64 now)
 {
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		__u32 d = cs->depth;
@@ -167,49 +263,84 @@ static __always_inline void unwind_to(struct pcmon_cstack *cs, __u64 sp, __u64 n
 			break;
 		if (act(cs, d - 1)->sp > sp)
 			break;
-		pop(cs, now, UNWOUND);
+		pop(cs, tgid, now, UNWOUND);
 	}
+}
+
+/*
+ * The class of a call entering at depth @d of @cs (PCMON_CLS_*, or a stack id), and in *ws
+ * the pattern's state down to it (PCMON_CW_SHADOW).
+ */
+static __always_inline __u32 classify(struct pt_regs *ctx, const struct pcmon_ccfg *cc,
+				      struct pcmon_cstack *cs, __u32 d, __u64 cookie, __u32 *ws)
+{
+	struct pcmon_wadv *adv;
+	__u32 outer;
+	long id;
+
+	*ws = 0;
+	if (!cc || cc->when == PCMON_CW_NONE)
+		return PCMON_CLS_ALL;
+	if (cc->when == PCMON_CW_WALK) {
+		id = bpf_get_stackid(ctx, &cwalk, BPF_F_USER_STACK);
+		if (id >= 0)
+			return (__u32)id;
+		return id == -EEXIST || id == -ENOMEM ? PCMON_CLS_NOSTACK : PCMON_CLS_UNKNOWN;
+	}
+	adv = bpf_map_lookup_elem(&cadv, &cookie);
+	if (!adv || d > PCMON_COUNT_DEPTH)
+		return PCMON_CLS_UNKNOWN; /* an activation past the depth kept: no state */
+	outer = d ? act(cs, d - 1)->wstate : 0;
+	*ws = pcmon_when_step(&cc->wpat, outer, adv);
+	return pcmon_when_test(&cc->wpat, outer, adv) ? PCMON_CLS_MATCH : PCMON_CLS_NOMATCH;
 }
 
 SEC("uprobe")
 int count_enter(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx), pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = pid_tgid >> 32, target = PCMON_COUNT_TARGET(cookie), d, nested = 0, ws;
+	struct pcmon_cact *a, tmp = { .cookie = cookie };
+	struct pcmon_ccfg *cc;
 	struct pcmon_cstack *cs;
 	struct pcmon_cstat *s;
-	struct pcmon_cact *a;
-	__u32 d, nested = 0;
+	bool no_stack;
+	__u64 now;
 
-	if (!watched(cookie, bpf_get_current_pid_tgid() >> 32))
+	cs = watched(cookie, tgid, task, &tmp.epoch, &no_stack);
+	if (!cs && !no_stack)
 		return 0;
-	s = stat_of(cookie);
-	if (s)
-		__sync_fetch_and_add(&s->calls, 1);
-	cs = bpf_task_storage_get(&cstack, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!cs)
+	cc = bpf_map_lookup_elem(&ccfg, &target);
+	if (!cs) { /* counted, neither timed nor classed */
+		tmp.cls = cc && cc->when ? PCMON_CLS_UNKNOWN : PCMON_CLS_ALL;
+		s = (__u32)cookie & PCMON_COUNT_CTX ? NULL : stat_of(&tmp, tgid);
+		if (s)
+			__sync_fetch_and_add(&s->calls, 1);
 		return 0;
+	}
+	now = bpf_ktime_get_ns();
 	if (!cs->depth) {
-		__u32 target = PCMON_COUNT_TARGET(cookie);
-		struct pcmon_ccfg *cc = bpf_map_lookup_elem(&ccfg, &target);
-
 		cs->virt = cc ? cc->virt : 0;
 		if (cs->virt) {
-			__u32 tid = (__u32)bpf_get_current_pid_tgid();
+			__u32 tid = (__u32)pid_tgid;
 			struct vclock zero = {};
 
 			bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
 		}
 	}
-	now = clock_of(cs, (__u32)bpf_get_current_pid_tgid(), now);
+	now = clock_of(cs, (__u32)pid_tgid, now);
 	/* an open activation at or below this return address is gone: this frame replaced it */
-	unwind_to(cs, sp, now);
+	unwind_to(cs, tgid, PT_REGS_SP(ctx), now);
 	d = cs->depth;
-	if (d >= PCMON_COUNT_DEPTH) {
+	tmp.cls = classify(ctx, cc, cs, d, cookie, &ws);
+	if (d >= PCMON_COUNT_DEPTH) { /* counted here, as it is never closed */
 		cs->depth = d + 1;
-		if (s)
+		s = (__u32)cookie & PCMON_COUNT_CTX ? NULL : stat_of(&tmp, tgid);
+		if (s) {
+			__sync_fetch_and_add(&s->calls, 1);
 			__sync_fetch_and_add(&s->too_deep, 1);
+		}
 		return 0;
 	}
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
@@ -222,12 +353,17 @@ int count_enter(struct pt_regs *ctx)
 	}
 	a = act(cs, d);
 	a->cookie = cookie;
-	a->sp = sp;
+	a->sp = PT_REGS_SP(ctx);
 	a->t0 = now;
 	a->child_ns = 0;
 	a->desc = 0;
 	a->desc_xol = 0;
 	a->nested = nested;
+	a->cls = tmp.cls;
+	a->wstate = ws;
+	a->epoch = tmp.epoch;
+	a->self_ctx = 0;
+	a->self_ctx_xol = 0;
 	cs->depth = d + 1;
 	return 0;
 }
@@ -237,7 +373,9 @@ int count_return(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx), now = bpf_ktime_get_ns();
 	__u64 sp = PT_REGS_SP(ctx) - 8; /* where the return address was: the entry's sp */
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = pid_tgid >> 32;
 	struct pcmon_cstack *cs;
 	__u32 d;
 
@@ -246,7 +384,7 @@ int count_return(struct pt_regs *ctx)
 	cs = bpf_task_storage_get(&cstack, task, NULL, 0);
 	if (!cs || !cs->depth)
 		return 0;
-	now = clock_of(cs, (__u32)bpf_get_current_pid_tgid(), now);
+	now = clock_of(cs, (__u32)pid_tgid, now);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		d = cs->depth;
@@ -254,16 +392,16 @@ int count_return(struct pt_regs *ctx)
 			break;
 		if (act(cs, d - 1)->sp >= sp)
 			break;
-		pop(cs, now, UNWOUND);
+		pop(cs, tgid, now, UNWOUND);
 	}
 	d = cs->depth;
 	if (d > PCMON_COUNT_DEPTH) {
-		pop(cs, now, RETURNED); /* a too-deep one: only its depth is kept */
+		pop(cs, tgid, now, RETURNED); /* a too-deep one: only its depth is kept */
 		return 0;
 	}
 	if (d && act(cs, d - 1)->cookie == cookie &&
 	    act(cs, d - 1)->sp == sp)
-		pop(cs, now, RETURNED);
+		pop(cs, tgid, now, RETURNED);
 	/* else: the return of an activation entered before the probes were attached */
 	return 0;
 }
@@ -284,7 +422,7 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
 			break;
-		pop(cs, now, EXITED);
+		pop(cs, p->tgid, now, EXITED);
 	}
 	bpf_task_storage_delete(&cstack, p);
 	{
@@ -317,7 +455,8 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
-/* Open activations, for listings taken while threads are inside counted procedures. */
+/* Open activations (their keys), for listings taken while threads are inside counted
+ * procedures. */
 SEC("iter/task")
 int dump_open(struct bpf_iter__task *ctx)
 {
@@ -332,10 +471,18 @@ int dump_open(struct bpf_iter__task *ctx)
 		return 0;
 	d = cs->depth < PCMON_COUNT_DEPTH ? cs->depth : PCMON_COUNT_DEPTH;
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
+		struct pcmon_ckey k;
+		struct pcmon_cact *a;
+
 		if (i >= d)
 			break;
-		bpf_seq_write(ctx->meta->seq, &act(cs, i)->cookie,
-			      sizeof(__u64));
+		a = act(cs, i);
+		k = (struct pcmon_ckey){ .cookie = a->cookie, .cls = a->cls };
+		if (a->cls < PCMON_CLS_LOWEST) {
+			k.tgid = task->tgid;
+			k.epoch = a->epoch;
+		}
+		bpf_seq_write(ctx->meta->seq, &k, sizeof(k));
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "pcmon_legs.h"
+#include "pcmon_count.h"
 #include "procs.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -94,6 +95,17 @@ struct {
 	__type(key, struct pcmon_fkey);
 	__type(value, struct pcmon_flight);
 } lflight SEC(".maps");
+
+/*
+ * WHEN: the call counter's shadow stacks (bpf/count.bpf.c), shared with the legs' own
+ * counter, which probes the procedures the pattern names (context procedures) for this.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_cstack);
+} cstack SEC(".maps");
 
 /* A leg as --add successor creates it (too big for the BPF stack: a global) */
 struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
@@ -222,7 +234,41 @@ static __always_inline bool starts_a_leg(__u32 target, __u32 node)
 	return bpf_map_lookup_elem(&lfrom, &k) != NULL;
 }
 
-static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool is_ret)
+enum { W_MATCH, W_OTHER, W_UNKNOWN };
+
+/*
+ * Does the stack of a hit of node @n match the target's pattern? Its frames are the open
+ * activations of probed procedures above @sp (the hit's frame: an entry's own activation,
+ * if the counter's entry probe ran first, is not one of its callers) and, innermost, the
+ * node's procedure.
+ */
+static __always_inline int when_class(const struct pcmon_lcfg *lc, const struct pcmon_node *n,
+				      struct task_struct *task, __u64 sp)
+{
+	struct pcmon_cstack *cs = task->bpf_storage ?
+					  bpf_task_storage_get(&cstack, task, NULL, 0) : NULL;
+	__u32 d = cs ? cs->depth : 0, s = 0;
+
+	if (d > PCMON_COUNT_DEPTH)
+		return W_UNKNOWN;
+	for (int i = 0; cs && i < PCMON_COUNT_DEPTH; i++) {
+		struct pcmon_cact *a;
+		__u32 k = d - 1;
+
+		if (!d)
+			break;
+		asm volatile("" : "+r"(k));
+		a = &cs->a[k & (PCMON_COUNT_DEPTH - 1)];
+		if (a->sp > sp) {
+			s = a->wstate;
+			break;
+		}
+		d--;
+	}
+	return pcmon_when_test(&lc->wpat, s, &n->adv) ? W_MATCH : W_OTHER;
+}
+
+static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool is_ret, __u64 sp)
 {
 	__u32 target = PCMON_NODE_TARGET(cookie), node = PCMON_NODE_ID(cookie), zero_t = target;
 	__u64 now = bpf_ktime_get_ns();
@@ -230,14 +276,25 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	struct pcmon_lcfg *lc;
 	struct pcmon_node *n;
 	__u64 hits, cost;
+	int w = W_MATCH;
 
 	if (!in_target(target, bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	n = bpf_map_lookup_elem(&nodes, &cookie);
-	if (!n)
+	lc = bpf_map_lookup_elem(&lcfg, &zero_t);
+	if (!n || !lc)
 		return 0;
-	__sync_fetch_and_add(&n->hits, 1);
-	if (n->arg) {
+	/* WHEN: a hit whose stack does not match is counted apart, starts no leg and records
+	 * nothing; it still ends the legs in flight to it, and costs what it costs */
+	if (lc->when)
+		w = when_class(lc, n, bpf_get_current_task_btf(), sp);
+	if (w == W_OTHER)
+		__sync_fetch_and_add(&n->other, 1);
+	else if (w == W_UNKNOWN)
+		__sync_fetch_and_add(&n->unknown, 1);
+	else
+		__sync_fetch_and_add(&n->hits, 1);
+	if (n->arg && w == W_MATCH) {
 		struct pcmon_hkey hk = { target, 0, 0, node };
 		struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
 		__u32 a = n->arg - 1;
@@ -252,8 +309,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	}
 	th = bpf_task_storage_get(&lthread, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	lc = bpf_map_lookup_elem(&lcfg, &zero_t);
-	if (!th || !lc)
+	if (!th)
 		return 0;
 	if (th->target != target) { /* (a thread's process went to another target) */
 		th->target = target;
@@ -266,8 +322,10 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 
 		end_legs(target, node, tid, now, hits, cost);
 		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
-		start_legs(target, node, tid, now, hits, cost);
-		start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+		if (w == W_MATCH) {
+			start_legs(target, node, tid, now, hits, cost);
+			start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+		}
 	}
 	/* the leg from the thread's last node: successor's legs, and those --add made */
 	if (th->node && (lc->track == PCMON_TRACK_SUCCESSOR || lc->add)) {
@@ -284,11 +342,13 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 			record(l, &k, now - th->ts, hits - th->hits_at, cost - th->cost_at);
 			if (lc->track == PCMON_TRACK_SUCCESSOR)
 				th->node = 0; /* done: the next leg starts at a from again */
-		} else if (lc->track == PCMON_TRACK_SUCCESSOR &&
+		} else if (lc->track == PCMON_TRACK_SUCCESSOR && w == W_MATCH &&
 			   (th->node == node || starts_a_leg(target, node))) {
 			abandon(target, th->node); /* a second from before the to */
 		}
 	}
+	if (w != W_MATCH)
+		return 0;
 	if (lc->add || (lc->track == PCMON_TRACK_SUCCESSOR && starts_a_leg(target, node))) {
 		th->node = node;
 		th->ts = now;
@@ -304,7 +364,7 @@ int node_hit(struct pt_regs *ctx)
 	__u64 args[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
 
-	return hit(bpf_get_attach_cookie(ctx), args, 0, false);
+	return hit(bpf_get_attach_cookie(ctx), args, 0, false, PT_REGS_SP(ctx));
 }
 
 SEC("uretprobe")
@@ -312,7 +372,8 @@ int node_return(struct pt_regs *ctx)
 {
 	__u64 args[6] = {};
 
-	return hit(bpf_get_attach_cookie(ctx), args, PT_REGS_RC(ctx), true);
+	/* the activation's frame: where its return address was */
+	return hit(bpf_get_attach_cookie(ctx), args, PT_REGS_RC(ctx), true, PT_REGS_SP(ctx) - 8);
 }
 
 SEC("usdt")
@@ -324,7 +385,7 @@ int node_usdt(struct pt_regs *ctx)
 	for (int i = 0; i < 6; i++)
 		if (!bpf_usdt_arg(ctx, i, &v))
 			args[i] = v;
-	return hit(bpf_usdt_cookie(ctx), args, 0, false);
+	return hit(bpf_usdt_cookie(ctx), args, 0, false, PT_REGS_SP(ctx));
 }
 
 /* A thread that exits abandons the legs it had in flight. */

@@ -289,15 +289,21 @@ static __always_inline bool may_watch(struct task_struct *task, const struct pcm
  * Is process @tgid one of target @target's, being watched, and still its owner's to look
  * into? What every instrument's probe asks before it records anything.
  */
-static __always_inline bool in_target(__u32 target, __u32 tgid)
+static __always_inline struct pcmon_proc *proc_in_target(__u32 target, __u32 tgid,
+							 struct task_struct *task)
 {
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	struct pcmon_tcfg *cfg;
 
 	if (!p || p->target != target || (p->flags & PCMON_PF_EXEC_WAIT))
-		return false;
+		return NULL;
 	cfg = active_cfg(target);
-	return cfg && may_watch(bpf_get_current_task_btf(), cfg, target);
+	return cfg && may_watch(task, cfg, target) ? p : NULL;
+}
+
+static __always_inline bool in_target(__u32 target, __u32 tgid)
+{
+	return proc_in_target(target, tgid, bpf_get_current_task_btf()) != NULL;
 }
 
 #endif /* PCMON_PROCS_BPF_H */

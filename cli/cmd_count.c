@@ -24,6 +24,7 @@ static int opt_duration(struct cli *c, const char *val)
 
 const struct opt count_opts[] = {
 	OPT_SOME(sampling_opts, "virtual real ignore-case max-probes"),
+	OPT_SOME(pattern_opts, "when when-file"),
 	OPT_SOME(watch_opts, "pid"),
 	{ "duration", 0, "SECS", OPT_CALL, NULL,
 	  .help = "with --pid: count this long (default: until it exits)", .fn = opt_duration },

@@ -200,6 +200,30 @@ static const struct col call_cols[] = {
 	{ "exited", "exited", 6, COL_COUNT },
 };
 
+/* A row of the call table: @mark, the calls, the columns, the name. */
+static void call_row(FILE *f, const char *mark, const cJSON *o, const char *name)
+{
+	fprintf(f, "%s%9.0f", mark, num(o, "calls"));
+	col_values(f, call_cols, ARRAY_SIZE(call_cols), o);
+	fprintf(f, "  %s\n", name);
+	if (num(o, "too_deep"))
+		fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n", "",
+			num(o, "too_deep"));
+}
+
+/* The pattern the calls were classed by (docs/when.md, "At probes"), and how. */
+static void when_head(FILE *f, const cJSON *w)
+{
+	const char *why = proto_str(w, "why_walk", NULL) ? str(w, "why_walk", "") : NULL;
+
+	fprintf(f, "when %s, from the %s", str(w, "pattern", "?"), str(w, "method", "?"));
+	if (why)
+		fprintf(f, " (%s)", why);
+	fprintf(f, ": each row counts the calls whose stack matched at entry, the others apart\n");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "context_late")))
+		fprintf(f, "! a procedure the pattern names was probed after its process had started: calls entered before may be classed wrong\n");
+}
+
 /*
  * The call table (docs/count.md): per procedure calls, self, self+children, average, max, and
  * what was closed other than by a return. '~' marks a procedure probed after its process
@@ -208,6 +232,7 @@ static const struct col call_cols[] = {
 void fmt_calls(FILE *f, const cJSON *rep)
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "calls"), *it;
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "when");
 	char total[24], sub[24];
 	bool late = false;
 
@@ -225,23 +250,36 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	fputc('\n', f);
 	fmt_window(f, c);
 	if (cJSON_GetObjectItemCaseSensitive(c, "window"))
-		fprintf(f, "(max and open are not kept by time: - in a window)\n");
+		fprintf(f, "(max and open are not kept by time: - in a window; nor are the calls that did not match)\n");
+	if (w)
+		when_head(f, w);
 	fprintf(f, "\n%10s", "calls");
 	col_heads(f, call_cols, ARRAY_SIZE(call_cols));
 	fprintf(f, "  %s\n", "procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
 		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, "not_matching");
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(it, "unknown"), *ch;
 
 		late |= l;
-		fprintf(f, "%s%9.0f", l ? "~" : " ", num(it, "calls"));
-		col_values(f, call_cols, ARRAY_SIZE(call_cols), it);
-		fprintf(f, "  %s\n", str(it, "procedure", "?"));
-		if (num(it, "too_deep"))
-			fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n",
-				"", num(it, "too_deep"));
+		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
+		cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(it, "charged_to")) {
+			char to[600];
+
+			snprintf(to, sizeof(to), "  charged to %s", str(ch, "procedure", "?"));
+			call_row(f, " ", ch, to);
+		}
+		if (o)
+			call_row(f, " ", o, "  (not matching)");
+		if (u && num(u, "calls"))
+			call_row(f, "?", u, "  (could not tell)");
 	}
 	if (late)
 		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
+	if (w && num(w, "unknown_calls"))
+		fprintf(f, "? calls whose stack could not be told; see \"unknown_by_reason\" (--json)\n");
+	if (proto_str(c, "list_when", NULL))
+		fprintf(f, "--when: %s\n", str(c, "list_when", ""));
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "unmatched"))
 		if (cJSON_IsString(it))
 			fprintf(f, "no procedure matched %s in the %.0f objects searched\n", it->valuestring,
@@ -413,6 +451,7 @@ static const struct col leg_cols[] = {
 void fmt_tables(FILE *f, const cJSON *rep)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "tables"), *o, *it;
+	bool when = proto_str(t, "when", NULL) != NULL;
 	char a[24], b[24];
 
 	if (!t)
@@ -425,12 +464,24 @@ void fmt_tables(FILE *f, const cJSON *rep)
 	fmt_window(f, t);
 	if (cJSON_GetObjectItemCaseSensitive(t, "window"))
 		fprintf(f, "(min and max are not kept by time: - in a window; elapsed is the window's)\n");
-	fprintf(f, "\n  node %10s %8s  spec\n", "hits", "cost");
+	if (when) /* hits whose stack did not match are counted apart, and start no leg */
+		fprintf(f, "when %s: a node's hits are those whose stack matched, legs start at those only\n",
+			str(t, "when", "?"));
+	fprintf(f, "\n  node %10s %8s", "hits", "cost");
+	if (when)
+		fprintf(f, " %12s", "not matching");
+	fprintf(f, "  spec\n");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "nodes")) {
 		fmt_ns(a, sizeof(a), num(it, "cost_ns"));
-		fprintf(f, "  %4.0f %10.0f %8s  %s\n", num(it, "id"), num(it, "hits"), a,
-			str(it, "spec", "?"));
+		fprintf(f, "  %4.0f %10.0f %8s", num(it, "id"), num(it, "hits"), a);
+		if (when && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(it, "not_matching")))
+			fprintf(f, " %12s", "-"); /* a window: not kept by time */
+		else if (when)
+			fprintf(f, " %12.0f", num(it, "not_matching") + num(it, "unknown"));
+		fprintf(f, "  %s\n", str(it, "spec", "?"));
 	}
+	if (proto_str(t, "list_when", NULL))
+		fprintf(f, "--when: %s\n", str(t, "list_when", ""));
 	fprintf(f, "\n  leg   from   to");
 	col_heads(f, leg_cols, ARRAY_SIZE(leg_cols));
 	fputc('\n', f);

@@ -23,7 +23,8 @@ static int opt_when_file(struct cli *c, const char *val)
 }
 
 const struct opt pattern_opts[] = {
-	{ "when", 0, "P", OPT_STR, "when", .help = "count only samples whose stack matches P",
+	{ "when", 0, "P", OPT_STR, "when",
+	  .help = "count only samples, calls, node hits whose stack matches P",
 	  .excludes = "when-file" },
 	{ "when-file", 0, "F", OPT_CALL, NULL, .help = "the WHEN pattern read from file F",
 	  .fn = opt_when_file, .complete = COMPL_FILE },

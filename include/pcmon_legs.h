@@ -9,6 +9,7 @@
 #define PCMON_LEGS_BPF_H
 
 #include "pcmon_procs.h"
+#include "pcmon_when.h"
 
 /* A node's probe cookie: its target and its number (1...). */
 #define PCMON_NODE_COOKIE(target, node) (((__u64)(target) << 32) | (__u32)(node))
@@ -48,7 +49,10 @@ struct pcmon_node {
 	__u32 cost_ns;		/* what a hit costs the thread: taken off the legs around it ... */
 	__u32 pre_ns;		/* ... of which this much comes before its clock reading */
 	__u32 pad;
-	__u64 hits;
+	__u64 hits;		/* with a WHEN pattern: the hits whose stack matched ... */
+	__u64 other;		/* ... the others */
+	__u64 unknown;		/* ... and those the shadow stack could not tell (too deep) */
+	struct pcmon_wadv adv;	/* WHEN: how the node's procedure moves the pattern's state */
 	struct pcmon_hist h;	/* of the recorded argument, while hcfgs has a shape for it */
 };
 
@@ -94,6 +98,9 @@ enum pcmon_track { PCMON_TRACK_ALL, PCMON_TRACK_SUCCESSOR, PCMON_TRACK_NONE };
 struct pcmon_lcfg {
 	__u32 track;		/* enum pcmon_track: which hits start a leg */
 	__u32 add;		/* 1: a leg from the thread's last node to this one is added */
+	__u32 when;		/* 1: a hit counts, and starts legs, only if its stack matches wpat */
+	__u32 pad;
+	struct pcmon_wpat wpat;	/* from the call counter's shadow stack (pcmon_when.h) */
 };
 
 /* A thread's state (task storage): its probe hits, and the last node it hit (successor). */

@@ -19,6 +19,7 @@
 
 #include "count.h"
 #include "counter.h"
+#include "demangle.h"
 #include "funcs.h"
 #include "pat.h"
 #include "proto.h"
@@ -28,9 +29,12 @@
 #include "slices.h"
 #include "target.h"
 #include "timed.h"
+#include "unwind.h"
 #include "util.h"
+#include "when.h"
 
 #define COUNT_MAX_PROBES 1000	/* --max-probes default */
+#define COUNT_MAX_CTX 256	/* context procedures a shadow-stack pattern may probe */
 
 struct count_g {
 	struct inst_env env;
@@ -62,7 +66,61 @@ static void free_state(void *st)
 	free(ct->matched);
 	free(ct->objs);
 	slices_free(ct->slices);
+	for (size_t i = 0; i < ct->nctx; i++)
+		pat_free(ct->ctx_pats[i]);
+	free(ct->ctx_pats);
+	pat_free(ct->when);
+	free(ct->when_text);
+	for (size_t i = 0; ct->stacks && i < itab_count(ct->stacks); i++)
+		free(ct->stack_info[i].to);
+	itab_free(ct->stacks);
+	free(ct->stack_info);
+	for (size_t i = 0; i < ct->ncharges; i++)
+		free(ct->charges[i].to);
+	free(ct->charges);
+	free(ct->open);
 	free(ct);
+}
+
+/*
+ * The WHEN pattern @text (NULL: none), and how it is answered at the probes: from the shadow
+ * stack if every name can be a probed procedure (each name alone, in ctx_pats, finds its
+ * context procedures), else from the stack walked at each entry (attach() may still choose
+ * the walk: a running process, names of too many procedures).
+ */
+int count_set_when(struct count *ct, const char *text, cJSON **rep)
+{
+	cJSON *req = cJSON_CreateObject();
+	size_t nn;
+	int r;
+
+	if (!text) {
+		cJSON_Delete(req);
+		return 0;
+	}
+	cJSON_AddStringToObject(req, "when", text);
+	cJSON_AddBoolToObject(req, "when_from_file", ct->when_file);
+	r = when_compile(req, ct->icase, &ct->when, rep);
+	cJSON_Delete(req);
+	if (r || !(ct->when_text = strdup(text)))
+		return r ? r : -ENOMEM;
+	ct->when_mode = PCMON_CW_WALK;
+	if (when_plan(ct->when, false, &ct->wpat, ct->when_why, sizeof(ct->when_why)))
+		return 0;
+	nn = pat_nnames(ct->when);
+	ct->ctx_pats = calloc(nn + 1, sizeof(*ct->ctx_pats));
+	if (!ct->ctx_pats)
+		return -ENOMEM;
+	for (size_t i = 0; i < nn; i++) {
+		char name[PROTO_MAX_LINE];
+
+		if (pat_name_str(ct->when, i, name, sizeof(name)) ||
+		    pat_parse(name, ct->icase ? PAT_ICASE : 0, &ct->ctx_pats[ct->nctx], NULL))
+			return 0; /* (cannot happen: a name parses as itself) the walk answers */
+		ct->nctx++;
+	}
+	ct->when_mode = PCMON_CW_SHADOW;
+	return 0;
 }
 
 static bool wanted(const cJSON *req)
@@ -114,6 +172,12 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 		*rep = proto_error(2, "--count: give a procedure pattern");
 		return -EINVAL;
 	}
+	ct->icase = proto_bool(req, "icase", 0);
+	ct->when_file = proto_bool(req, "when_from_file", 0);
+	if (count_set_when(ct, proto_str(req, "when", NULL), rep)) {
+		free_state(ct);
+		return -EINVAL;
+	}
 	*out = ct;
 	return 0;
 }
@@ -123,6 +187,29 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 uint64_t count_cookie(uint32_t target, size_t i, bool xol)
 {
 	return PCMON_COUNT_COOKIE(target, (uint32_t)i | (xol ? PCMON_COUNT_XOL : 0));
+}
+
+static uint64_t fn_cookie(const struct target *t, const struct count *ct, const struct count_fn *fn)
+{
+	uint64_t c = count_cookie(t->id, fn - ct->fns, fn->xol);
+
+	return fn->ctx ? c | PCMON_COUNT_CTX : c;
+}
+
+/* PCMON_CW_SHADOW: how @fn moves the pattern's state, into BPF before its probes attach. */
+static int set_adv(struct count_g *g, const struct target *t, struct count *ct,
+		   const struct count_fn *fn)
+{
+	struct pat_frame fr = { .module = fn->module, .proc = fn->name };
+	char base[512];
+	struct pcmon_wadv adv;
+
+	if (ct->when_mode != PCMON_CW_SHADOW)
+		return 0;
+	if (strchr(fn->name, '(') && dm_base(fn->name, base, sizeof(base)))
+		fr.base = base; /* a C++ name is also matched without its parameters */
+	when_adv(ct->when, &ct->wpat, &fr, &adv);
+	return counter_set_adv(g->ctr, fn_cookie(t, ct, fn), &adv);
 }
 
 static bool obj_seen(struct count *ct, dev_t dev, ino_t ino)
@@ -144,18 +231,36 @@ static int attach_process(struct count_g *g, struct target *t, struct count *ct,
 {
 	char exe_path[64];
 	struct func *f = NULL;
-	size_t n = 0, cap = 0, objects = 0;
+	size_t n = 0, cap = 0, objects = 0, counted = 0;
+	size_t npats = ct->npats + (ct->when_mode == PCMON_CW_SHADOW ? ct->nctx : 0);
 	int r = 0;
 
 	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", t->exe_fd);
-	for (size_t p = 0; p < ct->npats && !r; p++) {
+	/* the counted procedures first: one the pattern also names is counted, not context */
+	for (size_t p = 0; p < npats && !r; p++) {
+		const struct pat *pat = p < ct->npats ? ct->pats[p] : ct->ctx_pats[p - ct->npats];
 		size_t before = n;
 
+		if (p == ct->npats)
+			counted = n;
 		if (pid)
-			r = funcs_find(pid, ct->pats[p], &f, &n, &cap, &objects);
+			r = funcs_find(pid, pat, &f, &n, &cap, p < ct->npats ? &objects : NULL);
 		else /* the file the held process is about to exec */
-			r = funcs_find_file(exe_path, t->exe_name, ct->pats[p], &f, &n, &cap);
-		ct->matched[p] |= n > before;
+			r = funcs_find_file(exe_path, t->exe_name, pat, &f, &n, &cap);
+		if (p < ct->npats)
+			ct->matched[p] |= n > before;
+	}
+	if (ct->nctx == 0 || ct->when_mode != PCMON_CW_SHADOW)
+		counted = n;
+	/* names of many procedures (a module, a wide glob) cost a probe each on every call of
+	 * any: past COUNT_MAX_CTX, the stack is walked instead (before any probe is on) */
+	if (!r && ct->when_mode == PCMON_CW_SHADOW && !ct->nfns && n - counted > COUNT_MAX_CTX) {
+		ct->when_mode = PCMON_CW_WALK;
+		snprintf(ct->when_why, sizeof(ct->when_why),
+			 "its names name %zu procedures, more than %d to probe", n - counted,
+			 COUNT_MAX_CTX);
+		funcs_free(f + counted, n - counted);
+		n = counted;
 	}
 	if (!pid)
 		objects = 1;
@@ -183,10 +288,13 @@ static int attach_process(struct count_g *g, struct target *t, struct count *ct,
 		}
 		fn = &ct->fns[ct->nfns];
 		*fn = (struct count_fn){ .module = strdup(f[i].module), .name = strdup(f[i].name),
-					 .vaddr = f[i].vaddr, .late = late, .xol = f[i].xol };
-		r = counter_attach(g->ctr, f[i].path, f[i].offset,
-				   count_cookie(t->id, ct->nfns, fn->xol),
-				   &fn->entry, &fn->ret);
+					 .vaddr = f[i].vaddr, .late = late, .xol = f[i].xol,
+					 .ctx = i >= counted };
+		ct->ctx_late |= fn->ctx && late;
+		r = set_adv(g, t, ct, fn);
+		if (!r)
+			r = counter_attach(g->ctr, f[i].path, f[i].offset, fn_cookie(t, ct, fn),
+					   &fn->entry, &fn->ret);
 		if (r) {
 			if (rep)
 				*rep = proto_error(1, "--count: cannot probe %s.%s: %s", f[i].module,
@@ -215,6 +323,15 @@ out:
 	return r;
 }
 
+/* The target's settings in BPF: its clock and how its calls are classed. */
+static int set_cfg(struct count_g *g, const struct target *t, const struct count *ct)
+{
+	struct pcmon_ccfg cfg = { .virt = ct->virt, .when = ct->when ? ct->when_mode : 0,
+				  .wpat = ct->wpat };
+
+	return counter_target_cfg(g->ctr, t->id, &cfg);
+}
+
 static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct count_g *g = gp;
@@ -236,9 +353,17 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	if (r)
 		pr_warn("call counting: cannot measure the probes' cost (%s): times include it",
 			strerror(-r));
-	r = counter_target_mode(g->ctr, t->id, ct->virt);
+	/* a running process has entered procedures before their probes were on: the shadow
+	 * stack does not hold them, its stacks are walked */
+	if (ct->when_mode == PCMON_CW_SHADOW && !t->exec_wait) {
+		ct->when_mode = PCMON_CW_WALK;
+		snprintf(ct->when_why, sizeof(ct->when_why),
+			 "the process was running before the probes were on");
+	}
+	r = set_cfg(g, t, ct);
 	if (r) {
-		*rep = proto_error(1, "--count --virtual: cannot watch the scheduler: %s", strerror(-r));
+		*rep = proto_error(1, "--count%s: cannot set up BPF: %s", ct->virt ? " --virtual" : "",
+				   strerror(-r));
 		return r;
 	}
 	/* pcmon run: the process is held before exec: the command's own file is probed now,
@@ -248,6 +373,8 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 		return -ENOENT;
 	}
 	r = attach_process(g, t, ct, t->exec_wait ? 0 : t->pid, false, rep);
+	if (!r && ct->when_mode == PCMON_CW_WALK)
+		r = set_cfg(g, t, ct); /* attach_process() may have chosen the walk */
 	/* a command's libraries are not loaded yet: what its patterns name there is found as
 	 * the dynamic linker maps them, and a pattern that never names anything is said so in
 	 * the table; a running process has everything it has loaded to search now */
@@ -259,6 +386,8 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	}
 	return r;
 }
+
+static void collect(struct count_g *g, const struct target *t, struct count *ct);
 
 /* A new image, or objects the dynamic linker mapped: search them too (a command's own file
  * was searched before it started, and is not searched again). */
@@ -272,6 +401,16 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	/* the process runs on while its event comes here: what is probed now was running */
 	if (ev->type == PCMON_EV_EXEC || ev->type == PCMON_EV_DLOPEN)
 		attach_process(g, t, ct, ev->pid, true, NULL);
+	if (!ct->when || ct->when_mode != PCMON_CW_WALK)
+		return;
+	/* the walked stacks are named through the process's address map: taken as it maps
+	 * objects, and its stacks classed before an exit (or exec) lets the map go */
+	if (ev->type == PCMON_EV_FORK || ev->type == PCMON_EV_EXEC)
+		sym_proc_load(g->env.sym, ev->pid, ev->epoch);
+	else if (ev->type == PCMON_EV_DLOPEN)
+		sym_proc_reload(g->env.sym, ev->pid, ev->epoch, ev->ts);
+	else if (ev->type == PCMON_EV_EXIT)
+		collect(g, t, ct);
 }
 
 static void set_active(void *g, struct target *t, void *st, bool active)
@@ -282,23 +421,262 @@ static void set_active(void *g, struct target *t, void *st, bool active)
 	(void)active; /* BPF reads the target's flags (tcfg) */
 }
 
+/* ---- classes (WHEN) */
+
 /*
- * The totals BPF holds, into the state (after which the probes may go), and what they
- * gained since the last read into the time slice it is charged to.
+ * Did the walk of @ips (0-terminated, innermost first) stop before the outermost frame,
+ * @outer the last one it named? A walk at a probe, where the C library is usually built
+ * without frame pointers, ends in its start-up (__libc_start_call_main for the main thread,
+ * start_thread for the others): above those is only the start-up itself (__libc_start_main
+ * and _start, clone3), the same on every stack, and such a walk is taken as whole.
+ */
+static bool cut_short(struct sym *sy, const struct pcmon_ckey *k, const uint64_t *ips, size_t max,
+		      const char *outer)
+{
+	static const char *const startup[] = { "__libc_start_call_main", "__libc_start_main",
+					       "start_thread", "clone3", "clone", "_start" };
+	size_t n = 0;
+
+	while (n < max && ips[n])
+		n++;
+	if (n == max)
+		return true;
+	for (size_t i = 0; outer && i < ARRAY_SIZE(startup); i++)
+		if (!strcmp(outer, startup[i]))
+			return false;
+	return !unw_is_root(sy, k->tgid, k->epoch, ips[n - 1], n > 1);
+}
+
+/*
+ * A walked stack named through its process's map and matched: its class (unknown if cut
+ * short and not matching), and (*to, with a ':') the frame the match charges.
+ */
+static enum count_cls match_stack(struct count *ct, struct counter *c, struct sym *sy,
+				  const struct pcmon_ckey *k, char **to, bool *named)
+{
+	uint64_t ips[PCMON_COUNT_STACK_DEPTH];
+	struct pat_frame pf[PCMON_COUNT_STACK_DEPTH * 4];
+	size_t n = 0;
+	int r;
+
+	*to = NULL;
+	*named = false;
+	if (!c || !sy || counter_stack(c, k->cls, ips, ARRAY_SIZE(ips)))
+		return COUNT_UNKNOWN;
+	/* innermost first, each pc's inline chain innermost first: reversed at the end */
+	for (size_t i = 0; i < ARRAY_SIZE(ips) && ips[i] && n < ARRAY_SIZE(pf); i++) {
+		const struct sym_loc *l = sym_loc(sy, sym_user(sy, k->tgid, k->epoch, ips[i], i > 0));
+		const uint32_t *fr = l ? sym_frames(sy, l) : NULL;
+
+		for (uint32_t j = 0; fr && j < l->nframes && n < ARRAY_SIZE(pf); j++) {
+			const struct sym_procinfo *pi = sym_proc(sy, fr[j]);
+			const char *m = sym_str(sy, pi->module);
+
+			pf[n++] = (struct pat_frame){ .module = m[0] ? m : NULL,
+						     .proc = pi->name ? sym_str(sy, pi->name) : NULL,
+						     .base = pi->base ? sym_str(sy, pi->base) : NULL };
+		}
+	}
+	/* the innermost frame is the probed procedure: unnamed, the map was not there */
+	if (!n || !pf[0].proc)
+		return COUNT_UNKNOWN;
+	*named = true;
+	for (size_t i = 0; i < n / 2; i++) {
+		struct pat_frame x = pf[i];
+
+		pf[i] = pf[n - 1 - i];
+		pf[n - 1 - i] = x;
+	}
+	r = pat_match(ct->when, pf, n);
+	/* a walk cut short may have left out the frames that would match: a match on what it
+	 * walked holds for the whole stack (each thread may begin anywhere), a miss does not */
+	if (r == PAT_NOMATCH)
+		return cut_short(sy, k, ips, ARRAY_SIZE(ips), pf[0].proc) ? COUNT_UNKNOWN
+									   : COUNT_OTHER;
+	if (pat_has_colon(ct->when)) {
+		/* charged as a sample would be: a frame without a name is foreignPcs */
+		if (r >= 0 && pf[r].proc && pf[r].module) {
+			size_t len = strlen(pf[r].module) + strlen(pf[r].proc) + 2;
+
+			if ((*to = malloc(len)))
+				snprintf(*to, len, "%s.%s", pf[r].module, pf[r].proc);
+		} else {
+			*to = strdup("foreignPcs");
+		}
+	}
+	return COUNT_MATCH;
+}
+
+/* What is known of the stack of key @k (a stack id), named and matched the first time;
+ * NULL if it cannot be told (now: a later listing may). */
+static const struct count_stack *stack_of(struct count *ct, struct counter *c, struct sym *s,
+					  const struct pcmon_ckey *k)
+{
+	uint32_t key[3] = { k->cls, k->tgid, k->epoch }, id;
+	enum count_cls cls;
+	bool named;
+	int64_t have;
+	char *to;
+
+	if (!ct->stacks && !(ct->stacks = itab_new()))
+		return NULL;
+	have = itab_find(ct->stacks, key, sizeof(key));
+	if (have >= 0)
+		return &ct->stack_info[have];
+	cls = match_stack(ct, c, s, k, &to, &named);
+	/* a stack not read or named now may be later (another listing): not remembered */
+	if (!named || GROW(ct->stack_info, ct->cap_info, itab_count(ct->stacks) + 1) ||
+	    itab_intern(ct->stacks, key, sizeof(key), &id) < 0) {
+		free(to);
+		return NULL;
+	}
+	ct->stack_info[id] = (struct count_stack){ .cls = cls, .to = to };
+	return &ct->stack_info[id];
+}
+
+enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s,
+			      const struct pcmon_ckey *k)
+{
+	const struct count_stack *st;
+
+	switch (k->cls) {
+	case PCMON_CLS_ALL:
+	case PCMON_CLS_MATCH:
+		return COUNT_MATCH;
+	case PCMON_CLS_NOMATCH:
+		return COUNT_OTHER;
+	}
+	if (k->cls >= PCMON_CLS_LOWEST)
+		return COUNT_UNKNOWN;
+	st = stack_of(ct, c, s, k);
+	return st ? st->cls : COUNT_UNKNOWN;
+}
+
+struct count_charge *count_charge(struct count *ct, uint32_t fn, const char *to)
+{
+	struct count_charge *ch;
+
+	for (size_t i = 0; i < ct->ncharges; i++)
+		if (ct->charges[i].fn == fn && !strcmp(ct->charges[i].to, to))
+			return &ct->charges[i];
+	if (GROW(ct->charges, ct->cap_charges, ct->ncharges + 1))
+		return NULL;
+	ch = &ct->charges[ct->ncharges];
+	*ch = (struct count_charge){ .fn = fn, .to = strdup(to) };
+	if (!ch->to)
+		return NULL;
+	ct->ncharges++;
+	return ch;
+}
+
+/* The charge of key @k's calls (a matching stack with a ':'), or NULL. */
+static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey *k)
+{
+	const struct count_stack *st;
+	uint32_t key[3] = { k->cls, k->tgid, k->epoch };
+	int64_t have;
+
+	if (k->cls >= PCMON_CLS_LOWEST || !ct->stacks ||
+	    (have = itab_find(ct->stacks, key, sizeof(key))) < 0)
+		return NULL;
+	st = &ct->stack_info[have];
+	return st->cls == COUNT_MATCH && st->to ? count_charge(ct, PCMON_COUNT_FN(k->cookie), st->to)
+						: NULL;
+}
+
+static void add_stat(struct pcmon_cstat *to, const struct pcmon_cstat *s)
+{
+	uint64_t max = MAX(to->max_ns, s->max_ns);
+
+#define ADD_CSTAT(f, need) to->f += s->f;
+	PCMON_CSTAT_FIELDS(ADD_CSTAT)
+#undef ADD_CSTAT
+	to->max_ns = max;
+	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
+}
+
+struct fold {
+	struct count_g *g;
+	struct count *ct;
+};
+
+/* One of BPF's totals into its procedure's class. */
+static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_cstat *s)
+{
+	struct fold *fo = ctx;
+	struct count *ct = fo->ct;
+	uint32_t i = PCMON_COUNT_FN(k->cookie);
+	struct count_charge *ch;
+	enum count_cls cls;
+	uint64_t calls;
+
+	if (i >= ct->nfns)
+		return;
+	cls = count_class_of(ct, fo->g->ctr, fo->g->env.sym, k);
+	add_stat(&ct->fns[i].by[cls], s);
+	if (cls == COUNT_MATCH && (ch = charge_of(ct, k)))
+		add_stat(&ch->s, s);
+	if (cls != COUNT_UNKNOWN)
+		return;
+	calls = s->calls + s->closed;
+	if (k->cls == PCMON_CLS_NOSTACK)
+		ct->unknown.not_kept += calls;
+	else if (k->cls < PCMON_CLS_LOWEST && stack_of(ct, NULL, NULL, k))
+		ct->unknown.cut_short += calls; /* named and remembered: only a cut leaves it unknown */
+	else if (k->cls < PCMON_CLS_LOWEST)
+		ct->unknown.unresolved += calls;
+	else if (ct->when_mode == PCMON_CW_WALK)
+		ct->unknown.unwalked += calls;
+	else
+		ct->unknown.too_deep += calls;
+}
+
+/* Every total of @ct to 0 (its settings and the stacks it knows stay). */
+static void clear_totals(struct count *ct)
+{
+	for (size_t i = 0; i < ct->nfns; i++)
+		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
+	for (size_t i = 0; i < ct->ncharges; i++) {
+		memset(&ct->charges[i].s, 0, sizeof(ct->charges[i].s));
+		ct->charges[i].open = 0;
+	}
+	memset(&ct->unknown, 0, sizeof(ct->unknown));
+}
+
+/*
+ * The totals BPF holds, into the state (after which the probes may go), and what the
+ * matching calls' totals gained since the last read into the time slice it is charged to
+ * (closed calls only: the open ones are added after, and are not kept by time).
  */
 static void collect(struct count_g *g, const struct target *t, struct count *ct)
 {
+	struct fold fo = { g, ct };
 	uint64_t wall;
 
 	if (!g->ctr || ct->detached)
 		return;
 	wall = slices_charge_wall(&ct->last_read, wall_ns());
+	clear_totals(ct);
+	counter_stats(g->ctr, t->id, fold_stat, &fo);
 	for (size_t i = 0; i < ct->nfns; i++) {
-		struct pcmon_cstat s;
+		struct pcmon_cstat closed = ct->fns[i].stat;
 
-		if (!counter_stat(g->ctr, count_cookie(t->id, i, ct->fns[i].xol), &s))
-			count_fold(ct, i, &s, wall);
+		count_fold(ct, i, &closed, wall);
 	}
+	/* the calls still open are entries too (read after the totals: one that closes in
+	 * between is counted once, when the next listing reads it) */
+	if (GROW(ct->open, ct->cap_open, ct->nfns * COUNT_NCLS + 1))
+		return;
+	memset(ct->open, 0, ct->cap_open * sizeof(*ct->open));
+	{
+		struct count_open oc = { .target = t->id, .n = ct->nfns, .ct = ct,
+					 .open = ct->open, .ctr = g->ctr, .sym = g->env.sym };
+
+		counter_open_activations(g->ctr, count_tally_open, &oc);
+	}
+	for (size_t i = 0; i < ct->nfns; i++)
+		for (int c = 0; c < COUNT_NCLS; c++)
+			ct->fns[i].by[c].calls += ct->open[i * COUNT_NCLS + c];
 }
 
 static void stop(void *gp, struct target *t, void *st)
@@ -326,10 +704,9 @@ static void zero(void *gp, struct target *t, void *st)
 
 	if (g->ctr && !ct->detached)
 		counter_clear(g->ctr, t->id);
-	for (size_t i = 0; i < ct->nfns; i++) {
-		memset(&ct->fns[i].stat, 0, sizeof(ct->fns[i].stat));
+	clear_totals(ct);
+	for (size_t i = 0; i < ct->nfns; i++)
 		memset(&ct->fns[i].charged, 0, sizeof(ct->fns[i].charged));
-	}
 	slices_zero(ct->slices);
 	ct->slices_lost = 0;
 }
@@ -402,21 +779,29 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 
 	collect(gp, t, ct);
 	for (size_t i = 0; i < ct->nfns; i++)
-		calls += ct->fns[i].stat.calls;
+		for (int c = 0; c < COUNT_NCLS; c++)
+			calls += ct->fns[i].by[c].calls;
 	cJSON_AddNumberToObject(o, "calls", calls);
 	cJSON_AddNumberToObject(o, "probed", ct->nfns);
 }
 
 /* ---- the call table (its JSON: count_report.c) */
 
-void count_tally_open(void *ctx, uint64_t cookie)
+void count_tally_open(void *ctx, const struct pcmon_ckey *k)
 {
 	struct count_open *oc = ctx;
+	uint32_t fn = PCMON_COUNT_FN(k->cookie);
+	struct count_charge *ch;
 
 	/* every thread's open activations of every target come by: this target's only, and
 	 * by procedure whatever its probe's kind (the XOL bit is not part of the index) */
-	if (PCMON_COUNT_TARGET(cookie) == oc->target && PCMON_COUNT_FN(cookie) < oc->n)
-		oc->open[PCMON_COUNT_FN(cookie)]++;
+	if (PCMON_COUNT_TARGET(k->cookie) != oc->target || fn >= oc->n)
+		return;
+	oc->open[fn * COUNT_NCLS + (oc->ct ? count_class_of(oc->ct, oc->ctr, oc->sym, k) : COUNT_MATCH)]++;
+	if (oc->ct && (ch = charge_of(oc->ct, k))) {
+		ch->open++;
+		ch->s.calls++;
+	}
 }
 
 static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
@@ -424,31 +809,79 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
-	struct count_open oc = { .target = t->id, .n = ct->nfns };
 	struct counter_prog_stats ps, *pps = NULL;
 	struct timed_window w;
+	uint64_t *open;
+	const char *when = proto_str(req, "when", NULL);
+	bool other = when && (!ct->when_text || strcmp(when, ct->when_text));
 	int r;
 
+	/* the totals are by the pattern given at start; the walk's stacks are not kept
+	 * named, and the shadow stack's state held the start's pattern only */
+	if (other && proto_bool(req, "calls", 0)) {
+		*err = proto_error(2, "--when: calls are classed at start, by the pattern given then (%s): give it to pcmon count, or with --count",
+				   ct->when_text ? ct->when_text : "none");
+		return -1;
+	}
 	if (timed_window_parse(req, t->start_wall, &w, err))
 		return -1;
 	collect(g, t, ct);
-	if (w.on)
-		return count_window_json(ct, &w, proto_str(req, "sort", "self"), rep);
-	oc.open = calloc(ct->nfns + 1, sizeof(*oc.open));
-	if (!oc.open)
-		return -ENOMEM;
-	if (g->ctr && !ct->detached)
-		counter_open_activations(g->ctr, count_tally_open, &oc);
-	if (g->ctr && procs_bpf_stats(g->env.procs)) {
-		counter_prog_stats(g->ctr, &ps);
-		pps = &ps;
+	if (w.on) {
+		/* a window's calls: the matching ones (the classes are not kept by time) */
+		r = count_window_json(ct, &w, proto_str(req, "sort", "self"), rep);
+	} else {
+		/* open now: as collect() read them; none once detached */
+		open = calloc(ct->nfns * COUNT_NCLS + 1, sizeof(*open));
+		if (!open)
+			return -ENOMEM;
+		if (!ct->detached && ct->open)
+			memcpy(open, ct->open, ct->nfns * COUNT_NCLS * sizeof(*open));
+		if (g->ctr && procs_bpf_stats(g->env.procs)) {
+			counter_prog_stats(g->ctr, &ps);
+			pps = &ps;
+		}
+		r = count_report_json(ct, open, pps, proto_str(req, "sort", "self"), rep);
+		free(open);
 	}
-	r = count_report_json(ct, oc.open, pps, proto_str(req, "sort", "self"), rep);
-	free(oc.open);
+	if (!r && other)
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "calls"), "list_when",
+					"not applied: calls are classed at start, by the pattern given then");
 	return r;
 }
 
 /* ---- the state file's "calls" section */
+
+/* A procedure's calls of a class other than matching: its object's key. */
+static const char *const cls_keys[COUNT_NCLS] = { [COUNT_OTHER] = "not_matching",
+						  [COUNT_UNKNOWN] = "unknown" };
+
+static void put_stat(struct sf_wr *w, cJSON *x, const struct pcmon_cstat *s)
+{
+#define PUT_CSTAT(f, need) sf_put_u64(w, x, #f, s->f);
+	PCMON_CSTAT_FIELDS(PUT_CSTAT)
+#undef PUT_CSTAT
+}
+
+/* Procedure @fn's calls by the frame a ':' charged (none without one). */
+static void put_charges(struct sf_wr *w, cJSON *x, const struct count *ct, size_t fn)
+{
+	cJSON *arr = NULL;
+
+	for (size_t k = 0; k < ct->ncharges && !w->oom; k++) {
+		const struct count_charge *c = &ct->charges[k];
+		cJSON *y;
+
+		if (c->fn != fn || !c->s.calls)
+			continue;
+		if (!arr && !(arr = sf_chk(w, cJSON_AddArrayToObject(x, "charged_to"))))
+			return;
+		sf_push(w, arr, y = cJSON_CreateObject());
+		if (w->oom)
+			return;
+		sf_put_str(w, y, "to", c->to);
+		put_stat(w, y, &c->s);
+	}
+}
 
 static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
 		 cJSON *o)
@@ -469,6 +902,17 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		if (!ct->matched[i])
 			sf_push(w, arr, cJSON_CreateString(ct->patterns[i]));
 	sf_put_num(w, o, "objects_searched", ct->searched);
+	if (ct->when_text) {
+		sf_put_str(w, o, "when", ct->when_text);
+		sf_put_bool(w, o, "when_from_file", ct->when_file);
+		sf_put_bool(w, o, "icase", ct->icase);
+		sf_put_str(w, o, "when_method", ct->when_mode == PCMON_CW_SHADOW ? "shadow" : "walk");
+		sf_put_str(w, o, "when_why", ct->when_why);
+		sf_put_bool(w, o, "context_late", ct->ctx_late);
+#define PUT_UNKNOWN(f) sf_put_u64(w, o, "unknown_" #f, ct->unknown.f);
+		COUNT_UNKNOWN_REASONS(PUT_UNKNOWN)
+#undef PUT_UNKNOWN
+	}
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "procedures"));
 	for (size_t i = 0; arr && i < ct->nfns && !w->oom; i++) {
 		const struct count_fn *fn = &ct->fns[i];
@@ -484,9 +928,17 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_str(w, x, "a", addr);
 		sf_put_bool(w, x, "late", fn->late);
 		sf_put_bool(w, x, "xol", fn->xol);
-#define PUT_CSTAT(f) sf_put_u64(w, x, #f, fn->stat.f);
-		PCMON_CSTAT_FIELDS(PUT_CSTAT)
-#undef PUT_CSTAT
+		put_stat(w, x, &fn->stat);
+		if (!ct->when_text)
+			continue;
+		sf_put_bool(w, x, "context", fn->ctx);
+		for (int c = COUNT_OTHER; c < COUNT_NCLS && !w->oom; c++) {
+			cJSON *y = sf_chk(w, cJSON_AddObjectToObject(x, cls_keys[c]));
+
+			if (y)
+				put_stat(w, y, &fn->by[c]);
+		}
+		put_charges(w, x, ct, i);
 	}
 	/* each procedure by its index in "procedures" (format 5) */
 	if (ct->slices)
@@ -499,9 +951,9 @@ static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 	uint64_t u;
 	int r;
 
-#define GET_CSTAT(f)                                    \
-	if ((r = sf_get_u64(rd, o, #f, SF_ALWAYS, &u))) \
-		return r;                               \
+#define GET_CSTAT(f, need)                               \
+	if ((r = sf_get_u64(rd, o, #f, SF_##need, &u)))  \
+		return r;                                \
 	v.f = u;
 	PCMON_CSTAT_FIELDS(GET_CSTAT)
 #undef GET_CSTAT
@@ -532,6 +984,69 @@ static int load_slices(struct sf_rd *rd, const cJSON *o, struct count *ct)
 	return r;
 }
 
+/* The pattern a target's calls were classed by, and how. */
+static int load_when(struct sf_rd *rd, const cJSON *o, struct count *ct, const char *when)
+{
+	const char *method = NULL, *why = NULL;
+	cJSON *none = NULL;
+	uint64_t u;
+	int r;
+
+	if ((r = sf_get_bool(rd, o, "when_from_file", SF_ALWAYS, &ct->when_file)) ||
+	    (r = sf_get_bool(rd, o, "icase", SF_ALWAYS, &ct->icase)) ||
+	    (r = sf_get_str(rd, o, "when_method", SF_ALWAYS, 16, &method)) ||
+	    (r = sf_get_str(rd, o, "when_why", SF_ALWAYS, sizeof(ct->when_why) - 1, &why)) ||
+	    (r = sf_get_bool(rd, o, "context_late", SF_ALWAYS, &ct->ctx_late)))
+		return r;
+#define GET_UNKNOWN(f)                                                           \
+	if ((r = sf_get_u64(rd, o, "unknown_" #f, SF_ALWAYS, &u)))             \
+		return r;                                                        \
+	ct->unknown.f = u;
+	COUNT_UNKNOWN_REASONS(GET_UNKNOWN)
+#undef GET_UNKNOWN
+	if (count_set_when(ct, when, &none)) {
+		cJSON_Delete(none);
+		return sf_bad(rd, "when", "not a WHEN pattern");
+	}
+	ct->when_mode = strcmp(method, "shadow") ? PCMON_CW_WALK : PCMON_CW_SHADOW;
+	snprintf(ct->when_why, sizeof(ct->when_why), "%s", why);
+	return 0;
+}
+
+/* A procedure's calls that did not match, or could not be told, and those a ':' charged. */
+static int load_classes(struct sf_rd *rd, const cJSON *x, struct count *ct, struct count_fn *fn)
+{
+	const cJSON *arr, *it;
+	int r, n;
+
+	if ((r = sf_get_bool(rd, x, "context", SF_ALWAYS, &fn->ctx)) ||
+	    (r = sf_get_array(rd, x, "charged_to", SF_OPTIONAL, 1 << 20, &arr, &n)))
+		return r;
+	for (int c = COUNT_OTHER; c < COUNT_NCLS; c++) {
+		const cJSON *y = cJSON_GetObjectItemCaseSensitive(x, cls_keys[c]);
+
+		if (!cJSON_IsObject(y))
+			return sf_bad(rd, cls_keys[c], "expected an object");
+		if ((r = read_stat(rd, y, &fn->by[c])))
+			return r;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		const char *to = NULL;
+		struct count_charge *ch;
+
+		if (!cJSON_IsObject(it))
+			return sf_bad(rd, "charged_to", "expected an object");
+		if ((r = sf_get_str(rd, it, "to", SF_ALWAYS, 4096, &to)))
+			return r;
+		ch = count_charge(ct, fn - ct->fns, to);
+		if (!ch)
+			return -ENOMEM;
+		if ((r = read_stat(rd, it, &ch->s)))
+			return r;
+	}
+	return 0;
+}
+
 static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 {
 	const cJSON *pats, *fns, *it, *um;
@@ -539,6 +1054,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
 	uint64_t searched = 0;
+	const char *when = NULL;
 	bool virt = false;
 	int r, np, nf, nu, i = 0;
 
@@ -550,7 +1066,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "stepped_probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost_xol)))
 		return r;
 	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)) ||
-	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)))
+	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)) ||
+	    (r = sf_get_str(rd, o, "when", SF_OPTIONAL, PROTO_MAX_LINE, &when)))
 		return r;
 	ct = calloc(1, sizeof(*ct));
 	timed_default_cfg(&cfg); /* the file's own, if it has slices */
@@ -568,6 +1085,10 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	ct->virt = virt;
 	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
 	ct->detached = true;
+	if (when && (r = load_when(rd, o, ct, when))) {
+		free_state(ct);
+		return r;
+	}
 	cJSON_ArrayForEach(it, pats) {
 		if (!cJSON_IsString(it) || pat_parse(it->valuestring, 0, &ct->pats[ct->npats], NULL)) {
 			free_state(ct);
@@ -600,7 +1121,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		    (r = sf_get_addr(rd, it, "a", &a)) ||
 		    (r = sf_get_bool(rd, it, "late", SF_ALWAYS, &late)) ||
 		    (r = sf_get_bool(rd, it, "xol", SF_ALWAYS, &xol)) ||
-		    (r = read_stat(rd, it, &fn->stat))) {
+		    (r = read_stat(rd, it, &fn->stat)) ||
+		    (when && (r = load_classes(rd, it, ct, fn)))) {
 			free_state(ct);
 			return r;
 		}

@@ -12,26 +12,120 @@
 
 #include "count.h"
 #include "counter.h"
+#include "pat.h"
 #include "slices.h"
 #include "timed.h"
 #include "util.h"
 
-/* A procedure's times with the probes' own cost taken out, never below 0. */
-double count_self_ns(const struct count *ct, const struct count_fn *fn)
+/* A procedure's times with the probes' own cost taken out, never below 0: its own probes
+ * and those of the context procedures (WHEN) whose time is its self time. */
+double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
+			const struct pcmon_cstat *s)
 {
-	double v = (double)fn->stat.self_ns -
-		   (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)fn->stat.closed;
+	double v = (double)s->self_ns -
+		   (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)s->closed -
+		   ct->cost_xol_ns * (double)s->self_ctx_xol -
+		   ct->cost_ns * (double)(s->self_ctx - MIN(s->self_ctx_xol, s->self_ctx));
 
 	return v > 0 ? v : 0;
 }
 
-double count_total_ns(const struct count *ct, const struct count_fn *fn)
+double count_total_ns_of(const struct count *ct, const struct pcmon_cstat *s)
 {
-	const struct pcmon_cstat *s = &fn->stat;
 	double v = (double)s->total_ns - ct->cost_xol_ns * (double)s->total_acts_xol -
 		   ct->cost_ns * (double)(s->total_acts - MIN(s->total_acts_xol, s->total_acts));
 
 	return v > 0 ? v : 0;
+}
+
+double count_self_ns(const struct count *ct, const struct count_fn *fn)
+{
+	return count_self_ns_of(ct, fn, &fn->stat);
+}
+
+double count_total_ns(const struct count *ct, const struct count_fn *fn)
+{
+	return count_total_ns_of(ct, &fn->stat);
+}
+
+/*
+ * The columns of calls of one class of @fn (*@open of them open now; NULL: a window, which
+ * keeps neither the maximum nor the open calls by time).
+ */
+static void class_json(const struct count *ct, const struct count_fn *fn,
+		       const struct pcmon_cstat *s, const uint64_t *open, cJSON *x)
+{
+	double total = count_total_ns_of(ct, s);
+
+	cJSON_AddNumberToObject(x, "calls", s->calls);
+	cJSON_AddNumberToObject(x, "self_ns", count_self_ns_of(ct, fn, s));
+	cJSON_AddNumberToObject(x, "total_ns", total);
+	cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
+	if (open) {
+		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+		cJSON_AddNumberToObject(x, "open", *open);
+	} else {
+		cJSON_AddNullToObject(x, "max_ns");
+		cJSON_AddNullToObject(x, "open");
+	}
+	cJSON_AddNumberToObject(x, "unwound", s->unwound);
+	cJSON_AddNumberToObject(x, "exited", s->exited);
+	cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
+}
+
+/* @fn's matching calls by the frame the pattern's ':' charges, most calls first. */
+static void charges_json(const struct count *ct, const struct count_fn *fn, cJSON *arr)
+{
+	uint32_t i = fn - ct->fns;
+	const struct count_charge *last = NULL;
+
+	/* a selection, not a sort: a procedure is charged to few frames */
+	for (;;) {
+		const struct count_charge *best = NULL;
+
+		for (size_t k = 0; k < ct->ncharges; k++) {
+			const struct count_charge *c = &ct->charges[k];
+
+			if (c->fn != i || !c->s.calls)
+				continue;
+			if (last && (c->s.calls > last->s.calls ||
+				     (c->s.calls == last->s.calls && c <= last)))
+				continue; /* listed already */
+			if (!best || c->s.calls > best->s.calls)
+				best = c;
+		}
+		if (!best)
+			break;
+		{
+			cJSON *x = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(x, "procedure", best->to);
+			class_json(ct, fn, &best->s, &best->open, x);
+			cJSON_AddItemToArray(arr, x);
+		}
+		last = best;
+	}
+}
+
+/* What the target's WHEN pattern is and how it was answered at the probes. */
+static void when_json(const struct count *ct, cJSON *o)
+{
+	cJSON *w = cJSON_AddObjectToObject(o, "when"), *u;
+	uint64_t all = 0;
+
+	cJSON_AddStringToObject(w, "pattern", ct->when_text);
+	cJSON_AddStringToObject(w, "method", ct->when_mode == PCMON_CW_SHADOW ? "shadow stack"
+									   : "stack walk");
+	if (ct->when_mode == PCMON_CW_WALK)
+		cJSON_AddStringToObject(w, "why_walk", ct->when_why);
+	cJSON_AddBoolToObject(w, "context_late", ct->ctx_late);
+	u = cJSON_AddObjectToObject(w, "unknown_by_reason");
+#define UNKNOWN_JSON(f)                                            \
+	cJSON_AddNumberToObject(u, #f, ct->unknown.f); \
+	all += ct->unknown.f;
+	COUNT_UNKNOWN_REASONS(UNKNOWN_JSON)
+#undef UNKNOWN_JSON
+	cJSON_AddNumberToObject(w, "unknown_calls", all);
 }
 
 /* The column the table is sorted by. */
@@ -59,7 +153,7 @@ static void stat_words(const struct pcmon_cstat *s, uint64_t *v)
 {
 	size_t k = 0;
 
-#define WORD(f) v[k++] = s->f;
+#define WORD(f, need) v[k++] = s->f;
 	PCMON_CSTAT_FIELDS(WORD)
 #undef WORD
 }
@@ -68,7 +162,7 @@ static void words_add(struct pcmon_cstat *s, const uint64_t *v)
 {
 	size_t k = 0;
 
-#define ADD(f) s->f += v[k++];
+#define ADD(f, need) s->f += v[k++];
 	PCMON_CSTAT_FIELDS(ADD)
 #undef ADD
 }
@@ -102,7 +196,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 {
 	cJSON *o = cJSON_AddObjectToObject(rep, "calls"), *arr, *x;
 	double subtracted = 0;
-	size_t *order;
+	size_t *order, n = 0;
 
 	order = calloc(ct->nfns + 1, sizeof(*order));
 	if (!o || !order) {
@@ -113,6 +207,8 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	cJSON_AddNumberToObject(o, "probe_cost_ns", ct->cost_ns);
 	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
 	cJSON_AddNumberToObject(o, "objects_searched", ct->searched);
+	if (ct->when_text)
+		when_json(ct, o);
 	x = cJSON_AddArrayToObject(o, "unmatched");
 	for (size_t i = 0; i < ct->npats; i++)
 		if (!ct->matched[i])
@@ -122,10 +218,12 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 		cJSON_AddNumberToObject(x, "runs", ps->run_cnt);
 		cJSON_AddNumberToObject(x, "run_time_ns", ps->run_time_ns);
 	}
+	/* the table lists the counted procedures, not the context ones (WHEN) */
 	for (size_t i = 0; i < ct->nfns; i++)
-		order[i] = i;
+		if (!ct->fns[i].ctx)
+			order[n++] = i;
 	/* sorted by the chosen column, largest first (an insertion sort: tables are short) */
-	for (size_t i = 1; i < ct->nfns; i++) {
+	for (size_t i = 1; i < n; i++) {
 		for (size_t j = i; j > 0; j--) {
 			size_t tmp = order[j];
 
@@ -136,34 +234,33 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 		}
 	}
 	arr = cJSON_AddArrayToObject(o, "procedures");
-	for (size_t k = 0; k < ct->nfns; k++) {
+	for (size_t k = 0; k < n; k++) {
 		const struct count_fn *fn = &ct->fns[order[k]];
-		const struct pcmon_cstat *s = &fn->stat;
-		double total = count_total_ns(ct, fn);
+		const uint64_t *op = open ? &open[order[k] * COUNT_NCLS] : NULL;
 		char full[512];
 
-		subtracted += (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)s->closed;
+		for (int c = 0; c < COUNT_NCLS; c++)
+			subtracted += (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)fn->by[c].closed;
 		x = cJSON_CreateObject();
 		snprintf(full, sizeof(full), "%s.%s", fn->module, fn->name);
 		cJSON_AddStringToObject(x, "procedure", full);
 		cJSON_AddStringToObject(x, "module", fn->module);
 		cJSON_AddStringToObject(x, "name", fn->name);
-		cJSON_AddNumberToObject(x, "calls", s->calls);
-		cJSON_AddNumberToObject(x, "self_ns", count_self_ns(ct, fn));
-		cJSON_AddNumberToObject(x, "total_ns", total);
-		cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
-		if (open) {
-			cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
-			cJSON_AddNumberToObject(x, "open", open[order[k]]);
-		} else { /* a window: neither is kept by time */
-			cJSON_AddNullToObject(x, "max_ns");
-			cJSON_AddNullToObject(x, "open");
-		}
-		cJSON_AddNumberToObject(x, "unwound", s->unwound);
-		cJSON_AddNumberToObject(x, "exited", s->exited);
-		cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
+		class_json(ct, fn, &fn->stat, op ? &op[COUNT_MATCH] : NULL, x);
 		cJSON_AddBoolToObject(x, "attached_late", fn->late);
 		cJSON_AddBoolToObject(x, "stepped_probe", fn->xol);
+		/*
+		 * With a pattern, the calls above are those that matched: the others apart. A
+		 * window keeps the matching calls only (the classes are not kept by time).
+		 */
+		if (ct->when_text && op) {
+			class_json(ct, fn, &fn->by[COUNT_OTHER], &op[COUNT_OTHER],
+				   cJSON_AddObjectToObject(x, "not_matching"));
+			class_json(ct, fn, &fn->by[COUNT_UNKNOWN], &op[COUNT_UNKNOWN],
+				   cJSON_AddObjectToObject(x, "unknown"));
+		}
+		if (ct->when && pat_has_colon(ct->when) && op)
+			charges_json(ct, fn, cJSON_AddArrayToObject(x, "charged_to"));
 		cJSON_AddItemToArray(arr, x);
 	}
 	cJSON_AddNumberToObject(o, "subtracted_ns", subtracted);
@@ -197,7 +294,7 @@ int count_window_json(const struct count *ct, struct timed_window *w, const char
 		return -ENOMEM;
 	for (size_t i = 0; i < ct->nfns; i++) {
 		ws.fns[i] = ct->fns[i];
-		memset(&ws.fns[i].stat, 0, sizeof(ws.fns[i].stat));
+		memset(ws.fns[i].by, 0, sizeof(ws.fns[i].by));
 	}
 	timed_window_take(w, ct->slices, sum_row, &ws);
 	win.fns = ws.fns;

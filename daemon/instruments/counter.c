@@ -101,64 +101,128 @@ static int virtual_targets(const struct counter *c)
 	return n;
 }
 
-int counter_target_mode(struct counter *c, uint32_t target, bool virt)
+int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_ccfg *cfg)
 {
-	struct pcmon_ccfg cfg = { .virt = virt };
-
 	if (target >= PCMON_MAX_TARGETS)
 		return -EINVAL;
-	if (virt && !c->switch_link) {
+	if (cfg->virt && !c->switch_link) {
 		c->switch_link = bpf_program__attach(c->skel->progs.count_switch);
 		if (!c->switch_link)
 			return -errno;
 	}
-	c->virt[target] = virt;
-	if (bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), &cfg, sizeof(cfg), 0))
+	c->virt[target] = cfg->virt;
+	if (bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), cfg, sizeof(*cfg), 0))
 		return -errno;
 	return 0;
 }
 
 void counter_target_done(struct counter *c, uint32_t target)
 {
+	struct pcmon_ccfg none = { 0 };
+
 	if (target >= PCMON_MAX_TARGETS)
 		return;
 	c->virt[target] = false;
+	bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), &none, sizeof(none), 0);
 	if (!virtual_targets(c)) {
 		bpf_link__destroy(c->switch_link);
 		c->switch_link = NULL;
 	}
 }
 
-int counter_stat(struct counter *c, uint64_t cookie, struct pcmon_cstat *out)
+int counter_shadow_fd(const struct counter *c)
 {
-	if (bpf_map__lookup_elem(c->skel->maps.cstat, &cookie, sizeof(cookie), out, sizeof(*out), 0))
+	return bpf_map__fd(c->skel->maps.cstack);
+}
+
+int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv)
+{
+	if (bpf_map__update_elem(c->skel->maps.cadv, &cookie, sizeof(cookie), adv, sizeof(*adv), 0))
 		return -errno;
+	return 0;
+}
+
+int counter_stack(struct counter *c, uint32_t id, uint64_t *ips, size_t n)
+{
+	if (n < PCMON_COUNT_STACK_DEPTH)
+		return -EINVAL;
+	if (bpf_map__lookup_elem(c->skel->maps.cwalk, &id, sizeof(id), ips,
+				 PCMON_COUNT_STACK_DEPTH * sizeof(*ips), 0))
+		return -errno;
+	return 0;
+}
+
+/* Every key of the totals map, to read or drop them (a snapshot: BPF adds keys meanwhile). */
+static struct pcmon_ckey *all_keys(struct counter *c, size_t *n)
+{
+	int fd = bpf_map__fd(c->skel->maps.cstat);
+	struct pcmon_ckey k, *keys = NULL, *pk = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	while (!bpf_map_get_next_key(fd, pk, &k)) {
+		if (GROW(keys, cap, *n + 1))
+			break;
+		keys[*n] = k;
+		pk = &keys[(*n)++];
+	}
+	return keys;
+}
+
+int counter_stats(struct counter *c, uint32_t target,
+		  void (*cb)(void *ctx, const struct pcmon_ckey *k, const struct pcmon_cstat *s),
+		  void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.cstat), ncpu = libbpf_num_possible_cpus();
+	struct pcmon_cstat *v, sum;
+	struct pcmon_ckey *keys;
+	size_t n;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	keys = all_keys(c, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (PCMON_COUNT_TARGET(keys[i].cookie) != target ||
+		    bpf_map_lookup_elem(fd, &keys[i], v))
+			continue;
+		/* each CPU's part: sums, and the largest maximum */
+		sum = (struct pcmon_cstat){ 0 };
+		for (int cpu = 0; cpu < ncpu; cpu++) {
+			uint64_t max = MAX(sum.max_ns, v[cpu].max_ns);
+
+#define SUM_CSTAT(f, need) sum.f += v[cpu].f;
+			PCMON_CSTAT_FIELDS(SUM_CSTAT)
+#undef SUM_CSTAT
+			sum.max_ns = max;
+		}
+		cb(ctx, &keys[i], &sum);
+	}
+	free(keys);
+	free(v);
 	return 0;
 }
 
 void counter_clear(struct counter *c, uint32_t target)
 {
 	int fd = bpf_map__fd(c->skel->maps.cstat);
-	uint64_t k, *keys = NULL, *pk = NULL;
-	size_t n = 0, cap = 0;
+	struct pcmon_ckey *keys;
+	size_t n;
 
-	while (!bpf_map_get_next_key(fd, pk, &k)) {
-		if (GROW(keys, cap, n + 1))
-			break;
-		keys[n] = k;
-		pk = &keys[n++];
-	}
+	keys = all_keys(c, &n);
 	for (size_t i = 0; i < n; i++)
-		if (PCMON_COUNT_TARGET(keys[i]) == target)
+		if (PCMON_COUNT_TARGET(keys[i].cookie) == target)
 			bpf_map_delete_elem(fd, &keys[i]);
 	free(keys);
 }
 
-void counter_open_activations(struct counter *c, void (*cb)(void *ctx, uint64_t cookie),
-			      void *ctx)
+void counter_open_activations(struct counter *c,
+			      void (*cb)(void *ctx, const struct pcmon_ckey *k), void *ctx)
 {
 	struct bpf_link *link = bpf_program__attach_iter(c->skel->progs.dump_open, NULL);
-	uint64_t cookie;
+	struct pcmon_ckey k;
 	int fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
 	size_t have = 0;
 
@@ -168,15 +232,15 @@ void counter_open_activations(struct counter *c, void (*cb)(void *ctx, uint64_t 
 		return;
 	}
 	for (;;) {
-		ssize_t n = read(fd, (char *)&cookie + have, sizeof(cookie) - have);
+		ssize_t n = read(fd, (char *)&k + have, sizeof(k) - have);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		have += n;
-		if (have == sizeof(cookie)) {
-			cb(ctx, cookie);
+		if (have == sizeof(k)) {
+			cb(ctx, &k);
 			have = 0;
 		}
 	}

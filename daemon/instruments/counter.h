@@ -28,17 +28,28 @@ void counter_close(struct counter *c);
 int counter_attach(struct counter *c, const char *path, uint64_t off, uint64_t cookie,
 		   struct bpf_link **entry, struct bpf_link **ret);
 
-/* Target @target's times: wall (REAL) or its threads' CPU time (@virt). The first VIRTUAL
- * target attaches the scheduler hook that stops a thread's clock off CPU; put() the last. */
-int counter_target_mode(struct counter *c, uint32_t target, bool virt);
+/* Target @target's settings: its times wall (REAL) or its threads' CPU time (virt), and how
+ * its WHEN pattern tells calls apart. The first VIRTUAL target attaches the scheduler hook
+ * that stops a thread's clock off CPU; counter_target_done() on the last lets it go. */
+int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_ccfg *cfg);
 void counter_target_done(struct counter *c, uint32_t target);
+/* The threads' shadow stacks (task storage), for another BPF object to read (legs.bpf.c). */
+int counter_shadow_fd(const struct counter *c);
+/* PCMON_CW_SHADOW: how the procedure of @cookie moves the pattern's state. */
+int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv);
+/* PCMON_CW_WALK: the user stack of id @id, innermost first, 0-terminated, into @ips (at
+ * least PCMON_COUNT_STACK_DEPTH). 0 or -errno. */
+int counter_stack(struct counter *c, uint32_t id, uint64_t *ips, size_t n);
 
-int counter_stat(struct counter *c, uint64_t cookie, struct pcmon_cstat *out);
+/* Each total of target @target: its key, and its CPUs' parts summed. 0 or -errno. */
+int counter_stats(struct counter *c, uint32_t target,
+		  void (*cb)(void *ctx, const struct pcmon_ckey *k, const struct pcmon_cstat *s),
+		  void *ctx);
 /* Forget every total of target @target (zero, drop). */
 void counter_clear(struct counter *c, uint32_t target);
-/* Each open activation's cookie, one call per activation. */
-void counter_open_activations(struct counter *c, void (*cb)(void *ctx, uint64_t cookie),
-			      void *ctx);
+/* Each open activation's key, one call per activation. */
+void counter_open_activations(struct counter *c,
+			      void (*cb)(void *ctx, const struct pcmon_ckey *k), void *ctx);
 
 /* What one entry probe plus one return probe cost here, in ns (measured once, then kept):
  * on an instruction the kernel emulates (a push), and on one it steps out of line. 0, or

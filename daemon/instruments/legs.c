@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "counter.h"
+#include "demangle.h"
 #include "funcs.h"
 #include "legs.h"
 #include "legs.skel.h"
@@ -29,6 +30,9 @@
 #include "target.h"
 #include "timed.h"
 #include "util.h"
+#include "when.h"
+
+#define LEGS_MAX_CTX 256	/* procedures a --when pattern of nodes may probe */
 
 struct legs_g {
 	struct inst_env env;
@@ -38,6 +42,13 @@ struct legs_g {
 };
 
 /* ---- settings */
+
+static void drop_context(struct legs *lg)
+{
+	for (size_t i = 0; i < lg->nctx_links; i++)
+		bpf_link__destroy(lg->ctx_links[i]);
+	lg->nctx_links = 0;
+}
 
 static void free_state(void *st)
 {
@@ -54,6 +65,10 @@ static void free_state(void *st)
 	free(lg->nodes);
 	free(lg->legs);
 	slices_free(lg->slices);
+	drop_context(lg);
+	free(lg->ctx_links);
+	pat_free(lg->when);
+	free(lg->when_text);
 	free(lg);
 }
 
@@ -193,6 +208,31 @@ static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 	return 0;
 }
 
+/*
+ * The request's WHEN pattern. A hit decides at once whether it counts and starts legs, so
+ * the pattern is answered from the shadow stack, which its names must fit (docs/when.md,
+ * "At probes"); a ':' changes nothing here (a hit is not charged to a frame).
+ */
+static int set_when(struct legs *lg, const cJSON *req, cJSON **rep)
+{
+	const char *text = proto_str(req, "when", NULL);
+	char why[200];
+
+	if (!text)
+		return 0;
+	lg->icase = proto_bool(req, "icase", 0);
+	lg->when_file = proto_bool(req, "when_from_file", 0);
+	if (when_compile(req, lg->icase, &lg->when, rep))
+		return -EINVAL;
+	if (when_plan(lg->when, true, &lg->wpat, why, sizeof(why))) {
+		*rep = proto_error(2, "--when with nodes: %s; a node decides at its hit, from the procedures pcmon probes for the pattern: join names with '*'",
+				   why);
+		return -EINVAL;
+	}
+	lg->when_text = strdup(text);
+	return lg->when_text ? 0 : -ENOMEM;
+}
+
 static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *it;
@@ -232,6 +272,8 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "hists"))
 		if (parse_hist(lg, it->valuestring, rep))
 			goto fail;
+	if (set_when(lg, req, rep))
+		goto fail;
 	*out = lg;
 	return 0;
 fail:
@@ -248,16 +290,22 @@ static int open_bpf(struct legs_g *g, cJSON **rep)
 
 	if (g->skel)
 		return 0;
+	/* the counter first: the nodes read its shadow stacks (WHEN) */
+	r = g->ctr ? 0 : counter_open(p, &g->ctr, g->err, sizeof(g->err));
+	if (r) {
+		*rep = proto_error(1, "cannot load the probe-node BPF programs: %s", g->err);
+		return r;
+	}
 	g->skel = legs_bpf__open();
 	r = g->skel ? procs_share(p, g->skel->obj, g->err, sizeof(g->err)) : -errno;
+	if (!r && bpf_map__reuse_fd(g->skel->maps.cstack, counter_shadow_fd(g->ctr)))
+		r = -errno;
 	if (!r) {
 		bpf_program__set_autoattach(g->skel->progs.node_hit, false);
 		bpf_program__set_autoattach(g->skel->progs.node_return, false);
 		bpf_program__set_autoattach(g->skel->progs.node_usdt, false);
 		r = legs_bpf__load(g->skel) ? -errno : legs_bpf__attach(g->skel) ? -errno : 0;
 	}
-	if (!r && !g->ctr)
-		r = counter_open(p, &g->ctr, g->err, sizeof(g->err));
 	if (r) {
 		*rep = proto_error(1, "cannot load the probe-node BPF programs: %s",
 				   g->err[0] ? g->err : strerror(-r));
@@ -295,8 +343,32 @@ static void set_node_cost(struct legs_g *g, const struct target *t, struct legs 
 	if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
 		n.cost_ns = lg->nodes[i].cost_ns;
 		n.pre_ns = lg->nodes[i].pre_ns;
+		n.adv = lg->nodes[i].adv;
 		bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0);
 	}
+}
+
+/*
+ * WHEN: how the procedure of a node on @f[0, @nf) moves the pattern's state (a FILE:LINE
+ * or USDT node's procedure is not named: it matches '*' only). -EINVAL if the procedures
+ * of a glob move it differently.
+ */
+static int node_adv(const struct legs *lg, const struct func *f, size_t nf, struct pcmon_wadv *adv)
+{
+	memset(adv, 0, sizeof(*adv));
+	for (size_t k = 0; lg->when && k < nf; k++) {
+		struct pat_frame fr = { .module = f[k].module, .proc = f[k].name };
+		struct pcmon_wadv a;
+		char base[512];
+
+		if (strchr(f[k].name, '(') && dm_base(f[k].name, base, sizeof(base)))
+			fr.base = base;
+		when_adv(lg->when, &lg->wpat, &fr, &a);
+		if (k && memcmp(&a, adv, sizeof(a)))
+			return -EINVAL;
+		*adv = a;
+	}
+	return 0;
 }
 
 /*
@@ -371,6 +443,11 @@ static int attach_node(struct legs_g *g, struct target *t, struct legs *lg, size
 		*rep = proto_error(1, "--node %s: no procedure %s in the program%s", n->spec, proc,
 				   t->exec_wait ? "" : " or the libraries it has loaded");
 		r = -ENOENT;
+	}
+	if (!r && node_adv(lg, f, nf, &n->adv)) {
+		*rep = proto_error(2, "--node %s: the --when pattern tells its procedures apart: name one",
+				   n->spec);
+		r = -EINVAL;
 	}
 attach:
 	/* what a hit costs: an instruction stepped out of line adds a trap (a %return probe's
@@ -528,14 +605,15 @@ out:
  */
 static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset)
 {
-	struct pcmon_lcfg lc = { lg->track, lg->add };
+	struct pcmon_lcfg lc = { .track = lg->track, .add = lg->add, .when = lg->when != NULL,
+				 .wpat = lg->wpat };
 	__u64 how = reset ? BPF_ANY : BPF_NOEXIST;
 	int r = 0;
 
 	for (size_t i = 0; i < lg->nnodes && !r; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 		struct pcmon_node n = { .arg = lg->nodes[i].arg, .cost_ns = lg->nodes[i].cost_ns,
-					.pre_ns = lg->nodes[i].pre_ns };
+					.pre_ns = lg->nodes[i].pre_ns, .adv = lg->nodes[i].adv };
 
 		r = bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), how);
 		r = r && errno == EEXIST ? 0 : r;
@@ -574,10 +652,80 @@ void legs_calibrate(struct legs *lg, double emulated, double stepped)
 	lg->step_cost_ns = stepped > emulated ? stepped - emulated : 0;
 }
 
+/*
+ * WHEN: entry and return probes on every procedure the pattern names, on the legs' counter,
+ * which keeps the pattern's state on its shadow stacks for the nodes to read. The program
+ * is held before its exec: nothing it runs is entered before they are on.
+ */
+static int attach_context(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep)
+{
+	struct pcmon_ccfg cfg = { .when = PCMON_CW_SHADOW, .wpat = lg->wpat };
+	char path[64], name[PROTO_MAX_LINE];
+	struct func *f = NULL;
+	size_t nf = 0, cap = 0;
+	struct pat *np = NULL;
+	int r = 0;
+
+	if (!lg->when)
+		return 0;
+	if (!t->exec_wait) {
+		*rep = proto_error(2, "--when with nodes needs a command pcmon starts (-- CMD): in a running process, procedures entered before the probes are not seen");
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+	for (size_t i = 0; i < pat_nnames(lg->when) && !r; i++) {
+		size_t before = nf;
+
+		pat_name_str(lg->when, i, name, sizeof(name));
+		r = pat_parse(name, lg->icase ? PAT_ICASE : 0, &np, NULL);
+		if (!r)
+			r = funcs_find_file(path, t->exe_name, np, &f, &nf, &cap);
+		pat_free(np);
+		if (!r && nf == before) {
+			*rep = proto_error(2, "--when with nodes: %s names no procedure of the program (nodes take the program's own procedures)",
+					   name);
+			r = -ENOENT;
+		}
+	}
+	if (!r && nf > LEGS_MAX_CTX) {
+		*rep = proto_error(2, "--when with nodes: its names name %zu procedures, more than %d to probe",
+				   nf, LEGS_MAX_CTX);
+		r = -E2BIG;
+	}
+	if (!r)
+		r = counter_target_cfg(g->ctr, t->id, &cfg);
+	for (size_t k = 0; k < nf && !r; k++) {
+		uint64_t cookie = PCMON_COUNT_COOKIE(t->id, k | PCMON_COUNT_CTX |
+						   (f[k].xol ? PCMON_COUNT_XOL : 0));
+		struct bpf_link **links = realloc(lg->ctx_links, (lg->nctx_links + 2) * sizeof(*links));
+		struct pcmon_wadv adv;
+
+		if (!links) {
+			r = -ENOMEM;
+			break;
+		}
+		lg->ctx_links = links;
+		node_adv(lg, &f[k], 1, &adv);
+		r = counter_set_adv(g->ctr, cookie, &adv);
+		if (!r)
+			r = counter_attach(g->ctr, f[k].path, f[k].offset, cookie,
+					   &links[lg->nctx_links], &links[lg->nctx_links + 1]);
+		if (!r)
+			lg->nctx_links += 2;
+	}
+	if (r && !*rep)
+		*rep = proto_error(1, "--when with nodes: cannot probe the procedures it names: %s",
+				   strerror(-r));
+	funcs_free(f, nf);
+	free(f);
+	return r;
+}
+
 static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct legs_g *g = gp;
 	struct legs *lg = st;
+
 	double emul = 0, stepped = 0;
 	int r;
 
@@ -594,6 +742,9 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 		return r;
 	if (!counter_probe_cost(g->ctr, &emul, &stepped))
 		legs_calibrate(lg, emul, stepped);
+	r = attach_context(g, t, lg, rep);
+	if (r)
+		return r;
 	r = configure(g, t, lg, true);
 	if (r) {
 		*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
@@ -651,6 +802,8 @@ void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
 	nd->c_hits = n->hits;
 	nd->c_h = n->h;
 	lg->nodes[i].hits = n->hits;
+	lg->nodes[i].other = n->other;
+	lg->nodes[i].unknown = n->unknown;
 	lg->nodes[i].h = n->h;
 	hist_sub(&lg->nodes[i].h, &lg->nodes[i].h0);
 }
@@ -770,6 +923,10 @@ static void stop(void *gp, struct target *t, void *st)
 	if (g->skel && !lg->detached)
 		unconfigure(g, t, lg);
 	lg->detached = true;
+	if (lg->nctx_links) {
+		drop_context(lg);
+		counter_target_done(g->ctr, t->id);
+	}
 }
 
 static void zero(void *gp, struct target *t, void *st)
@@ -892,10 +1049,15 @@ static int tables_json(const struct legs *lg, double elapsed, const struct count
 	if (!o)
 		return -ENOMEM;
 	for (size_t i = 0; i < lg->nnodes; i++) {
-		hits += lg->nodes[i].hits;
-		cost += lg->nodes[i].hits * (double)lg->nodes[i].cost_ns;
+		/* hits that did not match cost all the same */
+		uint64_t all = lg->nodes[i].hits + lg->nodes[i].other + lg->nodes[i].unknown;
+
+		hits += all;
+		cost += all * (double)lg->nodes[i].cost_ns;
 	}
 	cJSON_AddNumberToObject(o, "elapsed_ns", elapsed);
+	if (lg->when_text)
+		cJSON_AddStringToObject(o, "when", lg->when_text);
 	cJSON_AddStringToObject(o, "track", track_names[lg->track < 3 ? lg->track : 0]);
 	x = cJSON_AddObjectToObject(o, "overhead");
 	cJSON_AddNumberToObject(x, "hits", hits);
@@ -918,6 +1080,13 @@ static int tables_json(const struct legs *lg, double elapsed, const struct count
 		cJSON_AddNumberToObject(x, "id", i + 1);
 		cJSON_AddStringToObject(x, "spec", n->spec);
 		cJSON_AddNumberToObject(x, "hits", n->hits);
+		if (lg->when_text && window) { /* (not kept by time) */
+			cJSON_AddNullToObject(x, "not_matching");
+			cJSON_AddNullToObject(x, "unknown");
+		} else if (lg->when_text) {
+			cJSON_AddNumberToObject(x, "not_matching", n->other);
+			cJSON_AddNumberToObject(x, "unknown", n->unknown);
+		}
 		cJSON_AddNumberToObject(x, "cost_ns", n->cost_ns);
 		cJSON_AddNumberToObject(x, "cost_before_ns", n->pre_ns);
 		if (n->arg)
@@ -1045,12 +1214,23 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct legs *lg = st;
 	struct counter_prog_stats ps = { 0 };
 	struct timed_window w;
+	const char *when = proto_str(req, "when", NULL);
+	bool other = when && (!lg->when_text || strcmp(when, lg->when_text));
+	int r;
 
+	/* hits are told apart when they happen, by the pattern given at start */
+	if (other && proto_bool(req, "tables", 0)) {
+		*err = proto_error(2, "--when: node hits are told apart at start, by the pattern given then (%s): give it with --node",
+				   lg->when_text ? lg->when_text : "none");
+		return -1;
+	}
 	if (timed_window_parse(req, t->start_wall, &w, err))
 		return -1;
 	collect(g, t, lg);
-	if (w.on)
-		return legs_window_json(lg, &w, rep);
+	if (w.on) {
+		r = legs_window_json(lg, &w, rep);
+		goto out;
+	}
 	if (g->skel) {
 		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
 						g->skel->progs.node_usdt };
@@ -1065,7 +1245,12 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 			}
 		}
 	}
-	return legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
+	r = legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
+out:
+	if (!r && other)
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "tables"), "list_when",
+					"not applied: hits are told apart at start, by the pattern given then");
+	return r;
 }
 
 /* ---- the state file's "tables" section */
@@ -1100,6 +1285,11 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 	sf_put_num(w, o, "add", lg->add);
 	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
 	sf_put_num(w, o, "stepped_extra_ns", lg->step_cost_ns);
+	if (lg->when_text) {
+		sf_put_str(w, o, "when", lg->when_text);
+		sf_put_bool(w, o, "when_from_file", lg->when_file);
+		sf_put_bool(w, o, "icase", lg->icase);
+	}
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "nodes"));
 	for (size_t i = 0; arr && i < lg->nnodes && !w->oom; i++) {
 		sf_push(w, arr, x = cJSON_CreateObject());
@@ -1108,6 +1298,10 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_put_str(w, x, "spec", lg->nodes[i].spec);
 		sf_put_num(w, x, "arg", lg->nodes[i].arg);
 		sf_put_u64(w, x, "hits", lg->nodes[i].hits);
+		if (lg->when_text) {
+			sf_put_u64(w, x, "not_matching", lg->nodes[i].other);
+			sf_put_u64(w, x, "unknown", lg->nodes[i].unknown);
+		}
 		sf_put_num(w, x, "cost_ns", lg->nodes[i].cost_ns);
 		sf_put_num(w, x, "cost_before_ns", lg->nodes[i].pre_ns);
 		put_hist(w, x, &lg->nodes[i].hist, &lg->nodes[i].h);
@@ -1220,6 +1414,28 @@ static int get_leg_total(struct sf_rd *rd, const cJSON *o, const char *name, int
 	return r;
 }
 
+/* The pattern a target's hits were told apart by (none in older files). */
+static int load_when(struct sf_rd *rd, const cJSON *o, struct legs *lg)
+{
+	const char *when = NULL;
+	cJSON *req, *err = NULL;
+	int r;
+
+	if ((r = sf_get_str(rd, o, "when", SF_OPTIONAL, PROTO_MAX_LINE, &when)) || !when)
+		return r;
+	if ((r = sf_get_bool(rd, o, "when_from_file", SF_ALWAYS, &lg->when_file)) ||
+	    (r = sf_get_bool(rd, o, "icase", SF_ALWAYS, &lg->icase)))
+		return r;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "when", when);
+	cJSON_AddBoolToObject(req, "when_from_file", lg->when_file);
+	cJSON_AddBoolToObject(req, "icase", lg->icase);
+	r = set_when(lg, req, &err);
+	cJSON_Delete(req);
+	cJSON_Delete(err);
+	return r ? sf_bad(rd, "when", "not a WHEN pattern nodes take") : 0;
+}
+
 static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 {
 	const cJSON *nodes, *legs, *it;
@@ -1237,7 +1453,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
 	    (r = sf_get_double(rd, o, "stepped_extra_ns", SF_OPTIONAL, 0, 1e9, &lg->step_cost_ns)) ||
 	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
-	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)))
+	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)) ||
+	    (r = load_when(rd, o, lg)))
 		goto fail;
 	lg->hit_cost_ns = cost;
 	r = -ENOMEM;
@@ -1254,6 +1471,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		if ((r = sf_get_str(rd, it, "spec", SF_ALWAYS, 4096, &spec)) ||
 		    (r = sf_get_u32(rd, it, "arg", SF_ALWAYS, 7, &n->arg)) ||
 		    (r = sf_get_u64(rd, it, "hits", SF_ALWAYS, &n->hits)) ||
+		    (r = sf_get_u64(rd, it, "not_matching", SF_OPTIONAL, &n->other)) ||
+		    (r = sf_get_u64(rd, it, "unknown", SF_OPTIONAL, &n->unknown)) ||
 		    /* (files from before each node had its cost: one hit's, in the header) */
 		    (r = sf_get_u32(rd, it, "cost_ns", SF_OPTIONAL, UINT32_MAX, &n->cost_ns)) ||
 		    (r = sf_get_u32(rd, it, "cost_before_ns", SF_OPTIONAL, UINT32_MAX, &n->pre_ns)) ||

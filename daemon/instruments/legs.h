@@ -15,6 +15,7 @@
 #include "pcmon_legs.h"
 
 struct bpf_link;
+struct pat;
 
 struct legs_node {
 	char *spec;		/* as given: PROC, PROC%return, PROC+OFF, provider:name */
@@ -24,7 +25,9 @@ struct legs_node {
 	struct pcmon_hcfg hist;
 	struct bpf_link **links;	/* one per probed address */
 	size_t nlinks;
-	uint64_t hits;		/* as last read (or loaded) */
+	uint64_t hits;		/* as last read (or loaded); with WHEN, the matching ones ... */
+	uint64_t other, unknown;	/* ... the others, and those not told */
+	struct pcmon_wadv adv;	/* WHEN: how its procedure moves the pattern's state */
 	struct pcmon_hist h;	/* its histogram's counts, as last read (or loaded) */
 	struct pcmon_hist h0;	/* what BPF's counts held when the histogram was set up */
 	uint64_t c_hits;	/* BPF's raw counts already in the time slices */
@@ -68,6 +71,14 @@ struct legs {
 	struct slices *slices;	/* the counts by time (slices.h), NULL: none kept */
 	uint64_t last_read;	/* wall ns of the last read of BPF's counts */
 	uint64_t charge_wall;	/* the slice what is folded now goes to */
+
+	/* WHEN (docs/when.md, "At probes"): from the legs' counter's shadow stack */
+	char *when_text;	/* NULL: every hit counts */
+	bool when_file, icase;
+	struct pat *when;
+	struct pcmon_wpat wpat;
+	struct bpf_link **ctx_links;	/* the context procedures' entry and return probes */
+	size_t nctx_links;
 };
 
 extern const struct inst_ops legs_ops;

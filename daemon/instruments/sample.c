@@ -32,6 +32,7 @@
 #include "target.h"
 #include "unwind.h"
 #include "util.h"
+#include "when.h"
 
 const char *const sample_unwind_names[3] = { "fp", "dwarf", "auto" };
 
@@ -295,37 +296,6 @@ void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size
 		pat_free((struct pat *)c[i].pat);
 	}
 	free(c);
-}
-
-/* The WHEN pattern of a request: "when" text, "icase", "when_from_file" (spans lines). */
-static int compile_pattern(const cJSON *req, int icase, struct pat **out, cJSON **err)
-{
-	const char *text = proto_str(req, "when", NULL);
-	struct pat_error pe = { 0 };
-	unsigned flags = (icase ? PAT_ICASE : 0) |
-			 (proto_bool(req, "when_from_file", 0) ? PAT_FROM_FILE : 0);
-	int r;
-
-	*out = NULL;
-	if (!text)
-		return 0;
-	r = pat_parse(text, flags, out, &pe);
-	if (r == -EINVAL && (flags & PAT_FROM_FILE)) {
-		int line, col;
-
-		pat_error_location(text, pe.column, &line, &col);
-		*err = proto_error(2, "--when-file: line %d, column %d: %s", line, col, pe.msg);
-		return r;
-	}
-	if (r == -EINVAL) {
-		*err = proto_error(2, "--when: column %d: %s", pe.column, pe.msg);
-		return r;
-	}
-	if (r) {
-		*err = proto_error(1, "--when: %s", strerror(-r));
-		return r;
-	}
-	return 0;
 }
 
 /* ---- symbolizing a sample */
@@ -1201,7 +1171,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);
 	sp->dwarf = strcmp(unwind, "fp") != 0;
 	sp->icase = proto_bool(req, "icase", 0);
-	if (compile_pattern(req, sp->icase, &sp->when, rep))
+	if (when_compile(req, sp->icase, &sp->when, rep))
 		goto fail;
 	if (sp->when) {
 		sp->when_text = strdup(proto_str(req, "when", ""));
@@ -1474,7 +1444,7 @@ int sample_check_listing(const cJSON *req, cJSON **rep)
 	struct pat *when = NULL;
 	int r;
 
-	r = compile_pattern(req, 0, &when, rep);
+	r = when_compile(req, 0, &when, rep);
 	pat_free(when);
 	if (!r)
 		r = sample_set_criticals(&sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep);
@@ -1502,7 +1472,7 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 		return -1;
 	}
 	icase = proto_bool(req, "icase", sp->icase);
-	if (compile_pattern(req, icase, &ls->when, rep))
+	if (when_compile(req, icase, &ls->when, rep))
 		return -1;
 	ls->t = t;
 	ls->sp = sp;

@@ -1239,13 +1239,27 @@ static void sb_puts(struct sbuf *sb, const char *s)
 		sb_putc(sb, *s++);
 }
 
+static void sb_name(struct sbuf *sb, const struct pat_name *nm)
+{
+	if (!nm->quoted) {
+		sb_puts(sb, nm->s);
+		return;
+	}
+	sb_putc(sb, '"');
+	for (uint32_t c = 0; c < nm->len; c++) {
+		if (nm->s[c] == '"' || nm->s[c] == '\\')
+			sb_putc(sb, '\\');
+		sb_putc(sb, nm->s[c]);
+	}
+	sb_putc(sb, '"');
+}
+
 static void sb_thread(struct sbuf *sb, const struct pat *p, size_t i)
 {
 	const struct pat_thread *t = &p->threads[i];
 
 	for (uint32_t k = 0; k < t->nelem; k++) {
 		const struct pat_elem *e = &p->elems[t->elem0 + k];
-		const struct pat_name *nm;
 
 		if (k)
 			sb_puts(sb, "->");
@@ -1253,20 +1267,9 @@ static void sb_thread(struct sbuf *sb, const struct pat *p, size_t i)
 			sb_putc(sb, '*');
 			continue;
 		}
-		nm = &p->names[e->name];
 		if (e->colon == COLON_BEFORE)
 			sb_putc(sb, ':');
-		if (nm->quoted) {
-			sb_putc(sb, '"');
-			for (uint32_t c = 0; c < nm->len; c++) {
-				if (nm->s[c] == '"' || nm->s[c] == '\\')
-					sb_putc(sb, '\\');
-				sb_putc(sb, nm->s[c]);
-			}
-			sb_putc(sb, '"');
-		} else {
-			sb_puts(sb, nm->s);
-		}
+		sb_name(sb, &p->names[e->name]);
 		if (e->colon == COLON_AFTER)
 			sb_putc(sb, ':');
 	}
@@ -1533,4 +1536,39 @@ size_t pat_nthreads(const struct pat *p)
 int pat_has_colon(const struct pat *p)
 {
 	return p && p->any_colon;
+}
+
+size_t pat_nnames(const struct pat *p)
+{
+	return p ? p->nnames : 0;
+}
+
+size_t pat_thread_len(const struct pat *p, size_t i)
+{
+	return p && i < p->nthreads ? p->threads[i].nelem : 0;
+}
+
+long pat_thread_prim(const struct pat *p, size_t i, size_t k)
+{
+	const struct pat_elem *e;
+
+	if (!p || i >= p->nthreads || k >= p->threads[i].nelem)
+		return PAT_STAR_PRIM;
+	e = &p->elems[p->threads[i].elem0 + k];
+	return e->name == STAR_NAME ? PAT_STAR_PRIM : (long)e->name;
+}
+
+bool pat_name_match(const struct pat *p, size_t name, const struct pat_frame *f)
+{
+	return p && name < p->nnames && name_match(p, &p->names[name], f);
+}
+
+int pat_name_str(const struct pat *p, size_t name, char *buf, size_t len)
+{
+	struct sbuf sb = { .buf = buf, .len = len };
+
+	if (!p || name >= p->nnames || (!buf && len))
+		return -EINVAL;
+	sb_name(&sb, &p->names[name]);
+	return sb_finish(&sb);
 }

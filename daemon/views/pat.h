@@ -11,6 +11,7 @@
 #ifndef PCMON_PAT_H
 #define PCMON_PAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,5 +90,21 @@ int pat_str(const struct pat *p, char *buf, size_t len);
 
 /* 1 if any thread carries an attribution colon, else 0. */
 int pat_has_colon(const struct pat *p);
+
+/*
+ * The expansion taken apart, for matchers of their own (a shadow stack of probed procedures,
+ * daemon/views/when.c). Thread @i has pat_thread_len() primaries, outermost first;
+ * pat_thread_prim() gives primary @k as the index of its name (0 ... pat_nnames() - 1) or
+ * PAT_STAR_PRIM. A thread whose last primary is a name is anchored at the innermost frame;
+ * every thread may begin anywhere (the implicit leading '*').
+ */
+#define PAT_STAR_PRIM (-1L)
+size_t pat_nnames(const struct pat *p);
+size_t pat_thread_len(const struct pat *p, size_t i);
+long pat_thread_prim(const struct pat *p, size_t i, size_t k);
+/* Does name @name match frame @f, by the rules of docs/when.md (module, clones, globs, -i)? */
+bool pat_name_match(const struct pat *p, size_t name, const struct pat_frame *f);
+/* Name @name as text that parses back to it (quoted if it was). Returns as pat_str(). */
+int pat_name_str(const struct pat *p, size_t name, char *buf, size_t len);
 
 #endif /* PCMON_PAT_H */

@@ -79,11 +79,11 @@ static void set_patterns(struct count *ct, const char *const *pats, const bool *
 /* The call table of @ct sorted by @sort, with no open activations: the reply's "calls". */
 static cJSON *report(const struct count *ct, const uint64_t *open, const char *sort)
 {
-	uint64_t none[16] = { 0 };
+	uint64_t none[16 * COUNT_NCLS] = { 0 };
 	cJSON *rep = cJSON_CreateObject();
 
 	assert_non_null(rep);
-	assert_true(ct->nfns <= ARRAY_SIZE(none));
+	assert_true(ct->nfns * COUNT_NCLS <= ARRAY_SIZE(none));
 	assert_int_equal(count_report_json(ct, open ? open : none, NULL, sort, rep), 0);
 	return rep;
 }
@@ -278,7 +278,8 @@ static void test_table_parent_and_child(void **state)
 		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 50, .total_ns = 100,
 		    .total_acts = 3, .max_ns = 100 } },
 	};
-	const uint64_t open[] = { 2, 1 }; /* by procedure: child's 2, parent's 1 */
+	/* by procedure and class: child's 2, parent's 1 (all matching: no pattern) */
+	const uint64_t open[2 * COUNT_NCLS] = { [0] = 2, [COUNT_NCLS] = 1 };
 	struct count *ct = table(p, 2, 2, 7);
 	cJSON *rep = report(ct, open, "self"), *c = cJSON_GetObjectItem(rep, "calls");
 
@@ -402,7 +403,7 @@ static void test_empty_table_says_what_never_matched(void **state)
 	set_patterns(ct, pats, matched, 2);
 	ct->virt = true;
 	ct->searched = 3;
-	assert_int_equal(count_report_json(ct, (uint64_t[1]){ 0 }, &ps, "self", rep), 0);
+	assert_int_equal(count_report_json(ct, (uint64_t[COUNT_NCLS]){ 0 }, &ps, "self", rep), 0);
 	c = cJSON_GetObjectItem(rep, "calls");
 	assert_string_equal(str(c, "mode"), "VIRTUAL");
 	assert_true(num(c, "objects_searched") == 3);
@@ -443,20 +444,23 @@ static void test_open_activations_by_procedure(void **state)
 	/* target 7 has 4 procedures; the BPF iterator hands every thread's open activations of
 	 * every target: two of 7's procedure 3 (one stepped), one of its 0; one of target 8's;
 	 * one of 7's that names no procedure of the table (ignored, not written past it) */
-	uint64_t open[5] = { 0 };
+	uint64_t open[5 * COUNT_NCLS] = { 0 };
 	struct count_open oc = { .target = 7, .open = open, .n = 4 };
 	const uint64_t seen[] = { count_cookie(7, 0, false), count_cookie(7, 3, true),
 				  count_cookie(8, 0, false), count_cookie(7, 3, false),
 				  count_cookie(7, 4, false) };
 
 	(void)state;
-	for (size_t i = 0; i < ARRAY_SIZE(seen); i++)
-		count_tally_open(&oc, seen[i]);
-	assert_int_equal(open[0], 1);
-	assert_int_equal(open[1], 0);
-	assert_int_equal(open[2], 0);
-	assert_int_equal(open[3], 2);
-	assert_int_equal(open[4], 0);
+	for (size_t i = 0; i < ARRAY_SIZE(seen); i++) {
+		struct pcmon_ckey k = { .cookie = seen[i], .cls = PCMON_CLS_ALL };
+
+		count_tally_open(&oc, &k);
+	}
+	assert_int_equal(open[0 * COUNT_NCLS], 1);
+	assert_int_equal(open[1 * COUNT_NCLS], 0);
+	assert_int_equal(open[2 * COUNT_NCLS], 0);
+	assert_int_equal(open[3 * COUNT_NCLS], 2);
+	assert_int_equal(open[4 * COUNT_NCLS], 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -582,10 +586,10 @@ static struct count *full_table(void)
 	static const bool matched[] = { true, true, false };
 	const struct proc p[] = {
 		{ "prog", "work_a", false,
-		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 } },
+		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 } },
 		{ "libm.so.6", "sin", true,
 		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
-		    12345678901234567ULL, 42, 99, 0, 1, 2 } },
+		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0 } },
 	};
 	struct count *ct = table(p, 2, 9123.25, 26000.5);
 
@@ -785,6 +789,186 @@ static void test_state_refused_naming_the_field(void **state)
 	}
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* WHEN (docs/when.md, "At probes") */
+
+static void test_when_methods(void **state)
+{
+	cJSON *rep;
+	struct count *ct;
+
+	(void)state;
+	/* names joined through '*': the shadow stack, each name a context pattern */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"prog.parse->*|prog.main->*->prog.x\"}",
+		       &rep);
+	assert_non_null(ct);
+	assert_int_equal(ct->when_mode, PCMON_CW_SHADOW);
+	assert_int_equal(ct->nctx, 3);
+	assert_int_equal(ct->wpat.nthreads, 2);
+	assert_string_equal(ct->when_text, "prog.parse->*|prog.main->*->prog.x");
+	count_ops.free(ct);
+	/* a direct call, a ':': the stack walked, and why */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"prog.parse->libc.malloc\"}", &rep);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	assert_int_equal(ct->nctx, 0);
+	assert_string_equal(ct->when_why, "'prog.parse->libc.malloc' names a direct call");
+	count_ops.free(ct);
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \":prog.parse->*\"}", &rep);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	count_ops.free(ct);
+	/* a bad pattern: one line, by column */
+	ct = new_count("{\"count\": [\"libc.malloc\"], \"when\": \"a->\"}", &rep);
+	assert_null(ct);
+	assert_string_equal(proto_str(rep, "error", ""), "--when: column 4: expected a name after '->'");
+	cJSON_Delete(rep);
+}
+
+/* Classes of BPF's keys: a stack id is looked up (here: nothing to read it with, so it
+ * cannot be told, and is not remembered as such). */
+static void test_when_classes(void **state)
+{
+	struct count ct = { 0 };
+	struct pcmon_ckey k = { .cookie = count_cookie(3, 1, false) };
+
+	(void)state;
+	k.cls = PCMON_CLS_ALL;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_MATCH);
+	k.cls = PCMON_CLS_MATCH;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_MATCH);
+	k.cls = PCMON_CLS_NOMATCH;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_OTHER);
+	k.cls = PCMON_CLS_UNKNOWN;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	k.cls = PCMON_CLS_NOSTACK;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	k.cls = 17;
+	assert_int_equal(count_class_of(&ct, NULL, NULL, &k), COUNT_UNKNOWN);
+	assert_int_equal(itab_count(ct.stacks), 0);
+	itab_free(ct.stacks);
+}
+
+/*
+ * Context procedures (probed for the pattern alone) are transparent: their time is their
+ * caller's self time, less their probes, whose cost is taken off it as its own are.
+ * parent [0, 100) calls ctx [10, 60) which calls child [20, 40): BPF charges parent self
+ * 100 - 20 = 80, of which one context activation's probes; child self 20.
+ */
+static void test_when_context_cost(void **state)
+{
+	const struct proc p[] = {
+		{ "prog", "parent", false,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 80, .total_ns = 100,
+		    .total_acts = 3, .total_acts_xol = 1, .max_ns = 100, .self_ctx = 1 } },
+		{ "prog", "child", true,
+		  { .calls = 1, .closed = 1, .outer = 1, .self_ns = 20, .total_ns = 20,
+		    .total_acts = 1, .total_acts_xol = 1, .max_ns = 20 } },
+	};
+	struct count *ct = table(p, 2, 5, 7);
+
+	(void)state;
+	/* its own probes (5) and the context activation's (5) */
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 70);
+	/* the child's stepped probes (7); the parent's total: 2 x 5 + 7 */
+	assert_true(count_self_ns(ct, &ct->fns[1]) == 13);
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 83);
+	ct->fns[0].stat.self_ctx_xol = 1; /* a stepped one instead */
+	assert_true(count_self_ns(ct, &ct->fns[0]) == 68);
+	count_ops.free(ct);
+}
+
+/* The table with a pattern: each procedure's matching calls, the others apart, the context
+ * procedures left out; and the state file keeps it all. */
+static void test_when_table_and_state(void **state)
+{
+	const struct proc p[] = {
+		{ "libc.so.6", "malloc", false,
+		  { .calls = 30, .closed = 30, .outer = 30, .self_ns = 3000, .total_ns = 3000,
+		    .total_acts = 30, .max_ns = 200 } },
+		{ "prog", "parse", false, { .calls = 4, .closed = 4, .outer = 4 } },
+	};
+	static const char *const pats[] = { "libc.malloc" };
+	static const bool matched[] = { true };
+	struct count *ct = table(p, 2, 10, 20), *back;
+	uint64_t open[2 * COUNT_NCLS] = { [COUNT_OTHER] = 2 };
+	cJSON *rep, *none = NULL, *row;
+	char why[256];
+
+	(void)state;
+	set_patterns(ct, pats, matched, 1);
+	assert_int_equal(count_set_when(ct, "prog.parse->*", &none), 0);
+	ct->fns[1].ctx = true;
+	ct->fns[0].by[COUNT_OTHER] = (struct pcmon_cstat){ .calls = 70, .closed = 68, .outer = 68,
+							    .self_ns = 7000, .total_ns = 7000,
+							    .total_acts = 68, .max_ns = 300 };
+	ct->fns[0].by[COUNT_UNKNOWN].calls = 1;
+	ct->unknown.not_kept = 1;
+	rep = cJSON_CreateObject();
+	assert_int_equal(count_report_json(ct, open, NULL, "self", rep), 0);
+	row = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "procedures"), 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"),
+								"procedures")), 1);
+	assert_true(num(row, "calls") == 30);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "calls") == 70);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "open") == 2);
+	assert_true(num(cJSON_GetObjectItem(row, "not_matching"), "self_ns") == 7000 - 68 * 10);
+	assert_true(num(cJSON_GetObjectItem(row, "unknown"), "calls") == 1);
+	assert_string_equal(str(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"), "when"), "method"),
+			    "shadow stack");
+	cJSON_Delete(rep);
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_string_equal(back->when_text, "prog.parse->*");
+	assert_int_equal(back->when_mode, PCMON_CW_SHADOW);
+	assert_true(back->fns[1].ctx);
+	assert_memory_equal(back->fns[0].by, ct->fns[0].by, sizeof(ct->fns[0].by));
+	assert_int_equal(back->unknown.not_kept, 1);
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
+/* With a ':', the matching calls by the frame charged: most calls first, kept in the file. */
+static void test_when_charges(void **state)
+{
+	const struct proc p[] = {
+		{ "libc.so.6", "malloc", false,
+		  { .calls = 10, .closed = 10, .outer = 10, .self_ns = 1000, .total_ns = 1000,
+		    .total_acts = 10, .max_ns = 200 } },
+	};
+	static const char *const pats[] = { "libc.malloc" };
+	static const bool matched[] = { true };
+	struct count *ct = table(p, 1, 10, 20), *back;
+	uint64_t open[COUNT_NCLS] = { 0 };
+	cJSON *rep, *none = NULL, *arr;
+	char why[256];
+
+	(void)state;
+	set_patterns(ct, pats, matched, 1);
+	assert_int_equal(count_set_when(ct, ":libc.malloc", &none), 0);
+	assert_int_equal(ct->when_mode, PCMON_CW_WALK);
+	count_charge(ct, 0, "prog.a")->s = (struct pcmon_cstat){ .calls = 3, .closed = 3 };
+	count_charge(ct, 0, "prog.b")->s = (struct pcmon_cstat){ .calls = 7, .closed = 7 };
+	assert_ptr_equal(count_charge(ct, 0, "prog.a"), &ct->charges[0]); /* found again */
+	rep = cJSON_CreateObject();
+	assert_int_equal(count_report_json(ct, open, NULL, "self", rep), 0);
+	arr = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "calls"),
+									 "procedures"), 0),
+				  "charged_to");
+	assert_int_equal(cJSON_GetArraySize(arr), 2);
+	assert_string_equal(str(cJSON_GetArrayItem(arr, 0), "procedure"), "prog.b");
+	assert_true(num(cJSON_GetArrayItem(arr, 0), "calls") == 7);
+	assert_string_equal(str(cJSON_GetArrayItem(arr, 1), "procedure"), "prog.a");
+	cJSON_Delete(rep);
+	back = round_trip(ct, NULL, why, sizeof(why));
+	if (!back)
+		fail_msg("refused: %s", why);
+	assert_int_equal(back->ncharges, 2);
+	assert_string_equal(back->charges[1].to, "prog.b");
+	assert_true(back->charges[1].s.calls == 7);
+	count_ops.free(back);
+	count_ops.free(ct);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -808,6 +992,11 @@ int main(void)
 		cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_round_trip_empty),
 		cmocka_unit_test(test_state_refused_naming_the_field),
+		cmocka_unit_test(test_when_methods),
+		cmocka_unit_test(test_when_classes),
+		cmocka_unit_test(test_when_context_cost),
+		cmocka_unit_test(test_when_table_and_state),
+		cmocka_unit_test(test_when_charges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
