@@ -246,6 +246,15 @@ static int str_u64(struct sf_rd *rd, const char *name, const char *s, uint64_t m
 	return 0;
 }
 
+int sf_item_u64(struct sf_rd *rd, const char *name, const cJSON *x, uint64_t max, uint64_t *v)
+{
+	if (cJSON_IsNumber(x))
+		return sf_num_u64(rd, name, x, max, false, v);
+	if (cJSON_IsString(x) && x->valuestring && rd->format >= 2)
+		return str_u64(rd, name, x->valuestring, max, v);
+	return sf_wrong_type(rd, name, x, "a whole number");
+}
+
 int sf_get_u64x(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
 		    uint64_t max, bool loose, uint64_t *v)
 {

@@ -80,6 +80,9 @@ int sf_get_str(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need 
 /* A whole number in [0, max]. @loose: format 1 wrote it as a double, maybe rounded. */
 int sf_num_u64(struct sf_rd *rd, const char *name, const cJSON *x, uint64_t max, bool loose,
 	       uint64_t *v);
+/* An array's item: a whole number, or (format 2 on) one of 2^53 or more as a string, as
+ * sf_text_u64() writes it. */
+int sf_item_u64(struct sf_rd *rd, const char *name, const cJSON *x, uint64_t max, uint64_t *v);
 int sf_get_u64x(struct sf_rd *rd, const cJSON *o, const char *name, enum sf_need need,
 		uint64_t max, bool loose, uint64_t *v);
 /* A count or a sum of nanoseconds: a whole number; format 2 writes big ones as strings. */

@@ -1391,8 +1391,10 @@ static int get_hist(struct sf_rd *rd, const cJSON *o, struct pcmon_hcfg *c, stru
 	c->kind = kind;
 	c->buckets = buckets;
 	cJSON_ArrayForEach(it, b) {
-		if (!cJSON_IsNumber(it) || sf_num_u64(rd, "b", it, UINT64_MAX, false, &v))
-			return sf_bad(rd, "b", "not a count");
+		int r = sf_item_u64(rd, "b", it, UINT64_MAX, &v);
+
+		if (r)
+			return r;
 		h->b[i++] = v;
 	}
 	return 0;

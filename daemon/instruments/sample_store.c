@@ -495,7 +495,7 @@ static int read_loc(struct sf_rd *rd, const cJSON *it, int i, const struct rproc
 			return sf_wrong_type(rd, name, x, "a procedure index");
 		if (!nprocs)
 			return sf_bad(rd, name, "there are no procedures");
-		if ((r = sf_num_u64(rd, name, x, nprocs - 1, false, &p)))
+		if ((r = sf_item_u64(rd, name, x, nprocs - 1, &p)))
 			return r;
 		/* a location is in one object: its inline chain too */
 		if (!l->m)
@@ -561,7 +561,7 @@ static int read_stack(struct sf_rd *rd, const cJSON *it, int i, int nlocs, struc
 			return sf_wrong_type(rd, name, x, "a location index");
 		if (!nlocs)
 			return sf_bad(rd, name, "there are no locations");
-		if ((r = sf_num_u64(rd, name, x, nlocs - 1, false, &li)))
+		if ((r = sf_item_u64(rd, name, x, nlocs - 1, &li)))
 			return r;
 	}
 	return 0;

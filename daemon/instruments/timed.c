@@ -206,7 +206,7 @@ int timed_read(struct sf_rd *rd, const cJSON *o, unsigned width, uint64_t nids,
 		cJSON_ArrayForEach(x, ents) {
 			bool id = !(k % rw);
 
-			r = sf_num_u64(rd, "s", x, id && nids ? nids - 1 : UINT64_MAX, false, &v);
+			r = sf_item_u64(rd, "s", x, id && nids ? nids - 1 : UINT64_MAX, &v);
 			if (!r && id && !nids)
 				r = sf_bad(rd, "s", "nothing to count");
 			if (r) {

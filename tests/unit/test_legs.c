@@ -1065,7 +1065,7 @@ static void test_state_refused_naming_the_field(void **state)
 		{ hist_kind, "tables.legs[0].kind: 3 is more than 2" },
 		{ hist_buckets, "tables.nodes[0].buckets: 65 is more than 64" },
 		{ hist_too_long, "tables.nodes[0].b: 66 entries, more than 65" },
-		{ hist_not_a_count, "tables.nodes[1].b: not a count" },
+		{ hist_not_a_count, "tables.nodes[1].b: 1.5 is not a whole number" },
 		{ no_hist, "tables.legs[2].hist: missing" },
 		{ no_spec, "tables.nodes[1].spec: missing" },
 		{ bad_track, "tables.track: 3 is more than 2" },
