@@ -29,6 +29,7 @@
 #include <bpf/bpf_core_read.h>
 #include "pcmon_count.h"
 #include "procs.bpf.h"
+#include "cstack.bpf.h"
 
 #define EEXIST 17
 #define ENOMEM 12
@@ -37,13 +38,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define CALIB_TARGET 0
 __u32 calib_pid;	/* the engine's own process, while it calibrates (target 0) */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct pcmon_cstack);
-} cstack SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);

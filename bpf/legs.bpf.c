@@ -27,6 +27,8 @@
 #include "pcmon_legs.h"
 #include "pcmon_count.h"
 #include "procs.bpf.h"
+/* WHEN: the call counter's shadow stacks, shared with the legs' own counter */
+#include "cstack.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -96,16 +98,6 @@ struct {
 	__type(value, struct pcmon_flight);
 } lflight SEC(".maps");
 
-/*
- * WHEN: the call counter's shadow stacks (bpf/count.bpf.c), shared with the legs' own
- * counter, which probes the procedures the pattern names (context procedures) for this.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct pcmon_cstack);
-} cstack SEC(".maps");
 
 /* A leg as --add successor creates it (too big for the BPF stack: a global) */
 struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
