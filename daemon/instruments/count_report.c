@@ -107,8 +107,11 @@ static void charges_json(const struct count *ct, const struct count_fn *fn, cJSO
 	}
 }
 
-/* What the target's WHEN pattern is and how it was answered at the probes. */
-static void when_json(const struct count *ct, cJSON *o)
+/*
+ * What the target's WHEN pattern is and how it was answered at the probes; with @counts,
+ * the calls not told apart by reason (whole life: a window has none, as it has no classes).
+ */
+static void when_json(const struct count *ct, bool counts, cJSON *o)
 {
 	cJSON *w = cJSON_AddObjectToObject(o, "when"), *u;
 	uint64_t all = 0;
@@ -119,6 +122,8 @@ static void when_json(const struct count *ct, cJSON *o)
 	if (ct->when_mode == PCMON_CW_WALK)
 		cJSON_AddStringToObject(w, "why_walk", ct->when_why);
 	cJSON_AddBoolToObject(w, "context_late", ct->ctx_late);
+	if (!counts)
+		return;
 	u = cJSON_AddObjectToObject(w, "unknown_by_reason");
 #define UNKNOWN_JSON(f)                                            \
 	cJSON_AddNumberToObject(u, #f, ct->unknown.f); \
@@ -208,7 +213,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
 	cJSON_AddNumberToObject(o, "objects_searched", ct->searched);
 	if (ct->when_text)
-		when_json(ct, o);
+		when_json(ct, open != NULL, o);
 	x = cJSON_AddArrayToObject(o, "unmatched");
 	for (size_t i = 0; i < ct->npats; i++)
 		if (!ct->matched[i])
