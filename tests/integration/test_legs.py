@@ -272,8 +272,8 @@ def nested_args(*extra):
 def test_track_all_every_leg_on_its_own():
     """--track all: nested, overlapping and recursive legs, a line hit many times inside a
     leg, four threads and a fifth that exits inside a request. Counts exact; each leg's
-    time, with the probe hits inside it added back, within 1 % of the program's own
-    clock; the probe hits counted exactly; log buckets exact but near their edges."""
+    time, with the probe hits inside it added back, within 1 % and half that cost of the
+    program's own clock; the probe hits counted exactly; log buckets exact but near their edges."""
     listing, p = pcmon_json("run", *nested_args(), sock=NODAEMON)
     own = first_json_line(p.stdout)
     t = listing["tables"]
@@ -302,15 +302,18 @@ def test_track_all_every_leg_on_its_own():
     for i, ns in want_ns.items():
         assert abs(legs[i]["probe_ns"] - ns) <= legs[i]["count"], (i, legs[i], ns)
     # the times, with the probes' cost added back, against the program's own clock, which
-    # also holds the from's hit before its reading and the to's after it: within 1 %, and
-    # the time the program measured its thread waiting (on a busy machine, a wait can fall
-    # just outside the leg, as a probe returns: the program's time has it, the leg not)
+    # also holds the from's hit before its reading and the to's after it: within 1 %, half
+    # the cost added back (measured at start: a stepped hit here costs 9-15 us and varies
+    # by a third between then and the run; one run's came out 19 % above the measurement),
+    # and the time the program measured its thread waiting (on a busy machine, a wait can
+    # fall just outside the leg, as a probe returns: the program's time has it, the leg not)
     for (leg, mean, wait), (f, to) in zip(
             ((legs[1], own["req_mean_ns"], own["req_wait_ns"]),
              (legs[2], own["short_mean_ns"], own["short_wait_ns"]),
              (legs[3], own["overlap_mean_ns"], own["overlap_wait_ns"])), ((0, 1), (2, 3), (4, 5))):
-        gross = leg["avg_ns"] + leg["probe_ns"] / leg["count"] + pre[f] + post[to]
-        assert abs(gross - mean) <= 0.01 * mean + wait, (leg, gross, mean, wait)
+        cost = leg["probe_ns"] / leg["count"] + pre[f] + post[to]
+        gross = leg["avg_ns"] + cost
+        assert abs(gross - mean) <= 0.01 * mean + cost / 2 + wait, (leg, gross, mean, cost, wait)
     # the request leg's log buckets: each duration the program measured less the probes'
     # cost inside it (the leg's time is net of them), but for those too close to an edge to
     # say (2 %, or what the program measured its thread waiting, which the leg may not hold)
