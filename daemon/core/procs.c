@@ -300,6 +300,14 @@ static size_t keys_of_target(int fd, size_t ksz, uint32_t id, void **out)
 	return kept;
 }
 
+/*
+ * The ways in go first, then the processes: a process of a cgroup or --all target joins it
+ * when BPF first sees it (proc_of()), so one taken out while its cgroup still led to the
+ * target came straight back, and stayed with the stopped target for good (CI saw a target
+ * started on the cgroup of one just stopped get none of its processes). A BPF program that
+ * read the way in just before it went may still add its process: the processes are looked
+ * for again until none is left.
+ */
 void procs_target_clear(struct procs *p, uint32_t id)
 {
 	struct pcmon_tstat *zero = calloc(p->ncpus, sizeof(*zero));
@@ -314,11 +322,6 @@ void procs_target_clear(struct procs *p, uint32_t id)
 				     p->ncpus * sizeof(*zero), 0);
 		free(zero);
 	}
-	n = keys_of_target(pfd, sizeof(uint32_t), id, &keys);
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(pfd, (uint32_t *)keys + i);
-	free(keys);
-	procs_changed(p);
 	n = keys_of_target(cfd, sizeof(uint64_t), id, &keys);
 	for (size_t i = 0; i < n; i++)
 		bpf_map_delete_elem(cfd, (uint64_t *)keys + i);
@@ -328,6 +331,15 @@ void procs_target_clear(struct procs *p, uint32_t id)
 		if (g.all_target == id)
 			g.all_target = 0;
 		pglobal_put(p, &g);
+	}
+	for (int pass = 0; pass < 4; pass++) {
+		n = keys_of_target(pfd, sizeof(uint32_t), id, &keys);
+		for (size_t i = 0; i < n; i++)
+			bpf_map_delete_elem(pfd, (uint32_t *)keys + i);
+		free(keys);
+		if (!n)
+			break;
+		procs_changed(p);
 	}
 }
 

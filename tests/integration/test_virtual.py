@@ -403,5 +403,54 @@ def test_cgroup_and_all_targets():
         os.rmdir(cg)
 
 
+def test_a_stopped_target_lets_its_processes_go():
+    """A process of a stopped cgroup or --all target is free for the next target that takes
+    it. The spinner in a cgroup: its target stops, and the --all target takes it; that one
+    stops, and a target started on the cgroup gets it, again and again. (Taken out of a
+    stopped target while its cgroup or the --all setting still led to it, a process came
+    straight back and stayed with the stopped target: CI saw a cgroup target get none of its
+    process after a reload. The more processes the target has, the longer that window.)"""
+    root = cgroup2_root()
+    assert root, "no cgroup2 mount"
+    cg = os.path.join(root, f"pcmon-test-free-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    spin = None
+    try:
+        spin = subprocess.Popen([workload("spinner"), "60"], stdout=subprocess.PIPE, text=True)
+        spin.stdout.readline()
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(spin.pid))
+
+        def spinner_samples(tid, least=20):
+            deadline = time.time() + 10
+            while True:
+                pp = procs(pcmon_json("list", tid, sock=d.sock)[0])
+                n = pp.get("spinner.spin_here", {"shallow": 0})["shallow"]
+                if n >= least:
+                    return
+                assert time.time() < deadline, (tid, n)
+                time.sleep(0.1)
+
+        tid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock).stdout.strip()
+        for _ in range(4):
+            spinner_samples(tid)
+            # every process that runs joins the --all target (REAL: at its next switch)
+            aid = pcmon("start", "--all", "--real", "--interval", 1000,
+                        sock=d.sock).stdout.strip()
+            time.sleep(0.5)
+            pcmon("stop", tid, sock=d.sock)
+            spinner_samples(aid)
+            pcmon("stop", aid, sock=d.sock)
+            tid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock).stdout.strip()
+        spinner_samples(tid)
+    finally:
+        if spin:
+            spin.kill()
+            spin.wait()
+        d.stop()
+        os.rmdir(cg)
+
+
 if __name__ == "__main__":
     sys.exit(run_tests(globals()))
