@@ -138,6 +138,8 @@ def soak():
         total_cpu = proc_cpu_s(daemon.pid) - cpu0
         listing = json.loads(pcmon(sock, "list", "--json", tid))
         status = json.loads(pcmon(sock, "status", "--json"))
+        target = next((t for t in json.loads(pcmon(sock, "targets", "--json"))["targets"]
+                       if str(t["id"]) == tid), {})
         s = listing["summary"]
         unwalk = sum(c["count"] for c in s.get("critical", []) if c["name"] == "unwalkable")
         half = [p for p in rss if p[0] >= SOAK_S / 2]
@@ -150,6 +152,7 @@ def soak():
                 "foreign_pct": 100 * s["foreign"] / max(1, s["counted"]),
                 "unwalkable_pct": 100 * unwalk / max(1, s["counted"]),
                 "symbols": status.get("symbols"),
+                "target_memory_mb": target.get("memory_bytes", 0) / 2**20,
                 "probes": {"events": status.get("probe_events"),
                            "spared": status.get("probe_events_spared"),
                            **status.get("sampling", {}).get("critical_probes", {})}}
@@ -201,7 +204,7 @@ def main():
         f"half), growing {r['rss_growth_second_half_mb']:+.1f} MB over the second half (goal <= 5, "
         f"its trend: the least-squares slope of RSS read every {RSS_POLL_S} s); counted {r['counted']}, lost {r['lost']}, foreignPcs {r['foreign_pct']:.1f} %, "
         f"unwalkable {r['unwalkable_pct']:.1f} %")
-    log(f"symbols: {json.dumps(r['symbols'])}")
+    log(f"symbols: {json.dumps(r['symbols'])}; the target's counts: {r['target_memory_mb']:.1f} MB")
     log(f"critical-section probes: {json.dumps(r['probes'])}")
     p = peer()
     if "error" in p:

@@ -39,7 +39,8 @@ static int query(int fd, unsigned flags, uint64_t addr, struct procmaps_vma *v, 
 {
 	struct procmap_query q = {
 		.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT_VMA, .query_addr = addr,
-		.vma_name_size = name_size, .vma_name_addr = (uint64_t)(uintptr_t)name,
+		/* (the kernel refuses an address without a size, or a size without one) */
+		.vma_name_size = name_size, .vma_name_addr = name_size ? (uint64_t)(uintptr_t)name : 0,
 	};
 
 	if (bid) {
@@ -68,25 +69,39 @@ static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
 	char name[PATH_MAX];
 	struct procmaps_vma v = { 0 };
 	uint64_t addr = 0, bid_dev = 0, bid_ino = 0;
+	uint32_t bid_len = 0;
+	bool ask = flags & PROCMAPS_ON_ASK, want_bid = flags & PROCMAPS_BUILD_ID;
 	int r;
 
 	for (;;) {
-		if ((r = query(fd, flags, addr, &v, name, sizeof(name), false)))
+		bool fresh;
+
+		if ((r = query(fd, flags, addr, &v, name, ask ? 0 : sizeof(name), false)))
 			return r > 0 ? 0 : r;
+		if (ask) {
+			v.name = NULL;
+			v.bid_len = 0;
+			if ((r = cb(ctx, &v)) != PROCMAPS_ASK)
+				goto next;
+		}
 		/*
 		 * A file is mapped in a few consecutive pieces (headers, code, data): its build-id
 		 * is asked for once, at the first, and the others have the same.
 		 */
-		if ((flags & PROCMAPS_BUILD_ID) && v.ino &&
-		    (v.ino != bid_ino || v.dev != bid_dev)) {
-			if ((r = query(fd, flags, v.start, &v, name, sizeof(name), true)))
+		fresh = want_bid && v.ino && (v.ino != bid_ino || v.dev != bid_dev);
+		if (ask || fresh) {
+			if ((r = query(fd, flags, v.start, &v, name, sizeof(name), fresh)))
 				return r > 0 ? 0 : r;
-			bid_dev = v.dev;
-			bid_ino = v.ino;
-		} else if (!v.ino) {
-			v.bid_len = 0;
+			if (fresh) {
+				bid_dev = v.dev;
+				bid_ino = v.ino;
+				bid_len = v.bid_len;
+			}
 		}
-		if ((r = cb(ctx, &v)) || v.end <= addr)
+		v.bid_len = v.ino ? bid_len : 0;
+		r = cb(ctx, &v);
+next:
+		if (r || v.end <= addr)
 			return r;
 		addr = v.end;
 	}

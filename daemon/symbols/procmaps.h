@@ -24,9 +24,18 @@ struct procmaps_vma {
 #define PROCMAPS_BUILD_ID (1u << 1)
 
 /*
- * Hand each mapping of @pid to @cb, in address order, until it returns nonzero (returned).
- * 0 when all were seen (a process on its way out has none); -errno if its map cannot be
- * opened (it is gone).
+ * Each mapping comes first without its name and build-id (name NULL, bid_len 0): the kernel
+ * neither writes out a path nor reads a file for it. The callback returns PROCMAPS_ASK to
+ * have the same mapping again with both (the build-id if PROCMAPS_BUILD_ID). The text of
+ * /proc/PID/maps has every name anyway, and no build-id: there the flag changes nothing.
+ */
+#define PROCMAPS_ON_ASK (1u << 2)
+#define PROCMAPS_ASK 1
+
+/*
+ * Hand each mapping of @pid to @cb, in address order, until it returns nonzero (returned;
+ * but PROCMAPS_ASK, above). 0 when all were seen (a process on its way out has none);
+ * -errno if its map cannot be opened (it is gone).
  */
 typedef int (*procmaps_cb)(void *ctx, struct procmaps_vma *v);
 int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx);

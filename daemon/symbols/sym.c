@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -66,6 +67,11 @@ struct jitmap {
 	size_t npending, cap_pending;
 };
 
+struct cfi_slot {
+	uint64_t key;		/* the address + 1; 0: a free slot */
+	Dwarf_Frame *frame;	/* NULL: no CFI covers it */
+};
+
 struct smod {
 	char *path;		/* as mapped */
 	uint32_t name;		/* string id of the basename */
@@ -77,6 +83,8 @@ struct smod {
 	bool cfi_tried;
 	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
 	Dwarf_Addr eh_bias, dbg_bias;
+	struct cfi_slot *cfi_cache;	/* the frames asked for, by address (sym_cfi_frame()) */
+	uint32_t cfi_cap, cfi_n;
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
 	bool fdes_read, syms_read;
 	struct fde_range *fdes;	/* functions its CFI describes, sorted by start */
@@ -91,7 +99,10 @@ struct smod {
 	bool closed;		/* let go when idle (sym_close_idle): opened again on use */
 	unsigned char bid[20];	/* its build-id, kept when closed (exports name objects by it) */
 	uint8_t bid_len;
+	uint32_t pin;		/* 1 + its entry in s->files while it holds its inode open, or 0 */
 };
+
+static void cfi_cache_drop(struct smod *m);
 
 /*
  * What identifies a module in mod_keys. Files: device, inode, modification time and size
@@ -138,6 +149,9 @@ struct sym {
 	unsigned flags;
 	struct itab *strs;	/* strings; id 0 is "" */
 	struct itab *mod_keys;	/* (dev, ino, path) -> module id */
+	struct itab *files;	/* (dev, ino) -> entry of file_mod (pin_file()) */
+	uint32_t *file_mod;	/* the module holding that inode open now, or 0 */
+	size_t cap_file_mod;
 	struct smod *mods;
 	size_t nmods, cap_mods;
 	struct itab *proc_keys; /* (module str, name str) -> proc id */
@@ -214,7 +228,9 @@ struct sym *sym_new(unsigned flags)
 	s->proc_keys = itab_new();
 	s->loc_keys = itab_new();
 	s->pmap_keys = itab_new();
-	if (!s->strs || !s->mod_keys || !s->proc_keys || !s->loc_keys || !s->pmap_keys)
+	s->files = itab_new();
+	if (!s->strs || !s->mod_keys || !s->proc_keys || !s->loc_keys || !s->pmap_keys ||
+	    !s->files)
 		goto fail;
 	if (sym_intern_str(s, "", &id) || add_module(s, "", "", &id) ||
 	    add_module(s, "[kernel]", "kernel", &id))
@@ -230,6 +246,7 @@ void sym_free(struct sym *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmods; i++) {
+		cfi_cache_drop(&s->mods[i]);
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].path);
@@ -252,6 +269,8 @@ void sym_free(struct sym *s)
 	itab_free(s->proc_keys);
 	itab_free(s->loc_keys);
 	itab_free(s->pmap_keys);
+	itab_free(s->files);
+	free(s->file_mod);
 	free(s->mods);
 	free(s->procs);
 	free(s->locs);
@@ -362,12 +381,15 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 			  s->cap_procs * sizeof(*s->procs) + s->cap_locs * sizeof(*s->locs) +
 			  s->cap_frames * sizeof(*s->frames) + s->cap_flines * sizeof(*s->flines);
 	st->objects_bytes = itab_bytes(s->mod_keys) + s->cap_mods * sizeof(*s->mods) +
-			    itab_bytes(s->pmap_keys) + s->cap_pmaps * sizeof(*s->pmaps);
+			    itab_bytes(s->pmap_keys) + s->cap_pmaps * sizeof(*s->pmaps) +
+			    itab_bytes(s->files) + s->cap_file_mod * sizeof(*s->file_mod);
 	for (size_t i = 0; i < s->nmods; i++) {
 		const struct smod *m = &s->mods[i];
 
 		st->objects_open += m->dwfl != NULL;
-		st->objects_bytes += m->nsyms * sizeof(*m->syms) + m->nfdes * sizeof(*m->fdes) +
+		/* (a cached CFI frame: about 300 bytes, libdw's) */
+		st->objects_bytes += m->cfi_cap * sizeof(*m->cfi_cache) + m->cfi_n * 300 +
+				     m->nsyms * sizeof(*m->syms) + m->nfdes * sizeof(*m->fdes) +
 				     m->nloads * sizeof(*m->loads);
 	}
 	for (uint32_t i = 0; i < itab_count(s->pmap_keys); i++)
@@ -475,9 +497,50 @@ static bool has_pcmon_probes(Elf *elf)
 	return false;
 }
 
-/* An object that cannot be read as it was: its new addresses stay unnamed (and say so). */
-static void module_unreadable(struct smod *m)
+/*
+ * Files by device and inode while a module holds them open. No other file can have that
+ * inode number until the module lets go of it, so a mapping of the same device and inode
+ * is that module's: a map read then asks the kernel for neither its name nor its build-id
+ * (add_vma()). Pinned only if what the module opened is the very inode mapped (@fd), not
+ * the file now at its path or an overlay's view of it.
+ */
+static void pin_file(struct sym *s, struct smod *m, int fd)
 {
+	const struct mod_key *k = itab_key(s->mod_keys, m - s->mods - (SYM_MOD_KERNEL + 1), NULL);
+	struct stat st;
+	uint32_t id;
+
+	if (!k || !k->ino || k->dev >= UINT64_MAX - 2 || fstat(fd, &st) || st.st_ino != k->ino ||
+	    k->dev != (((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev)))
+		return;
+	if (itab_intern(s->files, (uint64_t[2]){ k->dev, k->ino }, 2 * sizeof(uint64_t), &id) < 0 ||
+	    GROW(s->file_mod, s->cap_file_mod, id + 1))
+		return;
+	s->file_mod[id] = m - s->mods;
+	m->pin = id + 1;
+}
+
+static void unpin_file(struct sym *s, struct smod *m)
+{
+	if (m->pin)
+		s->file_mod[m->pin - 1] = 0;
+	m->pin = 0;
+}
+
+/* The module holding the inode @ino of device @dev open, if one does. */
+static bool pinned_file(const struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod)
+{
+	int64_t id = itab_find(s->files, (uint64_t[2]){ dev, ino }, 2 * sizeof(uint64_t));
+
+	*mod = id >= 0 ? s->file_mod[id] : 0;
+	return *mod;
+}
+
+/* An object that cannot be read as it was: its new addresses stay unnamed (and say so). */
+static void module_unreadable(struct sym *s, struct smod *m)
+{
+	unpin_file(s, m);
+	cfi_cache_drop(m);
 	dwfl_end(m->dwfl);
 	m->dwfl = NULL;
 	m->mod = NULL;
@@ -516,12 +579,15 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 		close(fd);
 		return;
 	}
+	if (m->path[0] != '[')
+		pin_file(s, m, fd);
 	/* libdwfl takes ownership of fd */
 	m->mod = dwfl_report_elf(m->dwfl, sym_str(s, m->name), m->path, fd, 0, false);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	dbginfo_attach(s->dbg, m->mod);
 	if (!m->mod) {
 		pr_debug("libdw cannot read %s: %s", m->path, dwfl_errmsg(-1));
+		unpin_file(s, m); /* (it closed the file) */
 		return;
 	}
 	elf = dwfl_module_getelf(m->mod, &m->bias);
@@ -537,7 +603,7 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 		if (reopen && (m->bid_len != (n > 0 ? (size_t)n : 0) || memcmp(m->bid, b, m->bid_len))) {
 			/* by its path, another file now: what it names is not this object's */
 			pr_debug("%s: not the object it was (build-id)", m->path);
-			module_unreadable(m);
+			module_unreadable(s, m);
 			return;
 		}
 		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
@@ -577,6 +643,7 @@ static bool offset_to_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
 /* The tables built from a module's Dwfl (symbols, functions, CFI): made again on next use. */
 static void module_drop_tables(struct smod *m)
 {
+	cfi_cache_drop(m);
 	free(m->syms);
 	m->syms = NULL;
 	m->nsyms = 0;
@@ -591,6 +658,7 @@ static void module_drop_tables(struct smod *m)
 
 static void module_close(struct sym *s, struct smod *m)
 {
+	unpin_file(s, m);
 	dwfl_end(m->dwfl);
 	m->dwfl = NULL;
 	m->mod = NULL;
@@ -1562,32 +1630,74 @@ struct vma_ctx {
 	struct sym *s;
 	struct pmap *pm;
 	uint32_t pid;
+	uint64_t dev, ino;	/* the file of the last mapping added, */
+	uint32_t mod;		/* and its module */
 };
 
+/* A mapping of module @mod into the map being read; code new to us is read now. */
+static int add_region(struct vma_ctx *c, const struct procmaps_vma *v, uint32_t mod)
+{
+	struct sym *s = c->s;
+	struct pmap *pm = c->pm;
+
+	/*
+	 * Code new to us is read now, while the process lives (its file may be gone by the time
+	 * its samples are named); data files only if ever asked. An object let go waits until a
+	 * sample needs it (module_use()): a build maps the same dozen libraries into every
+	 * compiler it runs, and opening each again at every exec was most of what the budget
+	 * saved, spent again. Reading a map is not using its objects: only samples count.
+	 */
+	if (!s->mods[mod].tried && !s->mods[mod].closed && v->exec) {
+		s->mods[mod].used_ns = now_ns();
+		module_open(s, &s->mods[mod], c->pid, v->start, v->end);
+	}
+	if (GROW(pm->r, pm->cap, pm->n + 1))
+		return -ENOMEM;
+	pm->r[pm->n++] = (struct region){ v->start, v->end, v->pgoff, mod, v->exec };
+	c->dev = v->dev;
+	c->ino = v->ino;
+	c->mod = mod;
+	return 0;
+}
+
 /*
- * A mapping into @pm. Its file is a module identified by device, inode and build-id, so
- * that each object is opened and read once for every process that maps it. A file without
- * a build-id is told apart by its modification time and size, as inode numbers of deleted
- * files come back for new ones (not its change time, which unlinking moves: a program
- * deleted while it runs stays one module).
+ * A mapping into the map being read. Its file is a module identified by device, inode and
+ * build-id, so that each object is opened and read once for every process that maps it. A
+ * file without a build-id is told apart by its modification time and size, as inode numbers
+ * of deleted files come back for new ones (not its change time, which unlinking moves: a
+ * program deleted while it runs stays one module).
+ *
+ * Each mapping comes first as the kernel has it without a name or build-id. A file a module
+ * holds open (pin_file()), or the file of the mapping before (the pieces of one object come
+ * together), needs neither; others, and anonymous code (a JIT's, the vDSO), are asked again.
  */
 static int add_vma(void *ctx, struct procmaps_vma *v)
 {
 	struct vma_ctx *c = ctx;
 	struct sym *s = c->s;
-	struct pmap *pm = c->pm;
-	uint32_t pid = c->pid;
 	struct mod_key mkey = { 0 };
-	size_t flen = strlen(v->name);
+	size_t flen;
 	uint32_t mod;
 	int r;
 
+	if (!v->name) {
+		if (!v->ino)
+			return v->exec ? PROCMAPS_ASK : 0;
+		if (v->dev == c->dev && v->ino == c->ino)
+			return add_region(c, v, c->mod);
+		if (pinned_file(s, v->dev, v->ino, &mod)) {
+			s->st.maps_pinned++;
+			return add_region(c, v, mod);
+		}
+		return PROCMAPS_ASK;
+	}
 	if (!v->ino) {
-		pm->scan_anon_code |= v->exec && v->name[0] != '[';
+		c->pm->scan_anon_code |= v->exec && v->name[0] != '[';
 		if (strcmp(v->name, "[vdso]"))
 			return 0; /* only file-backed mappings (and the vDSO) name code and strings */
 	}
 	/* the kernel marks a file unlinked since it was mapped; map_files still opens it */
+	flen = strlen(v->name);
 	if (flen > 10 && !strcmp(v->name + flen - 10, " (deleted)"))
 		v->name[flen - 10] = '\0';
 	mkey.dev = v->ino ? v->dev : UINT64_MAX - 1;
@@ -1605,7 +1715,7 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 		char mf[64];
 		struct stat st;
 
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, v->start,
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, c->pid, v->start,
 			 v->end);
 		s->st.file_stats++;
 		if (!stat(mf, &st)) {
@@ -1619,21 +1729,7 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 	mod += SYM_MOD_KERNEL + 1; /* file modules follow the two fixed ones */
 	if (r == 1 && add_module(s, v->name, basename_of(v->name), &mod))
 		return -ENOMEM;
-	/*
-	 * Code new to us is read now, while the process lives (its file may be gone by the time
-	 * its samples are named); data files only if ever asked. An object let go waits until a
-	 * sample needs it (module_use()): a build maps the same dozen libraries into every
-	 * compiler it runs, and opening each again at every exec was most of what the budget
-	 * saved, spent again. Reading a map is not using its objects: only samples count.
-	 */
-	if (!s->mods[mod].tried && !s->mods[mod].closed && v->exec) {
-		s->mods[mod].used_ns = now_ns();
-		module_open(s, &s->mods[mod], pid, v->start, v->end);
-	}
-	if (GROW(pm->r, pm->cap, pm->n + 1))
-		return -ENOMEM;
-	pm->r[pm->n++] = (struct region){ v->start, v->end, v->pgoff, mod, v->exec };
-	return 0;
+	return add_region(c, v, mod);
 }
 
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
@@ -1662,7 +1758,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	old_n = pm->n;
 	pm->n = 0;
 	pm->scan_anon_code = false;
-	r = procmaps_walk(pid, PROCMAPS_BUILD_ID, add_vma, &(struct vma_ctx){ s, pm, pid });
+	r = procmaps_walk(pid, PROCMAPS_BUILD_ID | PROCMAPS_ON_ASK, add_vma,
+			  &(struct vma_ctx){ .s = s, .pm = pm, .pid = pid });
 	/*
 	 * A process on its way out has no address space left: its maps read empty before its
 	 * exit is reported. Keep what it had, for the samples it left.
@@ -2006,13 +2103,91 @@ static void module_cfi(struct smod *m)
 	m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
 }
 
+/*
+ * The CFI frames the unwinder asked for, by address. A build's compilers, sampled 100 times
+ * a second, unwind through the same few thousand return addresses, and libdw finds the FDE
+ * and runs its instructions again each time. Kept while the module is open (a frame points
+ * into its CFI), at most CFI_CACHE_MAX a module, then begun again.
+ */
+#define CFI_CACHE_MAX 8192
+
+static void cfi_cache_drop(struct smod *m)
+{
+	for (uint32_t i = 0; i < m->cfi_cap; i++)
+		free(m->cfi_cache[i].frame);
+	free(m->cfi_cache);
+	m->cfi_cache = NULL;
+	m->cfi_cap = m->cfi_n = 0;
+}
+
+static uint32_t cfi_hash(uint64_t key, uint32_t cap)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+/* @vaddr's slot, new (*fresh) or not; NULL if out of memory. */
+static struct cfi_slot *cfi_cache_slot(struct smod *m, uint64_t vaddr, bool *fresh)
+{
+	uint64_t key = vaddr + 1;
+	struct cfi_slot *c;
+	uint32_t i;
+
+	if (2 * (m->cfi_n + 1) > m->cfi_cap) {
+		uint32_t cap = m->cfi_cap ? 2 * m->cfi_cap : 256;
+
+		if (m->cfi_n >= CFI_CACHE_MAX) {
+			cfi_cache_drop(m);
+			cap = 256;
+		}
+		c = calloc(cap, sizeof(*c));
+		if (!c)
+			return NULL;
+		for (uint32_t k = 0; k < m->cfi_cap; k++) {
+			if (!m->cfi_cache[k].key)
+				continue;
+			for (i = cfi_hash(m->cfi_cache[k].key, cap); c[i].key; i = (i + 1) & (cap - 1))
+				;
+			c[i] = m->cfi_cache[k];
+		}
+		free(m->cfi_cache);
+		m->cfi_cache = c;
+		m->cfi_cap = cap;
+	}
+	for (i = cfi_hash(key, m->cfi_cap); m->cfi_cache[i].key && m->cfi_cache[i].key != key;
+	     i = (i + 1) & (m->cfi_cap - 1))
+		;
+	c = &m->cfi_cache[i];
+	*fresh = !c->key;
+	if (*fresh) {
+		c->key = key;
+		c->frame = NULL;
+		m->cfi_n++;
+	}
+	return c;
+}
+
+/* libdw's frame at @vaddr: .eh_frame first (what the program unwinds with), then .debug_frame. */
+static Dwarf_Frame *cfi_lookup(struct smod *m, uint64_t vaddr)
+{
+	Dwarf_Frame *frame = NULL;
+
+	module_cfi(m);
+	if (m->eh_cfi && !dwarf_cfi_addrframe(m->eh_cfi, vaddr + m->bias - m->eh_bias, &frame))
+		return frame;
+	if (m->dbg_cfi && !dwarf_cfi_addrframe(m->dbg_cfi, vaddr + m->bias - m->dbg_bias, &frame))
+		return frame;
+	return NULL;
+}
+
 int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	const struct region *r = pmap_find(pm, pc);
 	uint64_t vaddr, now = now_ns();
+	struct cfi_slot *c;
 	struct jitmap *j;
 	struct smod *m;
+	bool fresh;
 
 	*frame = NULL;
 	if (!r && pm) {
@@ -2031,18 +2206,18 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 		m->unwind_misses++;
 		return -ENOENT;
 	}
-	module_cfi(m);
-	/* .eh_frame first (it is what the program unwinds with), then .debug_frame */
-	if (m->eh_cfi && !dwarf_cfi_addrframe(m->eh_cfi, vaddr + m->bias - m->eh_bias, frame)) {
-		m->unwinds++;
-		return 0;
+	c = cfi_cache_slot(m, vaddr, &fresh);
+	if (!c)
+		return -ENOMEM;
+	if (fresh)
+		c->frame = cfi_lookup(m, vaddr);
+	*frame = c->frame;
+	if (!*frame) {
+		m->unwind_misses++;
+		return -ENOENT;
 	}
-	if (m->dbg_cfi && !dwarf_cfi_addrframe(m->dbg_cfi, vaddr + m->bias - m->dbg_bias, frame)) {
-		m->unwinds++;
-		return 0;
-	}
-	m->unwind_misses++;
-	return -ENOENT;
+	m->unwinds++;
+	return 0;
 }
 
 /* Copy @len bytes of an object's file at ELF virtual address @vaddr. */
@@ -2194,6 +2369,9 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 			continue;
 		}
 		dbginfo_attach(s->dbg, mod);
+		/* held open now is what was opened again: the same inode, or a copy */
+		unpin_file(s, m);
+		pin_file(s, m, fd);
 		dwfl_end(m->dwfl); /* the CFI came from it: read again on next use */
 		m->dwfl = dwfl;
 		m->mod = mod;

@@ -124,7 +124,10 @@ const char *sym_comp_dir(const struct sym *s, uint32_t module, uint64_t vaddr);
  * object is not open: results loaded from disk, or no such address). */
 int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len);
 
-/* The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). */
+/*
+ * The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). The
+ * frame is the symbolizer's (cached): good until its next call, and not to be freed.
+ */
 typedef struct Dwarf_Frame_s Dwarf_Frame;
 int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame);
 
@@ -170,6 +173,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_reads, 1, maps_reads) /* reads of a process's address map */                \
 	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: maps read again */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
+	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
 	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
 	X(modules_closed, 1, objects_closed)     /* objects let go when idle for a minute */ \

@@ -272,7 +272,6 @@ bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool 
 	ra = dwarf_frame_info(frame, NULL, NULL, NULL);
 	if (ra >= 0 && !dwarf_frame_register(frame, ra, ops_mem, &ops, &nops))
 		root = nops == 0 && ops == ops_mem;
-	free(frame);
 	return root;
 }
 
@@ -301,7 +300,6 @@ int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON
 		cfi = sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0;
 		if (cfi) {
 			r = cfi_step(&w, frame, &sig);
-			free(frame);
 		} else if (start_sp && sp == start_sp) {
 			r = STEP_ROOT; /* the entry point's frame: the kernel put rsp here at exec */
 		} else if (n == 1 && sym_thread_entry(s, pid, epoch, pc)) {

@@ -45,6 +45,10 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     # mapped its libraries, has a pc in one; not one a fork and one an exec of each of the
     # 261 processes
     assert reads <= 2 * own["workers"] + 0.5 * own["sleepers"] + 5, (reads, st["symbols"])
+    # in a worker's map, its program, libc and the loader are files pcmond holds open: the
+    # kernel is asked for none of their names or build-ids (each read's first of them all)
+    pinned = st["symbols"]["maps_pinned"] - before_probes["symbols"]["maps_pinned"]
+    assert pinned >= 2 * own["workers"], (pinned, st["symbols"])
     # critical-section probes are looked for per file, not per process: BPF lets through
     # only the execs and dynamic-linker calls that bring a file not looked into yet (the
     # first churn, its libc and loader), not two of each of the 261 processes

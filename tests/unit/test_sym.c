@@ -404,7 +404,6 @@ static void test_code_mapped_after_the_last_read(void **state)
 	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_a - si.bias) + 2;
 	sym_sample_taken(s, taken);
 	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
-	free(frame);
 	assert_string_equal(proc_full(s, sym_user(s, getpid(), 0, pc, false), 0),
 			    "test_sym.fde_probe_a");
 	sym_sample_taken(s, 0);
@@ -436,7 +435,6 @@ static void test_code_made_executable_after_the_last_read(void **state)
 	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_b - si.bias) + 2;
 	sym_sample_taken(s, now_ns());
 	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
-	free(frame);
 	sym_sample_taken(s, 0);
 	munmap(map, size);
 	unlink(path);
