@@ -227,7 +227,7 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
 		break;
 	case PCMON_EV_SAMPLED:
-		sym_proc_load(e->sym, ev->pid, ev->epoch);
+		sym_proc_sampled(e->sym, ev->pid, ev->epoch, ev->ts);
 		break;
 	case PCMON_EV_DLOPEN:
 		sym_proc_reload(e->sym, ev->pid, ev->epoch, ev->ts);

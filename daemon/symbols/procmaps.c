@@ -64,11 +64,12 @@ static int query(int fd, unsigned flags, uint64_t addr, struct procmaps_vma *v, 
 	return 0;
 }
 
-static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
+/* The mappings from @addr on, or (@one) the one @addr lies in (1 if none does). */
+static int walk_query(int fd, unsigned flags, uint64_t addr, bool one, procmaps_cb cb, void *ctx)
 {
 	char name[PATH_MAX];
 	struct procmaps_vma v = { 0 };
-	uint64_t addr = 0, bid_dev = 0, bid_ino = 0;
+	uint64_t bid_dev = 0, bid_ino = 0;
 	uint32_t bid_len = 0;
 	bool ask = flags & PROCMAPS_ON_ASK, want_bid = flags & PROCMAPS_BUILD_ID;
 	int r;
@@ -77,7 +78,9 @@ static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
 		bool fresh;
 
 		if ((r = query(fd, flags, addr, &v, name, ask ? 0 : sizeof(name), false)))
-			return r > 0 ? 0 : r;
+			return r > 0 ? (int)one : r;
+		if (one && v.start > addr)
+			return 1;
 		if (ask) {
 			v.name = NULL;
 			v.bid_len = 0;
@@ -101,7 +104,7 @@ static int walk_query(int fd, unsigned flags, procmaps_cb cb, void *ctx)
 		v.bid_len = v.ino ? bid_len : 0;
 		r = cb(ctx, &v);
 next:
-		if (r || v.end <= addr)
+		if (r || one || v.end <= addr)
 			return r;
 		addr = v.end;
 	}
@@ -136,22 +139,54 @@ static int walk_text(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
 	return r;
 }
 
-int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
+/* What walk_text() hands on for procmaps_at(): the mapping that holds addr. */
+struct at_ctx {
+	uint64_t addr;
+	procmaps_cb cb;
+	void *ctx;
+	bool found;
+};
+
+static int text_at(void *ctx, struct procmaps_vma *v)
 {
+	struct at_ctx *a = ctx;
+
+	if (a->addr < v->start || a->addr >= v->end)
+		return 0;
+	a->found = true;
+	return a->cb(a->ctx, v) ?: -EALREADY;
+}
+
+static int walk(uint32_t pid, unsigned flags, uint64_t addr, bool one, procmaps_cb cb, void *ctx)
+{
+	struct at_ctx a = { addr, cb, ctx, false };
 	char path[64];
 	int fd, r;
 
-	if (__atomic_load_n(&no_query, __ATOMIC_RELAXED))
-		return walk_text(pid, flags, cb, ctx);
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = walk_query(fd, flags, cb, ctx);
-	close(fd);
-	if (r == -ENOTTY || r == -EINVAL) { /* before 6.11 */
+	if (!__atomic_load_n(&no_query, __ATOMIC_RELAXED)) {
+		snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		r = walk_query(fd, flags, addr, one, cb, ctx);
+		close(fd);
+		if (r != -ENOTTY && r != -EINVAL)
+			return r;
+		/* before 6.11 */
 		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
-		return walk_text(pid, flags, cb, ctx);
 	}
-	return r;
+	if (!one)
+		return walk_text(pid, flags, cb, ctx);
+	r = walk_text(pid, flags, text_at, &a);
+	return r == -EALREADY ? 0 : r ? r : !a.found;
+}
+
+int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
+{
+	return walk(pid, flags, 0, false, cb, ctx);
+}
+
+int procmaps_at(uint32_t pid, uint64_t addr, unsigned flags, procmaps_cb cb, void *ctx)
+{
+	return walk(pid, flags, addr, true, cb, ctx);
 }

@@ -39,5 +39,10 @@ struct procmaps_vma {
  */
 typedef int (*procmaps_cb)(void *ctx, struct procmaps_vma *v);
 int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx);
+/*
+ * The one mapping of @pid that @addr lies in, handed to @cb as procmaps_walk() would: what
+ * @cb returns, 1 if no mapping covers @addr, -errno if the map cannot be opened.
+ */
+int procmaps_at(uint32_t pid, uint64_t addr, unsigned flags, procmaps_cb cb, void *ctx);
 
 #endif

@@ -1732,10 +1732,23 @@ static int add_vma(void *ctx, struct procmaps_vma *v)
 	return add_region(c, v, mod);
 }
 
+/*
+ * Events come in batches: the process may have exec'd since this image was sampled. Its map
+ * now is the next image's; this one's is gone, and stays as it was last read.
+ */
+static bool image_gone(struct sym *s, uint32_t pid, uint32_t epoch)
+{
+	uint32_t live;
+
+	if (!s->epoch_fn || s->epoch_fn(s->epoch_ctx, pid, &live) || live == epoch)
+		return false;
+	sym_proc_final(s, pid, epoch);
+	return true;
+}
+
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, true);
-	uint32_t live;
 	size_t old_n;
 	int r;
 
@@ -1743,14 +1756,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -ENOMEM;
 	if (pm->final)
 		return 0;
-	/*
-	 * Events come in batches: the process may have exec'd since this image was sampled. Its
-	 * map now is the next image's; this one's is gone, and stays as it was last read.
-	 */
-	if (s->epoch_fn && !s->epoch_fn(s->epoch_ctx, pid, &live) && live != epoch) {
-		sym_proc_final(s, pid, epoch);
+	if (image_gone(s, pid, epoch))
 		return 0;
-	}
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
 	if (!pm->born_ns)
@@ -1798,6 +1805,13 @@ int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 
 	return pm && pm->read_ns < since_ns ? sym_proc_load(s, pid, epoch) : 0;
+}
+
+int sym_proc_sampled(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t ts)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+
+	return pm && pm->n && pm->read_ns > ts ? 0 : sym_proc_load(s, pid, epoch);
 }
 
 void sym_sample_taken(struct sym *s, uint64_t ns)
@@ -1870,16 +1884,77 @@ void sym_forget_final(struct sym *s, uint64_t before_ns)
 	s->cap_pmaps = n - dead + 1;
 }
 
+/* The regions of @pm are in address order and do not overlap: the first that ends after @pc. */
+static size_t pmap_after(const struct pmap *pm, uint64_t pc)
+{
+	size_t lo = 0, hi = pm->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->r[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static const struct region *pmap_find(const struct pmap *pm, uint64_t pc)
 {
-	for (size_t i = 0; pm && i < pm->n; i++)
-		if (pc >= pm->r[i].start && pc < pm->r[i].end)
-			return &pm->r[i];
-	return NULL;
+	size_t i = pm ? pmap_after(pm, pc) : 0;
+
+	return pm && i < pm->n && pm->r[i].start <= pc ? &pm->r[i] : NULL;
+}
+
+/* @g into @pm, in place of the regions it overlaps (what was there before is gone). */
+static int pmap_insert(struct pmap *pm, const struct region *g)
+{
+	size_t i = pmap_after(pm, g->start), k = i;
+
+	while (k < pm->n && pm->r[k].start < g->end)
+		k++;
+	if (k == i && GROW(pm->r, pm->cap, pm->n + 1))
+		return -ENOMEM;
+	memmove(&pm->r[i + 1], &pm->r[k], (pm->n - k) * sizeof(*pm->r));
+	pm->r[i] = *g;
+	pm->n = pm->n + 1 - (k - i);
+	return 0;
 }
 
 /*
- * The mapping of @addr in (pid, epoch); a miss re-reads the map of a live process. For @code
+ * The one mapping @addr lies in, added to @pm: a pc outside every mapping read (the
+ * libraries ld.so mapped after the process was first sampled, a dlopen) costs a query at
+ * that address, not a walk of the whole map. 0, or 1 if no mapping of a file covers it.
+ */
+static int proc_load_at(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epoch,
+			uint64_t addr)
+{
+	struct pmap one = { 0 };
+	int r;
+
+	if (image_gone(s, pid, epoch))
+		return 1;
+	r = procmaps_at(pid, addr, PROCMAPS_BUILD_ID | PROCMAPS_ON_ASK, add_vma,
+			&(struct vma_ctx){ .s = s, .pm = &one, .pid = pid });
+	s->st.maps_queries++;
+	pm->reread_ns = now_ns() + 1000000;
+	if (!r && one.n)
+		r = pmap_insert(pm, &one.r[0]);
+	else if (!r)
+		r = 1;
+	if (one.scan_anon_code && !pm->anon_code) {
+		/* code in anonymous memory: a JIT; find its perf map while the process is there */
+		pm->anon_code = true;
+		jit_map(s, pm, pid, now_ns());
+	}
+	free(one.r);
+	return r;
+}
+
+/*
+ * The mapping of @addr in (pid, epoch); a miss looks the address up in the map of a live
+ * process (the whole map if none was read yet). For @code
  * (a pc), a mapping that was not executable is a miss too: ld.so maps an object whole and
  * read-only, then its code over it, and a read in between finds the first.
  */
@@ -1899,9 +1974,9 @@ static const struct region *find_region(struct sym *s, uint32_t pid, uint32_t ep
 	    (!pm || (!pm->final && ((s->taken_ns > pm->read_ns && !pm->anon_code) ||
 				    now_ns() > pm->reread_ns)))) {
 		s->st.maps_misses++;
-		if (!sym_proc_load(s, pid, epoch) &&
-		    (again = pmap_find(pmap_get(s, pid, epoch, false), addr)))
-			r = again;
+		if (pm && pm->n ? !proc_load_at(s, pm, pid, epoch, addr) :
+				  !sym_proc_load(s, pid, epoch))
+			r = (again = pmap_find(pmap_get(s, pid, epoch, false), addr)) ? again : r;
 	}
 	return r;
 }

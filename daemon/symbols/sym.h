@@ -68,6 +68,9 @@ void sym_free(struct sym *s);
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch);
 /* Retake it only if it was taken before @since_ns (the process loaded objects then). */
 int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_ns);
+/* Take it unless it was taken after @ts, when the image was first sampled (a sample named
+ * before its event came here took the map then). */
+int sym_proc_sampled(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t ts);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 /* Let go of the maps of images left before @before_ns, whose samples have all been read. */
@@ -171,7 +174,8 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(locs, 1, locations)        /* distinct code addresses symbolized */              \
 	X(procs, 1, procedures)      /* distinct procedures */                             \
 	X(maps_reads, 1, maps_reads) /* reads of a process's address map */                \
-	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: maps read again */ \
+	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: looked up again */ \
+	X(maps_queries, 1, maps_queries) /* ... each by a query at its address, not a read */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \

@@ -20,8 +20,8 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     """60 workers of 30 ms each, one after another, and 200 sleepers between them (2 ms
     asleep: a CPU-time sampler at 100 Hz catches one only in the millisecond of its exec).
     Every worker's samples are named churn_work; the address maps read are about one per
-    worker (two when the first sample came before its libraries were mapped), where
-    reading them at every fork and exec took at least two per process (520)."""
+    worker, where reading them at every fork and exec took at least two per process (520),
+    and reading a map again for a pc outside it two per worker."""
     d = Daemon().start()
     try:
         before_probes = status(d)
@@ -40,11 +40,12 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     assert work >= want - 4 * want ** 0.5 - 2, (work, want, s)
     assert s["foreign"] <= 0.02 * s["counted"] + 1, s
     reads = st["symbols"]["maps_reads"] - before
-    # one read a sampled image (the workers, the parent, the few sleepers caught in their
-    # exec), and a second when a worker first sampled in its exec, before the dynamic linker
-    # mapped its libraries, has a pc in one; not one a fork and one an exec of each of the
-    # 261 processes
-    assert reads <= 2 * own["workers"] + 0.5 * own["sleepers"] + 5, (reads, st["symbols"])
+    # one read a sampled image (the workers, the parent, the tenth of the sleepers caught in
+    # their exec); a worker first sampled in its exec, before the dynamic linker mapped its
+    # libraries, has its later pcs looked up one by one (maps_queries), and a sample named
+    # before its first-sample event came took the map once for both. Not one a fork and one
+    # an exec of each of the 261 processes, nor two a worker (162)
+    assert reads <= own["workers"] + 0.25 * own["sleepers"] + 10, (reads, st["symbols"])
     # in a worker's map, its program, libc and the loader are files pcmond holds open: the
     # kernel is asked for none of their names or build-ids (each read's first of them all)
     pinned = st["symbols"]["maps_pinned"] - before_probes["symbols"]["maps_pinned"]

@@ -209,7 +209,9 @@ def test_deep_recursion_reaches_its_root():
         assert reasons["fault"] <= max(3, 0.005 * n), s
         rtld = p.get("ld-linux-x86-64.so.2._start", {"deep": 0})["deep"]
         assert p["rec40._start"]["deep"] >= 0.99 * (n - rtld), (mode, p["rec40._start"], n)
-        assert charged(listing) == rooted(listing, "rec40"), (mode, s)
+        # every whole stack reaches its root (the few cut short above, flagged, do not)
+        assert charged(listing) - s["cut_short"] <= rooted(listing, "rec40") <= charged(listing), \
+            (mode, s)
         want, got = truth["rec_leaf"], p["rec40.rec_leaf"]["shallow"] / n
         assert abs(got - want) <= share_tolerance_pp(want, n) / 100, (mode, got, want)
 
