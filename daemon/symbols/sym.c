@@ -1756,8 +1756,10 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 		return -ENOMEM;
 	if (pm->final)
 		return 0;
-	if (image_gone(s, pid, epoch))
+	if (image_gone(s, pid, epoch)) {
+		s->st.maps_too_late += !pm->n;
 		return 0;
+	}
 	s->st.maps_reads++;
 	pm->read_ns = now_ns();
 	if (!pm->born_ns)
@@ -1771,8 +1773,10 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	 * A process on its way out has no address space left: its maps read empty before its
 	 * exit is reported. Keep what it had, for the samples it left.
 	 */
-	if (!pm->n)
+	if (!pm->n) {
 		pm->n = old_n;
+		s->st.maps_too_late += !old_n;
+	}
 	if (r)
 		return r;
 	pm->reread_ns = now_ns() + 1000000;

@@ -176,6 +176,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_reads, 1, maps_reads) /* reads of a process's address map */                \
 	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: looked up again */ \
 	X(maps_queries, 1, maps_queries) /* ... each by a query at its address, not a read */ \
+	X(maps_too_late, 1, maps_too_late) /* images sampled, gone before their map was read */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
