@@ -1580,10 +1580,11 @@ def table(res):
     add(f"pcmon benchmark — {env['date']}, {env['cpus']} CPUs, kernel {env['kernel']}, "
         f"load average at start {env['loadavg_start']}")
     add(f"peers: {env['perf'] or 'perf missing'}; {env['bpftrace'] or 'bpftrace missing'}")
-    if res.get("only"):
-        o = res["only"]
+    for o in res.get("alone", []):
         add(f"sections {', '.join(o['sections'])} measured alone (BENCH_ONLY) on {o['date']}, load average "
-            f"at start {o['loadavg_start']}; the others are from the run above")
+            f"at start {o['loadavg_start']}")
+    if res.get("alone"):
+        add("the others are from the run above")
     add("")
 
     sd = res.get("slowdown", {})
@@ -2259,9 +2260,13 @@ def main():
             prev = {}
         prev.pop("baseline", None)
         prev.pop("total_s", None)
+        # each section measured alone says when: the runs before keep theirs
+        alone = prev.pop("alone", None) or ([prev.pop("only")] if prev.get("only") else [])
+        alone = [{**o, "sections": [x for x in o["sections"] if x not in ONLY]} for o in alone]
         res = {**prev, "environment": prev.get("environment", res["environment"]),
                "section_s": prev.get("section_s", {}),
                "only": {"sections": ONLY, **res["environment"]}}
+        res["alone"] = [o for o in alone if o["sections"]] + [res["only"]]
     if BASELINE:
         res["baseline"] = {"tree": BASELINE, "commit": commit_of(BASELINE), "this_commit": commit_of(ROOT),
                            "noise_rule": NOISE_RULE, "sections": {}}
