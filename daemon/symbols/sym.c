@@ -100,6 +100,10 @@ struct smod {
 	unsigned char bid[20];	/* its build-id, kept when closed (exports name objects by it) */
 	uint8_t bid_len;
 	uint32_t pin;		/* 1 + its entry in s->files while it holds its inode open, or 0 */
+	int pin_fd;		/* ... by this descriptor, */
+	struct timespec pin_mtime; /* the file's modification time and size then, */
+	uint64_t pin_size;
+	uint64_t pin_checked_ns; /* and when they were last looked at again */
 };
 
 static void cfi_cache_drop(struct smod *m);
@@ -247,6 +251,8 @@ void sym_free(struct sym *s)
 		return;
 	for (size_t i = 0; i < s->nmods; i++) {
 		cfi_cache_drop(&s->mods[i]);
+		if (s->mods[i].pin)
+			close(s->mods[i].pin_fd);
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].path);
@@ -502,38 +508,67 @@ static bool has_pcmon_probes(Elf *elf)
  * inode number until the module lets go of it, so a mapping of the same device and inode
  * is that module's: a map read then asks the kernel for neither its name nor its build-id
  * (add_vma()). Pinned only if what the module opened is the very inode mapped (@fd), not
- * the file now at its path or an overlay's view of it.
+ * the file now at its path or an overlay's view of it; held by a descriptor of our own.
+ * A file written over in place keeps its inode but not its contents: at most once a second
+ * a pinned file's modification time and size are looked at, and one that changed is let go
+ * (its mappings are then told apart by build-id again).
  */
+#define PIN_CHECK_NS 1000000000ULL
+
 static void pin_file(struct sym *s, struct smod *m, int fd)
 {
 	const struct mod_key *k = itab_key(s->mod_keys, m - s->mods - (SYM_MOD_KERNEL + 1), NULL);
 	struct stat st;
 	uint32_t id;
+	int own;
 
 	if (!k || !k->ino || k->dev >= UINT64_MAX - 2 || fstat(fd, &st) || st.st_ino != k->ino ||
 	    k->dev != (((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev)))
 		return;
 	if (itab_intern(s->files, (uint64_t[2]){ k->dev, k->ino }, 2 * sizeof(uint64_t), &id) < 0 ||
-	    GROW(s->file_mod, s->cap_file_mod, id + 1))
+	    GROW(s->file_mod, s->cap_file_mod, id + 1) ||
+	    (own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return;
 	s->file_mod[id] = m - s->mods;
 	m->pin = id + 1;
+	m->pin_fd = own;
+	m->pin_mtime = st.st_mtim;
+	m->pin_size = st.st_size;
+	m->pin_checked_ns = now_ns();
 }
 
 static void unpin_file(struct sym *s, struct smod *m)
 {
-	if (m->pin)
-		s->file_mod[m->pin - 1] = 0;
+	if (!m->pin)
+		return;
+	s->file_mod[m->pin - 1] = 0;
+	close(m->pin_fd);
 	m->pin = 0;
 }
 
-/* The module holding the inode @ino of device @dev open, if one does. */
-static bool pinned_file(const struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod)
+/* The module holding the inode @ino of device @dev open, if one does (and it is unchanged). */
+static bool pinned_file(struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod)
 {
 	int64_t id = itab_find(s->files, (uint64_t[2]){ dev, ino }, 2 * sizeof(uint64_t));
+	uint64_t now = now_ns();
+	struct smod *m;
+	struct stat st;
 
 	*mod = id >= 0 ? s->file_mod[id] : 0;
-	return *mod;
+	if (!*mod)
+		return false;
+	m = &s->mods[*mod];
+	if (m->pin_checked_ns + PIN_CHECK_NS < now) {
+		if (fstat(m->pin_fd, &st) || st.st_size != (off_t)m->pin_size ||
+		    st.st_mtim.tv_sec != m->pin_mtime.tv_sec ||
+		    st.st_mtim.tv_nsec != m->pin_mtime.tv_nsec) {
+			unpin_file(s, m);
+			s->st.pins_changed++;
+			return *mod = 0, false;
+		}
+		m->pin_checked_ns = now;
+	}
+	return true;
 }
 
 /* An object that cannot be read as it was: its new addresses stay unnamed (and say so). */

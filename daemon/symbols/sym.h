@@ -179,6 +179,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_too_late, 1, maps_too_late) /* images sampled, gone before their map was read */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
+	X(pins_changed, 1, files_changed_in_place) /* ... let go: written over in place */ \
 	X(pmaps, 1, processes)       /* address maps held (processes and exec images) */   \
 	X(pmaps_freed, 1, processes_forgotten) /* ... let go after their samples drained */ \
 	X(modules_closed, 1, objects_closed)     /* objects let go when idle for a minute */ \

@@ -441,6 +441,39 @@ static void test_code_made_executable_after_the_last_read(void **state)
 	sym_free(s);
 }
 
+/*
+ * A file an object holds open is known by device and inode at the next read, without the
+ * kernel's name or build-id for it; written over in place (the same inode, new contents),
+ * it is let go within a second, and its mappings are told apart by build-id again.
+ */
+static void test_file_written_over_in_place_is_let_go(void **state)
+{
+	char path[] = "/tmp/pcmon-test-inplace-XXXXXX";
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 1000000000 } };
+	struct sym *s = sym_new(0);
+	struct sym_stats before, after;
+	uint8_t *map;
+	size_t size;
+
+	(void)state;
+	map = map_copy(path, false, PROT_READ | PROT_EXEC, &size);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0); /* the copy opened, held */
+	sym_stats(s, &before);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	sym_stats(s, &after);
+	assert_true(after.maps_pinned > before.maps_pinned);
+	assert_int_equal(after.pins_changed, 0);
+	/* written over: its modification time moves (no need to change its bytes) */
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	usleep(1100 * 1000);
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	sym_stats(s, &after);
+	assert_int_equal(after.pins_changed, 1);
+	munmap(map, size);
+	unlink(path);
+	sym_free(s);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* JIT code: perf maps */
 
@@ -565,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
 		cmocka_unit_test(test_code_mapped_after_the_last_read),
 		cmocka_unit_test(test_code_made_executable_after_the_last_read),
+		cmocka_unit_test(test_file_written_over_in_place_is_let_go),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
 	};
