@@ -113,6 +113,15 @@ def procs(listing):
     return {p["procedure"]: p for p in listing["procedures"]}
 
 
+def cgroup2_root():
+    """Where the cgroup v2 hierarchy is mounted (the tests that make cgroups need one)."""
+    for line in open("/proc/self/mounts"):
+        mnt, fstype = line.split()[1:3]
+        if fstype == "cgroup2":
+            return mnt
+    raise AssertionError("no cgroup2 mount")
+
+
 def share_tolerance_pp(p, n, floor_pp=2.0):
     """Tolerance for a sampled share: the spec's 2 pp, widened to 4 sigma for small n."""
     sigma = math.sqrt(max(p * (1 - p), 1e-4) / max(n, 1))

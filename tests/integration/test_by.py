@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMON, Daemon, pcmon, pcmon_json, run_tests, share_tolerance_pp, workload
+from lib import (PCMON, Daemon, cgroup2_root, pcmon, pcmon_json, run_tests, share_tolerance_pp,
+                 workload)
 
 CHILDREN = ("burn-a", "burn-b", "burn-c")
 
@@ -128,9 +129,7 @@ def test_by_cgroup_of_a_cgroup_target():
     """A --cgroup target whose children move to cgroups of their own: each cgroup by its path
     under the cgroup2 mount, with its child's share; the paths stay after the cgroups are
     removed and pcmond restarted."""
-    mount = next((l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] == "cgroup2"),
-                 None)
-    assert mount, "no cgroup2 mount"
+    mount = cgroup2_root()
     top = os.path.join(mount, f"pcmon-by-{os.getpid()}")
     subs = [os.path.join(top, c) for c in ("a", "b", "c")]
     for dname in [top, *subs]:
@@ -185,9 +184,7 @@ def test_by_cgroup_of_a_cgroup_target():
 def test_off_cpu_time_in_its_cgroup():
     """REAL: a thread's time off CPU is charged to the cgroup it blocked in, as its time on
     CPU is, whichever way its stacks are walked."""
-    mount = next((l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] == "cgroup2"),
-                 None)
-    assert mount, "no cgroup2 mount"
+    mount = cgroup2_root()
     cg = os.path.join(mount, f"pcmon-by-real-{os.getpid()}")
     os.mkdir(cg)
     try:

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMOND, ROOT, Daemon, pcmon_json, run_tests, workload
+from lib import PCMOND, ROOT, Daemon, cgroup2_root, pcmon_json, run_tests, workload
 
 SHIPPED = os.path.join(ROOT, "packaging", "pcmond.conf")
 
@@ -51,14 +51,6 @@ def hup_and_wait(d, word):
             return
         time.sleep(0.05)
     raise AssertionError(f"no '{word}' in the log after SIGHUP:\n{log(d)[-3000:]}")
-
-
-def cgroup2_root():
-    for line in open("/proc/self/mounts"):
-        dev, mnt, fstype = line.split()[:3]
-        if fstype == "cgroup2":
-            return mnt
-    return None
 
 
 def spin_in(cg):
@@ -171,7 +163,6 @@ def test_daemon_starts_the_files_targets():
 
 def test_reload_and_restart():
     root = cgroup2_root()
-    assert root, "no cgroup2 mount"
     cga = os.path.join(root, f"pcmon-conf-a-{os.getpid()}")
     cgb = os.path.join(root, f"pcmon-conf-b-{os.getpid()}")
     os.mkdir(cga)

@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+from lib import (Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests,
                  share_tolerance_pp, workload)
 
 NODAEMON = "/nonexistent/pcmond.sock"
@@ -107,9 +107,7 @@ def test_section_in_dlopened_library():
 
 def test_sections_of_a_process_that_joins_a_cgroup_target():
     """A process already running when it joins a --cgroup target gets its probes attached."""
-    root = next((l.split()[1] for l in open("/proc/self/mounts") if l.split()[2] == "cgroup2"),
-                None)
-    assert root, "no cgroup2 mount"
+    root = cgroup2_root()
     cg = os.path.join(root, f"pcmon-crit-{os.getpid()}")
     os.mkdir(cg)
     d = Daemon().start()

@@ -66,13 +66,18 @@ def test_first_samples_drained_before_asked():
     w = None
     try:
         time.sleep(1.5)  # past pcmond's first save (its first tick): the next is 5 s on
-        before = unsliced(status(d))
+        st0 = status(d)
         w, _ = watch(d, [workload("spinner"), 30], "--virtual", "--unwind", "fp",
                      "--interval", 1000)
         time.sleep(2)
         st = status(d)
-        assert st["drains_of_first_samples"] == 1 and st["drained_entries"] >= 1, st
-        assert unsliced(st) == before + 1, st
+        assert st["drained_entries"] >= 1, st
+        # the next tick drains them, unless a slice's end came first and took them: the
+        # window is 2 s of every 10, and CI saw it happen
+        first = st["drains_of_first_samples"]
+        sliced = st["drains_at_slice_end"] - st0["drains_at_slice_end"]
+        assert first == 1 or (first == 0 and sliced >= 1), st
+        assert unsliced(st) == unsliced(st0) + first, st
     finally:
         if w:
             w.kill()

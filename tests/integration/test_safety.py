@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, Users, as_user, pcmon, pcmon_json, procs, run_tests, workload
+from lib import Daemon, Users, as_user, cgroup2_root, pcmon, pcmon_json, procs, run_tests, workload
 
 ALICE = "pcmsafe-alice"
 
@@ -47,14 +47,6 @@ def user_request(d, user, reqs, timeout=5):
     p = subprocess.run(as_user(["python3", "-c", prog, d.sock, str(len(reqs))], user, True),
                        input=raw, capture_output=True, timeout=timeout + 5)
     return [json.loads(l) for l in p.stdout.splitlines() if l.strip()], time.time() - t0
-
-
-def cgroup2_root():
-    for line in open("/proc/self/mounts"):
-        f = line.split()
-        if f[2] == "cgroup2":
-            return f[1]
-    return None
 
 
 def test_cgroup_target_must_be_a_cgroup2_directory_of_hers():
