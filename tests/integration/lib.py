@@ -122,6 +122,15 @@ def cgroup2_root():
     raise AssertionError("no cgroup2 mount")
 
 
+def spin_in(cg, seconds=120):
+    """The spinner workload, started and moved into cgroup @cg."""
+    p = subprocess.Popen([workload("spinner"), str(seconds)], stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(p.pid))
+    return p
+
+
 def share_tolerance_pp(p, n, floor_pp=2.0):
     """Tolerance for a sampled share: the spec's 2 pp, widened to 4 sigma for small n."""
     sigma = math.sqrt(max(p * (1 - p), 1e-4) / max(n, 1))

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMOND, ROOT, Daemon, cgroup2_root, pcmon_json, run_tests, workload
+from lib import PCMOND, ROOT, Daemon, cgroup2_root, pcmon_json, run_tests, spin_in, workload
 
 SHIPPED = os.path.join(ROOT, "packaging", "pcmond.conf")
 
@@ -51,15 +51,6 @@ def hup_and_wait(d, word):
             return
         time.sleep(0.05)
     raise AssertionError(f"no '{word}' in the log after SIGHUP:\n{log(d)[-3000:]}")
-
-
-def spin_in(cg):
-    """A spinner moved into cgroup @cg."""
-    p = subprocess.Popen([workload("spinner"), "120"], stdout=subprocess.PIPE, text=True)
-    p.stdout.readline()
-    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-        f.write(str(p.pid))
-    return p
 
 
 def wait_samples(d, names, least=20, timeout=30):

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import (Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests,
-                 share_tolerance_pp, workload)
+                 share_tolerance_pp, spin_in, workload)
 
 FNS = ("work_a", "work_b", "work_c")
 
@@ -407,10 +407,7 @@ def test_a_stopped_target_lets_its_processes_go():
     d = Daemon().start()
     spin = None
     try:
-        spin = subprocess.Popen([workload("spinner"), "60"], stdout=subprocess.PIPE, text=True)
-        spin.stdout.readline()
-        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-            f.write(str(spin.pid))
+        spin = spin_in(cg, 60)
 
         def spinner_samples(tid, least=20):
             deadline = time.time() + 10
