@@ -304,21 +304,17 @@ void engine_work(struct engine *e)
 		if (evs[i].data.fd == dbginfo_fd(e->dbg)) {
 			dbginfo_collect(e->dbg, on_debuginfo, e);
 		} else if (evs[i].data.fd == e->timerfd) {
-			uint64_t ticks;
+			uint64_t ticks, cpu;
 
 			if (read(e->timerfd, &ticks, sizeof(ticks)) < 0)
 				continue;
-			/*
-			 * Save what changed every 5 s, or less often when saving takes long (a
-			 * target of 100k stacks, a system-wide one after hours): saving then costs
-			 * at most 0.5 % of a CPU (a system-wide profiler's whole budget is 1 %).
-			 * What BPF holds is drained for it; between saves only a filling map is.
-			 */
+			/* a save drains all BPF holds first; between saves, only a filling map */
 			if (e->o.state_dir &&
-			    now_ns() - e->last_flush_ns > MAX(5000000000ULL, 200 * e->flush_cost_ns)) {
+			    now_ns() - e->last_flush_ns > engine_save_interval_ns(e)) {
 				engine_sync_all(e);
+				cpu = thread_cpu_ns();
 				engine_flush(e, false);
-				e->flush_cost_ns = now_ns() - e->last_flush_ns;
+				e->flush_cost_ns = thread_cpu_ns() - cpu;
 			} else {
 				poll_all(e);
 				drain(e);

@@ -14,6 +14,7 @@
 #include "inst.h"
 #include "proto.h"
 #include "target.h"
+#include "util.h"
 
 #define for_each_inst(i) for (int i = 0; i < INST_MAX; i++)
 
@@ -30,7 +31,7 @@ struct engine {
 	uint64_t started_ns;
 	double started_wall;
 	uint64_t last_flush_ns;
-	uint64_t flush_cost_ns;		/* what the last periodic save took */
+	uint64_t flush_cost_ns;		/* CPU the last periodic save took (not disk waits) */
 	struct store *store;		/* the state directory; NULL: none */
 	struct inst_env env;		/* lent to the instruments */
 	void *g[INST_MAX];		/* each instrument's engine-wide state */
@@ -38,6 +39,16 @@ struct engine {
 	struct proto_field *start_fields, *list_fields;
 	size_t nstart_fields, nlist_fields;
 };
+
+/*
+ * How often what changed is saved: every 5 s, or less often when saving takes much CPU (a
+ * target of 100k stacks, a system-wide one after hours), so that it costs at most 0.5 % of a
+ * CPU. Waiting on the disk is not counted: an fsync slow on a busy disk delays no retry.
+ */
+static inline uint64_t engine_save_interval_ns(const struct engine *e)
+{
+	return MAX(5000000000ULL, 200 * e->flush_cost_ns);
+}
 
 /* Whether @c may see and act on @t: its owner, or root. */
 bool engine_may_access(const struct client *c, const struct target *t);

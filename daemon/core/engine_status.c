@@ -122,7 +122,8 @@ static cJSON *status(struct engine *e)
 	for_each_inst(i)
 		if (inst_table[i]->status_json)
 			inst_table[i]->status_json(e->g[i], rep);
-	store_status_json(e->store, rep); /* saves and the last save error */
+	/* saves, how often, and the last save error */
+	store_status_json(e->store, engine_save_interval_ns(e), rep);
 	return rep;
 }
 

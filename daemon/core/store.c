@@ -338,7 +338,7 @@ void store_target_json(const struct store *st, uint32_t id, cJSON *o)
 		cJSON_AddStringToObject(o, "save_error", st->ids[id].err);
 }
 
-void store_status_json(const struct store *st, cJSON *o)
+void store_status_json(const struct store *st, uint64_t interval_ns, cJSON *o)
 {
 	cJSON *x;
 	int unsaved = 0;
@@ -353,6 +353,7 @@ void store_status_json(const struct store *st, cJSON *o)
 	cJSON_AddStringToObject(x, "dir", st->dir);
 	cJSON_AddNumberToObject(x, "saves", st->saves);
 	cJSON_AddNumberToObject(x, "save_failures", st->failures);
+	cJSON_AddNumberToObject(x, "interval_s", interval_ns / 1e9);
 	cJSON_AddNumberToObject(x, "unsaved_targets", unsaved);
 	if (st->last_err[0]) {
 		cJSON_AddStringToObject(x, "last_error", st->last_err);

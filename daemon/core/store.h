@@ -43,7 +43,7 @@ int store_remove(struct store *st, uint32_t id);
 
 /* Reports: "saved" (and "save_error") of a target; a "store" object for pcmon status. */
 void store_target_json(const struct store *st, uint32_t id, cJSON *o);
-void store_status_json(const struct store *st, cJSON *o);
+void store_status_json(const struct store *st, uint64_t interval_ns, cJSON *o);
 
 /* The file format alone, for tests and the fuzzer. */
 /* @t as the text of a results file (malloc'ed), NULL when out of memory. */

@@ -41,6 +41,7 @@ uint64_t hash_bytes(const void *p, size_t len);
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 double wall_time(void);		/* CLOCK_REALTIME seconds */
 uint64_t wall_ns(void);		/* CLOCK_REALTIME nanoseconds */
+uint64_t thread_cpu_ns(void);	/* CPU time of the calling thread */
 struct timespec;
 /*
  * When a timer of @period_ms first fires so that it fires just after multiples of the

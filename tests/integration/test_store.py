@@ -47,14 +47,19 @@ def fill(path):
     return filler
 
 
-def wait_for(what, fn, timeout=3 * FLUSH_S):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def wait_for(d, what, fn):
+    """Waits up to three saves: pcmond saves every `interval_s` of its status (5 s, or less
+    often when saving takes much CPU)."""
+    start = time.time()
+    while True:
         v = fn()
         if v:
             return v
+        store = store_status(d)
+        waited = time.time() - start
+        if waited > 3 * max(FLUSH_S, store["interval_s"]):
+            raise AssertionError(f"timed out after {waited:.1f} s waiting for {what}; {store}")
         time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def targets(d):
@@ -96,9 +101,9 @@ def test_full_disk_reported_then_retried():
         try:
             sp, tid = start_spinner(d)
             path = os.path.join(d.state, f"target-{tid}.json")
-            wait_for("the first save", lambda: os.path.exists(path))
+            wait_for(d, "the first save", lambda: os.path.exists(path))
             filler = fill(d.state)
-            t = wait_for("a failed save in pcmon targets", lambda: unsaved(d, tid))
+            t = wait_for(d, "a failed save in pcmon targets", lambda: unsaved(d, tid))
             assert "No space left on device" in t["save_error"], t
             text = pcmon("targets", sock=d.sock, check=0).stdout
             assert "UNSAVED" in text and f"target {tid} is not saved" in text, text
@@ -111,7 +116,7 @@ def test_full_disk_reported_then_retried():
             assert before["format"] == 5 and before["id"] == tid and before["sampling"]["stacks"], before
             # room again: the next flush saves, status keeps the error as history
             os.unlink(filler)
-            wait_for("a retried save", lambda: targets(d)[tid].get("saved") is True)
+            wait_for(d, "a retried save", lambda: targets(d)[tid].get("saved") is True)
             st = store_status(d)
             assert st["unsaved_targets"] == 0 and "No space left" in st["last_error"], st
             after = json.load(open(path))
@@ -133,12 +138,12 @@ def test_restart_after_failed_saves_keeps_saved_results():
         try:
             sp, tid = start_spinner(d)
             path = os.path.join(d.state, f"target-{tid}.json")
-            wait_for("the first save", lambda: os.path.exists(path))
+            wait_for(d, "the first save", lambda: os.path.exists(path))
             # a save cut short by a crash left this
             with open(os.path.join(d.state, "target-200.json.tmp"), "w") as f:
                 f.write('{"format":2,"id":200,')
             fill(d.state)
-            wait_for("a failed save", lambda: unsaved(d, tid))
+            wait_for(d, "a failed save", lambda: unsaved(d, tid))
             saved = json.load(open(path))["sampling"]
             live = targets(d)[tid]["samples"]
             assert live > saved["seen"], (live, saved["seen"])
@@ -176,11 +181,13 @@ def test_directory_in_the_way():
                                 sock=d.sock)
         tid = listing["target"]["id"]
         assert tid == 1, listing["target"]
-        t = wait_for("a failed save", lambda: unsaved(d, tid))
+        t = wait_for(d, "a failed save", lambda: unsaved(d, tid))
         assert "Is a directory" in t["save_error"], t
-        wait_for("no temporary file left", lambda: tmp_files(d.state) == [])
+        wait_for(d, "no temporary file left", lambda: tmp_files(d.state) == [])
         os.rmdir(obstacle)
-        wait_for("a retried save", lambda: targets(d)[tid].get("saved") is True)
+        t0 = time.time()
+        wait_for(d, "a retried save", lambda: targets(d)[tid].get("saved") is True)
+        print(f"retried save after {time.time() - t0:.1f} s; {store_status(d)}")
         d2 = restart(d)
         again = pcmon_json("list", tid, sock=d2.sock)[0]
         assert again["summary"] == listing["summary"], (again["summary"], listing["summary"])
@@ -197,7 +204,7 @@ def test_drop_removes_results_at_once():
                                 sock=d.sock)
         tid = listing["target"]["id"]
         path = os.path.join(d.state, f"target-{tid}.json")
-        wait_for("the save", lambda: os.path.exists(path))
+        wait_for(d, "the save", lambda: os.path.exists(path))
         pcmon("drop", tid, sock=d.sock, check=0)
         assert not os.path.exists(path)
         d2 = restart(d)

@@ -983,7 +983,7 @@ static cJSON *status_report(struct fx *f)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	store_status_json(f->st, o);
+	store_status_json(f->st, 5000000000ULL, o);
 	return o;
 }
 
@@ -1018,6 +1018,7 @@ static void test_save_failure_keeps_previous(void **state)
 	assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(st, "unsaved_targets")), 1);
 	assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(st, "save_failures")), 1);
 	assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(st, "saves")), 1);
+	assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(st, "interval_s")), 5);
 	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(st, "last_error")),
 			       "target 4: cannot create"));
 	cJSON_Delete(rep);
@@ -1123,7 +1124,7 @@ static void test_no_store(void **state)
 	assert_int_equal(store_save(NULL, f->s, f->t, true), 0);
 	assert_int_equal(store_remove(NULL, 1), 0);
 	store_target_json(NULL, 1, o);
-	store_status_json(NULL, o);
+	store_status_json(NULL, 0, o);
 	assert_null(o->child);
 	cJSON_Delete(o);
 }
