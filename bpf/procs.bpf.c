@@ -195,6 +195,65 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	return 0;
 }
 
+/* The last exits of processes in targets: an image's entry is replaced when it is needed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 2048);
+	__type(key, struct pcmon_exit_key);
+	__type(value, struct pcmon_exit_maps);
+} exit_maps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcmon_exit_maps);
+} exit_scratch SEC(".maps");
+
+/*
+ * Note what @task maps for execution from files, as its image @epoch of process @tgid exits
+ * (struct pcmon_exit_maps). A walk of all its mappings: some 15 us for a compiler's hundred.
+ */
+static void note_exit_maps(struct task_struct *task, __u32 tgid, __u32 epoch)
+{
+	struct pcmon_exit_key k = { .tgid = tgid, .epoch = epoch };
+	struct pcmon_exit_maps *m = bpf_map_lookup_elem(&exit_scratch, &(__u32){ 0 });
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+
+	if (!m)
+		return;
+	m->n = 0;
+	m->more = 0;
+	if (bpf_iter_task_vma_new(&it, task, 0) == 0) {
+		while ((vma = bpf_iter_task_vma_next(&it))) {
+			struct pcmon_exit_vma *v;
+			struct inode *ino;
+			__u32 i = m->n;
+
+			/* (the iterator's vma is trusted: plain loads, no helper calls) */
+			if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+				continue;
+			if (i >= PCMON_EXIT_VMAS) {
+				m->more = 1;
+				break;
+			}
+			v = &m->v[i];
+			ino = vma->vm_file->f_inode;
+			v->start = vma->vm_start;
+			v->end = vma->vm_end;
+			v->pgoff = vma->vm_pgoff << 12;
+			v->ino = ino->i_ino;
+			v->dev = ino->i_sb->s_dev;
+			v->pad = 0;
+			m->n = i + 1;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	if (m->n)
+		bpf_map_update_elem(&exit_maps, &k, m, BPF_ANY);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
@@ -207,8 +266,38 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	pr = bpf_map_lookup_elem(&procs, &tgid);
 	if (!pr)
 		return 0;
+	/*
+	 * A sampled image's map may not have been read yet (the engine reads it a fraction of a
+	 * millisecond after the first sample), or not all of it. An image not sampled yet can
+	 * be only from now on, with no user stack left to read: unwalkable in any case.
+	 */
+	if (pr->flags & PCMON_PF_SAMPLED)
+		note_exit_maps(p, tgid, pr->epoch);
 	emit(&events, PCMON_EV_EXIT, pr->target, tgid, 0, pr->epoch, BPF_CORE_READ(p, exit_code), 0,
 	     false);
+	/*
+	 * Not deleted yet: exit_mm() comes next, and tearing down a compiler's address space
+	 * takes milliseconds that are sampled. Deleted now, the entry would come back for those
+	 * samples as a new image (--all, --cgroup) that no one can read the map of any more.
+	 */
+	pr->flags |= PCMON_PF_EXITED; /* no other thread is left to sample and flag it */
+	procs_changed();
+	return 0;
+}
+
+/* The process is gone for good when its leader is freed (after every thread is reaped). */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(on_free, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct pcmon_proc *pr;
+
+	/* (a leader replaced by an exec in another thread has that thread's pid by now) */
+	if (BPF_CORE_READ(p, pid) != tgid)
+		return 0;
+	pr = bpf_map_lookup_elem(&procs, &tgid);
+	if (!pr || !(READ_ONCE(pr->flags) & PCMON_PF_EXITED))
+		return 0;
 	bpf_map_delete_elem(&procs, &tgid);
 	procs_changed();
 	return 0;

@@ -201,6 +201,9 @@ static __always_inline struct pcmon_proc *proc_of(__u32 tgid)
 	if (!np.target)
 		return NULL;
 	np.flags = PCMON_PF_IMPLICIT;
+	/* first seen after its exit (its address space being torn down): gone when freed */
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), signal, live.counter) == 0)
+		np.flags |= PCMON_PF_EXITED;
 	np.probe_seq = 1;
 	if (!bpf_map_update_elem(&procs, &tgid, &np, BPF_NOEXIST)) {
 		procs_changed();

@@ -81,6 +81,39 @@ struct pcmon_probes_ack {
  * a sample of. Not inherited by a child, cleared by exec.
  */
 #define PCMON_PF_SAMPLED (1u << 2)
+/*
+ * The process has exited (its last thread passed sched_process_exit): its entry stays until
+ * the process is freed, as its address space is torn down after that and the samples taken
+ * meanwhile are still its image's. An entry without the flag is a new process's that got
+ * the same pid before the old one was freed, and stays.
+ */
+#define PCMON_PF_EXITED (1u << 3)
+
+/*
+ * What a process mapped for execution as it exited (exit_maps, keyed by process and image):
+ * its address space is torn down next, and an image first sampled then, or sampled just
+ * before, is gone before the engine can read its map. The engine reads this instead, and
+ * names the files it holds open by device and inode.
+ */
+#define PCMON_EXIT_VMAS 48
+
+struct pcmon_exit_key {
+	__u32 tgid;
+	__u32 epoch;
+};
+
+struct pcmon_exit_vma {
+	__u64 start, end, pgoff;
+	__u64 ino;
+	__u32 dev;		/* the superblock's dev_t as the kernel has it (major << 20 | minor) */
+	__u32 pad;
+};
+
+struct pcmon_exit_maps {
+	__u32 n;
+	__u32 more;		/* there were more than PCMON_EXIT_VMAS */
+	struct pcmon_exit_vma v[PCMON_EXIT_VMAS];
+};
 
 /* Taken while the probes of objects the process just loaded were not attached yet. */
 #define PCMON_KF_MARKS_PENDING (1u << 0)

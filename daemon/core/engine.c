@@ -28,17 +28,12 @@ const char engine_version[] = PCMON_VERSION;
 static int fields_init(struct engine *e);
 static void epoll_add(struct engine *e, int fd);
 
-/* The symbolizer's view of which image a process runs now (sym_set_epoch_source()). */
-static int live_epoch(void *ctx, uint32_t pid, uint32_t *epoch)
-{
-	return procs_proc_epoch(ctx, pid, epoch);
-}
-
 /* ---- lifecycle */
 
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
 {
 	struct itimerspec its = { 0 };
+	struct sym_proc_source src;
 	struct engine *e;
 	int r;
 
@@ -67,7 +62,8 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	r = procs_open(o->bpf_stats, &e->procs, err, errlen);
 	if (r)
 		goto fail;
-	sym_set_epoch_source(e->sym, live_epoch, e->procs);
+	procs_sym_source(e->procs, &src);
+	sym_set_proc_source(e->sym, &src);
 	e->env = (struct inst_env){ .opts = &e->o, .procs = e->procs, .sym = e->sym,
 				    .targets = e->targets };
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);

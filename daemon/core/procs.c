@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "procs.skel.h"
+#include "procmaps.h"
 #include "procs.h"
+#include "sym.h"
 #include "util.h"
 
 struct procs {
@@ -369,6 +371,39 @@ int procs_proc_epoch(struct procs *p, uint32_t tgid, uint32_t *epoch)
 		return -errno;
 	*epoch = pr.epoch;
 	return 0;
+}
+
+/* What image @epoch of @tgid mapped for execution as it exited (on_exit, procs.bpf.c). */
+static int exit_maps(void *ctx, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v, int max)
+{
+	struct procs *p = ctx;
+	struct pcmon_exit_key k = { .tgid = tgid, .epoch = epoch };
+	struct pcmon_exit_maps m;
+	int n;
+
+	if (bpf_map__lookup_elem(p->skel->maps.exit_maps, &k, sizeof(k), &m, sizeof(m), 0))
+		return -errno;
+	n = MIN((int)m.n, max);
+	for (int i = 0; i < n; i++) {
+		const struct pcmon_exit_vma *x = &m.v[i];
+
+		/* the kernel's dev_t is major << 20 | minor; ours is major << 32 | minor */
+		v[i] = (struct procmaps_vma){ .start = x->start, .end = x->end, .pgoff = x->pgoff,
+					      .dev = (uint64_t)(x->dev >> 20) << 32 |
+						     (x->dev & 0xfffff),
+					      .ino = x->ino, .exec = true };
+	}
+	return n;
+}
+
+static int live_epoch(void *ctx, uint32_t tgid, uint32_t *epoch)
+{
+	return procs_proc_epoch(ctx, tgid, epoch);
+}
+
+void procs_sym_source(struct procs *p, struct sym_proc_source *src)
+{
+	*src = (struct sym_proc_source){ .epoch = live_epoch, .exit_maps = exit_maps, .ctx = p };
 }
 
 int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target)

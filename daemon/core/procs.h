@@ -48,6 +48,9 @@ void procs_target_clear(struct procs *p, uint32_t id);
 int procs_proc_add(struct procs *p, uint32_t tgid, uint32_t target, uint32_t flags,
 		   uint32_t *had);
 int procs_proc_epoch(struct procs *p, uint32_t tgid, uint32_t *epoch);
+/* What the symbolizer asks about processes: their images, and what they mapped at exit. */
+struct sym_proc_source;
+void procs_sym_source(struct procs *p, struct sym_proc_source *src);
 int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target);
 void procs_all_set(struct procs *p, uint32_t target);
 void procs_tstat(struct procs *p, uint32_t target, struct pcmon_tstat *sum);

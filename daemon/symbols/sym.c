@@ -136,6 +136,7 @@ struct pmap {
 	uint64_t born_ns;	/* when its map was first read: about its exec */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
 	uint64_t jit_try_ns;	/* when its perf map was last looked for or checked for growth */
+	bool gone;		/* sampled, but gone before its map was read (proc_gone_unread()) */
 };
 
 struct ksym {
@@ -176,8 +177,7 @@ struct sym {
 	struct sym_stats st;
 	uint64_t taken_ns;	/* sym_sample_taken() */
 	struct dbginfo *dbg;	/* debug info from debuginfod servers, or NULL (dbginfo.h) */
-	sym_epoch_fn epoch_fn;	/* the live exec epoch of a process (sym_set_epoch_source) */
-	void *epoch_ctx;
+	struct sym_proc_source src;	/* the engine's process map (sym_set_proc_source) */
 	uint64_t idle_ns;	/* objects unused this long are let go (sym_close_idle) */
 	uint64_t heap_budget;	/* ... and more while the heap holds more (0: no budget) */
 };
@@ -1775,11 +1775,13 @@ static bool image_gone(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	uint32_t live;
 
-	if (!s->epoch_fn || s->epoch_fn(s->epoch_ctx, pid, &live) || live == epoch)
+	if (!s->src.epoch || s->src.epoch(s->src.ctx, pid, &live) || live == epoch)
 		return false;
 	sym_proc_final(s, pid, epoch);
 	return true;
 }
+
+static void proc_gone(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epoch, bool sure);
 
 int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 {
@@ -1789,10 +1791,8 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 
 	if (!pm)
 		return -ENOMEM;
-	if (pm->final)
-		return 0;
-	if (image_gone(s, pid, epoch)) {
-		s->st.maps_too_late += !pm->n;
+	if (pm->final || image_gone(s, pid, epoch)) {
+		proc_gone(s, pm, pid, epoch, true);
 		return 0;
 	}
 	s->st.maps_reads++;
@@ -1810,7 +1810,7 @@ int sym_proc_load(struct sym *s, uint32_t pid, uint32_t epoch)
 	 */
 	if (!pm->n) {
 		pm->n = old_n;
-		s->st.maps_too_late += !old_n;
+		proc_gone(s, pm, pid, epoch, true);
 	}
 	if (r)
 		return r;
@@ -1962,6 +1962,47 @@ static int pmap_insert(struct pmap *pm, const struct region *g)
 }
 
 /*
+ * Image @epoch of @pid was sampled and is gone before its map was read, or before a pc
+ * outside the mappings read could be looked up: most often it was first sampled as it
+ * exited (the kernel tears a compiler's address space down for some milliseconds), or just
+ * before. BPF noted what it mapped for execution as it exited; the files pcmond holds open
+ * are known by device and inode, and name those mappings. Others stay unnamed, and their
+ * pcs are foreignPcs. Once per image; not @sure that it is gone (a query found nothing at
+ * an address), only if BPF noted its exit.
+ */
+static void proc_gone(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epoch, bool sure)
+{
+	struct procmaps_vma v[64];
+	size_t had = pm->n;
+	uint32_t mod;
+	int n;
+
+	if (pm->gone)
+		return;
+	n = s->src.exit_maps ? s->src.exit_maps(s->src.ctx, pid, epoch, v, ARRAY_SIZE(v)) : -1;
+	if (n < 0 && !sure)
+		return;
+	pm->gone = true;
+	s->st.maps_too_late += !had;
+	if (!pm->final) { /* (its exit may have come first: let it be forgotten all the same) */
+		pm->final = true;
+		pm->final_ns = now_ns();
+	}
+	for (int i = 0; i < n; i++) {
+		if (pmap_find(pm, v[i].start)) /* what was read stays */
+			continue;
+		if (!pinned_file(s, v[i].dev, v[i].ino, &mod)) {
+			s->st.maps_at_exit_unheld++;
+			continue;
+		}
+		if (pmap_insert(pm, &(struct region){ v[i].start, v[i].end, v[i].pgoff, mod, true }))
+			break;
+	}
+	if (pm->n > had)
+		s->st.maps_at_exit++;
+}
+
+/*
  * The one mapping @addr lies in, added to @pm: a pc outside every mapping read (the
  * libraries ld.so mapped after the process was first sampled, a dlopen) costs a query at
  * that address, not a walk of the whole map. 0, or 1 if no mapping of a file covers it.
@@ -1972,16 +2013,21 @@ static int proc_load_at(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t e
 	struct pmap one = { 0 };
 	int r;
 
-	if (image_gone(s, pid, epoch))
-		return 1;
+	if (image_gone(s, pid, epoch)) {
+		proc_gone(s, pm, pid, epoch, true);
+		return !pmap_find(pm, addr);
+	}
 	r = procmaps_at(pid, addr, PROCMAPS_BUILD_ID | PROCMAPS_ON_ASK, add_vma,
 			&(struct vma_ctx){ .s = s, .pm = &one, .pid = pid });
 	s->st.maps_queries++;
 	pm->reread_ns = now_ns() + 1000000;
-	if (!r && one.n)
+	if (!r && one.n) {
 		r = pmap_insert(pm, &one.r[0]);
-	else if (!r)
-		r = 1;
+	} else {
+		/* no file's mapping there (an exiting process has none), or no map to open */
+		proc_gone(s, pm, pid, epoch, r < 0);
+		r = pmap_find(pm, addr) ? 0 : r < 0 ? r : 1;
+	}
 	if (one.scan_anon_code && !pm->anon_code) {
 		/* code in anonymous memory: a JIT; find its perf map while the process is there */
 		pm->anon_code = true;
@@ -2437,10 +2483,9 @@ bool sym_kernel_is_tracer(struct sym *s, uint64_t pc)
 
 /* ---- debug info that arrives after its module was opened (dbginfo.c) */
 
-void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx)
+void sym_set_proc_source(struct sym *s, const struct sym_proc_source *src)
 {
-	s->epoch_fn = fn;
-	s->epoch_ctx = ctx;
+	s->src = *src;
 }
 
 void sym_set_dbginfo(struct sym *s, struct dbginfo *d)

@@ -157,11 +157,20 @@ uint32_t sym_nmodules(const struct sym *s);
 struct dbginfo;
 void sym_set_dbginfo(struct sym *s, struct dbginfo *d);
 /*
- * Where the live exec epoch of a process is read (the engine's process map): 0 and *@epoch,
- * or -errno when not known. A map is then never read for an image the process has left.
+ * What the symbolizer asks the engine's process map about processes:
+ * @epoch: the exec epoch process @pid runs now: 0 and *@epoch, or -errno when not known. A
+ *   map is then never read for an image the process has left.
+ * @exit_maps: what image @epoch of @pid mapped for execution from files as it exited (as
+ *   PROCMAPS_EXEC_FILES without names): the number of mappings put in @v (at most @max),
+ *   or -errno when not noted. An image gone before its map was read is named from that.
  */
-typedef int (*sym_epoch_fn)(void *ctx, uint32_t pid, uint32_t *epoch);
-void sym_set_epoch_source(struct sym *s, sym_epoch_fn fn, void *ctx);
+struct procmaps_vma;
+struct sym_proc_source {
+	int (*epoch)(void *ctx, uint32_t pid, uint32_t *epoch);
+	int (*exit_maps)(void *ctx, uint32_t pid, uint32_t epoch, struct procmaps_vma *v, int max);
+	void *ctx;
+};
+void sym_set_proc_source(struct sym *s, const struct sym_proc_source *src);
 /* The debug file of build-id @bid arrived: symbolize its modules' locations again. */
 uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t len);
 
@@ -177,6 +186,8 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_misses, 1, maps_misses) /* pcs outside every mapping read: looked up again */ \
 	X(maps_queries, 1, maps_queries) /* ... each by a query at its address, not a read */ \
 	X(maps_too_late, 1, maps_too_late) /* images sampled, gone before their map was read */ \
+	X(maps_at_exit, 1, maps_at_exit) /* ... named from what they mapped as they exited */ \
+	X(maps_at_exit_unheld, 1, maps_at_exit_unheld) /* ... mappings of files not held */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
 	X(pins_changed, 1, files_changed_in_place) /* ... let go: written over in place */ \

@@ -58,6 +58,28 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     assert st["probe_events_spared"] - before_probes["probe_events_spared"] >= execs, (st, execs)
 
 
+def test_processes_sampled_only_as_they_exit_are_counted():
+    """150 children that live only to exit, each tearing down 256 MiB of page tables it got
+    from its parent: their samples all come after their exit began, with no user stack left
+    to read. They are counted all the same, as unwalkable (fault), one a millisecond of the
+    CPU time the kernel accounted to them: the entry of an exited process stays until the
+    process is freed, and a --pid target's process exiting is still its own."""
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 1000, "--", workload("exitmap"), 150, 256,
+                                sock=d.sock)
+    finally:
+        d.stop()
+    own = first_json_line(p.stdout)
+    s = listing["summary"]
+    unwalkable = {c["name"]: c for c in s["critical"]}["unwalkable"]
+    got = unwalkable["reasons"]["fault"]
+    want = own["children_cpu_s"] * 1000  # one sample a ms of their CPU time
+    # (and the parent's own exit, like theirs: some ms of it)
+    assert abs(got - want) <= 4 * want ** 0.5 + 0.1 * want + 10, (got, want, s)
+    assert s["foreign"] <= 0.01 * s["counted"] + 2, s
+
+
 def test_maps_of_exited_processes_are_let_go():
     """After their samples are drained, the maps of 300 exited processes are not kept: the
     daemon holds the maps of the processes that live, and says how many it let go."""

@@ -29,6 +29,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "agg.h"
+#include "procmaps.h"
 #include "sample.h"
 #include "store.h"
 #include "sym.h"
@@ -375,6 +376,90 @@ static void test_maps_of_an_exiting_process_are_kept(void **state)
 	sym_free(s);
 }
 
+/* What a process "mapped as it exited": this process's code (a fork's is the same). */
+struct exit_noted {
+	struct procmaps_vma v[64];
+	int n;
+	bool unheld;		/* one more mapping, of a file no module holds */
+};
+
+static int note_vma(void *ctx, struct procmaps_vma *v)
+{
+	struct exit_noted *x = ctx;
+
+	if (x->n < 63)
+		x->v[x->n++] = (struct procmaps_vma){ .start = v->start, .end = v->end,
+						      .pgoff = v->pgoff, .dev = v->dev,
+						      .ino = v->ino, .exec = true };
+	return 0;
+}
+
+static int exit_maps_of(void *ctx, uint32_t pid, uint32_t epoch, struct procmaps_vma *v,
+			int max)
+{
+	struct exit_noted *x = ctx;
+	int n = MIN(x->n, max);
+
+	(void)pid, (void)epoch;
+	if (!x->n)
+		return -ENOENT;
+	memcpy(v, x->v, n * sizeof(*v));
+	if (x->unheld && n < max)
+		v[n++] = (struct procmaps_vma){ .start = 0x1000, .end = 0x2000, .dev = 1,
+						.ino = 1, .exec = true };
+	return n;
+}
+
+/*
+ * An image sampled and gone before its map was read (a process first sampled as it exits)
+ * is named from what BPF noted it mapped at its exit, for the files pcmond holds open; a
+ * file it does not hold stays unnamed and is counted; with nothing noted, nothing is named.
+ */
+static void test_maps_noted_at_exit_name_an_image_never_read(void **state)
+{
+	struct exit_noted noted = { .unheld = true };
+	struct sym *s = sym_new(0);
+	struct sym_stats st;
+	pid_t child, other;
+
+	(void)state;
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0); /* our objects opened, held */
+	assert_int_equal(procmaps_walk(getpid(), PROCMAPS_EXEC_FILES, note_vma, &noted), 0);
+	sym_set_proc_source(s, &(struct sym_proc_source){ .exit_maps = exit_maps_of,
+							  .ctx = &noted });
+	child = fork();
+	assert_true(child >= 0);
+	if (!child)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child); /* gone, its map never read */
+	assert_int_equal(sym_proc_load(s, child, 0), -ENOENT);
+	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_a + 2, false),
+				      0),
+			    "test_sym.fde_probe_a");
+	sym_stats(s, &st);
+	assert_int_equal(st.maps_too_late, 1);
+	assert_int_equal(st.maps_at_exit, 1);
+	assert_int_equal(st.maps_at_exit_unheld, 1);
+	/* nothing noted: its pcs stay foreign */
+	noted.n = 0;
+	other = fork();
+	assert_true(other >= 0);
+	if (!other)
+		_exit(0);
+	assert_int_equal(waitpid(other, NULL, 0), other);
+	assert_int_equal(sym_proc_load(s, other, 0), -ENOENT);
+	{
+		const struct sym_loc *l = sym_loc(s, sym_user(s, other, 0,
+							      (uintptr_t)fde_probe_a + 2, false));
+
+		assert_null(sym_proc(s, sym_frames(s, l)[0])->name);
+	}
+	sym_stats(s, &st);
+	assert_int_equal(st.maps_too_late, 2);
+	assert_int_equal(st.maps_at_exit, 1);
+	sym_free(s);
+}
+
 /*
  * Code mapped right after the map was read (ld.so loading libraries after exec): a sample
  * taken in it after that read makes the map be read again at once, not a millisecond later
@@ -596,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_stripped_code_named_by_fde),
 		cmocka_unit_test(test_symbols_named_as_libdwfl_names_them),
 		cmocka_unit_test(test_maps_of_an_exiting_process_are_kept),
+		cmocka_unit_test(test_maps_noted_at_exit_name_an_image_never_read),
 		cmocka_unit_test(test_code_mapped_after_the_last_read),
 		cmocka_unit_test(test_code_made_executable_after_the_last_read),
 		cmocka_unit_test(test_file_written_over_in_place_is_let_go),
