@@ -1224,6 +1224,12 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	}
 	sp->holds_period = true;
 	g->first_drain = true;
+	r = !sp->dwarf || sp->real ? sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
+	if (r) {
+		*rep = proto_error(1, "%s", err);
+		release(g, sp);
+		return r;
+	}
 	if (sp->real) {
 		r = sampler_offcpu_get(g->smp, err, sizeof(err));
 		if (r) {

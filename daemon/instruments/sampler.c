@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -67,6 +68,7 @@ struct sampler {
 	bool use_tp_btf;
 	struct ring_buffer *rb;
 	struct ring_buffer *srb;	/* the stacks ring: read on its own, before each drain */
+	int stacks_epfd;		/* the engine waits on it for srb (sampler_stacks_get()) */
 	struct stab stab[2];		/* what it sent, by counts map */
 	struct pcmon_key *keys;		/* a drain's counts entries */
 	struct pcmon_val *vals;
@@ -377,8 +379,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->usdt_lock, NULL);
+	s->stacks_epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->empty = calloc(1, sizeof(*s->empty));
-	if (!s->empty) {
+	if (!s->empty || s->stacks_epfd < 0) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -433,9 +436,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		goto fail;
 	}
 	s->rb = ring_buffer__new(bpf_map__fd(skel->maps.dsamples), on_dsample, s, NULL);
-	if (s->rb)
-		s->srb = ring_buffer__new(bpf_map__fd(skel->maps.stackring), on_srec, s, NULL);
-	if (!s->rb || !s->srb) {
+	if (!s->rb) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create the event ring buffers: %s", strerror(-r));
 		goto fail;
@@ -466,6 +467,8 @@ void sampler_close(struct sampler *s)
 	free(s->usdt);
 	ring_buffer__free(s->rb);
 	ring_buffer__free(s->srb);
+	if (s->stacks_epfd >= 0)
+		close(s->stacks_epfd);
 	sample_bpf__destroy(s->skel);
 	pthread_mutex_destroy(&s->usdt_lock);
 	stab_free(&s->stab[0]);
@@ -686,7 +689,8 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	s->skel->bss->touched[old] = 0;
 	s->skel->bss->nkeys[old] = 0;
 	s->skel->bss->woken[old] = 0;
-	ring_buffer__consume(s->srb);
+	if (s->srb)
+		ring_buffer__consume(s->srb);
 	n = take_all(cfd, (void **)&s->keys, &s->cap_keys, sizeof(*s->keys), (void **)&s->vals,
 		     &s->cap_vals, sizeof(*s->vals));
 	if (n < 0) {
@@ -801,13 +805,39 @@ int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx)
 {
 	s->ds_cb = ds;
 	s->ds_ctx = ctx;
-	ring_buffer__consume(s->srb);
+	if (s->srb)
+		ring_buffer__consume(s->srb);
 	return ring_buffer__consume(s->rb);
 }
 
 int sampler_stacks_fd(struct sampler *s)
 {
-	return ring_buffer__epoll_fd(s->srb);
+	return s->stacks_epfd;
+}
+
+/*
+ * The stacks ring is mapped when a target first needs it: frame-pointer stacks and REAL
+ * time's intervals go through it, the on-CPU samples of --unwind dwarf and auto (the
+ * default) never do. Once mapped its pages are resident in pcmond twice over (the consumer
+ * maps the ring twice, so that a record is never split): 16 MB a system-wide target with
+ * the default unwinding need not pay. Records BPF sent before are read then.
+ */
+int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int r;
+
+	if (s->srb)
+		return 0;
+	s->srb = ring_buffer__new(bpf_map__fd(s->skel->maps.stackring), on_srec, s, NULL);
+	if (s->srb &&
+	    !epoll_ctl(s->stacks_epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->srb), &ev))
+		return 0;
+	r = -errno;
+	ring_buffer__free(s->srb);
+	s->srb = NULL;
+	snprintf(err, errlen, "cannot map the stacks ring buffer: %s", strerror(-r));
+	return r;
 }
 
 void sampler_programs_json(struct sampler *s, cJSON *arr)

@@ -76,6 +76,8 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
 /* Streams: --unwind dwarf records, and new stacks. The fds to poll, and the consumer. */
 int sampler_dsamples_fd(struct sampler *s);
 int sampler_stacks_fd(struct sampler *s);	/* woken when the stacks ring is half full */
+/* The stacks ring mapped, for a target whose samples send stacks through it (not dwarf's). */
+int sampler_stacks_get(struct sampler *s, char *err, size_t errlen);
 typedef void (*sampler_dsample_cb)(void *ctx, const void *data, size_t len);
 int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx);
 
