@@ -42,12 +42,13 @@ struct engine {
 
 /*
  * How often what changed is saved: every 5 s, or less often when saving takes much CPU (a
- * target of 100k stacks, a system-wide one after hours), so that it costs at most 0.5 % of a
- * CPU. Waiting on the disk is not counted: an fsync slow on a busy disk delays no retry.
+ * target of 100k stacks, a system-wide one after minutes), so that it costs at most 0.05 %
+ * of a CPU: a twentieth of a system-wide profiler's budget of 1 %. Waiting on the disk is
+ * not counted: an fsync slow on a busy disk delays no retry.
  */
 static inline uint64_t engine_save_interval_ns(const struct engine *e)
 {
-	return MAX(5000000000ULL, 200 * e->flush_cost_ns);
+	return MAX(5000000000ULL, 2000 * e->flush_cost_ns);
 }
 
 /* Whether @c may see and act on @t: its owner, or root. */
