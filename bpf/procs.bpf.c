@@ -165,8 +165,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	procs_changed();
 	if (np.probe_seq)
-		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq, true);
-	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, 0, np.probe_seq,
+		emit(&probe_events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, p->epoch, np.probe_seq,
+		     true);
+	/* (in the exit code's place: the parent's epoch) */
+	emit(&events, PCMON_EV_FORK, np.target, ctgid, ptgid, 0, p->epoch, np.probe_seq,
 	     cfg->flags & PCMON_TF_PROMPT);
 	return 0;
 }

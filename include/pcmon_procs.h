@@ -171,7 +171,10 @@ struct pcmon_event {
 	__u32 pid;
 	__u32 ppid;
 	__u32 epoch;
-	__u32 exit_code;
+	union {
+		__u32 exit_code;	/* EXIT */
+		__u32 pepoch;		/* FORK: the parent's exec epoch, the image the child copies */
+	};
 	char comm[PCMON_COMM_LEN];
 	__u32 probe_seq;	/* FORK, EXEC, DLOPEN, JOIN: the process's probe_seq after it */
 	__u32 pad;

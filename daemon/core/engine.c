@@ -213,6 +213,7 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 	 */
 	switch (ev->type) {
 	case PCMON_EV_FORK:
+		sym_proc_forked(e->sym, ev->pid, ev->ppid, ev->pepoch);
 		if (t)
 			t->live++;
 		break;

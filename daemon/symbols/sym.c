@@ -136,7 +136,9 @@ struct pmap {
 	uint64_t born_ns;	/* when its map was first read: about its exec */
 	uint32_t jit_mod;	/* module of its perf map, 0 until one is found */
 	uint64_t jit_try_ns;	/* when its perf map was last looked for or checked for growth */
-	bool gone;		/* sampled, but gone before its map was read (proc_gone_unread()) */
+	bool gone;		/* sampled, but gone before its map was read (proc_gone()) */
+	bool forked;		/* a fork's child, not exec'd yet: of the image ppid, pepoch */
+	uint32_t ppid, pepoch;
 };
 
 struct ksym {
@@ -512,8 +514,14 @@ static bool has_pcmon_probes(Elf *elf)
  * A file written over in place keeps its inode but not its contents: at most once a second
  * a pinned file's modification time and size are looked at, and one that changed is let go
  * (its mappings are then told apart by build-id again).
+ *
+ * A module let go (module_close()) keeps its file held, up to PIN_CLOSED_MAX of them, the
+ * least recently used let go first: a descriptor, no memory. Its mappings are still known
+ * without asking, and it is opened again from that descriptor when a sample needs it, if
+ * the process that mapped it is gone (a compiler first sampled as it exited).
  */
 #define PIN_CHECK_NS 1000000000ULL
+#define PIN_CLOSED_MAX 256
 
 static void pin_file(struct sym *s, struct smod *m, int fd)
 {
@@ -522,8 +530,8 @@ static void pin_file(struct sym *s, struct smod *m, int fd)
 	uint32_t id;
 	int own;
 
-	if (!k || !k->ino || k->dev >= UINT64_MAX - 2 || fstat(fd, &st) || st.st_ino != k->ino ||
-	    k->dev != (((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev)))
+	if (m->pin || !k || !k->ino || k->dev >= UINT64_MAX - 2 || fstat(fd, &st) ||
+	    st.st_ino != k->ino || k->dev != (((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev)))
 		return;
 	if (itab_intern(s->files, (uint64_t[2]){ k->dev, k->ino }, 2 * sizeof(uint64_t), &id) < 0 ||
 	    GROW(s->file_mod, s->cap_file_mod, id + 1) ||
@@ -596,9 +604,15 @@ static void module_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t st
 		m->closed = false;
 		s->st.modules_reopened++;
 	}
-	/* map_files survives deleted files and other mount namespaces; then the root view */
+	/*
+	 * The file it still holds (let go, then needed again); map_files, which survives deleted
+	 * files and other mount namespaces; then the root view.
+	 */
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = !strcmp(m->path, "[vdso]") ? vdso_fd() : open(p, O_RDONLY | O_CLOEXEC);
+	if (m->pin)
+		fd = fcntl(m->pin_fd, F_DUPFD_CLOEXEC, 0);
+	else
+		fd = !strcmp(m->path, "[vdso]") ? vdso_fd() : open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -691,9 +705,27 @@ static void module_drop_tables(struct smod *m)
 	m->eh_cfi = m->dbg_cfi = NULL;
 }
 
+/* At most PIN_CLOSED_MAX modules let go keep their files held: the least recently used go. */
+static void pins_of_closed_bounded(struct sym *s)
+{
+	struct smod *lru = NULL;
+	size_t n = 0;
+
+	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
+		struct smod *m = &s->mods[i];
+
+		if (!m->closed || !m->pin)
+			continue;
+		n++;
+		if (!lru || m->used_ns < lru->used_ns)
+			lru = m;
+	}
+	if (n > PIN_CLOSED_MAX)
+		unpin_file(s, lru);
+}
+
 static void module_close(struct sym *s, struct smod *m)
 {
-	unpin_file(s, m);
 	dwfl_end(m->dwfl);
 	m->dwfl = NULL;
 	m->mod = NULL;
@@ -704,6 +736,7 @@ static void module_close(struct sym *s, struct smod *m)
 	m->tried = false;
 	m->closed = true;
 	s->st.modules_closed++;
+	pins_of_closed_bounded(s);
 }
 
 void sym_close_idle(struct sym *s)
@@ -1858,6 +1891,17 @@ void sym_sample_taken(struct sym *s, uint64_t ns)
 	s->taken_ns = ns;
 }
 
+void sym_proc_forked(struct sym *s, uint32_t pid, uint32_t ppid, uint32_t pepoch)
+{
+	struct pmap *pm = pmap_get(s, pid, 0, true);
+
+	if (pm && !pm->n) {
+		pm->forked = true;
+		pm->ppid = ppid;
+		pm->pepoch = pepoch;
+	}
+}
+
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
@@ -1967,9 +2011,33 @@ static int pmap_insert(struct pmap *pm, const struct region *g)
  * exited (the kernel tears a compiler's address space down for some milliseconds), or just
  * before. BPF noted what it mapped for execution as it exited; the files pcmond holds open
  * are known by device and inode, and name those mappings. Others stay unnamed, and their
- * pcs are foreignPcs. Once per image; not @sure that it is gone (a query found nothing at
- * an address), only if BPF noted its exit.
+ * pcs are foreignPcs. A fork's child that exec'd first, sampled in its execve, had its
+ * parent's map. Once per image; not @sure that it is gone (a query found nothing at an
+ * address), only if BPF noted its exit.
  */
+/*
+ * A fork's child that exec'd (or exited) before its map was read had its parent's: the map
+ * read of the parent's image, or else the parent's map as it is now, if the parent still
+ * runs that image (a make or a shell waits for its child). Not a map of the parent's own:
+ * nothing here adds to the maps that @pm may be one of.
+ */
+static void parent_map(struct sym *s, struct pmap *pm)
+{
+	struct pmap *parent = pmap_get(s, pm->ppid, pm->pepoch, false);
+	uint32_t live;
+
+	if (parent && parent->n && !GROW(pm->r, pm->cap, parent->n)) {
+		memcpy(pm->r, parent->r, parent->n * sizeof(*pm->r));
+		pm->n = parent->n;
+	} else if (s->src.epoch && !s->src.epoch(s->src.ctx, pm->ppid, &live) &&
+		   live == pm->pepoch) {
+		s->st.maps_reads++;
+		procmaps_walk(pm->ppid, PROCMAPS_BUILD_ID | PROCMAPS_ON_ASK, add_vma,
+			      &(struct vma_ctx){ .s = s, .pm = pm, .pid = pm->ppid });
+	}
+	s->st.maps_of_parent += pm->n > 0;
+}
+
 static void proc_gone(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epoch, bool sure)
 {
 	struct procmaps_vma v[64];
@@ -2000,6 +2068,8 @@ static void proc_gone(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epo
 	}
 	if (pm->n > had)
 		s->st.maps_at_exit++;
+	if (n < 0 && pm->forked && !pm->n)
+		parent_map(s, pm);
 }
 
 /*

@@ -71,6 +71,11 @@ int sym_proc_reload(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t since_
 /* Take it unless it was taken after @ts, when the image was first sampled (a sample named
  * before its event came here took the map then). */
 int sym_proc_sampled(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t ts);
+/*
+ * Process @pid was forked from @ppid running its image @pepoch: until it execs, its map is a
+ * copy of that one, which names its pcs if it is gone before its own is read.
+ */
+void sym_proc_forked(struct sym *s, uint32_t pid, uint32_t ppid, uint32_t pepoch);
 /* The process left this epoch (exec or exit): its map is final, no more re-reads. */
 void sym_proc_final(struct sym *s, uint32_t pid, uint32_t epoch);
 /* Let go of the maps of images left before @before_ns, whose samples have all been read. */
@@ -188,6 +193,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(maps_too_late, 1, maps_too_late) /* images sampled, gone before their map was read */ \
 	X(maps_at_exit, 1, maps_at_exit) /* ... named from what they mapped as they exited */ \
 	X(maps_at_exit_unheld, 1, maps_at_exit_unheld) /* ... mappings of files not held */ \
+	X(maps_of_parent, 1, maps_of_parent) /* ... a fork's child, named from its parent's */ \
 	X(file_stats, 1, file_stats) /* files without a build-id, told apart by stat() */  \
 	X(maps_pinned, 1, maps_pinned) /* mappings of a file held open: no name, build-id */ \
 	X(pins_changed, 1, files_changed_in_place) /* ... let go: written over in place */ \

@@ -113,6 +113,13 @@ def procs(listing):
     return {p["procedure"]: p for p in listing["procedures"]}
 
 
+def charged(listing):
+    """Counted samples charged to procedures: not to a critical section (an unwalkable
+    sample matches no WHEN pattern and is counted all the same)."""
+    s = listing["summary"]
+    return s["counted"] - sum(c["count"] for c in s["critical"])
+
+
 def cgroup2_root():
     """Where the cgroup v2 hierarchy is mounted (the tests that make cgroups need one)."""
     for line in open("/proc/self/mounts"):

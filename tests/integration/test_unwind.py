@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
+from lib import charged, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
 
 NODAEMON = "/nonexistent/pcmond.sock"
 
@@ -23,11 +23,6 @@ def run_own(name, *opts, secs=2):
     listing, p = pcmon_json("run", "--interval", 500, *opts, "--", workload(name), secs,
                             sock=NODAEMON)
     return listing, first_json_line(p.stdout)
-
-
-def charged(listing):
-    s = listing["summary"]
-    return s["counted"] - sum(c["count"] for c in s["critical"])
 
 
 def test_qsort_comparator_keeps_its_callers():

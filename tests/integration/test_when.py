@@ -6,15 +6,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, workload
+from lib import charged, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, workload
 
 NODAEMON = "/nonexistent/pcmond.sock"
-
-
-def charged(listing):
-    """Counted samples that went to procedures (not to a critical section)."""
-    s = listing["summary"]
-    return s["counted"] - sum(c["count"] for c in s["critical"])
 
 
 def callers_run(*opts, sock=NODAEMON):

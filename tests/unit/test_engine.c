@@ -35,6 +35,7 @@
 #include "pcmon_bpf.h"
 #include "probes.h"
 #include "procs.h"
+#include "sym.h"
 #include "proto.h"
 #include "sampler.h"
 #include "util.h"
@@ -186,6 +187,17 @@ int procs_proc_epoch(struct procs *s, uint32_t tgid, uint32_t *epoch)
 	return 0;
 }
 
+static int live_epoch(void *ctx, uint32_t tgid, uint32_t *epoch)
+{
+	return procs_proc_epoch(ctx, tgid, epoch);
+}
+
+/* No process here exits with its mappings noted. */
+void procs_sym_source(struct procs *p, struct sym_proc_source *src)
+{
+	*src = (struct sym_proc_source){ .epoch = live_epoch, .ctx = p };
+}
+
 int procs_cgroup_add(struct procs *s, uint64_t cgid, uint32_t target)
 {
 	(void)s; (void)cgid; (void)target;
@@ -239,6 +251,12 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 
 int sampler_dsamples_fd(struct sampler *s) { (void)s; return fk.evfd; }
 int sampler_stacks_fd(struct sampler *s) { (void)s; return fk.evfd; }
+
+int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)
+{
+	(void)s; (void)err; (void)errlen;
+	return 0;
+}
 
 int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx)
 {

@@ -412,51 +412,74 @@ static int exit_maps_of(void *ctx, uint32_t pid, uint32_t epoch, struct procmaps
 
 /*
  * An image sampled and gone before its map was read (a process first sampled as it exits)
- * is named from what BPF noted it mapped at its exit, for the files pcmond holds open; a
- * file it does not hold stays unnamed and is counted; with nothing noted, nothing is named.
+ * is named from what BPF noted it mapped at its exit, for the files pcmond holds open (let
+ * go or not); a file it does not hold stays unnamed and is counted; with nothing noted,
+ * nothing is named, but a fork's child that had no map of its own has its parent's.
  */
+/* A child forked from here that exited at once, reaped: its map was never read. */
+static pid_t gone_child(void)
+{
+	pid_t child = fork();
+
+	assert_true(child >= 0);
+	if (!child)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	return child;
+}
+
+/* The procedure that names pc @pc in (the gone) @pid, or NULL: none does. */
+static const char *named_in(struct sym *s, pid_t pid, uintptr_t pc)
+{
+	const struct sym_loc *l;
+	uint32_t loc;
+
+	assert_int_equal(sym_proc_load(s, pid, 0), -ENOENT);
+	loc = sym_user(s, pid, 0, pc + 2, false);
+	l = sym_loc(s, loc);
+	assert_non_null(l);
+	return sym_proc(s, sym_frames(s, l)[0])->name ? proc_full(s, loc, 0) : NULL;
+}
+
 static void test_maps_noted_at_exit_name_an_image_never_read(void **state)
 {
 	struct exit_noted noted = { .unheld = true };
 	struct sym *s = sym_new(0);
 	struct sym_stats st;
-	pid_t child, other;
+	pid_t child;
 
 	(void)state;
 	assert_int_equal(sym_proc_load(s, getpid(), 0), 0); /* our objects opened, held */
 	assert_int_equal(procmaps_walk(getpid(), PROCMAPS_EXEC_FILES, note_vma, &noted), 0);
 	sym_set_proc_source(s, &(struct sym_proc_source){ .exit_maps = exit_maps_of,
 							  .ctx = &noted });
-	child = fork();
-	assert_true(child >= 0);
-	if (!child)
-		_exit(0);
-	assert_int_equal(waitpid(child, NULL, 0), child); /* gone, its map never read */
-	assert_int_equal(sym_proc_load(s, child, 0), -ENOENT);
-	assert_string_equal(proc_full(s, sym_user(s, child, 0, (uintptr_t)fde_probe_a + 2, false),
-				      0),
-			    "test_sym.fde_probe_a");
+	assert_string_equal(named_in(s, gone_child(), (uintptr_t)fde_probe_a), "test_sym.fde_probe_a");
 	sym_stats(s, &st);
 	assert_int_equal(st.maps_too_late, 1);
 	assert_int_equal(st.maps_at_exit, 1);
 	assert_int_equal(st.maps_at_exit_unheld, 1);
+	/* objects let go keep their files held: known, and opened again from them */
+	sym_set_limits(s, 1, 0);
+	usleep(1000);
+	sym_close_idle(s);
+	sym_stats(s, &st);
+	assert_int_equal(st.objects_open, 0);
+	assert_string_equal(named_in(s, gone_child(), (uintptr_t)fde_probe_b), "test_sym.fde_probe_b");
+	sym_stats(s, &st);
+	assert_int_equal(st.maps_at_exit, 2);
+	assert_true(st.modules_reopened >= 1);
 	/* nothing noted: its pcs stay foreign */
 	noted.n = 0;
-	other = fork();
-	assert_true(other >= 0);
-	if (!other)
-		_exit(0);
-	assert_int_equal(waitpid(other, NULL, 0), other);
-	assert_int_equal(sym_proc_load(s, other, 0), -ENOENT);
-	{
-		const struct sym_loc *l = sym_loc(s, sym_user(s, other, 0,
-							      (uintptr_t)fde_probe_a + 2, false));
-
-		assert_null(sym_proc(s, sym_frames(s, l)[0])->name);
-	}
+	assert_null(named_in(s, gone_child(), (uintptr_t)fde_probe_a));
 	sym_stats(s, &st);
-	assert_int_equal(st.maps_too_late, 2);
-	assert_int_equal(st.maps_at_exit, 1);
+	assert_int_equal(st.maps_too_late, 3);
+	assert_int_equal(st.maps_at_exit, 2);
+	/* nothing noted, but a fork's child: named from its parent's map */
+	child = gone_child();
+	sym_proc_forked(s, child, getpid(), 0);
+	assert_string_equal(named_in(s, child, (uintptr_t)fde_probe_a), "test_sym.fde_probe_a");
+	sym_stats(s, &st);
+	assert_int_equal(st.maps_of_parent, 1);
 	sym_free(s);
 }
 
