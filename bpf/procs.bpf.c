@@ -244,7 +244,7 @@ static void note_exit_maps(struct task_struct *task, __u32 tgid, __u32 epoch)
 			ino = vma->vm_file->f_inode;
 			v->start = vma->vm_start;
 			v->end = vma->vm_end;
-			v->pgoff = vma->vm_pgoff << 12;
+			v->pgoff = vma->vm_pgoff << 12; /* (pages of 4 KiB: x86-64, vmlinux/x86) */
 			v->ino = ino->i_ino;
 			v->dev = ino->i_sb->s_dev;
 			v->pad = 0;
@@ -271,7 +271,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/*
 	 * A sampled image's map may not have been read yet (the engine reads it a fraction of a
 	 * millisecond after the first sample), or not all of it. An image not sampled yet can
-	 * be only from now on, with no user stack left to read: unwalkable in any case.
+	 * be sampled only from now on, with no user stack left to read: unwalkable anyway.
 	 */
 	if (pr->flags & PCMON_PF_SAMPLED)
 		note_exit_maps(p, tgid, pr->epoch);

@@ -1054,8 +1054,16 @@ static void python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool a
 {
 	struct pcmon_pyproc pp;
 	char why[4400];
+	uint32_t live;
 	int r;
 
+	/*
+	 * Only at the image the process runs now: BPF reads the entry of that one alone, and a
+	 * late look at one it has left (its first-sample event handled after the new image's
+	 * first samples) would take the entry over, its samples unknown for good.
+	 */
+	if (!procs_proc_epoch(g->env.procs, pid, &live) && live != epoch)
+		return;
 	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
 	if (r == -ENOTSUP && py_tell_once(g->py, pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);

@@ -2006,16 +2006,6 @@ static int pmap_insert(struct pmap *pm, const struct region *g)
 }
 
 /*
- * Image @epoch of @pid was sampled and is gone before its map was read, or before a pc
- * outside the mappings read could be looked up: most often it was first sampled as it
- * exited (the kernel tears a compiler's address space down for some milliseconds), or just
- * before. BPF noted what it mapped for execution as it exited; the files pcmond holds open
- * are known by device and inode, and name those mappings. Others stay unnamed, and their
- * pcs are foreignPcs. A fork's child that exec'd first, sampled in its execve, had its
- * parent's map. Once per image; not @sure that it is gone (a query found nothing at an
- * address), only if BPF noted its exit.
- */
-/*
  * A fork's child that exec'd (or exited) before its map was read had its parent's: the map
  * read of the parent's image, or else the parent's map as it is now, if the parent still
  * runs that image (a make or a shell waits for its child). Not a map of the parent's own:
@@ -2038,6 +2028,16 @@ static void parent_map(struct sym *s, struct pmap *pm)
 	s->st.maps_of_parent += pm->n > 0;
 }
 
+/*
+ * Image @epoch of @pid was sampled and is gone before its map was read, or before a pc
+ * outside the mappings read could be looked up: most often it was first sampled as it
+ * exited (the kernel tears a compiler's address space down for some milliseconds), or just
+ * before. BPF noted what it mapped for execution as it exited; the files pcmond holds open
+ * are known by device and inode, and name those mappings. Others stay unnamed, and their
+ * pcs are foreignPcs. A fork's child that exec'd first, sampled in its execve, had its
+ * parent's map. Once per image; not @sure that it is gone (a query found nothing at an
+ * address), only if BPF noted its exit.
+ */
 static void proc_gone(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t epoch, bool sure)
 {
 	struct procmaps_vma v[64];
