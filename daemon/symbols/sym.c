@@ -2095,7 +2095,7 @@ static int proc_load_at(struct sym *s, struct pmap *pm, uint32_t pid, uint32_t e
 		r = pmap_insert(pm, &one.r[0]);
 	} else {
 		/* no file's mapping there (an exiting process has none), or no map to open */
-		proc_gone(s, pm, pid, epoch, r < 0);
+		proc_gone(s, pm, pid, epoch, r == -ENOENT || r == -ESRCH);
 		r = pmap_find(pm, addr) ? 0 : r < 0 ? r : 1;
 	}
 	if (one.scan_anon_code && !pm->anon_code) {
