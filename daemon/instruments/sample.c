@@ -1576,6 +1576,7 @@ static const struct proto_field list_fields[] = {
 
 static const struct proto_field mark_fields[] = {
 	{ .name = "target", .type = PT_TARGET, .required = true },
+	F_BOOL("at_start"),	/* the window starts with the target (a push's first) */
 };
 
 static const struct inst_cmd cmds[] = {
