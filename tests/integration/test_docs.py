@@ -156,7 +156,7 @@ OPTION = re.compile(r"(?<![\w\-/.=])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 PATHISH = re.compile(r"(?<![\w/.$~@-])((?:\.{1,2}/)?[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*{}-]+)+/?)")
 BARE = re.compile(r"(?<![\w/.-])([A-Za-z_][\w-]*(?:\.bpf)?\.(?:c|h|py|sh|proto|cc|rs))(?![\w/]|\.\w)")
 CALL = re.compile(r"(?<![\w$])((?:[A-Za-z_]\w*\.)*)([A-Za-z_]\w*)\(\)")
-MDLINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+MDLINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]*))?\)")
 TOP_DIRS = ("bench", "bpf", "cli", "daemon", "debian", "docs", "include", "packaging",
             "tests", "vmlinux")
 
@@ -209,6 +209,22 @@ def code_spans(doc, lines):
         else:
             para.append((i, line))
     flush()
+    return out
+
+
+def anchors(path):
+    """The anchors GitHub gives a markdown file's headings: lower case, punctuation but
+    hyphens and underscores dropped, spaces as hyphens; a repeated one numbered -1, -2."""
+    seen, out, fenced = {}, set(), False
+    for line in open(path, errors="replace"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not re.match(r"#{1,6} ", line):
+            continue
+        slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if not n else f"{slug}-{n}")
     return out
 
 
@@ -284,11 +300,15 @@ class Checker:
 
     def check_links(self, doc, i, line):
         for m in MDLINK.finditer(line):
-            ref = m.group(1)
+            ref, anchor = m.group(1), m.group(2)
             if re.match(r"[a-z]+:", ref):
                 continue  # a URL
-            if not os.path.exists(os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), ref))):
+            path = os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), ref or doc))
+            if ref and not os.path.exists(path):
                 self.bad(doc, i, f"the link to {ref} leads to no file")
+            elif anchor and path.endswith(".md") and anchor not in anchors(path):
+                self.bad(doc, i, f"the link to {ref}#{anchor}: {os.path.relpath(path, ROOT)} "
+                                 "has no such heading")
 
     def run(self):
         defined = defined_names(self.files)
