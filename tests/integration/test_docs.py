@@ -45,6 +45,7 @@ FOREIGN = re.compile(r"\b(perf|gcc|clang|cc|go tool|pprof|flamegraph\.pl|stackco
 # A function docs may cite that neither the tree defines nor /usr/include declares: the
 # kernel's own (its internals, which BPF programs attach to or mirror).
 EXTERNAL_FUNCTIONS = {"__schedule", "synchronize_rcu"}
+SOURCE_EXT = (".c", ".h", ".py", ".sh", ".proto", ".cc", ".rs")
 # Files of other projects that docs name: pprof's profile description.
 EXTERNAL_FILES = {"profile.proto"}
 
@@ -281,6 +282,13 @@ class Checker:
         for m in PATHISH.finditer(text):
             ref = m.group(1)
             first = re.sub(r"^\./", "", ref).split("/")[0]
+            if first not in TOP_DIRS and ref.endswith(SOURCE_EXT) and not ref.startswith("."):
+                # a header as code includes it (pcmon/critical.h), or the system's (sys/sdt.h)
+                if not exempt(ref) and not any(f.endswith("/" + ref) for f in self.files) \
+                        and not glob.glob(os.path.join("/usr/include", ref)) \
+                        and not glob.glob(os.path.join("/usr/include/*", ref)):  # multiarch
+                    self.bad(doc, i, f"no file {ref} in the tree (nor in /usr/include)")
+                continue
             if first not in TOP_DIRS:
                 continue  # not a path of the tree (a URL's, a system's, a program run, a ratio)
             if exempt(ref) or any(re.search(r"[A-Z]{2,}|^X$|_X\b|N$", c) for c in ref.split("/")):
