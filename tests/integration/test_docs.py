@@ -325,19 +325,18 @@ class Checker:
                 self.bad(doc, i, f"the link to {ref}#{anchor}: {os.path.relpath(path, ROOT)} "
                                  "has no such heading")
 
-    def run(self):
+    def run(self, extra=()):
+        """The problems of every doc, and of @extra: (name, text) of docs not in the tree."""
         defined = defined_names(self.files)
         pcmon_by = pcmon_options()
         pcmon_all = set().union(*pcmon_by.values())
         pcmond = pcmond_options()
         calls = []  # (doc, line, name) not defined in the tree
-        for doc in self.docs:
-            lines = open(os.path.join(ROOT, doc), errors="replace").read().splitlines()
+        docs = [(d, open(os.path.join(ROOT, d), errors="replace").read()) for d in self.docs]
+        for doc, text in docs + list(extra):
+            lines = text.splitlines()
             heads = heading_of(lines)
             man = not doc.endswith(".md")
-            prog = None
-            if man:
-                prog = "pcmond" if re.search(r"pcmond\.\d$", doc) else "pcmon"
 
             def exempt_for(i):
                 if doc == "HACKING.md" and "Adding an instrument" in heads[i - 1]:
@@ -355,8 +354,8 @@ class Checker:
                     name = m.group(2)
                     if name not in defined and not exempt(name):
                         calls.append((doc, i, m.group(1) + name))
-                self.check_options(doc, i, text, is_code, line, man and prog, exempt,
-                                   pcmon_by, pcmon_all, pcmond)
+                self.check_options(doc, i, text, is_code, line, exempt, pcmon_by, pcmon_all,
+                                   pcmond)
         names = {c[2].split(".")[-1] for c in calls}
         system = system_declared(names - EXTERNAL_FUNCTIONS) | EXTERNAL_FUNCTIONS
         for doc, i, name in calls:
@@ -364,8 +363,7 @@ class Checker:
                 self.bad(doc, i, f"{name}() is defined nowhere in the tree (nor in /usr/include)")
         return self.problems
 
-    def check_options(self, doc, i, text, is_code, line, prog, exempt, pcmon_by, pcmon_all,
-                      pcmond):
+    def check_options(self, doc, i, text, is_code, line, exempt, pcmon_by, pcmon_all, pcmond):
         opts = ["--" + o for o in OPTION.findall(text)]
         if not opts:
             return
@@ -399,6 +397,34 @@ class Checker:
         for o in opts:
             if o not in pcmon_all and o not in pcmond:
                 self.bad(doc, i, f"neither pcmon nor pcmond has an option {o}")
+
+
+# A page of false claims, one a line: what the check must say of each (line: message).
+FALSE_PAGE = """\
+The drain is `daemon/core/drainer.c`.
+It calls `sampler_drain_everything()` at once.
+Start it with `pcmon start --countt f`, or `pcmond --state-dirr D`.
+The exports are in exporter.c.
+See [the walk](HACKING.md#no-such-heading).
+Run `perf record --call-graph dwarf` and `pcmon list --calls`; `time.thread_time()`.
+"""
+FALSE_FOUND = [
+    "1: no file or directory daemon/core/drainer.c in the tree",
+    "2: sampler_drain_everything() is defined nowhere in the tree (nor in /usr/include)",
+    "3: pcmon start has no option --countt",
+    "3: pcmond has no option --state-dirr",
+    "4: no file named exporter.c in the tree",
+    "5: the link to HACKING.md#no-such-heading: HACKING.md has no such heading",
+]
+
+
+def test_the_check_finds_false_claims():
+    """The check itself: a page of false claims (and of true ones, line 6) is told line by
+    line."""
+    c = Checker()
+    c.docs = []
+    problems = c.run(extra=[("selftest.md", FALSE_PAGE)])
+    assert sorted(problems) == sorted("selftest.md:" + p for p in FALSE_FOUND), problems
 
 
 def test_docs_say_what_the_tree_holds():
