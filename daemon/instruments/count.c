@@ -961,14 +961,25 @@ static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 	return 0;
 }
 
+/* A row's sums before the first OPTIONAL field of PCMON_CSTAT_FIELDS (they come last). */
+#define CSTAT_IS_ALWAYS	      1
+#define CSTAT_IS_OPTIONAL     0
+#define CSTAT_ALWAYS(f, need) +CSTAT_IS_##need
+#define COUNT_WIDTH_ALWAYS    (0 PCMON_CSTAT_FIELDS(CSTAT_ALWAYS))
+
 /*
  * The call table's time slices (format 5); a file from before has none: its totals load as
- * one slice, the target's life.
+ * one slice, the target's life. The rows are as wide as the totals the file's procedures
+ * carry: a format-5 file written before the OPTIONAL fields were (self_ctx: --when at
+ * probes) has rows of the ALWAYS fields only.
  */
-static int load_slices(struct sf_rd *rd, const cJSON *o, struct count *ct)
+static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struct count *ct)
 {
+	const cJSON *fn0 = cJSON_GetArrayItem(fns, 0);
+	bool narrow = fn0 && !cJSON_GetObjectItemCaseSensitive(fn0, "self_ctx");
 	uint64_t *rows;
-	int r = timed_read(rd, o, COUNT_WIDTH, ct->nfns, ct->slices, NULL);
+	int r = timed_read_narrow(rd, o, COUNT_WIDTH, narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH,
+				  ct->nfns, ct->slices, NULL);
 
 	if (r <= 0)
 		return r;
@@ -1135,7 +1146,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		ct->nfns++;
 	}
 	rd->at[0] = '\0';
-	if ((r = load_slices(rd, o, ct))) {
+	if ((r = load_slices(rd, o, fns, ct))) {
 		free_state(ct);
 		return r;
 	}
