@@ -28,13 +28,29 @@ const char *socket_path(const struct cli *c)
 	return c->socket ? c->socket : env && *env ? env : PCMON_DEFAULT_SOCKET;
 }
 
+/* What to do about a connection to pcmond that failed with -@err. */
+static const char *connect_advice(int err)
+{
+	switch (-err) {
+	case EACCES:
+	case EPERM: /* it runs: the socket is root's and group pcmon's */
+		return "pcmond runs, but its socket is for root and group pcmon: join the group "
+		       "('sudo usermod -aG pcmon $USER', then log in again) or use sudo";
+	case ENOENT:
+	case ECONNREFUSED:
+		return "pcmond is not running: 'sudo systemctl start pcmond', or run 'sudo pcmond'";
+	default:
+		return "is PCMON_SOCKET or --socket right?";
+	}
+}
+
 int session_connect(const struct cli *c, struct session *s)
 {
 	s->e = NULL;
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s: %s (start it: 'systemctl start pcmond', or run 'pcmond' as root)",
-			    socket_path(c), strerror(-s->fd));
+		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
 
@@ -121,9 +137,14 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 				"pcmond has its own (see pcmon status)\n");
 		return 0;
 	}
+	/* pcmond runs but is not ours to reach: an engine of our own would not be either */
+	if (s->fd == -EACCES || s->fd == -EPERM)
+		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
-		return fail(c, 1, "pcmond is not running and the embedded engine failed: %s", err);
+		return fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
+			    socket_path(c), strerror(-s->fd), err);
 	return 0;
 }
 
@@ -135,8 +156,8 @@ static int reconnect(struct cli *c, struct session *s)
 	close(s->fd);
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s again: %s", socket_path(c),
-			    strerror(-s->fd));
+		return fail(c, 1, "cannot reach pcmond at %s again: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
 
