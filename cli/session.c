@@ -220,31 +220,47 @@ static void launch_req(struct cli *c, struct run *r, pid_t child)
 	}
 }
 
-/* Fork the command, held on pipe @go until the target is on: its first instruction is watched. */
+/*
+ * Fork the command, held on pipe @go until the target is on: its first instruction is
+ * watched. Its exec's errno, if it fails, comes back on r->exec_fd (closed by the exec).
+ */
 static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *go)
 {
-	int p[2];
+	int p[2], e[2];
 
 	if (pipe2(p, O_CLOEXEC))
 		return fail(c, 1, "pipe: %s", strerror(errno));
+	if (pipe2(e, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return fail(c, 1, "pipe: %s", strerror(errno));
+	}
 	*child = fork();
 	if (*child < 0) {
 		close(p[0]);
 		close(p[1]);
+		close(e[0]);
+		close(e[1]);
 		return fail(c, 1, "fork: %s", strerror(errno));
 	}
 	if (*child == 0) {
 		char ch;
+		int err;
 
 		close(p[1]);
+		close(e[0]);
 		if (read(p[0], &ch, 1) != 1)
 			_exit(127);
 		execvpe(r->argv[0], r->argv, envp);
-		fprintf(stderr, "pcmon: cannot run '%s': %s\n", r->argv[0], strerror(errno));
+		err = errno;
+		if (write(e[1], &err, sizeof(err)) != sizeof(err))
+			_exit(126);
 		_exit(127);
 	}
 	close(p[0]);
+	close(e[1]);
 	*go = p[1];
+	r->exec_fd = e[0];
 	signal(SIGINT, SIG_IGN); /* ^C reaches the command; we stay to print its profile */
 	signal(SIGQUIT, SIG_IGN);
 	launch_req(c, r, *child);
@@ -364,6 +380,35 @@ static void drop(struct session *s, const char *id)
 	cJSON_Delete(req);
 }
 
+/* The launched command's exec failed: said, 127 (as a shell says it); else 0. */
+static int exec_failed(struct cli *c, struct run *r)
+{
+	int err;
+
+	if (r->exec_fd < 0 || read(r->exec_fd, &err, sizeof(err)) != sizeof(err))
+		return 0;
+	r->keep = false; /* nothing ran: no target to keep */
+	return fail(c, 127, "cannot run '%s': %s", r->argv[0], strerror(err));
+}
+
+/*
+ * Where the listing of a launched command goes: -o FILE; else stdout, where the command
+ * writes too, if it is a terminal (the listing comes after the command's output) and
+ * --json's documents (a script asked for them); else stderr, as time(1) does, so that
+ * `pcmon run -- prog > out` keeps the listing apart from the program's output.
+ */
+static int listing_stream(struct cli *c, const struct run *r, FILE **f)
+{
+	*f = NULL;
+	if (r->output) {
+		*f = fopen(r->output, "we");
+		return *f ? 0 : fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+	}
+	if (r->argv && !c->json && !isatty(STDOUT_FILENO))
+		*f = stderr;
+	return 0;
+}
+
 /* Watch the started target @id until it is over; then its listing, but after a view. */
 static int watch(struct cli *c, struct session *s, struct run *r, const char *id, pid_t child,
 		 int *go)
@@ -373,6 +418,8 @@ static int watch(struct cli *c, struct session *s, struct run *r, const char *id
 	if (r->view)
 		return r->view(s, id, r->ctx);
 	st = r->argv ? release(c, s, child, go, &status) : wait_pid(c, s, r);
+	if (!st && r->argv)
+		st = exec_failed(c, r);
 	if (!st)
 		st = reconnect(c, s);
 	if (!st)
@@ -389,11 +436,14 @@ int session_run(struct cli *c, struct run *r)
 	pid_t child = -1;
 	int st, go = -1;
 
+	r->exec_fd = -1;
 	if (r->argv && !(envp = env_copy())) {
 		st = fail(c, 1, "out of memory");
 		goto out;
 	}
-	st = open_engine(c, &s, r);
+	st = listing_stream(c, r, &c->out); /* (a file that cannot be written: before anything) */
+	if (!st)
+		st = open_engine(c, &s, r);
 	if (!st && r->argv)
 		st = launch(c, r, envp, &child, &go);
 	if (!st && (st = start(c, &s, r, id, sizeof(id))) && child > 0) {
@@ -408,6 +458,11 @@ int session_run(struct cli *c, struct run *r)
 		drop(&s, id);
 out:
 	free(envp);
+	if (c->out && c->out != stderr && fclose(c->out) && !st)
+		st = fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+	c->out = NULL;
+	if (r->exec_fd >= 0)
+		close(r->exec_fd);
 	if (go >= 0)
 		close(go);
 	if (r->fd >= 0)
