@@ -583,8 +583,15 @@ static __always_inline __u32 native_depth(const struct pcmon_key *key)
 /* The user stack, the walk's depth said in @key when it took all the room it had. */
 static __always_inline __u8 capture_user(void *ctx, struct pcmon_key *key, struct pcmon_stack *s)
 {
-	__u32 depth = native_depth(key);
-	__u8 err = capture_to(ctx, s, BPF_F_USER_STACK, depth);
+	__u32 depth;
+	__u8 err;
+
+	if (BPF_CORE_READ(bpf_get_current_task_btf(), flags) & PCMON_PF_KTHREAD) {
+		s->len = 0; /* no user stack, by nature */
+		return PCMON_SERR_KTHREAD;
+	}
+	depth = native_depth(key);
+	err = capture_to(ctx, s, BPF_F_USER_STACK, depth);
 
 	if (!err && s->len >= depth)
 		key->flags |= PCMON_KF_USER_DEPTH;
@@ -872,11 +879,14 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 sp = BPF_CORE_READ(r, sp), start_stack = BPF_CORE_READ(task, mm, start_stack);
 	__u64 need = stack_need(task, sp, start_stack), room, n;
+	bool kthread = BPF_CORE_READ(task, flags) & PCMON_PF_KTHREAD;
 	struct pcmon_dsample *d;
 	long got;
 
 	if (need > dwarf_stack)
 		need = dwarf_stack;
+	if (kthread) /* no user stack, by nature */
+		need = 0;
 	if (type != PCMON_DS_SAMPLE) /* (on_sample() noted it already) */
 		note_thread(key->tid, task);
 	d = reserve_dwarf(need, &room);
@@ -911,15 +921,19 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 
 	/* a read past the end of the mapping fails whole: halve until one succeeds */
 	n = need < room ? need : room;
-	got = bpf_probe_read_user(d->stack, n, (void *)sp);
+	got = kthread ? 0 : bpf_probe_read_user(d->stack, n, (void *)sp);
 	for (int i = 0; i < 6 && got && n > 256; i++) {
 		n /= 2;
 		got = bpf_probe_read_user(d->stack, n, (void *)sp);
 	}
-	d->ulen = got ? 0 : n;
+	d->ulen = got || kthread ? 0 : n;
 	if (got)
 		d->h.key.uerr = PCMON_SERR_FAULT;
-	py_append_dwarf(task, key, d->h.tid, d, type != PCMON_DS_SAMPLE);
+	if (kthread)
+		d->h.key.uerr = PCMON_SERR_KTHREAD;
+	d->pylen = 0;
+	if (!kthread)
+		py_append_dwarf(task, key, d->h.tid, d, type != PCMON_DS_SAMPLE);
 	d->klen = 0;
 	if (kernel) {
 		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);

@@ -11,6 +11,9 @@
 #include "pcmon_procs.h"
 #include "pcmon_python.h"
 
+/* task_struct.flags: a kernel thread (include/linux/sched.h; a macro, not in BTF) */
+#define PCMON_PF_KTHREAD 0x00200000
+
 #define PCMON_STACK_MAX 512	/* frames a stack buffer can hold; the live depth is a rodata knob */
 
 /* What a counts entry measures (pcmon_key.kind). */
@@ -28,6 +31,7 @@ enum pcmon_stack_err {
 	PCMON_SERR_FAULT,	/* bpf_get_stack() failed: user memory not readable */
 	PCMON_SERR_FULL,	/* the stacks ring was full: frames were lost */
 	PCMON_SERR_OTHER,	/* bpf_get_stack() failed for another reason */
+	PCMON_SERR_KTHREAD,	/* a kernel thread: it has no user stack */
 	PCMON_SERR_MAX,
 };
 

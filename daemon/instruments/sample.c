@@ -326,6 +326,7 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 {
 	switch (serr) {
 	case PCMON_SERR_NONE:
+	case PCMON_SERR_KTHREAD: /* (its stack: the thread, then its kernel frames) */
 		return AGG_WALK_OK;
 	case PCMON_SERR_FULL:
 		return AGG_UNWALK_LOST;
@@ -443,6 +444,28 @@ static void python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
 }
 
 /*
+ * A kernel thread's sample: no user stack, by nature. It is charged to a procedure named
+ * after the thread, kernel.[NAME] (kworker/0:1H-kblockd is kernel.[kworker]: the part
+ * before '/' names what the thread is, the rest which of them), its kernel frames (--kernel)
+ * above it.
+ */
+static uint32_t kthread_loc(struct sample_g *g, uint32_t tid)
+{
+	char comm[32] = "", pcomm[32], name[40];
+	const char *procs[1] = { name };
+	uint64_t h = 14695981039346656037ULL;
+	uint32_t loc = 0;
+
+	sampler_thread_name(g->smp, tid, comm, pcomm, sizeof(comm));
+	comm[strcspn(comm, "/")] = '\0';
+	snprintf(name, sizeof(name), "[%s]", comm[0] ? comm : "kernel thread");
+	for (const char *c = name; *c; c++) /* (its address: the name's FNV-1a hash) */
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	sym_intern_loc(g->env.sym, "kernel", h, procs, NULL, NULL, 1, &loc);
+	return loc;
+}
+
+/*
  * Symbolize a stack into g->scratch: @upc/@kpc innermost first, as the kernel and the
  * unwinder give them; stored stacks run outermost first. Every frame but the innermost is a
  * return address, looked up at pc - 1 (the call). The innermost user pc is the one saved at
@@ -456,9 +479,10 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy, bool whole)
 {
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
+	bool kthread = k->uerr == PCMON_SERR_KTHREAD;
 	struct sym *sym = g->env.sym;
 	struct agg_stack *st;
-	size_t need = agg_stack_size(nu + (npy ? npy - 1 : 0) + nk);
+	size_t need = agg_stack_size(nu + (npy ? npy - 1 : 0) + nk + kthread);
 
 	if (need > g->scratch_cap) {
 		free(g->scratch);
@@ -475,7 +499,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	st->unwalk = unwalk;
 	st->section = section_name(g, k);
 	st->flags = k->flags & PCMON_KF_MARKS_PENDING ? AGG_SF_MARKS_PENDING : 0;
-	if (st->unwalk == AGG_WALK_OK && !nu)
+	if (st->unwalk == AGG_WALK_OK && !nu && !kthread)
 		st->unwalk = AGG_UNWALK_FAULT; /* an empty user stack: nothing to charge */
 	if (st->unwalk != AGG_WALK_OK) {
 		/* the frames of an unwalkable stack are not kept: it is charged to a section */
@@ -487,7 +511,10 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		kpc++;
 		nk--;
 	}
-	if (npy) {
+	if (kthread) {
+		st->locs[0] = kthread_loc(g, k->tid);
+		nu = st->locs[0] ? 1 : 0;
+	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
@@ -557,7 +584,9 @@ static struct agg_stack *convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	if (GROW(g->upcs, g->cap_upcs, depth))
 		return NULL;
 	sym_sample_taken(g->env.sym, d->taken);
-	if (uw == AGG_WALK_OK) {
+	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
+		; /* a whole stack of kernel frames (convert_pcs()) */
+	} else if (uw == AGG_WALK_OK) {
 		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 			      d->stack, d->ulen, g->upcs, depth, &end);
 	} else if (uw == AGG_UNWALK_FAULT) {

@@ -7,9 +7,10 @@ import pty
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMON, Daemon, Users, pcmon, pcmon_json, run_tests, workload
+from lib import PCMON, Daemon, Users, pcmon, pcmon_json, procs, run_tests, workload
 
 
 def one_line(r, status):
@@ -92,6 +93,39 @@ def test_run_of_a_missing_program_says_so_first_and_leaves_nothing():
         targets, _ = pcmon_json("targets", sock=d.sock)
         assert targets["targets"] == [], targets
     finally:
+        d.stop()
+
+
+
+def test_kernel_threads_are_listed_as_kernel_threads():
+    """start --all while files are written and synced (work for the kernel's writeback and
+    journal threads): their samples are charged to kernel.[NAME] (with their kernel frames
+    under --kernel), not to the unwalkable section."""
+    d = Daemon().start()
+    data = tempfile.NamedTemporaryFile(dir="/var/tmp", delete=False)
+    try:
+        for extra in ((), ("--kernel",)):
+            tid = pcmon("start", "--all", "--interval", 1000, *extra, sock=d.sock,
+                        check=0).stdout.strip()
+            t = time.time()
+            while time.time() - t < 3:
+                data.write(os.urandom(1 << 20))
+                data.flush()
+                os.fsync(data.fileno())
+                data.seek(0)
+            pcmon("stop", tid, sock=d.sock, check=0)
+            listing, _ = pcmon_json("list", tid, sock=d.sock)
+            kt = {n: p for n, p in procs(listing).items() if n.startswith("kernel.[")}
+            assert kt, sorted(procs(listing))[:40]
+            if extra:  # the thread is the root, its kernel frames above it
+                folded = pcmon("export", tid, "--format", "folded", sock=d.sock).stdout
+                names = tuple(n[len("kernel."):] + ";" for n in kt)  # (folded: no module)
+                rows = [l for l in folded.splitlines() if l.startswith(names)]
+                assert rows and any(len(l.rsplit(" ", 1)[0].split(";")) > 1 for l in rows), rows[:5]
+            pcmon("drop", tid, sock=d.sock, check=0)
+    finally:
+        data.close()
+        os.unlink(data.name)
         d.stop()
 
 
