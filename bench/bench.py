@@ -1801,7 +1801,7 @@ def table(res):
             add(f"   {name:<42}" + "".join(f"{x:>10}" for x in cells))
             if any(row.get("slowdown") for row in rows):
                 add(f"   {'  fixedwork CPU time per unit / bare':<42}" + "".join(
-                    f"{fmt(row.get('slowdown'), '.2f'):>10}" for row in rows))
+                    f"{'n/a' if row.get('not_run') else fmt(row.get('slowdown'), '.2f'):>10}" for row in rows))
         for e in errors:
             add(f"   {failed(e[:110])}")
         add("   highest rate with zero lost and >= 90% delivered (there and at every longer interval):")
