@@ -2356,8 +2356,8 @@ def homes():
 def unpath(text):
     for path, name in ((TMP, "<tmp>"), (BASELINE, "<baseline>"), (ROOT, "."),
                        *((h, "~") for h in homes())):
-        if path:
-            text = text.replace(path, name)
+        if path:  # the whole path, not the start of a longer name (/root, not /rootfs)
+            text = re.sub(re.escape(path) + r"(?![\w.-])", name, text)
     return MACHINE_PATH.sub("<path>", text)
 
 
@@ -2375,7 +2375,8 @@ def scrub(x):
 def machine_paths(text):
     """The paths of this machine left in text (none, once scrubbed)."""
     found = MACHINE_PATH.findall(text)
-    return found + [p for p in (TMP, BASELINE, ROOT, *homes()) if p and p in text]
+    return found + [p for p in (TMP, BASELINE, ROOT, *homes())
+                    if p and re.search(re.escape(p) + r"(?![\w.-])", text)]
 
 
 def main():
