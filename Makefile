@@ -283,7 +283,7 @@ demo: all workloads
 
 # the benchmark (bench/README.md), as root: `make bench`, its default form, at most 10
 # minutes on a 2-CPU machine; `make bench-full`, every section (the slow peer, deep stacks,
-# serving, churn, Python; BENCH_BASELINE), about 20. Each keeps the other's figures it does
+# serving, churn, Python; BENCH_BASELINE), about 18. Each keeps the other's figures it does
 # not measure, dated; either exits non-zero when a cell of its table FAILED.
 bench: all workloads
 	@bench/run.sh

@@ -2415,6 +2415,7 @@ def main():
         res["baseline"] = {"tree": BASELINE, "commit": commit_of(BASELINE), "this_commit": commit_of(ROOT),
                            "noise_rule": NOISE_RULE, "sections": {}}
     rc = 0
+    named = set()  # the sections main runs or keeps, to check BENCH_ONLY's names against
 
     def wanted(name):
         if name == "calibration":
@@ -2427,6 +2428,7 @@ def main():
 
     def section(name, fn, *args):
         nonlocal rc
+        named.add(name)
         if not wanted(name):
             if name in prev and name in prev["measured"]:
                 res[name], res["measured"][name] = prev[name], prev["measured"][name]
@@ -2490,6 +2492,11 @@ def main():
                 f.write(out)
             update_readme(text)
         shutil.rmtree(TMP, ignore_errors=True)
+    unknown = [x for x in ONLY if x not in named]
+    if unknown:
+        print(f"make bench: BENCH_ONLY names no section {', '.join(unknown)} (the sections: "
+              f"{', '.join(sorted(named - {'calibration'}))})", file=sys.stderr)
+        rc = 1
     fails = table_failures(text)
     if fails:
         print(f"make bench: {len(fails)} line{'s' if len(fails) > 1 else ''} of the table FAILED "
