@@ -1291,7 +1291,10 @@ def pcmond_cell(out, key, *args, **kw):
         for tree in trees_in_turn(rep):
             with binaries(tree), (for_baseline() if tree is None and rep > 0 else contextlib.nullcontext()):
                 runs["baseline" if tree else "current"].append(guarded(pcmond_session, *args, **kw))
-    out[key] = median_session(runs["current"])
+    bad = [x for x in runs["current"] if "error" in x]
+    # a session that failed fails the row, whatever the others did
+    out[key] = ({"error": f"{len(bad)} of {len(runs['current'])} sessions: {bad[0]['error']}"} if bad
+                else median_session(runs["current"]))
     cells = out.setdefault("baseline", {"figure": COST_FIGURE, "cells": {}})["cells"]
     cells[key] = {side: stats([x[COST_FIGURE] for x in rs if "error" not in x]) for side, rs in runs.items()}
     cells[key]["errors"] = [x["error"] for x in runs["baseline"] if "error" in x]
@@ -2296,7 +2299,7 @@ def churn():
     """pcmond --all at 19 Hz on a compile loop, then perf record -a -g at the same rate on the
     same loop (bench/soak.py, for BENCH_CHURN_S each: `make soak` is its 10-minute form)."""
     if CHURN_S <= 0:
-        return {"error": "skipped: BENCH_CHURN_S=0"}
+        return {"error": "BENCH_CHURN_S=0: no churn to measure"}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import soak
     soak.SOAK_S, soak.HZ, soak.STEP_S, soak.PEER_S = CHURN_S, CHURN_HZ, CHURN_S / 4, CHURN_S
@@ -2482,6 +2485,12 @@ def main():
         print(text)
         if BASELINE:
             print("\n" + baseline_table(res))
+            # a baseline run that failed is a failed cell of the comparison
+            bad = [f"{name}: {key}" for name, part in res["baseline"]["sections"].items()
+                   for key, c in part.get("cells", {}).items() if c.get("errors") or not c.get("baseline")]
+            if bad:
+                print(f"make bench: BENCH_BASELINE's runs FAILED in {', '.join(bad)}", file=sys.stderr)
+                rc = 1
         out = json.dumps(res, indent=1, default=str)
         left = machine_paths(out) + machine_paths(text)
         if left:
