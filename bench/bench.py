@@ -496,9 +496,9 @@ def slowdown(cal, dwarf_err):
                               "samples": samples_of(tool, r), "tool_wall_s": r.wall,
                               "unwalkable_pct": unwalkable_pct(r) if tool == "pcmon" else None})
     # one more bare run at the end, so drift over the section shows in bare's spread
-    d = doc_with(run(fixed_cmd(units)).out, "units")
-    if d:
-        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
+    r = run(fixed_cmd(units))
+    d = doc_with(r.out, "units")
+    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]} if d else {"error": r.why()})
 
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
@@ -724,7 +724,7 @@ def call_counting():
         log(f"call counting: repetition {rep + 1}/{REPS}")
         r = run(cmd)
         d = doc_with(r.out, "calls")
-        runs["bare"].append(d["wall_s"] if d else None)
+        runs["bare"].append(d["wall_s"] if d else {"error": r.why()})
         for key, measure in pcmon_cells.items():
             for tree in trees_in_turn(rep):
                 with binaries(tree):
@@ -743,7 +743,7 @@ def call_counting():
             fr = fl.wait()
         d = doc_with(r.out, "calls")
         runs["funclatency"].append({"wall_s": d["wall_s"]} if d else {"error": r.why()})
-    bare = statistics.median(x for x in runs["bare"] if x)
+    bare = statistics.median(x for x in runs["bare"] if not isinstance(x, dict))
     out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
            "runs": runs, "cells": {}}
     for key in (*pcmon_cells, "funclatency"):
@@ -1480,6 +1480,8 @@ def limits(cal):
     # the fixed work's bare CPU time, to turn the sweep's times into slowdowns
     bare = [doc_with(run(fixed).out, "units") for _ in range(2)]
     out["fixedwork_bare_unit_cpu_s"] = min(d["cpu_s"] / d["units"] for d in bare if d) if any(bare) else None
+    if not all(bare):
+        out["bare_error"] = f"{bare.count(None)} of {len(bare)} bare runs of fixedwork failed"
     try:
         # interval by interval, every tool at one before any at the next, so that drifting
         # load hits every row alike. A row stops at its first shortfall (an error, a loss,
@@ -1569,6 +1571,8 @@ def session_row(add, key, c, scale=False):
     if "error" in c:
         add(f"   {key:<{w}}{failed(c['error'][:100])}")
         return
+    if c.get("report_error"):  # the row's listing columns
+        add(f"   {key:<{w}}{failed('perf report: ' + c['report_error'][:100])}")
     add(f"   {key:<{w}}{fmt(c.get('samples'), '.0f'):>8}{fmt(c.get('delivered'), '.2f'):>6}"
         f"{fmt(c.get('lost'), '.0f'):>6}" + (f"{fmt(c.get('unwalkable'), '.0f'):>7}" if scale else "")
         + f"{fmt(c.get('cpu_ms_per_s')):>9}{fmt(c.get('cpu_ms_per_1k_samples'), '.2f'):>8}"
@@ -1598,9 +1602,21 @@ def table_failures(text):
     return [l.strip() for l in text.splitlines() if re.search(r"failed|skipped", l, re.I)]
 
 
+def bare_failed(runs):
+    """The FAILED line for a section's bare runs that failed ('' if none did)."""
+    bad = [x["error"] for x in runs if isinstance(x, dict) and "error" in x]
+    return failed(f"{len(bad)} of {len(runs)} bare runs: {bad[0][:100]}") if bad else ""
+
+
 def table(res):
     L = []
     add = L.append
+
+    def add_bare_failed(sec):
+        line = bare_failed(sec.get("runs", {}).get("bare", []))
+        if line:
+            add(f"   {line}")
+
     env = res["environment"]
     measured = res.get("measured", {})
     add(f"pcmon benchmark — {env.get('form', 'make bench')}, {env['date']}, {env['cpus']} CPUs, "
@@ -1634,6 +1650,7 @@ def table(res):
     else:
         add(f"   bare: {fmt_stat(sd['bare_cpu_s'], 3)} s CPU, {fmt_stat(sd['bare_wall_s'], 3)} s wall, "
             f"{sd['units']} units")
+        add_bare_failed(sd)
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES))
         rows = [("pcmon VIRTUAL fp", ("pcmon", "virtual", "fp")), ("pcmon REAL fp", ("pcmon", "real", "fp")),
                 ("pcmon VIRTUAL dwarf", ("pcmon", "virtual", "dwarf")), ("pcmon REAL dwarf", ("pcmon", "real", "dwarf")),
@@ -1792,6 +1809,8 @@ def table(res):
         add(f"   {missing(res, 'limits')}")
     else:
         add(f"   {'profiler, workload':<42}" + "".join(f"{f'{us} us':>10}" for us in SWEEP_US))
+        if li.get("bare_error"):
+            add(f"   {failed(li['bare_error'])}")
         errors = []
         for name, rows in li.get("sweep", {}).items():
             cells = []
@@ -1838,6 +1857,7 @@ def table(res):
     else:
         add(f"   bare: {fmt_stat(pp.get('bare_wall_s'), 3)} s wall for {pp['roundtrips']} round trips "
             f"({fmt(pp.get('roundtrip_us'), '.1f')} us each)")
+        add_bare_failed(pp)
         add(f"   {'profiler':<26}{'wall ratio':>22}{'CPU ratio':>22}{'added us/switch':>18}")
         for key, c in pp.get("cells", {}).items():
             if not c["wall_ratio"] or c["errors"]:
@@ -1859,6 +1879,7 @@ def table(res):
         add(f"   {missing(res, 'calls')}")
     else:
         add(f"   bare: {fmt(ca['bare_wall_s'], '.3f')} s wall, {fmt(ca['bare_ns_per_call'], '.0f')} ns per call")
+        add_bare_failed(ca)
         add(f"   {'profiler':<26}{'wall ratio':>22}{'added ns/call':>24}")
         for key, c in ca.get("cells", {}).items():
             if not c["wall_ratio"] or c["errors"]:
@@ -1938,6 +1959,7 @@ def table(res):
     else:
         add(f"   bare: {fmt_stat(py['bare_cpu_s'], 3)} s CPU, {fmt_stat(py['bare_wall_s'], 3)} s wall, "
             f"{py['units']} units")
+        add_bare_failed(py)
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
         for tool, what in PY_CONFIGS:
             label = py_key(tool, what, 0).rsplit(" @", 1)[0]
@@ -2262,9 +2284,10 @@ def python_frames():
                 x["unknown_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("python_unknown", 0) / n
                                     if n else None)
             runs[key].append(x)
-    d = doc_with(run(pywork_cmd(units)).out, "units")
-    if d:
-        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]})
+    r = run(pywork_cmd(units))
+    d = doc_with(r.out, "units")
+    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]} if d
+                        else {"error": r.why()})
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
         raise RuntimeError("pywork.py failed to run bare: " + runs["bare"][0].get("error", "?"))
