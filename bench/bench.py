@@ -1798,6 +1798,8 @@ def table(res):
         add("   drain = mean wall ms of one pcmond drain (for each save every 5 s, and at once when BPF")
         add("   says the counts map is an eighth full); entries = entries drained")
         add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
+        add("   - = does not apply: deliv under REAL (it samples sleeping threads too, not CPU time),")
+        add("   the peers' unwalk, drain and entries (pcmond's own), bpftrace's lost (it counts none);")
         add(f"   the stacks rows (pcmon and peers) sample for {STACKS_S:g} s: 2 CPUs x 10 kHz x {STACKS_S:g} s = "
             f"{2 * 10000 * STACKS_S / 1000:.0f}k samples at most")
     add("")
