@@ -1987,7 +1987,8 @@ def table(res):
             session_row(add, key.replace("pcmon, Python frames", "pcmond py").replace("pcmon --no-python", "pcmond no-py")
                         .replace("perf record -g", "perf -g"), c)
         add("   (pcmond py = with Python frames, no-py = --no-python; prof CPU ms/1k smp is the headline:")
-        add("   what reading and naming Python frames costs the daemon per 1000 samples)")
+        add("   what reading and naming Python frames costs the daemon per 1000 samples; - = does not")
+        add("   apply: perf runs no BPF)")
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
