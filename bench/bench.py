@@ -2473,6 +2473,7 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on with the other sections
             traceback.print_exc()
             res[name] = {"error": f"{type(e).__name__}: {e}"}
+            rc = 1  # and its table says FAILED
         res["section_s"][name] = time.monotonic() - t0
         if name != "calibration":
             res["measured"][name] = {"by": by, "date": res["environment"]["date"],
