@@ -111,7 +111,7 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 	else echo "all build and test dependencies are installed"; fi
 
 .SECONDARY:
-.PHONY: soak all deps check unit fuzz integration demo bench install clean format deb
+.PHONY: soak all deps check unit fuzz integration demo bench bench-full install clean format deb
 all: $(BIN)/pcmon $(BIN)/pcmond $(BIN)/pcmon-engine.so $(COMPLETION)
 
 deps:
@@ -281,8 +281,14 @@ check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asa
 demo: all workloads
 	@tests/demo.sh
 
+# the benchmark (bench/README.md), as root: `make bench`, its default form, at most 10
+# minutes on a 2-CPU machine; `make bench-full`, every section (the slow peer, deep stacks,
+# serving, churn, Python; BENCH_BASELINE), about 18. Each keeps the other's figures it does
+# not measure, dated; either exits non-zero when a cell of its table FAILED.
 bench: all workloads
 	@bench/run.sh
+bench-full: all workloads
+	@BENCH_FORM=full bench/run.sh
 
 # pcmond --all on a compile loop for 10 minutes (SOAK_S): its CPU and memory over time
 soak: all

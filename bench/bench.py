@@ -1,33 +1,44 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""pcmon's benchmark harness (`make bench`, through bench/run.sh).
+"""pcmon's benchmark harness (`make bench` and `make bench-full`, through bench/run.sh).
 
-Measures, in one run on this machine, pcmon side by side with `perf record -g` and bpftrace:
+Measures, in one run on this machine, pcmon side by side with `perf record -g`, bpftrace and
+libbpf-tools (key in results.json; * = make bench-full only, FULL_ONLY):
 
-  1. target slowdown      fixed work's CPU (and wall) time under each profiler / bare
-  2. profiler cost        the profiler process's CPU time and peak RSS per second and per
-                          1000 samples (pcmond, perf record + perf report, bpftrace)
-  3. accuracy             shares measured by the profiler vs the workload's own measurement
-  4. scale                pcmond's cost vs target threads (1/16/256) and vs unique stacks
-  5. limits               the highest sampling rate with zero lost samples
-  6. REAL vs VIRTUAL      slowdown of a context-switch-heavy workload (pipe ping-pong)
- 11. Python frames       a CPython 3.11 program's slowdown and pcmond's CPU per 1000 samples,
-                          with Python frames and --no-python, beside perf record -g
+  1. slowdown      fixed work's CPU (and wall) time under each profiler / bare
+  2. cost          the profiler process's CPU time and peak RSS per second and per 1000
+                   samples (pcmond, perf record + perf report, bpftrace)
+  3. accuracy      shares measured by the profiler vs the workload's own measurement
+  4. scale         pcmond's cost vs target threads (1/16/256) and vs unique stacks;
+     scale_peers   perf on the unique stacks; scale_bpftrace* bpftrace on them
+  5. limits        the highest sampling rate with zero lost samples
+  6. pingpong      REAL vs VIRTUAL on a context-switch-heavy workload, beside offcputime
+  7. calls         the cost of counting calls, beside funclatency
+  8. deep_stacks*  stacks deeper than 64 KiB: the default unwinder vs fp and perf dwarf
+  9. churn*        pcmond --all on a compile loop, beside perf record -a -g
+ 10. fleet*        what serving (scrapes, pushes) costs the target
+ 11. python*       a CPython 3.11 program's slowdown and pcmond's CPU per 1000 samples,
+                   with Python frames and --no-python, beside perf record -g
 
 Everything is a ratio or a cost measured in this run; nothing is a constant typed in here.
-A missing or failing peer tool is reported in the table, never fatal. Prints the table on
-stdout, writes bench/results.json and refreshes the table in bench/README.md.
+A form (BENCH_FORM: default, or full for make bench-full) runs every cell it has; a cell that
+fails, hits the cell limit, or needs a peer tool that is missing says FAILED in the table; a
+cell that cannot apply says n/a and why. The sections a form does not run keep their figures
+from the last run that measured them ("measured" in results.json), and the table says when
+that was. Prints the table on stdout, writes bench/results.json and refreshes the table in
+bench/README.md, with no path of this machine in either (scrub); exit status 1 if the table
+has a FAILED line, this run's or a kept section's.
 
-Python 3 standard library only. Knobs (environment): BENCH_REPS (default 3),
-BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0), BENCH_WINDOW_S (seconds
-each cost/threads session profiles, default 3), BENCH_STACKS_S (seconds each unique-stacks
-session profiles, default 5), BENCH_BASELINE (another checkout where `make` was run: the
-sections whose cells are pcmon's own costs — cost's pcmond rows, ping-pong's and call
-counting's pcmon rows — are also measured with its bin/pcmon and bin/pcmond, interleaved
-with this tree's, and a comparison table follows the main one; unset, nothing changes).
-BENCH_ONLY (sections to run, comma-separated keys of results.json: the others keep their
-last figures). Exit status 1 if a section of the benchmark itself failed (a failing peer is a result, not
-a failure).
+Python 3 standard library only. Knobs (environment): BENCH_FORM (default | full),
+BENCH_REPS (default 3), BENCH_WORK_S (bare CPU seconds of the fixed work, default 1.0),
+BENCH_WINDOW_S (seconds each cost/threads session profiles, default 3), BENCH_STACKS_S
+(seconds each unique-stacks session profiles, default 5), BENCH_CELL_S (each measured
+run's time limit, default 30), BENCH_CHURN_S, BENCH_BASELINE (another checkout where `make`
+was run: the sections whose cells are pcmon's own costs — cost's pcmond rows, ping-pong's
+and call counting's pcmon rows — are also measured with its bin/pcmon and bin/pcmond,
+interleaved with this tree's, and a comparison table follows the main one; with the full
+form or BENCH_ONLY), BENCH_ONLY (sections to run, comma-separated keys of results.json,
+whatever the form: the others keep their last figures).
 """
 import bisect
 import contextlib
@@ -73,16 +84,22 @@ RATES = [(100, 10000), (1000, 1000), (10000, 100)]
 SWEEP_US = [1000, 200, 100, 50, 20, 10]
 SWEEP_MAX_WALL_S = 3  # a sweep run of fixedwork stops after this much wall time
 THREAD_COUNTS = [1, 16, 256]
-# make bench must finish in 8 minutes, even on a busy machine, plus the churn section's own
-# time: every measured run has a time limit (a cell that hits it says so), and cells that
-# would start past the budget are skipped and say so
+# Two forms. `make bench`, the default form, measures what a change to pcmon most often
+# moves, side by side with the peers, in at most 10 minutes on a 2-CPU machine; `make
+# bench-full` (BENCH_FORM=full) adds the sections below, which take about ten more. A form
+# runs every cell it has: a cell that fails or hits the cell limit says FAILED in the table
+# and the run exits 1. The sections a form does not run keep their figures from the last
+# run that measured them, and the table says when that was.
+FORM = os.environ.get("BENCH_FORM", "default")
+FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "fleet", "churn")
 # The churn section (9) runs pcmond --all and then perf record -a -g on a compile loop for
-# BENCH_CHURN_S each (0: not run): its own minutes, on top of the budget
+# BENCH_CHURN_S each (0: not run, its figures kept like a section of the other form)
 CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
 CHURN_HZ = 19
-BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", 7.5 * 60 + 2 * CHURN_S + 60 + 160))
+# each measured run's time limit: a safety net, a run that hits it is a failed cell
 CELL_S = float(os.environ.get("BENCH_CELL_S", "30"))
-BPFTRACE_MANY_S = 240  # what bpftrace on manystacks may take (its exit print is slow)
+DEFAULT_FORM_S = 600  # make bench takes at most this long here (the table says if it took more)
+BPFTRACE_PRINT_S = 600  # bpftrace's exit print of ~100k unique stacks (about 40 s here)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # BENCH_BASELINE: a checkout whose binaries are measured beside this tree's (None: not)
 BASELINE = os.path.abspath(os.environ["BENCH_BASELINE"]) if os.environ.get("BENCH_BASELINE") else None
@@ -94,7 +111,7 @@ ONLY = [x for x in os.environ.get("BENCH_ONLY", "").split(",") if x]
 TMP = tempfile.mkdtemp(prefix="pcmon-bench-")
 NO_DAEMON = os.path.join(TMP, "no-daemon.sock")  # never exists: `pcmon run` uses its own engine
 T_START = time.monotonic()
-OFF_BUDGET_S = 0.0  # seconds of runs made only for the baseline comparison (see off_budget)
+BASELINE_S = 0.0  # seconds of runs made only for the baseline comparison (see for_baseline)
 
 
 def log(msg):
@@ -197,17 +214,6 @@ class Child:
 def run(cmd, timeout=None, env=None):
     """Run a measured cell: killed, and marked, past the cell limit."""
     return Child(cmd, env).wait(timeout or CELL_S)
-
-
-def left_s():
-    return BUDGET_S - (time.monotonic() - T_START - OFF_BUDGET_S)
-
-
-def over_budget(need_s):
-    """A skipped cell's result if fewer than need_s seconds of the budget are left, else None."""
-    if left_s() >= need_s:
-        return None
-    return {"error": f"skipped: {max(left_s(), 0):.0f} s left of the {BUDGET_S / 60:.1f}-minute budget"}
 
 
 def proc_cpu(pid):
@@ -359,15 +365,15 @@ def samples_of(tool, r):
 # alike; peers are not measured twice.
 
 @contextlib.contextmanager
-def off_budget():
-    """Time spent in the block is not charged to BENCH_BUDGET_S: runs made only for the
-    comparison must not cost the later sections the cells they have without the knob."""
-    global OFF_BUDGET_S
+def for_baseline():
+    """Time spent in the block is counted as the comparison's (BASELINE_S): what
+    BENCH_BASELINE adds to the run, said in results.json."""
+    global BASELINE_S
     t0 = time.monotonic()
     try:
         yield
     finally:
-        OFF_BUDGET_S += time.monotonic() - t0
+        BASELINE_S += time.monotonic() - t0
 
 
 @contextlib.contextmanager
@@ -375,7 +381,7 @@ def binaries(tree):
     """Run the block with tree's bin/pcmon and bin/pcmond (None: this tree's). Every
     command line is built from the globals PCMON and PCMOND when it runs, so a baseline cell
     goes through the very code that measures the current one; pcmon opens the
-    pcmon-engine.so beside itself, so the engine is the tree's too. Off budget."""
+    pcmon-engine.so beside itself, so the engine is the tree's too. Counted in BASELINE_S."""
     global PCMON, PCMOND
     if tree is None:
         yield
@@ -383,7 +389,7 @@ def binaries(tree):
     saved = PCMON, PCMOND
     PCMON, PCMOND = os.path.join(tree, "bin", "pcmon"), os.path.join(tree, "bin", "pcmond")
     try:
-        with off_budget():
+        with for_baseline():
             yield
     finally:
         PCMON, PCMOND = saved
@@ -490,9 +496,9 @@ def slowdown(cal, dwarf_err):
                               "samples": samples_of(tool, r), "tool_wall_s": r.wall,
                               "unwalkable_pct": unwalkable_pct(r) if tool == "pcmon" else None})
     # one more bare run at the end, so drift over the section shows in bare's spread
-    d = doc_with(run(fixed_cmd(units)).out, "units")
-    if d:
-        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]})
+    r = run(fixed_cmd(units))
+    d = doc_with(r.out, "units")
+    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]} if d else {"error": r.why()})
 
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
@@ -718,7 +724,7 @@ def call_counting():
         log(f"call counting: repetition {rep + 1}/{REPS}")
         r = run(cmd)
         d = doc_with(r.out, "calls")
-        runs["bare"].append(d["wall_s"] if d else None)
+        runs["bare"].append(d["wall_s"] if d else {"error": r.why()})
         for key, measure in pcmon_cells.items():
             for tree in trees_in_turn(rep):
                 with binaries(tree):
@@ -737,7 +743,7 @@ def call_counting():
             fr = fl.wait()
         d = doc_with(r.out, "calls")
         runs["funclatency"].append({"wall_s": d["wall_s"]} if d else {"error": r.why()})
-    bare = statistics.median(x for x in runs["bare"] if x)
+    bare = statistics.median(x for x in runs["bare"] if not isinstance(x, dict))
     out = {"calls": CALLS_N, "bare_wall_s": bare, "bare_ns_per_call": bare / CALLS_N * 1e9,
            "runs": runs, "cells": {}}
     for key in (*pcmon_cells, "funclatency"):
@@ -1223,11 +1229,13 @@ def bpftrace_session(hz, wl_cmd, window=WINDOW_S, steady=0):
                 r = b.wait(2, kill=False)
                 if r:
                     break
-            r = r or b.wait(600)
+            r = r or b.wait(BPFTRACE_PRINT_S)
             secs = t_end - t0
             print_ms = (time.monotonic() - t1) * 1e3
     finally:
         w.kill()
+    if r.limit:
+        return {"error": f"bpftrace's exit print {r.why()}"}
     smp = bpftrace_samples(r.out)
     cpu = cpu_mid - startup
     expected = wcpu * hz
@@ -1274,16 +1282,19 @@ def pcmond_cell(out, key, *args, **kw):
     BENCH_BASELINE, BENCH_REPS sessions with each tree's binaries, in turn: one session has
     no spread to judge noise by. The row then shows this tree's median session; every
     session, and each tree's CPU ms/s, go to the comparison (out["baseline"]). This tree's
-    sessions past the first are off budget, like the baseline's."""
+    sessions past the first count as the comparison's time, like the baseline's."""
     if not BASELINE:
         out[key] = guarded(pcmond_session, *args, **kw)
         return
     runs = {"current": [], "baseline": []}
     for rep in range(REPS):
         for tree in trees_in_turn(rep):
-            with binaries(tree), (off_budget() if tree is None and rep > 0 else contextlib.nullcontext()):
+            with binaries(tree), (for_baseline() if tree is None and rep > 0 else contextlib.nullcontext()):
                 runs["baseline" if tree else "current"].append(guarded(pcmond_session, *args, **kw))
-    out[key] = median_session(runs["current"])
+    bad = [x for x in runs["current"] if "error" in x]
+    # a session that failed fails the row, whatever the others did
+    out[key] = ({"error": f"{len(bad)} of {len(runs['current'])} sessions: {bad[0]['error']}"} if bad
+                else median_session(runs["current"]))
     cells = out.setdefault("baseline", {"figure": COST_FIGURE, "cells": {}})["cells"]
     cells[key] = {side: stats([x[COST_FIGURE] for x in rs if "error" not in x]) for side, rs in runs.items()}
     cells[key]["errors"] = [x["error"] for x in runs["baseline"] if "error" in x]
@@ -1361,11 +1372,10 @@ def deep_stacks():
     for name, cmd in DEEP_WORKLOADS.items():
         prog = os.path.basename(cmd(1)[0])
         bare = [speed(run(cmd(secs)).out) for _ in range(3)]
+        if any(bare) and not all(bare):  # a workload that times itself, and a bare run failed
+            raise RuntimeError(f"{prog} failed to run bare")
         bare = statistics.median(bare) if all(bare) else None
         for hz, us in RATES[1:]:
-            if over_budget(60):
-                out[f"{name} @{hz}Hz"] = {"skipped": over_budget(60)}
-                continue
             row = {}
             for label, unwind in (("pcmon auto", "auto"), ("pcmon fp", "fp")):
                 r = run(pcmon_run_cmd("virtual", unwind, us, cmd(secs)), env=pcmon_env(NO_DAEMON))
@@ -1375,14 +1385,17 @@ def deep_stacks():
                               "cut_short": d["summary"]["cut_short"] if d else None,
                               "samples": d["summary"]["counted"] if d else None,
                               "error": None if d else r.why()}
-            if PERF:
+            if tool_missing("perf"):
+                row["perf dwarf"] = {"error": tool_missing("perf")}
+            else:
                 data = os.path.join(TMP, "deep.perf.data")
                 r = run(perf_record_cmd(hz, data, cmd(secs), unwind="dwarf"))
                 rooted, bps = perf_dwarf_rooted(data) if r.rc == 0 else (None, None)
                 v = speed(r.out)
                 row["perf dwarf"] = {"slowdown": bare / v if bare and v else None,
                                      "rooted_pct": rooted, "bytes_per_sample": bps,
-                                     "samples": perf_samples(r.err)}
+                                     "samples": perf_samples(r.err),
+                                     "error": None if r.rc == 0 and rooted is not None else r.why()}
             sess = guarded(pcmond_session, cmd(WINDOW_S + 30), "virtual", us, unwind="auto")
             row["pcmon auto"]["session_error"] = sess.get("error")
             if "error" not in sess:
@@ -1405,34 +1418,30 @@ def scale():
                                           mode, 1000, latency=(n == max(THREAD_COUNTS) and kind == "spin"))
     # unique stacks: every sample a new ~28-frame stack, vs. a control with a handful of
     # stacks; two threads at 10 kHz for STACKS_S (2 CPUs x 10 kHz x 5 s = 100k samples)
-    many = [os.path.join(BENCH, "manystacks"), "2", "120"]
     for key, cmd in (("few stacks (2 spinning threads)", [os.path.join(BENCH, "threads"), "2", "spin", "120"]),
-                     ("~100k unique stacks (manystacks)", many)):
+                     ("~100k unique stacks (manystacks)", MANYSTACKS)):
         log(f"scale: {key}")
         out["stacks"][key] = guarded(pcmond_session, cmd, "virtual", 100, window=STACKS_S)
     return out
 
 
+MANYSTACKS = [os.path.join(BENCH, "manystacks"), "2", "120"]
+
+
 def scale_peers():
-    """perf and bpftrace on the same unique-stack workload, for as long as pcmon.
-    Run last: bpftrace's exit print of thousands of deep stacks takes minutes here, so it is
-    skipped (and says so) when the benchmark is near its 15-minute budget."""
-    many = [os.path.join(BENCH, "manystacks"), "2", "120"]
-    secs = STACKS_S
-    out = {}
+    """perf on the same unique-stack workload as pcmond, for as long."""
     log("scale: perf on manystacks")
-    out["perf"] = ({"error": tool_missing("perf")} if tool_missing("perf")
-                   else guarded(perf_session, 10000, many, secs))
-    left = left_s()
+    return {"perf": ({"error": tool_missing("perf")} if tool_missing("perf")
+                     else guarded(perf_session, 10000, MANYSTACKS, STACKS_S))}
+
+
+def scale_bpftrace():
+    """bpftrace on the same unique-stack workload, for as long (make bench-full: its exit
+    print of the stacks it kept takes the better part of a minute here)."""
     if tool_missing("bpftrace"):
-        out["bpftrace"] = {"error": tool_missing("bpftrace")}
-    elif left < BPFTRACE_MANY_S:
-        out["bpftrace"] = {"error": f"skipped: {max(left, 0):.0f} s left of the {BUDGET_S / 60:.1f}-minute budget, "
-                                    f"needs ~{BPFTRACE_MANY_S} s"}
-    else:
-        log("scale: bpftrace on manystacks (its exit print takes a while)")
-        out["bpftrace"] = guarded(bpftrace_session, 10000, many, secs)
-    return out
+        return {"error": tool_missing("bpftrace")}
+    log("scale: bpftrace on manystacks (its exit print takes a while)")
+    return guarded(bpftrace_session, 10000, MANYSTACKS, STACKS_S)
 
 
 # ---------------------------------------------------------------------------- 5. limits
@@ -1471,10 +1480,12 @@ def limits(cal):
     # the fixed work's bare CPU time, to turn the sweep's times into slowdowns
     bare = [doc_with(run(fixed).out, "units") for _ in range(2)]
     out["fixedwork_bare_unit_cpu_s"] = min(d["cpu_s"] / d["units"] for d in bare if d) if any(bare) else None
+    if not all(bare):
+        out["bare_error"] = f"{bare.count(None)} of {len(bare)} bare runs of fixedwork failed"
     try:
-        # interval by interval, every tool at one before any at the next: a budget running
-        # out cuts the shortest intervals of all, not a whole peer. A row stops at its first
-        # failure (an error, a loss, or < 90 % delivered): shorter intervals cannot do better
+        # interval by interval, every tool at one before any at the next, so that drifting
+        # load hits every row alike. A row stops at its first shortfall (an error, a loss,
+        # or < 90 % delivered): shorter intervals cannot do better
         for name, tool, _ in sweeps:
             out["sweep"][name] = ([{"interval_us": us, "error": tool_missing(tool)} for us in SWEEP_US]
                                   if tool_missing(tool) else [])
@@ -1487,10 +1498,6 @@ def limits(cal):
                              or (rows[-1]["delivered"] or 0) < 0.9):
                     rows.append({"interval_us": us, "error": "not run: it fell short at a longer interval",
                                  "not_run": True})
-                    continue
-                skip = over_budget(60)  # what is left of the run after this section
-                if skip:
-                    rows.append({"interval_us": us, **skip})
                     continue
                 log(f"limits: {name} at {us} us")
                 rows.append(sweep_point(tool, us, cmd, out["fixedwork_bare_unit_cpu_s"]))
@@ -1562,8 +1569,10 @@ def session_header(add, scale=False):
 def session_row(add, key, c, scale=False):
     w = 40 if scale else 18
     if "error" in c:
-        add(f"   {key:<{w}}failed: {c['error'][:90]}")
+        add(f"   {key:<{w}}{failed(c['error'][:100])}")
         return
+    if c.get("report_error"):  # the row's listing columns
+        add(f"   {key:<{w}}{failed('perf report: ' + c['report_error'][:100])}")
     add(f"   {key:<{w}}{fmt(c.get('samples'), '.0f'):>8}{fmt(c.get('delivered'), '.2f'):>6}"
         f"{fmt(c.get('lost'), '.0f'):>6}" + (f"{fmt(c.get('unwalkable'), '.0f'):>7}" if scale else "")
         + f"{fmt(c.get('cpu_ms_per_s')):>9}{fmt(c.get('cpu_ms_per_1k_samples'), '.2f'):>8}"
@@ -1573,28 +1582,75 @@ def session_row(add, key, c, scale=False):
            else f"{fmt(c.get('bpf_ns_avg'), '.0f'):>6}{fmt(c.get('bpf_ms_per_s')):>6}"))
 
 
+def failed(why):
+    """A failed cell's text: the run exits 1 when the table has one (table_failures)."""
+    return f"FAILED: {why}"
+
+
+def missing(res, name):
+    """A section's line when it has no figures (failed, or never measured)."""
+    sec = res.get(name)
+    if isinstance(sec, dict) and "error" in sec:
+        return failed(sec["error"])
+    return f"not measured yet ({'make bench-full' if name in FULL_ONLY else 'make bench'} measures it)"
+
+
+def table_failures(text):
+    """The lines of a table that show a failed cell (this run's, or a kept section's): FAILED,
+    or any other spelling a section's code may use (tests/integration/test_bench_table.py
+    looks for the same in the committed table)."""
+    return [l.strip() for l in text.splitlines() if re.search(r"failed|skipped", l, re.I)]
+
+
+def bare_failed(runs):
+    """The FAILED line for a section's bare runs that failed ('' if none did)."""
+    bad = [x["error"] for x in runs if isinstance(x, dict) and "error" in x]
+    return failed(f"{len(bad)} of {len(runs)} bare runs: {bad[0][:100]}") if bad else ""
+
+
 def table(res):
     L = []
     add = L.append
+
+    def add_bare_failed(sec):
+        line = bare_failed(sec.get("runs", {}).get("bare", []))
+        if line:
+            add(f"   {line}")
+
     env = res["environment"]
-    add(f"pcmon benchmark — {env['date']}, {env['cpus']} CPUs, kernel {env['kernel']}, "
-        f"load average at start {env['loadavg_start']}")
+    measured = res.get("measured", {})
+    add(f"pcmon benchmark — {env.get('form', 'make bench')}, {env['date']}, {env['cpus']} CPUs, "
+        f"kernel {env['kernel']}, load average at start {env['loadavg_start']}")
     add(f"peers: {env['perf'] or 'perf missing'}; {env['bpftrace'] or 'bpftrace missing'}")
-    for o in res.get("alone", []):
-        add(f"sections {', '.join(o['sections'])} measured alone (BENCH_ONLY) on {o['date']}, load average "
-            f"at start {o['loadavg_start']}")
-    if res.get("alone"):
-        add("the others are from the run above")
+    now = [k for k, m in measured.items() if m.get("date") == env["date"]]
+    kept = {}
+    for k, m in measured.items():
+        if k not in now:
+            kept.setdefault((m.get("by"), m.get("date"), m.get("loadavg_start")), []).append(k)
+    if kept:
+        add(f"measured in this run: {', '.join(now) or 'the calibration only'}")
+        for (by, date, load), names in kept.items():
+            add(f"kept from an earlier run: {', '.join(names)}, measured by {by} on {date}, "
+                f"load average at start {load}")
     add("")
+
+    def origin(name, what=""):
+        """Say when a kept section (or row: what) was measured, under its title."""
+        m = measured.get(name)
+        if m and m.get("date") != env["date"]:
+            add(f"   ({what or 'this section'}: measured by {m.get('by')} on {m.get('date')}, "
+                "not in this run)")
 
     sd = res.get("slowdown", {})
     add("1. TARGET SLOWDOWN — fixedwork's own CPU time under the profiler / bare "
         f"(median [min-max] of {REPS} runs)")
+    origin("slowdown")
     if not sd or "error" in sd:
-        add(f"   failed: {sd.get('error', 'not run')}")
+        add(f"   {missing(res, 'slowdown')}")
     else:
         add(f"   bare: {fmt_stat(sd['bare_cpu_s'], 3)} s CPU, {fmt_stat(sd['bare_wall_s'], 3)} s wall, "
             f"{sd['units']} units")
+        add_bare_failed(sd)
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES))
         rows = [("pcmon VIRTUAL fp", ("pcmon", "virtual", "fp")), ("pcmon REAL fp", ("pcmon", "real", "fp")),
                 ("pcmon VIRTUAL dwarf", ("pcmon", "virtual", "dwarf")), ("pcmon REAL dwarf", ("pcmon", "real", "dwarf")),
@@ -1604,22 +1660,22 @@ def table(res):
         for label, c in rows:
             if c[2] == "dwarf" and sd["dwarf"] != "ok":
                 if c[1] == "virtual":
-                    add(f"   {'pcmon dwarf (both modes)':<26}  {sd['dwarf']}")
+                    add(f"   {'pcmon dwarf (both modes)':<26}  n/a: {sd['dwarf']}")
                 continue
             if not any(cell_key(c, hz) in sd["cells"] for hz, _ in RATES):
                 continue
             cells = []
             for hz, _ in RATES:
                 cell = sd["cells"].get(cell_key(c, hz), {})
-                cells.append(fmt_stat(cell.get("cpu_ratio")) if cell.get("cpu_ratio")
-                             else "-" if not cell.get("errors")
-                             else "not installed" if "not installed" in cell["errors"][0] else "failed")
-                for e in cell.get("errors", [])[:1]:
-                    if f"{label}: {e}" not in errors:
-                        errors.append(f"{label}: {e}")
+                # a cell with a failed run is FAILED, whatever its other runs did
+                cells.append("FAILED" if cell.get("errors") or not cell.get("cpu_ratio")
+                             else fmt_stat(cell.get("cpu_ratio")))
+                for e in cell.get("errors", [])[:1] or ([] if cell.get("cpu_ratio") else ["not run"]):
+                    if f"{label} @{hz} Hz: {e}" not in errors:
+                        errors.append(f"{label} @{hz} Hz: {e}")
             add(f"   {label:<26}" + "".join(f"{x:>22}" for x in cells))
         for e in errors:
-            add(f"   {e[:110]}")
+            add(f"   {failed(e[:110])}")
         add("   wall-time ratio (median):  " + "   ".join(
             f"{lbl} " + "/".join(fmt((sd['cells'].get(cell_key(c, hz), {}).get('wall_ratio') or {}).get('median'), '.2f')
                                  for hz, _ in RATES)
@@ -1642,8 +1698,9 @@ def table(res):
     co = res.get("cost", {})
     add(f"2. PROFILER COST — the profiler's own processes, 2 spinning target threads, ~{WINDOW_S:g} s "
         "attached by pid")
+    origin("cost")
     if not co or "error" in co:
-        add(f"   failed: {co.get('error', 'not run')}")
+        add(f"   {missing(res, 'cost')}")
     else:
         session_header(add)
         for key, c in co.items():
@@ -1665,44 +1722,56 @@ def table(res):
         add("   prof = while sampling (per second of it, per 1000 samples); listing = pcmon list /")
         add("   perf report / bpftrace's exit print (wall ms, CPU ms); delivered = samples per")
         add("   target CPU second x rate; BPF = in-kernel program time, charged to the interrupted")
-        add("   tasks, not to the profiler process (perf record uses no BPF)")
+        add("   tasks, not to the profiler process; - = does not apply (perf record uses no BPF,")
+        add("   bpftrace counts no lost samples)")
     add("")
 
     acc = res.get("accuracy", [])
     add("3. ACCURACY — share measured by the profiler vs the workload's own measurement (1 kHz, 4 s)")
+    origin("accuracy")
     add(f"   {'profiler':<18}{'workload':<11}{'share':<11}{'procedure':<12}{'own %':>8}{'measured %':>12}"
         f"{'|err| pp':>10}{'samples':>9}")
     if not isinstance(acc, list) or not acc:
-        add(f"   failed: {acc.get('error', 'not run') if isinstance(acc, dict) else 'not run'}")
+        add(f"   {missing(res, 'accuracy')}")
         acc = []
     for a in acc:
         lbl = f"{a['tool']} {a['mode']}"
         if "error" in a:
-            add(f"   {lbl:<18}{a['workload']:<11}failed: {a['error']}")
+            add(f"   {lbl:<18}{a['workload']:<11}{failed(a['error'])}")
             continue
         for i, s in enumerate(a["shares"]):
             add(f"   {lbl if i == 0 else '':<18}{a['workload'] if i == 0 else '':<11}"
                 f"{a['share'] if i == 0 else '':<11}{s['procedure']:<12}{s['own_pct']:>8.2f}"
                 f"{s['measured_pct']:>12.2f}{s['abs_err_pp']:>10.2f}"
                 f"{fmt(a.get('samples'), '.0f') if i == 0 else '':>9}")
-    add("   perf is measured on VIRTUAL/threefn only (cpu-clock samples on-CPU time; off-CPU")
-    add("   wall time needs sched tracing); bpftrace: innermost frame, filtered to the workload's pid")
+    if acc:
+        for peer in ("perf", "bpftrace"):
+            add(f"   {peer + ' REAL':<18}{'spinsleep':<11}n/a: samples on-CPU time only (cpu-clock); "
+                "off-CPU wall time needs sched tracing")
+    add("   bpftrace: innermost frame, filtered to the workload's pid")
     add("")
 
     sc = res.get("scale", {})
     add(f"4. SCALE — a fresh pcmond per row, --unwind fp; threads at 1 kHz for {WINDOW_S:g} s, stacks at 10 kHz")
+    origin("scale")
     if not sc or "error" in sc:
-        add(f"   failed: {sc.get('error', 'not run')}")
+        add(f"   {missing(res, 'scale')}")
     else:
         session_header(add, scale=True)
         for key, c in list(sc.get("threads", {}).items()) + list(sc.get("stacks", {}).items()):
             session_row(add, key, c, scale=True)
         peers = res.get("scale_peers", {})
-        if "error" in peers:
-            add(f"   peers on manystacks: failed: {peers['error']}")
+        if not peers or "error" in peers:
+            add(f"   {'perf, ~100k unique stacks':<40}{missing(res, 'scale_peers')}")
         else:
-            for key, c in peers.items():
-                session_row(add, f"{key}, ~100k unique stacks", c, scale=True)
+            session_row(add, "perf, ~100k unique stacks", peers["perf"], scale=True)
+            origin("scale_peers", "perf's row")
+        bt = res.get("scale_bpftrace", {})
+        if not bt:
+            add(f"   {'bpftrace, ~100k unique stacks':<40}{missing(res, 'scale_bpftrace')}")
+        else:
+            session_row(add, "bpftrace, ~100k unique stacks", bt, scale=True)
+            origin("scale_bpftrace", "bpftrace's row")
         for key, c in list(sc.get("threads", {}).items()) + list(sc.get("stacks", {}).items()):
             if (c.get("stop_ms") or 0) > 1000:
                 add(f"   {key}: `pcmon stop` took {c['stop_ms'] / 1000:.1f} s")
@@ -1716,44 +1785,51 @@ def table(res):
                     + "/".join(fmt(lat.get("cli_ms_max", {}).get(k), ".0f") for k in ("list", "pause", "resume"))
                     + f"), stop {fmt(c.get('stop_ms'), '.0f')} ms; a bare request (bench/ask.c) "
                     + f"{fmt(lat.get('ask_ms'), '.0f')} ms (longest {fmt(lat.get('ask_ms_max'), '.0f')}), "
-                    + f"/bin/true {fmt(lat['true_ms'], '.0f')} ms (longest {fmt(lat.get('true_ms_max'), '.0f')})")
+                    + f"true(1) {fmt(lat['true_ms'], '.0f')} ms (longest {fmt(lat.get('true_ms_max'), '.0f')})")
         for key, c in sc.get("stacks", {}).items():
             if c.get("drain_capacity"):
                 add(f"   {key}: stop {fmt(c.get('stop_ms'), '.0f')} ms, listing {fmt(c.get('report_ms'), '.0f')} ms; "
                     f"longest drain {fmt(c.get('drain_ms_max'), '.0f')} ms, fullest map "
                     f"{fmt(c.get('drain_fill_max'), '.0f')} of {c['drain_capacity']} entries, "
                     f"{fmt(c.get('drains_late'), '.0f')} drains late (map half full)")
-        bt = peers.get("bpftrace", {})
         if bt.get("stacks_printed"):
             add(f"   bpftrace printed {bt['stacks_printed']} stacks (its map's key limit) in "
                 f"{bt['report_ms'] / 1000:.0f} s")
         add("   drain = mean wall ms of one pcmond drain (for each save every 5 s, and at once when BPF")
         add("   says the counts map is an eighth full); entries = entries drained")
         add("   from the kernel maps (~ distinct stacks for manystacks); unwalk = unwalkable stacks;")
+        add("   - = does not apply: deliv under REAL (it samples sleeping threads too, not CPU time),")
+        add("   the peers' unwalk, drain and entries (pcmond's own), bpftrace's lost (it counts none);")
         add(f"   the stacks rows (pcmon and peers) sample for {STACKS_S:g} s: 2 CPUs x 10 kHz x {STACKS_S:g} s = "
             f"{2 * 10000 * STACKS_S / 1000:.0f}k samples at most")
     add("")
 
     li = res.get("limits", {})
     add("5. LIMITS — pcmon run --virtual --unwind fp at each interval; perf and bpftrace beside it")
+    origin("limits")
     if not li or "error" in li:
-        add(f"   failed: {li.get('error', 'not run')}")
+        add(f"   {missing(res, 'limits')}")
     else:
         add(f"   {'profiler, workload':<42}" + "".join(f"{f'{us} us':>10}" for us in SWEEP_US))
+        if li.get("bare_error"):
+            add(f"   {failed(li['bare_error'])}")
+        errors = []
         for name, rows in li.get("sweep", {}).items():
             cells = []
             for row in rows:
                 if "error" in row:
-                    cells.append("-" if row.get("not_run") else
-                                 "refused" if "interval" in row["error"] else
-                                 "skipped" if row["error"].startswith("skipped") else
-                                 "limit" if "cell limit" in row["error"] else "failed")
+                    cells.append("n/a" if row.get("not_run") else
+                                 "refused" if "interval" in row["error"] else "FAILED")
+                    if cells[-1] == "FAILED":
+                        errors.append(f"{name} at {row['interval_us']} us: {row['error']}")
                 else:
                     cells.append(f"{fmt(row['delivered'], '.2f')}/{row['lost'] if row['lost_counted'] else '-'}")
             add(f"   {name:<42}" + "".join(f"{x:>10}" for x in cells))
             if any(row.get("slowdown") for row in rows):
                 add(f"   {'  fixedwork CPU time per unit / bare':<42}" + "".join(
-                    f"{fmt(row.get('slowdown'), '.2f'):>10}" for row in rows))
+                    f"{'n/a' if row.get('not_run') else fmt(row.get('slowdown'), '.2f'):>10}" for row in rows))
+        for e in errors:
+            add(f"   {failed(e[:110])}")
         add("   highest rate with zero lost and >= 90% delivered (there and at every longer interval):")
         for name, best in li.get("highest_sustained", {}).items():
             row = next((x for x in li["sweep"][name] if x.get("interval_us") == best), {})
@@ -1767,9 +1843,9 @@ def table(res):
                     reasons[k] = reasons.get(k, 0) + v
         if any(reasons.values()):
             add("   pcmon's lost samples by reason over the sweep: " + ", ".join(f"{k} {v}" for k, v in reasons.items() if v))
-        add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples; limit = the")
-        add(f"   run hit the {CELL_S:g} s cell limit, skipped = the run's time budget was spent, - = not run")
-        add("   after the row fell short at a longer interval)")
+        add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples, - for bpftrace,")
+        add("   which counts none; n/a = not run: the row fell short at a longer interval, and a shorter")
+        add("   one cannot do better; refused = the profiler does not take so short an interval)")
         if li.get("max_sample_rate_after") != li.get("max_sample_rate_before"):
             add(f"   the kernel lowered perf_event_max_sample_rate {li['max_sample_rate_before']} -> "
                 f"{li['max_sample_rate_after']} (sampling interrupts too long); restored")
@@ -1777,15 +1853,17 @@ def table(res):
 
     pp = res.get("pingpong", {})
     add(f"6. REAL vs VIRTUAL on a context-switch-heavy workload (pipe ping-pong, 1 kHz, {PINGPONG_REPS} runs)")
+    origin("pingpong")
     if not pp or "error" in pp:
-        add(f"   failed: {pp.get('error', 'not run')}")
+        add(f"   {missing(res, 'pingpong')}")
     else:
         add(f"   bare: {fmt_stat(pp.get('bare_wall_s'), 3)} s wall for {pp['roundtrips']} round trips "
             f"({fmt(pp.get('roundtrip_us'), '.1f')} us each)")
+        add_bare_failed(pp)
         add(f"   {'profiler':<26}{'wall ratio':>22}{'CPU ratio':>22}{'added us/switch':>18}")
         for key, c in pp.get("cells", {}).items():
-            if not c["wall_ratio"]:
-                add(f"   {key:<26}  failed: {(c['errors'] or ['?'])[0]}")
+            if not c["wall_ratio"] or c["errors"]:
+                add(f"   {key:<26}  {failed((c['errors'] or ['no run'])[0])}")
                 continue
             add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['cpu_ratio']):>22}"
                 f"{fmt((c.get('us_per_switch') or {}).get('median'), '.2f'):>18}")
@@ -1798,14 +1876,16 @@ def table(res):
     add("")
     ca = res.get("calls", {})
     add(f"7. CALL COUNTING — callheavy: hot() called {CALLS_N} times; entry + return probes on it ({REPS} runs)")
+    origin("calls")
     if not ca or "error" in ca:
-        add(f"   failed: {ca.get('error', 'not run')}")
+        add(f"   {missing(res, 'calls')}")
     else:
         add(f"   bare: {fmt(ca['bare_wall_s'], '.3f')} s wall, {fmt(ca['bare_ns_per_call'], '.0f')} ns per call")
+        add_bare_failed(ca)
         add(f"   {'profiler':<26}{'wall ratio':>22}{'added ns/call':>24}")
         for key, c in ca.get("cells", {}).items():
-            if not c["wall_ratio"]:
-                add(f"   {key:<26}  failed: {(c['errors'] or ['?'])[0]}")
+            if not c["wall_ratio"] or c["errors"]:
+                add(f"   {key:<26}  {failed((c['errors'] or ['no run'])[0])}")
                 continue
             add(f"   {key:<26}{fmt_stat(c['wall_ratio']):>22}{fmt_stat(c['ns_per_call'], 0):>24}")
         add(f"   pcmon's own calibration of a probe pair: {fmt_stat(ca.get('pcmon_calibrated_ns'), 0)} ns "
@@ -1817,28 +1897,32 @@ def table(res):
     ds = res.get("deep_stacks", {})
     add("8. DEEP STACKS — bigframe (64 KiB in main, no frame pointers) and rec40x4k (40 x 4 KiB): "
         "one run a cell")
+    origin("deep_stacks")
     if not ds or "error" in ds:
-        add(f"   failed: {ds.get('error', 'not run')}")
+        add(f"   {missing(res, 'deep_stacks')}")
     else:
         add(f"   {'workload, rate':<22}{'profiler':<13}{'slowdown':>9}{'to _start':>11}"
             f"{'bytes/sample':>13}{'BPF ns/sample':>14}{'pcmond ms/1k':>13}")
         for key, row in ds.items():
             for tool, c in row.items():
-                if not isinstance(c, dict):
-                    add(f"   {key:<22}{c}")
+                why = c.get("error") or c.get("session_error") if isinstance(c, dict) else c
+                if why:
+                    add(f"   {key:<22}{tool:<13}{failed(str(why)[:100])}")
                     continue
                 add(f"   {key:<22}{tool:<13}{fmt(c.get('slowdown'), '.3f'):>9}"
                     f"{fmt(c.get('rooted_pct'), '.1f') + ' %':>11}{fmt(c.get('bytes_per_sample'), '.0f'):>13}"
                     f"{fmt(c.get('bpf_ns_per_sample'), '.0f'):>14}{fmt(c.get('pcmond_ms_per_1k'), '.1f'):>13}")
         add("   (slowdown: bigframe's iterations per CPU second, bare / profiled; perf copies 8 KiB a "
-            "sample by default, at most 64 KiB)")
+            "sample by default, at most 64 KiB;")
+        add("   - = does not apply: rec40 does not time itself, fp copies no stack, perf runs no BPF)")
     add("")
 
     fl = res.get("fleet", {})
     add(f"10. SERVING — fixedwork ({FLEET_WORK_S} s) under a published pcmond target at 1 kHz: bare "
         "pcmond, scraped (9 s windows back to back), pushing to Pyroscope and OTLP every 2 s")
+    origin("fleet")
     if not fl or "error" in fl:
-        add(f"   failed: {fl.get('error', 'not run')}")
+        add(f"   {missing(res, 'fleet')}")
     else:
         add(f"   {'pcmond':<28}{'slowdown':>22}{'pcmond ms/s':>22}  what it served")
         for cfg, what in (("pcmond", ""), ("scraped", "scrapes"), ("pushed", "pushes")):
@@ -1849,9 +1933,10 @@ def table(res):
 
     ch = res.get("churn", {})
     add(f"9. SYSTEM-WIDE CHURN — every process at {CHURN_HZ} Hz while `make clean; make -j2` of this "
-        f"tree loops, {CHURN_S:g} s each")
+        f"tree loops, {ch.get('pcmond', {}).get('seconds', CHURN_S):g} s each")
+    origin("churn")
     if not ch or "error" in ch:
-        add(f"   failed: {ch.get('error', 'not run')}")
+        add(f"   {missing(res, 'churn')}")
     else:
         pc, pf = ch["pcmond"], ch["perf"]
         add(f"   {'profiler':<26}{'CPU ms/s':>9}{'RSS MB':>8}{'RSS growth':>11}  what it counted")
@@ -1860,7 +1945,7 @@ def table(res):
             f"{pc.get('lost')} lost, foreignPcs {fmt(pc.get('foreign_pct'))} %, unwalkable "
             f"{fmt(pc.get('unwalkable_pct'))} %")
         if "error" in pf:
-            add(f"   {'perf record -a -g':<26}{pf['error']}")
+            add(f"   {'perf record -a -g':<26}{failed(pf['error'])}")
         else:
             add(f"   {'perf record -a -g':<26}{fmt(pf.get('cpu_ms_per_s')):>9}{fmt(pf.get('max_rss_mb')):>8}"
                 f"{'':>11}  {fmt(pf.get('data_mb'))} MB of perf.data (perf report not included)")
@@ -1870,21 +1955,23 @@ def table(res):
     py = res.get("python", {})
     add("11. PYTHON FRAMES — bench/pywork.py (pure Python, eight calls deep) on CPython 3.11: its own "
         f"CPU time for the fixed work / bare (median [min-max] of {REPS} runs)")
+    origin("python")
     if not py or "error" in py:
-        add(f"   failed: {py.get('error', 'not run')}")
+        add(f"   {missing(res, 'python')}")
     else:
         add(f"   bare: {fmt_stat(py['bare_cpu_s'], 3)} s CPU, {fmt_stat(py['bare_wall_s'], 3)} s wall, "
             f"{py['units']} units")
+        add_bare_failed(py)
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
         for tool, what in PY_CONFIGS:
             label = py_key(tool, what, 0).rsplit(" @", 1)[0]
             cells = [py["cells"].get(py_key(tool, what, hz), {}) for hz, _ in RATES[:2]]
             add(f"   {label:<26}" + "".join(
-                f"{fmt_stat(c.get('cpu_ratio')) if c.get('cpu_ratio') else ('failed' if c.get('errors') else '-'):>22}"
+                f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
                 for c in cells))
             for c in cells:
-                for e in c.get("errors", [])[:1]:
-                    add(f"   {label}: {e[:100]}")
+                for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
+                    add(f"   {failed(f'{label}: {e[:100]}')}")
         add("   samples per run (median): " + "   ".join(
             f"{py_key(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
                 fmt((py["cells"].get(py_key(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
@@ -1900,10 +1987,20 @@ def table(res):
             session_row(add, key.replace("pcmon, Python frames", "pcmond py").replace("pcmon --no-python", "pcmond no-py")
                         .replace("perf record -g", "perf -g"), c)
         add("   (pcmond py = with Python frames, no-py = --no-python; prof CPU ms/1k smp is the headline:")
-        add("   what reading and naming Python frames costs the daemon per 1000 samples)")
+        add("   what reading and naming Python frames costs the daemon per 1000 samples; - = does not")
+        add("   apply: perf runs no BPF)")
     add("")
-    add(f"total benchmark time: {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s); "
+    form = env.get("form", "make bench")
+    add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
+        + (f", over the {DEFAULT_FORM_S / 60:g} minutes it should take" if form == "make bench"
+           and res["total_s"] > DEFAULT_FORM_S else "") + "); "
         + ", ".join(f"{k} {v:.0f} s" for k, v in res["section_s"].items()))
+    old = {k: m["s"] for k, m in measured.items() if k not in now and m.get("s") is not None}
+    if old:
+        add("kept sections, as long as they took when measured: "
+            + ", ".join(f"{k} {v:.0f} s" for k, v in old.items())
+            + (f"; make bench-full: about {(res['total_s'] + sum(old.values())) / 60:.0f} min"
+               if form == "make bench" else ""))
     return "\n".join(L)
 
 
@@ -1971,7 +2068,7 @@ def baseline_table(res):
     add("BASELINE — this tree's binaries vs BENCH_BASELINE's, each pcmon cell measured with both, in turn, "
         "in this run")
     add(f"   this tree: {ROOT} at {b.get('this_commit') or '?'}")
-    add(f"   baseline:  {b['tree']} at {b.get('commit') or '?'}")
+    add(f"   baseline:  {BASELINE} at {b.get('commit') or '?'}")
     add(f"   {'cell':<26}{'this tree':>22}{'baseline':>22}{'difference':>20}{'noise':>9}   verdict")
     for name, (title, figure, digits, reps) in BASELINE_SECTIONS.items():
         rows = [r for r in b.get("comparison", []) if r["section"] == name]
@@ -1986,7 +2083,7 @@ def baseline_table(res):
                 f"   {verdict(r)}")
     notes = (f"{NOISE_RULE}. BEYOND: the binaries changed it, or load hit one side only (run again "
              "to tell which). The two trees take turns going first; the baseline's runs (and, for cost, "
-             "this tree's after the first) are not charged to BENCH_BUDGET_S. Every run: "
+             f"this tree's after the first) took {BASELINE_S / 60:.1f} min of this run. Every run: "
              "bench/results.json, \"baseline\".")
     L += ["   " + line for line in textwrap.wrap(notes, 100)]
     return "\n".join(L)
@@ -2067,8 +2164,6 @@ def fleet(cal):
         d = doc_with(run(fixed_cmd(units), timeout=CELL_S * 3).out, "units")
         runs["bare"].append({"wall_s": d["wall_s"], "cpu_s": d["cpu_s"]})
         for cfg in configs:
-            if over_budget(FLEET_WORK_S + 5):
-                return {"error": over_budget(FLEET_WORK_S + 5)["error"], "runs": runs}
             port, sink = free_port(), Sink() if cfg == "pushed" else None
             more = ["--http", port] if cfg == "scraped" else \
                 ["--push", sink.url, "--otlp", sink.url, "--push-interval", 2] if sink else []
@@ -2192,9 +2287,10 @@ def python_frames():
                 x["unknown_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("python_unknown", 0) / n
                                     if n else None)
             runs[key].append(x)
-    d = doc_with(run(pywork_cmd(units)).out, "units")
-    if d:
-        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]})
+    r = run(pywork_cmd(units))
+    d = doc_with(r.out, "units")
+    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]} if d
+                        else {"error": r.why()})
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
         raise RuntimeError("pywork.py failed to run bare: " + runs["bare"][0].get("error", "?"))
@@ -2231,7 +2327,7 @@ def churn():
     """pcmond --all at 19 Hz on a compile loop, then perf record -a -g at the same rate on the
     same loop (bench/soak.py, for BENCH_CHURN_S each: `make soak` is its 10-minute form)."""
     if CHURN_S <= 0:
-        return {"error": "skipped: BENCH_CHURN_S=0"}
+        return {"error": "BENCH_CHURN_S=0: no churn to measure"}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import soak
     soak.SOAK_S, soak.HZ, soak.STEP_S, soak.PEER_S = CHURN_S, CHURN_HZ, CHURN_S / 4, CHURN_S
@@ -2239,42 +2335,134 @@ def churn():
     return {"pcmond": {k: v for k, v in r.items() if k != "series"}, "perf": soak.peer()}
 
 
+# results.json's keys that are not a section's figures
+META = ("environment", "section_s", "calibration", "measured", "total_s", "baseline", "only", "alone")
+
+
+def upgrade(prev):
+    """The results of an earlier run with "measured" (section -> the run that measured it),
+    also from a results.json written before the forms (its "alone" list: sections measured
+    by BENCH_ONLY; the others by the run in "environment"), whose scale_peers held bpftrace's
+    row too."""
+    prev = dict(prev)
+    if "measured" not in prev:
+        env = prev.get("environment", {})
+        alone = prev.get("alone") or ([prev["only"]] if prev.get("only") else [])
+        if isinstance(prev.get("scale_peers"), dict) and "bpftrace" in prev["scale_peers"]:
+            prev["scale_peers"] = dict(prev["scale_peers"])
+            prev["scale_bpftrace"] = prev["scale_peers"].pop("bpftrace")
+        prev["measured"] = {}
+        for name in prev:
+            if name in META:
+                continue
+            o = next((o for o in alone if name in o.get("sections", ())), None)
+            src = o or env
+            prev["measured"][name] = {
+                "by": "BENCH_ONLY" if o else "make bench", "date": src.get("date"),
+                "loadavg_start": src.get("loadavg_start"),
+                "s": prev.get("section_s", {}).get("scale_peers" if name == "scale_bpftrace" else name),
+                "calibration": src.get("calibration") if o else prev.get("calibration")}
+    for k in ("only", "alone"):
+        prev.pop(k, None)
+    return prev
+
+
+# No path of this machine in what is committed: the tree's own path is ".", the run's
+# temporary directory "<tmp>", the baseline's "<baseline>", a home directory "~", and any
+# other path under these roots "<path>"
+MACHINE_PATH = re.compile(r"(?<![\w.~<-])/(?:tmp|var/tmp|work|home|root|run/user|srv|mnt)\b(?:/[^\s'\":,;)\]}>]*)?")
+
+
+def homes():
+    import pwd
+    out = {os.path.expanduser("~")}
+    for user in filter(None, (os.environ.get("SUDO_USER"), os.environ.get("USER"))):
+        try:
+            out.add(pwd.getpwnam(user).pw_dir)
+        except KeyError:
+            pass
+    return [h for h in out if h and h != "/"]
+
+
+def unpath(text):
+    for path, name in ((TMP, "<tmp>"), (BASELINE, "<baseline>"), (ROOT, "."),
+                       *((h, "~") for h in homes())):
+        if path:  # the whole path, not the start of a longer name (/root, not /rootfs)
+            text = re.sub(re.escape(path) + r"(?![\w.-])", name, text)
+    return MACHINE_PATH.sub("<path>", text)
+
+
+def scrub(x):
+    """x (results) with every string unpath'd."""
+    if isinstance(x, str):
+        return unpath(x)
+    if isinstance(x, dict):
+        return {k: scrub(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [scrub(v) for v in x]
+    return x
+
+
+def machine_paths(text):
+    """The paths of this machine left in text (none, once scrubbed)."""
+    found = MACHINE_PATH.findall(text)
+    return found + [p for p in (TMP, BASELINE, ROOT, *homes())
+                    if p and re.search(re.escape(p) + r"(?![\w.-])", text)]
+
+
 def main():
     if os.geteuid() != 0:
         print("make bench: must run as root (BPF, perf events, /proc of other processes)", file=sys.stderr)
         return 1
+    if FORM not in ("default", "full"):
+        print(f"make bench: BENCH_FORM={FORM}: the forms are default (make bench) and full "
+              "(make bench-full)", file=sys.stderr)
+        return 1
     if BASELINE and baseline_missing():
         print(f"make bench: {baseline_missing()}", file=sys.stderr)
         return 1
+    if BASELINE and FORM != "full" and not ONLY:
+        print("make bench: BENCH_BASELINE adds minutes to every section it compares: use it with "
+              "make bench-full, or with BENCH_ONLY (e.g. BENCH_ONLY=cost,pingpong,calls)", file=sys.stderr)
+        return 1
+    missing_tools = [n for n, t in (("perf", PERF), ("bpftrace", BPFTRACE), ("funclatency", FUNCLATENCY),
+                                    ("offcputime", OFFCPUTIME), ("nm", NM)) if not t]
+    if missing_tools:
+        log(f"missing: {', '.join(missing_tools)} (make deps installs them): their cells will say FAILED")
+    by = f"BENCH_ONLY={','.join(ONLY)}" if ONLY else "make bench-full" if FORM == "full" else "make bench"
     res = {"environment": {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
+        "form": by, "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "cpus": os.cpu_count(),
         "kernel": os.uname().release, "loadavg_start": " ".join(open("/proc/loadavg").read().split()[:3]),
         "perf": PERF and version_of([PERF, "--version"]),
         "bpftrace": BPFTRACE and version_of([BPFTRACE, "--version"]),
-        "reps": REPS, "work_s": WORK_S, "window_s": WINDOW_S}, "section_s": {}}
-    if ONLY:
-        try:
-            with open(RESULTS) as f:
-                prev = json.load(f)
-        except (OSError, ValueError):
-            prev = {}
-        prev.pop("baseline", None)
-        prev.pop("total_s", None)
-        # each section measured alone says when: the runs before keep theirs
-        alone = prev.pop("alone", None) or ([prev.pop("only")] if prev.get("only") else [])
-        alone = [{**o, "sections": [x for x in o["sections"] if x not in ONLY]} for o in alone]
-        res = {**prev, "environment": prev.get("environment", res["environment"]),
-               "section_s": prev.get("section_s", {}),
-               "only": {"sections": ONLY, **res["environment"]}}
-        res["alone"] = [o for o in alone if o["sections"]] + [res["only"]]
+        "reps": REPS, "work_s": WORK_S, "window_s": WINDOW_S}, "section_s": {}, "measured": {}}
+    # the sections this run does not measure keep their figures from the run that did
+    try:
+        with open(RESULTS) as f:
+            prev = upgrade(json.load(f))
+    except (OSError, ValueError):
+        prev = {"measured": {}}
     if BASELINE:
         res["baseline"] = {"tree": BASELINE, "commit": commit_of(BASELINE), "this_commit": commit_of(ROOT),
                            "noise_rule": NOISE_RULE, "sections": {}}
     rc = 0
+    named = set()  # the sections main runs or keeps, to check BENCH_ONLY's names against
+
+    def wanted(name):
+        if name == "calibration":
+            return True
+        if ONLY:
+            return name in ONLY
+        if name == "churn" and CHURN_S <= 0:
+            return False
+        return FORM == "full" or name not in FULL_ONLY
 
     def section(name, fn, *args):
         nonlocal rc
-        if ONLY and name not in ONLY and name != "calibration":
+        named.add(name)
+        if not wanted(name):
+            if name in prev and name in prev["measured"]:
+                res[name], res["measured"][name] = prev[name], prev["measured"][name]
             return
         t0 = time.monotonic()
         try:
@@ -2285,20 +2473,20 @@ def main():
         except Exception as e:  # noqa: BLE001 - report and go on with the other sections
             traceback.print_exc()
             res[name] = {"error": f"{type(e).__name__}: {e}"}
-            rc = 1
+            rc = 1  # and its table says FAILED
         res["section_s"][name] = time.monotonic() - t0
+        if name != "calibration":
+            res["measured"][name] = {"by": by, "date": res["environment"]["date"],
+                                     "loadavg_start": res["environment"]["loadavg_start"],
+                                     "s": res["section_s"][name], "calibration": res.get("calibration")}
 
     try:
-        kept = res.get("calibration") if ONLY else None
         section("calibration", calibrate)
         cal = res["calibration"]
-        if kept:
-            # the other sections' figures were measured with the calibration they kept
-            res["only"]["calibration"], res["calibration"] = cal, kept
         if "error" in cal:
             raise SystemExit("calibration failed: " + cal["error"])
         dwarf_err = dwarf_probe()
-        # what keeping up is about first: the budget may skip cells of the last ones
+        # the order they run in; FULL_ONLY says which make bench leaves to make bench-full
         section("scale", scale)
         section("cost", cost, dwarf_err)
         section("pingpong", pingpong, cal)
@@ -2308,23 +2496,61 @@ def main():
         section("calls", call_counting)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
+        section("scale_bpftrace", scale_bpftrace)
         section("fleet", fleet, cal)
         section("python", python_frames)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
+        for name, m in prev["measured"].items():
+            if name not in res["measured"] and name in prev:  # the run stopped before it
+                res[name], res["measured"][name] = prev[name], m
+        if BASELINE:
+            res["baseline"]["comparison"] = comparison(res["baseline"]["sections"])
+            res["baseline"]["baseline_s"] = BASELINE_S
+        # what is written and committed names no path of this machine
+        res = scrub(res)
         text = table(res)
         print(text)
         if BASELINE:
-            res["baseline"]["comparison"] = comparison(res["baseline"]["sections"])
-            res["baseline"]["off_budget_s"] = OFF_BUDGET_S
             print("\n" + baseline_table(res))
-        with open(RESULTS, "w") as f:
-            json.dump(res, f, indent=1, default=str)
-        update_readme(text)
+            # a baseline run that failed is a failed cell of the comparison
+            bad = [f"{name}: {key}" for name, part in res["baseline"]["sections"].items()
+                   for key, c in part.get("cells", {}).items() if c.get("errors") or not c.get("baseline")]
+            if bad:
+                print(f"make bench: BENCH_BASELINE's runs FAILED in {', '.join(bad)}", file=sys.stderr)
+                rc = 1
+        out = json.dumps(res, indent=1, default=str)
+        left = machine_paths(out) + machine_paths(text)
+        if left:
+            print(f"make bench: not written, a path of this machine is left in it: {left[:5]}", file=sys.stderr)
+            rc = 1
+        else:
+            with open(RESULTS, "w") as f:
+                f.write(out)
+            update_readme(text)
         shutil.rmtree(TMP, ignore_errors=True)
+    unknown = [x for x in ONLY if x not in named]
+    if unknown:
+        print(f"make bench: BENCH_ONLY names no section {', '.join(unknown)} (the sections: "
+              f"{', '.join(sorted(named - {'calibration'}))})", file=sys.stderr)
+        rc = 1
+    unmeasured = [l.strip() for l in text.splitlines() if "not measured yet" in l]
+    if unmeasured:
+        print(f"make bench: {len(unmeasured)} line(s) of the table are not measured yet (not a failure of "
+              "this run, but not a table to commit):", *unmeasured, sep="\n  ", file=sys.stderr)
+    fails = table_failures(text)
+    if fails:
+        print(f"make bench: {len(fails)} line{'s' if len(fails) > 1 else ''} of the table FAILED "
+              "(a kept section's failure counts too: run the form that measures it):", file=sys.stderr)
+        for line in fails:
+            print(f"  {line[:160]}", file=sys.stderr)
+        rc = 1
     return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# `make bench` (after `make all workloads`): builds the benchmark's own workload programs
-# into .output/bench/ and runs the harness, bench/bench.py, which prints the table, writes
-# bench/results.json and refreshes the table in bench/README.md. Needs root.
+# `make bench` and `make bench-full` (BENCH_FORM=full), after `make all workloads`: builds
+# the benchmark's own workload programs into .output/bench/ and runs the harness,
+# bench/bench.py, which prints the table, writes bench/results.json and refreshes the table
+# in bench/README.md. Needs root. Exits with the harness's status: 1 when a cell FAILED.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
