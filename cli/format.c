@@ -59,7 +59,9 @@ static void table(FILE *f, const cJSON *procs, const cJSON *order, double counte
 	const cJSON *it;
 	long shown = 0;
 
-	fprintf(f, "\n shallow      %%     deep      %%  procedure\n");
+	fprintf(f, "\n%s\n shallow      %%     deep      %%  procedure\n",
+		by_deep ? "by deep count (samples with the procedure anywhere on the stack):"
+			: "by shallow count (samples with the procedure running):");
 	cJSON_ArrayForEach(it, (by_deep ? order : procs)) {
 		const cJSON *p = by_deep ? cJSON_GetArrayItem(procs, it->valueint) : it;
 		double sh = num(p, "shallow"), dp = num(p, "deep");
@@ -323,6 +325,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	char state[64], who[64] = "";
 	const char *when = proto_str(s, "when", NULL);
 	int both = !v->shallow && !v->deep;
+	bool sections = false, declared = false;
 
 	fmt_state(state, sizeof(state), t);
 	if (!strcmp(str(t, "kind", ""), "pid"))
@@ -369,10 +372,19 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 			num(s, "ticks_moved"), num(s, "ticks_dropped"), num(s, "ticks_unwatched"));
 	fputc('\n', f);
 	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
-	fprintf(f, "critical sections:");
+	/* only when it says something: a section declared (besides unwalkable), or a sample in one */
+	cJSON_ArrayForEach(it, c)
+		if (strcmp(str(it, "name", ""), "unwalkable") || num(it, "count"))
+			sections = true;
+	if (sections)
+		fprintf(f, "critical sections:");
 	cJSON_ArrayForEach(it, c) {
 		const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "reasons"), *x;
 
+		if (!sections)
+			break;
+		if (strcmp(str(it, "name", ""), "unwalkable"))
+			declared = true;
 		fprintf(f, " %s %.0f (%.1f%%)", str(it, "name", "?"), num(it, "count"),
 			pct(num(it, "count"), counted));
 		if (r && num(it, "count")) {
@@ -388,8 +400,10 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		}
 		fputs("  ", f);
 	}
-	fputc('\n', f);
-	if (num(s, "marks_pending"))
+	if (sections)
+		fputc('\n', f);
+	/* (marks pending matter only where a section could have been marked) */
+	if (num(s, "marks_pending") && declared)
 		fprintf(f, "critical marks pending %.0f (%.1f%%): taken before the probes of objects just loaded were attached; any may belong to a marked section\n",
 			num(s, "marks_pending"), pct(num(s, "marks_pending"), counted));
 	if (num(s, "debuginfod_pending") > 0)

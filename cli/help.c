@@ -199,6 +199,23 @@ void help_usage(FILE *f)
 	fprintf(f, "\npcmon COMMAND --help: the command's own options. See pcmon(1).\n");
 }
 
+/* The words of the sample listing, after the help of the commands that print one. */
+static const char listing_terms[] =
+	"The listing's words (docs/sampling.md):\n"
+	"  VIRTUAL t=10000us  CPU time: a sample every t microseconds a thread runs (REAL: wall\n"
+	"                     time, off-CPU too); t is the interval pcmon got\n"
+	"  interrupts         samples taken; counted: those charged (--when leaves some out)\n"
+	"  shallow, deep      samples with the procedure running; with it anywhere on the stack\n"
+	"                     (once a sample, however deep the recursion)\n"
+	"  foreignPcs         samples whose pc is in no known procedure (JIT code, no symbols)\n"
+	"  kernel-mode        samples taken while the thread was in the kernel\n"
+	"  lost               samples that could not be kept (each drop counted, by reason)\n"
+	"  stacks cut short   walked short of their root: outer frames' deep counts are lower\n"
+	"                     bounds (by reason)\n"
+	"  critical sections  samples charged to a named section (--critical), or unwalkable:\n"
+	"                     not even the innermost frame could be placed\n"
+	"  kernel.[NAME]      a kernel thread (kworker, kswapd ...): no user stack, by nature\n";
+
 void help_command(FILE *f, const struct command *cmd)
 {
 	const struct opt *o[OPT_MAX], *group[OPT_MAX];
@@ -217,6 +234,9 @@ void help_command(FILE *f, const struct command *cmd)
 		for (int i = 0; i < ng; i++)
 			opt_line(f, group[i]);
 	}
+	for (int i = 0; i < n; i++) /* (a command whose tables --shallow picks prints them) */
+		if (!strcmp(o[i]->name, "shallow"))
+			fprintf(f, "\n%s", listing_terms);
 	globals(f);
 }
 

@@ -129,5 +129,20 @@ def test_kernel_threads_are_listed_as_kernel_threads():
         d.stop()
 
 
+
+def test_a_listing_shows_only_lines_that_say_something():
+    """No critical-sections line where no section is declared and nothing was unwalkable;
+    each table titled; the words explained in --help."""
+    r = pcmon("run", "-o", "/dev/stdout", "--", workload("threefn"), 0.3,
+              sock="/nonexistent/pcmond.sock")
+    text = r.stdout[r.stdout.index("pcmon: target "):]
+    assert "critical" not in text and "marks pending" not in text, text
+    assert "by shallow count" in text and "by deep count" in text, text
+    helps = pcmon("list", "--help").stdout
+    for word in ("VIRTUAL t=", "interrupts", "foreignPcs", "kernel-mode", "lost",
+                 "stacks cut short", "critical sections", "shallow, deep", "kernel.[NAME]"):
+        assert word in helps, word
+
+
 if __name__ == "__main__":
     run_tests(globals())
