@@ -564,12 +564,16 @@ void fmt_targets(FILE *f, const cJSON *rep)
 	fprintf(f, "%4s  %-20s %-8s %-7s %-18s %10s %8s\n", "id", "name", "kind", "mode", "state",
 		"samples", "lost");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
+		/* the sampling's time, or what a target that does not sample carries */
+		const char *mode = proto_str(it, "mode", NULL) ? str(it, "mode", "?")
+				   : cJSON_GetObjectItemCaseSensitive(it, "count") ? "count"
+				   : cJSON_GetObjectItemCaseSensitive(it, "nodes") ? "nodes" : "-";
 		char state[64];
 
 		fmt_state(state, sizeof(state), it);
 		fprintf(f, "%4.0f  %-20s %-8s %-7s %-18s %10.0f %8.0f%s\n", num(it, "id"),
-			str(it, "name", "?"), str(it, "kind", "?"),
-			str(it, "mode", "?"), state, num(it, "samples"), num(it, "lost"),
+			str(it, "name", "?"), str(it, "kind", "?"), mode, state,
+			num(it, "samples"), num(it, "lost"),
 			proto_bool(it, "saved", 1) ? "" : "  UNSAVED");
 	}
 	/* the daemon could not write these to its state directory: say why */

@@ -84,11 +84,12 @@ static void group_heading(char *buf, size_t len, const cJSON *g)
 }
 
 /*
- * The screen as lines of text: the summary, the keys, the table (at most @max rows). With
+ * The screen as lines of text: the summary, the keys if @keys, the table (at most @max rows). With
  * --by, each group's heading and its hottest procedures, the groups by share: room for all
  * of them if it can, for a few rows each at least.
  */
-static char **render(const cJSON *rep, const struct top_state *st, int max, int width, int *n)
+static char **render(const cJSON *rep, const struct top_state *st, int max, int width, bool keys,
+		     int *n)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary");
@@ -113,7 +114,8 @@ static char **render(const cJSON *rep, const struct top_state *st, int max, int 
 	LINE("counted %.0f   foreignPcs %.0f   kernel-mode %.0f   lost %.0f   kernel frames %s",
 	     counted, proto_num(s, "foreign", 0), proto_num(s, "kernel_mode", 0),
 	     proto_num(s, "lost", 0), st->no_kernel ? "off" : "on");
-	LINE("keys: s shallow  d deep  space freeze  z zero  k kernel frames  q quit");
+	if (keys) /* (not in -b's text: there are no keys to press) */
+		LINE("keys: s shallow  d deep  space freeze  z zero  k kernel frames  q quit");
 	if (!groups) {
 		LINE("%8s %7s %8s %7s  %s", "SHALLOW", "%", "DEEP", "%",
 		     st->deep ? "PROCEDURE (by deep)" : "PROCEDURE (by shallow)");
@@ -229,7 +231,7 @@ static int batch(struct top_io *io, struct top_state *st, char *err, size_t errl
 		wait_for(io, (int)(io->delay * 1000), false);
 		if (!(rep = fetch(io, st, err, errlen)))
 			return 1;
-		lines = render(rep, st, 40, 200, &n);
+		lines = render(rep, st, 40, 200, false, &n);
 		for (int j = 0; lines && j < n; j++)
 			printf("%s\n", lines[j]);
 		printf("\n");
@@ -300,7 +302,7 @@ static int live(struct top_io *io, struct top_state *st, char *err, size_t errle
 		}
 		refresh = false;
 		nc.werase(w);
-		lines = render(rep, st, *nc.lines > 5 ? *nc.lines - 5 : 1, *nc.cols, &n);
+		lines = render(rep, st, *nc.lines > 5 ? *nc.lines - 5 : 1, *nc.cols, true, &n);
 		for (int j = 0; lines && j < n && j < *nc.lines; j++)
 			if (nc.wmove(w, j + (j >= 3), 0) != ERR)
 				nc.waddnstr(w, lines[j], *nc.cols);

@@ -220,8 +220,15 @@ static void on_event(void *ctx, const struct pcmon_event *ev)
 	case PCMON_EV_EXEC:
 		if (ev->epoch)
 			sym_proc_final(e->sym, ev->pid, ev->epoch - 1);
-		if (t && ev->pid == t->pid)
+		if (t && ev->pid == t->pid) {
 			snprintf(t->comm, sizeof(t->comm), "%.*s", PCMON_COMM_LEN, ev->comm);
+			str_sanitize(t->comm, sizeof(t->comm) - 1);
+			/* named after its program: after what it runs now (a shell that exec'd) */
+			if (t->name_is_comm) {
+				snprintf(t->name, sizeof(t->name), "%s", t->comm);
+				t->dirty = true;
+			}
+		}
 		break;
 	case PCMON_EV_SAMPLED:
 		sym_proc_sampled(e->sym, ev->pid, ev->epoch, ev->ts);

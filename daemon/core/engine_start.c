@@ -218,6 +218,7 @@ static int start_watched(const struct client *c, const cJSON *req, struct target
 		return -1;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", proto_str(req, "name", t->comm));
+	t->name_is_comm = !proto_str(req, "name", NULL) && t->kind == TARGET_PID;
 	t->owner = c->uid;
 	t->children = proto_bool(req, "children", 1);
 	t->published = proto_bool(req, "publish", 0); /* (root's: start_allowed()) */

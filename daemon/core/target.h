@@ -21,6 +21,7 @@ struct target {
 	uint32_t id;
 	char name[64];
 	char comm[64];
+	bool name_is_comm;	/* no --name: the name follows its process's exec */
 	uid_t owner;
 	enum target_kind kind;
 	enum target_state state;

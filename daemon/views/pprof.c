@@ -286,13 +286,21 @@ static int main_object(const struct xprof *p, uint64_t *weight)
 	return main_obj;
 }
 
+static bool several_processes(const struct xprof *p)
+{
+	for (int i = 1; i < p->nsamples; i++)
+		if (p->samples[i].pid != p->samples[0].pid)
+			return true;
+	return false;
+}
+
 /* A mapping per object, over the addresses it has locations at; their ids into @map_id. */
 static int enc_mappings(struct enc *e, int *map_id)
 {
 	const struct xprof *p = e->p;
 	uint64_t *lo = calloc(p->nobjects + 1, sizeof(*lo)), *hi = calloc(p->nobjects + 1, sizeof(*hi));
 	uint64_t *weight = calloc(p->nobjects + 1, sizeof(*weight));
-	int main_obj, r = -ENOMEM;
+	int main_obj, base = 0, r = -ENOMEM;
 
 	if (!lo || !hi || !weight)
 		goto out;
@@ -307,12 +315,23 @@ static int enc_mappings(struct enc *e, int *map_id)
 			hi[l->object] = l->address + 1;
 	}
 	main_obj = main_object(p, weight);
+	/*
+	 * Samples of several processes (a system-wide or cgroup target) have no one program:
+	 * the first mapping, which pprof names the profile's "File", is the target's name, over
+	 * no address, rather than the busiest process's object.
+	 */
+	if (several_processes(p)) {
+		pb_int(&e->m, M_ID, 1);
+		pb_int(&e->m, M_FILENAME, str_id(&e->st, p->target && p->target[0] ? p->target : "?"));
+		pb_msg(&e->b, P_MAPPING, &e->m);
+		base = 1;
+	}
 	for (int k = 0; k < p->nobjects; k++) {
 		int i = k == 0 ? main_obj : k <= main_obj ? k - 1 : k;
 		const struct xobject *o = &p->objects[i];
 
-		map_id[i] = k + 1;
-		pb_int(&e->m, M_ID, k + 1);
+		map_id[i] = base + k + 1;
+		pb_int(&e->m, M_ID, base + k + 1);
 		pb_int(&e->m, M_START, lo[i]);
 		pb_int(&e->m, M_LIMIT, hi[i]);
 		pb_int(&e->m, M_FILENAME,

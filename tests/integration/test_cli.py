@@ -339,7 +339,7 @@ def test_json_errors_from_the_daemon_and_the_engine():
         d.stop()
     # no daemon, and no BPF for an unprivileged user: the embedded engine cannot start
     r = pcmon("run", "--json", "--", "true", sock=NODAEMON, user="nobody")
-    one_json_error(r, 1, "embedded engine")
+    one_json_error(r, 1, "own engine cannot start")
 
 
 def loaded_objects(cmd, env):

@@ -144,5 +144,43 @@ def test_a_listing_shows_only_lines_that_say_something():
         assert word in helps, word
 
 
+
+def test_names_follow_what_runs():
+    """A target started on a shell that then execs is named after what it became; a target
+    that only counts calls shows "count" for its mode; top -b prints no keys; a pprof of a
+    system-wide target is "File: all", not its busiest process."""
+    d = Daemon().start()
+    try:
+        sh = subprocess.Popen(["sh", "-c", f"sleep 0.5; exec {workload('threefn')} 0.5"],
+                              stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", sh.pid, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        named = pcmon("start", "--pid", os.getpid(), "--name", "mine", "--no-sample",
+                      "--count", "libc.so.6.getpid", sock=d.sock, check=0).stdout.strip()
+        sh.wait(30)
+        time.sleep(0.5)
+        targets, _ = pcmon_json("targets", sock=d.sock)
+        names = {str(t["id"]): t["name"] for t in targets["targets"]}
+        assert names[tid] == "threefn" and names[named] == "mine", names
+        rows = {l.split()[0]: l.split() for l in pcmon("targets", sock=d.sock).stdout.splitlines()[1:]}
+        assert rows[named][3] == "count" and rows[tid][3] == "VIRTUAL", rows
+        pcmon("drop", named, sock=d.sock, check=0)
+        spin = subprocess.Popen([workload("spinner"), "5"], stdout=subprocess.DEVNULL)
+        top = pcmon("top", "-b", "-n", "1", "-d", "0.5", "--pid", spin.pid, sock=d.sock, check=0)
+        assert "pcmon top:" in top.stdout and "keys:" not in top.stdout, top.stdout
+        every = pcmon("start", "--all", "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        time.sleep(1.5)
+        pcmon("stop", every, sock=d.sock, check=0)
+        spin.kill()
+        spin.wait()
+        out = os.path.join(d.dir, "all.pb.gz")
+        pcmon("export", every, "--format", "pprof", "-o", out, sock=d.sock, check=0)
+        r = subprocess.run(["go", "tool", "pprof", "-top", out], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, PPROF_TMPDIR=d.dir))
+        assert r.returncode == 0 and r.stdout.startswith("File: all\n"), (r.stdout[:200], r.stderr)
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
     run_tests(globals())
