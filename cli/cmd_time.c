@@ -475,6 +475,7 @@ int cmd_diff(struct cli *c)
 /* ---- pcmon timeline TARGET */
 
 static const char *tl_svg;
+static bool tl_shallow;	/* rows of shallow counts (else deep: the procedure on the stack) */
 
 static int opt_proc(struct cli *c, const char *val)
 {
@@ -488,7 +489,11 @@ static int opt_proc(struct cli *c, const char *val)
 
 const struct opt timeline_opts[] = {
 	{ "top", 0, "N", OPT_NUM, "timeline_top", .help = "the N hottest procedures (default 5)" },
-	{ "proc", 0, "P", OPT_CALL, NULL, .help = "procedure P too (repeatable)", .fn = opt_proc },
+	{ "proc", 0, "P", OPT_CALL, NULL,
+	  .help = "procedure P too, named as --when names one (repeatable)", .fn = opt_proc },
+	{ "shallow", 0, NULL, OPT_FLAG, NULL,
+	  .help = "rows of shallow counts (default: deep, the procedure anywhere on the stack)",
+	  .flag = &tl_shallow },
 	{ "svg", 0, "FILE", OPT_TEXT, NULL, .help = "the timeline as an SVG", .text = &tl_svg,
 	  .complete = COMPL_FILE },
 	OPT_SOME(pattern_opts, "when when-file ignore-case critical no-inline"),
@@ -519,15 +524,21 @@ static int columns(const cJSON *slices, const cJSON *vals, double *col, int *nco
 	return n;
 }
 
-static void spark(FILE *f, const double *col, int n)
+/*
+ * One row of bars, @col against @max (the busiest column's samples: every row on the same
+ * scale, so that a column of few samples draws short bars, not full ones). A column that
+ * holds samples but fewer than a twentieth of the busiest one's is drawn '·' in @thin's row.
+ */
+static void spark(FILE *f, const double *col, int n, double max, const double *thin)
 {
 	static const char *const bars[] = { " ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
-	double max = 0;
 
-	for (int i = 0; i < n; i++)
-		max = fmax(max, col[i]);
-	for (int i = 0; i < n; i++)
-		fputs(bars[max > 0 ? (int)ceil(col[i] / max * 8) : 0], f);
+	for (int i = 0; i < n; i++) {
+		if (thin && thin[i] > 0 && thin[i] < max / 20)
+			fputs("·", f);
+		else
+			fputs(bars[max > 0 ? (int)ceil(fmin(col[i] / max, 1) * 8) : 0], f);
+	}
 }
 
 static void timeline_table(FILE *f, const cJSON *rep)
@@ -535,7 +546,7 @@ static void timeline_table(FILE *f, const cJSON *rep)
 	const cJSON *tl = cJSON_GetObjectItemCaseSensitive(rep, "timeline");
 	const cJSON *sl = cJSON_GetObjectItemCaseSensitive(tl, "slices"), *p, *s;
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
-	double col[SPARK_COLS], counted[SPARK_COLS], all = 0;
+	double col[SPARK_COLS], counted[SPARK_COLS], all = 0, busiest = 0;
 	char a[32], b[32];
 	int n, nc;
 
@@ -556,26 +567,29 @@ static void timeline_table(FILE *f, const cJSON *rep)
 	}
 	fmt_clock(a, sizeof(a), proto_num(cJSON_GetArrayItem(sl, 0), "t0", 0));
 	fmt_clock(b, sizeof(b), proto_num(cJSON_GetArrayItem(sl, n - 1), "t1", 0));
-	fprintf(f, "pcmon: target %.0f \"%s\", %s to %s, %d slice(s) in %d column(s)\n\n",
+	fprintf(f, "pcmon: target %.0f \"%s\", %s to %s, %d slice(s) in %d column(s)\n",
 		proto_num(t, "id", 0), proto_str(t, "name", "?"), a, b, n, nc);
-	fprintf(f, "%-28.28s %7s  ", "samples", "");
-	spark(f, counted, nc);
+	fmt_unseen(f, cJSON_GetObjectItemCaseSensitive(tl, "timeline_unseen"), "--proc");
+	for (int i = 0; i < nc; i++)
+		busiest = fmax(busiest, counted[i]);
+	fprintf(f, "\n%-28.28s %7s  ", "samples", "");
+	spark(f, counted, nc, busiest, counted);
 	fprintf(f, "  %.0f\n", all);
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(tl, "procedures")) {
+		const cJSON *vals = cJSON_GetObjectItemCaseSensitive(p, tl_shallow ? "shallow" : "deep");
 		double tot = 0;
 		const cJSON *v;
 
-		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(p, "shallow"))
+		cJSON_ArrayForEach(v, vals)
 			tot += v->valuedouble;
-		columns(sl, cJSON_GetObjectItemCaseSensitive(p, "shallow"), col, &nc);
-		/* each column as the share of its samples: when it got hot, not when all did */
-		for (int i = 0; i < nc; i++)
-			col[i] = counted[i] > 0 ? col[i] / counted[i] : 0;
+		columns(sl, vals, col, &nc);
 		fprintf(f, "%-28.28s %6.1f%%  ", proto_str(p, "name", "?"), all ? 100 * tot / all : 0);
-		spark(f, col, nc);
+		spark(f, col, nc, busiest, NULL);
 		fputc('\n', f);
 	}
-	fprintf(f, "\n(rows: the procedure's shallow share of each column's samples, scaled to its highest)\n");
+	fprintf(f, "\n(rows: the procedure's %s samples in each column, on the scale of the busiest "
+		   "column's; %%: of all samples; · a column of under a twentieth of its samples)\n",
+		tl_shallow ? "shallow (running)" : "deep (anywhere on the stack)");
 }
 
 /* One band per row: bars per slice, the share of the slice's samples; titles give numbers. */
@@ -604,7 +618,9 @@ static int timeline_svg(FILE *f, const cJSON *rep)
 		proto_str(cJSON_GetObjectItemCaseSensitive(rep, "target"), "comm", "?"));
 	for (r = 0; r < rows; r++) {
 		const cJSON *pr = r ? cJSON_GetArrayItem(procs, r - 1) : NULL;
-		const cJSON *vals = pr ? cJSON_GetObjectItemCaseSensitive(pr, "shallow") : NULL;
+		const cJSON *vals = pr ? cJSON_GetObjectItemCaseSensitive(pr, tl_shallow ? "shallow"
+											   : "deep")
+				       : NULL;
 		double y = 40 + r * BAND;
 		int i = 0;
 
@@ -615,7 +631,8 @@ static int timeline_svg(FILE *f, const cJSON *rep)
 		cJSON_ArrayForEach(s, sl) {
 			const cJSON *v = cJSON_GetArrayItem(vals, i++);
 			double c = proto_num(s, "counted", 0), val = pr ? (v ? v->valuedouble : 0) : c;
-			double frac = pr ? (c > 0 ? val / c : 0) : (maxc > 0 ? c / maxc : 0);
+			double share = pr ? (c > 0 ? val / c : 0) : 1;
+			double frac = maxc > 0 ? val / maxc : 0; /* (one scale: the busiest slice) */
 			double x0 = L + (W - L - R) * (proto_num(s, "t0", 0) - t0) / (t1 - t0);
 			double x1 = L + (W - L - R) * (proto_num(s, "t1", 0) - t0) / (t1 - t0);
 			double h = (BAND - 10) * frac;
@@ -623,11 +640,11 @@ static int timeline_svg(FILE *f, const cJSON *rep)
 			fprintf(f, "<rect class=\"b\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>%.0f samples%s%.1f%%</title></rect>\n",
 				x0, y + BAND - 4 - h, fmax(x1 - x0 - 0.5, 0.5), h,
 				pr ? "rgb(220,90,40)" : "rgb(90,120,200)", val, pr ? ", " : "",
-				pr ? 100 * frac : 100.0);
+				100 * share);
 		}
 	}
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" style=\"font-size:10px;fill:#555\">bars: each slice (its width its time); procedures: share of the slice's samples; samples: count against the highest slice</text>\n",
-		L, 40 + rows * BAND + 20);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" style=\"font-size:10px;fill:#555\">bars: each slice (its width its time), its samples against the busiest slice's; procedures: their %s samples (titles: share of the slice)</text>\n",
+		L, 40 + rows * BAND + 20, tl_shallow ? "shallow" : "deep");
 	fputs("</svg>\n", f);
 	return ferror(f) ? -EIO : 0;
 }

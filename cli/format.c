@@ -316,6 +316,24 @@ void fmt_window(FILE *f, const cJSON *rep)
 			" (the window cuts a slice: whole slices are listed)" : "");
 }
 
+/* Names a --proc or --when gave that no procedure of the target answers to: said. */
+void fmt_unseen(FILE *f, const cJSON *arr, const char *opt)
+{
+	const cJSON *it, *x;
+
+	cJSON_ArrayForEach(it, arr) {
+		const char *sep = " (near: ";
+
+		fprintf(f, "%s %s: no procedure of the target is named so", opt,
+			proto_str(it, "name", "?"));
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(it, "near")) {
+			fprintf(f, "%s%s", sep, x->valuestring);
+			sep = ", ";
+		}
+		fprintf(f, "%s\n", strcmp(sep, ", ") ? "" : ")");
+	}
+}
+
 void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 {
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
@@ -340,6 +358,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		pct(counted, interrupts));
 	if (when)
 		fprintf(f, "   not matching WHEN %.0f", num(s, "not_matching"));
+
 	fprintf(f, "\nforeignPcs %.0f (%.1f%%)   kernel-mode %.0f", num(s, "foreign"),
 		pct(num(s, "foreign"), counted), num(s, "kernel_mode"));
 	if (real)
@@ -406,6 +425,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	if (num(s, "marks_pending") && declared)
 		fprintf(f, "critical marks pending %.0f (%.1f%%): taken before the probes of objects just loaded were attached; any may belong to a marked section\n",
 			num(s, "marks_pending"), pct(num(s, "marks_pending"), counted));
+	fmt_unseen(f, cJSON_GetObjectItemCaseSensitive(s, "when_unseen"), "--when");
 	if (num(s, "debuginfod_pending") > 0)
 		fprintf(f, "debuginfod: debug info of %.0f object(s) still downloading: names from it may be missing\n",
 			num(s, "debuginfod_pending"));

@@ -314,6 +314,14 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		}
 	}
 	sample_list_json(&ls, &l, env->sym, rep);
+	if (ls.lo.when) { /* a name of the pattern no procedure of the target has: said */
+		const struct pat *p = ls.lo.when;
+		cJSON *un = agg_names_unseen_json(ls.sp->agg, env->sym, &p, 1, NULL);
+
+		if (un)
+			cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(rep, "summary"),
+					      "when_unseen", un);
+	}
 	sample_window_json(&ls, rep);
 	agg_list_free(&l);
 	if (w.agg) { /* a window: what it covered */

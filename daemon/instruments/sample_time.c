@@ -70,13 +70,22 @@ void sample_window_json(const struct sample_listing *ls, cJSON *rep)
 
 /* ---- the timeline */
 
-/* The procedures followed: the top ones of the window and those asked by name. */
-static size_t pick(const struct agg_list *whole, const struct sym *s, const cJSON *req,
-		   uint32_t *procs, size_t max)
+#define TIMELINE_MAX_PROCS 64
+
+/*
+ * The procedures followed: the top ones of the window and those asked by name, each name as
+ * --when takes one (module.procedure, the procedure alone, a glob). A name no procedure of
+ * the target answers to is said in @rep's "timeline_unseen", with the names near it.
+ */
+static size_t pick(struct sample_listing *ls, const struct agg_list *whole, const struct sym *s,
+		   const cJSON *req, uint32_t *procs, size_t max, cJSON *rep)
 {
 	const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "timeline_procs"), *x;
-	size_t top = (size_t)proto_num(req, "timeline_top", 5), n = 0;
+	size_t top = (size_t)proto_num(req, "timeline_top", 5), n = 0, np = 0;
 	struct agg_row *rows = malloc((whole->nrows + 1) * sizeof(*rows));
+	struct pat *pats[TIMELINE_MAX_PROCS] = { 0 };
+	const char *texts[TIMELINE_MAX_PROCS];
+	cJSON *un;
 
 	if (!rows)
 		return 0;
@@ -85,12 +94,19 @@ static size_t pick(const struct agg_list *whole, const struct sym *s, const cJSO
 	for (size_t i = 0; i < whole->nrows && n < MIN(top, max); i++)
 		procs[n++] = rows[i].proc;
 	cJSON_ArrayForEach(x, names) {
+		struct pat *p = NULL;
+
+		if (np == TIMELINE_MAX_PROCS ||
+		    pat_parse(x->valuestring, proto_bool(req, "icase", ls->sp->icase) ? PAT_ICASE : 0,
+			      &p, NULL))
+			continue; /* (checked when the request was read) */
+		pats[np] = p;
+		texts[np++] = x->valuestring;
 		for (size_t i = 0; i < whole->nrows && n < max; i++) {
-			const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
+			struct pat_frame pf = agg_proc_frame(s, rows[i].proc);
 			size_t k;
 
-			if (strcmp(sym_str(s, pi->name), x->valuestring) &&
-			    strcmp(sym_str(s, pi->full), x->valuestring))
+			if (!pf.proc || !pat_name_match(p, 0, &pf))
 				continue;
 			for (k = 0; k < n && procs[k] != rows[i].proc; k++)
 				;
@@ -98,11 +114,15 @@ static size_t pick(const struct agg_list *whole, const struct sym *s, const cJSO
 				procs[n++] = rows[i].proc;
 		}
 	}
+	un = np ? agg_names_unseen_json(ls->sp->agg, s, (const struct pat *const *)pats, np, texts)
+		: NULL;
+	if (un)
+		cJSON_AddItemToObject(rep, "timeline_unseen", un);
+	for (size_t k = 0; k < np; k++)
+		pat_free(pats[k]);
 	free(rows);
 	return n;
 }
-
-#define TIMELINE_MAX_PROCS 64
 
 /*
  * "timeline": {"slices": [{"t0", "t1", "counted", "interrupts"}], "procedures":
@@ -116,17 +136,19 @@ int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const c
 	const struct slices *sl = ls->sp->slices;
 	uint64_t since = ls->windowed ? ls->since : 0, until = ls->windowed ? ls->until : UINT64_MAX;
 	uint32_t procs[TIMELINE_MAX_PROCS];
-	size_t np = pick(whole, s, req, procs, TIMELINE_MAX_PROCS);
 	cJSON *tl = cJSON_AddObjectToObject(rep, "timeline"), *arr, *sh[TIMELINE_MAX_PROCS],
 	      *dp[TIMELINE_MAX_PROCS];
 	struct agg *v = agg_view(ls->sp->agg);
 	struct agg_list_opts lo = ls->lo;
 	uint64_t now = wall_ns();
 
+	size_t np;
+
 	if (!tl || !v) {
 		agg_free(v);
 		return -ENOMEM;
 	}
+	np = pick(ls, whole, s, req, procs, TIMELINE_MAX_PROCS, tl);
 	lo.visit = NULL;
 	lo.extra = NULL; /* open intervals: in the whole listing, not in one slice */
 	lo.nextra = 0;

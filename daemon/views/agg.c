@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agg.h"
+#include "near.h"
 #include "pat.h"
 #include "util.h"
 
@@ -260,15 +262,88 @@ static int pat_frames(const struct sym *s, struct frames *f)
 {
 	if (GROW(f->pf, f->cap_pf, f->n + 1))
 		return -ENOMEM;
-	for (size_t i = 0; i < f->n; i++) {
-		const struct sym_procinfo *pi = sym_proc(s, f->proc[i]);
-		const char *m = sym_str(s, pi->module);
-
-		f->pf[i].module = m[0] ? m : NULL;
-		f->pf[i].proc = pi->name ? sym_str(s, pi->name) : NULL;
-		f->pf[i].base = pi->base ? sym_str(s, pi->base) : NULL;
-	}
+	for (size_t i = 0; i < f->n; i++)
+		f->pf[i] = agg_proc_frame(s, f->proc[i]);
 	return 0;
+}
+
+struct pat_frame agg_proc_frame(const struct sym *s, uint32_t proc)
+{
+	const struct sym_procinfo *pi = sym_proc(s, proc);
+	const char *m = sym_str(s, pi->module);
+
+	return (struct pat_frame){ .module = m[0] ? m : NULL,
+				   .proc = pi->name ? sym_str(s, pi->name) : NULL,
+				   .base = pi->base ? sym_str(s, pi->base) : NULL };
+}
+
+/* Each procedure on @a's stacks (kernel frames too), once: a bitmap of sym_nprocs() bits. */
+static uint64_t *procs_seen(const struct agg *a, const struct sym *s)
+{
+	uint64_t *seen = calloc(sym_nprocs(s) / 64 + 1, sizeof(*seen));
+	struct frames f = { 0 };
+
+	for (size_t i = 0; seen && i < agg_count(a); i++) {
+		const struct agg_stack *st = itab_key(a->keys, i, NULL);
+
+		if (expand(s, st, 1, 0, &f)) {
+			free(seen);
+			seen = NULL;
+			break;
+		}
+		for (size_t k = 0; k < f.n; k++)
+			seen[f.proc[k] / 64] |= 1ULL << (f.proc[k] % 64);
+	}
+	free(f.proc);
+	free(f.at);
+	return seen;
+}
+
+cJSON *agg_names_unseen_json(const struct agg *a, const struct sym *s,
+			     const struct pat *const *pats, size_t npats, const char *const *texts)
+{
+	uint64_t *seen = procs_seen(a, s);
+	uint32_t nprocs = sym_nprocs(s);
+	cJSON *out = NULL;
+
+	for (size_t k = 0; seen && k < npats; k++) {
+		for (size_t name = 0; pats[k] && name < pat_nnames(pats[k]); name++) {
+			struct near nr;
+			char text[NEAR_NAME_MAX];
+			bool found = false;
+			cJSON *o;
+
+			for (uint32_t i = 0; i < nprocs && !found; i++) {
+				struct pat_frame pf;
+
+				if (!(seen[i / 64] & (1ULL << (i % 64))))
+					continue;
+				pf = agg_proc_frame(s, i);
+				found = pf.proc && pat_name_match(pats[k], name, &pf);
+			}
+			if (found)
+				continue;
+			if (texts && pat_nnames(pats[k]) == 1)
+				snprintf(text, sizeof(text), "%s", texts[k]);
+			else if (pat_name_str(pats[k], name, text, sizeof(text)))
+				continue;
+			near_init(&nr, text);
+			for (uint32_t i = 0; i < nprocs; i++) {
+				const struct sym_procinfo *pi = sym_proc(s, i);
+
+				if (seen[i / 64] & (1ULL << (i % 64)))
+					near_offer(&nr, sym_str(s, pi->name), sym_str(s, pi->full));
+			}
+			if (!out && !(out = cJSON_CreateArray()))
+				break;
+			o = cJSON_CreateObject();
+			cJSON_AddItemToArray(out, o);
+			cJSON_AddStringToObject(o, "name", text);
+			cJSON_AddItemToObject(o, "near", near_json(&nr));
+		}
+	}
+	free(seen);
+	return out;
 }
 
 int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opts *o,

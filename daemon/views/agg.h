@@ -12,10 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cJSON.h>
+
+#include "pat.h"
 #include "pcmon_bpf.h"
 #include "sym.h"
 
-struct pat;
 
 /*
  * Why a sample's stack could not be walked (the `unwalkable` critical section), or was cut
@@ -238,6 +240,15 @@ struct agg_list {
 
 int agg_list(const struct agg *a, const struct sym *s, const struct agg_list_opts *o,
 	     struct agg_list *out);
+/* Procedure @proc as a WHEN pattern sees a frame of it. */
+struct pat_frame agg_proc_frame(const struct sym *s, uint32_t proc);
+/*
+ * The names of patterns @pats that no procedure on @a's stacks answers to, each with the
+ * procedures nearest it, [{"name": TEXT, "near": [FULL, ...]}] (@texts[k]: pattern k's text,
+ * when it is one name); NULL when each is seen (or without memory).
+ */
+cJSON *agg_names_unseen_json(const struct agg *a, const struct sym *s,
+			     const struct pat *const *pats, size_t npats, const char *const *texts);
 void agg_list_free(struct agg_list *l);
 /* Sort rows by shallow (ties: deep, then name) or by deep (ties: shallow, then name). */
 void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym *s);

@@ -182,5 +182,41 @@ def test_names_follow_what_runs():
         d.stop()
 
 
+
+def test_a_name_that_matches_nothing_is_said_with_those_near():
+    """--when and timeline --proc name procedures as WHEN does (the module may be left out);
+    a name no procedure of the target answers to is said, with the names nearest it."""
+    listing, _ = pcmon_json("run", "--when", "work_x->*", "--", workload("threefn"), 0.5,
+                            sock="/nonexistent/pcmond.sock")
+    unseen = listing["summary"]["when_unseen"]
+    assert [u["name"] for u in unseen] == ["work_x"] and "threefn.work_a" in unseen[0]["near"], unseen
+    r = pcmon("run", "-o", "/dev/stdout", "--when", "nosuchfunc", "--", "true",
+              sock="/nonexistent/pcmond.sock")
+    assert "--when nosuchfunc: no procedure of the target is named so" in r.stdout, r.stdout
+    listing, _ = pcmon_json("run", "--when", "work_a", "--", workload("threefn"), 0.5,
+                            sock="/nonexistent/pcmond.sock")
+    assert "when_unseen" not in listing["summary"], listing["summary"]
+    d = Daemon().start()
+    try:
+        p = subprocess.Popen([workload("threefn"), "1.5"], stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", p.pid, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        p.wait(30)
+        tl, _ = pcmon_json("timeline", tid, "--proc", "work_a", "--proc", "main", "--proc",
+                           "wrok_b", "--top", "0", sock=d.sock)
+        rows = {r["procedure"]: r for r in tl["timeline"]["procedures"]}
+        assert set(rows) == {"threefn.work_a", "threefn.main"}, rows.keys()
+        counted = sum(sl["counted"] for sl in tl["timeline"]["slices"])
+        assert sum(rows["threefn.main"]["deep"]) >= 0.9 * counted, (rows["threefn.main"], counted)
+        un = tl["timeline"]["timeline_unseen"]
+        assert un[0]["name"] == "wrok_b" and "threefn.work_b" in un[0]["near"], un
+        text = pcmon("timeline", tid, "--proc", "main", "--top", "0", sock=d.sock).stdout
+        row = [l for l in text.splitlines() if l.startswith("main ")]
+        assert row and float(row[0].split()[1].rstrip("%")) >= 90, text  # deep: main is on every stack
+        assert "deep (anywhere on the stack)" in text, text
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
     run_tests(globals())
