@@ -72,14 +72,12 @@ int main(int argc, char **argv)
 	bitmap_head h = {};
 	geo::Grid<int> g = {};
 	uint64_t in[3] = {}, t0, total0 = cpu_ns();
-	timespec now;
 
 	calibrate();
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	double end = now.tv_sec + now.tv_nsec / 1e9 + secs;
+	/* SECS of CPU time, not of the clock: as many samples on a busy machine as on a quiet one */
+	uint64_t end = cpu_ns() + (uint64_t)(secs * 1e9);
 	for (uint64_t rnd = 88172645463325252ull;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec + now.tv_nsec / 1e9 >= end)
+		if (cpu_ns() >= end)
 			break;
 		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
 		unsigned f = rnd % 10, k = f < 5 ? 0 : f < 8 ? 1 : 2;
