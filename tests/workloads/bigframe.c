@@ -35,9 +35,9 @@ int main(int argc, char **argv)
 	sink += fill(buf, sizeof(buf), 1);
 	chunk = calibrate(200000); /* 0.2 ms pieces */
 	fprintf(stderr, "ready %d\n", (int)getpid());
-	end = wall_ns() + secs * 1e9;
+	end = cpu_ns() + secs * 1e9; /* (seconds of CPU: as many samples on a busy machine) */
 	/* pieces in random order: a fixed cycle would alias with the sampling period */
-	for (uint64_t rnd = 88172645463325252ULL; wall_ns() < end;) {
+	for (uint64_t rnd = 88172645463325252ULL; cpu_ns() < end;) {
 		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
 		unsigned f = rnd % 100, k = f < 59 ? 0 : f < 90 ? 1 : 2;
 
