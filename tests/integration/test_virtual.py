@@ -76,7 +76,7 @@ def test_table_format():
     assert lines[heads[0] - 1].startswith("by shallow count") and \
         lines[heads[1] - 1].startswith("by deep count"), lines
     # first table: by shallow, descending; second: by deep, descending
-    shallow = [int(l.split()[0]) for l in lines[heads[0] + 1:heads[1]] if l.strip()]
+    shallow = [int(l.split()[0]) for l in lines[heads[0] + 1:heads[1] - 1] if l.strip()]
     deep = [int(l.split()[2]) for l in lines[heads[1] + 1:] if l.strip()]
     assert shallow == sorted(shallow, reverse=True) and shallow[0] > 0, shallow
     assert deep == sorted(deep, reverse=True), deep
