@@ -179,7 +179,7 @@ $(COMPLETION): $(BIN)/pcmon $(BIN)/pcmon-engine.so | $(OUTPUT)
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -lcmocka -o $@
 # each fuzz target names the daemon sources (and libraries) it is built with
-FUZZ_fuzz_pat_SRCS   := daemon/views/pat.c daemon/symbols/demangle.c
+FUZZ_fuzz_pat_SRCS   := $(wildcard daemon/views/pat*.c) daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
 FUZZ_fuzz_http_SRCS  := daemon/fleet/http_route.c daemon/core/util.c
 FUZZ_fuzz_http_LIBS  :=

@@ -111,7 +111,6 @@ const struct sym_line *sym_frame_lines(const struct sym *s, const struct sym_loc
 const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc);
 uint32_t sym_nprocs(const struct sym *s);
 const char *sym_str(const struct sym *s, uint32_t id); /* "" for 0 */
-const char *sym_module_path(const struct sym *s, uint32_t module);
 /* Intern a procedure by names (for results loaded from disk). */
 int sym_intern_proc(struct sym *s, const char *module, const char *name, const char *file,
 		    uint32_t line, uint32_t *proc);

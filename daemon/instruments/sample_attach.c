@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The sampling instrument's settings (a target's state, its marked sections) and a target's
+ * life: its state made from a request, attached, paused, stopped, zeroed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "dbginfo.h"
+#include "probes.h"
+#include "procs.h"
+#include "sample_int.h"
+#include "sampler.h"
+#include "slices.h"
+#include "when.h"
+
+/* ---- settings */
+
+struct sample *sample_new(void)
+{
+	struct sample *sp = calloc(1, sizeof(*sp));
+	struct slices_cfg cfg;
+
+	slices_cfg_parse(SLICES_DEFAULT, &cfg, NULL, 0); /* (it parses) */
+	cfg.budget = SLICES_DEFAULT_BUDGET;
+	/* a stack's samples and off-CPU nanoseconds */
+	if (sp && (!(sp->agg = agg_new()) || !(sp->slices = slices_new(&cfg, 2)) ||
+		   !(sp->threads.keys = itab_new()) ||
+		   !(sp->processes.keys = itab_new()) || !(sp->cgroups.keys = itab_new()))) {
+		sample_free(sp);
+		sp = NULL;
+	}
+	if (sp)
+		sp->python = true;
+	return sp;
+}
+
+static void names_free(struct sample_names *n)
+{
+	itab_free(n->keys);
+	free(n->names);
+	free(n->read);
+}
+
+void sample_free(void *st)
+{
+	struct sample *sp = st;
+
+	if (!sp)
+		return;
+	for (size_t i = 0; i < sp->ncrit; i++) {
+		free(sp->crit[i].name);
+		free(sp->crit[i].text);
+		pat_free(sp->crit[i].pat);
+	}
+	free(sp->crit);
+	free(sp->when_text);
+	pat_free(sp->when);
+	agg_free(sp->agg);
+	sample_marks_free(sp);
+	slices_free(sp->slices);
+	names_free(&sp->threads);
+	names_free(&sp->processes);
+	names_free(&sp->cgroups);
+	free(sp);
+}
+
+void sample_lost_json(const struct sample *sp, cJSON *o)
+{
+	/* the engine's drops, then BPF's */
+#define ADD_OWN(f, key, need, drop, name) \
+	if (drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
+#define ADD_BPF(f, since, drop, name) \
+	if (drop)                     \
+		cJSON_AddNumberToObject(o, #name, sp->lost.f);
+	PCMON_TSTAT_FIELDS(ADD_BPF)
+#undef ADD_BPF
+}
+
+uint64_t sample_lost(const struct sample *sp)
+{
+	uint64_t n = 0;
+
+#define ADD_OWN(f, key, need, drop, name) n += drop ? sp->f : 0;
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
+#define ADD_LOST(f, since, drop, name) n += drop ? sp->lost.f : 0;
+	PCMON_TSTAT_FIELDS(ADD_LOST)
+#undef ADD_LOST
+	return n;
+}
+
+const char *sample_mode_name(const struct sample *sp)
+{
+	return sp->real ? "REAL" : "VIRTUAL";
+}
+
+static int parse_critical(const char *spec, int icase, char **name, struct pat **pat, cJSON **err)
+{
+	const char *eq = strchr(spec, '=');
+	struct pat_error pe = { 0 };
+	int r;
+
+	if (!eq || eq == spec) {
+		*err = proto_error(2, "--critical '%s': expected NAME=PATTERN", spec);
+		return -EINVAL;
+	}
+	r = pat_parse(eq + 1, icase ? PAT_ICASE : 0, pat, &pe);
+	if (r) {
+		*err = r == -EINVAL ? proto_error(2, "--critical %.*s: column %d: %s", (int)(eq - spec),
+						  spec, pe.column, pe.msg)
+				    : proto_error(1, "out of memory");
+		return r;
+	}
+	*name = strndup(spec, eq - spec);
+	return 0;
+}
+
+int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err)
+{
+	const cJSON *it;
+	size_t cap = 0;
+
+	cJSON_ArrayForEach(it, arr) {
+		struct sample_crit c = { 0 };
+
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (sp->ncrit >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, sp->icase, &c.name, &c.pat, err))
+			return -EINVAL;
+		c.text = strdup(strchr(it->valuestring, '=') + 1);
+		if (GROW(sp->crit, cap, sp->ncrit + 1)) {
+			pat_free(c.pat);
+			free(c.name);
+			free(c.text);
+			*err = proto_error(1, "out of memory");
+			return -ENOMEM;
+		}
+		sp->crit[sp->ncrit++] = c;
+	}
+	return 0;
+}
+
+int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
+			  struct agg_critical **out, size_t *n, cJSON **err)
+{
+	struct agg_critical *c = calloc(sp->ncrit + cJSON_GetArraySize(arr) + 1, sizeof(*c));
+	const cJSON *it;
+
+	*out = c;
+	*n = 0;
+	if (!c) {
+		*err = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sp->ncrit; i++)
+		c[(*n)++] = (struct agg_critical){ sp->crit[i].name, sp->crit[i].pat };
+	cJSON_ArrayForEach(it, arr) {
+		char *name;
+		struct pat *p;
+
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (*n >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, icase, &name, &p, err))
+			return -EINVAL;
+		c[(*n)++] = (struct agg_critical){ name, p };
+	}
+	return 0;
+}
+
+void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n)
+{
+	for (size_t i = sp->ncrit; i < n; i++) {
+		free((char *)c[i].name);
+		pat_free((struct pat *)c[i].pat);
+	}
+	free(c);
+}
+
+static void attach_usdt(void *ctx, const char *path)
+{
+	struct sample_g *g = ctx;
+
+	sampler_usdt_attach(g->smp, path);
+}
+
+/*
+ * Critical-section probes: those of the objects a watched process has mapped now, and
+ * (pcmon run) of the command it is about to exec, before it is released; after that the
+ * probe thread attaches those of whatever processes load (probes.h).
+ */
+static int attach_probes(struct sample_g *g, struct target *t, cJSON **rep)
+{
+	char err[256], path[64];
+	struct stat st;
+
+	/* started here, not at open: pcmond forks into the background after that */
+	if (!g->probes && probes_start(g->smp, g->env.procs, &g->probes, err, sizeof(err))) {
+		*rep = proto_error(1, "%s", err);
+		return -1;
+	}
+	if (t->kind != TARGET_PID)
+		return 0;
+	sym_proc_usdt(g->env.sym, t->pid, 0, attach_usdt, g);
+	/* the descriptor is the client's, opened with its rights: a regular file only */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+	if (t->exe_fd >= 0 && !fstat(t->exe_fd, &st) && S_ISREG(st.st_mode) &&
+	    sym_fd_has_probes(t->exe_fd))
+		sampler_usdt_attach(g->smp, path);
+	return 0;
+}
+
+bool sample_attach_wanted(const cJSON *req)
+{
+	return !proto_bool(req, "no_sample", 0);
+}
+
+int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+{
+	const char *mode = proto_str(req, "mode", NULL);
+	const char *unwind = proto_str(req, "unwind", "auto");
+	double usec = proto_num(req, "interval_us", 10000);
+	uint64_t floor_ns = sampler_min_period_ns();
+	struct sample *sp;
+
+	(void)gp;
+	(void)c;
+	if (usec * 1000 < floor_ns) {
+		*rep = proto_error(2, "--interval %g: must be a whole number of microseconds from %llu (this kernel's floor) to 60000000",
+				   usec, (unsigned long long)(floor_ns + 999) / 1000);
+		return -EINVAL;
+	}
+	sp = sample_new();
+	if (!sp) {
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	sp->period_ns = (uint64_t)usec * 1000;
+	sp->real = mode && !strcmp(mode, "real");
+	sp->kernel = proto_bool(req, "kernel", 0);
+	sp->no_inline = proto_bool(req, "no_inline", 0);
+	sp->python = !proto_bool(req, "no_python", 0);
+	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
+	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
+	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);
+	sp->dwarf = strcmp(unwind, "fp") != 0;
+	sp->icase = proto_bool(req, "icase", 0);
+	if (when_compile(req, sp->icase, &sp->when, rep))
+		goto fail;
+	if (sp->when) {
+		sp->when_text = strdup(proto_str(req, "when", ""));
+		sp->when_from_file = proto_bool(req, "when_from_file", 0);
+		if (!sp->when_text) {
+			*rep = proto_error(1, "out of memory");
+			goto fail;
+		}
+	}
+	if (sample_set_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep) ||
+	    sample_set_slices(sp, req, rep))
+		goto fail;
+	sp->flags = (sp->kernel ? PCMON_TF_KERNEL : 0) | (sp->real ? PCMON_TF_REAL : 0) |
+		    (sp->dwarf ? PCMON_TF_DWARF : 0) | (sp->python ? PCMON_TF_PYTHON : 0);
+	*out = sp;
+	return 0;
+fail:
+	sample_free(sp);
+	return -EINVAL;
+}
+
+/* BPF's view of the target: the target's flags and sampling's. */
+static int configure(struct sample_g *g, struct target *t, struct sample *sp)
+{
+	return procs_target_set(g->env.procs, t->id, t->flags | sp->flags, sp->period_ns, t->owner);
+}
+
+static void release(struct sample_g *g, struct sample *sp)
+{
+	if (sp->holds_period)
+		sampler_period_put(g->smp, sp->period_ns);
+	if (sp->holds_offcpu)
+		sampler_offcpu_put(g->smp);
+	sp->holds_period = sp->holds_offcpu = false;
+}
+
+int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+	char err[256];
+	int r;
+
+	if (attach_probes(g, t, rep))
+		return -1;
+	r = sampler_period_get(g->smp, sp->period_ns, err, sizeof(err));
+	if (r) {
+		*rep = proto_error(1, "%s", err);
+		return r;
+	}
+	sp->holds_period = true;
+	g->first_drain = true;
+	r = !sp->dwarf || sp->real ? sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
+	if (r) {
+		*rep = proto_error(1, "%s", err);
+		release(g, sp);
+		return r;
+	}
+	if (sp->real) {
+		r = sampler_offcpu_get(g->smp, err, sizeof(err));
+		if (r) {
+			*rep = proto_error(1, "%s", err);
+			release(g, sp);
+			return r;
+		}
+		sp->holds_offcpu = true;
+	}
+	procs_tstat(g->env.procs, t->id, &sp->lost_base);
+	r = configure(g, t, sp);
+	if (r) {
+		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
+		release(g, sp);
+	}
+	return r;
+}
+
+void sample_attach_set_active(void *g, struct target *t, void *st, bool active)
+{
+	(void)active; /* t->flags says it */
+	configure(g, t, st);
+}
+
+/* The drop counters BPF keeps for the target, since it was started or zeroed. */
+void sample_attach_lost(struct sample_g *g, const struct target *t, struct sample *sp)
+{
+	struct pcmon_tstat now;
+
+	if (!sp->holds_period)
+		return; /* released: the BPF counters belong to nobody now */
+	procs_tstat(g->env.procs, t->id, &now);
+#define SINCE_BASE(f, since, drop, name) sp->lost.f = now.f - sp->lost_base.f;
+	PCMON_TSTAT_FIELDS(SINCE_BASE)
+#undef SINCE_BASE
+}
+
+void sample_attach_stop(void *gp, struct target *t, void *st)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+
+	if (sp->holds_period)
+		configure(g, t, sp); /* t->flags: no longer active */
+	sample_attach_lost(g, t, sp);
+	release(g, sp);
+}
+
+void sample_attach_zero(void *gp, struct target *t, void *st)
+{
+	struct sample_g *g = gp;
+	struct sample *sp = st;
+
+	agg_zero(sp->agg);
+	slices_zero(sp->slices);
+	sp->slices_lost = 0;
+#define ZERO_COUNT(f, key, need, drop, name) sp->f = 0;
+	SAMPLE_COUNT_FIELDS(ZERO_COUNT)
+#undef ZERO_COUNT
+	memset(&sp->lost, 0, sizeof(sp->lost));
+	if (sp->holds_period)
+		procs_tstat(g->env.procs, t->id, &sp->lost_base);
+}
