@@ -363,8 +363,10 @@ def test_cgroup_and_all_targets():
     d = Daemon().start()
     inside = outside = None
     try:
-        # a name of its own: other spinners on the machine are the --all target's by right
-        spin = os.path.join(tempfile.mkdtemp(), "cgspin")
+        # a name of its own: other spinners on the machine are the --all target's by right,
+        # and so is another run's of this test (the same machine runs two checks at once)
+        name = f"cgspin{os.getpid()}"
+        spin = os.path.join(tempfile.mkdtemp(), name)
         shutil.copy(workload("spinner"), spin)
         inside = subprocess.Popen([spin, "30"], stdout=subprocess.PIPE, text=True)
         inside.stdout.readline()
@@ -380,7 +382,7 @@ def test_cgroup_and_all_targets():
         a = pcmon_json("list", aid, sock=d.sock)[0]
         pc, pa = procs(c), procs(a)
         assert c["target"]["kind"] == "cgroup" and a["target"]["kind"] == "all"
-        assert pc["cgspin.spin_here"]["shallow"] >= 0.9 * c["summary"]["counted"], pc
+        assert pc[f"{name}.spin_here"]["shallow"] >= 0.9 * c["summary"]["counted"], pc
         assert not any(k.startswith("threefn.") for k in pc), "a process outside the cgroup"
         # every other task; a process belongs to one target, the first that took it. threefn
         # gets what CPU a busy machine leaves it: check its shares (50/30/20), not a count
@@ -388,7 +390,7 @@ def test_cgroup_and_all_targets():
         assert sum(w) >= 100, pa
         share_a = w[0] / sum(w)
         assert abs(share_a - 0.5) <= share_tolerance_pp(0.5, sum(w), 5) / 100, w
-        assert "cgspin.spin_here" not in pa
+        assert f"{name}.spin_here" not in pa, pa
         r = pcmon("start", "--cgroup", "/nonexistent", sock=d.sock)
         assert r.returncode == 1 and "cgroup" in r.stderr
     finally:
