@@ -11,7 +11,9 @@
  *   closed when an event from a shallower stack pointer shows it, counted as unwound.
  * - A thread's exit closes what it has open, counted as exited.
  * - The probes' own cost is measured by the engine (a calibration in its own process, target
- *   0) and subtracted in userspace: each activation counts the activations closed below it.
+ *   0) and subtracted in userspace: each activation counts the activations closed below it,
+ *   and those it called itself (the outer part of their probes lies in its self time). Its
+ *   minimum and maximum are kept with the cost taken out here (ccost, set once measured).
  * - WHEN (docs/when.md, "At probes"): each call is classed at entry, and its totals go to the
  *   key (procedure, class): by the pattern's state on the shadow stack (pcmon_when.h) when
  *   every name is a probed procedure (context procedures, PCMON_COUNT_CTX, are probed for
@@ -38,6 +40,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define CALIB_TARGET 0
 __u32 calib_pid;	/* the engine's own process, while it calibrates (target 0) */
+struct pcmon_ccost ccost;	/* the probes' cost, once measured (0 while it is measured) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -185,13 +188,26 @@ static __always_inline __u32 is_xol(__u64 cookie)
 	return (__u32)cookie & PCMON_COUNT_XOL ? 1 : 0;
 }
 
+/*
+ * The time of activation @a closed after @dur, its probes' cost taken out: the inner part
+ * of its own pair, and the whole pairs of the activations inside it. Below 0: 0.
+ */
+static __always_inline __u64 net_of(const struct pcmon_cact *a, __u64 dur)
+{
+	__u32 x = is_xol(a->cookie);
+	__u64 cost = ccost.in[x & 1] + (__u64)(a->desc - a->desc_xol) * ccost.pair[0] +
+		     (__u64)a->desc_xol * ccost.pair[1];
+
+	return dur > cost ? dur - cost : 0;
+}
+
 /* Close the innermost open activation of thread @tgid at @now. */
 static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, enum how how)
 {
 	__u32 d = cs->depth;
 	struct pcmon_cact *a, *up = NULL;
 	struct pcmon_cstat *s;
-	__u64 dur, self;
+	__u64 dur, self, net;
 
 	if (!d)
 		return;
@@ -204,25 +220,37 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 	dur = now > a->t0 ? now - a->t0 : 0;
 	if ((__u32)a->cookie & PCMON_COUNT_CTX) {
 		/* transparent: its time is its caller's, less its counted callees; its probes
-		 * are one more activation inside the caller, whose self time holds their cost */
+		 * are one more activation inside the caller, whose self time holds their cost,
+		 * and so does it the outer part of its callees' */
 		if (up) {
 			up->child_ns += a->child_ns;
 			up->desc += 1 + a->desc;
 			up->desc_xol += is_xol(a->cookie) + a->desc_xol;
 			up->self_ctx += 1 + a->self_ctx;
 			up->self_ctx_xol += is_xol(a->cookie) + a->self_ctx_xol;
+			up->kids += a->kids;
+			up->kids_xol += a->kids_xol;
 		}
 		return;
 	}
 	self = dur > a->child_ns ? dur - a->child_ns : 0;
+	net = net_of(a, dur);
 	s = stat_of(a, tgid);
 	if (s) {
 		/* per CPU, but a program may be preempted on this CPU by another: atomics */
-		__sync_fetch_and_add(&s->closed, 1);
+		if (!__sync_fetch_and_add(&s->closed, 1) || net < s->min_ns) {
+			s->min_ns = net; /* a lost race keeps a larger minimum: harmless */
+			s->min_acts = 1 + a->desc;
+			s->min_acts_xol = is_xol(a->cookie) + a->desc_xol;
+		}
 		__sync_fetch_and_add(&s->self_ns, self);
 		if (a->self_ctx) {
 			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
 			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
+		}
+		if (a->kids) {
+			__sync_fetch_and_add(&s->kids, a->kids);
+			__sync_fetch_and_add(&s->kids_xol, a->kids_xol);
 		}
 		if (!a->nested) {
 			__sync_fetch_and_add(&s->outer, 1);
@@ -230,8 +258,11 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
 			__sync_fetch_and_add(&s->total_acts_xol, is_xol(a->cookie) + a->desc_xol);
 		}
-		if (dur > s->max_ns)
-			s->max_ns = dur; /* a lost race keeps a smaller maximum: harmless */
+		if (net > s->max_ns) { /* a lost race keeps a smaller maximum: harmless */
+			s->max_ns = net;
+			s->max_acts = 1 + a->desc;
+			s->max_acts_xol = is_xol(a->cookie) + a->desc_xol;
+		}
 		if (how == UNWOUND)
 			__sync_fetch_and_add(&s->unwound, 1);
 		else if (how == EXITED)
@@ -241,6 +272,8 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 		up->child_ns += dur;
 		up->desc += 1 + a->desc;
 		up->desc_xol += is_xol(a->cookie) + a->desc_xol;
+		up->kids += 1;
+		up->kids_xol += is_xol(a->cookie);
 	}
 }
 
@@ -358,6 +391,8 @@ int count_enter(struct pt_regs *ctx)
 	a->epoch = tmp.epoch;
 	a->self_ctx = 0;
 	a->self_ctx_xol = 0;
+	a->kids = 0;
+	a->kids_xol = 0;
 	cs->depth = d + 1;
 	return 0;
 }

@@ -336,6 +336,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
+	struct counter_cost cost;
 	int r;
 
 	if (t->kind != TARGET_PID) {
@@ -349,7 +350,15 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 			return r;
 		}
 	}
-	r = counter_probe_cost(g->ctr, &ct->cost_ns, &ct->cost_xol_ns);
+	r = counter_probe_cost(g->ctr, &cost);
+	ct->cost_ns = cost.pair[0];
+	ct->cost_xol_ns = cost.pair[1];
+	ct->in_ns[0] = cost.in[0];
+	ct->in_ns[1] = cost.in[1];
+	ct->spread_ns[0] = cost.spread[0];
+	ct->spread_ns[1] = cost.spread[1];
+	ct->ret_ns = cost.ret;
+	ct->cost_cpus = cost.cpus;
 	if (r)
 		pr_warn("call counting: cannot measure the probes' cost (%s): times include it",
 			strerror(-r));
@@ -586,12 +595,7 @@ static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey 
 
 static void add_stat(struct pcmon_cstat *to, const struct pcmon_cstat *s)
 {
-	uint64_t max = MAX(to->max_ns, s->max_ns);
-
-#define ADD_CSTAT(f, need) to->f += s->f;
-	PCMON_CSTAT_FIELDS(ADD_CSTAT)
-#undef ADD_CSTAT
-	to->max_ns = max;
+	counter_stat_add(to, s);
 	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
 }
 
@@ -896,6 +900,12 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_push(w, arr, cJSON_CreateString(ct->patterns[i]));
 	sf_put_num(w, o, "probe_cost_ns", ct->cost_ns);
 	sf_put_num(w, o, "stepped_probe_cost_ns", ct->cost_xol_ns);
+	sf_put_num(w, o, "probe_cost_inner_ns", ct->in_ns[0]);
+	sf_put_num(w, o, "stepped_probe_cost_inner_ns", ct->in_ns[1]);
+	sf_put_num(w, o, "probe_cost_spread_ns", ct->spread_ns[0]);
+	sf_put_num(w, o, "stepped_probe_cost_spread_ns", ct->spread_ns[1]);
+	sf_put_num(w, o, "return_probe_cost_ns", ct->ret_ns);
+	sf_put_u64(w, o, "probe_cost_cpus", ct->cost_cpus);
 	sf_put_bool(w, o, "virtual", ct->virt);
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "unmatched"));
 	for (size_t i = 0; arr && i < ct->npats; i++)
@@ -941,8 +951,10 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		put_charges(w, x, ct, i);
 	}
 	/* each procedure by its index in "procedures" (format 5) */
-	if (ct->slices)
+	if (ct->slices) {
+		sf_put_u64(w, o, "slice_width", COUNT_WIDTH);
 		timed_save(w, ct->slices, o);
+	}
 }
 
 static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
@@ -961,15 +973,58 @@ static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 	return 0;
 }
 
+/* The slices of @from, rows of COUNT_WIDTH_V5 sums, into @to, padded to COUNT_WIDTH. */
+static int widen_slices(const struct slices *from, struct slices *to)
+{
+	const size_t w = 1 + COUNT_WIDTH, v = 1 + COUNT_WIDTH_V5;
+	int r = 0;
+
+	for (size_t i = 0; i < from->n && !r; i++) {
+		const struct slice *sc = &from->s[i];
+		uint64_t *rows = calloc((size_t)sc->n * w + 1, sizeof(*rows));
+
+		if (!rows)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < sc->n; k++)
+			memcpy(rows + k * w, sc->e + k * v, v * sizeof(*rows));
+		r = slices_push(to, sc->t0, sc->t1, rows, sc->n);
+		free(rows);
+	}
+	return r;
+}
+
 /*
  * The call table's time slices (format 5); a file from before has none: its totals load as
  * one slice, the target's life.
  */
 static int load_slices(struct sf_rd *rd, const cJSON *o, struct count *ct)
 {
-	uint64_t *rows;
-	int r = timed_read(rd, o, COUNT_WIDTH, ct->nfns, ct->slices, NULL);
+	uint64_t *rows, width = COUNT_WIDTH_V5;
+	struct slices *old;
+	int r;
 
+	/* a file from before the minimum and the callees were kept has rows of fewer sums,
+	 * the first ones: read at that width, each row padded with zeros */
+	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
+		return r;
+	if (width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
+		return sf_bad(rd, "slice_width", "%u or %u sums", (unsigned)COUNT_WIDTH_V5,
+			      (unsigned)COUNT_WIDTH);
+	if (width == COUNT_WIDTH) {
+		r = timed_read(rd, o, COUNT_WIDTH, ct->nfns, ct->slices, NULL);
+	} else {
+		old = slices_new(&ct->slices->cfg, COUNT_WIDTH_V5);
+		if (!old)
+			return -ENOMEM;
+		r = timed_read(rd, o, COUNT_WIDTH_V5, ct->nfns, old, NULL);
+		if (!r) {
+			ct->slices->cfg = old->cfg;
+			ct->slices->merged_early = old->merged_early;
+			ct->slices->coarsened = old->coarsened;
+			r = widen_slices(old, ct->slices);
+		}
+		slices_free(old);
+	}
 	if (r <= 0)
 		return r;
 	rows = calloc(ct->nfns * (1 + COUNT_WIDTH) + 1, sizeof(*rows));
@@ -1053,7 +1108,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	struct slices_cfg cfg;
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
-	uint64_t searched = 0;
+	uint64_t searched = 0, cpus = 0;
 	const char *when = NULL;
 	bool virt = false;
 	int r, np, nf, nu, i = 0;
@@ -1082,6 +1137,19 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	ct->cap_fns = nf + 1;
 	ct->cost_ns = cost;
 	ct->cost_xol_ns = cost_xol;
+	/* a file from before the split: the whole pair was taken as inside, with no spread */
+	ct->in_ns[0] = cost;
+	ct->in_ns[1] = cost_xol;
+	if ((r = sf_get_double(rd, o, "probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[0])) ||
+	    (r = sf_get_double(rd, o, "stepped_probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[1])) ||
+	    (r = sf_get_double(rd, o, "probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[0])) ||
+	    (r = sf_get_double(rd, o, "stepped_probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[1])) ||
+	    (r = sf_get_double(rd, o, "return_probe_cost_ns", SF_OPTIONAL, 0, 1e9, &ct->ret_ns)) ||
+	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus))) {
+		free_state(ct);
+		return r;
+	}
+	ct->cost_cpus = (int)MIN(cpus, 4096);
 	ct->virt = virt;
 	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
 	ct->detached = true;

@@ -726,7 +726,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 
-	double emul = 0, stepped = 0;
+	struct counter_cost cost;
 	int r;
 
 	if (t->kind != TARGET_PID) {
@@ -740,8 +740,8 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	r = open_bpf(g, rep);
 	if (r)
 		return r;
-	if (!counter_probe_cost(g->ctr, &emul, &stepped))
-		legs_calibrate(lg, emul, stepped);
+	if (!counter_probe_cost(g->ctr, &cost))
+		legs_calibrate(lg, cost.pair[0], cost.pair[1]);
 	r = attach_context(g, t, lg, rep);
 	if (r)
 		return r;
