@@ -208,6 +208,7 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 	struct pcmon_cact *a, *up = NULL;
 	struct pcmon_cstat *s;
 	__u64 dur, self, net;
+	bool first;
 
 	if (!d)
 		return;
@@ -238,10 +239,17 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 	s = stat_of(a, tgid);
 	if (s) {
 		/* per CPU, but a program may be preempted on this CPU by another: atomics */
-		if (!__sync_fetch_and_add(&s->closed, 1) || net < s->min_ns) {
-			s->min_ns = net; /* a lost race keeps a larger minimum: harmless */
+		first = !__sync_fetch_and_add(&s->closed, 1);
+		/* a lost race keeps a larger minimum or a smaller maximum: harmless */
+		if (first || net < s->min_ns) {
+			s->min_ns = net;
 			s->min_acts = 1 + a->desc;
 			s->min_acts_xol = is_xol(a->cookie) + a->desc_xol;
+		}
+		if (first || net > s->max_ns) {
+			s->max_ns = net;
+			s->max_acts = 1 + a->desc;
+			s->max_acts_xol = is_xol(a->cookie) + a->desc_xol;
 		}
 		__sync_fetch_and_add(&s->self_ns, self);
 		if (a->self_ctx) {
@@ -257,11 +265,6 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 			__sync_fetch_and_add(&s->total_ns, dur);
 			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
 			__sync_fetch_and_add(&s->total_acts_xol, is_xol(a->cookie) + a->desc_xol);
-		}
-		if (net > s->max_ns) { /* a lost race keeps a smaller maximum: harmless */
-			s->max_ns = net;
-			s->max_acts = 1 + a->desc;
-			s->max_acts_xol = is_xol(a->cookie) + a->desc_xol;
 		}
 		if (how == UNWOUND)
 			__sync_fetch_and_add(&s->unwound, 1);

@@ -99,6 +99,7 @@ struct count {
 	double in_ns[2];	/* of each (emulated, stepped), the part inside the activation's
 				 * clock readings; the rest is in its caller's self time */
 	double spread_ns[2];	/* how far each may stray from the measure (its error) */
+	double split_err_ns[2];	/* how far in_ns may be off (count.c, cost_set()) */
 	double ret_ns;		/* of cost_ns, the return probe's */
 	int cost_cpus;		/* the CPUs it was measured on (0: not measured, or loaded
 				 * from a file written before the spread was kept) */
@@ -165,6 +166,7 @@ struct count_times {
 	double self, total, avg, min, max;
 	double self_err, total_err, avg_err, min_err, max_err;
 	double self_sub, total_sub;	/* the probes' cost taken out */
+	double probes;		/* the whole cost of the probes its calls hit */
 };
 void count_times(const struct count *ct, const struct count_fn *fn, const struct pcmon_cstat *s,
 		 struct count_times *t);

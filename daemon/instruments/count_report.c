@@ -28,20 +28,25 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 {
 	const double pair[2] = { ct->cost_ns, ct->cost_xol_ns };
 	const double *sp = ct->spread_ns;
-	double out[2];
+	double in[2], out[2], split[2];
 	int k = fn->xol ? 1 : 0;
 
-	for (int i = 0; i < 2; i++)
-		out[i] = MAX(pair[i] - ct->in_ns[i], 0);
+	for (int i = 0; i < 2; i++) {
+		in[i] = MIN(ct->in_ns[i], pair[i]);
+		out[i] = MAX(pair[i] - in[i], 0);
+		split[i] = sp[i] + ct->split_err_ns[i]; /* the part in the call, or its caller's */
+	}
 	/* self: the inner part of its own pairs, the outer of its callees', the whole of the
 	 * context procedures' (WHEN) whose time is its */
-	t->self_sub = ct->in_ns[k] * (double)s->closed + by_kind(out, s->kids, s->kids_xol) +
+	t->self_sub = in[k] * (double)s->closed + by_kind(out, s->kids, s->kids_xol) +
 		      by_kind(pair, s->self_ctx, s->self_ctx_xol);
-	t->self_err = sp[k] * (double)s->closed + by_kind(sp, s->kids, s->kids_xol) +
+	t->self_err = split[k] * (double)s->closed + by_kind(split, s->kids, s->kids_xol) +
 		      by_kind(sp, s->self_ctx, s->self_ctx_xol);
 	/* self+children: its own inner part, the whole pairs of what is inside */
 	t->total_sub = by_kind(pair, s->total_acts, s->total_acts_xol) - out[k] * (double)s->outer;
-	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol);
+	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol);
+	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol) +
+		       ct->split_err_ns[k] * (double)s->outer;
 	t->total = MAX((double)s->total_ns - t->total_sub, 0);
 	t->self = MIN(MAX((double)s->self_ns - t->self_sub, 0), t->total);
 	t->avg = s->outer ? t->total / (double)s->outer : 0;
@@ -124,8 +129,9 @@ static void class_json(const struct count *ct, const struct count_fn *fn,
 	cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
 	cJSON_AddNumberToObject(x, "subtracted_self_ns", t.self_sub);
 	cJSON_AddNumberToObject(x, "subtracted_ns", t.total_sub);
+	cJSON_AddNumberToObject(x, "probes_ns", t.probes);
 	/* the probes cost more than the code they time: their cost swamps it */
-	cJSON_AddBoolToObject(x, "swamped", s->closed && t.total_sub > t.total);
+	cJSON_AddBoolToObject(x, "swamped", s->closed && t.probes > t.total);
 	if (below)
 		cJSON_AddItemToObject(x, "below_resolution", below);
 }

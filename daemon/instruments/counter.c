@@ -459,6 +459,16 @@ out:
 	return err;
 }
 
+int counter_probe_cost_again(struct counter *c, struct counter_cost *out)
+{
+	int err = calibrate(c);
+
+	if (!err)
+		c->cost_err = 0;
+	*out = c->cost;
+	return err;
+}
+
 int counter_probe_cost(struct counter *c, struct counter_cost *out)
 {
 	if (!c->cost.cpus && !c->cost_err)

@@ -68,6 +68,8 @@ struct counter_cost {
 
 /* The probes' cost (measured once, then kept). 0, or -errno (not measured). */
 int counter_probe_cost(struct counter *c, struct counter_cost *out);
+/* ... measured again now (kept for the next targets too). 0, or -errno (not measured). */
+int counter_probe_cost_again(struct counter *c, struct counter_cost *out);
 
 /*
  * @s added into @to: sums, the largest maximum (with its activations), and the smallest
