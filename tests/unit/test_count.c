@@ -978,6 +978,108 @@ static void test_when_charges(void **state)
 	count_ops.free(ct);
 }
 
+
+/* ---------------------------------------------------------------------------------------- */
+/* Every report keeps to the invariants */
+
+static uint64_t rnd_next(uint64_t *r)
+{
+	*r ^= *r << 13;
+	*r ^= *r >> 7;
+	*r ^= *r << 17;
+	return *r;
+}
+
+/* Is @key of @x listed as below resolution? */
+static bool listed_below(const cJSON *x, const char *key)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(x, "below_resolution"))
+		if (cJSON_IsString(it) && !strcmp(it->valuestring, key))
+			return true;
+	return false;
+}
+
+static void test_every_report_keeps_to_the_invariants(void **state)
+{
+	static const char *const times[] = { "self_ns", "total_ns", "avg_ns", "min_ns", "max_ns" };
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	/* random totals, consistent or not (a file may say anything), random probe costs */
+	for (int run = 0; run < 2000; run++) {
+		struct proc p[3] = { { "m", "a", false, { 0 } }, { "m", "b", true, { 0 } },
+				     { "m", "c", false, { 0 } } };
+		struct count *ct;
+		cJSON *rep;
+
+		for (int i = 0; i < 3; i++) {
+			struct pcmon_cstat *s = &p[i].s;
+
+			s->closed = rnd_next(&r) % 1000;
+			s->calls = s->closed + rnd_next(&r) % 3;
+			s->outer = s->closed ? 1 + rnd_next(&r) % s->closed : 0;
+			s->self_ns = rnd_next(&r) % 10000000;
+			s->total_ns = rnd_next(&r) % 10000000;
+			s->total_acts = rnd_next(&r) % 5000;
+			s->total_acts_xol = rnd_next(&r) % 5000;
+			s->kids = rnd_next(&r) % 3000;
+			s->kids_xol = rnd_next(&r) % 3000;
+			s->self_ctx = rnd_next(&r) % 4;
+			s->max_ns = rnd_next(&r) % 20000000;
+			s->min_ns = rnd_next(&r) % 20000000;
+			s->max_acts = rnd_next(&r) % 100;
+			s->min_acts = rnd_next(&r) % 100;
+		}
+		ct = table(p, 3, (double)(rnd_next(&r) % 3000), (double)(rnd_next(&r) % 40000));
+		for (int k = 0; k < 2; k++) {
+			double pair = k ? ct->cost_xol_ns : ct->cost_ns;
+
+			ct->in_ns[k] = pair * (double)(rnd_next(&r) % 100) / 200;
+			ct->split_err_ns[k] = ct->in_ns[k];
+			ct->spread_ns[k] = pair * (double)(rnd_next(&r) % 100) / 300;
+		}
+		rep = report(ct, NULL, "self");
+		for (int i = 0; i < 3; i++) {
+			const cJSON *x = row(rep, i);
+			double self = num(x, "self_ns"), total = num(x, "total_ns");
+			double avg = num(x, "avg_ns");
+
+			for (size_t t = 0; t < ARRAY_SIZE(times); t++) {
+				char err[32];
+				double v;
+
+				if (cJSON_IsNull(cJSON_GetObjectItem(x, times[t])))
+					continue; /* no activation closed: no extremes */
+				v = num(x, times[t]);
+				snprintf(err, sizeof(err), "%.*s_err_ns", (int)strlen(times[t]) - 3,
+					 times[t]);
+				if (v < 0 || num(x, err) < 0)
+					fail_msg("run %d row %d: %s %g, error %g", run, i, times[t], v,
+						 num(x, err));
+				/* a time below its error says so */
+				assert_true((v < num(x, err)) == listed_below(x, times[t]));
+			}
+			if (self > total)
+				fail_msg("run %d row %d: self %g > total %g", run, i, self, total);
+			if (!cJSON_IsNull(cJSON_GetObjectItem(x, "max_ns"))) {
+				double min = num(x, "min_ns"), max = num(x, "max_ns");
+
+				if (!(min <= avg && avg <= max && max <= total))
+					fail_msg("run %d row %d: min %g avg %g max %g total %g", run,
+						 i, min, avg, max, total);
+			}
+			/* the probes' whole cost beyond the time left: said so */
+			assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x, "swamped")) ==
+				    (num(x, "probes_ns") > total &&
+				     !cJSON_IsNull(cJSON_GetObjectItem(x, "max_ns"))));
+		}
+		cJSON_Delete(rep);
+		count_ops.free(ct);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -989,6 +1091,7 @@ int main(void)
 		cmocka_unit_test(test_total_takes_each_kind_at_its_cost),
 		cmocka_unit_test(test_total_guards_more_stepped_than_activations),
 		cmocka_unit_test(test_table_parent_and_child),
+		cmocka_unit_test(test_every_report_keeps_to_the_invariants),
 		cmocka_unit_test(test_table_sorts),
 		cmocka_unit_test(test_table_keeps_ties_in_table_order),
 		cmocka_unit_test(test_table_without_calls),
