@@ -235,9 +235,13 @@ static __always_inline __u64 user_pc(struct task_struct *task, __u64 ip)
 	return ip;
 }
 
-static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flags)
+static __always_inline __u8 capture_to(void *ctx, struct pcmon_stack *s, __u64 flags, __u32 depth)
 {
-	long n = bpf_get_stack(ctx, s->ip, max_depth * sizeof(__u64), flags);
+	long n;
+
+	if (depth > PCMON_STACK_MAX)
+		depth = PCMON_STACK_MAX;
+	n = bpf_get_stack(ctx, s->ip, depth * sizeof(__u64), flags);
 
 	if (n < 0) {
 		s->len = 0;
@@ -247,6 +251,11 @@ static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flag
 	if ((flags & BPF_F_USER_STACK) && s->len)
 		s->ip[0] = user_pc(bpf_get_current_task_btf(), s->ip[0]);
 	return PCMON_SERR_NONE;
+}
+
+static __always_inline __u8 capture(void *ctx, struct pcmon_stack *s, __u64 flags)
+{
+	return capture_to(ctx, s, flags, max_depth);
 }
 
 /* ---- Python frames (docs/python.md, include/pcmon_python.h) */
@@ -549,6 +558,37 @@ static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key
 		return NULL;
 	}
 	return pp->runtime ? pp : NULL;
+}
+
+/*
+ * Frames a user stack's native walk may take: room is kept after them for what py_append()
+ * adds, a marker, and for a CPython process its frames. Without it a frame-pointer chain
+ * gone astray (code built without frame pointers keeps data in rbp, and the kernel follows
+ * it through the heap until the limit) left no room, and the sample lost its Python frames
+ * (PCMON_KF_USER_DEPTH tells the engine a walk that took all its room).
+ */
+static __always_inline __u32 native_depth(const struct pcmon_key *key)
+{
+	struct pcmon_tcfg *cfg = active_cfg(key->target);
+	struct pcmon_pyproc *pp;
+	__u32 keep;
+
+	if (!cfg || !(cfg->flags & PCMON_TF_PYTHON))
+		return max_depth;
+	pp = bpf_map_lookup_elem(&pyprocs, &key->pid);
+	keep = pp && pp->epoch == key->epoch && pp->runtime ? PCMON_PY_FRAMES_MAX + 1 : 1;
+	return max_depth > keep ? max_depth - keep : 1;
+}
+
+/* The user stack, the walk's depth said in @key when it took all the room it had. */
+static __always_inline __u8 capture_user(void *ctx, struct pcmon_key *key, struct pcmon_stack *s)
+{
+	__u32 depth = native_depth(key);
+	__u8 err = capture_to(ctx, s, BPF_F_USER_STACK, depth);
+
+	if (!err && s->len >= depth)
+		key->flags |= PCMON_KF_USER_DEPTH;
+	return err;
 }
 
 /*
@@ -1099,7 +1139,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			   cfg->flags & PCMON_TF_KERNEL);
 		return 0;
 	}
-	key.uerr = capture(ctx, &sc->urec.st, BPF_F_USER_STACK);
+	key.uerr = capture_user(ctx, &key, &sc->urec.st);
 	if (!key.uerr)
 		py_append(bpf_get_current_task_btf(), &key, key.tid, &sc->urec.st);
 	sc->krec.st.len = 0;
@@ -1152,7 +1192,7 @@ static __always_inline bool in_syscall(struct pt_regs *r)
 static __always_inline void take_stacks(void *ctx, struct task_struct *task, struct pcmon_offcpu *o,
 					bool kernel)
 {
-	o->key.uerr = capture(ctx, &o->urec.st, BPF_F_USER_STACK);
+	o->key.uerr = capture_user(ctx, &o->key, &o->urec.st);
 	if (!o->key.uerr)
 		py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;

@@ -104,6 +104,7 @@ struct cli {
 	const struct command *cmd;
 	cJSON *req;		/* the request its options built; "cmd" is the command's name */
 	bool json;		/* --json: replies and errors are JSON on stdout */
+	FILE *out;		/* where show() prints replies: NULL, stdout */
 	const char *socket;	/* --socket */
 	const char *target;	/* WORDS_TARGET: the word, or NULL */
 	char **words;		/* WORDS_LIST: the words */

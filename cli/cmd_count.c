@@ -11,6 +11,7 @@
 #include "session.h"
 
 static double duration; /* --pid: how long; 0: until the process exits or ^C */
+static const char *output;	/* -o */
 
 static int opt_duration(struct cli *c, const char *val)
 {
@@ -29,12 +30,15 @@ const struct opt count_opts[] = {
 	{ "duration", 0, "SECS", OPT_CALL, NULL,
 	  .help = "with --pid: count this long (default: until it exits)", .fn = opt_duration },
 	OPT_SOME(listing_opts, "sort"),
+	{ "output", 'o', "FILE", OPT_TEXT, NULL,
+	  .help = "the table into FILE (default: stdout if a terminal or --pid, else stderr)",
+	  .text = &output, .complete = COMPL_FILE },
 	OPT_TABLE_END,
 };
 
 int cmd_count(struct cli *c)
 {
-	struct run r = { .fd = -1, .eo = { .debuginfod = "" }, .duration = duration };
+	struct run r = { .fd = -1, .eo = { .debuginfod = "" }, .duration = duration, .output = output };
 	cJSON *pats = NULL;
 
 	if (!!c->argv_cmd + cli_seen(c, "pid") != 1)

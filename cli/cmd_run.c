@@ -12,11 +12,14 @@
 #include "session.h"
 
 /* an engine of our own only: pcmond has its settings */
-static const char *debuginfod, *cache_dir;
+static const char *debuginfod, *cache_dir, *output;
 
 const struct opt run_opts[] = {
 	OPT_ALL(sampling_opts),
 	OPT_SOME(listing_opts, "shallow deep top by"),
+	{ "output", 'o', "FILE", OPT_TEXT, NULL,
+	  .help = "the listing into FILE (default: stdout if a terminal, else stderr)",
+	  .text = &output, .complete = COMPL_FILE },
 	{ "debuginfod", 0, "URLS", OPT_TEXT, NULL,
 	  .help = "without pcmond: debuginfod servers (default $DEBUGINFOD_URLS; \"\": none)",
 	  .text = &debuginfod },
@@ -46,7 +49,8 @@ static char *default_cache_dir(void)
 int cmd_run(struct cli *c)
 {
 	struct run r = {
-		.argv = c->argv_cmd, .keep = true, .fd = -1, .eo_given = debuginfod || cache_dir
+		.argv = c->argv_cmd, .keep = true, .fd = -1, .eo_given = debuginfod || cache_dir,
+		.output = output,
 	};
 	char *cache;
 	int st;

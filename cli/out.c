@@ -50,10 +50,10 @@ int show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *))
 		cJSON_DeleteItemFromObject(rep, "v");
 		cJSON_DeleteItemFromObject(rep, "ok");
 		s = cJSON_Print(rep);
-		printf("%s\n", s ? s : "{}");
+		fprintf(c->out ? c->out : stdout, "%s\n", s ? s : "{}");
 		free(s);
 	} else if (table) {
-		table(stdout, rep);
+		table(c->out ? c->out : stdout, rep);
 	}
 	return 0;
 }

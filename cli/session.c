@@ -28,13 +28,29 @@ const char *socket_path(const struct cli *c)
 	return c->socket ? c->socket : env && *env ? env : PCMON_DEFAULT_SOCKET;
 }
 
+/* What to do about a connection to pcmond that failed with -@err. */
+static const char *connect_advice(int err)
+{
+	switch (-err) {
+	case EACCES:
+	case EPERM: /* it runs: the socket is root's and group pcmon's */
+		return "pcmond runs, but its socket is for root and group pcmon: join the group "
+		       "('sudo usermod -aG pcmon $USER', then log in again) or use sudo";
+	case ENOENT:
+	case ECONNREFUSED:
+		return "pcmond is not running: 'sudo systemctl start pcmond', or run 'sudo pcmond'";
+	default:
+		return "is PCMON_SOCKET or --socket right?";
+	}
+}
+
 int session_connect(const struct cli *c, struct session *s)
 {
 	s->e = NULL;
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s: %s (start it: 'systemctl start pcmond', or run 'pcmond' as root)",
-			    socket_path(c), strerror(-s->fd));
+		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
 
@@ -121,9 +137,14 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 				"pcmond has its own (see pcmon status)\n");
 		return 0;
 	}
+	/* pcmond runs but is not ours to reach: an engine of our own would not be either */
+	if (s->fd == -EACCES || s->fd == -EPERM)
+		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
-		return fail(c, 1, "pcmond is not running and the embedded engine failed: %s", err);
+		return fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
+			    socket_path(c), strerror(-s->fd), err);
 	return 0;
 }
 
@@ -135,8 +156,8 @@ static int reconnect(struct cli *c, struct session *s)
 	close(s->fd);
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s again: %s", socket_path(c),
-			    strerror(-s->fd));
+		return fail(c, 1, "cannot reach pcmond at %s again: %s (%s)", socket_path(c),
+			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
 
@@ -199,31 +220,47 @@ static void launch_req(struct cli *c, struct run *r, pid_t child)
 	}
 }
 
-/* Fork the command, held on pipe @go until the target is on: its first instruction is watched. */
+/*
+ * Fork the command, held on pipe @go until the target is on: its first instruction is
+ * watched. Its exec's errno, if it fails, comes back on r->exec_fd (closed by the exec).
+ */
 static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *go)
 {
-	int p[2];
+	int p[2], e[2];
 
 	if (pipe2(p, O_CLOEXEC))
 		return fail(c, 1, "pipe: %s", strerror(errno));
+	if (pipe2(e, O_CLOEXEC)) {
+		close(p[0]);
+		close(p[1]);
+		return fail(c, 1, "pipe: %s", strerror(errno));
+	}
 	*child = fork();
 	if (*child < 0) {
 		close(p[0]);
 		close(p[1]);
+		close(e[0]);
+		close(e[1]);
 		return fail(c, 1, "fork: %s", strerror(errno));
 	}
 	if (*child == 0) {
 		char ch;
+		int err;
 
 		close(p[1]);
+		close(e[0]);
 		if (read(p[0], &ch, 1) != 1)
 			_exit(127);
 		execvpe(r->argv[0], r->argv, envp);
-		fprintf(stderr, "pcmon: cannot run '%s': %s\n", r->argv[0], strerror(errno));
+		err = errno;
+		if (write(e[1], &err, sizeof(err)) != sizeof(err))
+			_exit(126);
 		_exit(127);
 	}
 	close(p[0]);
+	close(e[1]);
 	*go = p[1];
+	r->exec_fd = e[0];
 	signal(SIGINT, SIG_IGN); /* ^C reaches the command; we stay to print its profile */
 	signal(SIGQUIT, SIG_IGN);
 	launch_req(c, r, *child);
@@ -343,6 +380,35 @@ static void drop(struct session *s, const char *id)
 	cJSON_Delete(req);
 }
 
+/* The launched command's exec failed: said, 127 (as a shell says it); else 0. */
+static int exec_failed(struct cli *c, struct run *r)
+{
+	int err;
+
+	if (r->exec_fd < 0 || read(r->exec_fd, &err, sizeof(err)) != sizeof(err))
+		return 0;
+	r->keep = false; /* nothing ran: no target to keep */
+	return fail(c, 127, "cannot run '%s': %s", r->argv[0], strerror(err));
+}
+
+/*
+ * Where the listing of a launched command goes: -o FILE; else stdout, where the command
+ * writes too, if it is a terminal (the listing comes after the command's output) and
+ * --json's documents (a script asked for them); else stderr, as time(1) does, so that
+ * `pcmon run -- prog > out` keeps the listing apart from the program's output.
+ */
+static int listing_stream(struct cli *c, const struct run *r, FILE **f)
+{
+	*f = NULL;
+	if (r->output) {
+		*f = fopen(r->output, "we");
+		return *f ? 0 : fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+	}
+	if (r->argv && !c->json && !isatty(STDOUT_FILENO))
+		*f = stderr;
+	return 0;
+}
+
 /* Watch the started target @id until it is over; then its listing, but after a view. */
 static int watch(struct cli *c, struct session *s, struct run *r, const char *id, pid_t child,
 		 int *go)
@@ -352,6 +418,8 @@ static int watch(struct cli *c, struct session *s, struct run *r, const char *id
 	if (r->view)
 		return r->view(s, id, r->ctx);
 	st = r->argv ? release(c, s, child, go, &status) : wait_pid(c, s, r);
+	if (!st && r->argv)
+		st = exec_failed(c, r);
 	if (!st)
 		st = reconnect(c, s);
 	if (!st)
@@ -368,11 +436,14 @@ int session_run(struct cli *c, struct run *r)
 	pid_t child = -1;
 	int st, go = -1;
 
+	r->exec_fd = -1;
 	if (r->argv && !(envp = env_copy())) {
 		st = fail(c, 1, "out of memory");
 		goto out;
 	}
-	st = open_engine(c, &s, r);
+	st = listing_stream(c, r, &c->out); /* (a file that cannot be written: before anything) */
+	if (!st)
+		st = open_engine(c, &s, r);
 	if (!st && r->argv)
 		st = launch(c, r, envp, &child, &go);
 	if (!st && (st = start(c, &s, r, id, sizeof(id))) && child > 0) {
@@ -387,6 +458,11 @@ int session_run(struct cli *c, struct run *r)
 		drop(&s, id);
 out:
 	free(envp);
+	if (c->out && c->out != stderr && fclose(c->out) && !st)
+		st = fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+	c->out = NULL;
+	if (r->exec_fd >= 0)
+		close(r->exec_fd);
 	if (go >= 0)
 		close(go);
 	if (r->fd >= 0)

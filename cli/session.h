@@ -49,6 +49,8 @@ struct run {
 	struct engine_opts eo;	/* an engine of our own, when pcmond does not answer */
 	bool eo_given;		/* the user chose eo's settings: say that pcmond has its own */
 	int fd;			/* sent with the start request as descriptor 0, or -1; closed */
+	const char *output;	/* -o: the listing's file (else stdout, or stderr: session.c) */
+	int exec_fd;		/* the launched command's exec: an errno comes if it failed */
 };
 
 /*

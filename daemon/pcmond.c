@@ -480,8 +480,10 @@ int main(int argc, char **argv)
 	notify("STOPPING=1");
 out:
 	if (e)
+		engine_quiesce(e);
+	push_close(pu); /* the last windows (and the engine's status asks it: before the engine) */
+	if (e)
 		engine_flush(e, true);
-	push_close(pu); /* (the engine's status asks it: before the engine) */
 	http_close(h);
 	srv_close(s);
 	engine_free(e);

@@ -117,6 +117,8 @@ struct pcmon_exit_maps {
 
 /* Taken while the probes of objects the process just loaded were not attached yet. */
 #define PCMON_KF_MARKS_PENDING (1u << 0)
+/* The user stack's native walk took all the frames it had room for (sample.bpf.c). */
+#define PCMON_KF_USER_DEPTH (1u << 1)
 
 /* Settings of the whole process map (an array of one). */
 struct pcmon_pglobal {

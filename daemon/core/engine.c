@@ -450,6 +450,20 @@ static void target_stop(struct engine *e, struct target *t)
 	t->dirty = true;
 }
 
+void engine_quiesce(struct engine *e)
+{
+	poll_all(e);
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = e->targets[i];
+
+		if (t && (t->flags & PCMON_TF_ACTIVE)) {
+			t->flags &= ~PCMON_TF_ACTIVE; /* (its state stays what it was) */
+			target_activate(e, t);
+		}
+	}
+	engine_sync_all(e);
+}
+
 /* Bring a target up to date for a report: what BPF holds, names that arrived. */
 static void target_sync(struct engine *e, struct target *t)
 {
@@ -508,6 +522,8 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 	t = find_target(e, c, req, &rep);
 	if (!t)
 		return rep;
+	if (e->forget_hook && (!strcmp(cmd, "drop") || !strcmp(cmd, "zero")))
+		e->forget_hook(e->forget_ctx, t->id, !strcmp(cmd, "drop"));
 	if (!strcmp(cmd, "stop")) {
 		target_stop(e, t);
 	} else if (!strcmp(cmd, "drop")) {

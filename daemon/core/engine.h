@@ -52,6 +52,17 @@ void engine_work(struct engine *e);
 cJSON *engine_handle(struct engine *e, const struct client *c, const cJSON *req);
 /* pcmond's own parts (its HTTP server, its pushes) add what they count to `pcmon status`. */
 void engine_status_hook(struct engine *e, void (*fn)(void *ctx, cJSON *rep), void *ctx);
+/*
+ * ... and hear of a target's counts about to be forgotten (`zero`, `drop`), while they can
+ * still be listed: a push sends what came since its last window first (docs/fleet.md).
+ */
+void engine_forget_hook(struct engine *e, void (*fn)(void *ctx, uint32_t id, bool drop),
+			void *ctx);
+/*
+ * pcmond stops: no target counts anything more, and what BPF holds is collected, so that
+ * what is pushed last and what is saved are the same counts.
+ */
+void engine_quiesce(struct engine *e);
 /* Write every target's results to the state directory. */
 void engine_flush(struct engine *e, bool durable);
 

@@ -25,6 +25,8 @@ struct engine {
 	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */
 	void (*status_hook)(void *ctx, cJSON *rep);	/* engine_status_hook() */
 	void *status_ctx;
+	void (*forget_hook)(void *ctx, uint32_t id, bool drop);	/* engine_forget_hook() */
+	void *forget_ctx;
 	struct target *targets[PCMON_MAX_TARGETS];
 	uint32_t next_id;
 	int epfd, timerfd;

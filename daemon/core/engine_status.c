@@ -74,6 +74,13 @@ void engine_status_hook(struct engine *e, void (*fn)(void *ctx, cJSON *rep), voi
 	e->status_ctx = ctx;
 }
 
+void engine_forget_hook(struct engine *e, void (*fn)(void *ctx, uint32_t id, bool drop),
+			void *ctx)
+{
+	e->forget_hook = fn;
+	e->forget_ctx = ctx;
+}
+
 static cJSON *status(struct engine *e)
 {
 	struct pcmon_gstat gs;

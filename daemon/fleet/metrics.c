@@ -130,6 +130,8 @@ static const struct status_metric push_metrics[] = {
 	  "Windows dropped: the queue was full.", 1 },
 	{ "pcmon_push_too_large_total", "counter", "push.too_large",
 	  "Windows not sent: over the receiver's size limit.", 1 },
+	{ "pcmon_push_gaps_total", "counter", "push.gaps",
+	  "Windows of a target that could not start or went: samples not sent.", 1 },
 	{ "pcmon_push_queued", "gauge", "push.queued", "Windows waiting to be sent.", 1 },
 };
 
@@ -155,10 +157,13 @@ static void targets_metrics(struct mw *w, const cJSON *targets)
 		family(w, "pcmon_targets", "gauge", "Targets, by state.");
 		sample(w, "pcmon_targets", n, "state", target_states[i], NULL);
 	}
-#define EACH_TARGET(stmt)                                                  \
-	cJSON_ArrayForEach(t, arr) {                                        \
-		snprintf(id, sizeof(id), "%d", (int)num(t, "id"));          \
-		stmt;                                                       \
+	/* a target's own figures, its name included, for the published ones alone */
+#define EACH_TARGET(stmt)                                                                   \
+	cJSON_ArrayForEach(t, arr) {                                                         \
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))        \
+			continue;                                                            \
+		snprintf(id, sizeof(id), "%d", (int)num(t, "id"));                           \
+		stmt;                                                                        \
 	}
 	family(w, "pcmon_samples_total", "counter", "Samples a target counted.");
 	EACH_TARGET(sample(w, "pcmon_samples_total", num(t, "samples"), "target", id, "name",

@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +31,15 @@ struct job {
 	size_t len;
 };
 
-/* A published target's window: the mark it runs from, and which target it was taken on. */
+/*
+ * A published target's window: the mark it runs from, and which target it was taken on
+ * (an id taken by a new target starts again). A target loaded from the state directory
+ * was sent by the pcmond before: it is only remembered, never sent again.
+ */
 struct window {
-	uint32_t mark;		/* 0: none yet */
-	double start_wall;	/* the target's: an id taken by a new target starts again */
+	uint32_t mark;		/* 0: none */
+	double start_wall;	/* the target's */
+	bool loaded;		/* there when pushing began: sent before, or never published */
 };
 
 struct push {
@@ -46,6 +52,8 @@ struct push {
 
 	pthread_t thread;
 	bool curl, running, stop;
+	bool finishing;		/* pcmond stopping: the thread ends once the queue is empty */
+	bool idle;		/* ... and it has */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct job *q[PUSH_QUEUE];	/* a ring: q[head], ... n of them */
@@ -66,7 +74,7 @@ static void job_free(struct job *j)
 
 /* ---- the sending thread */
 
-/* libcurl asks while a transfer waits: pcmond stopping ends it at once. */
+/* libcurl asks while a transfer waits: pcmond stopping ends it (after PUSH_FINISH_S). */
 static int progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		    curl_off_t ulnow)
 {
@@ -129,6 +137,11 @@ static void *run(void *arg)
 		int r = -1, tries;
 
 		if (!p->n) {
+			if (p->finishing) { /* all was sent */
+				p->idle = true;
+				pthread_cond_broadcast(&p->cond);
+				break;
+			}
 			pthread_cond_wait(&p->cond, &p->lock);
 			continue;
 		}
@@ -299,15 +312,18 @@ static struct job *otlp_job(struct push *p, const struct xprof *x, const cJSON *
 	return j;
 }
 
-/* Target @id's window since its mark: encoded for each receiver, queued. */
+/* Target @id's window since its mark: encoded for each receiver, queued; the mark moves. */
 static void cut(struct push *p, uint32_t id)
 {
 	cJSON *rep = request(p, "list", id, p->win[id].mark), *win;
 	char err[256];
 	struct xprof x;
 
-	if (!ok(rep)) { /* the mark is gone (zeroed, an old one): start again */
+	if (!ok(rep)) { /* the mark went (it cannot while it moves every interval) */
+		pr_warn("push: target %u: window %u is gone: %s", id, p->win[id].mark,
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "");
 		p->win[id].mark = 0;
+		p->st.gaps++;
 		cJSON_Delete(rep);
 		return;
 	}
@@ -330,38 +346,84 @@ static void cut(struct push *p, uint32_t id)
 	cJSON_Delete(rep);
 }
 
+/*
+ * A published target pushing has not seen yet: its first window starts with the target (a
+ * mark "at_start"), so that nothing sampled before the first interval ends is left out.
+ */
+static void begin(struct push *p, uint32_t id, double start_wall)
+{
+	struct window *w = &p->win[id];
+	cJSON *req = cJSON_CreateObject(), *rep;
+	char tid[16];
+
+	snprintf(tid, sizeof(tid), "%u", id);
+	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
+	cJSON_AddStringToObject(req, "cmd", "mark");
+	cJSON_AddStringToObject(req, "target", tid);
+	cJSON_AddBoolToObject(req, "at_start", true);
+	rep = engine_handle(p->e, &root, req);
+	*w = (struct window){ .start_wall = start_wall };
+	if (ok(rep))
+		w->mark = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(rep, "mark"));
+	else
+		p->st.gaps++;
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+}
+
+/*
+ * Each published target's window (@only's alone, if not 0): begun, or cut; @loaded: the
+ * targets are only noted, as pushing starts.
+ */
+static void visit(struct push *p, bool loaded, uint32_t only)
+{
+	cJSON *rep = request(p, "targets", 0, 0), *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
+		uint32_t id = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id"));
+		double sw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "start_wall"));
+		struct window *w;
+
+		if (id >= PCMON_MAX_TARGETS || (only && id != only))
+			continue;
+		w = &p->win[id];
+		if (loaded) {
+			*w = (struct window){ .start_wall = sw, .loaded = true };
+			continue;
+		}
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
+			continue;
+		if (w->start_wall != sw)
+			begin(p, id, sw);
+		if (w->mark)
+			cut(p, id);
+	}
+	cJSON_Delete(rep);
+}
+
 void push_work(struct push *p)
 {
-	cJSON *rep, *t;
 	uint64_t ticks;
 
 	if (read(p->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
 		return; /* not due yet */
-	rep = request(p, "targets", 0, 0);
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
-		uint32_t id = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id"));
-		double sw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "start_wall"));
-		const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state"));
-		struct window *w;
-		cJSON *m;
+	visit(p, false, 0);
+}
 
-		if (id >= PCMON_MAX_TARGETS ||
-		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
-			continue;
-		w = &p->win[id];
-		if (w->mark && w->start_wall == sw) {
-			cut(p, id);
-			continue;
-		}
-		if (!state || (strcmp(state, "running") && strcmp(state, "paused")))
-			continue; /* nothing more will come */
-		/* its first window starts now */
-		m = request(p, "mark", id, 0);
-		w->mark = ok(m) ? cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "mark")) : 0;
-		w->start_wall = sw;
-		cJSON_Delete(m);
-	}
-	cJSON_Delete(rep);
+/*
+ * engine_forget_hook(): a target's counts are about to go (zero, drop): what came since its
+ * window began is sent first.
+ */
+static void forgetting(void *ctx, uint32_t id, bool drop)
+{
+	struct push *p = ctx;
+	struct window *w = &p->win[id];
+
+	if (id >= PCMON_MAX_TARGETS || w->loaded)
+		return;
+	visit(p, false, id); /* (begins it if it is new: a short target dropped at once) */
+	if (drop)
+		*w = (struct window){ 0 };
 }
 
 /* ---- setting up */
@@ -442,23 +504,49 @@ int push_open(struct engine *e, const struct push_opts *o, struct push **out, ch
 		return -EINVAL;
 	}
 	p->running = true;
+	visit(p, true, 0); /* the targets loaded from the state directory were sent before */
+	engine_forget_hook(e, forgetting, p);
 	pr_info("pushing published targets every %u s to%s%s%s%s", p->interval_s,
 		p->pyroscope ? " " : "", p->pyroscope ?: "", p->otlp ? " " : "", p->otlp ?: "");
 	*out = p;
 	return 0;
 }
 
+/*
+ * pcmond stops: every published target's last window is cut, and the queue is sent for at
+ * most PUSH_FINISH_S; what is still queued then is said, with what failed.
+ */
+static void finish(struct push *p)
+{
+	struct timespec until;
+
+	visit(p, false, 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += PUSH_FINISH_S;
+	pthread_mutex_lock(&p->lock);
+	p->finishing = true;
+	pthread_cond_broadcast(&p->cond);
+	while (!p->idle && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
+		;
+	__atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	p->st.unsent += p->n;
+	if (p->st.unsent || p->st.failed || p->st.dropped)
+		pr_warn("push: stopping: %" PRIu64 " windows sent; %" PRIu64 " not sent in %d s, %"
+			PRIu64 " failed every try, %" PRIu64 " dropped from a full queue",
+			p->st.sent, p->st.unsent, PUSH_FINISH_S, p->st.failed, p->st.dropped);
+	else
+		pr_info("push: stopping: all %" PRIu64 " windows sent", p->st.sent);
+}
+
 void push_close(struct push *p)
 {
 	if (!p)
 		return;
-	if (p->running) {
-		pthread_mutex_lock(&p->lock);
-		__atomic_store_n(&p->stop, true, __ATOMIC_RELAXED);
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->thread, NULL);
-	}
+	if (p->running)
+		finish(p);
 	if (p->curl)
 		curl_global_cleanup();
 	while (p->n) {

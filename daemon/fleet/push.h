@@ -5,7 +5,9 @@
  * POST URL/v1development/profiles), every --push-interval seconds (docs/fleet.md).
  *
  * The engine's loop only cuts the windows and encodes them (a listing of what came since
- * the last one, the mark moved in the same step so that no sample falls between two); a
+ * the last one, the mark moved in the same step so that no sample falls between two). A
+ * target's first window starts with the target; its last is cut before `zero` or `drop`
+ * forgets its counts, or as pcmond stops, which sends what is queued for PUSH_FINISH_S; a
  * thread of its own sends them with libcurl, gzipped, with retries and backoff, from a
  * bounded queue. A slow or absent receiver changes nothing but counters: windows that
  * find the queue full, or fail every try, are dropped and counted.
@@ -22,6 +24,7 @@ struct push;
 #define PUSH_QUEUE 16		/* windows waiting to be sent, all receivers together */
 #define PUSH_TRIES 3		/* a window is tried this many times (backoff 1 s, 2 s) */
 #define PUSH_TIMEOUT_S 10	/* one try may take this long */
+#define PUSH_FINISH_S 5		/* pcmond stopping sends what is queued for this long */
 
 struct push_opts {
 	const char *pyroscope;	/* base URL, or NULL */
@@ -35,7 +38,9 @@ struct push_opts {
 	X(retries)   /* tries after a failed one */                                        \
 	X(failed)    /* windows dropped after every try failed */                          \
 	X(dropped)   /* windows dropped: the queue was full */                             \
-	X(too_large) /* windows not sent: over the receiver's size limit */
+	X(too_large) /* windows not sent: over the receiver's size limit */               \
+	X(gaps)      /* a target's window could not start or went: samples not sent */    \
+	X(unsent)    /* windows still queued when pcmond stopped (PUSH_FINISH_S) */
 
 struct push_stats {
 #define PUSH_FIELD(f) uint64_t f;

@@ -1011,58 +1011,34 @@ static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
 	return 0;
 }
 
-/* The slices of @from, rows of COUNT_WIDTH_V5 sums, into @to, padded to COUNT_WIDTH. */
-static int widen_slices(const struct slices *from, struct slices *to)
-{
-	const size_t w = 1 + COUNT_WIDTH, v = 1 + COUNT_WIDTH_V5;
-	int r = 0;
-
-	for (size_t i = 0; i < from->n && !r; i++) {
-		const struct slice *sc = &from->s[i];
-		uint64_t *rows = calloc((size_t)sc->n * w + 1, sizeof(*rows));
-
-		if (!rows)
-			return -ENOMEM;
-		for (uint32_t k = 0; k < sc->n; k++)
-			memcpy(rows + k * w, sc->e + k * v, v * sizeof(*rows));
-		r = slices_push(to, sc->t0, sc->t1, rows, sc->n);
-		free(rows);
-	}
-	return r;
-}
+/* A row's sums before the first OPTIONAL field of PCMON_CSTAT_FIELDS (they come last). */
+#define CSTAT_IS_ALWAYS	      1
+#define CSTAT_IS_OPTIONAL     0
+#define CSTAT_ALWAYS(f, need) +CSTAT_IS_##need
+#define COUNT_WIDTH_ALWAYS    (0 PCMON_CSTAT_FIELDS(CSTAT_ALWAYS))
 
 /*
  * The call table's time slices (format 5); a file from before has none: its totals load as
- * one slice, the target's life.
+ * one slice, the target's life. The rows are as wide as the totals the file's procedures
+ * carry: a format-5 file written before the OPTIONAL fields were (self_ctx: --when at
+ * probes) has rows of the ALWAYS fields only.
  */
-static int load_slices(struct sf_rd *rd, const cJSON *o, struct count *ct)
+static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struct count *ct)
 {
-	uint64_t *rows, width = COUNT_WIDTH_V5;
-	struct slices *old;
+	const cJSON *fn0 = cJSON_GetArrayItem(fns, 0);
+	bool narrow = fn0 && !cJSON_GetObjectItemCaseSensitive(fn0, "self_ctx");
+	uint64_t *rows, width = narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH_V5;
 	int r;
 
 	/* a file from before the minimum and the callees were kept has rows of fewer sums,
-	 * the first ones: read at that width, each row padded with zeros */
+	 * the first ones (COUNT_WIDTH_V5, or the ALWAYS ones before --when at probes): read
+	 * at that width, each row padded with zeros */
 	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
 		return r;
-	if (width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
-		return sf_bad(rd, "slice_width", "%u or %u sums", (unsigned)COUNT_WIDTH_V5,
-			      (unsigned)COUNT_WIDTH);
-	if (width == COUNT_WIDTH) {
-		r = timed_read(rd, o, COUNT_WIDTH, ct->nfns, ct->slices, NULL);
-	} else {
-		old = slices_new(&ct->slices->cfg, COUNT_WIDTH_V5);
-		if (!old)
-			return -ENOMEM;
-		r = timed_read(rd, o, COUNT_WIDTH_V5, ct->nfns, old, NULL);
-		if (!r) {
-			ct->slices->cfg = old->cfg;
-			ct->slices->merged_early = old->merged_early;
-			ct->slices->coarsened = old->coarsened;
-			r = widen_slices(old, ct->slices);
-		}
-		slices_free(old);
-	}
+	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
+		return sf_bad(rd, "slice_width", "%u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
+			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH);
+	r = timed_read_narrow(rd, o, COUNT_WIDTH, (unsigned)width, ct->nfns, ct->slices, NULL);
 	if (r <= 0)
 		return r;
 	rows = calloc(ct->nfns * (1 + COUNT_WIDTH) + 1, sizeof(*rows));
@@ -1243,7 +1219,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		ct->nfns++;
 	}
 	rd->at[0] = '\0';
-	if ((r = load_slices(rd, o, ct))) {
+	if ((r = load_slices(rd, o, fns, ct))) {
 		free_state(ct);
 		return r;
 	}

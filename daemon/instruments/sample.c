@@ -519,7 +519,7 @@ static struct agg_stack *convert(struct sample_g *g, const struct pcmon_key *k,
 	struct agg_stack *st;
 
 	/* (the native walk's end, known first: the Python frames' own cut is said over it) */
-	if (nu && nu >= sampler_max_depth(g->smp))
+	if (nu && ((k->flags & PCMON_KF_USER_DEPTH) || nu >= sampler_max_depth(g->smp)))
 		cut = AGG_SF_CUT(AGG_UNWALK_DEPTH);
 	else if (nu && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1))
 		cut = AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
@@ -1576,6 +1576,7 @@ static const struct proto_field list_fields[] = {
 
 static const struct proto_field mark_fields[] = {
 	{ .name = "target", .type = PT_TARGET, .required = true },
+	F_BOOL("at_start"),	/* the window starts with the target (a push's first) */
 };
 
 static const struct inst_cmd cmds[] = {

@@ -6,6 +6,9 @@
  * request has its own window, however many overlap, and a window is exact to the drain
  * (both ends drain what BPF holds first).
  *
+ * A mark "at_start" has nothing before it: its window is everything since the target
+ * started, or was last zeroed (a push's first window, push.c).
+ *
  * A target keeps at most SAMPLE_MARKS of them; one unused for SAMPLE_MARK_TTL_S is dropped
  * when the next is taken (a client that went away leaves nothing behind for long).
  */
@@ -22,7 +25,8 @@
 #include "util.h"
 
 #define SAMPLE_MARKS 16
-#define SAMPLE_MARK_TTL_S 900
+/* longer than the longest push interval (an hour), whose marks move only once an interval */
+#define SAMPLE_MARK_TTL_S 3900
 
 struct sample_mark {
 	uint32_t id;		/* 0: a free slot */
@@ -66,7 +70,6 @@ cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req)
 	struct sample_mark *m = NULL;
 	cJSON *rep;
 
-	(void)req;
 	if (!sp)
 		return proto_error(1, "target %u \"%s\" does not sample", t->id, t->name);
 	if (!sp->marks && !(sp->marks = calloc(1, sizeof(*sp->marks))))
@@ -82,15 +85,23 @@ cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req)
 	if (!m)
 		return proto_error(1, "target %u: %d windows open already: wait for one to end",
 				   t->id, SAMPLE_MARKS);
-	sample_ops.sync(g); /* what BPF holds belongs before the mark */
-	if (agg_snapshot(sp->agg, &m->snap))
-		return proto_error(1, "out of memory");
+	if (proto_bool(req, "at_start", 0)) {
+		/* nothing before it: the window holds every sample since the start (or `zero`) */
+		agg_snap_empty(sp->agg, &m->snap);
+		m->taken_ns = t->start_ns;
+		m->taken_wall = t->start_wall;
+		m->lost = 0;
+	} else {
+		sample_ops.sync(g); /* what BPF holds belongs before the mark */
+		if (agg_snapshot(sp->agg, &m->snap))
+			return proto_error(1, "out of memory");
+		m->taken_ns = now_ns();
+		m->taken_wall = wall_now();
+		m->lost = sample_lost(sp);
+	}
 	if (!++sp->marks->next_id)
 		sp->marks->next_id = 1;
 	m->id = sp->marks->next_id;
-	m->taken_ns = now_ns();
-	m->taken_wall = wall_now();
-	m->lost = sample_lost(sp);
 	rep = proto_ok();
 	cJSON_AddNumberToObject(rep, "mark", m->id);
 	cJSON_AddNumberToObject(rep, "taken_wall", m->taken_wall);

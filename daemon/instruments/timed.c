@@ -159,14 +159,22 @@ void timed_save(struct sf_wr *w, const struct slices *sl, cJSON *o)
 int timed_read(struct sf_rd *rd, const cJSON *o, unsigned width, uint64_t nids,
 	       struct slices *sl, const uint32_t *idmap)
 {
+	return timed_read_narrow(rd, o, width, width, nids, sl, idmap);
+}
+
+int timed_read_narrow(struct sf_rd *rd, const cJSON *o, unsigned width, unsigned fwidth,
+		      uint64_t nids, struct slices *sl, const uint32_t *idmap)
+{
 	const cJSON *so = cJSON_GetObjectItemCaseSensitive(o, "slices"), *arr, *it;
-	unsigned rw = 1 + width;
+	unsigned rw = 1 + fwidth;
 	uint64_t kib = 0, prev = 0, *rows = NULL;
 	const char *spec;
 	struct slices_cfg cfg;
 	char why[128];
 	int r, n, i = 0;
 
+	if (fwidth > width)
+		return -EINVAL;
 	if (!so)
 		return 1;
 	if (!cJSON_IsObject(so))
@@ -200,8 +208,8 @@ int timed_read(struct sf_rd *rd, const cJSON *o, unsigned width, uint64_t nids,
 			return sf_bad(rd, "t1", "slices run forward in time, each ending after it starts");
 		prev = t0;
 		if (ne % rw)
-			return sf_bad(rd, "s", "rows of an id and %u sums", width);
-		if (sl && !(rows = calloc(ne + 1, sizeof(*rows))))
+			return sf_bad(rd, "s", "rows of an id and %u sums", fwidth);
+		if (sl && !(rows = calloc(ne / rw * (1 + width) + 1, sizeof(*rows))))
 			return -ENOMEM;
 		cJSON_ArrayForEach(x, ents) {
 			bool id = !(k % rw);
@@ -213,8 +221,9 @@ int timed_read(struct sf_rd *rd, const cJSON *o, unsigned width, uint64_t nids,
 				free(rows);
 				return r;
 			}
+			/* the file's row k / rw, sum k % rw - 1, at its place in a row of @width */
 			if (sl)
-				rows[k] = id && idmap ? idmap[v] : v;
+				rows[k / rw * (1 + width) + k % rw] = id && idmap ? idmap[v] : v;
 			k++;
 		}
 		if (sl) {

@@ -69,6 +69,12 @@ void timed_save(struct sf_wr *w, const struct slices *sl, cJSON *o);
 int timed_read(struct sf_rd *rd, const cJSON *o, unsigned width, uint64_t nids,
 	       struct slices *sl, const uint32_t *idmap);
 /*
+ * timed_read() of a file whose rows hold @fwidth sums (at most @width): the first @fwidth of
+ * each row's sums, the others 0 (a file written before the instrument's rows grew).
+ */
+int timed_read_narrow(struct sf_rd *rd, const cJSON *o, unsigned width, unsigned fwidth,
+		      uint64_t nids, struct slices *sl, const uint32_t *idmap);
+/*
  * A file without slices: its totals (@n rows of 1 + sl->width words) as one slice, the
  * target's life as the file says it (rd->t_start to rd->t_end). 0 or -ENOMEM.
  */

@@ -77,6 +77,11 @@ int agg_snapshot(const struct agg *a, struct agg_snap *s)
 	return 0;
 }
 
+void agg_snap_empty(const struct agg *a, struct agg_snap *s)
+{
+	*s = (struct agg_snap){ .gen = a->gen };
+}
+
 void agg_snap_free(struct agg_snap *s)
 {
 	free(s->vals);

@@ -116,6 +116,8 @@ struct agg_snap {
 	struct agg_snap_val *vals;
 };
 int agg_snapshot(const struct agg *a, struct agg_snap *s);
+/* A snapshot of @a as if it held nothing yet (what came since is all of it). */
+void agg_snap_empty(const struct agg *a, struct agg_snap *s);
 void agg_snap_free(struct agg_snap *s);
 /* A new table of what @a counted since snapshot @s (all of it if @a was zeroed since). */
 struct agg *agg_since(const struct agg *a, const struct agg_snap *s);

@@ -158,6 +158,10 @@ class Daemon:
         self.proc = None
 
     def start(self):
+        # pcmond gives its socket to group pcmon when there is one (the package makes it):
+        # made here too, so that a test's users reach any pcmond, whichever test ran first
+        if subprocess.run(["getent", "group", "pcmon"], capture_output=True).returncode:
+            subprocess.run(["groupadd", "--system", "pcmon"], check=True)
         self.log = open(os.path.join(self.dir, "pcmond.log"), "a")
         # $PCMON_TEST_DAEMON_WRAP: a command pcmond runs under (test_service.py: the unit's
         # capability bounding set, through setpriv)

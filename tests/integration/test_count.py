@@ -93,13 +93,13 @@ def test_count_text_table():
     p = pcmon("count", "--sort", "calls", "calls.exact", "calls.rec*", "--", workload("calls"), 1,
               sock=NODAEMON)
     assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
+    lines = p.stderr.splitlines()  # (stdout is not a terminal: the table goes to stderr)
     head = [i for i, l in enumerate(lines) if l.split()[:2] == ["calls", "self"]]
-    assert head, p.stdout
+    assert head, p.stderr
     rows = [l.split() for l in lines[head[0] + 1:] if l.strip()]
     names = [r[-1] for r in rows if r[-1].startswith("calls.")]
     assert names == ["calls.exact", "calls.rec100", "calls.rec20"], names  # --sort calls
-    assert "probe cost" in p.stdout
+    assert "probe cost" in p.stderr
 
 
 def test_errors():
@@ -259,7 +259,7 @@ def test_short_procedures_below_resolution():
     leaf = t["cnt.leaf"]
     assert leaf["swamped"] and "total_ns" in leaf["below_resolution"], leaf
     text = pcmon("count", "cnt.mid", "cnt.fib", "cnt.leaf", "--", workload("cnt"),
-                 sock=NODAEMON, check=0).stdout
+                 sock=NODAEMON, check=0).stderr  # (stdout is not a terminal)
     assert "probes cost more than the code" in text and " 0ns " not in text, text
 
 

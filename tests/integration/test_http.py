@@ -4,6 +4,7 @@
 published target, Debian's Prometheus scrapes /metrics, curl checks the token, TLS with a
 certificate made here, and what is refused (unpublished targets, users' publishing, other
 methods, bad windows, a secret file others can read, a public address without a token)."""
+import gzip
 import json
 import os
 import re
@@ -214,7 +215,7 @@ def test_prometheus_scrapes_metrics():
     prom = None
     try:
         p = subprocess.Popen([workload("threefn"), "8"], stdout=subprocess.DEVNULL)
-        pcmon("start", "--pid", p.pid, "--interval", 1000, sock=d.sock, check=0)
+        pcmon("start", "--pid", p.pid, "--interval", 1000, "--publish", sock=d.sock, check=0)
         status, body, ctype = get(f"http://127.0.0.1:{port}/metrics")
         assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), (status, ctype)
         check_exposition(body.decode())
@@ -299,6 +300,54 @@ def test_refusals_and_what_is_never_served():
         p.kill()
     finally:
         d.stop()
+
+
+def test_an_unpublished_target_is_never_named_or_counted():
+    """A target started without --publish, busy beside a published one: no endpoint names
+    it, counts it or tells it apart from a target that does not exist. /metrics keeps
+    daemon-wide totals only."""
+    d, port = http_daemon()
+    base = f"http://127.0.0.1:{port}"
+    procs = []
+    try:
+        procs.append(subprocess.Popen([workload("threefn"), "20"], stdout=subprocess.DEVNULL))
+        procs.append(subprocess.Popen([workload("spinner"), "20"], stdout=subprocess.DEVNULL))
+        hidden = pcmon("start", "--pid", procs[0].pid, "--name", "secretjob", "--interval",
+                       1000, sock=d.sock, check=0).stdout.strip()
+        shown = pcmon("start", "--pid", procs[1].pid, "--name", "shownjob", "--interval",
+                      1000, "--publish", sock=d.sock, check=0).stdout.strip()
+        time.sleep(2)
+        listing, _ = pcmon_json("list", hidden, sock=d.sock)
+        assert listing["summary"]["counted"] > 100, listing["summary"]
+        bodies = {}
+        for path in ("/", "/metrics", "/healthz", "/debug/pprof/profile?seconds=1",
+                     "/flamegraph.svg?since=-1m", f"/flamegraph.svg?since=-1m&target={shown}"):
+            st, body, _ = get(base + path)
+            assert st == 200, (path, st, body[:200])
+            if path.startswith("/debug/pprof"):
+                body = gzip.decompress(body)
+            bodies[path] = body
+        # asked for by name or id, it is answered as a target that does not exist
+        for want, absent in (("secretjob", "nosuchjob"), (hidden, "250")):
+            for page in ("/debug/pprof/profile?seconds=1&target=", "/flamegraph.svg?since=-1m&target="):
+                st, body, _ = get(base + page + want)
+                st2, body2, _ = get(base + page + absent)
+                assert (st, body.replace(want.encode(), b"X")) == \
+                    (st2, body2.replace(absent.encode(), b"X")), (page, st, body, st2, body2)
+                assert st == 404, (page, st, body)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        d.stop()
+    for path, body in bodies.items():
+        for secret in (b"secretjob", b"threefn", b"work_a"):
+            assert secret not in body, (path, secret)
+    metrics = bodies["/metrics"].decode()
+    check_exposition(metrics)
+    per_target = [line for line in metrics.splitlines() if 'target="' in line]
+    assert per_target and all(f'target="{shown}"' in line for line in per_target), per_target
+    assert f'target="{hidden}"' not in metrics, metrics
 
 
 def test_token_and_tls():

@@ -100,7 +100,7 @@ def test_offset_node_and_track_none():
 def test_tables_text():
     p = pcmon("run", "--no-sample", *NODES, *LEGS, "--", workload("legs"), sock=NODAEMON,
               check=0)
-    out = p.stdout
+    out = p.stderr  # (stdout is not a terminal: the tables go to stderr)
     assert "probe overhead" in out and "legs.req_begin" in out, out
     assert "~    1      1    2" in out, out  # leg 1 flagged: one abandoned
     assert "1000 -> 1499" in out, out  # the size histogram's bars

@@ -356,7 +356,7 @@ def test_cxx_names_are_demangled():
         assert "geo::Grid<int>::sum(int) const" in folded and "_Z" not in folded, folded[:2000]
         # call counting names procedures the same way
         out = pcmon("count", "cxxnames.bitmap_set_bit", "cxxnames.geo::Grid<int>::sum", "--",
-                    workload("cxxnames"), 0.5, sock=NODAEMON).stdout
+                    workload("cxxnames"), 0.5, sock=NODAEMON).stderr
         assert "bitmap_set_bit(bitmap_head*, int)" in out and \
             "geo::Grid<int>::sum(int) const" in out, out
         assert n >= 2000

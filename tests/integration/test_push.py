@@ -19,7 +19,7 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, pcmon, pcmon_json, run_tests
 from test_http import free_port, go_pprof_raw, raw_samples, stopped_workload
-from test_otlp import FLEET, REQUEST, one, parse_text
+from test_otlp import FLEET, REQUEST, Dict, one, parse_text
 
 
 class Receiver:
@@ -156,6 +156,133 @@ def test_a_receiver_that_never_answers_changes_only_counters():
     assert s["counted"] > 1000 and s["lost"] == 0, s
     assert took < 5, took
     assert st["windows"] >= 2 and st["sent"] == 0 and st["queued"] >= 1, st
+
+
+def otlp_by_target(body):
+    """{target name: samples} of one OTLP body, from each sample's pcmon.target."""
+    dec = subprocess.run(["protoc", f"--decode={REQUEST}", "-I", FLEET,
+                          os.path.join(FLEET, "otlp_profiles.proto")],
+                         input=gzip.decompress(body), capture_output=True, timeout=60)
+    assert dec.returncode == 0, dec.stderr
+    req = parse_text(dec.stdout.decode())
+    d = Dict(req)
+    out = {}
+    for rp in req.get("resource_profiles", []):
+        for sp in rp.get("scope_profiles", []):
+            for smp in sp["profiles"][0].get("samples", []):  # (the second: nanoseconds)
+                name = d.attrs(smp.get("attribute_indices", [])).get("pcmon.target", "?")
+                out[name] = out.get(name, 0) + one(smp, "values")
+    return out
+
+
+def pyroscope_by_target(g):
+    """{target name: samples} of one Pyroscope ingest body (go tool pprof -raw)."""
+    f = tempfile.NamedTemporaryFile(suffix=".pb.gz", delete=False)
+    f.write(g["body"])
+    f.close()
+    try:
+        samples, _ = raw_samples(go_pprof_raw(f.name))
+    finally:
+        os.unlink(f.name)
+    out = {}
+    for c, _, labels in samples:
+        out[labels.get("target", "?")] = out.get(labels.get("target", "?"), 0) + c
+    return out
+
+
+def received(rx):
+    """Samples received per target: ({name: Pyroscope total}, {name: OTLP total})."""
+    pyro, otlp = {}, {}
+    for g in rx.got:
+        got = pyroscope_by_target(g) if g["path"] == "/ingest" else otlp_by_target(g["body"])
+        into = pyro if g["path"] == "/ingest" else otlp
+        for k, v in got.items():
+            into[k] = into.get(k, 0) + v
+    return pyro, otlp
+
+
+def frozen(p):
+    """Wait until process @p is stopped (SIGSTOP sent): it adds no sample after."""
+    for _ in range(500):
+        with open(f"/proc/{p.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {p.pid} did not stop")
+
+
+def test_every_sample_pushed_exactly_once():
+    """Published targets of every fate, started at once with no wait for a window: one that
+    runs across several intervals and exits, one that exits before the first interval ends,
+    one stopped, one dropped while it runs, one zeroed, and one still running when pcmond
+    stops (SIGTERM). Each receiver gets every sample of each exactly once: the sum over all
+    bodies is the listing's count (the last one's, from its saved results)."""
+    rx = Receiver()
+    state = tempfile.mkdtemp(prefix="pcmon-push-state-")
+    args = ["--push", rx.url, "--otlp", rx.url, "--push-interval", 3]
+    wl = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "workloads", "threefn")
+    d = Daemon(state_dir=state, args=args).start()
+    counted, procs = {}, {}
+
+    def start(name, secs):
+        procs[name] = subprocess.Popen([wl, str(secs)], stdout=subprocess.DEVNULL)
+        return pcmon("start", "--pid", procs[name].pid, "--publish", "--interval", 2000,
+                     "--name", name, sock=d.sock, check=0).stdout.strip()
+
+    def count(tid, daemon=None):
+        return pcmon_json("list", tid, sock=(daemon or d).sock)[0]["summary"]["counted"]
+
+    try:
+        ids = {n: start(n, s) for n, s in
+               (("long", 7), ("short", 0.4), ("stopped", 20), ("dropped", 20), ("zeroed", 20),
+                ("last", 30))}
+        procs["short"].wait(30)
+        time.sleep(1.5)  # the short one's samples are all in before a window ended
+        counted["short"] = count(ids["short"])
+        time.sleep(3)
+        pcmon("stop", ids["stopped"], sock=d.sock, check=0)
+        counted["stopped"] = count(ids["stopped"])
+        procs["stopped"].kill()
+        # a running target dropped: frozen first, so that its count is final when taken
+        os.kill(procs["dropped"].pid, signal.SIGSTOP)
+        frozen(procs["dropped"])
+        counted["dropped"] = count(ids["dropped"])
+        pcmon("drop", ids["dropped"], sock=d.sock, check=0)
+        procs["dropped"].kill()
+        # zeroed: what came before is sent, and what comes after
+        os.kill(procs["zeroed"].pid, signal.SIGSTOP)
+        frozen(procs["zeroed"])
+        before_zero = count(ids["zeroed"])
+        pcmon("zero", ids["zeroed"], sock=d.sock, check=0)
+        os.kill(procs["zeroed"].pid, signal.SIGCONT)
+        procs["long"].wait(60)
+        counted["long"] = count(ids["long"])
+        time.sleep(1)
+        os.kill(procs["zeroed"].pid, signal.SIGSTOP)
+        frozen(procs["zeroed"])
+        counted["zeroed"] = before_zero + count(ids["zeroed"])
+        procs["zeroed"].kill()
+        assert all(counted[n] > 0 for n in counted), counted
+        # "last" is sampled until pcmond stops: its count is what pcmond saved
+        assert d.stop() == 0, d.logtext()
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        d.stop()
+    log = d.logtext()
+    d2 = Daemon(state_dir=state).start()
+    try:
+        counted["last"] = count(ids["last"], d2)
+    finally:
+        d2.stop()
+        rx.close()
+    assert counted["last"] > 0, counted
+    pyro, otlp = received(rx)
+    assert "all" in log and "windows sent" in log, log
+    assert pyro == counted, ("Pyroscope", pyro, counted, log)
+    assert otlp == counted, ("OTLP", otlp, counted, log)
 
 
 if __name__ == "__main__":

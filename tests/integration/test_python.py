@@ -71,6 +71,38 @@ def test_virtual_fp_shares():
     check_shares(listing, own)
 
 
+def test_fp_chain_astray_keeps_python_frames():
+    """--unwind fp on Debian's python3.11 (no frame pointers): the re engine keeps data in
+    rbp, and the kernel's walk follows it through the heap as deep as it may. Those stacks
+    still carry their Python frames (cut short with depth, not charged to no function)."""
+    need_python()
+    d = Daemon().start()
+    try:
+        proc = subprocess.Popen([PY, WORK, "4"], stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", proc.pid, "--interval", 1000, "--unwind", "fp",
+                    sock=d.sock, check=0).stdout.strip()
+        proc.wait(60)
+        folded = pcmon("export", tid, "--format", "folded", sock=d.sock, check=0).stdout
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+    finally:
+        assert d.stop() == 0, d.logtext()
+    n = deep_native = astray = 0
+    for line in folded.splitlines():
+        stack, c = line.rsplit(" ", 1)
+        frames, c = stack.split(";"), int(c)
+        n += c
+        if sum(f == "[foreign]" for f in frames) >= 100:  # a walk through the heap
+            deep_native += c
+            if not any(f.startswith("pyphases.") for f in frames):
+                astray += c
+    cut = listing["summary"]["cut_short_by_reason"]
+    flagged = cut["python"] + cut["python_unknown"]  # (a chain read short, said so)
+    assert n >= 1000 and deep_native > 0, (n, deep_native)
+    assert astray <= flagged, \
+        f"{astray} of {deep_native} stacks gone astray lost their Python frames ({cut})"
+    assert cut["depth"] >= deep_native - astray, cut
+
+
 def test_recursion_counted_once():
     listing, own = run()
     p = procs(listing)

@@ -3,7 +3,8 @@
 """The state directory: saves that fail (a full disk, a directory in the way) are shown in
 `pcmon targets` and `pcmon status`, retried, and never cost what was saved before; a
 restart lists what was saved; stale temporary files go; a format-1 file still loads, and a
-broken one is refused with one line naming the field."""
+broken one is refused with one line naming the field; files of formats 4 and 5, written by
+the pcmond of their time, list as that pcmond listed them."""
 import contextlib
 import errno
 import json
@@ -17,6 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from lib import ROOT, Daemon, pcmon, pcmon_json, procs, run_tests, workload
 
 FIXTURE_V1 = os.path.join(ROOT, "tests", "fixtures", "store", "format1", "target-2.json")
+STORE_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "store")
 FLUSH_S = 5  # pcmond saves changed targets this often
 
 
@@ -240,6 +242,95 @@ def test_format1_file_loads_and_broken_file_refused():
         assert not os.path.exists(os.path.join(d.state, "target-3.json"))
     finally:
         d.stop()
+
+
+def sampling_of(reply):
+    """A listing's samples: its totals, each procedure's counts, the window it covers."""
+    s = reply.get("summary") or {}
+    return ({k: s.get(k) for k in ("interrupts", "counted", "not_matching", "kernel_mode",
+                                   "cut_short", "oncpu")},
+            sorted((p["name"], p["shallow"], p["deep"]) for p in reply.get("procedures", [])),
+            reply.get("window"))
+
+
+def calls_of(reply):
+    """The call table's closed counts (its times are left to test_count: how the probes' cost is
+    taken off them may change without the file changing)."""
+    c = reply.get("calls") or {}
+    return sorted((p["name"], p["calls"], p["unwound"], p["exited"], p["too_deep"])
+                  for p in c.get("procedures", [])), c.get("window")
+
+
+def tables_of(reply):
+    """The node tables: hits, legs (their minimum and maximum only for the whole life: they
+    are not kept by time), histograms."""
+    t = reply.get("tables") or {}
+    return ([(n["spec"], n["hits"]) for n in t.get("nodes", [])],
+            [(l["id"], l["count"], l["total_ns"], l.get("hist"),
+              None if reply.get("since") else (l["min_ns"], l["max_ns"]))
+             for l in t.get("legs", [])], t.get("window"))
+
+
+def check_fixture(fmt, kept_by_time):
+    """The results file of format @fmt in tests/fixtures/store, written by the pcmond of the
+    commit its replies.json names, is asked what that pcmond was asked (replies.json): the
+    answers are its own. The parts @kept_by_time did not keep by time then load as one slice,
+    the target's life: a window of them answers with that slice."""
+    here = os.path.join(STORE_FIXTURES, f"format{fmt}")
+    rec = json.load(open(os.path.join(here, "replies.json")))
+    assert json.load(open(os.path.join(here, "target-1.json")))["format"] == fmt
+    d = Daemon()
+    os.makedirs(d.state)
+    shutil.copy(os.path.join(here, "target-1.json"), d.state)
+    d.start()
+    try:
+        t = targets(d)
+        assert list(t) == [1] and t[1]["saved"], (t, d.logtext())
+        asked = 0
+        for r in rec["replies"]:
+            old = r["reply"]
+            if "exit" in old:  # not a request that pcmond knew
+                continue
+            new = pcmon_json(*r["args"], sock=d.sock)[0]
+            windowed = "--since" in r["args"]
+            old, new = dict(old, since=windowed), dict(new, since=windowed)
+            what = f"format {fmt}: pcmon {' '.join(r['args'])}"
+            if "targets" in old:
+                (o,), (n,) = old["targets"], new["targets"]
+                for k in ("name", "state", "elapsed_s", "start_wall", "interval_us", "slices"):
+                    assert o[k] == n[k], (what, k, o[k], n[k])
+                continue
+            for part, of in (("sampling", sampling_of), ("calls", calls_of),
+                             ("tables", tables_of)):
+                o, n = of(old), of(new)
+                if part in kept_by_time or not windowed:
+                    assert o == n, (what, part, o, n)
+                else:  # the whole life's totals, as one slice that the window cuts
+                    assert o[:-1] == n[:-1], (what, part, o, n)
+                    if n[-1] is not None:
+                        assert n[-1]["slices"] == 1 and n[-1]["cut"], (what, part, n[-1])
+            asked += 1
+        assert asked >= 4, rec["replies"]
+        # the phases (work_c only in the second) as the windows saw them
+        wins = [sampling_of(r["reply"])[1] for r in rec["replies"]
+                if r["args"][0] == "list" and "--since" in r["args"] and "--calls" not in r["args"]]
+        assert len(wins) == 2, wins
+        assert "work_c" not in [p[0] for p in wins[0]] and "work_c" in [p[0] for p in wins[1]]
+        assert not any(l.startswith("pcmon: warning") for l in d.logtext().splitlines()), \
+            d.logtext()
+    finally:
+        d.stop()
+
+
+def test_format4_file_lists_as_written():
+    """Format 4: sampling kept by time; the call table and the node tables not yet."""
+    check_fixture(4, ("sampling",))
+
+
+def test_format5_file_lists_as_written():
+    """Format 5 as first written with the node tables' slices (a0d5da4): the call table's
+    rows without the fields --when at probes added since, which load as 0."""
+    check_fixture(5, ("sampling", "calls", "tables"))
 
 
 if __name__ == "__main__":

@@ -59,9 +59,9 @@ def test_run_daemon_accuracy():
 def test_table_format():
     p = pcmon("run", "--interval", 500, "--", workload("threefn"), 1,
               sock="/nonexistent/pcmond.sock", check=0)
-    out = p.stdout.splitlines()
+    out = p.stderr.splitlines()  # (stdout is not a terminal: the listing goes to stderr)
     hdr = [i for i, l in enumerate(out) if l.startswith("pcmon: target ")]
-    assert hdr, p.stdout
+    assert hdr, p.stderr
     lines = out[hdr[0]:]
     assert "VIRTUAL t=500us" in lines[0] and "exited 0" in lines[0], lines[0]
     assert lines[1].startswith("interrupts ") and "counted" in lines[1]
@@ -204,11 +204,11 @@ def test_no_children():
 def test_run_exit_status():
     r = pcmon("run", "--", "sh", "-c", "exit 3", sock="/nonexistent/pcmond.sock")
     assert r.returncode == 3, r
-    assert "exited 3" in r.stdout
+    assert "exited 3" in r.stderr  # (stdout is not a terminal: the listing goes to stderr)
     r = pcmon("run", "--", "/nonexistent/program", sock="/nonexistent/pcmond.sock")
     assert r.returncode == 127 and "cannot run" in r.stderr, r
     r = pcmon("run", "--", "sh", "-c", "kill -KILL $$", sock="/nonexistent/pcmond.sock")
-    assert r.returncode == 128 + 9 and "killed by SIGKILL" in r.stdout, r
+    assert r.returncode == 128 + 9 and "killed by SIGKILL" in r.stderr, r
 
 
 def one_line_error(r, status, *words):

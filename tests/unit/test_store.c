@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agg.h"
+#include "count.h"
 #include "pat.h"
 #include "sample.h"
 #include "stfile.h"
@@ -34,6 +35,8 @@
 
 #define FIXTURE_V1 "tests/fixtures/store/format1/target-2.json"
 #define FIXTURE_V2 "tests/fixtures/store/format2/target-1.json"
+#define FIXTURE_V4 "tests/fixtures/store/format4/target-1.json"
+#define FIXTURE_V5 "tests/fixtures/store/format5/target-1.json"
 
 #define S(t) sample_of(t)
 /* A field of the sampling section of a format-3 file. */
@@ -555,6 +558,73 @@ static void test_format2_fixture_loads(void **state)
 	assert_same_listing(f->s2, t, f->s, f->t);
 	free(a);
 	free(b);
+}
+
+/*
+ * Formats 4 and 5: real files (beside each, replies.json holds what the pcmond that wrote it
+ * answered; test_store.py asks again). Here: each loads; saved again, its call table has
+ * slices of rows as wide as its totals (format 4: the totals as one slice; format 5 as first
+ * written: rows without the fields added since, widened), whose calls add up to each
+ * procedure's; and that file loads the same.
+ */
+static void fixture_saved_again(struct fx *f, const char *path, const char *name)
+{
+	size_t len;
+	char *text = slurp(path, &len), *a, *b;
+	struct target *t;
+	cJSON *o, *calls, *fns, *it;
+	uint64_t sum[8] = { 0 };
+	int nfns, nrows = 0;
+
+	write_text(path_in(f, "target-1.json"), text, len);
+	free(text);
+	load_all(f);
+	t = f->loaded[1];
+	assert_non_null(t);
+	assert_string_equal(t->name, name);
+	assert_int_equal(t->state, TARGET_EXITED);
+	a = store_render(f->s2, t);
+	assert_non_null(a);
+	assert_non_null(strstr(a, "\"format\":5"));
+	o = cJSON_Parse(a);
+	calls = cJSON_GetObjectItem(o, "calls");
+	fns = cJSON_GetObjectItem(calls, "procedures");
+	nfns = cJSON_GetArraySize(fns);
+	assert_true(nfns > 0 && nfns <= 8);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetObjectItem(calls, "slices"), "list")) {
+		const cJSON *row = cJSON_GetObjectItem(it, "s");
+		int n = cJSON_GetArraySize(row);
+
+		assert_int_equal(n % (1 + COUNT_WIDTH), 0);
+		for (int k = 0; k < n; k += 1 + COUNT_WIDTH, nrows++) {
+			int id = (int)cJSON_GetArrayItem(row, k)->valuedouble;
+
+			assert_true(id >= 0 && id < nfns);
+			sum[id] += (uint64_t)cJSON_GetArrayItem(row, k + 1)->valuedouble;
+		}
+	}
+	assert_true(nrows >= nfns);
+	for (int i = 0; i < nfns; i++)
+		assert_int_equal(
+			sum[i],
+			cJSON_GetObjectItem(cJSON_GetArrayItem(fns, i), "calls")->valuedouble);
+	cJSON_Delete(o);
+	assert_int_equal(store_parse(a, strlen(a), 1, f->s, &f->t, (char[128]){ 0 }, 128), 0);
+	b = store_render(f->s, f->t);
+	assert_string_equal(a, b);
+	assert_same_listing(f->s2, t, f->s, f->t);
+	free(a);
+	free(b);
+}
+
+static void test_format4_fixture_loads(void **state)
+{
+	fixture_saved_again(*state, FIXTURE_V4, "fixture4");
+}
+
+static void test_format5_fixture_loads(void **state)
+{
+	fixture_saved_again(*state, FIXTURE_V5, "fixture5");
 }
 
 /* Fields added during format 1's life may be missing from its files. */
@@ -1184,6 +1254,8 @@ int main(void)
 		T(test_running_loads_stopped),
 		T(test_format1_fixture_loads),
 		T(test_format2_fixture_loads),
+		T(test_format4_fixture_loads),
+		T(test_format5_fixture_loads),
 		T(test_format1_optional_fields),
 		T(test_refused_fields_format3),
 		T(test_refused_fields_format2),
