@@ -81,6 +81,8 @@ struct pcmon_cact {
 	__u32 kids;		/* activations it called, closed: their probes' outer part (before
 				 * their entry's clock reading, after their return's) is in its self */
 	__u32 kids_xol;		/* ... of which stepped out of line */
+	__u64 pre0;		/* its thread's time preempted at a probe, at entry (count.bpf.c) */
+	__u64 child_pre;	/* ... of that, inside the activations it called, closed */
 };
 
 /* A thread's shadow stack (task storage). */
@@ -143,7 +145,11 @@ struct pcmon_ccfg {
 	X(min_acts, OPTIONAL)	  /* activations the shortest one holds, itself included */ \
 	X(min_acts_xol, OPTIONAL) /* ... of which stepped out of line */                   \
 	X(max_acts, OPTIONAL)	  /* ... the longest one holds */                          \
-	X(max_acts_xol, OPTIONAL)
+	X(max_acts_xol, OPTIONAL)                                                          \
+	/* of self_ns and total_ns, the time the thread was preempted at a probe: off CPU, \
+	 * runnable, on its way back from an entry's probe to the code (REAL: in both) */  \
+	X(self_pre_ns, OPTIONAL)                                                           \
+	X(total_pre_ns, OPTIONAL)
 
 struct pcmon_cstat {
 #define PCMON_CSTAT_FIELD(f, need) __u64 f;

@@ -344,7 +344,7 @@ static void cost_set(struct count *ct, const struct counter_cost *c)
 	ct->cost_ns = c->pair[0];
 	ct->cost_xol_ns = c->pair[1];
 	for (int k = 0; k < 2; k++) {
-		ct->in_ns[k] = c->in[k] / 2;
+		ct->in_ns[k] = c->in[k];
 		ct->split_err_ns[k] = c->in[k] / 2;
 		ct->spread_ns[k] = c->spread[k];
 	}
@@ -709,7 +709,7 @@ static void cost_again(struct count_g *g, struct count *ct)
 	if (!ct->cost_cpus || counter_probe_cost_again(g->ctr, &b))
 		return;
 	for (int k = 0; k < 2; k++) {
-		a.in[k] = (2 * ct->in_ns[k] + b.in[k]) / 2;
+		a.in[k] = (ct->in_ns[k] + b.in[k]) / 2;
 		a.spread[k] = MAX(ct->spread_ns[k], b.spread[k]) + fabs(a.pair[k] - b.pair[k]) / 2;
 		a.pair[k] = (a.pair[k] + b.pair[k]) / 2;
 	}

@@ -39,12 +39,14 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 	/* self: the inner part of its own pairs, the outer of its callees', the whole of the
 	 * context procedures' (WHEN) whose time is its */
 	t->self_sub = in[k] * (double)s->closed + by_kind(out, s->kids, s->kids_xol) +
-		      by_kind(pair, s->self_ctx, s->self_ctx_xol);
+		      by_kind(pair, s->self_ctx, s->self_ctx_xol) + (double)s->self_pre_ns;
 	t->self_err = split[k] * (double)s->closed + by_kind(split, s->kids, s->kids_xol) +
 		      by_kind(sp, s->self_ctx, s->self_ctx_xol);
-	/* self+children: its own inner part, the whole pairs of what is inside */
-	t->total_sub = by_kind(pair, s->total_acts, s->total_acts_xol) - out[k] * (double)s->outer;
-	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol);
+	/* self+children: its own inner part, the whole pairs of what is inside; in both, the
+	 * time its thread was preempted at those probes, as BPF saw it (exact) */
+	t->total_sub = by_kind(pair, s->total_acts, s->total_acts_xol) - out[k] * (double)s->outer +
+		       (double)s->total_pre_ns;
+	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol) + (double)s->total_pre_ns;
 	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol) +
 		       ct->split_err_ns[k] * (double)s->outer;
 	t->total = MAX((double)s->total_ns - t->total_sub, 0);
@@ -130,6 +132,8 @@ static void class_json(const struct count *ct, const struct count_fn *fn,
 	cJSON_AddNumberToObject(x, "subtracted_self_ns", t.self_sub);
 	cJSON_AddNumberToObject(x, "subtracted_ns", t.total_sub);
 	cJSON_AddNumberToObject(x, "probes_ns", t.probes);
+	/* of those, the time its threads were preempted at the probes (BPF, count_switch) */
+	cJSON_AddNumberToObject(x, "preempted_at_probes_ns", (double)s->total_pre_ns);
 	/* the probes cost more than the code they time: their cost swamps it */
 	cJSON_AddBoolToObject(x, "swamped", s->closed && t.probes > t.total);
 	if (below)

@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,9 @@
 
 struct counter {
 	struct count_bpf *skel;
-	struct bpf_link *switch_link;	/* while VIRTUAL targets count */
-	bool virt[PCMON_MAX_TARGETS];
+	struct bpf_link *switch_link;	/* while targets count: VIRTUAL clocks, and the time
+					 * preempted at a probe (REAL) */
+	bool on[PCMON_MAX_TARGETS];
 	struct counter_cost cost;	/* measured when cost.cpus; else not yet */
 	struct counter_prog_stats base;	/* the calibration's runs, not the targets' */
 	int cost_err;
@@ -93,12 +95,12 @@ int counter_attach(struct counter *c, const char *path, uint64_t off, uint64_t c
 	return 0;
 }
 
-static int virtual_targets(const struct counter *c)
+static int counting_targets(const struct counter *c)
 {
 	int n = 0;
 
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++)
-		n += c->virt[i];
+		n += c->on[i];
 	return n;
 }
 
@@ -106,12 +108,12 @@ int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_cc
 {
 	if (target >= PCMON_MAX_TARGETS)
 		return -EINVAL;
-	if (cfg->virt && !c->switch_link) {
+	if (!c->switch_link) {
 		c->switch_link = bpf_program__attach(c->skel->progs.count_switch);
 		if (!c->switch_link)
 			return -errno;
 	}
-	c->virt[target] = cfg->virt;
+	c->on[target] = true;
 	if (bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), cfg, sizeof(*cfg), 0))
 		return -errno;
 	return 0;
@@ -123,9 +125,9 @@ void counter_target_done(struct counter *c, uint32_t target)
 
 	if (target >= PCMON_MAX_TARGETS)
 		return;
-	c->virt[target] = false;
+	c->on[target] = false;
 	bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), &none, sizeof(none), 0);
-	if (!virtual_targets(c)) {
+	if (!counting_targets(c)) {
 		bpf_link__destroy(c->switch_link);
 		c->switch_link = NULL;
 	}
@@ -301,13 +303,14 @@ static int cmp_double(const void *a, const void *b)
 }
 
 #define CALIB_ROUNDS 5
-#define CALIB_CALLS 500
+#define CALIB_CALLS 200
+#define CALIB_TRIES 40
 
 /* What calibration rounds gave: per call, probed less bare, and inside the clock readings. */
 struct calib {
 	double round[2][COUNTER_COST_CPUS * CALIB_ROUNDS];	/* a pair, by kind */
 	double entry[COUNTER_COST_CPUS * CALIB_ROUNDS];	/* an entry probe alone (emulated) */
-	double in[2][COUNTER_COST_CPUS];
+	double in[2][COUNTER_COST_CPUS * CALIB_ROUNDS];
 	int n, ncpu;
 };
 
@@ -319,18 +322,31 @@ static void calib_in(void *ctx, const struct pcmon_ckey *k, const struct pcmon_c
 		in[(__u32)k->cookie & PCMON_COUNT_XOL ? 1 : 0] = (double)s->self_ns / s->closed;
 }
 
+/* The times this thread has left the CPU, either way. */
+static long switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
 /*
  * Rounds of calls of @fn (whose entry's probe is of kind @xol) with its probes, on the
- * current CPU, their cost per call beyond @bare into @out; @entry_only: no return probe.
+ * current CPU, their cost per call beyond @bare into @out; @entry_only: no return probe,
+ * else the part of a pair between BPF's clock readings (less the bare call) into @in. A
+ * round the thread left the CPU in is done again (up to CALIB_TRIES times in all): the
+ * time off CPU is not the probes', and a target's is measured apart (pre_ns).
  */
 static int calib_rounds(struct counter *c, int (*fn)(int), bool xol, bool entry_only,
-			double bare, double *out)
+			double bare, double *out, double *in)
 {
 	uint64_t cookie = PCMON_COUNT_COOKIE(0, xol ? PCMON_COUNT_XOL : 0), off;
 	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = cookie);
 	struct bpf_link *e = NULL, *r = NULL;
+	int err, round = 0, tries = 0;
 	char path[4096];
-	int err;
 
 	err = self_offset((const void *)fn, &off, path, sizeof(path));
 	if (err)
@@ -345,9 +361,27 @@ static int calib_rounds(struct counter *c, int (*fn)(int), bool xol, bool entry_
 		return err;
 	time_calls(fn, 10); /* the first hits map the probes' pages; an activation left open
 			     * by an entry alone is closed here */
-	counter_clear(c, 0);
-	for (int round = 0; round < CALIB_ROUNDS; round++)
+	while (round < CALIB_ROUNDS && tries++ < CALIB_TRIES) {
+		double t, pair_in[2] = { 0, 0 };
+		long sw;
+
+		counter_clear(c, 0);
+		sw = switches();
+		t = time_calls(fn, CALIB_CALLS);
+		if (sw < 0 || switches() != sw)
+			continue;
+		if (!entry_only && !counter_stats(c, 0, calib_in, pair_in))
+			in[round] = MAX(pair_in[xol ? 1 : 0] - bare, 0);
+		out[round++] = MAX(t - bare, 0);
+	}
+	for (; round < CALIB_ROUNDS; round++) { /* never left alone: the last rounds as they are */
+		double pair_in[2] = { 0, 0 };
+
+		counter_clear(c, 0);
 		out[round] = MAX(time_calls(fn, CALIB_CALLS) - bare, 0);
+		if (!entry_only && !counter_stats(c, 0, calib_in, pair_in))
+			in[round] = MAX(pair_in[xol ? 1 : 0] - bare, 0);
+	}
 	bpf_link__destroy(e);
 	bpf_link__destroy(r);
 	return 0;
@@ -386,15 +420,9 @@ static int calib_cpu(struct counter *c, struct calib *cb)
 	for (int k = 0; k < 2; k++)
 		for (int round = 0; round < CALIB_ROUNDS; round++)
 			bare[k] = MIN(bare[k], time_calls(fns[k], CALIB_CALLS));
-	err = calib_rounds(c, fns[0], false, true, bare[0], &cb->entry[at]);
-	for (int k = 0; k < 2 && !err; k++) {
-		double in[2] = { 0, 0 };
-
-		err = calib_rounds(c, fns[k], k, false, bare[k], &cb->round[k][at]);
-		if (!err)
-			err = counter_stats(c, 0, calib_in, in);
-		cb->in[k][cb->ncpu] = in[k];
-	}
+	err = calib_rounds(c, fns[0], false, true, bare[0], &cb->entry[at], NULL);
+	for (int k = 0; k < 2 && !err; k++)
+		err = calib_rounds(c, fns[k], k, false, bare[k], &cb->round[k][at], &cb->in[k][at]);
 	counter_clear(c, 0);
 	cb->ncpu++;
 	cb->n += CALIB_ROUNDS;
@@ -440,7 +468,7 @@ static int calibrate(struct counter *c)
 	if (err)
 		goto out;
 	for (int k = 0; k < 2; k++) {
-		double in = median(cb->in[k], cb->ncpu);
+		double in = median(cb->in[k], cb->n);
 
 		co->pair[k] = median(cb->round[k], cb->n);
 		co->spread[k] = spread_of(cb->round[k], cb->n, co->pair[k]);
