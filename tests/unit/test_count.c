@@ -595,10 +595,12 @@ static struct count *full_table(void)
 	static const bool matched[] = { true, true, false };
 	const struct proc p[] = {
 		{ "prog", "work_a", false,
-		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 } },
+		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+		    22 } },
 		{ "libm.so.6", "sin", true,
 		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
-		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0, 7, 3, 1ULL << 54, 5, 2, 9, 4 } },
+		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0, 7, 3, 1ULL << 54, 5, 2, 9, 4,
+		    1ULL << 55, 6 } },
 	};
 	struct count *ct = table(p, 2, 9123.25, 26000.5);
 
@@ -1031,6 +1033,9 @@ static void test_every_report_keeps_to_the_invariants(void **state)
 			s->min_ns = rnd_next(&r) % 20000000;
 			s->max_acts = rnd_next(&r) % 100;
 			s->min_acts = rnd_next(&r) % 100;
+			/* time preempted at the probes: any, even more than the time */
+			s->self_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			s->total_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
 		}
 		ct = table(p, 3, (double)(rnd_next(&r) % 3000), (double)(rnd_next(&r) % 40000));
 		for (int k = 0; k < 2; k++) {
