@@ -255,6 +255,13 @@ def test_short_procedures_below_resolution():
     own, t = first_json_line(p.stdout), table(listing)
     check_invariants(listing)
     assert t["cnt.fib"]["calls"] == own["fib_calls"] and t["cnt.leaf"]["calls"] == own["leaf_calls"]
+    # mid calls fib once and leaf in a loop, nothing else: its total holds both of theirs
+    # (each within its error), and its self time is what is left
+    mid, fib, leaf = t["cnt.mid"], t["cnt.fib"], t["cnt.leaf"]
+    inside = fib["total_ns"] + leaf["total_ns"]
+    err = mid["total_err_ns"] + fib["total_err_ns"] + leaf["total_err_ns"]
+    assert mid["total_ns"] + err >= inside, (mid, fib, leaf)
+    assert abs(mid["total_ns"] - inside - mid["self_ns"]) <= err + mid["self_err_ns"], (mid, fib, leaf)
     # the leaf's body is a few ns a call: 10,000 of them lie within the probes' error
     leaf = t["cnt.leaf"]
     assert leaf["swamped"] and "total_ns" in leaf["below_resolution"], leaf
