@@ -230,10 +230,14 @@ def test_call_times_within_their_error():
         for fn, key in (("cnt.work", "work_ns"), ("cnt.work_xol", "work_xol_ns")):
             r = t[fn]
             assert r["calls"] == calls, r
-            # the body's own clock misses its prologue and last reading: 100 ns a call
-            slack = 100 * calls
+            # the body's own clock misses its prologue and last reading: 100 ns a call, and
+            # any wait for a CPU there, which a loaded machine makes: at most the time the
+            # thread waited that the program's spins did not see, less what pcmon found
+            # at the probes (the kernel's run delay, the program's gaps, BPF's)
+            blind = max(0, own[key[:-3] + "_unseen_wait_ns"] - r["preempted_at_probes_ns"])
+            slack = 100 * calls + blind
             assert abs(r["total_ns"] - own[key]) <= r["total_err_ns"] + slack, \
-                f"{fn} {ns} ns x {calls}: pcmon {r['total_ns']:.0f} +- {r['total_err_ns']:.0f}, program {own[key]}"
+                f"{fn} {ns} ns x {calls}: pcmon {r['total_ns']:.0f} +- {r['total_err_ns']:.0f}, program {own[key]}, unseen wait {blind}"
             if r["probes_ns"] > r["total_ns"]:
                 assert r["swamped"], r
     listing, p = pcmon_json("count", "cnt.rec", "--", workload("cnt"), "rec", 2000, 10, 100,
@@ -242,7 +246,8 @@ def test_call_times_within_their_error():
     check_invariants(listing)
     assert r["calls"] == own["calls"], r
     # each level's own time, summed: its self time, and its total (nothing else inside)
-    assert abs(r["self_ns"] - own["rec_self_ns"]) <= r["self_err_ns"] + 100 * own["calls"], r
+    blind = max(0, own["rec_unseen_wait_ns"] - r["preempted_at_probes_ns"])
+    assert abs(r["self_ns"] - own["rec_self_ns"]) <= r["self_err_ns"] + 100 * own["calls"] + blind, (r, own)
 
 
 def test_short_procedures_below_resolution():
