@@ -335,9 +335,10 @@ static int set_cfg(struct count_g *g, const struct target *t, const struct count
 
 /*
  * The probes' cost as measured (@c), for @ct's times. Where a pair's cost falls, between
- * the call and its caller, is known to half of its inner part: the calibration's calls are
- * empty, and a real call's inner part was found up to the whole of it shorter (on this
- * project's VM: a 100 us call's, 600 ns a pair less). Half is taken, give or take half.
+ * the call and its caller: the calibration's inner part (BPF's readings of empty calls,
+ * less the bare call), give or take half of it. Flat calls of 100 ns to 100 us, at
+ * real-time priority (nothing preempting them), came out 50-250 ns a call above their
+ * own clock, which misses the call and its last reading: the whole inner part is taken.
  */
 static void cost_set(struct count *ct, const struct counter_cost *c)
 {
