@@ -279,6 +279,10 @@ static int self_offset(const void *addr, uint64_t *off, char *path, size_t len)
 			continue;
 		*off = a - start + pgoff;
 		snprintf(path, len, "%s", file);
+		/* replaced since it was mapped (a rebuild, an upgrade): its path names another
+		 * file, whose probes this process never hits; the mapping's own link names it */
+		if (strlen(file) > 10 && !strcmp(file + strlen(file) - 10, " (deleted)"))
+			snprintf(path, len, "/proc/self/map_files/%lx-%lx", start, end);
 		r = 0;
 	}
 	free(maps);
@@ -372,7 +376,16 @@ static int calib_rounds(struct counter *c, int (*fn)(int), bool xol, bool entry_
 			continue;
 		if (!entry_only && !counter_stats(c, 0, calib_in, pair_in))
 			in[round] = MAX(pair_in[xol ? 1 : 0] - bare, 0);
+		if (!entry_only && !pair_in[xol ? 1 : 0]) {
+			err = -ENOENT; /* its probes were never hit: nothing measured */
+			break;
+		}
 		out[round++] = MAX(t - bare, 0);
+	}
+	if (err) {
+		bpf_link__destroy(e);
+		bpf_link__destroy(r);
+		return err;
 	}
 	for (; round < CALIB_ROUNDS; round++) { /* never left alone: the last rounds as they are */
 		double pair_in[2] = { 0, 0 };
