@@ -756,6 +756,70 @@ def call_counting():
     return out
 
 
+# call times against the program's own clock (docs/count.md, "Times and their error"): the
+# test workload cnt's work(), which spins NS ns of wall time a call and sums what it spun
+CNT = os.path.join(ROOT, ".output", "workloads", "cnt")  # built by `make workloads`
+CALL_TIMES = ((100, 20000), (1000, 5000), (10000, 1000), (100000, 200))
+
+
+def funclatency_hist(text):
+    """funclatency's histogram (ns): [(lo, hi, count)]."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"\s*(\d+) -> (\d+)\s*: (\d+)", line)
+        if m:
+            rows.append(tuple(int(x) for x in m.groups()))
+    return rows
+
+
+def call_times():
+    """For work() of 100 ns, 1 us, 10 us and 100 us called by a loop: the program's own
+    time a call, pcmon count's (probes' cost taken out) with its stated error, and
+    funclatency's (libbpf-tools: a log2 histogram, whose mean is known to its buckets:
+    each count taken at its bucket's middle)."""
+    if not os.path.exists(CNT):
+        return {"error": f"{CNT} not built (make workloads)"}
+    out = {}
+    for ns, calls in CALL_TIMES:
+        cell = {"calls": calls, "runs": []}
+        for rep in range(REPS):
+            log(f"call times: {ns} ns x {calls}, repetition {rep + 1}/{REPS}")
+            r = run([PCMON, "count", "--json", "cnt.work", "--", CNT, "flat", str(ns), str(calls)],
+                    env=pcmon_env(NO_DAEMON))
+            own, c = doc_with(r.out, "work_ns"), doc_with(r.out, "target")
+            if not own or not c:
+                cell["runs"].append({"error": r.why()})
+                continue
+            w = c["calls"]["procedures"][0]
+            run_ = {"program_ns": own["work_ns"] / calls, "pcmon_ns": w["total_ns"] / calls,
+                    "pcmon_err_ns": w["total_err_ns"] / calls,
+                    "below_resolution": "total_ns" in w["below_resolution"],
+                    "within_error": abs(w["total_ns"] - own["work_ns"]) <= w["total_err_ns"],
+                    "preempted_at_probes_ns": w["preempted_at_probes_ns"] / calls}
+            if FUNCLATENCY:
+                fl = Child([FUNCLATENCY, f"{CNT}:work"])
+                try:
+                    if bpf_attached(fl):
+                        r = run([CNT, "flat", str(ns), str(calls)])
+                        o = doc_with(r.out, "work_ns")
+                        run_["program_ns_funclatency_run"] = o and o["work_ns"] / calls
+                finally:
+                    fl.signal(signal.SIGINT)
+                    fl.wait()
+                h = funclatency_hist(fl.output())
+                n = sum(x[2] for x in h)
+                run_["funclatency_ns"] = (sum((lo + hi) / 2 * k for lo, hi, k in h) / n) if n else None
+                run_["funclatency_calls"] = n
+            cell["runs"].append(run_)
+        ok = [x for x in cell["runs"] if "error" not in x]
+        for k in ("program_ns", "pcmon_ns", "pcmon_err_ns", "funclatency_ns"):
+            vals = [x[k] for x in ok if x.get(k) is not None]
+            cell[k] = stats(vals) if vals else None
+        cell["within_error"] = f"{sum(x['within_error'] for x in ok)}/{len(ok)}"
+        out[str(ns)] = cell
+    return out
+
+
 # ---------------------------------------------------------------------------- 3. accuracy
 
 def nm_symbols(path):
@@ -1894,6 +1958,21 @@ def table(res):
         add("   count --when, shadow: 'callheavy.main->*', from the shadow stack; count --when, walk:")
         add("   'callheavy.main->callheavy.hot', the user stack walked at every entry (both match every call)")
     add("")
+    ct = res.get("call_times", {})
+    add(f"7b. CALL TIMES — cnt's work() called by a loop, ns a call: the program's own clock, pcmon count's "
+        f"(probes' cost out, +- its error), funclatency's ({REPS} runs; median [min-max])")
+    if not ct or "error" in ct:
+        add(f"   failed: {ct.get('error', 'not run')}")
+    else:
+        add(f"   {'work()':>8} {'calls':>6} {'program':>24} {'pcmon count':>24} {'+- error':>18} "
+            f"{'within':>7} {'funclatency (buckets)':>26}")
+        for ns, c in ct.items():
+            add(f"   {ns + ' ns':>8} {c['calls']:>6} {fmt_stat(c['program_ns'], 0):>24} "
+                f"{fmt_stat(c['pcmon_ns'], 0):>24} {fmt_stat(c['pcmon_err_ns'], 0):>18} "
+                f"{c['within_error']:>7} {fmt_stat(c['funclatency_ns'], 0):>26}")
+        add("   pcmon's error is the probes' measured spread times the hits a time holds; a time below it is")
+        add("   shown below resolution; funclatency subtracts nothing and keeps log2 buckets only")
+    add("")
     ds = res.get("deep_stacks", {})
     add("8. DEEP STACKS — bigframe (64 KiB in main, no frame pointers) and rec40x4k (40 x 4 KiB): "
         "one run a cell")
@@ -2494,6 +2573,7 @@ def main():
         section("accuracy", accuracy)
         section("deep_stacks", deep_stacks)
         section("calls", call_counting)
+        section("call_times", call_times)
         section("limits", limits, cal)
         section("scale_peers", scale_peers)
         section("scale_bpftrace", scale_bpftrace)

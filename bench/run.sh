@@ -12,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "make bench: must run as root (BPF programs, perf events, other processes' /proc)" >&2
 	exit 1
 fi
-for f in bin/pcmon bin/pcmond .output/workloads/threefn .output/workloads/spinsleep; do
+for f in bin/pcmon bin/pcmond .output/workloads/threefn .output/workloads/spinsleep .output/workloads/cnt; do
 	[ -x "$f" ] || { echo "make bench: $f is missing: run 'make all workloads' first" >&2; exit 1; }
 done
 # the system's Python (Debian's python3; the harness needs only its standard library, 3.9+)

@@ -11,7 +11,9 @@
  *   closed when an event from a shallower stack pointer shows it, counted as unwound.
  * - A thread's exit closes what it has open, counted as exited.
  * - The probes' own cost is measured by the engine (a calibration in its own process, target
- *   0) and subtracted in userspace: each activation counts the activations closed below it.
+ *   0) and subtracted in userspace: each activation counts the activations closed below it,
+ *   and those it called itself (the outer part of their probes lies in its self time). Its
+ *   minimum and maximum are kept with the cost taken out here (ccost, set once measured).
  * - WHEN (docs/when.md, "At probes"): each call is classed at entry, and its totals go to the
  *   key (procedure, class): by the pattern's state on the shadow stack (pcmon_when.h) when
  *   every name is a probed procedure (context procedures, PCMON_COUNT_CTX, are probed for
@@ -38,6 +40,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define CALIB_TARGET 0
 __u32 calib_pid;	/* the engine's own process, while it calibrates (target 0) */
+struct pcmon_ccost ccost;	/* the probes' cost, once measured (0 while it is measured) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -70,13 +73,20 @@ struct {
 } ccfg SEC(".maps");
 
 /*
- * VIRTUAL: each counting thread's time off CPU, by thread id. A hash map, not task storage:
+ * Each counting thread's time off CPU (VIRTUAL: its clock stops) and preempted at a probe
+ * (REAL: that wall time is taken out with the probes' cost), by thread id. A hash map, not task storage:
  * the scheduler hook must never miss a switch, and a task-storage lookup can fail there
  * while another BPF program holds task storage on that CPU.
  */
 struct vclock {
 	__u64 off_ns;		/* time off CPU so far */
 	__u64 off_since;	/* switched out at, 0: on CPU */
+	/* time preempted at a probe so far: switched out runnable with its user registers at
+	 * the probed instruction of the last entry (emulated: just past it) or in the page the
+	 * kernel steps instructions out of line in; wall time the probe's, not the code's */
+	__u64 pre_ns;
+	__u64 pre_since;	/* preempted there at, 0: not */
+	__u64 entry_ip;		/* the last entry probe's address (+1: past its breakpoint) */
 };
 
 struct {
@@ -185,53 +195,130 @@ static __always_inline __u32 is_xol(__u64 cookie)
 	return (__u32)cookie & PCMON_COUNT_XOL ? 1 : 0;
 }
 
-/* Close the innermost open activation of thread @tgid at @now. */
-static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, enum how how)
+/*
+ * The time of activation @a closed after @dur, its probes' cost taken out: the inner part
+ * of its own pair, the whole pairs of the activations inside it, and @pre, the time its
+ * thread was preempted at their probes. Below 0: 0.
+ */
+static __always_inline __u64 net_of(const struct pcmon_cact *a, __u64 dur, __u64 pre)
 {
-	__u32 d = cs->depth;
+	__u32 x = is_xol(a->cookie);
+	__u64 cost = ccost.in[x & 1] + (__u64)(a->desc - a->desc_xol) * ccost.pair[0] +
+		     (__u64)a->desc_xol * ccost.pair[1] + pre;
+
+	return dur > cost ? dur - cost : 0;
+}
+
+/* The time thread @tid has been preempted at a probe so far (REAL; VIRTUAL: its clock stopped
+ * then, 0). */
+static __always_inline __u64 pre_now(const struct pcmon_cstack *cs, __u32 tid)
+{
+	struct vclock *v;
+
+	if (cs->virt)
+		return 0;
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	return v ? v->pre_ns : 0;
+}
+
+/*
+ * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch); made
+ * its clock on its first. Its time preempted at a probe so far (pre_now()).
+ */
+static __noinline __u64 note_entry(__u32 tid, __u64 ip, __u32 virt)
+{
+	struct vclock zero = {}, *v;
+
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	if (!v) {
+		bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&vclocks, &tid);
+	}
+	if (!v)
+		return 0;
+	v->entry_ip = ip;
+	return virt ? 0 : v->pre_ns;
+}
+
+/*
+ * Close the innermost open activation of thread @tgid at @now, its thread preempted at a
+ * probe for @pre_at ns so far (pre_now()), the way @how (enum how).
+ *
+ * A global function, verified once, not at each of its calls (the loops that close gone
+ * activations would be too much for the verifier): @cs is memory here, maybe NULL.
+ */
+__noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at, int how)
+{
 	struct pcmon_cact *a, *up = NULL;
 	struct pcmon_cstat *s;
-	__u64 dur, self;
+	__u64 dur, self, net, pre, self_pre;
+	bool first;
+	__u32 d;
 
+	if (!cs)
+		return 0;
+	d = cs->depth;
 	if (!d)
-		return;
+		return 0;
 	cs->depth = d - 1;
 	if (d > PCMON_COUNT_DEPTH)
-		return; /* not kept: counted at entry as too deep */
+		return 0; /* not kept: counted at entry as too deep */
 	a = act(cs, d - 1);
 	if (d >= 2)
 		up = act(cs, d - 2);
 	dur = now > a->t0 ? now - a->t0 : 0;
+	pre = pre_at - a->pre0; /* both read from the same count, which only grows */
 	if ((__u32)a->cookie & PCMON_COUNT_CTX) {
 		/* transparent: its time is its caller's, less its counted callees; its probes
-		 * are one more activation inside the caller, whose self time holds their cost */
+		 * are one more activation inside the caller, whose self time holds their cost,
+		 * and so does it the outer part of its callees' */
 		if (up) {
 			up->child_ns += a->child_ns;
 			up->desc += 1 + a->desc;
 			up->desc_xol += is_xol(a->cookie) + a->desc_xol;
 			up->self_ctx += 1 + a->self_ctx;
 			up->self_ctx_xol += is_xol(a->cookie) + a->self_ctx_xol;
+			up->kids += a->kids;
+			up->kids_xol += a->kids_xol;
+			up->child_pre += a->child_pre;
 		}
-		return;
+		return 0;
 	}
 	self = dur > a->child_ns ? dur - a->child_ns : 0;
+	self_pre = pre - a->child_pre; /* the engine keeps it within the self time */
+	net = net_of(a, dur, pre);
 	s = stat_of(a, tgid);
 	if (s) {
 		/* per CPU, but a program may be preempted on this CPU by another: atomics */
-		__sync_fetch_and_add(&s->closed, 1);
+		first = !__sync_fetch_and_add(&s->closed, 1);
+		/* a lost race keeps a larger minimum or a smaller maximum: harmless */
+		if (first || net < s->min_ns) {
+			s->min_ns = net;
+			s->min_acts = 1 + a->desc;
+			s->min_acts_xol = is_xol(a->cookie) + a->desc_xol;
+		}
+		if (first || net > s->max_ns) {
+			s->max_ns = net;
+			s->max_acts = 1 + a->desc;
+			s->max_acts_xol = is_xol(a->cookie) + a->desc_xol;
+		}
 		__sync_fetch_and_add(&s->self_ns, self);
+		__sync_fetch_and_add(&s->self_pre_ns, self_pre);
 		if (a->self_ctx) {
 			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
 			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
 		}
+		if (a->kids) {
+			__sync_fetch_and_add(&s->kids, a->kids);
+			__sync_fetch_and_add(&s->kids_xol, a->kids_xol);
+		}
 		if (!a->nested) {
 			__sync_fetch_and_add(&s->outer, 1);
 			__sync_fetch_and_add(&s->total_ns, dur);
+			__sync_fetch_and_add(&s->total_pre_ns, pre);
 			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
 			__sync_fetch_and_add(&s->total_acts_xol, is_xol(a->cookie) + a->desc_xol);
 		}
-		if (dur > s->max_ns)
-			s->max_ns = dur; /* a lost race keeps a smaller maximum: harmless */
 		if (how == UNWOUND)
 			__sync_fetch_and_add(&s->unwound, 1);
 		else if (how == EXITED)
@@ -241,14 +328,19 @@ static __always_inline void pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, 
 		up->child_ns += dur;
 		up->desc += 1 + a->desc;
 		up->desc_xol += is_xol(a->cookie) + a->desc_xol;
+		up->kids += 1;
+		up->kids_xol += is_xol(a->cookie);
+		up->child_pre += pre;
 	}
+	return 0;
 }
 
 /*
  * Close the activations whose frames are gone: their return address lies below @sp, the
  * stack pointer of a frame that is live now (the stack grows down).
  */
-static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64 sp, __u64 now)
+static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64 sp, __u64 now,
+				      __u64 pre_at)
 {
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		__u32 d = cs->depth;
@@ -257,7 +349,7 @@ static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64
 			break;
 		if (act(cs, d - 1)->sp > sp)
 			break;
-		pop(cs, tgid, now, UNWOUND);
+		pop(cs, tgid, now, pre_at, UNWOUND);
 	}
 }
 
@@ -300,7 +392,7 @@ int count_enter(struct pt_regs *ctx)
 	struct pcmon_cstack *cs;
 	struct pcmon_cstat *s;
 	bool no_stack;
-	__u64 now;
+	__u64 now, pre;
 
 	cs = watched(cookie, tgid, task, &tmp.epoch, &no_stack);
 	if (!cs && !no_stack)
@@ -314,18 +406,12 @@ int count_enter(struct pt_regs *ctx)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	if (!cs->depth) {
+	if (!cs->depth)
 		cs->virt = cc ? cc->virt : 0;
-		if (cs->virt) {
-			__u32 tid = (__u32)pid_tgid;
-			struct vclock zero = {};
-
-			bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
-		}
-	}
+	pre = note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt);
 	now = clock_of(cs, (__u32)pid_tgid, now);
 	/* an open activation at or below this return address is gone: this frame replaced it */
-	unwind_to(cs, tgid, PT_REGS_SP(ctx), now);
+	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, pre);
 	d = cs->depth;
 	tmp.cls = classify(ctx, cc, cs, d, cookie, &ws);
 	if (d >= PCMON_COUNT_DEPTH) { /* counted here, as it is never closed */
@@ -358,6 +444,10 @@ int count_enter(struct pt_regs *ctx)
 	a->epoch = tmp.epoch;
 	a->self_ctx = 0;
 	a->self_ctx_xol = 0;
+	a->kids = 0;
+	a->kids_xol = 0;
+	a->pre0 = pre;
+	a->child_pre = 0;
 	cs->depth = d + 1;
 	return 0;
 }
@@ -371,6 +461,7 @@ int count_return(struct pt_regs *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = pid_tgid >> 32;
 	struct pcmon_cstack *cs;
+	__u64 pre;
 	__u32 d;
 
 	if (!task->bpf_storage)
@@ -379,6 +470,7 @@ int count_return(struct pt_regs *ctx)
 	if (!cs || !cs->depth)
 		return 0;
 	now = clock_of(cs, (__u32)pid_tgid, now);
+	pre = pre_now(cs, (__u32)pid_tgid);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		d = cs->depth;
@@ -386,16 +478,16 @@ int count_return(struct pt_regs *ctx)
 			break;
 		if (act(cs, d - 1)->sp >= sp)
 			break;
-		pop(cs, tgid, now, UNWOUND);
+		pop(cs, tgid, now, pre, UNWOUND);
 	}
 	d = cs->depth;
 	if (d > PCMON_COUNT_DEPTH) {
-		pop(cs, tgid, now, RETURNED); /* a too-deep one: only its depth is kept */
+		pop(cs, tgid, now, pre, RETURNED); /* a too-deep one: only its depth is kept */
 		return 0;
 	}
 	if (d && act(cs, d - 1)->cookie == cookie &&
 	    act(cs, d - 1)->sp == sp)
-		pop(cs, tgid, now, RETURNED);
+		pop(cs, tgid, now, pre, RETURNED);
 	/* else: the return of an activation entered before the probes were attached */
 	return 0;
 }
@@ -404,7 +496,7 @@ int count_return(struct pt_regs *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(count_exit, struct task_struct *p)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), pre;
 	struct pcmon_cstack *cs;
 
 	if (!p->bpf_storage)
@@ -413,10 +505,11 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	if (!cs)
 		return 0;
 	now = clock_of(cs, p->pid, now);
+	pre = pre_now(cs, p->pid);
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
 			break;
-		pop(cs, p->tgid, now, EXITED);
+		pop(cs, p->tgid, now, pre, EXITED);
 	}
 	bpf_task_storage_delete(&cstack, p);
 	{
@@ -428,23 +521,40 @@ int BPF_PROG(count_exit, struct task_struct *p)
 }
 
 /*
- * VIRTUAL: a thread inside counted procedures that leaves the CPU stops its clock until it
- * is back. Attached while some target counts in VIRTUAL time.
+ * A thread inside counted procedures that leaves the CPU: VIRTUAL, its clock stops until it
+ * is back; preempted (runnable) at a probe, on its way from an entry's breakpoint to the
+ * code, the time until it is back is the probe's (pre_ns). Its user registers tell where:
+ * at the probed instruction (emulated: just past it) or in the page the kernel steps the
+ * instruction out of line in. Attached while some target counts.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u32 ptid = prev->pid, ntid = next->pid;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), ip, xol;
+	struct pt_regs *regs;
 	struct vclock *v;
 
 	v = bpf_map_lookup_elem(&vclocks, &ptid);
-	if (v)
+	if (v) {
 		v->off_since = now;
+		v->pre_since = 0;
+		if (prev->__state == 0 /* TASK_RUNNING: preempted */ && prev->mm) {
+			regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+			ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+			xol = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
+			if ((v->entry_ip && ip - (v->entry_ip - 1) < 16) ||
+			    (xol && ip - xol < 4096))
+				v->pre_since = now;
+		}
+	}
 	v = bpf_map_lookup_elem(&vclocks, &ntid);
 	if (v && v->off_since) {
 		v->off_ns += now - v->off_since;
 		v->off_since = 0;
+		if (v->pre_since)
+			v->pre_ns += now - v->pre_since;
+		v->pre_since = 0;
 	}
 	return 0;
 }

@@ -199,15 +199,49 @@ static const struct col call_cols[] = {
 	{ "self_ns", "self", 11, COL_NS },	{ "total_ns", "total", 11, COL_NS },
 	{ "avg_ns", "avg", 11, COL_NS },	{ "max_ns", "max", 11, COL_NS },
 	{ "open", "open", 6, COL_COUNT },	{ "unwound", "unwound", 7, COL_COUNT },
-	{ "exited", "exited", 6, COL_COUNT },
+	{ "exited", "exited", 6, COL_COUNT },	{ "probes_ns", "probes", 11, COL_NS },
 };
+
+/*
+ * A time of the call table: itself, or below its error "<ERR" (below resolution); with
+ * an error above a hundredth of it, "~" before it.
+ */
+static void call_time(char *buf, size_t len, const cJSON *o, const char *key)
+{
+	char err_key[32], v[24];
+	double t = num(o, key), err;
+
+	snprintf(err_key, sizeof(err_key), "%.*s_err_ns", (int)strlen(key) - 3, key);
+	err = num(o, err_key);
+	if (t < err) {
+		fmt_ns(v, sizeof(v), err);
+		snprintf(buf, len, "<%s", v);
+	} else {
+		fmt_ns(v, sizeof(v), t);
+		snprintf(buf, len, "%s%s", err > t / 100 ? "~" : "", v);
+	}
+}
 
 /* A row of the call table: @mark, the calls, the columns, the name. */
 static void call_row(FILE *f, const char *mark, const cJSON *o, const char *name)
 {
+	char buf[32];
+
 	fprintf(f, "%s%9.0f", mark, num(o, "calls"));
-	col_values(f, call_cols, ARRAY_SIZE(call_cols), o);
-	fprintf(f, "  %s\n", name);
+	for (size_t i = 0; i < ARRAY_SIZE(call_cols); i++) {
+		const struct col *c = &call_cols[i];
+
+		if (c->kind == COL_NS && cJSON_GetObjectItemCaseSensitive(o, c->key) &&
+		    !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, c->key)) &&
+		    strcmp(c->key, "probes_ns")) {
+			call_time(buf, sizeof(buf), o, c->key);
+			fprintf(f, " %*s", c->width, buf);
+		} else {
+			col_values(f, c, 1, o);
+		}
+	}
+	fprintf(f, " %s %s\n", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "swamped")) ? "!" : " ",
+		name);
 	if (num(o, "too_deep"))
 		fprintf(f, "%10s %.0f calls deeper than the shadow stack: counted, not timed\n", "",
 			num(o, "too_deep"));
@@ -236,13 +270,16 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(rep, "calls"), *it;
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "when");
 	char total[24], sub[24];
-	bool late = false;
+	bool late = false, swamped = false, below = false;
 
 	if (!c)
 		return;
 	fmt_ns(sub, sizeof(sub), num(c, "subtracted_ns"));
-	fprintf(f, "\ncalls (%s time): probe cost %.0f ns per call subtracted (%.0f ns where stepped out of line), %s in all",
-		str(c, "mode", "REAL"), num(c, "probe_cost_ns"), num(c, "stepped_probe_cost_ns"), sub);
+	fprintf(f, "\ncalls (%s time): probes subtracted, %s in all: a pair costs %.0f +- %.0f ns (%.0f of it inside the call; the return probe %.0f), %.0f +- %.0f ns stepped out of line (%.0f inside), measured on %.0f CPU(s)",
+		str(c, "mode", "REAL"), sub, num(c, "probe_cost_ns"), num(c, "probe_cost_spread_ns"),
+		num(c, "probe_cost_inner_ns"), num(c, "return_probe_cost_ns"),
+		num(c, "stepped_probe_cost_ns"), num(c, "stepped_probe_cost_spread_ns"),
+		num(c, "stepped_probe_cost_inner_ns"), num(c, "probe_cost_cpus"));
 	if (cJSON_GetObjectItemCaseSensitive(c, "programs")) {
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "programs");
 
@@ -257,13 +294,15 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		when_head(f, w);
 	fprintf(f, "\n%10s", "calls");
 	col_heads(f, call_cols, ARRAY_SIZE(call_cols));
-	fprintf(f, "  %s\n", "procedure");
+	fprintf(f, "   %s\n", "procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "procedures")) {
 		bool l = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "attached_late"));
 		const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, "not_matching");
 		const cJSON *u = cJSON_GetObjectItemCaseSensitive(it, "unknown"), *ch;
 
 		late |= l;
+		swamped |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "swamped"));
+		below |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "below_resolution")) > 0;
 		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
 		cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(it, "charged_to")) {
 			char to[600];
@@ -278,6 +317,10 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	}
 	if (late)
 		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
+	if (below)
+		fprintf(f, "<T below resolution: less than the error T the probes' spread makes of its hits; ~T: T give or take more than 1 %%\n");
+	if (swamped)
+		fprintf(f, "! the probes cost more than the code they time (see \"probes\"): for its time, sampling's shallow and deep shares of the same procedure, or fewer probes (--when, or count its caller alone)\n");
 	if (w && num(w, "unknown_calls"))
 		fprintf(f, "? calls whose stack could not be told; see \"unknown_by_reason\" (--json)\n");
 	if (proto_str(c, "list_when", NULL))

@@ -78,6 +78,11 @@ struct pcmon_cact {
 	__u32 epoch;		/* PCMON_CW_WALK: its process's exec epoch */
 	__u32 self_ctx;		/* context activations whose probes' cost lies in its self time ... */
 	__u32 self_ctx_xol;	/* ... of which stepped out of line */
+	__u32 kids;		/* activations it called, closed: their probes' outer part (before
+				 * their entry's clock reading, after their return's) is in its self */
+	__u32 kids_xol;		/* ... of which stepped out of line */
+	__u64 pre0;		/* its thread's time preempted at a probe, at entry (count.bpf.c) */
+	__u64 child_pre;	/* ... of that, inside the activations it called, closed */
 };
 
 /* A thread's shadow stack (task storage). */
@@ -93,6 +98,16 @@ struct pcmon_cstack {
 };
 
 #define PCMON_COUNT_COPIED (1ull << 63)	/* tells a copy taken at generation 0 from none */
+
+/*
+ * What one probe pair costs, as the engine measured it (counter.c), in ns, by kind (0: the
+ * entry emulated, 1: stepped out of line): in all, and the part inside the activation's own
+ * clock readings. BPF takes it out of each activation's time for its minimum and maximum.
+ */
+struct pcmon_ccost {
+	__u64 pair[2];
+	__u64 in[2];
+};
 
 /* A target's call-counting settings (array indexed by target id). */
 struct pcmon_ccfg {
@@ -116,13 +131,25 @@ struct pcmon_ccfg {
 	X(total_ns, ALWAYS)	  /* self+children of outermost activations only */        \
 	X(total_acts, ALWAYS)	  /* activations inside those: whose probe cost it holds */ \
 	X(total_acts_xol, ALWAYS) /* ... of which with a stepped-out-of-line probe */      \
-	X(max_ns, ALWAYS)	  /* the longest activation, raw */                        \
+	X(max_ns, ALWAYS)	  /* the longest activation, its probes' cost taken out */ \
 	X(unwound, ALWAYS)	  /* closed: its frame was found gone (longjmp, ...) */    \
 	X(exited, ALWAYS)	  /* closed by the thread's exit */                        \
 	X(too_deep, ALWAYS)	  /* entries past PCMON_COUNT_DEPTH: counted, not timed */ \
 	/* context activations (WHEN) whose probes' cost self_ns holds ... */              \
 	X(self_ctx, OPTIONAL)                                                              \
-	X(self_ctx_xol, OPTIONAL) /* ... of which stepped out of line */
+	X(self_ctx_xol, OPTIONAL) /* ... of which stepped out of line */                   \
+	/* activations called by those closed: their probes' outer part is in self_ns ... */ \
+	X(kids, OPTIONAL)                                                                  \
+	X(kids_xol, OPTIONAL)	  /* ... of which stepped out of line */                  \
+	X(min_ns, OPTIONAL)	  /* the shortest activation, its probes' cost taken out */ \
+	X(min_acts, OPTIONAL)	  /* activations the shortest one holds, itself included */ \
+	X(min_acts_xol, OPTIONAL) /* ... of which stepped out of line */                   \
+	X(max_acts, OPTIONAL)	  /* ... the longest one holds */                          \
+	X(max_acts_xol, OPTIONAL)                                                          \
+	/* of self_ns and total_ns, the time the thread was preempted at a probe: off CPU, \
+	 * runnable, on its way back from an entry's probe to the code (REAL: in both) */  \
+	X(self_pre_ns, OPTIONAL)                                                           \
+	X(total_pre_ns, OPTIONAL)
 
 struct pcmon_cstat {
 #define PCMON_CSTAT_FIELD(f, need) __u64 f;

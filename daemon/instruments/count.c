@@ -11,6 +11,7 @@
  * outermost activation's self+children time.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,10 +333,31 @@ static int set_cfg(struct count_g *g, const struct target *t, const struct count
 	return counter_target_cfg(g->ctr, t->id, &cfg);
 }
 
+/*
+ * The probes' cost as measured (@c), for @ct's times. Where a pair's cost falls, between
+ * the call and its caller: the calibration's inner part (BPF's readings of empty calls,
+ * less the bare call), give or take half of it. Flat calls of 100 ns to 100 us, at
+ * real-time priority (nothing preempting them), came out 50-250 ns a call above their
+ * own clock, which misses the call and its last reading: the whole inner part is taken.
+ */
+static void cost_set(struct count *ct, const struct counter_cost *c)
+{
+	ct->cost_ns = c->pair[0];
+	ct->cost_xol_ns = c->pair[1];
+	for (int k = 0; k < 2; k++) {
+		ct->in_ns[k] = c->in[k];
+		ct->split_err_ns[k] = c->in[k] / 2;
+		ct->spread_ns[k] = c->spread[k];
+	}
+	ct->ret_ns = c->ret;
+	ct->cost_cpus = c->cpus;
+}
+
 static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
+	struct counter_cost cost;
 	int r;
 
 	if (t->kind != TARGET_PID) {
@@ -349,7 +371,8 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 			return r;
 		}
 	}
-	r = counter_probe_cost(g->ctr, &ct->cost_ns, &ct->cost_xol_ns);
+	r = counter_probe_cost(g->ctr, &cost);
+	cost_set(ct, &cost);
 	if (r)
 		pr_warn("call counting: cannot measure the probes' cost (%s): times include it",
 			strerror(-r));
@@ -586,12 +609,7 @@ static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey 
 
 static void add_stat(struct pcmon_cstat *to, const struct pcmon_cstat *s)
 {
-	uint64_t max = MAX(to->max_ns, s->max_ns);
-
-#define ADD_CSTAT(f, need) to->f += s->f;
-	PCMON_CSTAT_FIELDS(ADD_CSTAT)
-#undef ADD_CSTAT
-	to->max_ns = max;
+	counter_stat_add(to, s);
 	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
 }
 
@@ -679,12 +697,35 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 			ct->fns[i].by[c].calls += ct->open[i * COUNT_NCLS + c];
 }
 
+/*
+ * The probes' cost as measured when the target started and again as it stops: the
+ * machine's load changed in between, and so did what a hit costs. Their mean, and a spread
+ * that reaches both.
+ */
+static void cost_again(struct count_g *g, struct count *ct)
+{
+	struct counter_cost a = { .pair = { ct->cost_ns, ct->cost_xol_ns }, .ret = ct->ret_ns,
+				  .cpus = ct->cost_cpus }, b;
+
+	if (!ct->cost_cpus || counter_probe_cost_again(g->ctr, &b))
+		return;
+	for (int k = 0; k < 2; k++) {
+		a.in[k] = (ct->in_ns[k] + b.in[k]) / 2;
+		a.spread[k] = MAX(ct->spread_ns[k], b.spread[k]) + fabs(a.pair[k] - b.pair[k]) / 2;
+		a.pair[k] = (a.pair[k] + b.pair[k]) / 2;
+	}
+	a.ret = (a.ret + b.ret) / 2;
+	cost_set(ct, &a);
+}
+
 static void stop(void *gp, struct target *t, void *st)
 {
 	struct count_g *g = gp;
 	struct count *ct = st;
 
 	collect(g, t, ct);
+	if (g->ctr && !ct->detached)
+		cost_again(g, ct);
 	for (size_t i = 0; i < ct->nfns; i++) {
 		bpf_link__destroy(ct->fns[i].entry);
 		bpf_link__destroy(ct->fns[i].ret);
@@ -896,6 +937,14 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		sf_push(w, arr, cJSON_CreateString(ct->patterns[i]));
 	sf_put_num(w, o, "probe_cost_ns", ct->cost_ns);
 	sf_put_num(w, o, "stepped_probe_cost_ns", ct->cost_xol_ns);
+	sf_put_num(w, o, "probe_cost_inner_ns", ct->in_ns[0]);
+	sf_put_num(w, o, "stepped_probe_cost_inner_ns", ct->in_ns[1]);
+	sf_put_num(w, o, "probe_cost_spread_ns", ct->spread_ns[0]);
+	sf_put_num(w, o, "stepped_probe_cost_spread_ns", ct->spread_ns[1]);
+	sf_put_num(w, o, "probe_cost_split_err_ns", ct->split_err_ns[0]);
+	sf_put_num(w, o, "stepped_probe_cost_split_err_ns", ct->split_err_ns[1]);
+	sf_put_num(w, o, "return_probe_cost_ns", ct->ret_ns);
+	sf_put_u64(w, o, "probe_cost_cpus", ct->cost_cpus);
 	sf_put_bool(w, o, "virtual", ct->virt);
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "unmatched"));
 	for (size_t i = 0; arr && i < ct->npats; i++)
@@ -941,8 +990,10 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 		put_charges(w, x, ct, i);
 	}
 	/* each procedure by its index in "procedures" (format 5) */
-	if (ct->slices)
+	if (ct->slices) {
+		sf_put_u64(w, o, "slice_width", COUNT_WIDTH);
 		timed_save(w, ct->slices, o);
+	}
 }
 
 static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
@@ -977,10 +1028,18 @@ static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struc
 {
 	const cJSON *fn0 = cJSON_GetArrayItem(fns, 0);
 	bool narrow = fn0 && !cJSON_GetObjectItemCaseSensitive(fn0, "self_ctx");
-	uint64_t *rows;
-	int r = timed_read_narrow(rd, o, COUNT_WIDTH, narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH,
-				  ct->nfns, ct->slices, NULL);
+	uint64_t *rows, width = narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH_V5;
+	int r;
 
+	/* a file from before the minimum and the callees were kept has rows of fewer sums,
+	 * the first ones (COUNT_WIDTH_V5, or the ALWAYS ones before --when at probes): read
+	 * at that width, each row padded with zeros */
+	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
+		return r;
+	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
+		return sf_bad(rd, "slice_width", "%u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
+			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH);
+	r = timed_read_narrow(rd, o, COUNT_WIDTH, (unsigned)width, ct->nfns, ct->slices, NULL);
 	if (r <= 0)
 		return r;
 	rows = calloc(ct->nfns * (1 + COUNT_WIDTH) + 1, sizeof(*rows));
@@ -1064,7 +1123,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	struct slices_cfg cfg;
 	struct count *ct;
 	double cost = 0, cost_xol = 0;
-	uint64_t searched = 0;
+	uint64_t searched = 0, cpus = 0;
 	const char *when = NULL;
 	bool virt = false;
 	int r, np, nf, nu, i = 0;
@@ -1093,6 +1152,21 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	ct->cap_fns = nf + 1;
 	ct->cost_ns = cost;
 	ct->cost_xol_ns = cost_xol;
+	/* a file from before the split: the whole pair was taken as inside, with no spread */
+	ct->in_ns[0] = cost;
+	ct->in_ns[1] = cost_xol;
+	if ((r = sf_get_double(rd, o, "probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[0])) ||
+	    (r = sf_get_double(rd, o, "stepped_probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[1])) ||
+	    (r = sf_get_double(rd, o, "probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[0])) ||
+	    (r = sf_get_double(rd, o, "stepped_probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[1])) ||
+	    (r = sf_get_double(rd, o, "return_probe_cost_ns", SF_OPTIONAL, 0, 1e9, &ct->ret_ns)) ||
+	    (r = sf_get_double(rd, o, "probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[0])) ||
+	    (r = sf_get_double(rd, o, "stepped_probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[1])) ||
+	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus))) {
+		free_state(ct);
+		return r;
+	}
+	ct->cost_cpus = (int)MIN(cpus, 4096);
 	ct->virt = virt;
 	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
 	ct->detached = true;

@@ -78,6 +78,7 @@ struct count_fn {
  * a sum, is 0 in every slice (a window has no maximum).
  */
 #define COUNT_WIDTH (sizeof(struct pcmon_cstat) / sizeof(__u64))
+#define COUNT_WIDTH_V5 13	/* before min_ns and the callees were kept: the first 13 */
 
 struct timed_window;
 
@@ -95,6 +96,13 @@ struct count {
 	size_t searched;	/* objects looked into, for "matches nothing" */
 	double cost_ns;		/* one entry + return probe, as measured when it started ... */
 	double cost_xol_ns;	/* ... where the instruction is stepped out of line */
+	double in_ns[2];	/* of each (emulated, stepped), the part inside the activation's
+				 * clock readings; the rest is in its caller's self time */
+	double spread_ns[2];	/* how far each may stray from the measure (its error) */
+	double split_err_ns[2];	/* how far in_ns may be off (count.c, cost_set()) */
+	double ret_ns;		/* of cost_ns, the return probe's */
+	int cost_cpus;		/* the CPUs it was measured on (0: not measured, or loaded
+				 * from a file written before the spread was kept) */
 	bool virt;		/* times are the threads' CPU time (VIRTUAL), else wall (REAL) */
 	bool detached;		/* stopped, or loaded from disk: stat is final */
 	struct slices *slices;	/* the totals by time (slices.h), rows of COUNT_WIDTH */
@@ -147,17 +155,29 @@ void count_row(const struct pcmon_cstat *s, uint64_t *v);
 /*
  * The pure parts, apart from BPF (tests/unit/test_count.c):
  *
- * count_self_ns(), count_total_ns(): @fn's self and self+children time with the probes' cost
- * taken out (count_report.c), never below 0: one probe pair per activation closed from its
- * self time; one per activation inside an outermost one from self+children, each at its
- * own kind's cost (stepped out of line or emulated).
+ * count_times(): the times of calls @s of @fn with the probes' cost taken out
+ * (count_report.c), each with its error: what the cost's spread makes of the probe hits it
+ * holds. Self time holds the inner part of its own pairs (between BPF's clock readings)
+ * and the outer part of those of the activations it called; self+children the inner part
+ * of its own and the whole pairs of every activation inside. They keep to: 0 <= self <=
+ * total, min <= avg <= max <= total; a time below its error is below resolution.
  */
+struct count_times {
+	double self, total, avg, min, max;
+	double self_err, total_err, avg_err, min_err, max_err;
+	double self_sub, total_sub;	/* the probes' cost taken out */
+	double probes;		/* the whole cost of the probes its calls hit */
+};
+void count_times(const struct count *ct, const struct count_fn *fn, const struct pcmon_cstat *s,
+		 struct count_times *t);
+/* count_self_ns(), count_total_ns(): @fn's self and self+children time (count_times()) */
 double count_self_ns(const struct count *ct, const struct count_fn *fn);
 double count_total_ns(const struct count *ct, const struct count_fn *fn);
 /* ... of @fn's calls of class @s (one of fn->by) */
 double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
 			const struct pcmon_cstat *s);
-double count_total_ns_of(const struct count *ct, const struct pcmon_cstat *s);
+double count_total_ns_of(const struct count *ct, const struct count_fn *fn,
+			 const struct pcmon_cstat *s);
 
 /* The WHEN pattern @text of @ct (NULL: none) and how it is answered at the probes: the
  * shadow stack, or the walk (ct->when_why). 0, or -errno with the error in *rep. */

@@ -17,25 +17,65 @@
 #include "timed.h"
 #include "util.h"
 
-/* A procedure's times with the probes' own cost taken out, never below 0: its own probes
- * and those of the context procedures (WHEN) whose time is its self time. */
+/* Of a count of activations @all, @xol of which stepped: @per[0] each, @per[1] the stepped. */
+static double by_kind(const double *per, uint64_t all, uint64_t xol)
+{
+	return per[0] * (double)(all - MIN(xol, all)) + per[1] * (double)MIN(xol, all);
+}
+
+void count_times(const struct count *ct, const struct count_fn *fn, const struct pcmon_cstat *s,
+		 struct count_times *t)
+{
+	const double pair[2] = { ct->cost_ns, ct->cost_xol_ns };
+	const double *sp = ct->spread_ns;
+	double in[2], out[2], split[2];
+	int k = fn->xol ? 1 : 0;
+
+	for (int i = 0; i < 2; i++) {
+		in[i] = MIN(ct->in_ns[i], pair[i]);
+		out[i] = MAX(pair[i] - in[i], 0);
+		split[i] = sp[i] + ct->split_err_ns[i]; /* the part in the call, or its caller's */
+	}
+	/* self: the inner part of its own pairs, the outer of its callees', the whole of the
+	 * context procedures' (WHEN) whose time is its */
+	t->self_sub = in[k] * (double)s->closed + by_kind(out, s->kids, s->kids_xol) +
+		      by_kind(pair, s->self_ctx, s->self_ctx_xol) + (double)s->self_pre_ns;
+	t->self_err = split[k] * (double)s->closed + by_kind(split, s->kids, s->kids_xol) +
+		      by_kind(sp, s->self_ctx, s->self_ctx_xol);
+	/* self+children: its own inner part, the whole pairs of what is inside; in both, the
+	 * time its thread was preempted at those probes, as BPF saw it (exact) */
+	t->total_sub = by_kind(pair, s->total_acts, s->total_acts_xol) - out[k] * (double)s->outer +
+		       (double)s->total_pre_ns;
+	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol) + (double)s->total_pre_ns;
+	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol) +
+		       ct->split_err_ns[k] * (double)s->outer;
+	t->total = MAX((double)s->total_ns - t->total_sub, 0);
+	t->self = MIN(MAX((double)s->self_ns - t->self_sub, 0), t->total);
+	t->avg = s->outer ? t->total / (double)s->outer : 0;
+	t->avg_err = s->outer ? t->total_err / (double)s->outer : 0;
+	/* the extremes, the cost taken out in BPF; kept in order with the average and total */
+	t->max = MIN(MAX((double)s->max_ns, t->avg), t->total);
+	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol);
+	t->min = MIN((double)s->min_ns, t->avg);
+	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol);
+}
+
 double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
 			const struct pcmon_cstat *s)
 {
-	double v = (double)s->self_ns -
-		   (fn->xol ? ct->cost_xol_ns : ct->cost_ns) * (double)s->closed -
-		   ct->cost_xol_ns * (double)s->self_ctx_xol -
-		   ct->cost_ns * (double)(s->self_ctx - MIN(s->self_ctx_xol, s->self_ctx));
+	struct count_times t;
 
-	return v > 0 ? v : 0;
+	count_times(ct, fn, s, &t);
+	return t.self;
 }
 
-double count_total_ns_of(const struct count *ct, const struct pcmon_cstat *s)
+double count_total_ns_of(const struct count *ct, const struct count_fn *fn,
+			 const struct pcmon_cstat *s)
 {
-	double v = (double)s->total_ns - ct->cost_xol_ns * (double)s->total_acts_xol -
-		   ct->cost_ns * (double)(s->total_acts - MIN(s->total_acts_xol, s->total_acts));
+	struct count_times t;
 
-	return v > 0 ? v : 0;
+	count_times(ct, fn, s, &t);
+	return t.total;
 }
 
 double count_self_ns(const struct count *ct, const struct count_fn *fn)
@@ -45,32 +85,59 @@ double count_self_ns(const struct count *ct, const struct count_fn *fn)
 
 double count_total_ns(const struct count *ct, const struct count_fn *fn)
 {
-	return count_total_ns_of(ct, &fn->stat);
+	return count_total_ns_of(ct, fn, &fn->stat);
+}
+
+/* A time and its error; below it, the time is below resolution. */
+static void time_json(cJSON *x, const char *key, double v, double err, cJSON *below)
+{
+	char name[32];
+
+	cJSON_AddNumberToObject(x, key, v);
+	snprintf(name, sizeof(name), "%.*s_err_ns", (int)(strlen(key) - 3), key);
+	cJSON_AddNumberToObject(x, name, err);
+	if (v < err && below)
+		cJSON_AddItemToArray(below, cJSON_CreateStringReference(key));
 }
 
 /*
  * The columns of calls of one class of @fn (*@open of them open now; NULL: a window, which
- * keeps neither the maximum nor the open calls by time).
+ * keeps neither the extremes nor the open calls by time).
  */
 static void class_json(const struct count *ct, const struct count_fn *fn,
 		       const struct pcmon_cstat *s, const uint64_t *open, cJSON *x)
 {
-	double total = count_total_ns_of(ct, s);
+	cJSON *below = cJSON_CreateArray();
+	struct count_times t;
 
+	count_times(ct, fn, s, &t);
 	cJSON_AddNumberToObject(x, "calls", s->calls);
-	cJSON_AddNumberToObject(x, "self_ns", count_self_ns_of(ct, fn, s));
-	cJSON_AddNumberToObject(x, "total_ns", total);
-	cJSON_AddNumberToObject(x, "avg_ns", s->outer ? total / s->outer : 0);
-	if (open) {
-		cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
-		cJSON_AddNumberToObject(x, "open", *open);
+	time_json(x, "self_ns", t.self, t.self_err, below);
+	time_json(x, "total_ns", t.total, t.total_err, below);
+	time_json(x, "avg_ns", t.avg, t.avg_err, below);
+	if (open && s->closed) {
+		time_json(x, "min_ns", t.min, t.min_err, below);
+		time_json(x, "max_ns", t.max, t.max_err, below);
 	} else {
+		cJSON_AddNullToObject(x, "min_ns");
 		cJSON_AddNullToObject(x, "max_ns");
-		cJSON_AddNullToObject(x, "open");
 	}
+	if (open)
+		cJSON_AddNumberToObject(x, "open", *open);
+	else
+		cJSON_AddNullToObject(x, "open");
 	cJSON_AddNumberToObject(x, "unwound", s->unwound);
 	cJSON_AddNumberToObject(x, "exited", s->exited);
 	cJSON_AddNumberToObject(x, "too_deep", s->too_deep);
+	cJSON_AddNumberToObject(x, "subtracted_self_ns", t.self_sub);
+	cJSON_AddNumberToObject(x, "subtracted_ns", t.total_sub);
+	cJSON_AddNumberToObject(x, "probes_ns", t.probes);
+	/* of those, the time its threads were preempted at the probes (BPF, count_switch) */
+	cJSON_AddNumberToObject(x, "preempted_at_probes_ns", (double)s->total_pre_ns);
+	/* the probes cost more than the code they time: their cost swamps it */
+	cJSON_AddBoolToObject(x, "swamped", s->closed && t.probes > t.total);
+	if (below)
+		cJSON_AddItemToObject(x, "below_resolution", below);
 }
 
 /* @fn's matching calls by the frame the pattern's ':' charges, most calls first. */
@@ -147,10 +214,23 @@ static double sort_key(const struct count *ct, const struct count_fn *fn, const 
 
 static void stat_words(const struct pcmon_cstat *s, uint64_t *v);
 
+/* The words of a row that are extremes, not sums (and what the extremes hold): to 0. */
+static void zero_extremes(uint64_t *v)
+{
+	static const size_t at[] = {
+		offsetof(struct pcmon_cstat, max_ns),  offsetof(struct pcmon_cstat, max_acts),
+		offsetof(struct pcmon_cstat, max_acts_xol), offsetof(struct pcmon_cstat, min_ns),
+		offsetof(struct pcmon_cstat, min_acts), offsetof(struct pcmon_cstat, min_acts_xol),
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(at); k++)
+		v[at[k] / sizeof(__u64)] = 0;
+}
+
 void count_row(const struct pcmon_cstat *s, uint64_t *v)
 {
 	stat_words(s, v);
-	v[offsetof(struct pcmon_cstat, max_ns) / sizeof(__u64)] = 0; /* a maximum: not summed */
+	zero_extremes(v); /* not sums: a window has none */
 }
 
 /* @s as a row's sums (PCMON_CSTAT_FIELDS order), and back */
@@ -181,13 +261,14 @@ int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t
 
 	stat_words(s, now);
 	stat_words(&fn->charged, was);
+	zero_extremes(now); /* not sums: neither grows nor resets */
+	zero_extremes(was);
 	for (size_t k = 0; k < COUNT_WIDTH; k++)
 		reset |= now[k] < was[k];
 	for (size_t k = 0; k < COUNT_WIDTH; k++) {
 		now[k] -= reset ? 0 : was[k];
 		any |= now[k] != 0;
 	}
-	now[offsetof(struct pcmon_cstat, max_ns) / sizeof(__u64)] = 0;
 	if (any && ct->slices && slices_add(ct->slices, i, now, wall)) {
 		ct->slices_lost += now[offsetof(struct pcmon_cstat, calls) / sizeof(__u64)];
 		r = -ENOMEM;
@@ -211,6 +292,12 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	cJSON_AddStringToObject(o, "mode", ct->virt ? "VIRTUAL" : "REAL");
 	cJSON_AddNumberToObject(o, "probe_cost_ns", ct->cost_ns);
 	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
+	cJSON_AddNumberToObject(o, "probe_cost_spread_ns", ct->spread_ns[0]);
+	cJSON_AddNumberToObject(o, "stepped_probe_cost_spread_ns", ct->spread_ns[1]);
+	cJSON_AddNumberToObject(o, "probe_cost_inner_ns", ct->in_ns[0]);
+	cJSON_AddNumberToObject(o, "stepped_probe_cost_inner_ns", ct->in_ns[1]);
+	cJSON_AddNumberToObject(o, "return_probe_cost_ns", ct->ret_ns);
+	cJSON_AddNumberToObject(o, "probe_cost_cpus", ct->cost_cpus);
 	cJSON_AddNumberToObject(o, "objects_searched", ct->searched);
 	if (ct->when_text)
 		when_json(ct, open != NULL, o);

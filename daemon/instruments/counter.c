@@ -2,21 +2,24 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "counter.h"	/* before the skeleton: its globals are of pcmon_count.h's types */
 #include "count.skel.h"
-#include "counter.h"
 #include "procs.h"
 #include "util.h"
 
 struct counter {
 	struct count_bpf *skel;
-	struct bpf_link *switch_link;	/* while VIRTUAL targets count */
-	bool virt[PCMON_MAX_TARGETS];
-	double cost_ns, cost_xol_ns;	/* one entry + one return, measured; 0: not yet */
+	struct bpf_link *switch_link;	/* while targets count: VIRTUAL clocks, and the time
+					 * preempted at a probe (REAL) */
+	bool on[PCMON_MAX_TARGETS];
+	struct counter_cost cost;	/* measured when cost.cpus; else not yet */
 	struct counter_prog_stats base;	/* the calibration's runs, not the targets' */
 	int cost_err;
 };
@@ -92,12 +95,12 @@ int counter_attach(struct counter *c, const char *path, uint64_t off, uint64_t c
 	return 0;
 }
 
-static int virtual_targets(const struct counter *c)
+static int counting_targets(const struct counter *c)
 {
 	int n = 0;
 
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++)
-		n += c->virt[i];
+		n += c->on[i];
 	return n;
 }
 
@@ -105,12 +108,12 @@ int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_cc
 {
 	if (target >= PCMON_MAX_TARGETS)
 		return -EINVAL;
-	if (cfg->virt && !c->switch_link) {
+	if (!c->switch_link) {
 		c->switch_link = bpf_program__attach(c->skel->progs.count_switch);
 		if (!c->switch_link)
 			return -errno;
 	}
-	c->virt[target] = cfg->virt;
+	c->on[target] = true;
 	if (bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), cfg, sizeof(*cfg), 0))
 		return -errno;
 	return 0;
@@ -122,9 +125,9 @@ void counter_target_done(struct counter *c, uint32_t target)
 
 	if (target >= PCMON_MAX_TARGETS)
 		return;
-	c->virt[target] = false;
+	c->on[target] = false;
 	bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), &none, sizeof(none), 0);
-	if (!virtual_targets(c)) {
+	if (!counting_targets(c)) {
 		bpf_link__destroy(c->switch_link);
 		c->switch_link = NULL;
 	}
@@ -188,16 +191,10 @@ int counter_stats(struct counter *c, uint32_t target,
 		if (PCMON_COUNT_TARGET(keys[i].cookie) != target ||
 		    bpf_map_lookup_elem(fd, &keys[i], v))
 			continue;
-		/* each CPU's part: sums, and the largest maximum */
+		/* each CPU's part: sums, and the extremes */
 		sum = (struct pcmon_cstat){ 0 };
-		for (int cpu = 0; cpu < ncpu; cpu++) {
-			uint64_t max = MAX(sum.max_ns, v[cpu].max_ns);
-
-#define SUM_CSTAT(f, need) sum.f += v[cpu].f;
-			PCMON_CSTAT_FIELDS(SUM_CSTAT)
-#undef SUM_CSTAT
-			sum.max_ns = max;
-		}
+		for (int cpu = 0; cpu < ncpu; cpu++)
+			counter_stat_add(&sum, &v[cpu]);
 		cb(ctx, &keys[i], &sum);
 	}
 	free(keys);
@@ -282,6 +279,10 @@ static int self_offset(const void *addr, uint64_t *off, char *path, size_t len)
 			continue;
 		*off = a - start + pgoff;
 		snprintf(path, len, "%s", file);
+		/* replaced since it was mapped (a rebuild, an upgrade): its path names another
+		 * file, whose probes this process never hits; the mapping's own link names it */
+		if (strlen(file) > 10 && !strcmp(file + strlen(file) - 10, " (deleted)"))
+			snprintf(path, len, "/proc/self/map_files/%lx-%lx", start, end);
 		r = 0;
 	}
 	free(maps);
@@ -305,70 +306,215 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-#define CALIB_ROUNDS 7
+#define CALIB_ROUNDS 5
+#define CALIB_CALLS 200
+#define CALIB_TRIES 40
+
+/* What calibration rounds gave: per call, probed less bare, and inside the clock readings. */
+struct calib {
+	double round[2][COUNTER_COST_CPUS * CALIB_ROUNDS];	/* a pair, by kind */
+	double entry[COUNTER_COST_CPUS * CALIB_ROUNDS];	/* an entry probe alone (emulated) */
+	double in[2][COUNTER_COST_CPUS * CALIB_ROUNDS];
+	int n, ncpu;
+};
+
+static void calib_in(void *ctx, const struct pcmon_ckey *k, const struct pcmon_cstat *s)
+{
+	double *in = ctx;
+
+	if (s->closed)
+		in[(__u32)k->cookie & PCMON_COUNT_XOL ? 1 : 0] = (double)s->self_ns / s->closed;
+}
+
+/* The times this thread has left the CPU, either way. */
+static long switches(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
 
 /*
- * One entry and one return probe, as they cost here: calls of a trivial function with and
- * without probes, in this process as the calibration target. With probes, the median of a
- * few rounds: a probed call's cost varies (a stepped one traps twice, and on a virtual machine
- * each trap leaves to the hypervisor), and the targets' hits are as disturbed as a typical
- * round, not as the least disturbed one; the best round was up to 10 % below the median.
- * Without, the best round: nothing there but the call.
+ * Rounds of calls of @fn (whose entry's probe is of kind @xol) with its probes, on the
+ * current CPU, their cost per call beyond @bare into @out; @entry_only: no return probe,
+ * else the part of a pair between BPF's clock readings (less the bare call) into @in. A
+ * round the thread left the CPU in is done again (up to CALIB_TRIES times in all): the
+ * time off CPU is not the probes', and a target's is measured apart (pre_ns).
  */
-static int calibrate_one(struct counter *c, int (*fn)(int), bool xol, double *cost)
+static int calib_rounds(struct counter *c, int (*fn)(int), bool xol, bool entry_only,
+			double bare, double *out, double *in)
 {
+	uint64_t cookie = PCMON_COUNT_COOKIE(0, xol ? PCMON_COUNT_XOL : 0), off;
+	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = cookie);
 	struct bpf_link *e = NULL, *r = NULL;
-	double bare = 1e18, probed[CALIB_ROUNDS];
+	int err, round = 0, tries = 0;
 	char path[4096];
-	uint64_t off;
-	int err;
 
 	err = self_offset((const void *)fn, &off, path, sizeof(path));
 	if (err)
 		return err;
-	err = counter_attach(c, path, off, PCMON_COUNT_COOKIE(0, xol ? PCMON_COUNT_XOL : 0), &e, &r);
+	if (entry_only) {
+		e = bpf_program__attach_uprobe_opts(c->skel->progs.count_enter, -1, path, off, &eo);
+		err = e ? 0 : -errno;
+	} else {
+		err = counter_attach(c, path, off, cookie, &e, &r);
+	}
 	if (err)
 		return err;
-	/* about 0.1 s in all: it delays the first counting target's start */
-	for (int round = 0; round < CALIB_ROUNDS; round++)
-		probed[round] = time_calls(fn, 700);
+	time_calls(fn, 10); /* the first hits map the probes' pages; an activation left open
+			     * by an entry alone is closed here */
+	while (round < CALIB_ROUNDS && tries++ < CALIB_TRIES) {
+		double t, pair_in[2] = { 0, 0 };
+		long sw;
+
+		counter_clear(c, 0);
+		sw = switches();
+		t = time_calls(fn, CALIB_CALLS);
+		if (sw < 0 || switches() != sw)
+			continue;
+		if (!entry_only && !counter_stats(c, 0, calib_in, pair_in))
+			in[round] = MAX(pair_in[xol ? 1 : 0] - bare, 0);
+		if (!entry_only && !pair_in[xol ? 1 : 0]) {
+			err = -ENOENT; /* its probes were never hit: nothing measured */
+			break;
+		}
+		out[round++] = MAX(t - bare, 0);
+	}
+	if (err) {
+		bpf_link__destroy(e);
+		bpf_link__destroy(r);
+		return err;
+	}
+	for (; round < CALIB_ROUNDS; round++) { /* never left alone: the last rounds as they are */
+		double pair_in[2] = { 0, 0 };
+
+		counter_clear(c, 0);
+		out[round] = MAX(time_calls(fn, CALIB_CALLS) - bare, 0);
+		if (!entry_only && !counter_stats(c, 0, calib_in, pair_in))
+			in[round] = MAX(pair_in[xol ? 1 : 0] - bare, 0);
+	}
 	bpf_link__destroy(e);
 	bpf_link__destroy(r);
-	for (int round = 0; round < CALIB_ROUNDS; round++)
-		bare = MIN(bare, time_calls(fn, 700));
-	qsort(probed, CALIB_ROUNDS, sizeof(*probed), cmp_double);
-	*cost = MAX(probed[CALIB_ROUNDS / 2] - bare, 0);
 	return 0;
 }
 
-/*
- * One entry and one return probe, as they cost here: calls of a trivial function with and
- * without probes, the best of a few rounds of each (the least disturbed), in this process as
- * the calibration target; for each kind of probed instruction.
- */
-static int calibrate(struct counter *c)
+static double median(double *v, int n)
 {
-	int err;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n ? v[n / 2] : 0;
+}
 
-	c->skel->bss->calib_pid = getpid();
-	err = calibrate_one(c, counter_calib_push, false, &c->cost_ns);
-	if (!err)
-		err = calibrate_one(c, counter_calib_xol, true, &c->cost_xol_ns);
-	c->skel->bss->calib_pid = 0;
+/*
+ * How far the rounds @v (sorted) stray from their median @mid: the farther of their tenth
+ * and ninetieth percentiles. A round the scheduler took the CPU from is left out: the
+ * targets' time off CPU is not the probes' (and REAL counts it in both clocks).
+ */
+static double spread_of(const double *v, int n, double mid)
+{
+	int lo = n / 10, hi = n - 1 - n / 10;
+
+	return n ? MAX(mid - v[lo], v[hi] - mid) : 0;
+}
+
+/*
+ * One CPU's rounds: calls of a trivial function without probes (the best round: nothing
+ * there but the call), with an entry probe alone, and with both, on a push (emulated) and
+ * on an instruction stepped out of line. BPF's own clock readings of the probed calls give
+ * the part of a pair inside them.
+ */
+static int calib_cpu(struct counter *c, struct calib *cb)
+{
+	int (*fns[2])(int) = { counter_calib_push, counter_calib_xol };
+	double bare[2] = { 1e18, 1e18 };
+	int err = 0, at = cb->ncpu * CALIB_ROUNDS;
+
+	for (int k = 0; k < 2; k++)
+		for (int round = 0; round < CALIB_ROUNDS; round++)
+			bare[k] = MIN(bare[k], time_calls(fns[k], CALIB_CALLS));
+	err = calib_rounds(c, fns[0], false, true, bare[0], &cb->entry[at], NULL);
+	for (int k = 0; k < 2 && !err; k++)
+		err = calib_rounds(c, fns[k], k, false, bare[k], &cb->round[k][at], &cb->in[k][at]);
 	counter_clear(c, 0);
-	counter_prog_stats(c, &c->base);
-	if (!err)
-		pr_info("call counting: an entry and return probe cost %.0f ns here (%.0f ns where the instruction is stepped out of line)",
-			c->cost_ns, c->cost_xol_ns);
+	cb->ncpu++;
+	cb->n += CALIB_ROUNDS;
 	return err;
 }
 
-int counter_probe_cost(struct counter *c, double *emulated, double *stepped)
+/*
+ * The probes' cost here: calibration rounds in this process, as target 0, on each CPU it
+ * may run on (up to COUNTER_COST_CPUS). A probed call's cost varies (a stepped one traps
+ * twice, and on a virtual machine each trap leaves to the hypervisor): the median of the
+ * rounds is taken, as the targets' hits are as disturbed as a typical round, and how far
+ * the rounds strayed from it is kept as the cost's spread.
+ */
+static int calibrate(struct counter *c)
 {
-	if (!c->cost_ns && !c->cost_err)
+	struct counter_cost *co = &c->cost;
+	cpu_set_t was, one;
+	struct calib *cb;
+	int err = 0;
+
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return -ENOMEM;
+	c->skel->bss->calib_pid = getpid();
+	c->skel->bss->ccost = (struct pcmon_ccost){ 0 };
+	if (sched_getaffinity(0, sizeof(was), &was))
+		CPU_ZERO(&was);
+	for (int cpu = 0; cpu < CPU_SETSIZE && cb->ncpu < COUNTER_COST_CPUS && !err; cpu++) {
+		if (!CPU_ISSET(cpu, &was))
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			continue;
+		err = calib_cpu(c, cb);
+	}
+	if (!cb->ncpu && !err) /* no CPU could be chosen: wherever it runs */
+		err = calib_cpu(c, cb);
+	sched_setaffinity(0, sizeof(was), &was);
+	c->skel->bss->calib_pid = 0;
+	counter_clear(c, 0);
+	counter_prog_stats(c, &c->base);
+	if (err)
+		goto out;
+	for (int k = 0; k < 2; k++) {
+		double in = median(cb->in[k], cb->n);
+
+		co->pair[k] = median(cb->round[k], cb->n);
+		co->spread[k] = spread_of(cb->round[k], cb->n, co->pair[k]);
+		co->in[k] = MIN(in, co->pair[k]);
+	}
+	co->ret = MAX(co->pair[0] - median(cb->entry, cb->n), 0);
+	co->cpus = cb->ncpu;
+	for (int k = 0; k < 2; k++) {
+		c->skel->bss->ccost.pair[k] = (uint64_t)co->pair[k];
+		c->skel->bss->ccost.in[k] = (uint64_t)co->in[k];
+	}
+	pr_info("call counting: a probe pair costs %.0f +- %.0f ns here (%.0f +- %.0f ns where the entry is stepped out of line; %.0f inside the activation's clock), its return probe %.0f ns, on %d CPU(s)",
+		co->pair[0], co->spread[0], co->pair[1], co->spread[1], co->in[1], co->ret, co->cpus);
+out:
+	free(cb);
+	return err;
+}
+
+int counter_probe_cost_again(struct counter *c, struct counter_cost *out)
+{
+	int err = calibrate(c);
+
+	if (!err)
+		c->cost_err = 0;
+	*out = c->cost;
+	return err;
+}
+
+int counter_probe_cost(struct counter *c, struct counter_cost *out)
+{
+	if (!c->cost.cpus && !c->cost_err)
 		c->cost_err = calibrate(c);
-	*emulated = c->cost_ns;
-	*stepped = c->cost_xol_ns;
+	*out = c->cost;
 	return c->cost_err;
 }
 

@@ -51,10 +51,54 @@ void counter_clear(struct counter *c, uint32_t target);
 void counter_open_activations(struct counter *c,
 			      void (*cb)(void *ctx, const struct pcmon_ckey *k), void *ctx);
 
-/* What one entry probe plus one return probe cost here, in ns (measured once, then kept):
- * on an instruction the kernel emulates (a push), and on one it steps out of line. 0, or
- * -errno (not measured). */
-int counter_probe_cost(struct counter *c, double *emulated, double *stepped);
+/*
+ * What the probes cost here, in ns, by the kind of the entry's probe ([0] emulated by the
+ * kernel, on a push; [1] stepped out of line), measured on each CPU (the first
+ * COUNTER_COST_CPUS this process may run on), a few rounds on each:
+ */
+struct counter_cost {
+	double pair[2];		/* an entry and its return probe: the rounds' median */
+	double in[2];		/* ... the part between the two clock readings BPF takes (the
+				 * rest lies in the caller's time, before and after the call) */
+	double spread[2];	/* how far a round strayed from the median, at most */
+	double ret;		/* of pair[0], what the return probe costs */
+	int cpus;		/* the CPUs it was measured on */
+};
+#define COUNTER_COST_CPUS 8
+
+/* The probes' cost (measured once, then kept). 0, or -errno (not measured). */
+int counter_probe_cost(struct counter *c, struct counter_cost *out);
+/* ... measured again now (kept for the next targets too). 0, or -errno (not measured). */
+int counter_probe_cost_again(struct counter *c, struct counter_cost *out);
+
+/*
+ * @s added into @to: sums, the largest maximum (with its activations), and the smallest
+ * minimum of those that closed some activation.
+ */
+static inline void counter_stat_add(struct pcmon_cstat *to, const struct pcmon_cstat *s)
+{
+	struct pcmon_cstat was = *to;
+
+#define COUNTER_ADD_CSTAT(f, need) to->f += s->f;
+	PCMON_CSTAT_FIELDS(COUNTER_ADD_CSTAT)
+#undef COUNTER_ADD_CSTAT
+	to->max_ns = was.max_ns;
+	to->max_acts = was.max_acts;
+	to->max_acts_xol = was.max_acts_xol;
+	if (s->closed && (s->max_ns > was.max_ns || !was.closed)) {
+		to->max_ns = s->max_ns;
+		to->max_acts = s->max_acts;
+		to->max_acts_xol = s->max_acts_xol;
+	}
+	to->min_ns = was.min_ns;
+	to->min_acts = was.min_acts;
+	to->min_acts_xol = was.min_acts_xol;
+	if (s->closed && (!was.closed || s->min_ns < was.min_ns)) {
+		to->min_ns = s->min_ns;
+		to->min_acts = s->min_acts;
+		to->min_acts_xol = s->min_acts_xol;
+	}
+}
 
 struct counter_prog_stats {
 	uint64_t run_cnt, run_time_ns;

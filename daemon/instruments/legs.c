@@ -652,6 +652,28 @@ void legs_calibrate(struct legs *lg, double emulated, double stepped)
 	lg->step_cost_ns = stepped > emulated ? stepped - emulated : 0;
 }
 
+void legs_calibrate_err(struct legs *lg, double spread)
+{
+	/* a hit's spread (half a pair's), and where a hit's cost falls, before or after its
+	 * clock reading, taken as half and half: give or take half a hit */
+	lg->hit_err_ns = spread / 2 + lg->hit_cost_ns / 2;
+}
+
+void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct legs_times *t)
+{
+	double n = (double)s->count, total = (double)s->total_ns;
+
+	/* each leg holds its ends' parts (one hit) and the hits inside */
+	t->total_err = lg->hit_err_ns * (n + (double)s->probe_hits);
+	t->total = MAX(total, 0);
+	t->avg = n ? t->total / n : 0;
+	t->avg_err = n ? t->total_err / n : 0;
+	t->max = n ? MIN(MAX((double)s->max_ns, t->avg), t->total) : 0;
+	t->min = n ? MIN((double)s->min_ns, t->avg) : 0;
+	/* the extremes: one leg, with at least its ends' hit */
+	t->max_err = t->min_err = n ? lg->hit_err_ns : 0;
+}
+
 /*
  * WHEN: entry and return probes on every procedure the pattern names, on the legs' counter,
  * which keeps the pattern's state on its shadow stacks for the nodes to read. The program
@@ -726,7 +748,7 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 
-	double emul = 0, stepped = 0;
+	struct counter_cost cost;
 	int r;
 
 	if (t->kind != TARGET_PID) {
@@ -740,8 +762,10 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	r = open_bpf(g, rep);
 	if (r)
 		return r;
-	if (!counter_probe_cost(g->ctr, &emul, &stepped))
-		legs_calibrate(lg, emul, stepped);
+	if (!counter_probe_cost(g->ctr, &cost)) {
+		legs_calibrate(lg, cost.pair[0], cost.pair[1]);
+		legs_calibrate_err(lg, cost.spread[0]);
+	}
 	r = attach_context(g, t, lg, rep);
 	if (r)
 		return r;
@@ -1039,6 +1063,18 @@ static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJ
 		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
 }
 
+/* @key's time @v with its error, and its name in @below if it is below the error. */
+static void leg_time_json(cJSON *x, const char *key, double v, double err, cJSON *below)
+{
+	char k[32];
+
+	cJSON_AddNumberToObject(x, key, v);
+	snprintf(k, sizeof(k), "%.*s_err_ns", (int)strlen(key) - 3, key);
+	cJSON_AddNumberToObject(x, k, err);
+	if (below && v < err)
+		cJSON_AddItemToArray(below, cJSON_CreateStringReference(key));
+}
+
 static int tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
 		       bool window, cJSON *rep)
 {
@@ -1098,22 +1134,28 @@ static int tables_json(const struct legs *lg, double elapsed, const struct count
 	arr = cJSON_AddArrayToObject(o, "legs");
 	for (size_t i = 0; i < lg->nlegs; i++) {
 		const struct pcmon_leg *s = &lg->legs[i].stat;
-		double total = (double)s->total_ns; /* net of the probe hits inside (BPF) */
+		cJSON *below = cJSON_CreateArray();
+		struct legs_times t;
+		double total;
 
+		legs_leg_times(lg, s, &t); /* net of the probe hits inside (BPF) */
+		total = t.total;
 		x = cJSON_CreateObject();
 		cJSON_AddNumberToObject(x, "id", lg->legs[i].id);
 		cJSON_AddNumberToObject(x, "from", lg->legs[i].from);
 		cJSON_AddNumberToObject(x, "to", lg->legs[i].to);
 		cJSON_AddNumberToObject(x, "count", s->count);
-		cJSON_AddNumberToObject(x, "total_ns", total);
-		cJSON_AddNumberToObject(x, "avg_ns", s->count ? total / s->count : 0);
+		leg_time_json(x, "total_ns", t.total, t.total_err, below);
+		leg_time_json(x, "avg_ns", t.avg, t.avg_err, below);
 		if (window) { /* extremes are not kept by time */
 			cJSON_AddNullToObject(x, "min_ns");
 			cJSON_AddNullToObject(x, "max_ns");
 		} else {
-			cJSON_AddNumberToObject(x, "min_ns", s->count ? s->min_ns : 0);
-			cJSON_AddNumberToObject(x, "max_ns", s->max_ns);
+			leg_time_json(x, "min_ns", t.min, t.min_err, below);
+			leg_time_json(x, "max_ns", t.max, t.max_err, below);
 		}
+		if (below)
+			cJSON_AddItemToObject(x, "below_resolution", below);
 		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
 		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
 		cJSON_AddNumberToObject(x, "untracked", s->untracked);
@@ -1285,6 +1327,7 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 	sf_put_num(w, o, "add", lg->add);
 	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
 	sf_put_num(w, o, "stepped_extra_ns", lg->step_cost_ns);
+	sf_put_num(w, o, "hit_err_ns", lg->hit_err_ns);
 	if (lg->when_text) {
 		sf_put_str(w, o, "when", lg->when_text);
 		sf_put_bool(w, o, "when_from_file", lg->when_file);
@@ -1454,6 +1497,7 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_u32(rd, o, "add", SF_ALWAYS, 1, &lg->add)) ||
 	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
 	    (r = sf_get_double(rd, o, "stepped_extra_ns", SF_OPTIONAL, 0, 1e9, &lg->step_cost_ns)) ||
+	    (r = sf_get_double(rd, o, "hit_err_ns", SF_OPTIONAL, 0, 1e9, &lg->hit_err_ns)) ||
 	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
 	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)) ||
 	    (r = load_when(rd, o, lg)))

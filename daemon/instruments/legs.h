@@ -67,6 +67,8 @@ struct legs {
 	uint32_t track, add;	/* enum pcmon_track; 1: --add successor */
 	double hit_cost_ns;	/* one probe hit, as measured when it started ... */
 	double step_cost_ns;	/* ... and what one whose instruction is stepped adds */
+	double hit_err_ns;	/* how far a hit's cost, and the part of it within a leg, may
+				 * be off (its spread and half a hit: legs_calibrate()) */
 	bool detached;
 	struct slices *slices;	/* the counts by time (slices.h), NULL: none kept */
 	uint64_t last_read;	/* wall ns of the last read of BPF's counts */
@@ -88,8 +90,20 @@ struct counter_prog_stats;
 /* The pure parts, apart from BPF (tests/unit/test_legs.c; what BPF computes per hit is in
  * pcmon_legs.h). */
 
-/* A hit's cost from the calibration's @emulated and @stepped entry-and-return pairs. */
+/* A hit's cost from the calibration's @emulated and @stepped entry-and-return pairs, and
+ * its error from their @spread (that of the emulated pair). */
 void legs_calibrate(struct legs *lg, double emulated, double stepped);
+void legs_calibrate_err(struct legs *lg, double spread);
+/*
+ * A leg's times, the probes' cost taken out (BPF) with their error: the spread of the hits
+ * inside and of the part of its ends' hits in it. Kept in order: min <= avg <= max <=
+ * total, none below 0; a time below its error is below resolution.
+ */
+struct legs_times {
+	double total, avg, min, max;
+	double total_err, avg_err, min_err, max_err;
+};
+void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct legs_times *t);
 /* Node @i's cost a hit and the part of it before its clock reading, rounded to the ns. */
 void legs_node_cost(struct legs *lg, size_t i, bool xol);
 /*

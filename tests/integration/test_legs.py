@@ -25,7 +25,22 @@ def log_bucket(v):
     return v.bit_length()  # 0 -> 0; [2^i, 2^(i+1)) -> i + 1, as pcmon's log buckets
 
 
+def check_leg_invariants(tables):
+    """Every leg: no time or error below 0, min <= avg <= max <= total, a time below its
+    error listed as below resolution."""
+    for leg in tables["legs"]:
+        for k in ("total_ns", "avg_ns", "min_ns", "max_ns"):
+            if leg[k] is None:
+                continue
+            err = leg[k[:-3] + "_err_ns"]
+            assert leg[k] >= 0 and err >= 0, (k, leg)
+            assert (leg[k] < err) == (k in leg["below_resolution"]), (k, leg)
+        if leg["count"] and leg["max_ns"] is not None:
+            assert leg["min_ns"] <= leg["avg_ns"] <= leg["max_ns"] <= leg["total_ns"], leg
+
+
 def check_tables(tables, own):
+    check_leg_invariants(tables)
     nodes = {n["spec"]: n for n in tables["nodes"]}
     # every hit, exactly: the fifth thread's req_begin too, and the USDT probe
     assert nodes["legs.req_begin"]["hits"] == own["requests"] + 1, nodes
@@ -277,6 +292,7 @@ def test_track_all_every_leg_on_its_own():
     listing, p = pcmon_json("run", *nested_args(), sock=NODAEMON)
     own = first_json_line(p.stdout)
     t = listing["tables"]
+    check_leg_invariants(t)
     legs = {l["id"]: l for l in t["legs"]}
     req, sh, steps = own["requests"], own["short"], own["steps"]
     nodes = [n["hits"] for n in t["nodes"]]
@@ -314,6 +330,11 @@ def test_track_all_every_leg_on_its_own():
         cost = leg["probe_ns"] / leg["count"] + pre[f] + post[to]
         gross = leg["avg_ns"] + cost
         assert abs(gross - mean) <= 0.01 * mean + cost / 2 + wait, (leg, gross, mean, cost, wait)
+        # the leg's own time within its stated error of the program's, less the ends' hits
+        # outside the leg (their part before the from's reading, after the to's)
+        own_leg = mean - pre[f] - post[to]
+        assert abs(leg["avg_ns"] - own_leg) <= leg["avg_err_ns"] + 0.01 * mean + wait, \
+            (leg, own_leg, wait)
     # the request leg's log buckets: each duration the program measured less the probes'
     # cost inside it (the leg's time is net of them), but for those too close to an edge to
     # say (2 %, or what the program measured its thread waiting, which the leg may not hold)

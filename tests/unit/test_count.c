@@ -56,6 +56,9 @@ static struct count *table(const struct proc *p, size_t n, double cost, double c
 	ct->nfns = n;
 	ct->cost_ns = cost;
 	ct->cost_xol_ns = cost_xol;
+	/* the whole pair inside the activation's clock readings, unless a test says */
+	ct->in_ns[0] = cost;
+	ct->in_ns[1] = cost_xol;
 	ct->detached = true;
 	return ct;
 }
@@ -128,9 +131,11 @@ static void test_self_takes_one_probe_pair_per_activation(void **state)
 	 * the same stepped out of line at 20 ns a pair: 100 - 3 * 20 = 40 */
 	const struct proc p[] = {
 		{ "prog", "emulated", false,
-		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100 } },
+		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100, .total_ns = 100,
+		    .total_acts = 3 } },
 		{ "prog", "stepped", true,
-		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100 } },
+		  { .calls = 3, .closed = 3, .outer = 3, .self_ns = 100, .total_ns = 100,
+		    .total_acts = 3, .total_acts_xol = 3 } },
 	};
 	struct count *ct = table(p, 2, 5, 20);
 
@@ -145,7 +150,9 @@ static void test_self_counts_closed_activations_not_calls(void **state)
 	/* 4 calls, of which 1 still open: its self time is not in self_ns yet, nor is its
 	 * probe pair taken off: 60 - 3 * 10 = 30, not 60 - 4 * 10 = 20 */
 	const struct proc p[] = {
-		{ "prog", "f", false, { .calls = 4, .closed = 3, .outer = 3, .self_ns = 60 } },
+		{ "prog", "f", false,
+		  { .calls = 4, .closed = 3, .outer = 3, .self_ns = 60, .total_ns = 60,
+		    .total_acts = 3 } },
 	};
 	struct count *ct = table(p, 1, 10, 0);
 
@@ -209,12 +216,12 @@ static void test_recursion_counts_self_plus_children_once(void **state)
 
 	/* with probes at 1 ns a pair: 3 activations closed, 3 inside the outermost ones:
 	 * self 20 - 3 = 17, total 20 - 3 = 17, avg 17 / 2 */
-	ct->cost_ns = 1;
+	ct->cost_ns = ct->in_ns[0] = 1;
 	rep = report(ct, NULL, "self");
 	assert_true(num(row(rep, 0), "self_ns") == 17);
 	assert_true(num(row(rep, 0), "total_ns") == 17);
 	assert_true(num(row(rep, 0), "avg_ns") == 8.5);
-	assert_true(num(row(rep, 0), "max_ns") == 10); /* maxima stay raw */
+	assert_true(num(row(rep, 0), "max_ns") == 10); /* BPF took the cost out */
 	cJSON_Delete(rep);
 	count_ops.free(ct);
 }
@@ -244,8 +251,8 @@ static void test_total_takes_each_kind_at_its_cost(void **state)
 
 static void test_total_guards_more_stepped_than_activations(void **state)
 {
-	/* a file may say 5 stepped activations of 2 (BPF never would): only the 5 stepped are
-	 * taken off, 1000 - 5 * 10 = 950; the emulated rest, 2 - 5 in 64 bits, must not wrap
+	/* a file may say 5 stepped activations of 2 (BPF never would): the 2 are taken as
+	 * stepped, 1000 - 2 * 10 = 980; the emulated rest, 2 - 5 in 64 bits, must not wrap
 	 * around to 2^64 - 3 activations and take everything */
 	const struct proc p[] = {
 		{ "prog", "odd", false,
@@ -255,7 +262,7 @@ static void test_total_guards_more_stepped_than_activations(void **state)
 	struct count *ct = table(p, 1, 100, 10);
 
 	(void)state;
-	assert_true(count_total_ns(ct, &ct->fns[0]) == 950);
+	assert_true(count_total_ns(ct, &ct->fns[0]) == 980);
 	count_ops.free(ct);
 }
 
@@ -297,7 +304,9 @@ static void test_table_parent_and_child(void **state)
 	assert_true(num(row(rep, 0), "self_ns") == 48);
 	assert_true(num(row(rep, 0), "total_ns") == 94);
 	assert_true(num(row(rep, 0), "avg_ns") == 94);
-	assert_true(num(row(rep, 0), "max_ns") == 100);
+	/* its one call, longest and shortest: BPF kept 100 raw here, but no activation is
+	 * longer than the total */
+	assert_true(num(row(rep, 0), "max_ns") == 94);
 	/* the open count follows its procedure to its row */
 	assert_true(num(row(rep, 0), "open") == 1);
 
@@ -345,10 +354,10 @@ static void test_table_keeps_ties_in_table_order(void **state)
 {
 	/* equal self times: the order the procedures were found in, both ways round */
 	const struct proc p[] = {
-		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7 } },
-		{ "m", "e", false, { .calls = 2, .closed = 2, .outer = 2, .self_ns = 7 } },
-		{ "m", "f", false, { .calls = 3, .closed = 3, .outer = 3, .self_ns = 9 } },
-		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7 } },
+		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7, .total_ns = 7 } },
+		{ "m", "e", false, { .calls = 2, .closed = 2, .outer = 2, .self_ns = 7, .total_ns = 7 } },
+		{ "m", "f", false, { .calls = 3, .closed = 3, .outer = 3, .self_ns = 9, .total_ns = 9 } },
+		{ "m", "d", false, { .calls = 1, .closed = 1, .outer = 1, .self_ns = 7, .total_ns = 7 } },
 	};
 	struct count *ct = table(p, 3, 0, 0), *rev = table(p + 1, 3, 0, 0);
 	cJSON *rep = report(ct, NULL, "self"), *rep2 = report(rev, NULL, "self");
@@ -586,10 +595,12 @@ static struct count *full_table(void)
 	static const bool matched[] = { true, true, false };
 	const struct proc p[] = {
 		{ "prog", "work_a", false,
-		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 } },
+		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+		    22 } },
 		{ "libm.so.6", "sin", true,
 		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
-		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0 } },
+		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0, 7, 3, 1ULL << 54, 5, 2, 9, 4,
+		    1ULL << 55, 6 } },
 	};
 	struct count *ct = table(p, 2, 9123.25, 26000.5);
 
@@ -969,6 +980,111 @@ static void test_when_charges(void **state)
 	count_ops.free(ct);
 }
 
+
+/* ---------------------------------------------------------------------------------------- */
+/* Every report keeps to the invariants */
+
+static uint64_t rnd_next(uint64_t *r)
+{
+	*r ^= *r << 13;
+	*r ^= *r >> 7;
+	*r ^= *r << 17;
+	return *r;
+}
+
+/* Is @key of @x listed as below resolution? */
+static bool listed_below(const cJSON *x, const char *key)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(x, "below_resolution"))
+		if (cJSON_IsString(it) && !strcmp(it->valuestring, key))
+			return true;
+	return false;
+}
+
+static void test_every_report_keeps_to_the_invariants(void **state)
+{
+	static const char *const times[] = { "self_ns", "total_ns", "avg_ns", "min_ns", "max_ns" };
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	/* random totals, consistent or not (a file may say anything), random probe costs */
+	for (int run = 0; run < 2000; run++) {
+		struct proc p[3] = { { "m", "a", false, { 0 } }, { "m", "b", true, { 0 } },
+				     { "m", "c", false, { 0 } } };
+		struct count *ct;
+		cJSON *rep;
+
+		for (int i = 0; i < 3; i++) {
+			struct pcmon_cstat *s = &p[i].s;
+
+			s->closed = rnd_next(&r) % 1000;
+			s->calls = s->closed + rnd_next(&r) % 3;
+			s->outer = s->closed ? 1 + rnd_next(&r) % s->closed : 0;
+			s->self_ns = rnd_next(&r) % 10000000;
+			s->total_ns = rnd_next(&r) % 10000000;
+			s->total_acts = rnd_next(&r) % 5000;
+			s->total_acts_xol = rnd_next(&r) % 5000;
+			s->kids = rnd_next(&r) % 3000;
+			s->kids_xol = rnd_next(&r) % 3000;
+			s->self_ctx = rnd_next(&r) % 4;
+			s->max_ns = rnd_next(&r) % 20000000;
+			s->min_ns = rnd_next(&r) % 20000000;
+			s->max_acts = rnd_next(&r) % 100;
+			s->min_acts = rnd_next(&r) % 100;
+			/* time preempted at the probes: any, even more than the time */
+			s->self_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			s->total_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+		}
+		ct = table(p, 3, (double)(rnd_next(&r) % 3000), (double)(rnd_next(&r) % 40000));
+		for (int k = 0; k < 2; k++) {
+			double pair = k ? ct->cost_xol_ns : ct->cost_ns;
+
+			ct->in_ns[k] = pair * (double)(rnd_next(&r) % 100) / 200;
+			ct->split_err_ns[k] = ct->in_ns[k];
+			ct->spread_ns[k] = pair * (double)(rnd_next(&r) % 100) / 300;
+		}
+		rep = report(ct, NULL, "self");
+		for (int i = 0; i < 3; i++) {
+			const cJSON *x = row(rep, i);
+			double self = num(x, "self_ns"), total = num(x, "total_ns");
+			double avg = num(x, "avg_ns");
+
+			for (size_t t = 0; t < ARRAY_SIZE(times); t++) {
+				char err[32];
+				double v;
+
+				if (cJSON_IsNull(cJSON_GetObjectItem(x, times[t])))
+					continue; /* no activation closed: no extremes */
+				v = num(x, times[t]);
+				snprintf(err, sizeof(err), "%.*s_err_ns", (int)strlen(times[t]) - 3,
+					 times[t]);
+				if (v < 0 || num(x, err) < 0)
+					fail_msg("run %d row %d: %s %g, error %g", run, i, times[t], v,
+						 num(x, err));
+				/* a time below its error says so */
+				assert_true((v < num(x, err)) == listed_below(x, times[t]));
+			}
+			if (self > total)
+				fail_msg("run %d row %d: self %g > total %g", run, i, self, total);
+			if (!cJSON_IsNull(cJSON_GetObjectItem(x, "max_ns"))) {
+				double min = num(x, "min_ns"), max = num(x, "max_ns");
+
+				if (!(min <= avg && avg <= max && max <= total))
+					fail_msg("run %d row %d: min %g avg %g max %g total %g", run,
+						 i, min, avg, max, total);
+			}
+			/* the probes' whole cost beyond the time left: said so */
+			assert_true(cJSON_IsTrue(cJSON_GetObjectItem(x, "swamped")) ==
+				    (num(x, "probes_ns") > total &&
+				     !cJSON_IsNull(cJSON_GetObjectItem(x, "max_ns"))));
+		}
+		cJSON_Delete(rep);
+		count_ops.free(ct);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -980,6 +1096,7 @@ int main(void)
 		cmocka_unit_test(test_total_takes_each_kind_at_its_cost),
 		cmocka_unit_test(test_total_guards_more_stepped_than_activations),
 		cmocka_unit_test(test_table_parent_and_child),
+		cmocka_unit_test(test_every_report_keeps_to_the_invariants),
 		cmocka_unit_test(test_table_sorts),
 		cmocka_unit_test(test_table_keeps_ties_in_table_order),
 		cmocka_unit_test(test_table_without_calls),

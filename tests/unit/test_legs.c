@@ -1087,6 +1087,37 @@ static void test_state_refused_naming_the_field(void **state)
 	}
 }
 
+/* Random legs' totals, consistent or not (a file may say anything): every leg's times keep
+ * to the invariants, errors from the hits each holds. */
+static void test_leg_times_invariants(void **state)
+{
+	struct legs *lg = empty();
+	uint64_t r = 0x2545f4914f6cdd1dull;
+
+	(void)state;
+	for (int run = 0; run < 5000; run++) {
+		struct pcmon_leg s = { 0 };
+		struct legs_times t;
+
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		s.count = r % 4 ? r % 1000 : 0;
+		s.total_ns = (r >> 10) % 10000000;
+		s.min_ns = (r >> 20) % 20000000;
+		s.max_ns = (r >> 30) % 20000000;
+		s.probe_hits = (r >> 40) % 5000;
+		legs_calibrate(lg, (double)((r >> 5) % 4000), (double)((r >> 15) % 40000));
+		legs_calibrate_err(lg, (double)((r >> 25) % 3000));
+		legs_leg_times(lg, &s, &t);
+		assert_true(t.total >= 0 && t.avg >= 0 && t.min >= 0 && t.max >= 0);
+		assert_true(t.total_err >= 0 && t.avg_err >= 0 && t.min_err >= 0 && t.max_err >= 0);
+		if (s.count)
+			assert_true(t.min <= t.avg && t.avg <= t.max && t.max <= t.total);
+		/* the error grows with the hits the leg holds: its ends' and those inside */
+		assert_true(t.total_err == lg->hit_err_ns * (double)(s.count + s.probe_hits));
+	}
+	free(lg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1113,6 +1144,7 @@ int main(void)
 		cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_from_before_netting),
 		cmocka_unit_test(test_state_refused_naming_the_field),
+		cmocka_unit_test(test_leg_times_invariants),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
