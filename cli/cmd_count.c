@@ -54,8 +54,8 @@ int cmd_count(struct cli *c)
 		return fail(c, 2, "count: give at least one procedure pattern (see pcmon --help)");
 	req_set(c->req, "no_sample", cJSON_CreateBool(1));
 	listing_calls_only();
-	if (c->argv_cmd)
-		return cmd_run(c);
+	/* a command or a process, counted in the foreground: its target is gone with the table */
+	r.argv = c->argv_cmd;
 	r.pid = proto_num(c->req, "pid", 0);
 	return session_run(c, &r);
 }

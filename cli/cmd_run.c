@@ -45,7 +45,6 @@ static char *default_cache_dir(void)
 	return asprintf(&dir, "%s/.cache/pcmon", home) < 0 ? NULL : dir;
 }
 
-/* run, and count -- CMD */
 int cmd_run(struct cli *c)
 {
 	struct run r = {

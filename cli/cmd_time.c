@@ -588,7 +588,7 @@ static void timeline_table(FILE *f, const cJSON *rep)
 		fputc('\n', f);
 	}
 	fprintf(f, "\n(rows: the procedure's %s samples in each column, on the scale of the busiest "
-		   "column's; %%: of all samples; · a column of under a twentieth of its samples)\n",
+		   "column's; %%: of all samples; · a column of under a twentieth of the busiest's samples)\n",
 		tl_shallow ? "shallow (running)" : "deep (anywhere on the stack)");
 }
 

@@ -93,6 +93,8 @@ int cmd_top(struct cli *c)
 		return fail(c, 2,
 			    "top: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    c->target);
+	if (cli_seen(c, "pid") + cli_seen(c, "cgroup") + cli_seen(c, "all") != 1)
+		return fail(c, 2, "top: give exactly one of --pid PID, --cgroup DIR, --all");
 	if (!top.batch && !isatty(STDOUT_FILENO))
 		return fail(c, 2, "top: stdout is not a terminal: use -b for text");
 	if (cli_seen(c, "cgroup") &&

@@ -85,7 +85,9 @@ static void group_table(FILE *f, const cJSON *procs, const cJSON *order, double 
 	const cJSON *it;
 	long shown = 0;
 
-	fprintf(f, " shallow      %%   %%all     deep      %%   %%all  procedure\n");
+	fprintf(f, "%s\n shallow      %%   %%all     deep      %%   %%all  procedure\n",
+		by_deep ? " by deep count (% of the group's samples, %all of all):"
+			: " by shallow count (% of the group's samples, %all of all):");
 	cJSON_ArrayForEach(it, (by_deep ? order : procs)) {
 		const cJSON *p = by_deep ? cJSON_GetArrayItem(procs, it->valueint) : it;
 		double sh = num(p, "shallow"), dp = num(p, "deep");
@@ -325,10 +327,24 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fprintf(f, "? calls whose stack could not be told; see \"unknown_by_reason\" (--json)\n");
 	if (proto_str(c, "list_when", NULL))
 		fprintf(f, "--when: %s\n", str(c, "list_when", ""));
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "unmatched"))
-		if (cJSON_IsString(it))
-			fprintf(f, "no procedure matched %s in the %.0f objects searched\n", it->valuestring,
-				num(c, "objects_searched"));
+	int k = 0;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(c, "unmatched")) {
+		const cJSON *near = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "unmatched_near"), k++), *x;
+		const char *sep = " (near: ";
+
+		if (!cJSON_IsString(it))
+			continue;
+		fprintf(f, "no procedure matched %s in the %.0f objects searched", it->valuestring,
+			num(c, "objects_searched"));
+		cJSON_ArrayForEach(x, near) {
+			char esc[256];
+
+			fprintf(f, "%s%s", sep, cJSON_IsString(x) ? str_escape(x->valuestring, esc, sizeof(esc)) : "?");
+			sep = ", ";
+		}
+		fprintf(f, "%s\n", strcmp(sep, ", ") ? "" : ")");
+	}
 }
 
 void fmt_clock(char *buf, size_t len, double wall)
@@ -386,7 +402,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	char state[64], who[64] = "";
 	const char *when = proto_str(s, "when", NULL);
 	int both = !v->shallow && !v->deep;
-	bool sections = false, declared = false;
+	bool sections = false, declared = false, declared_before = false;
 
 	fmt_state(state, sizeof(state), t);
 	if (!strcmp(str(t, "kind", ""), "pid"))
@@ -447,8 +463,9 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 			break;
 		if (strcmp(str(it, "name", ""), "unwalkable"))
 			declared = true;
-		fprintf(f, " %s %.0f (%.1f%%)", str(it, "name", "?"), num(it, "count"),
-			pct(num(it, "count"), counted));
+		fprintf(f, "%s%s %.0f (%.1f%%)", declared_before ? "  " : " ", str(it, "name", "?"),
+			num(it, "count"), pct(num(it, "count"), counted));
+		declared_before = true;
 		if (r && num(it, "count")) {
 			const char *sep = " [";
 
@@ -460,7 +477,6 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 			}
 			fputs("]", f);
 		}
-		fputs("  ", f);
 	}
 	if (sections)
 		fputc('\n', f);

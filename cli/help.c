@@ -204,17 +204,22 @@ static const char listing_terms[] =
 	"The listing's words (docs/sampling.md):\n"
 	"  VIRTUAL t=10000us  CPU time: a sample every t microseconds a thread runs (REAL: wall\n"
 	"                     time, off-CPU too); t is the interval pcmon got\n"
-	"  interrupts         samples taken; counted: those charged (--when leaves some out)\n"
+	"  interrupts         samples taken; counted: those charged; not matching WHEN: those\n"
+	"                     --when left out\n"
 	"  shallow, deep      samples with the procedure running; with it anywhere on the stack\n"
 	"                     (once a sample, however deep the recursion)\n"
 	"  foreignPcs         samples whose pc is in no known procedure (JIT code, no symbols)\n"
 	"  kernel-mode        samples taken while the thread was in the kernel\n"
+	"  off-CPU blocked,   REAL: samples of the time threads waited, blocked (sleep, I/O,\n"
+	"  runnable           locks) or runnable (preempted), in periods of t\n"
 	"  lost               samples that could not be kept (each drop counted, by reason)\n"
 	"  stacks cut short   walked short of their root: outer frames' deep counts are lower\n"
 	"                     bounds (by reason)\n"
 	"  critical sections  samples charged to a named section (--critical), or unwalkable:\n"
 	"                     not even the innermost frame could be placed\n"
-	"  kernel.[NAME]      a kernel thread (kworker, kswapd ...): no user stack, by nature\n";
+	"  kernel.[NAME]      a kernel thread (kworker, kswapd ...): no user stack, by nature\n"
+	"  --by groups        GROUP NAME: N counted (P% of all), its processes; then its\n"
+	"                     tables: % of the group's samples, %all of all of them\n";
 
 void help_command(FILE *f, const struct command *cmd)
 {

@@ -81,9 +81,10 @@ static int opt_hist_arg(struct cli *c, const char *val)
 }
 
 const struct opt sampling_opts[] = {
-	{ "virtual", 0, NULL, OPT_CONST, "mode", .help = "count on-CPU time only (default)",
-	  .value = "virtual", .excludes = "real" },
-	{ "real", 0, NULL, OPT_CONST, "mode", .help = "count off-CPU time too (blocked, runnable)",
+	{ "virtual", 0, NULL, OPT_CONST, "mode",
+	  .help = "CPU time only (sampling's default)", .value = "virtual", .excludes = "real" },
+	{ "real", 0, NULL, OPT_CONST, "mode",
+	  .help = "wall time: off-CPU too, blocked or runnable (call counting's default)",
 	  .value = "real" },
 	{ "interval", 0, "USEC", OPT_NUM, "interval_us",
 	  .help = "sampling interval (default 10000)" },
@@ -101,7 +102,7 @@ const struct opt sampling_opts[] = {
 	{ "max-probes", 0, "N", OPT_NUM, "max_probes",
 	  .help = "refuse patterns naming more than N procedures (default 1000)" },
 	{ "node", 0, "NODE", OPT_CALL, NULL,
-	  .help = "a probe node: PROC, PROC%return, PROC+0xOFF, provider:name (repeatable)",
+	  .help = "a probe node: PROC, PROC%return, PROC+0xOFF, FILE:LINE, provider:name (repeatable)",
 	  .fn = opt_node },
 	{ "hist-arg", 0, "N", OPT_CALL, NULL,
 	  .help = "the --node before it records integer argument N (0-5)", .fn = opt_hist_arg },

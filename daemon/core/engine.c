@@ -401,9 +401,17 @@ static struct target *find_target(struct engine *e, const struct client *c, cons
 
 			if (!t || !engine_may_access(c, t) || strcmp(t->name, arg))
 				continue;
-			if (found) {
-				*err = proto_error(2, "target name '%s' is ambiguous (ids %u and %u): use the id",
-						   arg, found->id, t->id);
+			if (found) { /* every id that has the name */
+				char ids[PCMON_MAX_TARGETS * 5] = "";
+				size_t at = 0;
+
+				for (int k = 1; k < PCMON_MAX_TARGETS && at < sizeof(ids); k++)
+					if (e->targets[k] && engine_may_access(c, e->targets[k]) &&
+					    !strcmp(e->targets[k]->name, arg))
+						at += snprintf(ids + at, sizeof(ids) - at, "%s%u",
+							       at ? ", " : "", k);
+				*err = proto_error(2, "target name '%s' is ambiguous (ids %s): use the id",
+						   arg, ids);
 				return NULL;
 			}
 			found = t;

@@ -22,6 +22,7 @@
 #include "counter.h"
 #include "demangle.h"
 #include "funcs.h"
+#include "near.h"
 #include "pat.h"
 #include "proto.h"
 #include "procs.h"
@@ -65,6 +66,7 @@ static void free_state(void *st)
 	free(ct->patterns);
 	free(ct->pats);
 	free(ct->matched);
+	free(ct->near);
 	free(ct->objs);
 	slices_free(ct->slices);
 	for (size_t i = 0; i < ct->nctx; i++)
@@ -146,7 +148,8 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	if (!ct || !(ct->slices = slices_new(&cfg, COUNT_WIDTH)) ||
 	    !(ct->patterns = calloc(n + 1, sizeof(char *))) ||
 	    !(ct->pats = calloc(n + 1, sizeof(struct pat *))) ||
-	    !(ct->matched = calloc(n + 1, sizeof(bool)))) {
+	    !(ct->matched = calloc(n + 1, sizeof(bool))) ||
+	    !(ct->near = calloc(n + 1, sizeof(*ct->near)))) {
 		free_state(ct);
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
@@ -166,6 +169,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 			free_state(ct);
 			return r;
 		}
+		near_init(&ct->near[ct->npats], it->valuestring);
 		ct->patterns[ct->npats++] = strdup(it->valuestring);
 	}
 	if (!ct->npats) {
@@ -245,7 +249,9 @@ static int attach_process(struct count_g *g, struct target *t, struct count *ct,
 		if (p == ct->npats)
 			counted = n;
 		if (pid)
-			r = funcs_find(pid, pat, &f, &n, &cap, p < ct->npats ? &objects : NULL);
+			r = funcs_find_near(pid, pat, &f, &n, &cap, p < ct->npats ? &objects : NULL,
+					    p < ct->npats && ct->near && !ct->matched[p] ? &ct->near[p]
+										: NULL);
 		else /* the file the held process is about to exec */
 			r = funcs_find_file(exe_path, t->exe_name, pat, &f, &n, &cap);
 		if (p < ct->npats)
@@ -402,9 +408,12 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 	 * the dynamic linker maps them, and a pattern that never names anything is said so in
 	 * the table; a running process has everything it has loaded to search now */
 	if (!r && !ct->nfns && !t->exec_wait) {
-		*rep = proto_error(1, "--count: no procedure matches %s%s in the %zu objects of pid %u",
+		char near[4 * NEAR_NAME_MAX] = "";
+
+		near_text(&ct->near[0], near, sizeof(near));
+		*rep = proto_error(1, "--count: no procedure matches %s%s in the %zu objects of pid %u%s",
 				   ct->patterns[0], ct->npats > 1 ? " (or the other patterns)" : "",
-				   ct->searched, t->pid);
+				   ct->searched, t->pid, near);
 		r = -ENOENT;
 	}
 	return r;

@@ -87,6 +87,7 @@ struct count {
 	char **patterns;
 	struct pat **pats;
 	bool *matched;		/* pattern i has named a procedure */
+	struct near *near;	/* ... and if not, the names nearest it (in memory only) */
 	size_t npats;
 	uint32_t max_probes;
 	struct count_fn *fns;	/* fns[i] is the procedure of cookie (target, i) */

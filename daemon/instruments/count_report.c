@@ -12,6 +12,7 @@
 
 #include "count.h"
 #include "counter.h"
+#include "near.h"
 #include "pat.h"
 #include "slices.h"
 #include "timed.h"
@@ -305,6 +306,10 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	for (size_t i = 0; i < ct->npats; i++)
 		if (!ct->matched[i])
 			cJSON_AddItemToArray(x, cJSON_CreateString(ct->patterns[i]));
+	x = cJSON_AddArrayToObject(o, "unmatched_near"); /* (parallel: its nearest names) */
+	for (size_t i = 0; i < ct->npats; i++)
+		if (!ct->matched[i])
+			cJSON_AddItemToArray(x, ct->near ? near_json(&ct->near[i]) : cJSON_CreateArray());
 	if (ps) {
 		x = cJSON_AddObjectToObject(o, "programs");
 		cJSON_AddNumberToObject(x, "runs", ps->run_cnt);

@@ -11,11 +11,13 @@
 
 #include "demangle.h"
 #include "funcs.h"
+#include "near.h"
 #include "pat.h"
 #include "util.h"
 
 static int scan_object(const char *path, const char *module, const struct stat *st,
-		       const struct pat *pat, struct func **out, size_t *n, size_t *cap);
+		       const struct pat *pat, struct func **out, size_t *n, size_t *cap,
+		       struct near *nr);
 
 /* The file offset of ELF address @vaddr: through the PT_LOAD segment that holds it. */
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
@@ -78,12 +80,13 @@ int funcs_find_file(const char *path, const char *module, const struct pat *pat,
 	elf_version(EV_CURRENT);
 	if (stat(path, &st))
 		return -errno;
-	return scan_object(path, module, &st, pat, out, n, cap);
+	return scan_object(path, module, &st, pat, out, n, cap, NULL);
 }
 
 /* The functions of one object that @pat names. */
 static int scan_object(const char *path, const char *module, const struct stat *st,
-		       const struct pat *pat, struct func **out, size_t *n, size_t *cap)
+		       const struct pat *pat, struct func **out, size_t *n, size_t *cap,
+		       struct near *nr)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), r = 0;
 	Elf_Scn *scn = NULL;
@@ -129,8 +132,14 @@ static int scan_object(const char *path, const char *module, const struct stat *
 						fr.base = base;
 				}
 			}
-			if (pat_match(pat, &fr, 1) != PAT_NOMATCH &&
-			    !have(*out, *n, st->st_dev, st->st_ino, sym.st_value) &&
+			if (pat_match(pat, &fr, 1) == PAT_NOMATCH) {
+				if (nr) {
+					char full[NEAR_NAME_MAX];
+
+					snprintf(full, sizeof(full), "%s.%s", module, fr.proc);
+					near_offer(nr, fr.proc, full);
+				}
+			} else if (!have(*out, *n, st->st_dev, st->st_ino, sym.st_value) &&
 			    !vaddr_to_offset(elf, sym.st_value, &f.offset)) {
 				f.path = strdup(path);
 				f.module = strdup(module);
@@ -157,6 +166,12 @@ static int scan_object(const char *path, const char *module, const struct stat *
 
 int funcs_find(uint32_t pid, const struct pat *pat, struct func **out, size_t *n, size_t *cap,
 	       size_t *objects)
+{
+	return funcs_find_near(pid, pat, out, n, cap, objects, NULL);
+}
+
+int funcs_find_near(uint32_t pid, const struct pat *pat, struct func **out, size_t *n,
+		    size_t *cap, size_t *objects, struct near *nr)
 {
 	char mpath[64], *maps, *line, *save;
 	struct { dev_t dev; ino_t ino; } seen[256];
@@ -185,7 +200,7 @@ int funcs_find(uint32_t pid, const struct pat *pat, struct func **out, size_t *n
 			continue;
 		seen[nseen].dev = st.st_dev;
 		seen[nseen++].ino = st.st_ino;
-		r = scan_object(path, basename_of(file), &st, pat, out, n, cap);
+		r = scan_object(path, basename_of(file), &st, pat, out, n, cap, nr);
 		if (r == -ENOENT || r == -EACCES)
 			r = 0; /* gone, or not ours to read: searched, nothing found */
 	}

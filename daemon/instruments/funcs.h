@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct near;
 struct pat;
 
 struct func {
@@ -34,6 +35,12 @@ struct func {
  */
 int funcs_find(uint32_t pid, const struct pat *pat, struct func **out, size_t *n, size_t *cap,
 	       size_t *objects);
+/*
+ * The same, and every function it does not name offered to @nr (near.h), if not NULL: the
+ * names nearest a pattern that named nothing, for its error.
+ */
+int funcs_find_near(uint32_t pid, const struct pat *pat, struct func **out, size_t *n,
+		    size_t *cap, size_t *objects, struct near *nr);
 /* The same for one file, @module its name (a command about to be exec'ed). */
 int funcs_find_file(const char *path, const char *module, const struct pat *pat,
 		    struct func **out, size_t *n, size_t *cap);

@@ -89,3 +89,15 @@ cJSON *near_json(const struct near *nr)
 		cJSON_AddItemToArray(a, cJSON_CreateString(nr->best[i]));
 	return a;
 }
+
+void near_text(const struct near *nr, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < nr->n && at < len; i++)
+		at += snprintf(buf + at, len - at, "%s%s", i ? ", " : " (near: ", nr->best[i]);
+	if (nr->n && at < len)
+		snprintf(buf + at, len - at, ")");
+}

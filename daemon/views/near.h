@@ -9,6 +9,7 @@
 #define PCMON_NEAR_H
 
 #include <cJSON.h>
+#include <stddef.h>
 
 #define NEAR_MAX 3
 #define NEAR_NAME_MAX 256
@@ -24,6 +25,8 @@ struct near {
 void near_init(struct near *nr, const char *want);
 /* A candidate: @name its procedure's name, @full what is shown ("module.procedure"). */
 void near_offer(struct near *nr, const char *name, const char *full);
+/* The names kept as " (near: a, b)", or "" if none: the end of an error message. */
+void near_text(const struct near *nr, char *buf, size_t len);
 /* The names kept, as a JSON array of strings (closest first); NULL without memory. */
 cJSON *near_json(const struct near *nr);
 

@@ -196,6 +196,20 @@ def test_a_name_that_matches_nothing_is_said_with_those_near():
     listing, _ = pcmon_json("run", "--when", "work_a", "--", workload("threefn"), 0.5,
                             sock="/nonexistent/pcmond.sock")
     assert "when_unseen" not in listing["summary"], listing["summary"]
+    # count: in a running process, the error; for a command, the table's line
+    spin = subprocess.Popen([workload("spinner"), "10"], stdout=subprocess.PIPE)
+    try:
+        spin.stdout.readline()
+        r = pcmon("count", "spinner.spin_her", "--pid", spin.pid, "--duration", 0.3,
+                  sock="/nonexistent/pcmond.sock")
+        assert r.returncode == 1 and "(near: spinner.spin_here" in r.stderr, r.stderr
+    finally:
+        spin.kill()
+        spin.wait()
+    r = pcmon("count", "threefn.work_x", "-o", "/dev/stdout", "--", workload("threefn"), 0.2,
+              sock="/nonexistent/pcmond.sock")
+    line = [l for l in r.stdout.splitlines() if l.startswith("no procedure matched")]
+    assert line and "near: " in line[0] and "threefn.work_a" in line[0], r.stdout
     d = Daemon().start()
     try:
         p = subprocess.Popen([workload("threefn"), "1.5"], stdout=subprocess.DEVNULL)
@@ -214,6 +228,32 @@ def test_a_name_that_matches_nothing_is_said_with_those_near():
         row = [l for l in text.splitlines() if l.startswith("main ")]
         assert row and float(row[0].split()[1].rstrip("%")) >= 90, text  # deep: main is on every stack
         assert "deep (anywhere on the stack)" in text, text
+    finally:
+        d.stop()
+
+
+
+def test_count_of_a_command_leaves_no_target_and_errors_name_every_id():
+    """count -- CMD forgets its target with the table, as count --pid does; count's -o is
+    its own; a name three targets share is refused naming all three ids."""
+    d = Daemon().start()
+    try:
+        out = os.path.join(d.dir, "calls.txt")
+        r = pcmon("count", "threefn.work_a", "-o", out, "--", workload("threefn"), 0.2,
+                  sock=d.sock)
+        assert r.returncode == 0 and r.stderr == "", r
+        with open(out) as f:
+            assert "threefn.work_a" in f.read()
+        targets, _ = pcmon_json("targets", sock=d.sock)
+        assert targets["targets"] == [], targets
+        sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+        ids = [pcmon("start", "--pid", p.pid, "--name", "same", "--no-children", sock=d.sock,
+                     check=0).stdout.strip() for p in sleepers]
+        r = pcmon("list", "same", sock=d.sock)
+        assert r.returncode == 2 and f"(ids {', '.join(ids)})" in r.stderr, (ids, r.stderr)
+        for p in sleepers:
+            p.kill()
+            p.wait()
     finally:
         d.stop()
 
