@@ -339,13 +339,17 @@ static cJSON *diff_json(const struct diff *d, long top)
 	cJSON_AddNumberToObject(x, "alpha", st->alpha);
 	cJSON_AddNumberToObject(x, "tests", (double)st->family);
 	cJSON_AddNumberToObject(x, "interval", st->level);
-	y = cJSON_AddObjectToObject(x, "models"); /* what each model allowed made of it */
+	if (st->nbulk) {
+		cJSON_AddNumberToObject(x, "median_ratio", st->bulk);
+		cJSON_AddNumberToObject(x, "median_ratio_se", st->bulk_se);
+		cJSON_AddNumberToObject(x, "median_of", (double)st->nbulk);
+	}
+	y = cJSON_AddObjectToObject(x, "models"); /* where that median sits against each */
 	for (int m = 0; m < DSTAT_MODELS; m++)
 		if (st->tries[m].done) {
 			cJSON *z = cJSON_AddObjectToObject(y, dstat_model_name(m));
 
-			cJSON_AddNumberToObject(z, "changed", st->tries[m].changed);
-			cJSON_AddNumberToObject(z, "flagged", (double)st->tries[m].flagged);
+			cJSON_AddNumberToObject(z, "median_ratio", st->tries[m].off);
 		}
 	y = cJSON_AddObjectToObject(x, "dispersion");
 	cJSON_AddStringToObject(y, "from", from_names[st->phi_from]);
@@ -418,13 +422,19 @@ static void diff_header(FILE *f, const struct diff *d)
 	fprintf(f, "model: --per %s: %s (B/A %.3f)\n", dstat_model_name(st->model),
 		dstat_model_text(st->model), st->scale);
 	if (st->asked == DSTAT_AUTO) {
-		fprintf(f, "  chosen as the one under which the least of the profile changed:");
-		for (int m = 0; m < DSTAT_MODELS; m++)
-			if (st->tries[m].done)
-				fprintf(f, " %s %.1f %%", dstat_model_name(m), 100 * st->tries[m].changed);
-			else
-				fprintf(f, " %s -", dstat_model_name(m));
-		fprintf(f, "\n");
+		if (!st->nbulk) {
+			fprintf(f, "  (--per auto: too few procedures to choose by: the first)\n");
+		} else {
+			fprintf(f, "  chosen (--per auto): the median B/A of %zu procedures (within x%.3f) against each model's:",
+				st->nbulk, st->bulk_se);
+			for (int m = 0; m < DSTAT_MODELS; m++)
+				if (st->tries[m].done)
+					fprintf(f, " %s %.3f%s", dstat_model_name(m), st->tries[m].off,
+						m < DSTAT_MODELS - 1 ? "," : "");
+				else
+					fprintf(f, " %s -%s", dstat_model_name(m), m < DSTAT_MODELS - 1 ? "," : "");
+			fprintf(f, "\n");
+		}
 	}
 	if (st->model != DSTAT_SAMPLE) {
 		fmt_ratio(r[0], sizeof(r[0]), st->total.ratio);

@@ -257,7 +257,7 @@ static int add_point(struct dstat *d, int j, double chi2, double df, double m)
 {
 	if (df <= 0 || GROW(d->pts[j], d->cap_pts[j], d->npts[j] + 1))
 		return -ENOMEM;
-	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df };
+	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df, false };
 	return 0;
 }
 
@@ -284,7 +284,7 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 		col[nc - 1] += col[nc];
 		secs[nc - 1] += secs[nc];
 	}
-	if (nc < 2)
+	if (nc < DSTAT_SIDE_SLICES)
 		goto out;
 	for (size_t c = 0; c < nc; c++) {
 		all += col[c];
@@ -425,50 +425,66 @@ static double median(double *v, size_t n)
 }
 
 /*
- * The dispersion from the procedures: the spread of their shallow residuals (those
- * expected at least 5 times on each side) about their median, the largest fifth left out
- * (what changed), over what the rest of a normal's would give (0.4376). A few procedures
- * tell it loosely (it is worth about 0.6 degrees of freedom each), so what is taken is its
- * upper 75 % bound: too small a dispersion calls noise a change.
+ * The dispersion from the procedures: how far their shallow counts' log-ratios spread
+ * about the median one, in standard errors (those expected at least 5 times on each
+ * side): about the median, so that all moving together (what a share does when one large
+ * procedure grows) is not taken for noise; the largest fifth left out (what changed),
+ * over what the rest of a normal's would give (0.4376). A few procedures tell it loosely
+ * (about 0.6 degrees of freedom each), so what is taken is its upper 75 % bound: too small
+ * a dispersion calls noise a change.
  */
 static int procs_dispersion(struct dstat *d)
 {
-	double *z = malloc((d->ntests + 1) * sizeof(*z)), mid, p = p0_of(d), sum = 0, nu, q;
+	double *r = malloc((2 * d->ntests + 1) * sizeof(*r)), *se, mid, p = p0_of(d), sum = 0, nu, q;
 	size_t m = 0, keep;
 
-	if (!z)
+	if (!r)
 		return -ENOMEM;
+	se = r + d->ntests;
 	for (size_t i = 0; i < d->ntests; i++) {
 		struct dstat_test *t = &d->tests[i];
-		double n = t->a + t->b;
+		double n = t->a + t->b, a, b;
 
-		if (t->pooled && n * p >= 5 && n * (1 - p) >= 5)
-			z[m++] = z_of(d, t); /* (k is f here) */
+		if (!t->pooled || n * p < 5 || n * (1 - p) < 5)
+			continue;
+		a = t->complement ? d->side[0].total - t->a : t->a;
+		b = t->complement ? d->side[1].total - t->b : t->b;
+		r[m] = log((b + 0.5) / (a + 0.5));
+		se[m++] = sqrt(t->f * (1 / (a + 0.5) + 1 / (b + 0.5)));
 	}
 	d->npooled = m;
 	d->phi_procs = 0;
 	if (m >= DSTAT_PROCS_MIN) {
-		mid = median(z, m);
+		double *sorted = malloc(m * sizeof(*sorted));
+
+		if (!sorted) {
+			free(r);
+			return -ENOMEM;
+		}
+		memcpy(sorted, r, m * sizeof(*sorted));
+		mid = median(sorted, m);
 		for (size_t i = 0; i < m; i++)
-			z[i] = (z[i] - mid) * (z[i] - mid);
-		qsort(z, m, sizeof(*z), by_double);
+			sorted[i] = (r[i] - mid) / se[i] * (r[i] - mid) / se[i];
+		qsort(sorted, m, sizeof(*sorted), by_double);
 		keep = (4 * m + 4) / 5;
 		for (size_t i = 0; i < keep; i++)
-			sum += z[i];
+			sum += sorted[i];
+		free(sorted);
 		/* the chi-square's lower quartile over its degrees of freedom (Wilson-Hilferty) */
 		nu = 0.6 * (double)m;
 		q = 1 - 2 / (9 * nu) - 0.6745 * sqrt(2 / (9 * nu));
 		d->phi_procs = sum / (double)keep / 0.4376 / (q * q * q);
 	}
-	free(z);
+	free(r);
 	return 0;
 }
 
 /*
- * y = phi0 + sigma2 m over the slices' points, least squares weighted by each point's
- * degrees of freedom over its expected square (twice refitted); sigma2 not below 0.
+ * y = phi0 + sigma2 m over the slices' points (those not left out), least squares weighted
+ * by each point's degrees of freedom over its expected square (twice refitted); sigma2 not
+ * below 0, and 0 when @spread is not known.
  */
-static void fit(const struct dstat_point *p, size_t n, double *phi0, double *sigma2)
+static void fit(const struct dstat_point *p, size_t n, bool spread, double *phi0, double *sigma2)
 {
 	*phi0 = 1;
 	*sigma2 = 0;
@@ -478,6 +494,8 @@ static void fit(const struct dstat_point *p, size_t n, double *phi0, double *sig
 		for (size_t i = 0; i < n; i++) {
 			double e = fmax(*phi0 + *sigma2 * p[i].m, 0.1), w = p[i].df / (e * e);
 
+			if (p[i].out)
+				continue;
 			sw += w;
 			sm += w * p[i].m;
 			sy += w * p[i].y;
@@ -487,15 +505,53 @@ static void fit(const struct dstat_point *p, size_t n, double *phi0, double *sig
 		if (sw <= 0)
 			return;
 		det = sw * smm - sm * sm;
-		if (det > 1e-12 * sw * smm) {
+		if (spread && det > 1e-12 * sw * smm) {
 			*sigma2 = (sw * smy - sm * sy) / det;
 			*phi0 = (sy - *sigma2 * sm) / sw;
 		}
-		if (det <= 1e-12 * sw * smm || *sigma2 < 0) { /* no spread with size: a constant */
+		if (!spread || det <= 1e-12 * sw * smm || *sigma2 < 0) { /* a constant */
 			*sigma2 = 0;
 			*phi0 = sy / sw;
 		}
 	}
+}
+
+/* Points far above the fit (Wilson-Hilferty's normal of their chi-square beyond 3.1, one
+ * in a thousand) are left out, and the rest fitted again, three times at most. */
+static void fit_robust(struct dstat *d, int j, bool spread, double *phi0, double *sigma2)
+{
+	struct dstat_point *p = d->pts[j];
+	size_t n = d->npts[j];
+
+	for (size_t i = 0; i < n; i++)
+		p[i].out = false;
+	for (int round = 0; round < 4; round++) {
+		bool more = false;
+
+		fit(p, n, spread, phi0, sigma2);
+		for (size_t i = 0; i < n && round < 3; i++) {
+			double e = fmax(fmax(*phi0, 1) + *sigma2 * p[i].m, 1), v = 2 / (9 * p[i].df);
+			double z = (cbrt(p[i].y / e) - (1 - v)) / sqrt(v);
+
+			if (!p[i].out && z > 3.1)
+				more = p[i].out = true;
+		}
+		if (!more)
+			break;
+	}
+	d->nout = 0;
+	for (size_t i = 0; i < n; i++)
+		d->nout += p[i].out;
+}
+
+/* A spread growing with a procedure's count is told from a constant only with enough
+ * slices on each side that has any: with two, one large procedure's two slices make it. */
+static bool spread_known(const struct dstat *d)
+{
+	for (int k = 0; k < 2; k++)
+		if (d->side[k].nslices && d->side[k].nslices < DSTAT_SPREAD_SLICES)
+			return false;
+	return true;
 }
 
 /* The slices' spread when they have enough degrees of freedom, else the procedures' when
@@ -512,11 +568,12 @@ static void dispersion(struct dstat *d)
 	d->phi_from = DSTAT_POISSON;
 	d->phi = 1;
 	d->sigma2 = 0;
+	d->nout = 0;
 	if (d->phi_fixed > 0) {
 		d->phi_from = DSTAT_FIXED;
 		d->phi = d->phi_fixed;
 	} else if (d->df >= DSTAT_SLICES_DF || (d->df > 0 && !d->phi_procs)) {
-		fit(d->pts[j], d->npts[j], &phi0, &s2);
+		fit_robust(d, j, spread_known(d), &phi0, &s2);
 		d->phi_from = DSTAT_SLICES;
 		d->phi = fmax(1, phi0);
 		d->sigma2 = s2;
@@ -682,7 +739,6 @@ static void decide(struct dstat *d)
 static int run_model(struct dstat *d, enum dstat_model m)
 {
 	struct dstat_test **fam;
-	struct dstat_try *tr = &d->tries[m];
 	int e;
 
 	d->model = m;
@@ -706,50 +762,75 @@ static int run_model(struct dstat *d, enum dstat_model m)
 	}
 	dstat_holm(fam, d->family, d->alpha);
 	free(fam);
-	*tr = (struct dstat_try){ .done = true };
-	for (size_t i = 0; i < d->ntests; i++)
-		tr->flagged += d->tests[i].sig;
-	for (size_t i = 0; i < d->nrows; i++) {
-		const struct dstat_row *r = &d->rows[i];
-
-		if (r->sh >= 0 && !r->whole && d->tests[r->sh].sig)
-			tr->changed += (r->a_sh / d->side[0].total + r->b_sh / d->side[1].total) / 2;
-	}
 	return 0;
+}
+
+/*
+ * DSTAT_AUTO: the median of the procedures' log B/A (each counted 20 times or more, a
+ * set's own counts, its shallow test's), its standard error from their spread (1.253
+ * times 1.4826 times their median absolute deviation over the square root of how many);
+ * DSTAT_SAMPLE unless another model's log s is nearer it by two standard errors.
+ */
+static enum dstat_model choose(struct dstat *d)
+{
+	double ta = d->side[0].total, tb = d->side[1].total, *r, mid, se, dist[DSTAT_MODELS];
+	enum dstat_model best = DSTAT_SAMPLE;
+	size_t m = 0;
+	char err[160];
+
+	d->bulk = d->bulk_se = 0;
+	d->nbulk = 0;
+	r = malloc((d->ntests + 1) * sizeof(*r));
+	if (!r)
+		return DSTAT_SAMPLE;
+	for (size_t i = 0; i < d->ntests; i++) {
+		const struct dstat_test *t = &d->tests[i];
+		double a = t->complement ? ta - t->a : t->a, b = t->complement ? tb - t->b : t->b;
+
+		if (t->pooled && a + b >= 20)
+			r[m++] = log((b + 0.5) / (a + 0.5));
+	}
+	if (m < 3) {
+		free(r);
+		return DSTAT_SAMPLE;
+	}
+	mid = median(r, m);
+	for (size_t i = 0; i < m; i++)
+		r[i] = fabs(r[i] - mid);
+	se = 1.253 * 1.4826 * median(r, m) / sqrt((double)m);
+	free(r);
+	d->bulk = exp(mid);
+	d->bulk_se = exp(se);
+	d->nbulk = m;
+	for (int k = 0; k < DSTAT_MODELS; k++) {
+		if (check_model(d, k, err, sizeof(err)))
+			continue;
+		d->model = k;
+		dist[k] = fabs(mid - log(scale_of(d)));
+		d->tries[k] = (struct dstat_try){ .done = true, .off = exp(mid) / scale_of(d) };
+		if (k != DSTAT_SAMPLE && dist[k] < dist[DSTAT_SAMPLE] - 2 * se &&
+		    (best == DSTAT_SAMPLE || dist[k] < dist[best]))
+			best = k;
+	}
+	return best;
 }
 
 int dstat_run(struct dstat *d)
 {
 	struct dstat_test tot;
-	enum dstat_model best = DSTAT_SAMPLE;
-	double level = d->level;
+	enum dstat_model m = d->asked;
 	char err[160];
 	int e;
 
 	if (dstat_check(d, err, sizeof(err)))
 		return -EINVAL;
 	memset(d->tries, 0, sizeof(d->tries));
-	if (d->asked == DSTAT_AUTO) {
-		/* each model the sides allow, without intervals; the one with least changed */
-		d->level = 0;
-		for (int m = 0; m < DSTAT_MODELS; m++) {
-			const struct dstat_try *t = &d->tries[m], *b = &d->tries[best];
-
-			if (check_model(d, m, err, sizeof(err)))
-				continue;
-			if ((e = run_model(d, m))) {
-				d->level = level;
-				return e;
-			}
-			if (t->changed < b->changed ||
-			    (t->changed == b->changed && t->flagged < b->flagged))
-				best = m;
-		}
-		d->level = level;
-	} else {
-		best = d->asked;
+	if (m == DSTAT_AUTO) {
+		if ((e = run_model(d, DSTAT_SAMPLE)))
+			return e;
+		m = choose(d);
 	}
-	if ((e = run_model(d, best)))
+	if ((e = run_model(d, m)))
 		return e;
 	decide(d);
 	/* all samples against the model (a share holds them the same by its making) */

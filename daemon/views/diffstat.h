@@ -15,18 +15,20 @@
  *                 sides' lengths over the ratio of their sampling periods.
  *   DSTAT_RUN     the same CPU seconds in all (two runs of one fixed amount of work):
  *                 s is the inverse ratio of the periods.
- *   DSTAT_AUTO    each of those the sides allow, keeping the one under which the least of
- *                 the profile changed (ties: in that order). Whichever model is true, the
- *                 diff it gives calls something changed with a chance of at most alpha
- *                 when nothing did, and the one kept calls no more than it.
+ *   DSTAT_AUTO    of those the sides allow, the one whose s is nearest the procedures'
+ *                 median B/A (each procedure counted 20 times or more once, however
+ *                 large: what did not change decides, not one that did); another than
+ *                 DSTAT_SAMPLE only if nearer by two standard errors of that median.
  *
  * s is never estimated from the procedures' counts, so that one procedure, however large,
  * cannot be the yardstick of its own change. Counts vary more than Poisson when the
  * program does (load, phases, requests), and the tests are widened by what the sides say
  * of it: from each side's time slices when there are enough of them, how each procedure's
- * count spreads over the slices beyond Poisson, fitted as phi0 times Poisson plus a
- * relative spread sigma of the count in each slice (a large procedure moves by a share of
- * itself, not by a multiple of its square root); else, from the procedures themselves,
+ * count spreads over the slices beyond Poisson, fitted as phi0 times Poisson plus (with
+ * DSTAT_SPREAD_SLICES a side) a relative spread sigma of the count in each slice (a large
+ * procedure moves by a share of itself, not by a multiple of its square root), a procedure
+ * far beyond the fit (one that starts or stops within a side: start-up, a phase) left
+ * out of it; else, from the procedures themselves,
  * the squared spread of their residuals, as the median absolute deviation from their
  * median (a few procedures that changed, or all moving together, do not make it). A
  * test's variance is the binomial's times its widening k, never less than Poisson. The
@@ -50,8 +52,13 @@ enum dstat_model { DSTAT_SAMPLE, DSTAT_SECOND, DSTAT_RUN, DSTAT_AUTO };
 #define DSTAT_MIN_SAMPLES 100
 /* a frame in this share of both sides' samples is not tested */
 #define DSTAT_WHOLE 0.99
+/* the slices (merged to DSTAT_SLICE_SAMPLES) a side needs to tell its dispersion: its first
+ * and last slices hold its start and end, which are not the rest */
+#define DSTAT_SIDE_SLICES 4
 /* the slices' degrees of freedom that make their dispersion the one taken */
 #define DSTAT_SLICES_DF 4
+/* the slices a side needs for a spread growing with a procedure's count */
+#define DSTAT_SPREAD_SLICES 6
 /* the procedures (expected 5 times on each side) that make theirs */
 #define DSTAT_PROCS_MIN 5
 
@@ -107,13 +114,13 @@ struct dstat_side {
  * freedom, and its mean count per slice. */
 struct dstat_point {
 	double y, m, df;
+	bool out;		/* moved within its side beyond the rest: left out of the fit */
 };
 
-/* What one model made of the diff (DSTAT_AUTO compares them). */
+/* Where the procedures' median B/A sits against a model (DSTAT_AUTO). */
 struct dstat_try {
 	bool done;		/* the sides allow it */
-	double changed;		/* share of the samples in leaves beyond noise */
-	size_t flagged;		/* tests beyond noise */
+	double off;		/* the median B/A of the procedures over the model's s */
 };
 
 struct dstat {
@@ -129,6 +136,9 @@ struct dstat {
 	size_t ntests, cap_tests;
 	/* results */
 	struct dstat_try tries[DSTAT_MODELS];
+	double bulk, bulk_se;	/* (DSTAT_AUTO) the procedures' median B/A, its standard
+				 * error as a factor; 0: too few procedures */
+	size_t nbulk;		/* procedures it is the median of */
 	double scale;		/* s */
 	double phi;		/* times Poisson, >= 1 */
 	double sigma2;		/* the relative spread per slice, squared (DSTAT_SLICES) */
@@ -136,6 +146,7 @@ struct dstat {
 	double phi_procs;	/* from the procedures; 0: too few */
 	double df;		/* the slices' degrees of freedom */
 	size_t nslices;		/* slices they came from */
+	size_t nout;		/* procedures left out of the fit: they moved within a side */
 	size_t npooled;		/* procedures the residuals came from */
 	size_t family;		/* distinct tests corrected together */
 	struct dstat_effect total; /* B/A of all samples against s */
