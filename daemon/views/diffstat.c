@@ -424,18 +424,29 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* What an estimate of @nu degrees of freedom is multiplied by to be its upper 85 % bound:
+ * over the chi-square's 15 % quantile over its degrees of freedom (Wilson-Hilferty). */
+static double upper85(double nu)
+{
+	double q;
+
+	nu = fmax(nu, 1);
+	q = 1 - 2 / (9 * nu) - 1.0364 * sqrt(2 / (9 * nu));
+	return 1 / (q * q * q);
+}
+
 /*
  * The dispersion from the procedures: how far their shallow counts' log-ratios spread
  * about the median one, in standard errors (those expected at least 5 times on each
  * side): about the median, so that all moving together (what a share does when one large
  * procedure grows) is not taken for noise; the largest fifth left out (what changed),
  * over what the rest of a normal's would give (0.4376). A few procedures tell it loosely
- * (about 0.6 degrees of freedom each), so what is taken is its upper 75 % bound: too small
+ * (about 0.6 degrees of freedom each), so what is taken is its upper 85 % bound: too small
  * a dispersion calls noise a change.
  */
 static int procs_dispersion(struct dstat *d)
 {
-	double *r = malloc((2 * d->ntests + 1) * sizeof(*r)), *se, mid, p = p0_of(d), sum = 0, nu, q;
+	double *r = malloc((2 * d->ntests + 1) * sizeof(*r)), *se, mid, p = p0_of(d), sum = 0;
 	size_t m = 0, keep;
 
 	if (!r)
@@ -470,10 +481,7 @@ static int procs_dispersion(struct dstat *d)
 		for (size_t i = 0; i < keep; i++)
 			sum += sorted[i];
 		free(sorted);
-		/* the chi-square's lower quartile over its degrees of freedom (Wilson-Hilferty) */
-		nu = 0.6 * (double)m;
-		q = 1 - 2 / (9 * nu) - 0.6745 * sqrt(2 / (9 * nu));
-		d->phi_procs = sum / (double)keep / 0.4376 / (q * q * q);
+		d->phi_procs = sum / (double)keep / 0.4376 * upper85(0.6 * (double)m);
 	}
 	free(r);
 	return 0;
@@ -516,8 +524,20 @@ static void fit(const struct dstat_point *p, size_t n, bool spread, double *phi0
 	}
 }
 
-/* Points far above the fit (Wilson-Hilferty's normal of their chi-square beyond 3.1, one
- * in a thousand) are left out, and the rest fitted again, three times at most. */
+/* How far point @p is above @phi0 + @sigma2 m: Wilson-Hilferty's normal of its
+ * chi-square. */
+static double above(const struct dstat_point *p, double phi0, double sigma2)
+{
+	double e = fmax(fmax(phi0, 1) + sigma2 * p->m, 1), v = 2 / (9 * p->df);
+
+	return (cbrt(p->y / e) - (1 - v)) / sqrt(v);
+}
+
+/* The fit, leaving out one at a time (three at most) the point farthest above the fit of
+ * the others, while it is beyond 3.1 (one in a thousand): a procedure that starts or
+ * stops within a side; judged by the others' fit, so that it cannot hide by raising the
+ * fit it is judged by, and a large procedure that moves as much as the others say a large
+ * one does stays in. */
 static void fit_robust(struct dstat *d, int j, bool spread, double *phi0, double *sigma2)
 {
 	struct dstat_point *p = d->pts[j];
@@ -525,20 +545,29 @@ static void fit_robust(struct dstat *d, int j, bool spread, double *phi0, double
 
 	for (size_t i = 0; i < n; i++)
 		p[i].out = false;
-	for (int round = 0; round < 4; round++) {
-		bool more = false;
+	for (int round = 0; round < 3; round++) {
+		double worst = 3.1, f0, s2;
+		size_t w = n;
 
-		fit(p, n, spread, phi0, sigma2);
-		for (size_t i = 0; i < n && round < 3; i++) {
-			double e = fmax(fmax(*phi0, 1) + *sigma2 * p[i].m, 1), v = 2 / (9 * p[i].df);
-			double z = (cbrt(p[i].y / e) - (1 - v)) / sqrt(v);
+		for (size_t i = 0; i < n; i++) {
+			double z;
 
-			if (!p[i].out && z > 3.1)
-				more = p[i].out = true;
+			if (p[i].out)
+				continue;
+			p[i].out = true;
+			fit(p, n, spread, &f0, &s2);
+			p[i].out = false;
+			z = above(&p[i], f0, s2);
+			if (z > worst) {
+				worst = z;
+				w = i;
+			}
 		}
-		if (!more)
+		if (w == n)
 			break;
+		p[w].out = true;
 	}
+	fit(p, n, spread, phi0, sigma2);
 	d->nout = 0;
 	for (size_t i = 0; i < n; i++)
 		d->nout += p[i].out;
@@ -559,7 +588,7 @@ static bool spread_known(const struct dstat *d)
 static void dispersion(struct dstat *d)
 {
 	int j = d->model == DSTAT_SECOND;
-	double phi0, s2;
+	double phi0, s2, nu, nu0;
 
 	d->df = 0;
 	for (size_t i = 0; i < d->npts[j]; i++)
@@ -574,6 +603,22 @@ static void dispersion(struct dstat *d)
 		d->phi = d->phi_fixed;
 	} else if (d->df >= DSTAT_SLICES_DF || (d->df > 0 && !d->phi_procs)) {
 		fit_robust(d, j, spread_known(d), &phi0, &s2);
+		/* a fit of a few degrees of freedom tells it loosely: its upper 85 % bound, each
+		 * part by the degrees of freedom of the points it makes: a point's part of its
+		 * spread is the spread's (the large procedures) or the constant's */
+		nu = 0;
+		nu0 = -1;
+		for (size_t i = 0; i < d->npts[j]; i++) {
+			const struct dstat_point *p = &d->pts[j][i];
+			double w = s2 * p->m / (fmax(phi0, 1) + s2 * p->m);
+
+			if (!p->out) {
+				nu += p->df * w;
+				nu0 += p->df * (1 - w);
+			}
+		}
+		phi0 *= upper85(nu0);
+		s2 *= upper85(nu - 1);
 		d->phi_from = DSTAT_SLICES;
 		d->phi = fmax(1, phi0);
 		d->sigma2 = s2;

@@ -54,11 +54,11 @@ enum dstat_model { DSTAT_SAMPLE, DSTAT_SECOND, DSTAT_RUN, DSTAT_AUTO };
 #define DSTAT_WHOLE 0.99
 /* the slices (merged to DSTAT_SLICE_SAMPLES) a side needs to tell its dispersion: its first
  * and last slices hold its start and end, which are not the rest */
-#define DSTAT_SIDE_SLICES 4
+#define DSTAT_SIDE_SLICES 2
 /* the slices' degrees of freedom that make their dispersion the one taken */
 #define DSTAT_SLICES_DF 4
 /* the slices a side needs for a spread growing with a procedure's count */
-#define DSTAT_SPREAD_SLICES 6
+#define DSTAT_SPREAD_SLICES 2
 /* the procedures (expected 5 times on each side) that make theirs */
 #define DSTAT_PROCS_MIN 5
 

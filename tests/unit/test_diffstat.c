@@ -408,6 +408,8 @@ static int draw(const struct shape *s)
 
 /* samples come in bursts of this many (a constant factor over Poisson) */
 static int burst = 1;
+/* the sides' slices of a second */
+static int slices_a = 10, slices_b = 25;
 
 /* One side: @slices slices of a second at @rate samples a second, each stack's weight
  * moved in each slice by a relative spread @spread (0: Poisson); its slices' table by
@@ -471,8 +473,8 @@ static int null_diffs(int n, enum dstat_model m, double spread, bool with_slices
 		dstat_init(&d, m, ALPHA);
 		d.level = 0; /* (no intervals: they are not the test) */
 		d.phi_fixed = phi;
-		sim_side(&d, 0, &s, 10, 1000, spread, with_slices);
-		sim_side(&d, 1, &s, 25, 1000, spread, with_slices);
+		sim_side(&d, 0, &s, slices_a, 1000, spread, with_slices);
+		sim_side(&d, 1, &s, slices_b, 1000, spread, with_slices);
 		assert_int_equal(dstat_run(&d), 0);
 		for (size_t i = 0; i < d.ntests; i++)
 			sig |= d.tests[i].sig;

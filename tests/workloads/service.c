@@ -4,12 +4,15 @@
  * pcmon diff. Each request runs, through main -> serve -> handle, alpha (60 % of a
  * request's CPU), beta (20 %), gamma (12 %) and eps (5 %), then log_line (3 %); each
  * piece's length varies at random, its mean fixed. paced (the default): 400 requests a
- * second on a steady clock, sleeping in between (about 40 % of a CPU); busy: one request
- * after the other. At AT seconds a "deploy" makes the CHANGE: dominant (alpha does 20 %
+ * second arriving at random (exponential gaps: requests on a fixed grid would alias with
+ * the sampling timer, and their shares would depend on the phase between the two), served
+ * as they come, sleeping in between (about 40 % of a CPU); busy: one request after the
+ * other. At AT seconds a "deploy" makes the CHANGE: dominant (alpha does 20 %
  * more work), small (eps twice the work), remove (gamma is no longer called), none.
  * Prints its own clocks as one JSON line: each phase's wall-clock span and the CPU seconds
  * each function took in it ("phases": [{"start", "end", "cpu": {...}}]).
  */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -44,6 +47,17 @@ NOINLINE void handle(void)
 	BARRIER();
 }
 
+/* an exponential gap of mean @mean ns (xorshift64) */
+static uint64_t gap(uint64_t mean)
+{
+	static uint64_t rnd = 0x2545f4914f6cdd1dull;
+
+	rnd ^= rnd << 13;
+	rnd ^= rnd >> 7;
+	rnd ^= rnd << 17;
+	return (uint64_t)(-log(((rnd >> 11) + 0.5) / 9007199254740992.0) * (double)mean);
+}
+
 NOINLINE void serve(double secs, bool paced, double at, const char *change)
 {
 	uint64_t start = wall_ns(), next = start, step = 1000000000ull / 400;
@@ -66,7 +80,7 @@ NOINLINE void serve(double secs, bool paced, double at, const char *change)
 		if (paced) {
 			struct timespec ts;
 
-			next += step;
+			next += gap(step);
 			if (next > wall_ns()) {
 				ts.tv_sec = next / 1000000000ull;
 				ts.tv_nsec = next % 1000000000ull;
