@@ -51,7 +51,7 @@ enum dstat_model { DSTAT_SAMPLE, DSTAT_SECOND, DSTAT_RUN, DSTAT_AUTO };
 /* the fewest samples a side may have */
 #define DSTAT_MIN_SAMPLES 100
 /* a frame in this share of both sides' samples is not tested */
-#define DSTAT_WHOLE 0.99
+#define DSTAT_WHOLE 0.95
 /* the slices (merged to DSTAT_SLICE_SAMPLES) a side needs to tell its dispersion: its first
  * and last slices hold its start and end, which are not the rest */
 #define DSTAT_SIDE_SLICES 2
