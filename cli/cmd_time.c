@@ -224,17 +224,17 @@ static int slices_side(struct diff *d, int k)
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(tl, "procedures");
 	size_t nc = (size_t)cJSON_GetArraySize(sl), np = (size_t)cJSON_GetArraySize(procs), c, r = 0;
 	double t0, t1, *counts, *secs;
+	uint32_t *ids;
+	int err = -ENOMEM;
 
 	if (nc < 2)
 		return 0;
 	side_span(&d->s[k], &t0, &t1);
 	counts = calloc((np + 1) * nc, sizeof(*counts));
 	secs = calloc(nc, sizeof(*secs));
-	if (!counts || !secs) {
-		free(counts);
-		free(secs);
-		return -ENOMEM;
-	}
+	ids = calloc(np + 1, sizeof(*ids));
+	if (!counts || !secs || !ids)
+		goto out;
 	c = 0;
 	cJSON_ArrayForEach(x, sl) {
 		double a = proto_num(x, "t0", 0), b = proto_num(x, "t1", 0);
@@ -245,6 +245,9 @@ static int slices_side(struct diff *d, int k)
 		counts[np * nc + c++] = proto_num(x, "counted", 0);
 	}
 	cJSON_ArrayForEach(x, procs) {
+		/* (a name the stacks do not have is a procedure of its own all the same) */
+		if (itab_str(d->names, proto_str(x, "name", "?"), &ids[r]) < 0)
+			goto out;
 		c = 0;
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(x, "shallow")) {
 			if (c < nc) {
@@ -257,10 +260,14 @@ static int slices_side(struct diff *d, int k)
 	}
 	for (c = 0; c < nc; c++)
 		counts[np * nc + c] = fmax(counts[np * nc + c], 0);
-	dstat_add_slices(&d->st, k, &(struct dstat_slices){ counts, secs, np + 1, nc });
+	ids[np] = DSTAT_NO_ID;
+	dstat_add_slices(&d->st, k, &(struct dstat_slices){ counts, secs, np + 1, nc, ids });
+	err = 0;
+out:
 	free(counts);
 	free(secs);
-	return 0;
+	free(ids);
+	return err;
 }
 
 static double pct(double a, double b)

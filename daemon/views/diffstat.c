@@ -186,6 +186,7 @@ void dstat_free(struct dstat *d)
 	free(d->seen);
 	free(d->pts[0]);
 	free(d->pts[1]);
+	free(d->own);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -249,15 +250,15 @@ int dstat_add(struct dstat *d, int k, double count, const uint32_t *ids, int n)
  * constant rate: Pearson's statistic over its degrees of freedom, beside its mean count in
  * a slice. Neighbouring slices are merged until they hold DSTAT_SLICE_SAMPLES (a slice of
  * a few samples says little and makes the statistic swing); procedures counted less than
- * 5 times a merged slice are pooled into one row.
+ * twice a merged slice are pooled into one row.
  */
 #define DSTAT_SLICE_SAMPLES 50
 
-static int add_point(struct dstat *d, int j, double chi2, double df, double m)
+static int add_point(struct dstat *d, int j, double chi2, double df, double m, uint32_t id)
 {
 	if (df <= 0 || GROW(d->pts[j], d->cap_pts[j], d->npts[j] + 1))
 		return -ENOMEM;
-	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df, false };
+	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df, id, false };
 	return 0;
 }
 
@@ -293,7 +294,7 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 	for (size_t r = 0; r < nr; r++) {
 		for (size_t c = 0; c < nc; c++)
 			tot[r] += m[r * w + c];
-		if (r < nr - 1 && tot[r] < 5.0 * (double)nc) {
+		if (r < nr - 1 && tot[r] < 2.0 * (double)nc) {
 			for (size_t c = 0; c < nc; c++)
 				m[(nr - 1) * w + c] += m[r * w + c];
 			tot[r] = 0; /* (the pooled row's is summed when its turn comes) */
@@ -302,6 +303,7 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 	for (size_t r = 0; r < nr; r++)
 		rows += tot[r] > 0;
 	for (size_t r = 0; r < nr; r++) {
+		uint32_t id = sl->ids && r < sl->nrows ? sl->ids[r] : DSTAT_NO_ID;
 		double chi2[2] = { 0, 0 };
 
 		if (tot[r] <= 0)
@@ -316,9 +318,10 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 		/* a share fixes each slice's total too: a row's part of the (rows - 1) (slices - 1)
 		 * degrees of freedom is (slices - 1) (1 - its share) */
 		if (rows >= 2)
-			add_point(d, 0, chi2[0], (double)(nc - 1) * (1 - tot[r] / all), tot[r] / (double)nc);
+			add_point(d, 0, chi2[0], (double)(nc - 1) * (1 - tot[r] / all), tot[r] / (double)nc,
+				  id);
 		if (len > 0)
-			add_point(d, 1, chi2[1], (double)(nc - 1), tot[r] / (double)nc);
+			add_point(d, 1, chi2[1], (double)(nc - 1), tot[r] / (double)nc, id);
 	}
 	d->side[k].nslices += nc;
 out:
@@ -366,6 +369,7 @@ struct cand {
 	uint64_t set;
 	int *slot;		/* the row's sh or dp */
 	bool tested, shallow;
+	uint32_t row;
 };
 
 static int by_set(const void *x, const void *y)
@@ -533,7 +537,7 @@ static double above(const struct dstat_point *p, double phi0, double sigma2)
 	return (cbrt(p->y / e) - (1 - v)) / sqrt(v);
 }
 
-/* The fit, leaving out one at a time (three at most) the point farthest above the fit of
+/* The fit, leaving out one at a time (six at most) the point farthest above the fit of
  * the others, while it is beyond 3.1 (one in a thousand): a procedure that starts or
  * stops within a side; judged by the others' fit, so that it cannot hide by raising the
  * fit it is judged by, and a large procedure that moves as much as the others say a large
@@ -545,7 +549,7 @@ static void fit_robust(struct dstat *d, int j, bool spread, double *phi0, double
 
 	for (size_t i = 0; i < n; i++)
 		p[i].out = false;
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < 6; round++) {
 		double worst = 3.1, f0, s2;
 		size_t w = n;
 
@@ -583,9 +587,32 @@ static bool spread_known(const struct dstat *d)
 	return true;
 }
 
+/* A procedure left out of the fit is widened by its own spread over the slices of both
+ * sides (Pearson's statistic over its degrees of freedom), where that is larger. */
+static int own_dispersion(struct dstat *d, int j)
+{
+	if (GROW(d->own, d->cap_own, d->nrows + 1))
+		return -ENOMEM;
+	memset(d->own, 0, (d->nrows + 1) * sizeof(*d->own));
+	for (size_t i = 0; i < d->npts[j]; i++) {
+		const struct dstat_point *p = &d->pts[j][i];
+		double chi2 = 0, df = 0;
+
+		if (!p->out || p->id == DSTAT_NO_ID || p->id >= d->nrows || d->own[p->id])
+			continue;
+		for (size_t k = 0; k < d->npts[j]; k++)
+			if (d->pts[j][k].id == p->id) {
+				chi2 += d->pts[j][k].y * d->pts[j][k].df;
+				df += d->pts[j][k].df;
+			}
+		d->own[p->id] = df > 0 ? chi2 / df : 0;
+	}
+	return 0;
+}
+
 /* The slices' spread when they have enough degrees of freedom, else the procedures' when
  * enough are counted, else what slices there are; never below Poisson. */
-static void dispersion(struct dstat *d)
+static int dispersion(struct dstat *d)
 {
 	int j = d->model == DSTAT_SECOND;
 	double phi0, s2, nu, nu0;
@@ -598,6 +625,8 @@ static void dispersion(struct dstat *d)
 	d->phi = 1;
 	d->sigma2 = 0;
 	d->nout = 0;
+	if (d->own)
+		memset(d->own, 0, d->cap_own * sizeof(*d->own));
 	if (d->phi_fixed > 0) {
 		d->phi_from = DSTAT_FIXED;
 		d->phi = d->phi_fixed;
@@ -619,6 +648,8 @@ static void dispersion(struct dstat *d)
 		}
 		phi0 *= upper85(nu0);
 		s2 *= upper85(nu - 1);
+		if (own_dispersion(d, j))
+			return -ENOMEM;
 		d->phi_from = DSTAT_SLICES;
 		d->phi = fmax(1, phi0);
 		d->sigma2 = s2;
@@ -626,6 +657,7 @@ static void dispersion(struct dstat *d)
 		d->phi_from = DSTAT_PROCS;
 		d->phi = fmax(1, d->phi_procs);
 	}
+	return 0;
 }
 
 /*
@@ -640,6 +672,12 @@ static void widen(const struct dstat *d, struct dstat_test *t)
 	double p = p0_of(d), n = t->a + t->b, own = n, ka, kb, var;
 
 	t->k = t->f * d->phi;
+	if (n > 0 && t->row != DSTAT_NO_ID && t->row < d->cap_own && d->own && d->own[t->row] > 0) {
+		/* its own spread, in counts: the same for its complement */
+		double on = t->complement ? d->side[0].total + d->side[1].total - n : n;
+
+		t->k = fmax(t->k, t->f * d->own[t->row] * on / n);
+	}
 	if (d->sigma2 <= 0 || n <= 0)
 		return;
 	if (t->complement)
@@ -721,10 +759,10 @@ static int make_tests(struct dstat *d)
 		r->whole = r->a_dp >= DSTAT_WHOLE * ta && r->b_dp >= DSTAT_WHOLE * tb;
 		if (r->a_sh + r->b_sh > 0)
 			c[nc++] = (struct cand){ r->a_sh, r->b_sh, d->set_sh[i], &r->sh, !r->whole,
-						 true };
+						 true, (uint32_t)i };
 		if (r->a_dp + r->b_dp > 0)
 			c[nc++] = (struct cand){ r->a_dp, r->b_dp, d->set_dp[i], &r->dp, !r->whole,
-						 false };
+						 false, DSTAT_NO_ID };
 	}
 	qsort(c, nc, sizeof(*c), by_set);
 	d->ntests = 0;
@@ -738,10 +776,12 @@ static int make_tests(struct dstat *d)
 			}
 			t = &d->tests[d->ntests++];
 			*t = (struct dstat_test){ .a = c[i].a, .b = c[i].b, .set = c[i].set,
-						  .p = 1, .p_adj = 1 };
+						  .p = 1, .p_adj = 1, .row = DSTAT_NO_ID };
 			prepare(d, t);
 		}
 		t = &d->tests[d->ntests - 1];
+		if (c[i].shallow)
+			t->row = c[i].row;
 		t->pooled |= c[i].shallow && c[i].tested;
 		t->tested |= c[i].tested;
 		*c[i].slot = (int)(d->ntests - 1);
@@ -788,9 +828,8 @@ static int run_model(struct dstat *d, enum dstat_model m)
 
 	d->model = m;
 	d->scale = scale_of(d);
-	if ((e = make_tests(d)) || (e = procs_dispersion(d)))
+	if ((e = make_tests(d)) || (e = procs_dispersion(d)) || (e = dispersion(d)))
 		return e;
-	dispersion(d);
 	fam = malloc((d->ntests + 1) * sizeof(*fam));
 	if (!fam)
 		return -ENOMEM;
@@ -879,7 +918,8 @@ int dstat_run(struct dstat *d)
 		return e;
 	decide(d);
 	/* all samples against the model (a share holds them the same by its making) */
-	tot = (struct dstat_test){ .a = d->side[0].total, .b = d->side[1].total, .f = 1 };
+	tot = (struct dstat_test){ .a = d->side[0].total, .b = d->side[1].total, .f = 1,
+				   .row = DSTAT_NO_ID };
 	widen(d, &tot);
 	effect(d, &tot, tot.a, tot.b, &d->total);
 	return 0;

@@ -27,8 +27,9 @@
  * count spreads over the slices beyond Poisson, fitted as phi0 times Poisson plus (with
  * DSTAT_SPREAD_SLICES a side) a relative spread sigma of the count in each slice (a large
  * procedure moves by a share of itself, not by a multiple of its square root), a procedure
- * far beyond the fit (one that starts or stops within a side: start-up, a phase) left
- * out of it; else, from the procedures themselves,
+ * far beyond the fit of the others (one that starts or stops within a side: start-up, a
+ * phase; one of bursts) left out of it and tested with its own dispersion, if larger;
+ * else, from the procedures themselves,
  * the squared spread of their residuals, as the median absolute deviation from their
  * median (a few procedures that changed, or all moving together, do not make it). A
  * test's variance is the binomial's times its widening k, never less than Poisson. The
@@ -68,6 +69,7 @@ struct dstat_test {
 	uint64_t set;		/* which samples: a sum of their hashes */
 	bool complement;	/* tested through the samples not in the set */
 	double f;		/* the finite-population factor (1: none) */
+	uint32_t row;		/* the procedure whose shallow counts it tests, DSTAT_NO_ID */
 	double k;		/* the variance's widening: f, dispersion and spread */
 	double z;		/* the Pearson residual, widened; > 0: more in B */
 	double p, p_adj;	/* two-sided exact p; Holm-adjusted */
@@ -100,7 +102,9 @@ struct dstat_slices {
 	const double *counts;	/* [row * ncols + col] */
 	const double *secs;	/* [col] */
 	size_t nrows, ncols;
+	const uint32_t *ids;	/* each row's procedure id, DSTAT_NO_ID: none; or NULL */
 };
+#define DSTAT_NO_ID UINT32_MAX
 
 struct dstat_side {
 	double total;		/* samples */
@@ -114,6 +118,7 @@ struct dstat_side {
  * freedom, and its mean count per slice. */
 struct dstat_point {
 	double y, m, df;
+	uint32_t id;		/* its procedure, DSTAT_NO_ID: not one */
 	bool out;		/* moved within its side beyond the rest: left out of the fit */
 };
 
@@ -154,6 +159,8 @@ struct dstat {
 	struct dstat_point *pts[2];	/* the slices' spread: at a constant share, rate */
 	size_t npts[2], cap_pts[2];
 	uint64_t *set_sh, *set_dp;	/* per row */
+	double *own;			/* per row: its own dispersion, 0: the fit's */
+	size_t cap_own;
 	uint32_t *seen;
 	size_t cap_seen, cap_sh, cap_dp;
 };

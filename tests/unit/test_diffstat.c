@@ -450,7 +450,11 @@ static void sim_side(struct dstat *d, int k, const struct shape *s, int slices, 
 			tab[3 * slices + c] += tab[4 * slices + c];
 			tab[4 * slices + c] = 0;
 		}
-		struct dstat_slices sl = { tab, secs, (size_t)s->n, (size_t)slices };
+		uint32_t ids[NSTACKS];
+
+		for (int i = 0; i < s->n; i++)
+			ids[i] = s->ids[i][s->len[i] - 1]; /* each row its leaf */
+		struct dstat_slices sl = { tab, secs, (size_t)s->n, (size_t)slices, ids };
 		dstat_add_slices(d, k, &sl);
 	}
 	free(tab);
