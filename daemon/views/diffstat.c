@@ -254,21 +254,73 @@ int dstat_add(struct dstat *d, int k, double count, const uint32_t *ids, int n)
  */
 #define DSTAT_SLICE_SAMPLES 50
 
-static int add_point(struct dstat *d, int j, double chi2, double df, double m, uint32_t id)
+static int add_point(struct dstat *d, int j, double chi2, double df, double m, uint32_t id,
+		     bool aside)
 {
 	if (df <= 0 || GROW(d->pts[j], d->cap_pts[j], d->npts[j] + 1))
 		return -ENOMEM;
-	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df, id, false };
+	d->pts[j][d->npts[j]++] = (struct dstat_point){ chi2 / df, m, df, id, aside, aside };
 	return 0;
+}
+
+static int by_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), by_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Each row's statistic at a constant share, over its degrees of freedom (@y, @df), the
+ * slices' totals taken over the rows not set aside: a row's part of the (rows - 1)
+ * (slices - 1) degrees of freedom is (slices - 1) (1 - its share). */
+static void shares_chi2(const double *m, size_t w, size_t nr, size_t nc, const double *tot,
+			const bool *aside, double *y, double *df)
+{
+	double col[nc], all = 0;
+	size_t rows = 0;
+
+	for (size_t c = 0; c < nc; c++) {
+		col[c] = 0;
+		for (size_t r = 0; r < nr; r++)
+			if (tot[r] > 0 && !aside[r])
+				col[c] += m[r * w + c];
+		all += col[c];
+	}
+	for (size_t r = 0; r < nr; r++)
+		rows += tot[r] > 0 && !aside[r];
+	for (size_t r = 0; r < nr; r++) {
+		double chi2 = 0;
+
+		y[r] = df[r] = 0;
+		if (tot[r] <= 0 || all <= 0 || rows < 2)
+			continue;
+		for (size_t c = 0; c < nc; c++) {
+			double e = tot[r] * col[c] / all;
+
+			if (e > 0)
+				chi2 += (m[r * w + c] - e) * (m[r * w + c] - e) / e;
+		}
+		/* (a row set aside: against the others' shares, one more than them) */
+		df[r] = (double)(nc - 1) * fmax(1 - tot[r] / (all + (aside[r] ? tot[r] : 0)), 0.05);
+		y[r] = chi2 / df[r];
+	}
 }
 
 void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 {
 	size_t nr = sl->nrows + 1, w = sl->ncols + 1, nc = 0, rows = 0; /* (row nr-1: pooled) */
 	double *m = calloc(nr * w, sizeof(*m)), *col = calloc(w, sizeof(*col));
-	double *secs = calloc(w, sizeof(*secs)), *tot = calloc(nr, sizeof(*tot)), all = 0, len = 0;
+	double *secs = calloc(w, sizeof(*secs)), *tot = calloc(nr, sizeof(*tot)), len = 0;
+	double *yv = calloc(2 * nr + 1, sizeof(*yv)), *dfv = calloc(nr + 1, sizeof(*dfv));
+	bool *aside = calloc(nr + 1, sizeof(*aside));
 
-	if (!m || !col || !secs || !tot)
+	if (!m || !col || !secs || !tot || !yv || !dfv || !aside)
 		goto out;
 	for (size_t c = 0; c < sl->ncols; c++) {
 		for (size_t r = 0; r < sl->nrows; r++) {
@@ -287,10 +339,8 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 	}
 	if (nc < DSTAT_SIDE_SLICES)
 		goto out;
-	for (size_t c = 0; c < nc; c++) {
-		all += col[c];
+	for (size_t c = 0; c < nc; c++)
 		len += secs[c];
-	}
 	for (size_t r = 0; r < nr; r++) {
 		for (size_t c = 0; c < nc; c++)
 			tot[r] += m[r * w + c];
@@ -300,28 +350,47 @@ void dstat_add_slices(struct dstat *d, int k, const struct dstat_slices *sl)
 			tot[r] = 0; /* (the pooled row's is summed when its turn comes) */
 		}
 	}
+	/* a row that starts or stops within the side (none in a slice that should hold 10 of
+	 * it: start-up in a run's first slice, a phase) is set aside, and the slices' totals
+	 * taken without it: else it makes every other row of its slices look moved */
+	for (int round = 0; round < 3; round++) {
+		bool more = false;
+
+		shares_chi2(m, w, nr, nc, tot, aside, yv, dfv);
+		for (size_t r = 0; r < nr; r++) {
+			double all = 0;
+
+			if (tot[r] <= 0 || aside[r])
+				continue;
+			for (size_t c = 0; c < nc; c++)
+				all += col[c];
+			for (size_t c = 0; c < nc && !aside[r]; c++)
+				if (m[r * w + c] == 0 && tot[r] * col[c] / all >= 10)
+					more = aside[r] = true;
+		}
+		if (!more)
+			break;
+	}
+	if (aside)
+		shares_chi2(m, w, nr, nc, tot, aside, yv, dfv);
 	for (size_t r = 0; r < nr; r++)
 		rows += tot[r] > 0;
 	for (size_t r = 0; r < nr; r++) {
 		uint32_t id = sl->ids && r < sl->nrows ? sl->ids[r] : DSTAT_NO_ID;
-		double chi2[2] = { 0, 0 };
+		double chi2 = 0;
 
 		if (tot[r] <= 0)
 			continue;
 		for (size_t c = 0; c < nc; c++) {
-			double e[2] = { tot[r] * col[c] / all, len > 0 ? tot[r] * secs[c] / len : 0 };
+			double e = len > 0 ? tot[r] * secs[c] / len : 0;
 
-			for (int j = 0; j < 2; j++)
-				if (e[j] > 0)
-					chi2[j] += (m[r * w + c] - e[j]) * (m[r * w + c] - e[j]) / e[j];
+			if (e > 0)
+				chi2 += (m[r * w + c] - e) * (m[r * w + c] - e) / e;
 		}
-		/* a share fixes each slice's total too: a row's part of the (rows - 1) (slices - 1)
-		 * degrees of freedom is (slices - 1) (1 - its share) */
-		if (rows >= 2)
-			add_point(d, 0, chi2[0], (double)(nc - 1) * (1 - tot[r] / all), tot[r] / (double)nc,
-				  id);
+		if (rows >= 2 && yv && dfv[r] > 0)
+			add_point(d, 0, yv[r] * dfv[r], dfv[r], tot[r] / (double)nc, id, aside[r]);
 		if (len > 0)
-			add_point(d, 1, chi2[1], (double)(nc - 1), tot[r] / (double)nc, id);
+			add_point(d, 1, chi2, (double)(nc - 1), tot[r] / (double)nc, id, aside && aside[r]);
 	}
 	d->side[k].nslices += nc;
 out:
@@ -329,6 +398,9 @@ out:
 	free(col);
 	free(secs);
 	free(tot);
+	free(yv);
+	free(dfv);
+	free(aside);
 }
 
 /* What model @m needs of the sides; 0 or -EINVAL with why not. */
@@ -413,19 +485,6 @@ static double z_of(const struct dstat *d, const struct dstat_test *t)
 	double n = t->a + t->b, p = p0_of(d), v = n * p * (1 - p) * t->k;
 
 	return v > 0 ? (t->b - n * p) / sqrt(v) : 0;
-}
-
-static int by_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-static double median(double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), by_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* What an estimate of @nu degrees of freedom is multiplied by to be its upper 85 % bound:
@@ -548,7 +607,7 @@ static void fit_robust(struct dstat *d, int j, bool spread, double *phi0, double
 	size_t n = d->npts[j];
 
 	for (size_t i = 0; i < n; i++)
-		p[i].out = false;
+		p[i].out = p[i].aside;
 	for (int round = 0; round < 6; round++) {
 		double worst = 3.1, f0, s2;
 		size_t w = n;

@@ -59,7 +59,7 @@ enum dstat_model { DSTAT_SAMPLE, DSTAT_SECOND, DSTAT_RUN, DSTAT_AUTO };
 /* the slices' degrees of freedom that make their dispersion the one taken */
 #define DSTAT_SLICES_DF 4
 /* the slices a side needs for a spread growing with a procedure's count */
-#define DSTAT_SPREAD_SLICES 2
+#define DSTAT_SPREAD_SLICES 4
 /* the procedures (expected 5 times on each side) that make theirs */
 #define DSTAT_PROCS_MIN 5
 
@@ -119,6 +119,7 @@ struct dstat_side {
 struct dstat_point {
 	double y, m, df;
 	uint32_t id;		/* its procedure, DSTAT_NO_ID: not one */
+	bool aside;		/* set aside with its side's slices: far beyond the others */
 	bool out;		/* moved within its side beyond the rest: left out of the fit */
 };
 
