@@ -362,6 +362,8 @@ static cJSON *diff_json(const struct diff *d, long top)
 	cJSON_AddStringToObject(y, "from", from_names[st->phi_from]);
 	cJSON_AddNumberToObject(y, "phi", st->phi);
 	cJSON_AddNumberToObject(y, "relative_spread", sqrt(st->sigma2));
+	cJSON_AddBoolToObject(y, "spread_told", st->spread);
+	cJSON_AddNumberToObject(y, "set_aside", (double)st->nout);
 	cJSON_AddNumberToObject(y, "slices", (double)st->nslices);
 	cJSON_AddNumberToObject(y, "df", st->df);
 	cJSON_AddNumberToObject(y, "procedures", (double)st->npooled);
@@ -451,8 +453,12 @@ static void diff_header(FILE *f, const struct diff *d)
 	}
 	switch (st->phi_from) {
 	case DSTAT_SLICES:
-		fprintf(f, "noise: %.2f x Poisson and a spread of %.1f %% of each procedure's count a slice, from %zu slices; tests and intervals widened by it\n",
-			st->phi, 100 * sqrt(st->sigma2), st->nslices);
+		if (st->spread)
+			fprintf(f, "noise: %.2f x Poisson and a spread of %.1f %% of each procedure's count a slice, from %zu slices; tests and intervals widened by it\n",
+				st->phi, 100 * sqrt(st->sigma2), st->nslices);
+		else
+			fprintf(f, "noise: %.2f x Poisson, from %zu slices (fewer than %d a side: a large procedure's own spread is not told); tests and intervals widened by it\n",
+				st->phi, st->nslices, DSTAT_SPREAD_SLICES);
 		break;
 	case DSTAT_PROCS:
 		fprintf(f, "noise: %.2f x Poisson, from the spread of %zu procedures (no slices: a large procedure's own spread is not seen); tests and intervals widened by it\n",

@@ -683,6 +683,7 @@ static int dispersion(struct dstat *d)
 	d->phi_from = DSTAT_POISSON;
 	d->phi = 1;
 	d->sigma2 = 0;
+	d->spread = false;
 	d->nout = 0;
 	if (d->own)
 		memset(d->own, 0, d->cap_own * sizeof(*d->own));
@@ -712,6 +713,7 @@ static int dispersion(struct dstat *d)
 		d->phi_from = DSTAT_SLICES;
 		d->phi = fmax(1, phi0);
 		d->sigma2 = s2;
+		d->spread = spread_known(d);
 	} else if (d->phi_procs > 0) {
 		d->phi_from = DSTAT_PROCS;
 		d->phi = fmax(1, d->phi_procs);

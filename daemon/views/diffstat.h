@@ -148,6 +148,7 @@ struct dstat {
 	double scale;		/* s */
 	double phi;		/* times Poisson, >= 1 */
 	double sigma2;		/* the relative spread per slice, squared (DSTAT_SLICES) */
+	bool spread;		/* the slices could tell it (DSTAT_SPREAD_SLICES a side) */
 	enum dstat_from { DSTAT_POISSON, DSTAT_SLICES, DSTAT_PROCS, DSTAT_FIXED } phi_from;
 	double phi_procs;	/* from the procedures; 0: too few */
 	double df;		/* the slices' degrees of freedom */
