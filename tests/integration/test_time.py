@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, pcmon, pcmon_json, run_tests, workload
@@ -229,9 +230,15 @@ def test_diff_removed_function_and_its_svg():
         pcmon("diff", *[f"rm@@{p['start'] + 1:.3f}..@{p['end'] - 1:.3f}" for p in ph], "--svg", svg,
               sock=d.sock, check=0)
         text = open(svg).read()
+        ET.fromstring(text)  # well-formed
         frames = re.findall(r'<g class="f"[^>]*data-a="(\d+)" data-b="(\d+)" data-name="gamma_"><title></title><rect[^>]*fill="([^"]+)"', text)
         assert frames and all(int(b) == 0 and int(a) > 0 for a, b, _ in frames), frames
         assert all(f == "rgb(40,80,230)" for _, _, f in frames), frames  # shrank, only in A
+        # the page's script runs, and a frame's tooltip gives its share of each side
+        from test_export import chromium_dom
+        dom, errors = chromium_dom(f"file://{svg}")
+        assert not errors and 'data-ready="1"' in dom, errors
+        assert re.search(r"<title>gamma_ \(A [\d.]+%, B 0\.00%\)</title>", dom), dom[:2000]
     finally:
         d.stop()
 
