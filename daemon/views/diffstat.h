@@ -23,21 +23,21 @@
  * s is never estimated from the procedures' counts, so that one procedure, however large,
  * cannot be the yardstick of its own change. Counts vary more than Poisson when the
  * program does (load, phases, requests), and the tests are widened by what the sides say
- * of it: from each side's time slices when there are enough of them, how each procedure's
+ * of it. From each side's time slices when there are enough of them: how each procedure's
  * count spreads over the slices beyond Poisson, fitted as phi0 times Poisson plus (with
- * DSTAT_SPREAD_SLICES a side) a relative spread sigma of the count in each slice (a large
- * procedure moves by a share of itself, not by a multiple of its square root), a procedure
- * far beyond the fit of the others (one that starts or stops within a side: start-up, a
- * phase; one of bursts) left out of it and tested with its own dispersion, if larger;
- * else, from the procedures themselves,
- * the squared spread of their residuals, as the median absolute deviation from their
- * median (a few procedures that changed, or all moving together, do not make it). A
- * test's variance is the binomial's times its widening k, never less than Poisson. The
- * tests are exact (the binomial's tails, continuous in the counts divided by k: the
- * two-sided p of the outcomes no likelier than the one seen). Tests of the same samples
- * (a wrapper and what it wraps) are one test; the family is held at level alpha by Holm's
- * step-down correction. A frame in at least DSTAT_WHOLE of both sides' samples is the
- * program itself: it is not tested (its change is what is not under it, tested there).
+ * DSTAT_SPREAD_SLICES a side) a relative spread sigma of its count in a slice (a large
+ * procedure moves by a share of itself, not by a multiple of its square root), at the
+ * fit's upper 85 % bound; a procedure that starts or stops within a side is set aside
+ * first (its slices' totals taken without it), one far beyond the others' fit left out of
+ * it, and both tested with their own spread where that is larger. Else from the
+ * procedures themselves: their log B/A's spread about the median one (a few that changed,
+ * or all moving together, do not make it). A test's variance is the binomial's times its
+ * widening k, never less than Poisson. The tests are exact (the binomial's tails,
+ * continuous in the counts divided by k: the two-sided p of the outcomes no likelier than
+ * the one seen). Tests of the same samples (a wrapper and what it wraps) are one test; the
+ * family is held at level alpha by Holm's step-down correction. A frame in at least
+ * DSTAT_WHOLE of both sides' samples is the program itself: it is not tested (its change
+ * is what is not under it, tested there).
  */
 #ifndef PCMON_DIFFSTAT_H
 #define PCMON_DIFFSTAT_H
@@ -53,8 +53,7 @@ enum dstat_model { DSTAT_SAMPLE, DSTAT_SECOND, DSTAT_RUN, DSTAT_AUTO };
 #define DSTAT_MIN_SAMPLES 100
 /* a frame in this share of both sides' samples is not tested */
 #define DSTAT_WHOLE 0.95
-/* the slices (merged to DSTAT_SLICE_SAMPLES) a side needs to tell its dispersion: its first
- * and last slices hold its start and end, which are not the rest */
+/* the slices (merged to 50 samples each) a side needs to tell its dispersion */
 #define DSTAT_SIDE_SLICES 2
 /* the slices' degrees of freedom that make their dispersion the one taken */
 #define DSTAT_SLICES_DF 4
