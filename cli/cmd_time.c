@@ -95,6 +95,8 @@ int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep)
 
 /* ---- pcmon save TARGET FILE */
 
+static void with_slices(cJSON *req);
+
 const struct opt save_opts[] = {
 	OPT_ALL(window_opts),
 	OPT_ALL(pattern_opts),
@@ -110,6 +112,7 @@ int cmd_save(struct cli *c)
 
 	if (c->nwords != 2)
 		return fail(c, 2, "save: give TARGET and FILE");
+	with_slices(c->req);
 	if ((r = side_fetch(c, c->words[0], c->req, &rep)))
 		return r;
 	cJSON_DeleteItemFromObject(rep, "v");
@@ -139,81 +142,131 @@ int cmd_save(struct cli *c)
 
 /* ---- pcmon diff A B */
 
-struct drow {
-	const char *name;
-	double a_sh, b_sh, a_dp, b_dp;
-	struct dstat sh, dp;
-	bool dp_own;		/* the deep counts differ from the shallow ones: a test of their own */
-	double key;		/* the order */
-};
+#define DIFF_ALPHA 0.01
+/* the procedures a side's timeline follows, for the dispersion (the engine's most) */
+#define DIFF_SLICE_PROCS 64
 
 struct dside {
 	cJSON *rep;
 	struct xprof p;
-	double total;
 };
 
 struct diff {
-	struct itab *names;
-	struct drow *rows;
-	size_t n, cap;
+	struct itab *names;	/* procedure names: the statistics' ids */
 	struct dside s[2];
-	double scale;
+	struct dstat st;
+	size_t *order, n;	/* the rows to print, in order */
 };
 
-static struct drow *row_of(struct diff *d, const char *name)
+static const char *name_of(const struct diff *d, size_t id)
 {
-	uint32_t id;
-	int r = itab_str(d->names, name, &id);
+	size_t len;
 
-	if (r < 0)
-		return NULL;
-	if (r == 1) {
-		if (GROW(d->rows, d->cap, id + 1))
-			return NULL;
-		d->rows[id] = (struct drow){ .name = name };
-		d->n = id + 1;
-	}
-	return &d->rows[id];
+	return itab_key(d->names, (uint32_t)id, &len);
 }
 
-/* Side @k's samples into the rows: each sample's last frame (shallow), each frame once (deep). */
+/* The wall-clock span side @k covers: its window's (whole slices) within the target's
+ * life, or the target's life. */
+static void side_span(const struct dside *s, double *t0, double *t1)
+{
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(s->rep, "window");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->rep, "target");
+	double start = proto_num(t, "start_wall", 0), end = start + proto_num(t, "elapsed_s", 0);
+
+	*t0 = start;
+	*t1 = end;
+	if (w && proto_num(w, "slices", 0)) {
+		*t0 = fmax(proto_num(w, "from", 0), start);
+		*t1 = fmin(proto_num(w, "to", 0), end);
+	}
+	if (*t1 < *t0)
+		*t1 = *t0;
+}
+
+/* Side @k's samples into the statistics: each stack's frames by name, root first. */
 static int count_side(struct diff *d, int k)
 {
 	const struct xprof *p = &d->s[k].p;
 	struct xframe *fr = NULL;
-	struct drow **seen = NULL;
-	size_t cap = 0, cap_seen = 0;
+	uint32_t *ids = NULL;
+	size_t cap = 0, cap_ids = 0;
+	double t0, t1;
 	int err = -ENOMEM;
 
 	for (int i = 0; i < p->nsamples; i++) {
 		const struct xsample *s = &p->samples[i];
-		double w = (double)s->count;
-		int n = xprof_frames(p, s, &fr, &cap), m = 0;
+		int n = xprof_frames(p, s, &fr, &cap);
 
-		if (n < 0 || GROW(seen, cap_seen, (size_t)n + 1))
+		if (n < 0 || GROW(ids, cap_ids, (size_t)n + 1))
 			goto out;
-		d->s[k].total += w;
-		for (int j = 0; j < n; j++) {
-			struct drow *r = row_of(d, fr[j].name);
-			int q;
-
-			if (!r)
+		for (int j = 0; j < n; j++)
+			if (itab_str(d->names, fr[j].name, &ids[j]) < 0)
 				goto out;
-			for (q = 0; q < m && seen[q] != r; q++)
-				;
-			if (q == m) {
-				seen[m++] = r;
-				*(k ? &r->b_dp : &r->a_dp) += w;
-			}
-			if (j == n - 1)
-				*(k ? &r->b_sh : &r->a_sh) += w;
-		}
+		if (s->count && dstat_add(&d->st, k, (double)s->count, ids, n))
+			goto out;
 	}
+	side_span(&d->s[k], &t0, &t1);
+	d->st.side[k].period_ns = p->period_ns;
+	d->st.side[k].seconds = t1 - t0;
 	err = 0;
 out:
 	free(fr);
-	free(seen);
+	free(ids);
+	return err;
+}
+
+/* Side @k's time slices (its timeline, listed or saved with it) for the dispersion: the
+ * procedures followed and the rest, each slice's time within the side's. */
+static int slices_side(struct diff *d, int k)
+{
+	const cJSON *tl = cJSON_GetObjectItemCaseSensitive(d->s[k].rep, "timeline");
+	const cJSON *sl = cJSON_GetObjectItemCaseSensitive(tl, "slices"), *x, *v;
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(tl, "procedures");
+	size_t nc = (size_t)cJSON_GetArraySize(sl), np = (size_t)cJSON_GetArraySize(procs), c, r = 0;
+	double t0, t1, *counts, *secs;
+	uint32_t *ids;
+	int err = -ENOMEM;
+
+	if (nc < 2)
+		return 0;
+	side_span(&d->s[k], &t0, &t1);
+	counts = calloc((np + 1) * nc, sizeof(*counts));
+	secs = calloc(nc, sizeof(*secs));
+	ids = calloc(np + 1, sizeof(*ids));
+	if (!counts || !secs || !ids)
+		goto out;
+	c = 0;
+	cJSON_ArrayForEach(x, sl) {
+		double a = proto_num(x, "t0", 0), b = proto_num(x, "t1", 0);
+
+		if (t1 > t0) /* (the side's start and end may cut its first and last slice) */
+			a = fmax(a, t0), b = fmin(b, t1);
+		secs[c] = fmax(b - a, 0);
+		counts[np * nc + c++] = proto_num(x, "counted", 0);
+	}
+	cJSON_ArrayForEach(x, procs) {
+		/* (a name the stacks do not have is a procedure of its own all the same) */
+		if (itab_str(d->names, proto_str(x, "name", "?"), &ids[r]) < 0)
+			goto out;
+		c = 0;
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(x, "shallow")) {
+			if (c < nc) {
+				counts[r * nc + c] = v->valuedouble;
+				counts[np * nc + c] -= v->valuedouble; /* the rest */
+			}
+			c++;
+		}
+		r++;
+	}
+	for (c = 0; c < nc; c++)
+		counts[np * nc + c] = fmax(counts[np * nc + c], 0);
+	ids[np] = DSTAT_NO_ID;
+	dstat_add_slices(&d->st, k, &(struct dstat_slices){ counts, secs, np + 1, nc, ids });
+	err = 0;
+out:
+	free(counts);
+	free(secs);
+	free(ids);
 	return err;
 }
 
@@ -222,75 +275,14 @@ static double pct(double a, double b)
 	return b > 0 ? 100 * a / b : 0;
 }
 
-static int by_key(const void *x, const void *y)
+/* The effect a row is shown with: its verdict's, else its larger (a whole frame's: deep). */
+static int shown(const struct dstat_row *r)
 {
-	const struct drow *a = x, *b = y;
-
-	if (a->key != b->key)
-		return a->key > b->key ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-#define DIFF_ALPHA 0.01
-
-/* Counts, tests, the correction and the order. 0 or -ENOMEM. */
-static int compare(struct diff *d)
-{
-	double *a = malloc((d->n + 1) * sizeof(*a)), *b = malloc((d->n + 1) * sizeof(*b));
-	struct dstat **fam = malloc((2 * d->n + 1) * sizeof(*fam));
-	size_t nf = 0;
-
-	if (!a || !b || !fam) {
-		free(a);
-		free(b);
-		free(fam);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		a[i] = d->rows[i].a_sh;
-		b[i] = d->rows[i].b_sh;
-	}
-	/* shallow counts part every sample once: the bulk of the profile */
-	d->scale = dstat_scale(a, b, d->n, d->s[0].total, d->s[1].total);
-	for (size_t i = 0; i < d->n; i++) {
-		struct drow *r = &d->rows[i];
-
-		/* (a test not made changes nothing: p 1) */
-		r->sh = (struct dstat){ .a = r->a_sh, .b = r->b_sh, .p = 1, .p_adj = 1 };
-		r->dp = (struct dstat){ .a = r->a_dp, .b = r->b_dp, .p = 1, .p_adj = 1 };
-		r->dp_own = r->a_dp != r->a_sh || r->b_dp != r->b_sh;
-		if (r->a_sh + r->b_sh > 0) {
-			dstat_test(&r->sh, d->scale);
-			fam[nf++] = &r->sh;
-		}
-		if (r->dp_own) {
-			dstat_test(&r->dp, d->scale);
-			fam[nf++] = &r->dp;
-		}
-	}
-	dstat_holm(fam, nf, DIFF_ALPHA);
-	for (size_t i = 0; i < d->n; i++) {
-		struct drow *r = &d->rows[i];
-
-		if (!r->dp_own)
-			r->dp = r->sh;
-		r->key = fabs(r->dp.z) > fabs(r->sh.z) ? fabs(r->dp.z) : fabs(r->sh.z);
-		if (r->sh.sig || r->dp.sig)
-			r->key += 1e9; /* the significant ones first */
-	}
-	qsort(d->rows, d->n, sizeof(*d->rows), by_key);
-	free(a);
-	free(b);
-	free(fam);
-	return 0;
-}
-
-static int dir_of(const struct drow *r)
-{
-	const struct dstat *t = r->dp.sig && (!r->sh.sig || fabs(r->dp.z) > fabs(r->sh.z)) ? &r->dp
-											: &r->sh;
-
-	return !(r->sh.sig || r->dp.sig) ? 0 : t->z > 0 ? 1 : -1;
+	if (r->whole)
+		return 1;
+	if (r->sig || r->sh < 0)
+		return r->sig ? r->by : 1;
+	return r->dp >= 0 && fabs(r->eff[1].pp) > fabs(r->eff[0].pp);
 }
 
 static const char *side_name(const struct dside *s, char *buf, size_t len)
@@ -310,91 +302,231 @@ static const char *side_name(const struct dside *s, char *buf, size_t len)
 	return buf;
 }
 
+static cJSON *num_or_null(double v)
+{
+	return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static void effect_json(cJSON *o, const char *key, const struct dstat_effect *e)
+{
+	cJSON *x = cJSON_AddObjectToObject(o, key);
+
+	cJSON_AddNumberToObject(x, "pp", e->pp);
+	cJSON_AddNumberToObject(x, "pp_low", e->pp_lo);
+	cJSON_AddNumberToObject(x, "pp_high", e->pp_hi);
+	cJSON_AddItemToObject(x, "ratio", num_or_null(e->ratio));
+	cJSON_AddItemToObject(x, "ratio_low", num_or_null(e->lo));
+	cJSON_AddItemToObject(x, "ratio_high", num_or_null(e->hi));
+}
+
+static const char *const from_names[] = { "none", "slices", "procedures", "fixed" };
+
 static cJSON *diff_json(const struct diff *d, long top)
 {
-	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	const struct dstat *st = &d->st;
+	cJSON *o = cJSON_CreateObject(), *arr, *x, *y;
 	char buf[200];
 
 	for (int k = 0; k < 2; k++) {
 		x = cJSON_AddObjectToObject(o, k ? "b" : "a");
 		cJSON_AddStringToObject(x, "name", side_name(&d->s[k], buf, sizeof(buf)));
-		cJSON_AddNumberToObject(x, "samples", d->s[k].total);
+		cJSON_AddNumberToObject(x, "samples", st->side[k].total);
+		cJSON_AddNumberToObject(x, "seconds", st->side[k].seconds);
+		cJSON_AddNumberToObject(x, "period_ns", st->side[k].period_ns);
+		cJSON_AddNumberToObject(x, "slices", (double)st->side[k].nslices);
 		if (cJSON_GetObjectItemCaseSensitive(d->s[k].rep, "window"))
 			cJSON_AddItemToObject(x, "window", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(d->s[k].rep, "window"), 1));
 	}
 	x = cJSON_AddObjectToObject(o, "test");
-	cJSON_AddStringToObject(x, "name", "conditional binomial against the profile's bulk scale, two-sided, Holm-corrected");
-	cJSON_AddNumberToObject(x, "alpha", DIFF_ALPHA);
-	cJSON_AddNumberToObject(x, "scale", d->scale);
+	cJSON_AddStringToObject(x, "name", "exact binomial test of each procedure's counts against the model, two-sided, widened by the dispersion, Holm-corrected");
+	cJSON_AddStringToObject(x, "model", dstat_model_name(st->model));
+	cJSON_AddStringToObject(x, "model_asked", dstat_model_name(st->asked));
+	cJSON_AddStringToObject(x, "model_text", dstat_model_text(st->model));
+	cJSON_AddNumberToObject(x, "scale", st->scale);
+	cJSON_AddNumberToObject(x, "alpha", st->alpha);
+	cJSON_AddNumberToObject(x, "tests", (double)st->family);
+	cJSON_AddNumberToObject(x, "interval", st->level);
+	if (st->nbulk) {
+		cJSON_AddNumberToObject(x, "median_ratio", st->bulk);
+		cJSON_AddNumberToObject(x, "median_ratio_se", st->bulk_se);
+		cJSON_AddNumberToObject(x, "median_of", (double)st->nbulk);
+	}
+	y = cJSON_AddObjectToObject(x, "models"); /* where that median sits against each */
+	for (int m = 0; m < DSTAT_MODELS; m++)
+		if (st->tries[m].done) {
+			cJSON *z = cJSON_AddObjectToObject(y, dstat_model_name(m));
+
+			cJSON_AddNumberToObject(z, "median_ratio", st->tries[m].off);
+		}
+	y = cJSON_AddObjectToObject(x, "dispersion");
+	cJSON_AddStringToObject(y, "from", from_names[st->phi_from]);
+	cJSON_AddNumberToObject(y, "phi", st->phi);
+	cJSON_AddNumberToObject(y, "relative_spread", sqrt(st->sigma2));
+	cJSON_AddBoolToObject(y, "spread_told", st->spread);
+	cJSON_AddNumberToObject(y, "set_aside", (double)st->nout);
+	cJSON_AddNumberToObject(y, "slices", (double)st->nslices);
+	cJSON_AddNumberToObject(y, "df", st->df);
+	cJSON_AddNumberToObject(y, "procedures", (double)st->npooled);
+	if (st->model != DSTAT_SAMPLE)
+		effect_json(x, "total", &st->total);
 	arr = cJSON_AddArrayToObject(o, "procedures");
 	for (size_t i = 0; i < d->n && (!top || (long)i < top); i++) {
-		const struct drow *r = &d->rows[i];
-		int dir = dir_of(r);
+		const struct dstat_row *r = &st->rows[d->order[i]];
+		const struct dstat_test *sh = r->sh >= 0 ? &st->tests[r->sh] : NULL;
+		const struct dstat_test *dp = r->dp >= 0 ? &st->tests[r->dp] : NULL;
+		double ta = st->side[0].total, tb = st->side[1].total;
 
 		x = cJSON_CreateObject();
 		cJSON_AddItemToArray(arr, x);
-		cJSON_AddStringToObject(x, "procedure", r->name);
+		cJSON_AddStringToObject(x, "procedure", name_of(d, d->order[i]));
 		cJSON_AddNumberToObject(x, "a_shallow", r->a_sh);
 		cJSON_AddNumberToObject(x, "b_shallow", r->b_sh);
 		cJSON_AddNumberToObject(x, "a_deep", r->a_dp);
 		cJSON_AddNumberToObject(x, "b_deep", r->b_dp);
-		cJSON_AddNumberToObject(x, "a_shallow_pct", pct(r->a_sh, d->s[0].total));
-		cJSON_AddNumberToObject(x, "b_shallow_pct", pct(r->b_sh, d->s[1].total));
-		cJSON_AddNumberToObject(x, "shallow_pp", pct(r->b_sh, d->s[1].total) - pct(r->a_sh, d->s[0].total));
-		cJSON_AddNumberToObject(x, "a_deep_pct", pct(r->a_dp, d->s[0].total));
-		cJSON_AddNumberToObject(x, "b_deep_pct", pct(r->b_dp, d->s[1].total));
-		cJSON_AddNumberToObject(x, "deep_pp", pct(r->b_dp, d->s[1].total) - pct(r->a_dp, d->s[0].total));
-		cJSON_AddNumberToObject(x, "shallow_z", r->sh.z);
-		cJSON_AddNumberToObject(x, "shallow_p_adj", r->sh.p_adj);
-		cJSON_AddNumberToObject(x, "deep_z", r->dp.z);
-		cJSON_AddNumberToObject(x, "deep_p_adj", r->dp.p_adj);
-		cJSON_AddBoolToObject(x, "significant", r->sh.sig || r->dp.sig);
-		cJSON_AddStringToObject(x, "change", dir > 0 ? "grew" : dir < 0 ? "shrank" : "");
+		cJSON_AddNumberToObject(x, "a_shallow_pct", pct(r->a_sh, ta));
+		cJSON_AddNumberToObject(x, "b_shallow_pct", pct(r->b_sh, tb));
+		cJSON_AddNumberToObject(x, "shallow_pp", pct(r->b_sh, tb) - pct(r->a_sh, ta));
+		cJSON_AddNumberToObject(x, "a_deep_pct", pct(r->a_dp, ta));
+		cJSON_AddNumberToObject(x, "b_deep_pct", pct(r->b_dp, tb));
+		cJSON_AddNumberToObject(x, "deep_pp", pct(r->b_dp, tb) - pct(r->a_dp, ta));
+		cJSON_AddNumberToObject(x, "shallow_z", sh ? sh->z * (sh->complement ? -1 : 1) : 0);
+		cJSON_AddNumberToObject(x, "shallow_p", sh && !r->whole ? sh->p : 1);
+		cJSON_AddNumberToObject(x, "shallow_p_adj", sh && !r->whole ? sh->p_adj : 1);
+		cJSON_AddNumberToObject(x, "deep_z", dp ? dp->z * (dp->complement ? -1 : 1) : 0);
+		cJSON_AddNumberToObject(x, "deep_p", dp && !r->whole ? dp->p : 1);
+		cJSON_AddNumberToObject(x, "deep_p_adj", dp && !r->whole ? dp->p_adj : 1);
+		cJSON_AddBoolToObject(x, "whole", r->whole);
+		cJSON_AddBoolToObject(x, "significant", r->sig);
+		cJSON_AddStringToObject(x, "change", r->dir > 0 ? "grew" : r->dir < 0 ? "shrank" : "");
+		cJSON_AddStringToObject(x, "by", shown(r) ? "deep" : "shallow");
+		effect_json(x, "effect", &r->eff[shown(r)]);
+		if (sh)
+			effect_json(x, "shallow_effect", &r->eff[0]);
+		if (dp)
+			effect_json(x, "deep_effect", &r->eff[1]);
 	}
 	return o;
 }
 
-static void diff_table(FILE *f, const struct diff *d, long top)
+static void fmt_ratio(char *buf, size_t len, double r)
 {
-	char buf[200];
-
-	fprintf(f, "A: %s, %.0f samples\n", side_name(&d->s[0], buf, sizeof(buf)), d->s[0].total);
-	fprintf(f, "B: %s, %.0f samples\n", side_name(&d->s[1], buf, sizeof(buf)), d->s[1].total);
-	fprintf(f, "beyond noise: * (binomial test against the profile's bulk, Holm at %g %%; B/A scale %.3f)\n\n",
-		100 * DIFF_ALPHA, d->scale);
-	fprintf(f, "   shallow%%: A      B       pp    deep%%: A      B       pp  p(adj)    procedure\n");
-	for (size_t i = 0; i < d->n && (!top || (long)i < top); i++) {
-		const struct drow *r = &d->rows[i];
-		int dir = dir_of(r);
-		double p = fmin(r->sh.p_adj, r->dp.p_adj);
-
-		fprintf(f, "%s %9.2f %6.2f %+8.2f %9.2f %6.2f %+8.2f  %-8.2g  %s%s\n",
-			dir > 0 ? "+*" : dir < 0 ? "-*" : "  ", pct(r->a_sh, d->s[0].total),
-			pct(r->b_sh, d->s[1].total),
-			pct(r->b_sh, d->s[1].total) - pct(r->a_sh, d->s[0].total),
-			pct(r->a_dp, d->s[0].total), pct(r->b_dp, d->s[1].total),
-			pct(r->b_dp, d->s[1].total) - pct(r->a_dp, d->s[0].total), p, r->name,
-			dir > 0 ? "  (grew)" : dir < 0 ? "  (shrank)" : "");
-	}
+	if (isinf(r))
+		snprintf(buf, len, "inf");
+	else if (r >= 99.95)
+		snprintf(buf, len, "%.0f", r);
+	else if (r >= 9.995)
+		snprintf(buf, len, "%.1f", r);
+	else
+		snprintf(buf, len, "%.3f", r);
 }
 
-/* The differential flame graph: B's widths; red grew, blue shrank, grey did not change. */
-static int tint(void *ctx, const char *name, char *rgb, size_t len)
+static void diff_header(FILE *f, const struct diff *d)
 {
-	struct diff *d = ctx;
+	const struct dstat *st = &d->st;
+	char buf[200], r[3][16];
+
+	for (int k = 0; k < 2; k++)
+		fprintf(f, "%c: %s, %.0f samples, %.1f s\n", k ? 'B' : 'A',
+			side_name(&d->s[k], buf, sizeof(buf)), st->side[k].total, st->side[k].seconds);
+	fprintf(f, "model: --per %s: %s (B/A %.3f)\n", dstat_model_name(st->model),
+		dstat_model_text(st->model), st->scale);
+	if (st->asked == DSTAT_AUTO) {
+		if (!st->nbulk) {
+			fprintf(f, "  (--per auto: too few procedures to choose by: the first)\n");
+		} else {
+			fprintf(f, "  chosen (--per auto): the median B/A of %zu procedures (within x%.3f) against each model's:",
+				st->nbulk, st->bulk_se);
+			for (int m = 0; m < DSTAT_MODELS; m++)
+				if (st->tries[m].done)
+					fprintf(f, " %s %.3f%s", dstat_model_name(m), st->tries[m].off,
+						m < DSTAT_MODELS - 1 ? "," : "");
+				else
+					fprintf(f, " %s -%s", dstat_model_name(m), m < DSTAT_MODELS - 1 ? "," : "");
+			fprintf(f, "\n");
+		}
+	}
+	if (st->model != DSTAT_SAMPLE) {
+		fmt_ratio(r[0], sizeof(r[0]), st->total.ratio);
+		fmt_ratio(r[1], sizeof(r[1]), st->total.lo);
+		fmt_ratio(r[2], sizeof(r[2]), st->total.hi);
+		fprintf(f, "all samples: B/A %s [%s, %s] of what the model expects\n", r[0], r[1], r[2]);
+	}
+	switch (st->phi_from) {
+	case DSTAT_SLICES:
+		if (st->spread)
+			fprintf(f, "noise: %.2f x Poisson and a spread of %.1f %% of each procedure's count a slice, from %zu slices; tests and intervals widened by it\n",
+				st->phi, 100 * sqrt(st->sigma2), st->nslices);
+		else
+			fprintf(f, "noise: %.2f x Poisson, from %zu slices (fewer than %d a side: a large procedure's own spread is not told); tests and intervals widened by it\n",
+				st->phi, st->nslices, DSTAT_SPREAD_SLICES);
+		break;
+	case DSTAT_PROCS:
+		fprintf(f, "noise: %.2f x Poisson, from the spread of %zu procedures (no slices: a large procedure's own spread is not seen); tests and intervals widened by it\n",
+			st->phi, st->npooled);
+		break;
+	case DSTAT_FIXED:
+		fprintf(f, "noise: %.2f x Poisson, as asked\n", st->phi);
+		break;
+	default:
+		fprintf(f, "noise: Poisson (no slices, too few procedures counted to tell more)\n");
+	}
+	fprintf(f, "beyond noise: +* grew, -* shrank (exact binomial tests, Holm at %g %% over %zu tests; intervals %g %%)\n\n",
+		100 * st->alpha, st->family, 100 * st->level);
+}
+
+static void diff_table(FILE *f, const struct diff *d, long top)
+{
+	const struct dstat *st = &d->st;
+	double ta = st->side[0].total, tb = st->side[1].total;
+
+	diff_header(f, d);
+	fprintf(f, "   shallow%%: A      B    deep%%: A      B    change pp [%g %%]        B/A [%g %%]               p(adj)    procedure\n",
+		100 * st->level, 100 * st->level);
+	for (size_t i = 0; i < d->n && (!top || (long)i < top); i++) {
+		const struct dstat_row *r = &st->rows[d->order[i]];
+		int w = shown(r);
+		const struct dstat_effect *e = &r->eff[w];
+		const struct dstat_test *t = &st->tests[w ? r->dp : r->sh];
+		char rt[3][16], ch[64], ra[64], p[16];
+
+		fmt_ratio(rt[0], sizeof(rt[0]), e->ratio);
+		fmt_ratio(rt[1], sizeof(rt[1]), e->lo);
+		fmt_ratio(rt[2], sizeof(rt[2]), e->hi);
+		snprintf(ch, sizeof(ch), "%+.2f [%+.2f, %+.2f]", e->pp, e->pp_lo, e->pp_hi);
+		snprintf(ra, sizeof(ra), "%s [%s, %s]", rt[0], rt[1], rt[2]);
+		if (r->whole)
+			snprintf(p, sizeof(p), "whole");
+		else
+			snprintf(p, sizeof(p), "%.2g", t->p_adj);
+		fprintf(f, "%s %9.2f %6.2f %9.2f %6.2f   %-25s %-22s  %-8s  %s%s%s\n",
+			r->dir > 0 ? "+*" : r->dir < 0 ? "-*" : "  ", pct(r->a_sh, ta),
+			pct(r->b_sh, tb), pct(r->a_dp, ta), pct(r->b_dp, tb), ch, ra, p,
+			name_of(d, d->order[i]),
+			r->dir > 0 ? "  (grew" : r->dir < 0 ? "  (shrank" : "",
+			!r->dir ? "" : r->by ? ", deep)" : ")");
+	}
+	fprintf(f, "\n(change: of the shallow counts, or of the deep ones where they say more; whole: in %g %% of both sides' samples, not tested)\n",
+		100 * DSTAT_WHOLE);
+}
+
+/* The differential flame graph's colours: by the procedure's verdict, paler where the
+ * call path is in one side only. */
+static int tint(void *ctx, const char *name, uint64_t a, uint64_t b, char *rgb, size_t len)
+{
+	const struct diff *d = ctx;
 	int64_t id = itab_find(d->names, name, strlen(name) + 1);
-	const struct drow *r = NULL;
+	const struct dstat_row *r = id >= 0 && (size_t)id < d->st.nrows ? &d->st.rows[id] : NULL;
+	int dir = r ? r->dir : 0;
 
-	for (size_t i = 0; id >= 0 && i < d->n; i++)
-		if (!strcmp(d->rows[i].name, name))
-			r = &d->rows[i];
-	if (!r || !dir_of(r)) {
+	if (!a || !b) /* a path one side does not have */
+		snprintf(rgb, len, !a ? (dir > 0 ? "rgb(230,40,40)" : "rgb(245,175,175)")
+				      : (dir < 0 ? "rgb(40,80,230)" : "rgb(170,185,245)"));
+	else if (!dir)
 		snprintf(rgb, len, "rgb(215,215,210)");
-	} else {
-		double pp = fabs(pct(r->b_dp, d->s[1].total) - pct(r->a_dp, d->s[0].total));
-		int k = 90 + (int)fmin(pp * 15, 120);
+	else {
+		int k = 90 + (int)fmin(fabs(r->eff[r->by].pp) * 15, 120);
 
-		if (dir_of(r) > 0)
+		if (dir > 0)
 			snprintf(rgb, len, "rgb(255,%d,%d)", 210 - k, 210 - k);
 		else
 			snprintf(rgb, len, "rgb(%d,%d,255)", 210 - k, 210 - k);
@@ -404,6 +536,7 @@ static int tint(void *ctx, const char *name, char *rgb, size_t len)
 
 static const char *diff_svg, *diff_title;
 static long diff_top;
+static enum dstat_model diff_per = DSTAT_AUTO;
 
 static int opt_diff_top(struct cli *c, const char *val)
 {
@@ -412,20 +545,38 @@ static int opt_diff_top(struct cli *c, const char *val)
 	return 0;
 }
 
+static int opt_per(struct cli *c, const char *val)
+{
+	if (dstat_model_parse(val, &diff_per))
+		return fail(c, 2, "--per %s: expected sample, second, run or auto", val);
+	return 0;
+}
+
 const struct opt diff_opts[] = {
 	{ "top", 0, "N", OPT_CALL, NULL, .help = "the first N rows", .fn = opt_diff_top },
+	{ "per", 0, "sample|second|run|auto", OPT_CALL, NULL,
+	  .help = "what did not change: the same share of the samples, CPU seconds a second, CPU seconds in all; auto (the default): of those the sides allow, the one under which the least changed",
+	  .fn = opt_per },
 	{ "svg", 0, "FILE", OPT_TEXT, NULL,
-	  .help = "a differential flame graph: B's widths, red grew, blue shrank",
+	  .help = "a differential flame graph: A and B merged, red grew, blue shrank",
 	  .text = &diff_svg, .complete = COMPL_FILE },
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &diff_title },
 	OPT_ALL(pattern_opts),
 	OPT_TABLE_END,
 };
 
+/* diff and save ask for the slices with the stacks: the timeline of the procedures the
+ * dispersion follows. */
+static void with_slices(cJSON *req)
+{
+	req_set(req, "timeline", cJSON_CreateBool(1));
+	req_set(req, "timeline_top", cJSON_CreateNumber(DIFF_SLICE_PROCS));
+}
+
 int cmd_diff(struct cli *c)
 {
 	struct diff d = { 0 };
-	char err[256];
+	char err[256], title[512], buf[2][200];
 	int r = 0;
 
 	if (c->nwords != 2)
@@ -433,21 +584,30 @@ int cmd_diff(struct cli *c)
 	d.names = itab_new();
 	if (!d.names)
 		return fail(c, 1, "out of memory");
+	dstat_init(&d.st, diff_per, DIFF_ALPHA);
+	with_slices(c->req);
 	for (int k = 0; k < 2 && !r; k++) {
 		r = side_fetch(c, c->words[k], c->req, &d.s[k].rep);
 		if (!r && xprof_load(&d.s[k].p, d.s[k].rep, err, sizeof(err)))
 			r = fail(c, 1, "diff: %s: %s", c->words[k], err);
-		if (!r && count_side(&d, k))
+		if (!r && (count_side(&d, k) || slices_side(&d, k)))
 			r = fail(c, 1, "out of memory");
 	}
-	if (!r && compare(&d))
+	if (!r && dstat_check(&d.st, err, sizeof(err)))
+		r = fail(c, 1, "diff: %s (%s)", err, c->words[err[0] == 'B']);
+	if (!r && (dstat_run(&d.st) || !(d.order = malloc((d.st.nrows + 1) * sizeof(*d.order)))))
 		r = fail(c, 1, "out of memory");
+	if (!r)
+		d.n = dstat_order(&d.st, d.order);
 	if (!r && diff_svg) {
 		struct flame_tint ti = { tint, &d,
-			"B's samples · red: grew beyond noise · blue: shrank beyond noise · grey: no change beyond noise" };
+			"widths: the mean of A's and B's shares · red: grew beyond noise · blue: shrank beyond noise · grey: no change beyond noise · pale: a call path only in A (blue) or only in B (red)" };
 		FILE *f = fopen(diff_svg, "w");
 
-		if (!f || export_flamegraph_tinted(f, &d.s[1].p, diff_title, &ti) || fclose(f))
+		snprintf(title, sizeof(title), "pcmon diff: %s -> %s",
+			 side_name(&d.s[0], buf[0], sizeof(buf[0])), side_name(&d.s[1], buf[1], sizeof(buf[1])));
+		if (!f || export_flamegraph_diff(f, &d.s[0].p, &d.s[1].p, diff_title ? diff_title : title, &ti) ||
+		    fclose(f))
 			r = fail(c, 1, "--svg %s: %s", diff_svg, strerror(errno));
 	}
 	if (!r) {
@@ -467,7 +627,8 @@ int cmd_diff(struct cli *c)
 			xprof_free(&d.s[k].p);
 		cJSON_Delete(d.s[k].rep);
 	}
-	free(d.rows);
+	free(d.order);
+	dstat_free(&d.st);
 	itab_free(d.names);
 	return r;
 }

@@ -228,8 +228,10 @@ void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const
 
 int sample_check_list(const cJSON *req, cJSON **rep)
 {
+	/* (the stacks and the timeline go together: diff and save take both, the slices for
+	 * how much the profile varies) */
 	if (!!proto_str(req, "lines", NULL) + !!proto_str(req, "offset", NULL) +
-	    proto_bool(req, "stacks", 0) + proto_bool(req, "timeline", 0) > 1) {
+	    (proto_bool(req, "stacks", 0) || proto_bool(req, "timeline", 0)) > 1) {
 		*rep = proto_error(2, "list: one view at a time: --lines, profil, an export or the timeline");
 		return -1;
 	}

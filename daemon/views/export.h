@@ -86,14 +86,18 @@ int export_gzip(FILE *f, const void *d, size_t len);
 void export_xml_text(FILE *f, const char *s);
 /* A self-contained flamegraph SVG. */
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
-/* The same with each frame's colour chosen by @fn where it returns 1 (pcmon diff), and
- * @legend under it. */
+/*
+ * A differential flame graph (pcmon diff): the frames of A's and of B's samples merged,
+ * each as wide as the mean of its shares of A and of B, so that what vanished and what
+ * appeared are drawn too; each frame coloured by @fn (given its name and its counts in A
+ * and in B), @legend under it; tooltips give both shares.
+ */
 struct flame_tint {
-	int (*fn)(void *ctx, const char *name, char *rgb, size_t len);
+	int (*fn)(void *ctx, const char *name, uint64_t a, uint64_t b, char *rgb, size_t len);
 	void *ctx;
 	const char *legend;
 };
-int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
-			     const struct flame_tint *tint);
+int export_flamegraph_diff(FILE *f, const struct xprof *a, const struct xprof *b,
+			   const char *title, const struct flame_tint *tint);
 
 #endif

@@ -5,7 +5,9 @@
  * narrower than MIN_PX is left out (its samples still widen its parent). Colours are
  * stable per name and tell user, kernel, inline, critical-section and foreign frames
  * apart. The script gives tooltips, click to zoom, reset, and search with the matched
- * share; the page's query (?search=RE&zoom=ID) drives the same code, for scripts.
+ * share; the page's query (?search=RE&zoom=ID) drives the same code, for scripts. A
+ * differential one (pcmon diff) merges two profiles: a frame's width is the mean of its
+ * shares of each, so that a frame only one of them has is drawn too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,7 +24,8 @@
 struct node {
 	const char *name;
 	enum xframe_type type;
-	uint64_t count;
+	uint64_t count;		/* its width: samples, or (differential) a TB + b TA */
+	uint64_t a, b;		/* (differential) its samples in A and in B */
 	struct node **kids;
 	size_t nkids, cap;
 };
@@ -141,10 +144,14 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 		d->pruned += n->count;
 		return;
 	}
-	if (!d->tint || !d->tint->fn(d->tint->ctx, n->name, fill, sizeof(fill)))
+	if (!d->tint || !d->tint->fn(d->tint->ctx, n->name, n->a, n->b, fill, sizeof(fill)))
 		colour(fill, sizeof(fill), n);
-	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" data-name=\"",
+	fprintf(d->f, "<g class=\"f\" id=\"f%d\" data-x=\"%llu\" data-n=\"%llu\" data-d=\"%d\" data-t=\"%s\" ",
 		d->id++, (unsigned long long)x, (unsigned long long)n->count, depth, type_names[n->type]);
+	if (d->tint)
+		fprintf(d->f, "data-a=\"%llu\" data-b=\"%llu\" ", (unsigned long long)n->a,
+			(unsigned long long)n->b);
+	fputs("data-name=\"", d->f);
 	export_xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
 	if (n->type == XF_CRITICAL || n->type == XF_GROUP) {
 		fputs(n->type == XF_CRITICAL ? "[critical:" : "[", d->f);
@@ -169,7 +176,7 @@ static void sort_tree(struct node *n)
 
 /* The page's script: labels, tooltips, zoom, search. */
 static const char script[] =
-	"var W = %.1f, PAD = %.1f, TOTAL = %llu, frames, details, matched, unzoomBtn, resetBtn;\n"
+	"var W = %.1f, PAD = %.1f, TOTAL = %llu, TA = %llu, TB = %llu, frames, details, matched, unzoomBtn, resetBtn;\n"
 	"function num(g, k) { return +g.getAttribute('data-' + k); }\n"
 	"function name(g) { return g.getAttribute('data-name'); }\n"
 	"function pct(n) { return (100 * n / TOTAL).toFixed(2); }\n"
@@ -236,7 +243,9 @@ static const char script[] =
 	"  unzoomBtn = document.getElementById('unzoom');\n"
 	"  resetBtn = document.getElementById('resetsearch');\n"
 	"  frames.forEach(function (g) {\n"
-	"    var info = name(g) + ' (' + num(g, 'n') + ' samples, ' + pct(num(g, 'n')) + '%%)';\n"
+	"    var info = TA ? name(g) + ' (A ' + (100 * num(g, 'a') / TA).toFixed(2) + '%%, B ' +\n"
+	"      (100 * num(g, 'b') / TB).toFixed(2) + '%%)'\n"
+	"      : name(g) + ' (' + num(g, 'n') + ' samples, ' + pct(num(g, 'n')) + '%%)';\n"
 	"    g.querySelector('title').textContent = info;\n"
 	"    label(g);\n"
 	"    g.addEventListener('click', function () { zoom(g); });\n"
@@ -250,40 +259,89 @@ static const char script[] =
 	"  document.documentElement.setAttribute('data-ready', '1');\n"
 	"}\n";
 
-int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
+/* @p's samples into the tree: as they are (@side < 0), or as side @side of two */
+static int add_profile(struct node *root, const struct xprof *p, int side, uint64_t weight,
+		       bool *grouped)
 {
-	return export_flamegraph_tinted(f, p, title, NULL);
-}
-
-int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
-			     const struct flame_tint *tint)
-{
-	struct node *root = calloc(1, sizeof(*root));
 	struct xframe *fr = NULL;
-	struct draw d = { .f = f, .tint = tint };
 	size_t cap = 0;
-	int err = -ENOMEM, depth;
-	bool grouped = false;
+	int err = -ENOMEM;
 
-	if (!root)
-		return -ENOMEM;
 	for (int i = 0; i < p->nsamples; i++) {
 		const struct xsample *s = &p->samples[i];
 		int n = xprof_frames(p, s, &fr, &cap);
 		struct node *at = root;
+		uint64_t w = s->count * weight;
 
 		if (n < 0)
 			goto out;
-		root->count += s->count;
-		grouped |= n && fr[0].type == XF_GROUP;
+		root->count += w;
+		*(side ? &root->b : &root->a) += s->count;
+		*grouped |= n && fr[0].type == XF_GROUP;
 		for (int j = 0; j < n && at; j++) {
 			at = child(at, &fr[j]);
-			if (at)
-				at->count += s->count;
+			if (at) {
+				at->count += w;
+				*(side ? &at->b : &at->a) += s->count;
+			}
 		}
 		if (!at)
 			goto out;
 	}
+	err = 0;
+out:
+	free(fr);
+	return err;
+}
+
+static int flame_write(FILE *f, struct node *root, const struct xprof *p, const char *title,
+		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped);
+
+int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
+{
+	struct node *root = calloc(1, sizeof(*root));
+	bool grouped = false;
+	int err;
+
+	if (!root)
+		return -ENOMEM;
+	err = add_profile(root, p, -1, 1, &grouped);
+	if (!err)
+		err = flame_write(f, root, p, title, NULL, 0, 0, grouped);
+	tree_free(root);
+	return err;
+}
+
+int export_flamegraph_diff(FILE *f, const struct xprof *a, const struct xprof *b,
+			   const char *title, const struct flame_tint *tint)
+{
+	struct node *root = calloc(1, sizeof(*root));
+	uint64_t ta = 0, tb = 0;
+	bool grouped = false;
+	int err;
+
+	if (!root)
+		return -ENOMEM;
+	for (int i = 0; i < a->nsamples; i++)
+		ta += a->samples[i].count;
+	for (int i = 0; i < b->nsamples; i++)
+		tb += b->samples[i].count;
+	/* a frame's width a TB + b TA: its shares' mean, times 2 TA TB */
+	err = add_profile(root, a, 0, tb ? tb : 1, &grouped);
+	if (!err)
+		err = add_profile(root, b, 1, ta ? ta : 1, &grouped);
+	if (!err)
+		err = flame_write(f, root, b, title, tint, ta, tb, grouped);
+	tree_free(root);
+	return err;
+}
+
+static int flame_write(FILE *f, struct node *root, const struct xprof *p, const char *title,
+		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped)
+{
+	struct draw d = { .f = f, .tint = tint };
+	int depth;
+
 	sort_tree(root);
 	depth = depth_of(root) - 1;
 	d.total = root->count ? root->count : 1;
@@ -301,7 +359,8 @@ int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
 	      ".hide { display: none; }\n"
 	      ".button { cursor: pointer; text-decoration: underline; }\n"
 	      "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", f);
-	fprintf(f, script, WIDTH, PAD, (unsigned long long)d.total);
+	fprintf(f, script, WIDTH, PAD, (unsigned long long)d.total, (unsigned long long)ta,
+		(unsigned long long)tb);
 	fputs("]]></script>\n", f);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"#f8f8f4\"/>\n", WIDTH,
 		d.height);
@@ -334,9 +393,5 @@ int export_flamegraph_tinted(FILE *f, const struct xprof *p, const char *title,
 		WIDTH / 2, d.height - 6 - FRAME_H, grouped ? " · group (--by): green" : "",
 		d.pruned ? " · narrow frames left out" : "");
 	fputs("</svg>\n", f);
-	err = ferror(f) ? -EIO : 0;
-out:
-	free(fr);
-	tree_free(root);
-	return err;
+	return ferror(f) ? -EIO : 0;
 }

@@ -43,7 +43,8 @@ def sample_value(opt, tmp):
             "--output": os.path.join(tmp, "out"), "--title": "t", "--delay": "1",
             "--iterations": "1", "--offset": "main", "--bufsiz": "64", "--source-dir": tmp,
             "--by": "comm", "--since": "-1m", "--until": "now", "--slices": "10s",
-            "--slice-memory": "64", "--proc": "main", "--svg": os.path.join(tmp, "svg")}[opt]
+            "--slice-memory": "64", "--proc": "main", "--svg": os.path.join(tmp, "svg"),
+            "--per": "sample"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Unit tests for daemon/views/slices.c (time slices: settings, filling, coarsening, the
- * budget, windows, times as users write them) and daemon/views/diffstat.c (diff's test and
- * Holm's correction).
+ * budget, windows, times as users write them).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +12,6 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "diffstat.h"
 #include "slices.h"
 
 #define S NS_PER_S
@@ -231,101 +229,6 @@ static void test_times(void **state)
 	assert_int_equal(slices_parse_time("14:03junk", now, start, &v), -1);
 }
 
-/* ---- diff's statistics */
-
-static void test_scale_is_the_bulk(void **state)
-{
-	/* one procedure doubled; the rest grew by 10 %: the scale is the rest's */
-	double a[] = { 100, 400, 300, 200 }, b[] = { 200, 440, 330, 220 };
-
-	(void)state;
-	assert_true(fabs(dstat_scale(a, b, 4, 1000, 1190) - 1.1) < 1e-9);
-	/* nothing counted in both: the totals */
-	double c[] = { 10, 0 }, d[] = { 0, 30 };
-	assert_true(fabs(dstat_scale(c, d, 2, 10, 30) - 3) < 1e-9);
-}
-
-static void test_binomial_test(void **state)
-{
-	struct dstat r = { .a = 1000, .b = 1000 };
-
-	(void)state;
-	dstat_test(&r, 1.0);
-	assert_true(r.p > 0.9);
-	r = (struct dstat){ .a = 1000, .b = 1200 };
-	dstat_test(&r, 1.0);
-	/* 2200 draws at p 1/2: mean 1100, sd 23.45: z = (100 - 0.5) / 23.45 */
-	assert_true(fabs(r.z - 99.5 / sqrt(550)) < 1e-9);
-	assert_true(r.p < 1e-4);
-	r = (struct dstat){ .a = 1200, .b = 1000 };
-	dstat_test(&r, 1.0);
-	assert_true(r.z < 0);
-	r = (struct dstat){ .a = 0, .b = 0 };
-	dstat_test(&r, 1.0);
-	assert_true(r.p == 1 && r.z == 0);
-}
-
-static void test_holm(void **state)
-{
-	struct dstat x[4] = { { .p = 0.004 }, { .p = 0.0001 }, { .p = 0.02 }, { .p = 0.0030 } };
-	struct dstat *f[4] = { &x[0], &x[1], &x[2], &x[3] };
-
-	(void)state;
-	dstat_holm(f, 4, 0.01);
-	/* sorted: 0.0001*4, 0.003*3, 0.004*2 (raised to 0.009), 0.02*1 */
-	assert_true(fabs(x[1].p_adj - 0.0004) < 1e-12 && x[1].sig);
-	assert_true(fabs(x[3].p_adj - 0.009) < 1e-12 && x[3].sig);
-	assert_true(fabs(x[0].p_adj - 0.009) < 1e-12 && x[0].sig);
-	assert_true(fabs(x[2].p_adj - 0.02) < 1e-12 && !x[2].sig);
-}
-
-/* Same-program diffs made of Poisson counts: the share calling anything changed is at most
- * about alpha (here 1 %, over 400 simulated diffs of 12 procedures). */
-static double poisson(double mean, uint64_t *rnd)
-{
-	/* normal approximation, good for the means here */
-	double u1, u2;
-
-	*rnd ^= *rnd << 13, *rnd ^= *rnd >> 7, *rnd ^= *rnd << 17;
-	u1 = ((*rnd >> 11) + 1) / 9007199254740993.0;
-	*rnd ^= *rnd << 13, *rnd ^= *rnd >> 7, *rnd ^= *rnd << 17;
-	u2 = (*rnd >> 11) / 9007199254740992.0;
-	return fmax(0, round(mean + sqrt(mean) * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2)));
-}
-
-static void test_false_positive_rate(void **state)
-{
-	static const double means[12] = { 2000, 1500, 900, 700, 400, 300, 200, 100, 50, 20, 10, 5 };
-	uint64_t rnd = 0x2545f4914f6cdd1dull;
-	int any = 0;
-
-	(void)state;
-	for (int k = 0; k < 400; k++) {
-		double a[12], b[12], ta = 0, tb = 0, s;
-		struct dstat x[12], *f[12];
-		bool sig = false;
-
-		for (int i = 0; i < 12; i++) {
-			a[i] = poisson(means[i], &rnd);
-			b[i] = poisson(means[i], &rnd);
-			ta += a[i];
-			tb += b[i];
-		}
-		s = dstat_scale(a, b, 12, ta, tb);
-		for (int i = 0; i < 12; i++) {
-			x[i] = (struct dstat){ .a = a[i], .b = b[i] };
-			dstat_test(&x[i], s);
-			f[i] = &x[i];
-		}
-		dstat_holm(f, 12, 0.01);
-		for (int i = 0; i < 12; i++)
-			sig |= x[i].sig;
-		any += sig;
-	}
-	print_message("diffs calling something changed: %d of 400\n", any);
-	assert_true(any <= 12); /* 1 % is 4; room for the scale's own noise */
-}
-
 /* Rows of any width: every sum of a row added, merged and windowed alike (call counting's). */
 static void test_wide_rows(void **state)
 {
@@ -382,10 +285,6 @@ int main(void)
 		cmocka_unit_test(test_wide_rows),
 		cmocka_unit_test(test_charge_wall),
 		cmocka_unit_test(test_times),
-		cmocka_unit_test(test_scale_is_the_bulk),
-		cmocka_unit_test(test_binomial_test),
-		cmocka_unit_test(test_holm),
-		cmocka_unit_test(test_false_positive_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,19 +46,20 @@ static inline uint64_t wall_ns(void)
 			x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;         \
 	} while (0)
 
-/* Iterations of SPIN_BODY that take about @ns of CPU here. */
+/*
+ * Iterations of SPIN_BODY that take about @ns of CPU here, measured over 30 ms of CPU: the
+ * same CPU in every run, however fast the machine is then (a loop doubling its rounds
+ * took 40 to 80 ms by the machine's speed, and two runs of one program differed by it).
+ */
 static inline uint64_t calibrate(uint64_t ns)
 {
-	uint64_t iters = 100000, t0, dt;
+	uint64_t iters = 0, t0 = cpu_ns(), dt;
 
-	for (;;) {
-		t0 = cpu_ns();
-		SPIN_BODY(iters);
+	do {
+		SPIN_BODY(20000);
+		iters += 20000;
 		dt = cpu_ns() - t0;
-		if (dt > 20000000)
-			break;
-		iters *= 2;
-	}
+	} while (dt < 30000000);
 	return iters * ns / dt;
 }
 
