@@ -221,6 +221,15 @@ static const char listing_terms[] =
 	"  --by groups        GROUP NAME: N counted (P% of all), its processes; then its\n"
 	"                     tables: % of the group's samples, %all of all of them\n";
 
+/* Does a command of options @o print the sample listing? It takes the listing's --shallow. */
+static bool prints_listing(const struct opt *const *o, int n)
+{
+	for (const struct opt *l = listing_opts; l->kind != OPT_END; l++)
+		if (l->name && !strcmp(l->name, "shallow"))
+			return in(o, n, l);
+	return false;
+}
+
 void help_command(FILE *f, const struct command *cmd)
 {
 	const struct opt *o[OPT_MAX], *group[OPT_MAX];
@@ -239,9 +248,8 @@ void help_command(FILE *f, const struct command *cmd)
 		for (int i = 0; i < ng; i++)
 			opt_line(f, group[i]);
 	}
-	for (int i = 0; i < n; i++) /* (a command whose tables --shallow picks prints them) */
-		if (!strcmp(o[i]->name, "shallow"))
-			fprintf(f, "\n%s", listing_terms);
+	if (prints_listing(o, n))
+		fprintf(f, "\n%s", listing_terms);
 	globals(f);
 }
 
