@@ -77,16 +77,27 @@ struct {
  * (REAL: that wall time is taken out with the probes' cost), by thread id. A hash map, not task storage:
  * the scheduler hook must never miss a switch, and a task-storage lookup can fail there
  * while another BPF program holds task storage on that CPU.
+ *
+ * Should a switch in be missed all the same (it happens, rarely, on a loaded machine: the
+ * thread is found running, or switched out again, with its clock still stopped), the time
+ * it ran since it was switched out is known from the kernel's own count of it
+ * (se.sum_exec_runtime: exact at a switch out, behind by at most a tick at a probe), and
+ * only the rest of that gap is taken as off CPU. Such repairs are counted by target
+ * (clock_repairs), and the listing says so.
  */
 struct vclock {
 	__u64 off_ns;		/* time off CPU so far */
 	__u64 off_since;	/* switched out at, 0: on CPU */
+	__u64 ran_at_out;	/* the kernel's CPU time of the thread when switched out */
+	__u64 steal_ns;		/* time stolen by the hypervisor while it ran, so far */
+	__u64 steal_in;		/* its CPU's stolen time when it came on (steal_now()) */
 	/* time preempted at a probe so far: switched out runnable with its user registers at
 	 * the probed instruction of the last entry (emulated: just past it) or in the page the
 	 * kernel steps instructions out of line in; wall time the probe's, not the code's */
 	__u64 pre_ns;
 	__u64 pre_since;	/* preempted there at, 0: not */
 	__u64 entry_ip;		/* the last entry probe's address (+1: past its breakpoint) */
+	__u32 target;		/* of its last entry */
 };
 
 struct {
@@ -96,18 +107,66 @@ struct {
 	__type(value, struct vclock);
 } vclocks SEC(".maps");
 
+/* switches in missed and made up for (struct vclock), by target */
+__u64 clock_repairs[PCMON_MAX_TARGETS];
+
 /*
- * A thread's clock: wall time, or (VIRTUAL) wall time less the time it spent off CPU while
- * counted (sched_switch below keeps that).
+ * The time the hypervisor has taken from this CPU so far, as the scheduler last counted it
+ * (the kernel's CPU time of a thread leaves it out, and so does its VIRTUAL clock here):
+ * current at a switch, behind by what was stolen since the last tick at a probe. 0 where
+ * the kernel does not count it. The CPU's run queue is found through the running task's
+ * (the kernel keeps no symbol for per-CPU data unless built with all of them).
  */
-static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, __u32 tid, __u64 now)
+static __always_inline __u64 steal_now(void)
 {
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct rq *rq = NULL;
+
+	if (!bpf_core_field_exists(rq->prev_steal_time_rq) ||
+	    !bpf_core_field_exists(cur->se.cfs_rq->rq))
+		return 0;
+	rq = BPF_CORE_READ(cur, se.cfs_rq, rq);
+	return rq ? BPF_CORE_READ(rq, prev_steal_time_rq) : 0;
+}
+
+/*
+ * Thread @tid's clock was stopped at a switch out and the thread runs again (@ran: the
+ * kernel's CPU time of it now) with no switch in seen: of the gap, what it did not run
+ * was off CPU.
+ */
+static __always_inline void clock_repair(struct vclock *v, __u64 ran, __u64 now)
+{
+	__u64 gap = now - v->off_since, on = ran - v->ran_at_out;
+
+	v->off_ns += gap > on ? gap - on : 0;
+	v->off_since = 0;
+	v->pre_since = 0;
+	v->steal_in = steal_now();
+	if (v->target < PCMON_MAX_TARGETS)
+		__sync_fetch_and_add(&clock_repairs[v->target], 1);
+}
+
+/*
+ * The clock of @task, running now: wall time, or (VIRTUAL) wall time less the time it
+ * spent off CPU while counted (sched_switch below keeps that) and the time the hypervisor
+ * stole while it ran.
+ */
+static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, struct task_struct *task,
+				      __u64 now)
+{
+	__u32 tid = task->pid;
 	struct vclock *v;
+	__u64 steal;
 
 	if (!cs->virt)
 		return now;
 	v = bpf_map_lookup_elem(&vclocks, &tid);
-	return v ? now - v->off_ns : now;
+	if (!v)
+		return now;
+	if (v->off_since) /* running, its switch in not seen */
+		clock_repair(v, task->se.sum_exec_runtime, now);
+	steal = v->steal_ns + (v->steal_in ? steal_now() - v->steal_in : 0);
+	return now - v->off_ns - steal;
 }
 
 enum how { RETURNED, UNWOUND, EXITED };
@@ -225,18 +284,20 @@ static __always_inline __u64 pre_now(const struct pcmon_cstack *cs, __u32 tid)
  * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch); made
  * its clock on its first. Its time preempted at a probe so far (pre_now()).
  */
-static __noinline __u64 note_entry(__u32 tid, __u64 ip, __u32 virt)
+static __noinline __u64 note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target)
 {
 	struct vclock zero = {}, *v;
 
 	v = bpf_map_lookup_elem(&vclocks, &tid);
 	if (!v) {
+		zero.steal_in = steal_now(); /* it runs here now */
 		bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&vclocks, &tid);
 	}
 	if (!v)
 		return 0;
 	v->entry_ip = ip;
+	v->target = target;
 	return virt ? 0 : v->pre_ns;
 }
 
@@ -408,8 +469,8 @@ int count_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	if (!cs->depth)
 		cs->virt = cc ? cc->virt : 0;
-	pre = note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt);
-	now = clock_of(cs, (__u32)pid_tgid, now);
+	pre = note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt, target);
+	now = clock_of(cs, task, now);
 	/* an open activation at or below this return address is gone: this frame replaced it */
 	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, pre);
 	d = cs->depth;
@@ -469,7 +530,7 @@ int count_return(struct pt_regs *ctx)
 	cs = bpf_task_storage_get(&cstack, task, NULL, 0);
 	if (!cs || !cs->depth)
 		return 0;
-	now = clock_of(cs, (__u32)pid_tgid, now);
+	now = clock_of(cs, task, now);
 	pre = pre_now(cs, (__u32)pid_tgid);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
@@ -504,7 +565,7 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	cs = bpf_task_storage_get(&cstack, p, NULL, 0);
 	if (!cs)
 		return 0;
-	now = clock_of(cs, p->pid, now);
+	now = clock_of(cs, p, now); /* p is the thread that runs this */
 	pre = pre_now(cs, p->pid);
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
@@ -537,7 +598,15 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 
 	v = bpf_map_lookup_elem(&vclocks, &ptid);
 	if (v) {
+		__u64 ran = prev->se.sum_exec_runtime; /* brought up to date for this switch */
+
+		if (v->off_since) /* switched out again, its switch in not seen */
+			clock_repair(v, ran, now);
+		if (v->steal_in)
+			v->steal_ns += steal_now() - v->steal_in;
+		v->steal_in = 0;
 		v->off_since = now;
+		v->ran_at_out = ran;
 		v->pre_since = 0;
 		if (prev->__state == 0 /* TASK_RUNNING: preempted */ && prev->mm) {
 			regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -549,6 +618,8 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 		}
 	}
 	v = bpf_map_lookup_elem(&vclocks, &ntid);
+	if (v)
+		v->steal_in = steal_now();
 	if (v && v->off_since) {
 		v->off_ns += now - v->off_since;
 		v->off_since = 0;

@@ -289,6 +289,12 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fprintf(f, "; the probes' BPF ran %.0f times, %s (all targets)", num(p, "runs"), total);
 	}
 	fputc('\n', f);
+	if (num(c, "clock_repairs") > 0)
+		fprintf(f, "(a thread's switch onto a CPU went unseen %.0f time(s): %s)\n",
+			num(c, "clock_repairs"),
+			strcmp(str(c, "mode", "REAL"), "VIRTUAL") ?
+			"its time preempted at probes there is not taken out" :
+			"its CPU time then is the kernel's count, behind by at most a tick");
 	fmt_window(f, c);
 	if (cJSON_GetObjectItemCaseSensitive(c, "window"))
 		fprintf(f, "(max and open are not kept by time: - in a window; nor are the calls that did not match)\n");

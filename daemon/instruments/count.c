@@ -685,6 +685,7 @@ static void collect(struct count_g *g, const struct target *t, struct count *ct)
 	wall = slices_charge_wall(&ct->last_read, wall_ns());
 	clear_totals(ct);
 	counter_stats(g->ctr, t->id, fold_stat, &fo);
+	ct->clock_repairs = counter_clock_repairs(g->ctr, t->id);
 	for (size_t i = 0; i < ct->nfns; i++) {
 		struct pcmon_cstat closed = ct->fns[i].stat;
 
@@ -755,6 +756,7 @@ static void zero(void *gp, struct target *t, void *st)
 	if (g->ctr && !ct->detached)
 		counter_clear(g->ctr, t->id);
 	clear_totals(ct);
+	ct->clock_repairs = 0;
 	for (size_t i = 0; i < ct->nfns; i++)
 		memset(&ct->fns[i].charged, 0, sizeof(ct->fns[i].charged));
 	slices_zero(ct->slices);
@@ -955,6 +957,7 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 	sf_put_num(w, o, "return_probe_cost_ns", ct->ret_ns);
 	sf_put_u64(w, o, "probe_cost_cpus", ct->cost_cpus);
 	sf_put_bool(w, o, "virtual", ct->virt);
+	sf_put_u64(w, o, "clock_repairs", ct->clock_repairs);
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "unmatched"));
 	for (size_t i = 0; arr && i < ct->npats; i++)
 		if (!ct->matched[i])
@@ -1171,7 +1174,8 @@ static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "return_probe_cost_ns", SF_OPTIONAL, 0, 1e9, &ct->ret_ns)) ||
 	    (r = sf_get_double(rd, o, "probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[0])) ||
 	    (r = sf_get_double(rd, o, "stepped_probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[1])) ||
-	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus))) {
+	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus)) ||
+	    (r = sf_get_u64(rd, o, "clock_repairs", SF_OPTIONAL, &ct->clock_repairs))) {
 		free_state(ct);
 		return r;
 	}

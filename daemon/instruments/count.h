@@ -105,6 +105,7 @@ struct count {
 	int cost_cpus;		/* the CPUs it was measured on (0: not measured, or loaded
 				 * from a file written before the spread was kept) */
 	bool virt;		/* times are the threads' CPU time (VIRTUAL), else wall (REAL) */
+	uint64_t clock_repairs;	/* switches in not seen, made up (counter_clock_repairs()) */
 	bool detached;		/* stopped, or loaded from disk: stat is final */
 	struct slices *slices;	/* the totals by time (slices.h), rows of COUNT_WIDTH */
 	uint64_t last_read;	/* wall ns of the last read of BPF's totals (slices_charge_wall) */

@@ -291,6 +291,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 		return -ENOMEM;
 	}
 	cJSON_AddStringToObject(o, "mode", ct->virt ? "VIRTUAL" : "REAL");
+	cJSON_AddNumberToObject(o, "clock_repairs", ct->clock_repairs);
 	cJSON_AddNumberToObject(o, "probe_cost_ns", ct->cost_ns);
 	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
 	cJSON_AddNumberToObject(o, "probe_cost_spread_ns", ct->spread_ns[0]);

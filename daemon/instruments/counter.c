@@ -213,6 +213,13 @@ void counter_clear(struct counter *c, uint32_t target)
 		if (PCMON_COUNT_TARGET(keys[i].cookie) == target)
 			bpf_map_delete_elem(fd, &keys[i]);
 	free(keys);
+	if (target < PCMON_MAX_TARGETS)
+		c->skel->bss->clock_repairs[target] = 0;
+}
+
+uint64_t counter_clock_repairs(const struct counter *c, uint32_t target)
+{
+	return target < PCMON_MAX_TARGETS ? c->skel->bss->clock_repairs[target] : 0;
 }
 
 void counter_open_activations(struct counter *c,
