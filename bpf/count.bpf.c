@@ -32,6 +32,7 @@
 #include "pcmon_count.h"
 #include "procs.bpf.h"
 #include "cstack.bpf.h"
+#include "vclock.bpf.h"
 
 #define EEXIST 17
 #define ENOMEM 12
@@ -72,62 +73,8 @@ struct {
 	__type(value, struct pcmon_ccfg);
 } ccfg SEC(".maps");
 
-/*
- * Each counting thread's time off CPU (VIRTUAL: its clock stops) and preempted at a probe
- * (REAL: that wall time is taken out with the probes' cost), by thread id. A hash map, not task storage:
- * the scheduler hook must never miss a switch, and a task-storage lookup can fail there
- * while another BPF program holds task storage on that CPU.
- *
- * Should a switch in be missed all the same (it happens, rarely, on a loaded machine: the
- * thread is found running, or switched out again, with its clock still stopped), the time
- * it ran since it was switched out is known from the kernel's own count of it
- * (se.sum_exec_runtime: exact at a switch out, behind by at most a tick at a probe), and
- * only the rest of that gap is taken as off CPU. Such repairs are counted by target
- * (clock_repairs), and the listing says so.
- */
-struct vclock {
-	__u64 off_ns;		/* time off CPU so far */
-	__u64 off_since;	/* switched out at, 0: on CPU */
-	__u64 ran_at_out;	/* the kernel's CPU time of the thread when switched out */
-	__u64 steal_ns;		/* time stolen by the hypervisor while it ran, so far */
-	__u64 steal_in;		/* its CPU's stolen time when it came on (steal_now()) */
-	/* time preempted at a probe so far: switched out runnable with its user registers at
-	 * the probed instruction of the last entry (emulated: just past it) or in the page the
-	 * kernel steps instructions out of line in; wall time the probe's, not the code's */
-	__u64 pre_ns;
-	__u64 pre_since;	/* preempted there at, 0: not */
-	__u64 entry_ip;		/* the last entry probe's address (+1: past its breakpoint) */
-	__u32 target;		/* of its last entry */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);	/* tid */
-	__type(value, struct vclock);
-} vclocks SEC(".maps");
-
 /* switches in missed and made up for (struct vclock), by target */
 __u64 clock_repairs[PCMON_MAX_TARGETS];
-
-/*
- * The time the hypervisor has taken from this CPU so far, as the scheduler last counted it
- * (the kernel's CPU time of a thread leaves it out, and so does its VIRTUAL clock here):
- * current at a switch, behind by what was stolen since the last tick at a probe. 0 where
- * the kernel does not count it. The CPU's run queue is found through the running task's
- * (the kernel keeps no symbol for per-CPU data unless built with all of them).
- */
-static __always_inline __u64 steal_now(void)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct rq *rq = NULL;
-
-	if (!bpf_core_field_exists(rq->prev_steal_time_rq) ||
-	    !bpf_core_field_exists(cur->se.cfs_rq->rq))
-		return 0;
-	rq = BPF_CORE_READ(cur, se.cfs_rq, rq);
-	return rq ? BPF_CORE_READ(rq, prev_steal_time_rq) : 0;
-}
 
 /*
  * Thread @tid's clock was stopped at a switch out and the thread runs again (@ran: the
@@ -281,24 +228,14 @@ static __always_inline __u64 pre_now(const struct pcmon_cstack *cs, __u32 tid)
 }
 
 /*
- * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch); made
- * its clock on its first. Its time preempted at a probe so far (pre_now()).
+ * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch). Its
+ * time preempted at a probe so far (pre_now()).
  */
 static __noinline __u64 note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target)
 {
-	struct vclock zero = {}, *v;
+	__u64 pre = vclock_at_probe(tid, ip, target);
 
-	v = bpf_map_lookup_elem(&vclocks, &tid);
-	if (!v) {
-		zero.steal_in = steal_now(); /* it runs here now */
-		bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&vclocks, &tid);
-	}
-	if (!v)
-		return 0;
-	v->entry_ip = ip;
-	v->target = target;
-	return virt ? 0 : v->pre_ns;
+	return virt ? 0 : pre;
 }
 
 /*

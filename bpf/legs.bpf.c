@@ -29,6 +29,8 @@
 #include "procs.bpf.h"
 /* WHEN: the call counter's shadow stacks, shared with the legs' own counter */
 #include "cstack.bpf.h"
+/* the threads' clocks, shared with the call counter: time preempted at a probe */
+#include "vclock.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -148,9 +150,10 @@ static __always_inline void abandon(__u32 target, __u32 from)
 		__sync_fetch_and_add(&l->abandoned, 1);
 }
 
-/* A finished leg of @dur ns with @inner probe hits inside it, which cost @cost ns. */
+/* A finished leg of @dur ns with @inner probe hits inside it, which cost @cost ns, @pre of
+ * them preempted at the probes. */
 static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey *k, __u64 dur,
-				   __u64 inner, __u64 cost)
+				   __u64 inner, __u64 cost, __u64 pre)
 {
 	struct pcmon_hkey hk = { k->target, k->from, k->to, 0 };
 	struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
@@ -160,6 +163,8 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 	__sync_fetch_and_add(&l->total_ns, dur);
 	__sync_fetch_and_add(&l->probe_hits, inner);
 	__sync_fetch_and_add(&l->probe_ns, cost);
+	if (pre)
+		__sync_fetch_and_add(&l->preempted_ns, pre);
 	if (dur < l->min_ns)
 		l->min_ns = dur;
 	if (dur > l->max_ns)
@@ -170,7 +175,7 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 
 /* --track all: the legs in flight on thread @tid that end at @at (a node, or '*'), done. */
 static __always_inline void end_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
-				     __u64 cost)
+				     __u64 cost, __u64 pre)
 {
 	struct pcmon_lkey nk = { target, at, 0, 0 };
 	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
@@ -187,14 +192,14 @@ static __always_inline void end_legs(__u32 target, __u32 at, __u32 tid, __u64 no
 			continue;
 		l = bpf_map_lookup_elem(&legs, &k);
 		if (l)
-			record(l, &k, now - fl->ts, hits - fl->hits, cost - fl->cost);
+			record(l, &k, now - fl->ts, hits - fl->hits, cost - fl->cost, pre - fl->pre);
 		bpf_map_delete_elem(&lflight, &fk);
 	}
 }
 
 /* --track all: the legs that start at @at (a node, or '*': every node) start on @tid. */
 static __always_inline void start_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
-				       __u64 cost)
+				       __u64 cost, __u64 pre)
 {
 	struct pcmon_lkey nk = { target, at, 0, 0 };
 	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
@@ -203,7 +208,7 @@ static __always_inline void start_legs(__u32 target, __u32 at, __u32 tid, __u64 
 		return;
 	for (__u32 i = 0; i < PCMON_NODE_LEGS && i < nl->nfrom; i++) {
 		struct pcmon_fkey fk = { tid, target, at, nl->from_to[i] };
-		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk), v = { now, hits, cost };
+		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk), v = { now, hits, cost, pre };
 		struct pcmon_lkey k = { target, at, fk.to, 0 };
 		struct pcmon_leg *l;
 
@@ -260,14 +265,15 @@ static __always_inline int when_class(const struct pcmon_lcfg *lc, const struct 
 	return pcmon_when_test(&lc->wpat, s, &n->adv) ? W_MATCH : W_OTHER;
 }
 
-static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool is_ret, __u64 sp)
+static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool is_ret, __u64 sp,
+			       __u64 ip)
 {
 	__u32 target = PCMON_NODE_TARGET(cookie), node = PCMON_NODE_ID(cookie), zero_t = target;
 	__u64 now = bpf_ktime_get_ns();
 	struct pcmon_lthread *th;
 	struct pcmon_lcfg *lc;
 	struct pcmon_node *n;
-	__u64 hits, cost;
+	__u64 hits, cost, pre;
 	int w = W_MATCH;
 
 	if (!in_target(target, bpf_get_current_pid_tgid() >> 32))
@@ -307,16 +313,20 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		th->target = target;
 		th->node = 0;
 	}
-	/* the thread's probe cost at this hit's clock reading: part of the hit's own before it */
+	/* the thread's probe cost at this hit's clock reading: part of the hit's own before it,
+	 * and the time it was preempted at its probes (at an entry or a USDT node, the
+	 * scheduler hook looks for it at @ip; at a return, in the page it returns through) */
 	pcmon_thread_hit(th, n->cost_ns, n->pre_ns, &hits, &cost);
+	pre = vclock_at_probe((__u32)bpf_get_current_pid_tgid(), ip, target);
+	cost += pre;
 	if (lc->track == PCMON_TRACK_ALL) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
-		end_legs(target, node, tid, now, hits, cost);
-		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+		end_legs(target, node, tid, now, hits, cost, pre);
+		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre);
 		if (w == W_MATCH) {
-			start_legs(target, node, tid, now, hits, cost);
-			start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost);
+			start_legs(target, node, tid, now, hits, cost, pre);
+			start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre);
 		}
 	}
 	/* the leg from the thread's last node: successor's legs, and those --add made */
@@ -331,7 +341,8 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		}
 		/* under --track all, a leg of the table is tracked on its own (above) */
 		if (l && (lc->track == PCMON_TRACK_SUCCESSOR || !l->id)) {
-			record(l, &k, now - th->ts, hits - th->hits_at, cost - th->cost_at);
+			record(l, &k, now - th->ts, hits - th->hits_at, cost - th->cost_at,
+			       pre - th->pre_at);
 			if (lc->track == PCMON_TRACK_SUCCESSOR)
 				th->node = 0; /* done: the next leg starts at a from again */
 		} else if (lc->track == PCMON_TRACK_SUCCESSOR && w == W_MATCH &&
@@ -346,6 +357,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		th->ts = now;
 		th->hits_at = hits;
 		th->cost_at = cost;
+		th->pre_at = pre;
 	}
 	return 0;
 }
@@ -356,7 +368,7 @@ int node_hit(struct pt_regs *ctx)
 	__u64 args[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
 
-	return hit(bpf_get_attach_cookie(ctx), args, 0, false, PT_REGS_SP(ctx));
+	return hit(bpf_get_attach_cookie(ctx), args, 0, false, PT_REGS_SP(ctx), PT_REGS_IP(ctx));
 }
 
 SEC("uretprobe")
@@ -365,7 +377,7 @@ int node_return(struct pt_regs *ctx)
 	__u64 args[6] = {};
 
 	/* the activation's frame: where its return address was */
-	return hit(bpf_get_attach_cookie(ctx), args, PT_REGS_RC(ctx), true, PT_REGS_SP(ctx) - 8);
+	return hit(bpf_get_attach_cookie(ctx), args, PT_REGS_RC(ctx), true, PT_REGS_SP(ctx) - 8, 0);
 }
 
 SEC("usdt")
@@ -377,7 +389,7 @@ int node_usdt(struct pt_regs *ctx)
 	for (int i = 0; i < 6; i++)
 		if (!bpf_usdt_arg(ctx, i, &v))
 			args[i] = v;
-	return hit(bpf_usdt_cookie(ctx), args, 0, false, PT_REGS_SP(ctx));
+	return hit(bpf_usdt_cookie(ctx), args, 0, false, PT_REGS_SP(ctx), PT_REGS_IP(ctx));
 }
 
 /* A thread that exits abandons the legs it had in flight. */
@@ -411,5 +423,11 @@ int BPF_PROG(legs_exit, struct task_struct *p)
 			__sync_fetch_and_add(&l->abandoned, 1);
 	}
 	bpf_task_storage_delete(&lthread, p);
+	/* its clock, unless the counter still closes its activations by it (count_exit) */
+	if (!bpf_task_storage_get(&cstack, p, NULL, 0)) {
+		__u32 tid = p->pid;
+
+		bpf_map_delete_elem(&vclocks, &tid);
+	}
 	return 0;
 }

@@ -81,6 +81,8 @@ struct pcmon_lkey {
 	X(probe_hits, NET)                                                                 \
 	/* ... and what they cost, taken off total_ns */                                   \
 	X(probe_ns, NET)                                                                   \
+	/* ... of which time the thread was preempted at the probes */                     \
+	X(preempted_ns, OPTIONAL)                                                          \
 	/* starts not kept: the table of legs in flight was full */                        \
 	X(untracked, OPTIONAL)
 
@@ -108,7 +110,8 @@ struct pcmon_lthread {
 	__u32 target;
 	__u32 node;		/* 0: none */
 	__u64 ts;		/* when it hit node */
-	__u64 hits_at, cost_at;	/* its hits and probe cost then */
+	__u64 hits_at, cost_at;	/* its hits and probe cost then, */
+	__u64 pre_at;		/* and its time preempted at probes then (vclock.bpf.h) */
 	__u64 hits;		/* probe hits of the thread so far ... */
 	__u64 cost;		/* ... and what they cost it (ns) */
 };
@@ -139,7 +142,7 @@ struct pcmon_fkey {
 	__u32 tid, target, from, to;
 };
 struct pcmon_flight {
-	__u64 ts, hits, cost;
+	__u64 ts, hits, cost, pre;
 };
 
 /* Legs that start at a node (keyed by (target, from, 0, 0) in lfrom): is any leg waiting on it. */

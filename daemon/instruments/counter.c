@@ -138,6 +138,11 @@ int counter_shadow_fd(const struct counter *c)
 	return bpf_map__fd(c->skel->maps.cstack);
 }
 
+int counter_clock_fd(const struct counter *c)
+{
+	return bpf_map__fd(c->skel->maps.vclocks);
+}
+
 int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv)
 {
 	if (bpf_map__update_elem(c->skel->maps.cadv, &cookie, sizeof(cookie), adv, sizeof(*adv), 0))

@@ -35,6 +35,9 @@ int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_cc
 void counter_target_done(struct counter *c, uint32_t target);
 /* The threads' shadow stacks (task storage), for another BPF object to read (legs.bpf.c). */
 int counter_shadow_fd(const struct counter *c);
+/* The threads' clocks (bpf/vclock.bpf.h), kept by the scheduler hook while a target holds it
+ * (counter_target_cfg()): the legs take the time preempted at their probes from them. */
+int counter_clock_fd(const struct counter *c);
 /* PCMON_CW_SHADOW: how the procedure of @cookie moves the pattern's state. */
 int counter_set_adv(struct counter *c, uint64_t cookie, const struct pcmon_wadv *adv);
 /* PCMON_CW_WALK: the user stack of id @id, innermost first, 0-terminated, into @ips (at

@@ -298,7 +298,8 @@ static int open_bpf(struct legs_g *g, cJSON **rep)
 	}
 	g->skel = legs_bpf__open();
 	r = g->skel ? procs_share(p, g->skel->obj, g->err, sizeof(g->err)) : -errno;
-	if (!r && bpf_map__reuse_fd(g->skel->maps.cstack, counter_shadow_fd(g->ctr)))
+	if (!r && (bpf_map__reuse_fd(g->skel->maps.cstack, counter_shadow_fd(g->ctr)) ||
+		   bpf_map__reuse_fd(g->skel->maps.vclocks, counter_clock_fd(g->ctr))))
 		r = -errno;
 	if (!r) {
 		bpf_program__set_autoattach(g->skel->progs.node_hit, false);
@@ -674,6 +675,15 @@ void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct leg
 	t->max_err = t->min_err = n ? lg->hit_err_ns : 0;
 }
 
+/* The counter's settings for @t, and the scheduler hook they hold, let go. */
+static void release_clock(struct legs_g *g, struct target *t, struct legs *lg)
+{
+	if (!lg->clock_held)
+		return;
+	counter_target_done(g->ctr, t->id);
+	lg->clock_held = false;
+}
+
 /*
  * WHEN: entry and return probes on every procedure the pattern names, on the legs' counter,
  * which keeps the pattern's state on its shadow stacks for the nodes to read. The program
@@ -766,18 +776,25 @@ static int attach(void *gp, struct target *t, void *st, cJSON **rep)
 		legs_calibrate(lg, cost.pair[0], cost.pair[1]);
 		legs_calibrate_err(lg, cost.spread[0]);
 	}
-	r = attach_context(g, t, lg, rep);
-	if (r)
-		return r;
-	r = configure(g, t, lg, true);
+	/* the scheduler hook, which tells the time a thread was preempted at a node's probe */
+	r = counter_target_cfg(g->ctr, t->id, &(struct pcmon_ccfg){ 0 });
 	if (r) {
-		*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
+		*rep = proto_error(1, "cannot attach the scheduler hook: %s", strerror(-r));
 		return r;
+	}
+	lg->clock_held = true;
+	r = attach_context(g, t, lg, rep);
+	if (!r) {
+		r = configure(g, t, lg, true);
+		if (r)
+			*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
 	}
 	for (size_t i = 0; i < lg->nnodes && !r; i++)
 		r = attach_node(g, t, lg, i, rep);
-	if (r) /* nothing of it stays: the links go with the state */
+	if (r) { /* nothing of it stays: the links go with the state */
 		unconfigure(g, t, lg);
+		release_clock(g, t, lg);
+	}
 	return r;
 }
 
@@ -947,10 +964,9 @@ static void stop(void *gp, struct target *t, void *st)
 	if (g->skel && !lg->detached)
 		unconfigure(g, t, lg);
 	lg->detached = true;
-	if (lg->nctx_links) {
+	if (lg->nctx_links)
 		drop_context(lg);
-		counter_target_done(g->ctr, t->id);
-	}
+	release_clock(g, t, lg);
 }
 
 static void zero(void *gp, struct target *t, void *st)
@@ -1161,6 +1177,7 @@ static int tables_json(const struct legs *lg, double elapsed, const struct count
 		cJSON_AddNumberToObject(x, "untracked", s->untracked);
 		cJSON_AddNumberToObject(x, "probe_hits", s->probe_hits);
 		cJSON_AddNumberToObject(x, "probe_ns", s->probe_ns);
+		cJSON_AddNumberToObject(x, "preempted_at_probes_ns", s->preempted_ns);
 		cJSON_AddBoolToObject(x, "added", !s->id);
 		if (lg->legs[i].hist.kind)
 			hist_json(&lg->legs[i].hist, &s->h, x);

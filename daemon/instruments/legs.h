@@ -81,6 +81,7 @@ struct legs {
 	struct pcmon_wpat wpat;
 	struct bpf_link **ctx_links;	/* the context procedures' entry and return probes */
 	size_t nctx_links;
+	bool clock_held;	/* the counter's scheduler hook held for it (counter_target_cfg) */
 };
 
 extern const struct inst_ops legs_ops;

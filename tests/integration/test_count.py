@@ -227,6 +227,8 @@ def test_call_times_within_their_error():
         assert p.returncode == 0, p.stderr
         own, t = first_json_line(p.stdout), table(listing)
         check_invariants(listing)
+        # one probe of each kind: work's entry is a push, emulated; work_xol's a lea, stepped
+        assert not t["cnt.work"]["stepped_probe"] and t["cnt.work_xol"]["stepped_probe"], t
         for fn, key in (("cnt.work", "work_ns"), ("cnt.work_xol", "work_xol_ns")):
             r = t[fn]
             assert r["calls"] == calls, r
