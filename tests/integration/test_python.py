@@ -81,7 +81,9 @@ def test_fp_chain_astray_keeps_python_frames():
         proc = subprocess.Popen([PY, WORK, "4"], stdout=subprocess.DEVNULL)
         tid = pcmon("start", "--pid", proc.pid, "--interval", 1000, "--unwind", "fp",
                     sock=d.sock, check=0).stdout.strip()
-        proc.wait(60)
+        ru = os.wait4(proc.pid, 0)[2]  # (it runs 4 s of wall time: its CPU time is what is sampled)
+        proc.returncode = 0
+        cpu_s = ru.ru_utime + ru.ru_stime
         folded = pcmon("export", tid, "--format", "folded", sock=d.sock, check=0).stdout
         listing = pcmon_json("list", tid, sock=d.sock)[0]
     finally:
@@ -97,7 +99,9 @@ def test_fp_chain_astray_keeps_python_frames():
                 astray += c
     cut = listing["summary"]["cut_short_by_reason"]
     flagged = cut["python"] + cut["python_unknown"]  # (a chain read short, said so)
-    assert n >= 1000 and deep_native > 0, (n, deep_native)
+    # 1000 Hz of its CPU time, less a third for the start and the last reads (a loaded
+    # machine gives it less CPU in its 4 s: 690 samples in one CI run)
+    assert n >= 0.66 * 1000 * cpu_s and deep_native > 0, (n, cpu_s, deep_native)
     assert astray <= flagged, \
         f"{astray} of {deep_native} stacks gone astray lost their Python frames ({cut})"
     assert cut["depth"] >= deep_native - astray, cut
