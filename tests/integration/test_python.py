@@ -77,17 +77,26 @@ def test_fp_chain_astray_keeps_python_frames():
     still carry their Python frames (cut short with depth, not charged to no function)."""
     need_python()
     d = Daemon().start()
+    flag = tempfile.mktemp(prefix="pcmon-py-go-")
     try:
-        proc = subprocess.Popen([PY, WORK, "4"], stdout=subprocess.DEVNULL)
-        tid = pcmon("start", "--pid", proc.pid, "--interval", 1000, "--unwind", "fp",
+        # held until the target is on, so that its 4 s (of wall time) are all sampled: it is
+        # its CPU time that is, and a loaded machine gives it less (690 samples in a CI run)
+        proc = subprocess.Popen([PY, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
+                                text=True)
+        pid = json.loads(proc.stdout.readline())["pid"]
+        tid = pcmon("start", "--pid", pid, "--interval", 1000, "--unwind", "fp",
                     sock=d.sock, check=0).stdout.strip()
-        ru = os.wait4(proc.pid, 0)[2]  # (it runs 4 s of wall time: its CPU time is what is sampled)
+        open(flag, "w").close()
+        proc.stdout.read()
+        ru = os.wait4(pid, 0)[2]
         proc.returncode = 0
         cpu_s = ru.ru_utime + ru.ru_stime
         folded = pcmon("export", tid, "--format", "folded", sock=d.sock, check=0).stdout
         listing = pcmon_json("list", tid, sock=d.sock)[0]
     finally:
         assert d.stop() == 0, d.logtext()
+        if os.path.exists(flag):
+            os.unlink(flag)
     n = deep_native = astray = 0
     for line in folded.splitlines():
         stack, c = line.rsplit(" ", 1)
@@ -99,10 +108,14 @@ def test_fp_chain_astray_keeps_python_frames():
                 astray += c
     cut = listing["summary"]["cut_short_by_reason"]
     flagged = cut["python"] + cut["python_unknown"]  # (a chain read short, said so)
-    # 1000 Hz of its CPU time, less a third for the start and the last reads (a loaded
-    # machine gives it less CPU in its 4 s: 690 samples in one CI run)
-    assert n >= 0.66 * 1000 * cpu_s and deep_native > 0, (n, cpu_s, deep_native)
-    assert astray <= flagged, \
+    # enough samples to mean something: half of 1000 Hz of its CPU time (it takes about
+    # 0.98 of it; once in some 20 runs 0.72, with nothing lost: not yet explained)
+    assert n >= 0.5 * 1000 * cpu_s and deep_native > 0, (n, cpu_s, deep_native)
+    # (a thread has no Python frame at all as it starts and ends, nor the interpreter as it
+    # exits: its C code is on CPU for some ms then, and a walk that goes astray there has no
+    # Python frames to keep, rightly: 1-3 of some 2,000 samples a run, as the stack
+    # `[truncated];_PyRuntime;python3.11+0x50a500` and 381 foreign frames)
+    assert astray <= flagged + max(5, 0.005 * n), \
         f"{astray} of {deep_native} stacks gone astray lost their Python frames ({cut})"
     assert cut["depth"] >= deep_native - astray, cut
 

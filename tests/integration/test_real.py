@@ -253,7 +253,11 @@ def test_preempted_is_runnable():
     spinners = procs(listing)["preempt.contended_spin"]["deep"]
     assert 0.25 * 2 * 2000 <= own["runnable_s"] * 1000, own
     assert abs(s["off_runnable"] - own["runnable_s"] * 1000) <= 0.05 * own["runnable_s"] * 1000 + 20, (s, own)
-    assert spinners >= 0.95 * (s["oncpu"] + s["off_runnable"]), (spinners, s)
+    # their samples are in contended_spin but for the loop around it and the wait of a new
+    # thread before it first runs (its stack is not yet in its code: on a loaded machine
+    # that wait was 5 % of the samples, in one CI run)
+    assert spinners >= 0.95 * (s["oncpu"] + s["off_runnable"] - own["first_wait_s"] * 1000), \
+        (spinners, s, own)
 
 
 def test_open_interval_of_running_sleeper():
