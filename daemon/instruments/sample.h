@@ -174,12 +174,9 @@ void sample_listing_end(struct sample_listing *ls);
  * deep_order) added to @out. */
 void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const struct sym *s,
 		      cJSON *out);
-/*
- * The group of stack @st when grouped @by (enum groups_by, list --by): what tells it apart
- * (a pid, a tid, a cgroup id; a comm's name), and its name (a sym string id) in *@name.
- */
-uint64_t sample_group_of(const struct sample *sp, int by, const struct agg_stack *st,
-			 uint32_t *name);
+/* How @sp names its processes, threads and cgroups, for the views that group by them. */
+struct groups_namer;
+void sample_namer(const struct sample *sp, struct groups_namer *out);
 /* Sampling's inst_ops list_check and list_json (sample_report.c). */
 int sample_check_list(const cJSON *req, cJSON **rep);
 int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err);

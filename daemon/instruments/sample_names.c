@@ -6,6 +6,7 @@
 
 #include "cgpath.h"
 #include "dbginfo.h"
+#include "groups.h"
 #include "sample_int.h"
 #include "sampler.h"
 
@@ -136,4 +137,24 @@ void sample_names_cgroup(struct sample_g *g, struct sample *sp, const struct agg
 	}
 	if (!sym_intern_str(g->env.sym, path, &name))
 		sample_names_set(&sp->cgroups, st->cgroup, name);
+}
+
+static uint32_t namer_process(const void *ctx, uint32_t pid)
+{
+	return sample_process_name(ctx, pid);
+}
+
+static uint32_t namer_thread(const void *ctx, uint32_t tid)
+{
+	return sample_thread_name(ctx, tid);
+}
+
+static uint32_t namer_cgroup(const void *ctx, uint64_t id)
+{
+	return sample_cgroup_name(ctx, id);
+}
+
+void sample_namer(const struct sample *sp, struct groups_namer *out)
+{
+	*out = (struct groups_namer){ namer_process, namer_thread, namer_cgroup, sp };
 }

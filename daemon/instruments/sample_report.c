@@ -149,34 +149,15 @@ static void add_procedures(struct agg_row *rows, size_t n, uint64_t counted, uin
 /* The visitor that charges each visit to its group. */
 struct by_ctx {
 	enum groups_by by;
-	const struct sample *sp;
+	struct groups_namer nm;	/* the target's names (sample_namer()) */
 	struct groups *g;
 };
-
-uint64_t sample_group_of(const struct sample *sp, int by, const struct agg_stack *st,
-			 uint32_t *name)
-{
-	switch (by) {
-	case GROUPS_PROCESS:
-		*name = sample_process_name(sp, st->pid);
-		return st->pid;
-	case GROUPS_THREAD:
-		*name = sample_thread_name(sp, st->tid);
-		return st->tid;
-	case GROUPS_CGROUP:
-		*name = sample_cgroup_name(sp, st->cgroup);
-		return st->cgroup;
-	default: /* one command name, whoever ran it */
-		*name = sample_process_name(sp, st->pid);
-		return *name;
-	}
-}
 
 static void by_visit(void *ctx, const struct agg_visit *v)
 {
 	struct by_ctx *b = ctx;
 	uint32_t name;
-	uint64_t key = sample_group_of(b->sp, b->by, v->st, &name);
+	uint64_t key = groups_key(&b->nm, b->by, v->st, &name);
 
 	groups_add(b->g, key, name, v->st->pid, v);
 }
@@ -269,13 +250,16 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	if (since && proto_bool(req, "remark", 0)) /* (nothing drains in between: no gap) */
 		sample_mark_move(ls.sp, since);
 	if (proto_bool(req, "stacks", 0)) { /* the exports' view, rooted at the groups if --by */
-		x = stacks_new(env->sym, &ls.lo, ls.sp, by);
+		struct groups_namer nm;
+
+		sample_namer(ls.sp, &nm);
+		x = stacks_new(env->sym, &ls.lo, &nm, by);
 		if (x && proto_bool(req, "labels", 0))
 			stacks_labels(x);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
 	} else if (by >= 0) { /* who took them */
-		bc.sp = ls.sp;
+		sample_namer(ls.sp, &bc.nm);
 		bc.g = groups_new(env->sym);
 		ls.lo.visit = by_visit;
 		ls.lo.visit_ctx = bc.g ? &bc : NULL;

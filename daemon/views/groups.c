@@ -18,6 +18,25 @@ const char *const groups_by_names[GROUPS_BY_MAX] = {
 #undef GROUPS_BY_NAME
 };
 
+uint64_t groups_key(const struct groups_namer *nm, int by, const struct agg_stack *st,
+		    uint32_t *name)
+{
+	switch (by) {
+	case GROUPS_PROCESS:
+		*name = nm->process(nm->ctx, st->pid);
+		return st->pid;
+	case GROUPS_THREAD:
+		*name = nm->thread(nm->ctx, st->tid);
+		return st->tid;
+	case GROUPS_CGROUP:
+		*name = nm->cgroup(nm->ctx, st->cgroup);
+		return st->cgroup;
+	default: /* one command name, whoever ran it */
+		*name = nm->process(nm->ctx, st->pid);
+		return *name;
+	}
+}
+
 int groups_by_parse(const char *name)
 {
 	for (int i = 0; name && i < GROUPS_BY_MAX; i++)

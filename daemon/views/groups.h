@@ -29,6 +29,18 @@ enum groups_by {
 };
 
 extern const char *const groups_by_names[GROUPS_BY_MAX];
+
+/* How the instrument that took the samples names their processes, threads and cgroups
+ * (sym string ids, 0: not known). */
+struct groups_namer {
+	uint32_t (*process)(const void *ctx, uint32_t pid);
+	uint32_t (*thread)(const void *ctx, uint32_t tid);
+	uint32_t (*cgroup)(const void *ctx, uint64_t id);
+	const void *ctx;
+};
+/* The group of stack @st by @by (enum groups_by): its key, and its name in *name. */
+uint64_t groups_key(const struct groups_namer *nm, int by, const struct agg_stack *st,
+		    uint32_t *name);
 /* "process|comm|thread|cgroup", for the request's field. */
 #define GROUPS_BY_VALUES "process|comm|thread|cgroup"
 /* The grouping @name says, -1 for none. */

@@ -6,6 +6,8 @@
 #include "pat_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 void *pat_grow(void *arr, size_t *cap, size_t need, size_t size)
@@ -22,6 +24,35 @@ void *pat_grow(void *arr, size_t *cap, size_t need, size_t size)
 	if (n)
 		*cap = ncap;
 	return n;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors: the parser's (pat_parse.c) and its expansion's (pat_expand.c), which report alike */
+
+static int column_of(const char *text, size_t pos)
+{
+	int col = 1;
+
+	for (size_t i = 0; i < pos && text[i]; i++)
+		if (((unsigned char)text[i] & 0xc0) != 0x80)
+			col++;
+	return col;
+}
+
+int parse_fail(struct parser *ps, size_t pos, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ps->failed)
+		return -EINVAL;
+	ps->failed = true;
+	if (ps->err) {
+		ps->err->column = column_of(ps->text, pos);
+		va_start(ap, fmt);
+		vsnprintf(ps->err->msg, sizeof(ps->err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
 }
 
 /* ---------------------------------------------------------------------------------------- */

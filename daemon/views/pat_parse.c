@@ -35,32 +35,6 @@ static bool is_name_start(unsigned char c)
 /* ---------------------------------------------------------------------------------------- */
 /* Lexer */
 
-static int column_of(const char *text, size_t pos)
-{
-	int col = 1;
-
-	for (size_t i = 0; i < pos && text[i]; i++)
-		if (((unsigned char)text[i] & 0xc0) != 0x80)
-			col++;
-	return col;
-}
-
-int parse_fail(struct parser *ps, size_t pos, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ps->failed)
-		return -EINVAL;
-	ps->failed = true;
-	if (ps->err) {
-		ps->err->column = column_of(ps->text, pos);
-		va_start(ap, fmt);
-		vsnprintf(ps->err->msg, sizeof(ps->err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* A piece of the text for a message: at most 40 bytes, or 36 cut at a character and "...". */
 static const char *excerpt(char *buf, size_t size, const char *s, size_t len)
 {

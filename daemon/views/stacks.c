@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "groups.h"
-#include "sample.h"
 #include "stacks.h"
 #include "sym.h"
 #include "util.h"
@@ -17,7 +16,7 @@
 struct stacks {
 	const struct sym *s;
 	const struct agg_list_opts *lo;
-	const struct sample *sp;
+	struct groups_namer nm;	/* the instrument's names of processes, threads, cgroups */
 	int by;			/* enum groups_by: each sample's group, -1: none */
 	bool labels;		/* every sample's process name and cgroup (stacks_labels()) */
 	int err;
@@ -46,7 +45,7 @@ static const char *const kind_names[PCMON_KIND_MAX] = {
 };
 
 struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
-			  const struct sample *sp, int by)
+			  const struct groups_namer *nm, int by)
 {
 	struct stacks *x = calloc(1, sizeof(*x));
 
@@ -54,7 +53,7 @@ struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
 		return NULL;
 	x->s = s;
 	x->lo = lo;
-	x->sp = sp;
+	x->nm = *nm;
 	x->by = by;
 	x->nobj_of = sym_nmodules(s);
 	x->nfn_of = sym_nprocs(s);
@@ -207,13 +206,13 @@ static void add_group(struct stacks *x, const struct agg_stack *st, cJSON *o)
 {
 	char title[4200], gone[32]; /* (a cgroup's path is up to PATH_MAX) */
 	uint32_t name;
-	uint64_t key = sample_group_of(x->sp, x->by, st, &name);
+	uint64_t key = groups_key(&x->nm, x->by, st, &name);
 	const char *n = sym_str(x->s, name);
 
 	groups_title(x->by, key, n, title, sizeof(title));
 	cJSON_AddStringToObject(o, "group", title);
 	if (x->by == GROUPS_PROCESS || x->by == GROUPS_COMM) {
-		n = sym_str(x->s, sample_process_name(x->sp, st->pid));
+		n = sym_str(x->s, x->nm.process(x->nm.ctx, st->pid));
 		cJSON_AddStringToObject(o, "comm", n);
 	} else if (x->by == GROUPS_CGROUP && key) {
 		snprintf(gone, sizeof(gone), "cgroup:%" PRIu64, key);
@@ -233,10 +232,10 @@ static void add_labels(struct stacks *x, const struct agg_stack *st, cJSON *o)
 	const char *n;
 
 	if (!cJSON_GetObjectItemCaseSensitive(o, "comm"))
-		cJSON_AddStringToObject(o, "comm", sym_str(x->s, sample_process_name(x->sp, st->pid)));
+		cJSON_AddStringToObject(o, "comm", sym_str(x->s, x->nm.process(x->nm.ctx, st->pid)));
 	if (!st->cgroup || cJSON_GetObjectItemCaseSensitive(o, "cgroup"))
 		return;
-	n = sym_str(x->s, sample_cgroup_name(x->sp, st->cgroup));
+	n = sym_str(x->s, x->nm.cgroup(x->nm.ctx, st->cgroup));
 	snprintf(gone, sizeof(gone), "cgroup:%" PRIu64, st->cgroup);
 	cJSON_AddStringToObject(o, "cgroup", n[0] ? n : gone);
 }
@@ -267,7 +266,7 @@ void stacks_visit(void *ctx, const struct agg_visit *v)
 	cJSON_AddNumberToObject(o, "pid", st->pid);
 	if (st->tid) {
 		cJSON_AddNumberToObject(o, "tid", st->tid);
-		cJSON_AddStringToObject(o, "thread", sym_str(x->s, sample_thread_name(x->sp, st->tid)));
+		cJSON_AddStringToObject(o, "thread", sym_str(x->s, x->nm.thread(x->nm.ctx, st->tid)));
 	}
 	if (x->by >= 0)
 		add_group(x, st, o);

@@ -24,15 +24,15 @@
 
 struct stacks;
 
-struct sample;
+struct groups_namer;
 
-/* For a listing of @sp with options @lo (its declared sections name the samples charged to
- * them; @sp names the threads), each sample with its group when @by (enum groups_by) is not
- * -1. */
+/* For a listing with options @lo (its declared sections name the samples charged to them;
+ * @nm names the processes, threads and cgroups), each sample with its group when @by (enum
+ * groups_by) is not -1. */
 /* Each sample names its process and cgroup too, --by or not (pcmond's HTTP exports). */
 void stacks_labels(struct stacks *x);
 struct stacks *stacks_new(const struct sym *s, const struct agg_list_opts *lo,
-			  const struct sample *sp, int by);
+			  const struct groups_namer *nm, int by);
 void stacks_free(struct stacks *x);
 /* The visitor for agg_list_opts.visit (ctx: the stacks). */
 void stacks_visit(void *ctx, const struct agg_visit *v);
