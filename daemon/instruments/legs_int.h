@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What the parts of the probe-node instrument share, and no other file includes: the
+ * engine-wide state (struct legs_g) and the functions one part calls in another.
+ *
+ *   legs.c         the base: a target's tables (legs.h), made from a request, parsed, freed
+ *   legs_store.c   the tables as a section of the results file (legs_store_)
+ *
+ * A part calls only those above it in this list; legs.c, which includes this file too,
+ * calls none: so the types of legs.h are only named here, and legs.h is not included.
+ */
+#ifndef PCMON_LEGS_INT_H
+#define PCMON_LEGS_INT_H
+
+#include "inst.h"
+
+struct counter;
+struct legs;
+struct legs_bpf;
+
+/* Engine-wide: the BPF programs every target's nodes share. */
+struct legs_g {
+	struct inst_env env;
+	struct legs_bpf *skel;	/* loaded on the first target with nodes */
+	struct counter *ctr;	/* for the probes' measured cost */
+	char err[256];
+};
+
+/* legs.c */
+void legs_free(void *st);
+int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep);
+int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
+
+/* legs_store.c */
+void legs_store_save(const struct target *t, const void *st, const struct sym *s,
+		     struct sf_wr *w, cJSON *o);
+int legs_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out);
+
+#endif /* PCMON_LEGS_INT_H */
