@@ -4,6 +4,7 @@
  * engine-wide state (struct legs_g) and the functions one part calls in another.
  *
  *   legs.c         the base: a target's tables (legs.h), made from a request, parsed, freed
+ *   legs_report.c  the tables as JSON, `pcmon tables` (legs.h: legs_tables_json() ...)
  *   legs_store.c   the tables as a section of the results file (legs_store_)
  *
  * A part calls only those above it in this list; legs.c, which includes this file too,
