@@ -6,6 +6,8 @@
  *   legs.c         the base: a target's tables (legs.h), made from a request, parsed, freed
  *   legs_report.c  the tables as JSON, `pcmon tables` (legs.h: legs_tables_json() ...)
  *   legs_store.c   the tables as a section of the results file (legs_store_)
+ *   legs_attach.c  BPF, and a target's life there: attached, configured, read, stopped,
+ *                  zeroed (legs_attach_)
  *
  * A part calls only those above it in this list; legs.c, which includes this file too,
  * calls none: so the types of legs.h are only named here, and legs.h is not included.
@@ -28,6 +30,7 @@ struct legs_g {
 };
 
 /* legs.c */
+void legs_drop_context(struct legs *lg);
 void legs_free(void *st);
 int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep);
 int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
@@ -36,5 +39,16 @@ int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
 void legs_store_save(const struct target *t, const void *st, const struct sym *s,
 		     struct sf_wr *w, cJSON *o);
 int legs_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out);
+
+/* legs_attach.c */
+int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep);
+int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i,
+		     cJSON **rep);
+int legs_attach_configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset);
+int legs_attach_index(struct legs_g *g, const struct target *t, const struct legs *lg, bool all);
+void legs_attach_hists(struct legs_g *g, struct target *t, struct legs *lg);
+void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *lg);
+void legs_attach_stop(void *gp, struct target *t, void *st);
+void legs_attach_zero(void *gp, struct target *t, void *st);
 
 #endif /* PCMON_LEGS_INT_H */
