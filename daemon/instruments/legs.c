@@ -106,7 +106,7 @@ static int node_ref(const struct legs *lg, const char *s, size_t len, uint32_t *
 }
 
 /* "node:ID,linear,BUCKETS,SCALE,BASE" or "node:ID,log" (and leg:ID). */
-static int parse_hist(struct legs *lg, const char *spec, cJSON **rep)
+int legs_parse_hist(struct legs *lg, const char *spec, cJSON **rep)
 {
 	char kind[8] = "", shape[8] = "";
 	unsigned long id = 0, b = 0, sc = 0, base = 0;
@@ -145,8 +145,7 @@ bad:
  * Would @l overflow what --track all keeps per node (PCMON_NODE_LEGS legs start, and end,
  * at one node or at '*') or per target (PCMON_TARGET_LEGS)? Then it is refused, in words.
  */
-static bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec,
-		      cJSON **rep)
+bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec, cJSON **rep)
 {
 	size_t from = 0, to = 0, all = 0;
 
@@ -168,7 +167,7 @@ static bool legs_full(const struct legs *lg, const struct legs_leg *l, const cha
 	return true;
 }
 
-static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
+int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 {
 	const cJSON *it;
 
@@ -255,10 +254,10 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 						      ? (uint32_t)proto_num(it, "arg", 0) + 1
 						      : 0;
 	}
-	if (parse_legs(lg, cJSON_GetObjectItemCaseSensitive(req, "legs"), rep))
+	if (legs_parse_legs(lg, cJSON_GetObjectItemCaseSensitive(req, "legs"), rep))
 		goto fail;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "hists"))
-		if (parse_hist(lg, it->valuestring, rep))
+		if (legs_parse_hist(lg, it->valuestring, rep))
 			goto fail;
 	if (legs_set_when(lg, req, rep))
 		goto fail;
@@ -376,7 +375,7 @@ void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
  * The number of a new leg: after the highest (after a `leg del` the numbers have a hole, and
  * the count of legs is a number some leg may still have).
  */
-static uint32_t next_leg_id(const struct legs *lg)
+uint32_t legs_next_leg_id(const struct legs *lg)
 {
 	uint32_t id = 0;
 
@@ -394,7 +393,7 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 	if (i == lg->nlegs) { /* --add successor added it: numbered after the others */
 		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
 			return -ENOMEM;
-		lg->legs[i] = (struct legs_leg){ .id = next_leg_id(lg), .from = from, .to = to };
+		lg->legs[i] = (struct legs_leg){ .id = legs_next_leg_id(lg), .from = from, .to = to };
 		lg->nlegs++;
 	}
 	{
@@ -534,158 +533,6 @@ out:
 	return r;
 }
 
-/* ---- editing a running target's tables (pcmon node|leg|hist add|del) */
-
-/* The target's legs state, made (and attached) on its first node. */
-static struct legs *legs_of(struct legs_g *g, struct target *t, cJSON **rep)
-{
-	struct legs *lg = t->inst[INST_LEGS];
-
-	if (lg)
-		return lg;
-	if (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED) {
-		*rep = proto_error(1, "target %u is %s: nodes go on a running target", t->id,
-				   target_state_name(t->state));
-		return NULL;
-	}
-	lg = calloc(1, sizeof(*lg));
-	if (!lg) {
-		*rep = proto_error(1, "out of memory");
-		return NULL;
-	}
-	lg->track = PCMON_TRACK_ALL;
-	if (legs_new_slices(lg, NULL, rep) || legs_attach_target(g, t, lg, rep)) {
-		legs_free(lg);
-		return NULL;
-	}
-	t->inst[INST_LEGS] = lg;
-	return lg;
-}
-
-static int editable(const struct legs *lg, struct target *t, cJSON **rep)
-{
-	if (lg->detached || (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED)) {
-		*rep = proto_error(1, "target %u is %s: its tables can no longer change", t->id,
-				   target_state_name(t->state));
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * pcmon node|leg|hist add|del on a running target (its first node gives it the
- * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
- * from/to, hist/on, id. The reply says the new node's or leg's number.
- */
-static cJSON *edit(void *gp, struct target *t, const cJSON *req)
-{
-	struct legs_g *g = gp;
-	const char *what = proto_str(req, "cmd", "");
-	bool add = !strcmp(proto_str(req, "op", ""), "add");
-	uint32_t id = proto_num(req, "id", 0);
-	cJSON *rep = NULL, *ok;
-	struct legs *lg = add ? legs_of(g, t, &rep) : t->inst[INST_LEGS];
-
-	if (!lg)
-		return rep ? rep : proto_error(1, "target %u has no nodes", t->id);
-	if (editable(lg, t, &rep))
-		return rep;
-	if (!strcmp(what, "node") && add) {
-		struct legs_node *n = realloc(lg->nodes, (lg->nnodes + 1) * sizeof(*n));
-		const char *spec = proto_str(req, "spec", "");
-
-		if (!n)
-			return proto_error(1, "out of memory");
-		lg->nodes = n;
-		n = &lg->nodes[lg->nnodes];
-		*n = (struct legs_node){ .spec = strdup(spec) };
-		n->arg = cJSON_GetObjectItemCaseSensitive(req, "arg") ? proto_num(req, "arg", 0) + 1 : 0;
-		lg->nnodes++;
-		if (!n->spec || legs_attach_configure(g, t, lg, false) ||
-		    legs_attach_node(g, t, lg, lg->nnodes - 1, &rep)) {
-			for (size_t k = 0; k < n->nlinks; k++)
-				bpf_link__destroy(n->links[k]);
-			free(n->links);
-			free(n->spec);
-			lg->nnodes--;
-			return rep ? rep : proto_error(1, "out of memory");
-		}
-		id = lg->nnodes;
-	} else if (!strcmp(what, "node")) {
-		struct legs_node *n = id >= 1 && id <= lg->nnodes ? &lg->nodes[id - 1] : NULL;
-
-		if (!n || !n->spec[0])
-			return proto_error(1, "target %u has no node %u", t->id, id);
-		for (size_t k = 0; k < n->nlinks; k++)
-			bpf_link__destroy(n->links[k]);
-		n->nlinks = 0;
-		n->spec[0] = '\0'; /* numbers stay: a deleted node keeps its place */
-	} else if (!strcmp(what, "leg") && add) {
-		char spec[64];
-		cJSON *err = NULL, *one = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(one, "legs");
-		struct legs tmp = *lg;
-
-		snprintf(spec, sizeof(spec), "%s:%s", proto_str(req, "from", ""), proto_str(req, "to", ""));
-		cJSON_AddItemToArray(arr, cJSON_CreateString(spec));
-		tmp.legs = NULL;
-		tmp.nlegs = tmp.cap_legs = 0;
-		(void)err;
-		rep = NULL;
-		if (parse_legs(&tmp, arr, &rep)) {
-			cJSON_Delete(one);
-			free(tmp.legs);
-			return rep;
-		}
-		cJSON_Delete(one);
-		/* the limits of the table it joins (parsed alone, it was checked against none) */
-		if (legs_full(lg, &tmp.legs[0], spec, &rep)) {
-			free(tmp.legs);
-			return rep;
-		}
-		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
-			free(tmp.legs);
-			return proto_error(1, "out of memory");
-		}
-		tmp.legs[0].id = tmp.legs[0].stat.id = next_leg_id(lg);
-		lg->legs[lg->nlegs++] = tmp.legs[0];
-		free(tmp.legs);
-		legs_attach_configure(g, t, lg, false);
-		id = lg->legs[lg->nlegs - 1].id;
-	} else if (!strcmp(what, "leg")) {
-		struct legs_leg *l = NULL;
-
-		for (size_t i = 0; i < lg->nlegs && !l; i++)
-			if (lg->legs[i].id == id)
-				l = &lg->legs[i];
-		if (!l)
-			return proto_error(1, "target %u has no leg %u", t->id, id);
-		{
-			struct pcmon_lkey k = { t->id, l->from, l->to, 0 };
-
-			bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
-		}
-		*l = lg->legs[--lg->nlegs];
-		legs_attach_index(g, t, lg, false);
-	} else if (!strcmp(what, "hist") && add) {
-		if (parse_hist(lg, proto_str(req, "hist", ""), &rep))
-			return rep;
-		legs_attach_hists(g, t, lg);
-	} else {
-		const char *on = proto_str(req, "on", "");
-
-		if (!strcmp(on, "node") && id >= 1 && id <= lg->nnodes)
-			lg->nodes[id - 1].hist.kind = PCMON_HIST_NONE;
-		for (size_t i = 0; !strcmp(on, "leg") && i < lg->nlegs; i++)
-			if (lg->legs[i].id == id)
-				lg->legs[i].hist.kind = PCMON_HIST_NONE;
-		legs_attach_hists(g, t, lg);
-	}
-	t->dirty = true;
-	ok = proto_ok();
-	cJSON_AddNumberToObject(ok, "id", id);
-	return ok;
-}
-
 /* ---- the ops */
 
 static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
@@ -732,9 +579,9 @@ static const struct proto_field edit_fields[] = {
 };
 
 static const struct inst_cmd cmds[] = {
-	{ "node", edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "leg", edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "hist", edit, edit_fields, ARRAY_SIZE(edit_fields) },
+	{ "node", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
+	{ "leg", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
+	{ "hist", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
 };
 
 const struct inst_ops legs_ops = {

@@ -8,6 +8,7 @@
  *   legs_store.c   the tables as a section of the results file (legs_store_)
  *   legs_attach.c  BPF, and a target's life there: attached, configured, read, stopped,
  *                  zeroed (legs_attach_)
+ *   legs_edit.c    pcmon node|leg|hist add|del on a running target (legs_edit())
  *
  * A part calls only those above it in this list; legs.c, which includes this file too,
  * calls none: so the types of legs.h are only named here, and legs.h is not included.
@@ -15,11 +16,16 @@
 #ifndef PCMON_LEGS_INT_H
 #define PCMON_LEGS_INT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "inst.h"
 
 struct counter;
 struct legs;
 struct legs_bpf;
+struct legs_leg;
 
 /* Engine-wide: the BPF programs every target's nodes share. */
 struct legs_g {
@@ -34,6 +40,10 @@ void legs_drop_context(struct legs *lg);
 void legs_free(void *st);
 int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep);
 int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
+int legs_parse_hist(struct legs *lg, const char *spec, cJSON **rep);
+bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec, cJSON **rep);
+int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep);
+uint32_t legs_next_leg_id(const struct legs *lg);
 
 /* legs_store.c */
 void legs_store_save(const struct target *t, const void *st, const struct sym *s,
@@ -50,5 +60,8 @@ void legs_attach_hists(struct legs_g *g, struct target *t, struct legs *lg);
 void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *lg);
 void legs_attach_stop(void *gp, struct target *t, void *st);
 void legs_attach_zero(void *gp, struct target *t, void *st);
+
+/* legs_edit.c */
+cJSON *legs_edit(void *gp, struct target *t, const cJSON *req);
 
 #endif /* PCMON_LEGS_INT_H */
