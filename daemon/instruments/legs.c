@@ -2,8 +2,12 @@
 /*
  * The probe-node instrument (docs/legs.md): nodes are probe points, legs the code a thread runs
  * between two nodes, histograms on a node's argument or a leg's time. BPF does the per-thread
- * work (bpf/legs.bpf.c); here: parsing the specs, resolving nodes to addresses (funcs.c),
- * attaching, and the Mesa tool's report, `pcmon tables`.
+ * work (bpf/legs.bpf.c); here, the base the instrument's other parts call into: a target's
+ * tables, made from the start request (the specs parsed) and freed, and the pure parts
+ * (legs.h): a hit's cost, a leg's times, the index of legs BPF is given, BPF's counts folded
+ * into the tables and their time slices. Resolving nodes to addresses (funcs.c) and attaching
+ * are in legs_attach.c, the Mesa tool's report, `pcmon tables`, in legs_report.c; the parts
+ * share legs_int.h.
  *
  * What a probe hit costs is measured with the call counter's calibration (counter.c): a leg's
  * time holds about one hit (the end of its from node's probe and the start of its to node's),
@@ -14,21 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "counter.h"
-#include "demangle.h"
-#include "funcs.h"
 #include "legs.h"
-#include "legs.skel.h"
 #include "legs_int.h"
 #include "pat.h"
-#include "procs.h"
 #include "proto.h"
-#include "stfile.h"
 #include "slices.h"
-#include "target.h"
 #include "timed.h"
 #include "util.h"
 #include "when.h"
@@ -78,11 +74,6 @@ int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep)
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-static bool wanted(const cJSON *req)
-{
-	return cJSON_GetObjectItemCaseSensitive(req, "nodes") != NULL;
 }
 
 /* "3", or "*": a node number of @lg, or PCMON_ANY_NODE. */
@@ -140,7 +131,6 @@ bad:
 	return -EINVAL;
 }
 
-/* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
 /*
  * Would @l overflow what --track all keeps per node (PCMON_NODE_LEGS legs start, and end,
  * at one node or at '*') or per target (PCMON_TARGET_LEGS)? Then it is refused, in words.
@@ -167,6 +157,7 @@ bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec
 	return true;
 }
 
+/* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
 int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 {
 	const cJSON *it;
@@ -220,7 +211,7 @@ int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep)
 	return lg->when_text ? 0 : -ENOMEM;
 }
 
-static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *it;
 	const char *track = proto_str(req, "track", "all"), *add = proto_str(req, "add", "none");
@@ -320,14 +311,6 @@ void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct leg
 	t->max_err = t->min_err = n ? lg->hit_err_ns : 0;
 }
 
-static void set_active(void *g, struct target *t, void *st, bool active)
-{
-	(void)g;
-	(void)t;
-	(void)st;
-	(void)active; /* BPF reads the target's flags (tcfg) */
-}
-
 /* A histogram's counts since its zero @h0. */
 static void hist_sub(struct pcmon_hist *h, const struct pcmon_hist *h0)
 {
@@ -415,200 +398,3 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 	hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
 	return 0;
 }
-
-static size_t bytes(const void *st)
-{
-	const struct legs *lg = st;
-
-	return sizeof(*lg) + lg->nnodes * sizeof(*lg->nodes) + lg->cap_legs * sizeof(*lg->legs) +
-	       (lg->slices ? slices_bytes(lg->slices) : 0);
-}
-
-static struct legs *legs_at(struct legs_g *g, int id, struct target **t)
-{
-	*t = g->env.targets[id];
-	return *t ? (*t)->inst[INST_LEGS] : NULL;
-}
-
-/*
- * The counts stay in BPF until asked for, but for the time slices: when a slice of a
- * running target ends, what they gained in it is read and charged to it (as call counting
- * does), and the slices are coarsened.
- */
-static void tick(void *gp)
-{
-	struct legs_g *g = gp;
-	uint64_t now = wall_ns();
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (!lg || !lg->slices)
-			continue;
-		if (t->state == TARGET_RUNNING && slices_ended(lg->slices, lg->last_read, now))
-			legs_attach_collect(g, t, lg);
-		if (slices_tick(lg->slices, now))
-			t->dirty = true;
-	}
-}
-
-/* Before a save or a listing: every target's counts, read. */
-static void sync_all(void *gp)
-{
-	struct legs_g *g = gp;
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (lg)
-			legs_attach_collect(g, t, lg);
-	}
-}
-
-static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
-{
-	const struct legs *lg = st;
-
-	(void)g;
-	(void)t;
-	cJSON_AddNumberToObject(o, "nodes", lg->nnodes);
-}
-
-static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
-{
-	struct legs *lg = st;
-	uint64_t hits = 0;
-
-	legs_attach_collect(gp, t, lg);
-	for (size_t i = 0; i < lg->nnodes; i++)
-		hits += lg->nodes[i].hits;
-	cJSON_AddNumberToObject(o, "node_hits", hits);
-}
-
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
-		     cJSON **err)
-{
-	struct legs_g *g = gp;
-	struct legs *lg = st;
-	struct counter_prog_stats ps = { 0 };
-	struct timed_window w;
-	const char *when = proto_str(req, "when", NULL);
-	bool other = when && (!lg->when_text || strcmp(when, lg->when_text));
-	int r;
-
-	/* hits are told apart when they happen, by the pattern given at start */
-	if (other && proto_bool(req, "tables", 0)) {
-		*err = proto_error(2, "--when: node hits are told apart at start, by the pattern given then (%s): give it with --node",
-				   lg->when_text ? lg->when_text : "none");
-		return -1;
-	}
-	if (timed_window_parse(req, t->start_wall, &w, err))
-		return -1;
-	legs_attach_collect(g, t, lg);
-	if (w.on) {
-		r = legs_window_json(lg, &w, rep);
-		goto out;
-	}
-	if (g->skel) {
-		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
-						g->skel->progs.node_usdt };
-
-		for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
-			struct bpf_prog_info info = {};
-			__u32 len = sizeof(info);
-
-			if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len)) {
-				ps.run_cnt += info.run_cnt;
-				ps.run_time_ns += info.run_time_ns;
-			}
-		}
-	}
-	r = legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
-out:
-	if (!r && other)
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "tables"), "list_when",
-					"not applied: hits are told apart at start, by the pattern given then");
-	return r;
-}
-
-/* ---- the ops */
-
-static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
-{
-	/* struct legs_g starts with its struct inst_env */
-	*gp = inst_g_new(env, sizeof(struct legs_g), err, errlen);
-	return *gp ? 0 : -ENOMEM;
-}
-
-static void close_g(void *gp)
-{
-	struct legs_g *g = gp;
-
-	if (!g)
-		return;
-	legs_bpf__destroy(g->skel);
-	counter_close(g->ctr);
-	free(g);
-}
-
-static const struct proto_field fields[] = {
-	{ .name = "nodes", .type = PT_NODES, .max = PROTO_MAX_LINE, .opt = "--node" },
-	{ .name = "legs", .type = PT_STRS, .max = 64, .opt = "--leg" },
-	{ .name = "hists", .type = PT_STRS, .max = 128, .opt = "--hist" },
-	{ .name = "track", .type = PT_ENUM, .values = "none|successor|all", .opt = "--track" },
-	{ .name = "add", .type = PT_ENUM, .values = "none|successor", .opt = "--add" },
-};
-
-static const struct proto_field list_fields[] = {
-	{ .name = "tables", .type = PT_BOOL },
-};
-
-/* pcmon node|leg|hist add|del TARGET ...: the tables, edited while the target runs */
-static const struct proto_field edit_fields[] = {
-	{ .name = "target", .type = PT_TARGET, .required = true },
-	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
-	{ .name = "spec", .type = PT_STR, .max = 4096 },
-	{ .name = "arg", .type = PT_UINT, .min = 0, .max = 5 },
-	{ .name = "id", .type = PT_UINT, .min = 1, .max = 1000000 },
-	{ .name = "from", .type = PT_STR, .max = 16 },
-	{ .name = "to", .type = PT_STR, .max = 16 },
-	{ .name = "hist", .type = PT_STR, .max = 128 },
-	{ .name = "on", .type = PT_ENUM, .values = "node|leg" },
-};
-
-static const struct inst_cmd cmds[] = {
-	{ "node", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "leg", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "hist", legs_edit, edit_fields, ARRAY_SIZE(edit_fields) },
-};
-
-const struct inst_ops legs_ops = {
-	.name = "tables",
-	.fields = fields,
-	.nfields = ARRAY_SIZE(fields),
-	.open = open_g,
-	.close = close_g,
-	.wanted = wanted,
-	.new = new_state,
-	.attach = legs_attach_target,
-	.set_active = set_active,
-	.stop = legs_attach_stop,
-	.zero = legs_attach_zero,
-	.free = legs_free,
-	.list_json = list_json,
-	.list_fields = list_fields,
-	.nlist_fields = ARRAY_SIZE(list_fields),
-	.only = "tables",
-	.missing = "has no nodes (start it with --node NODE)",
-	.cmds = cmds,
-	.ncmds = ARRAY_SIZE(cmds),
-	.tick = tick,
-	.sync = sync_all,
-	.bytes = bytes,
-	.facts_json = facts_json,
-	.summary_json = summary_json,
-	.save = legs_store_save,
-	.load = legs_store_load,
-};

@@ -9,9 +9,11 @@
  *   legs_attach.c  BPF, and a target's life there: attached, configured, read, stopped,
  *                  zeroed (legs_attach_)
  *   legs_edit.c    pcmon node|leg|hist add|del on a running target (legs_edit())
+ *   legs_ops.c     the ops table, the instrument's engine-wide life, its listing
  *
- * A part calls only those above it in this list; legs.c, which includes this file too,
- * calls none: so the types of legs.h are only named here, and legs.h is not included.
+ * legs.c is the base: every other part calls into it, and it calls none of them; a part
+ * calls only those above it in this list. So that legs.c can include this file for its own
+ * declarations, legs.h is not included here: its types are only named.
  */
 #ifndef PCMON_LEGS_INT_H
 #define PCMON_LEGS_INT_H
@@ -39,10 +41,11 @@ struct legs_g {
 void legs_drop_context(struct legs *lg);
 void legs_free(void *st);
 int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep);
-int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
 int legs_parse_hist(struct legs *lg, const char *spec, cJSON **rep);
 bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec, cJSON **rep);
 int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep);
+int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
+int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep);
 uint32_t legs_next_leg_id(const struct legs *lg);
 
 /* legs_store.c */
