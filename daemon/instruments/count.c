@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -830,6 +831,63 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 			calls += ct->fns[i].by[c].calls;
 	cJSON_AddNumberToObject(o, "calls", calls);
 	cJSON_AddNumberToObject(o, "probed", ct->nfns);
+}
+
+/* ---- the totals by time: a row of the time slices per procedure */
+
+/* @s as a row's sums, in PCMON_CSTAT_FIELDS order (count_report.c adds them back) */
+static void stat_words(const struct pcmon_cstat *s, uint64_t *v)
+{
+	size_t k = 0;
+
+#define WORD(f, need) v[k++] = s->f;
+	PCMON_CSTAT_FIELDS(WORD)
+#undef WORD
+}
+
+/* The words of a row that are extremes, not sums (and what the extremes hold): to 0. */
+static void zero_extremes(uint64_t *v)
+{
+	static const size_t at[] = {
+		offsetof(struct pcmon_cstat, max_ns),  offsetof(struct pcmon_cstat, max_acts),
+		offsetof(struct pcmon_cstat, max_acts_xol), offsetof(struct pcmon_cstat, min_ns),
+		offsetof(struct pcmon_cstat, min_acts), offsetof(struct pcmon_cstat, min_acts_xol),
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(at); k++)
+		v[at[k] / sizeof(__u64)] = 0;
+}
+
+void count_row(const struct pcmon_cstat *s, uint64_t *v)
+{
+	stat_words(s, v);
+	zero_extremes(v); /* not sums: a window has none */
+}
+
+int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t wall)
+{
+	struct count_fn *fn = &ct->fns[i];
+	uint64_t now[COUNT_WIDTH], was[COUNT_WIDTH];
+	bool any = false, reset = false;
+	int r = 0;
+
+	stat_words(s, now);
+	stat_words(&fn->charged, was);
+	zero_extremes(now); /* not sums: neither grows nor resets */
+	zero_extremes(was);
+	for (size_t k = 0; k < COUNT_WIDTH; k++)
+		reset |= now[k] < was[k];
+	for (size_t k = 0; k < COUNT_WIDTH; k++) {
+		now[k] -= reset ? 0 : was[k];
+		any |= now[k] != 0;
+	}
+	if (any && ct->slices && slices_add(ct->slices, i, now, wall)) {
+		ct->slices_lost += now[offsetof(struct pcmon_cstat, calls) / sizeof(__u64)];
+		r = -ENOMEM;
+	}
+	fn->stat = *s;
+	fn->charged = *s;
+	return r;
 }
 
 /* ---- the call table (its JSON: count_report.c) */
