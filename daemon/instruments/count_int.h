@@ -6,6 +6,7 @@
  *   count.c          the base: a target's state (count.h), made from a request, freed
  *   count_report.c   the call table as JSON, its times less the probes' cost (count.h)
  *   count_store.c    the call table as a section of the results file (count_store_)
+ *   count_when.c     calls classed by the WHEN pattern, BPF's totals read (count_when_)
  *
  * count.c is the base: every other part calls into it, and it calls none of them; a part
  * calls only those above it in this list. So that count.c can include this file for its own
@@ -16,6 +17,7 @@
 
 #include "inst.h"
 
+struct count;
 struct counter;
 
 /* Engine-wide: the call counter every target that counts shares. */
@@ -27,10 +29,14 @@ struct count_g {
 
 /* count.c */
 void count_free(void *st);
+void count_clear_totals(struct count *ct);
 
 /* count_store.c */
 void count_store_save(const struct target *t, const void *st, const struct sym *s,
 		      struct sf_wr *w, cJSON *o);
 int count_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out);
+
+/* count_when.c */
+void count_when_collect(struct count_g *g, const struct target *t, struct count *ct);
 
 #endif /* PCMON_COUNT_INT_H */
