@@ -7,6 +7,7 @@
  *   count_report.c   the call table as JSON, its times less the probes' cost (count.h)
  *   count_store.c    the call table as a section of the results file (count_store_)
  *   count_when.c     calls classed by the WHEN pattern, BPF's totals read (count_when_)
+ *   count_attach.c   a target attached, new objects searched, stopped, zeroed (count_attach_)
  *
  * count.c is the base: every other part calls into it, and it calls none of them; a part
  * calls only those above it in this list. So that count.c can include this file for its own
@@ -38,5 +39,11 @@ int count_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out
 
 /* count_when.c */
 void count_when_collect(struct count_g *g, const struct target *t, struct count *ct);
+
+/* count_attach.c */
+int count_attach_target(void *gp, struct target *t, void *st, cJSON **rep);
+void count_attach_event(void *gp, struct target *t, void *st, const struct pcmon_event *ev);
+void count_attach_stop(void *gp, struct target *t, void *st);
+void count_attach_zero(void *gp, struct target *t, void *st);
 
 #endif /* PCMON_COUNT_INT_H */
