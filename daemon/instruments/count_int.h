@@ -8,6 +8,7 @@
  *   count_store.c    the call table as a section of the results file (count_store_)
  *   count_when.c     calls classed by the WHEN pattern, BPF's totals read (count_when_)
  *   count_attach.c   a target attached, new objects searched, stopped, zeroed (count_attach_)
+ *   count_ops.c      the ops table, the instrument's engine-wide life, its listing
  *
  * count.c is the base: every other part calls into it, and it calls none of them; a part
  * calls only those above it in this list. So that count.c can include this file for its own
@@ -30,6 +31,7 @@ struct count_g {
 
 /* count.c */
 void count_free(void *st);
+int count_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep);
 void count_clear_totals(struct count *ct);
 
 /* count_store.c */
