@@ -118,8 +118,7 @@ static int node_adv(const struct legs *lg, const struct func *f, size_t nf, stru
  * PROC, PROC%return and PROC+OFF name procedures (globs too: every one is the node);
  * provider:name a USDT probe of the program.
  */
-int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i,
-		     cJSON **rep)
+int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i, cJSON **rep)
 {
 	struct legs_node *n = &lg->nodes[i];
 	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);

@@ -55,8 +55,7 @@ int legs_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 
 /* legs_attach.c */
 int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep);
-int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i,
-		     cJSON **rep);
+int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i, cJSON **rep);
 int legs_attach_configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset);
 int legs_attach_index(struct legs_g *g, const struct target *t, const struct legs *lg, bool all);
 void legs_attach_hists(struct legs_g *g, struct target *t, struct legs *lg);
