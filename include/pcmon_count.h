@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The call-counting instrument's BPF structs (bpf/count.bpf.c), shared with its userspace
- * half (daemon/instruments/counter.c, daemon/instruments/count.c): each thread's shadow stack of open activations
- * and the per-procedure totals.
+ * half (daemon/instruments/counter.c, daemon/instruments/count*.c): each thread's shadow stack of open
+ * activations and the per-procedure totals.
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */
 #ifndef PCMON_COUNT_BPF_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The probe-node instrument's BPF structs (bpf/legs.bpf.c), shared with its userspace half
- * (daemon/instruments/legs.c): nodes (probe points), legs (the code between a from node and a to node,
+ * (daemon/instruments/legs*.c): nodes (probe points), legs (the code between a from node and a to node,
  * timed per thread) and histograms (docs/legs.md).
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */
@@ -68,7 +68,7 @@ struct pcmon_lkey {
  * Defined once: X(field, need) gives the struct and the leg's fields in the state file's
  * "tables" section, named as the field. @need: ALWAYS, OPTIONAL (added later), NET (in
  * the files whose times are net, and in those only: files without probe_hits held gross
- * times, daemon/instruments/legs.c).
+ * times, daemon/instruments/legs_store.c).
  */
 #define PCMON_LEG_FIELDS(X)                                                                \
 	X(count, ALWAYS)                                                                   \

@@ -3,50 +3,39 @@
  * The call-counting instrument (docs/count.md): `--count PATTERN` puts an entry and a return
  * probe on every procedure the patterns name, in every object of the target's processes,
  * and keeps per procedure calls, self time and self+children time (bpf/count.bpf.c does the
- * accounting, per thread). Here: resolving the patterns (funcs.c), attaching (counter.c),
- * following new objects and images, the call table, and the state file's "calls" section.
+ * accounting, per thread). Here, the base the instrument's other parts call into: a target's
+ * state, made from the start request (its patterns, its WHEN pattern) and freed, its
+ * procedures' cookies, their totals and the rows of their time slices. Resolving the
+ * patterns (funcs.c), attaching (counter.c) and following new objects and images are in
+ * count_attach.c, classing calls by WHEN in count_when.c, the call table in count_report.c,
+ * the state file's "calls" section in count_store.c; the parts share count_int.h.
  *
  * The probes' own cost, measured once per engine (counter_probe_cost()), is subtracted when
  * the table is made: C per activation from its self time, C per activation inside it from an
  * outermost activation's self+children time.
  */
 #include <errno.h>
-#include <math.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <bpf/libbpf.h>
 
 #include "count.h"
-#include "counter.h"
-#include "demangle.h"
-#include "funcs.h"
+#include "count_int.h"
 #include "near.h"
 #include "pat.h"
 #include "proto.h"
-#include "procs.h"
-#include "stfile.h"
-#include "sym.h"
 #include "slices.h"
-#include "target.h"
 #include "timed.h"
-#include "unwind.h"
 #include "util.h"
 #include "when.h"
 
 #define COUNT_MAX_PROBES 1000	/* --max-probes default */
-#define COUNT_MAX_CTX 256	/* context procedures a shadow-stack pattern may probe */
-
-struct count_g {
-	struct inst_env env;
-	struct counter *ctr;	/* loaded on the first target that counts */
-	char err[256];		/* ... or why it could not be */
-};
 
 /* ---- settings */
 
-static void free_state(void *st)
+void count_free(void *st)
 {
 	struct count *ct = st;
 
@@ -88,8 +77,8 @@ static void free_state(void *st)
 /*
  * The WHEN pattern @text (NULL: none), and how it is answered at the probes: from the shadow
  * stack if every name can be a probed procedure (each name alone, in ctx_pats, finds its
- * context procedures), else from the stack walked at each entry (attach() may still choose
- * the walk: a running process, names of too many procedures).
+ * context procedures), else from the stack walked at each entry (count_attach_target() may
+ * still choose the walk: a running process, names of too many procedures).
  */
 int count_set_when(struct count *ct, const char *text, cJSON **rep)
 {
@@ -126,12 +115,7 @@ int count_set_when(struct count *ct, const char *text, cJSON **rep)
 	return 0;
 }
 
-static bool wanted(const cJSON *req)
-{
-	return cJSON_GetObjectItemCaseSensitive(req, "count") != NULL;
-}
-
-static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+int count_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, "count"), *it;
 	struct count *ct = calloc(1, sizeof(*ct));
@@ -150,7 +134,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	    !(ct->pats = calloc(n + 1, sizeof(struct pat *))) ||
 	    !(ct->matched = calloc(n + 1, sizeof(bool))) ||
 	    !(ct->near = calloc(n + 1, sizeof(*ct->near)))) {
-		free_state(ct);
+		count_free(ct);
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
 	}
@@ -166,422 +150,32 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 			*rep = r == -EINVAL ? proto_error(2, "--count %s: column %d: %s", it->valuestring,
 							  pe.column, pe.msg)
 					    : proto_error(1, "out of memory");
-			free_state(ct);
+			count_free(ct);
 			return r;
 		}
 		near_init(&ct->near[ct->npats], it->valuestring);
 		ct->patterns[ct->npats++] = strdup(it->valuestring);
 	}
 	if (!ct->npats) {
-		free_state(ct);
+		count_free(ct);
 		*rep = proto_error(2, "--count: give a procedure pattern");
 		return -EINVAL;
 	}
 	ct->icase = proto_bool(req, "icase", 0);
 	ct->when_file = proto_bool(req, "when_from_file", 0);
 	if (count_set_when(ct, proto_str(req, "when", NULL), rep)) {
-		free_state(ct);
+		count_free(ct);
 		return -EINVAL;
 	}
 	*out = ct;
 	return 0;
 }
 
-/* ---- attaching */
+/* ---- a procedure's cookie, and its totals (read from BPF and classed: count_when.c) */
 
 uint64_t count_cookie(uint32_t target, size_t i, bool xol)
 {
 	return PCMON_COUNT_COOKIE(target, (uint32_t)i | (xol ? PCMON_COUNT_XOL : 0));
-}
-
-static uint64_t fn_cookie(const struct target *t, const struct count *ct, const struct count_fn *fn)
-{
-	uint64_t c = count_cookie(t->id, fn - ct->fns, fn->xol);
-
-	return fn->ctx ? c | PCMON_COUNT_CTX : c;
-}
-
-/* PCMON_CW_SHADOW: how @fn moves the pattern's state, into BPF before its probes attach. */
-static int set_adv(struct count_g *g, const struct target *t, struct count *ct,
-		   const struct count_fn *fn)
-{
-	struct pat_frame fr = { .module = fn->module, .proc = fn->name };
-	char base[512];
-	struct pcmon_wadv adv;
-
-	if (ct->when_mode != PCMON_CW_SHADOW)
-		return 0;
-	if (strchr(fn->name, '(') && dm_base(fn->name, base, sizeof(base)))
-		fr.base = base; /* a C++ name is also matched without its parameters */
-	when_adv(ct->when, &ct->wpat, &fr, &adv);
-	return counter_set_adv(g->ctr, fn_cookie(t, ct, fn), &adv);
-}
-
-static bool obj_seen(struct count *ct, dev_t dev, ino_t ino)
-{
-	for (size_t i = 0; i < ct->nobjs; i++)
-		if (ct->objs[i].dev == dev && ct->objs[i].ino == ino)
-			return true;
-	return false;
-}
-
-/*
- * Probes on the procedures the patterns name in the objects process @pid maps that this
- * target has not searched yet. @late: the process is already running them (an object
- * loaded at start-up or by dlopen, found after the fact): calls before now are not seen.
- * 0, -ENOENT (nothing found and @must), or the error in *rep.
- */
-static int attach_process(struct count_g *g, struct target *t, struct count *ct, uint32_t pid,
-			  bool late, cJSON **rep)
-{
-	char exe_path[64];
-	struct func *f = NULL;
-	size_t n = 0, cap = 0, objects = 0, counted = 0;
-	size_t npats = ct->npats + (ct->when_mode == PCMON_CW_SHADOW ? ct->nctx : 0);
-	int r = 0;
-
-	snprintf(exe_path, sizeof(exe_path), "/proc/self/fd/%d", t->exe_fd);
-	/* the counted procedures first: one the pattern also names is counted, not context */
-	for (size_t p = 0; p < npats && !r; p++) {
-		const struct pat *pat = p < ct->npats ? ct->pats[p] : ct->ctx_pats[p - ct->npats];
-		size_t before = n;
-
-		if (p == ct->npats)
-			counted = n;
-		if (pid)
-			r = funcs_find_near(pid, pat, &f, &n, &cap, p < ct->npats ? &objects : NULL,
-					    p < ct->npats && ct->near && !ct->matched[p] ? &ct->near[p]
-										: NULL);
-		else /* the file the held process is about to exec */
-			r = funcs_find_file(exe_path, t->exe_name, pat, &f, &n, &cap);
-		if (p < ct->npats)
-			ct->matched[p] |= n > before;
-	}
-	if (ct->nctx == 0 || ct->when_mode != PCMON_CW_SHADOW)
-		counted = n;
-	/* names of many procedures (a module, a wide glob) cost a probe each on every call of
-	 * any: past COUNT_MAX_CTX, the stack is walked instead (before any probe is on) */
-	if (!r && ct->when_mode == PCMON_CW_SHADOW && !ct->nfns && n - counted > COUNT_MAX_CTX) {
-		ct->when_mode = PCMON_CW_WALK;
-		snprintf(ct->when_why, sizeof(ct->when_why),
-			 "its names name %zu procedures, more than %d to probe", n - counted,
-			 COUNT_MAX_CTX);
-		funcs_free(f + counted, n - counted);
-		n = counted;
-	}
-	if (!pid)
-		objects = 1;
-	if (r) {
-		if (rep)
-			*rep = proto_error(1, "--count: cannot read the objects of pid %u: %s", pid,
-					   strerror(-r));
-		goto out;
-	}
-	for (size_t i = 0; i < n && !r; i++) {
-		struct count_fn *fn;
-
-		if (obj_seen(ct, f[i].dev, f[i].ino))
-			continue; /* searched already: its probes are on */
-		if (ct->nfns >= ct->max_probes) {
-			if (rep)
-				*rep = proto_error(2, "--count: the patterns name %zu procedures or more, more than --max-probes %u: name fewer",
-						   ct->nfns + 1, ct->max_probes);
-			r = -E2BIG;
-			break;
-		}
-		if (GROW(ct->fns, ct->cap_fns, ct->nfns + 1)) {
-			r = -ENOMEM;
-			break;
-		}
-		fn = &ct->fns[ct->nfns];
-		*fn = (struct count_fn){ .module = strdup(f[i].module), .name = strdup(f[i].name),
-					 .vaddr = f[i].vaddr, .late = late, .xol = f[i].xol,
-					 .ctx = i >= counted };
-		ct->ctx_late |= fn->ctx && late;
-		r = set_adv(g, t, ct, fn);
-		if (!r)
-			r = counter_attach(g->ctr, f[i].path, f[i].offset, fn_cookie(t, ct, fn),
-					   &fn->entry, &fn->ret);
-		if (r) {
-			if (rep)
-				*rep = proto_error(1, "--count: cannot probe %s.%s: %s", f[i].module,
-						   f[i].name, strerror(-r));
-			free(fn->module);
-			free(fn->name);
-			break;
-		}
-		ct->nfns++;
-	}
-	/* an object is searched once per target: its probes serve every process mapping it */
-	for (size_t i = 0; i < n && !r; i++) {
-		if (obj_seen(ct, f[i].dev, f[i].ino))
-			continue;
-		if (GROW(ct->objs, ct->cap_objs, ct->nobjs + 1)) {
-			r = -ENOMEM;
-			break;
-		}
-		ct->objs[ct->nobjs].dev = f[i].dev;
-		ct->objs[ct->nobjs++].ino = f[i].ino;
-	}
-	ct->searched += objects;
-out:
-	funcs_free(f, n);
-	free(f);
-	return r;
-}
-
-/* The target's settings in BPF: its clock and how its calls are classed. */
-static int set_cfg(struct count_g *g, const struct target *t, const struct count *ct)
-{
-	struct pcmon_ccfg cfg = { .virt = ct->virt, .when = ct->when ? ct->when_mode : 0,
-				  .wpat = ct->wpat };
-
-	return counter_target_cfg(g->ctr, t->id, &cfg);
-}
-
-/*
- * The probes' cost as measured (@c), for @ct's times. Where a pair's cost falls, between
- * the call and its caller: the calibration's inner part (BPF's readings of empty calls,
- * less the bare call), give or take half of it. Flat calls of 100 ns to 100 us, at
- * real-time priority (nothing preempting them), came out 50-250 ns a call above their
- * own clock, which misses the call and its last reading: the whole inner part is taken.
- */
-static void cost_set(struct count *ct, const struct counter_cost *c)
-{
-	ct->cost_ns = c->pair[0];
-	ct->cost_xol_ns = c->pair[1];
-	for (int k = 0; k < 2; k++) {
-		ct->in_ns[k] = c->in[k];
-		ct->split_err_ns[k] = c->in[k] / 2;
-		ct->spread_ns[k] = c->spread[k];
-	}
-	ct->ret_ns = c->ret;
-	ct->cost_cpus = c->cpus;
-}
-
-static int attach(void *gp, struct target *t, void *st, cJSON **rep)
-{
-	struct count_g *g = gp;
-	struct count *ct = st;
-	struct counter_cost cost;
-	int r;
-
-	if (t->kind != TARGET_PID) {
-		*rep = proto_error(2, "--count needs --pid or a command: a cgroup's or every task's objects are not known in advance");
-		return -EINVAL;
-	}
-	if (!g->ctr) {
-		r = counter_open(g->env.procs, &g->ctr, g->err, sizeof(g->err));
-		if (r) {
-			*rep = proto_error(1, "%s", g->err);
-			return r;
-		}
-	}
-	r = counter_probe_cost(g->ctr, &cost);
-	cost_set(ct, &cost);
-	if (r)
-		pr_warn("call counting: cannot measure the probes' cost (%s): times include it",
-			strerror(-r));
-	/* a running process has entered procedures before their probes were on: the shadow
-	 * stack does not hold them, its stacks are walked */
-	if (ct->when_mode == PCMON_CW_SHADOW && !t->exec_wait) {
-		ct->when_mode = PCMON_CW_WALK;
-		snprintf(ct->when_why, sizeof(ct->when_why),
-			 "the process was running before the probes were on");
-	}
-	r = set_cfg(g, t, ct);
-	if (r) {
-		*rep = proto_error(1, "--count%s: cannot set up BPF: %s", ct->virt ? " --virtual" : "",
-				   strerror(-r));
-		return r;
-	}
-	/* pcmon run: the process is held before exec: the command's own file is probed now,
-	 * its libraries as the dynamic linker maps them (count_event) */
-	if (t->exec_wait && t->exe_fd < 0) {
-		*rep = proto_error(1, "--count: cannot look into the command's file before it runs");
-		return -ENOENT;
-	}
-	r = attach_process(g, t, ct, t->exec_wait ? 0 : t->pid, false, rep);
-	if (!r && ct->when_mode == PCMON_CW_WALK)
-		r = set_cfg(g, t, ct); /* attach_process() may have chosen the walk */
-	/* a command's libraries are not loaded yet: what its patterns name there is found as
-	 * the dynamic linker maps them, and a pattern that never names anything is said so in
-	 * the table; a running process has everything it has loaded to search now */
-	if (!r && !ct->nfns && !t->exec_wait) {
-		char near[4 * NEAR_NAME_MAX] = "";
-
-		near_text(&ct->near[0], near, sizeof(near));
-		*rep = proto_error(1, "--count: no procedure matches %s%s in the %zu objects of pid %u%s",
-				   ct->patterns[0], ct->npats > 1 ? " (or the other patterns)" : "",
-				   ct->searched, t->pid, near);
-		r = -ENOENT;
-	}
-	return r;
-}
-
-static void collect(struct count_g *g, const struct target *t, struct count *ct);
-
-/* A new image, or objects the dynamic linker mapped: search them too (a command's own file
- * was searched before it started, and is not searched again). */
-static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
-{
-	struct count_g *g = gp;
-	struct count *ct = st;
-
-	if (!g->ctr || (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED))
-		return;
-	/* the process runs on while its event comes here: what is probed now was running */
-	if (ev->type == PCMON_EV_EXEC || ev->type == PCMON_EV_DLOPEN)
-		attach_process(g, t, ct, ev->pid, true, NULL);
-	if (!ct->when || ct->when_mode != PCMON_CW_WALK)
-		return;
-	/* the walked stacks are named through the process's address map: taken as it maps
-	 * objects, and its stacks classed before an exit (or exec) lets the map go */
-	if (ev->type == PCMON_EV_FORK || ev->type == PCMON_EV_EXEC)
-		sym_proc_load(g->env.sym, ev->pid, ev->epoch);
-	else if (ev->type == PCMON_EV_DLOPEN)
-		sym_proc_reload(g->env.sym, ev->pid, ev->epoch, ev->ts);
-	else if (ev->type == PCMON_EV_EXIT)
-		collect(g, t, ct);
-}
-
-static void set_active(void *g, struct target *t, void *st, bool active)
-{
-	(void)g;
-	(void)t;
-	(void)st;
-	(void)active; /* BPF reads the target's flags (tcfg) */
-}
-
-/* ---- classes (WHEN) */
-
-/*
- * Did the walk of @ips (0-terminated, innermost first) stop before the outermost frame,
- * @outer the last one it named? A walk at a probe, where the C library is usually built
- * without frame pointers, ends in its start-up (__libc_start_call_main for the main thread,
- * start_thread for the others): above those is only the start-up itself (__libc_start_main
- * and _start, clone3), the same on every stack, and such a walk is taken as whole.
- */
-static bool cut_short(struct sym *sy, const struct pcmon_ckey *k, const uint64_t *ips, size_t max,
-		      const char *outer)
-{
-	static const char *const startup[] = { "__libc_start_call_main", "__libc_start_main",
-					       "start_thread", "clone3", "clone", "_start" };
-	size_t n = 0;
-
-	while (n < max && ips[n])
-		n++;
-	if (n == max)
-		return true;
-	for (size_t i = 0; outer && i < ARRAY_SIZE(startup); i++)
-		if (!strcmp(outer, startup[i]))
-			return false;
-	return !unw_is_root(sy, k->tgid, k->epoch, ips[n - 1], n > 1);
-}
-
-/*
- * A walked stack named through its process's map and matched: its class (unknown if cut
- * short and not matching), and (*to, with a ':') the frame the match charges.
- */
-static enum count_cls match_stack(struct count *ct, struct counter *c, struct sym *sy,
-				  const struct pcmon_ckey *k, char **to, bool *named)
-{
-	uint64_t ips[PCMON_COUNT_STACK_DEPTH];
-	struct pat_frame pf[PCMON_COUNT_STACK_DEPTH * 4];
-	size_t n = 0;
-	int r;
-
-	*to = NULL;
-	*named = false;
-	if (!c || !sy || counter_stack(c, k->cls, ips, ARRAY_SIZE(ips)))
-		return COUNT_UNKNOWN;
-	/* innermost first, each pc's inline chain innermost first: reversed at the end */
-	for (size_t i = 0; i < ARRAY_SIZE(ips) && ips[i] && n < ARRAY_SIZE(pf); i++) {
-		const struct sym_loc *l = sym_loc(sy, sym_user(sy, k->tgid, k->epoch, ips[i], i > 0));
-		const uint32_t *fr = l ? sym_frames(sy, l) : NULL;
-
-		for (uint32_t j = 0; fr && j < l->nframes && n < ARRAY_SIZE(pf); j++) {
-			const struct sym_procinfo *pi = sym_proc(sy, fr[j]);
-			const char *m = sym_str(sy, pi->module);
-
-			pf[n++] = (struct pat_frame){ .module = m[0] ? m : NULL,
-						     .proc = pi->name ? sym_str(sy, pi->name) : NULL,
-						     .base = pi->base ? sym_str(sy, pi->base) : NULL };
-		}
-	}
-	/* the innermost frame is the probed procedure: unnamed, the map was not there */
-	if (!n || !pf[0].proc)
-		return COUNT_UNKNOWN;
-	*named = true;
-	for (size_t i = 0; i < n / 2; i++) {
-		struct pat_frame x = pf[i];
-
-		pf[i] = pf[n - 1 - i];
-		pf[n - 1 - i] = x;
-	}
-	r = pat_match(ct->when, pf, n);
-	/* a walk cut short may have left out the frames that would match: a match on what it
-	 * walked holds for the whole stack (each thread may begin anywhere), a miss does not */
-	if (r == PAT_NOMATCH)
-		return cut_short(sy, k, ips, ARRAY_SIZE(ips), pf[0].proc) ? COUNT_UNKNOWN
-									   : COUNT_OTHER;
-	if (pat_has_colon(ct->when)) {
-		/* charged as a sample would be: a frame without a name is foreignPcs */
-		if (r >= 0 && pf[r].proc && pf[r].module) {
-			size_t len = strlen(pf[r].module) + strlen(pf[r].proc) + 2;
-
-			if ((*to = malloc(len)))
-				snprintf(*to, len, "%s.%s", pf[r].module, pf[r].proc);
-		} else {
-			*to = strdup("foreignPcs");
-		}
-	}
-	return COUNT_MATCH;
-}
-
-/* What is known of the stack of key @k (a stack id), named and matched the first time;
- * NULL if it cannot be told (now: a later listing may). */
-static const struct count_stack *stack_of(struct count *ct, struct counter *c, struct sym *s,
-					  const struct pcmon_ckey *k)
-{
-	uint32_t key[3] = { k->cls, k->tgid, k->epoch }, id;
-	enum count_cls cls;
-	bool named;
-	int64_t have;
-	char *to;
-
-	if (!ct->stacks && !(ct->stacks = itab_new()))
-		return NULL;
-	have = itab_find(ct->stacks, key, sizeof(key));
-	if (have >= 0)
-		return &ct->stack_info[have];
-	cls = match_stack(ct, c, s, k, &to, &named);
-	/* a stack not read or named now may be later (another listing): not remembered */
-	if (!named || GROW(ct->stack_info, ct->cap_info, itab_count(ct->stacks) + 1) ||
-	    itab_intern(ct->stacks, key, sizeof(key), &id) < 0) {
-		free(to);
-		return NULL;
-	}
-	ct->stack_info[id] = (struct count_stack){ .cls = cls, .to = to };
-	return &ct->stack_info[id];
-}
-
-enum count_cls count_class_of(struct count *ct, struct counter *c, struct sym *s,
-			      const struct pcmon_ckey *k)
-{
-	const struct count_stack *st;
-
-	switch (k->cls) {
-	case PCMON_CLS_ALL:
-	case PCMON_CLS_MATCH:
-		return COUNT_MATCH;
-	case PCMON_CLS_NOMATCH:
-		return COUNT_OTHER;
-	}
-	if (k->cls >= PCMON_CLS_LOWEST)
-		return COUNT_UNKNOWN;
-	st = stack_of(ct, c, s, k);
-	return st ? st->cls : COUNT_UNKNOWN;
 }
 
 struct count_charge *count_charge(struct count *ct, uint32_t fn, const char *to)
@@ -601,65 +195,8 @@ struct count_charge *count_charge(struct count *ct, uint32_t fn, const char *to)
 	return ch;
 }
 
-/* The charge of key @k's calls (a matching stack with a ':'), or NULL. */
-static struct count_charge *charge_of(struct count *ct, const struct pcmon_ckey *k)
-{
-	const struct count_stack *st;
-	uint32_t key[3] = { k->cls, k->tgid, k->epoch };
-	int64_t have;
-
-	if (k->cls >= PCMON_CLS_LOWEST || !ct->stacks ||
-	    (have = itab_find(ct->stacks, key, sizeof(key))) < 0)
-		return NULL;
-	st = &ct->stack_info[have];
-	return st->cls == COUNT_MATCH && st->to ? count_charge(ct, PCMON_COUNT_FN(k->cookie), st->to)
-						: NULL;
-}
-
-static void add_stat(struct pcmon_cstat *to, const struct pcmon_cstat *s)
-{
-	counter_stat_add(to, s);
-	to->calls += s->closed; /* BPF counts a call when it closes it (count.bpf.c) */
-}
-
-struct fold {
-	struct count_g *g;
-	struct count *ct;
-};
-
-/* One of BPF's totals into its procedure's class. */
-static void fold_stat(void *ctx, const struct pcmon_ckey *k, const struct pcmon_cstat *s)
-{
-	struct fold *fo = ctx;
-	struct count *ct = fo->ct;
-	uint32_t i = PCMON_COUNT_FN(k->cookie);
-	struct count_charge *ch;
-	enum count_cls cls;
-	uint64_t calls;
-
-	if (i >= ct->nfns)
-		return;
-	cls = count_class_of(ct, fo->g->ctr, fo->g->env.sym, k);
-	add_stat(&ct->fns[i].by[cls], s);
-	if (cls == COUNT_MATCH && (ch = charge_of(ct, k)))
-		add_stat(&ch->s, s);
-	if (cls != COUNT_UNKNOWN)
-		return;
-	calls = s->calls + s->closed;
-	if (k->cls == PCMON_CLS_NOSTACK)
-		ct->unknown.not_kept += calls;
-	else if (k->cls < PCMON_CLS_LOWEST && stack_of(ct, NULL, NULL, k))
-		ct->unknown.cut_short += calls; /* named and remembered: only a cut leaves it unknown */
-	else if (k->cls < PCMON_CLS_LOWEST)
-		ct->unknown.unresolved += calls;
-	else if (ct->when_mode == PCMON_CW_WALK)
-		ct->unknown.unwalked += calls;
-	else
-		ct->unknown.too_deep += calls;
-}
-
 /* Every total of @ct to 0 (its settings and the stacks it knows stay). */
-static void clear_totals(struct count *ct)
+void count_clear_totals(struct count *ct)
 {
 	for (size_t i = 0; i < ct->nfns; i++)
 		memset(ct->fns[i].by, 0, sizeof(ct->fns[i].by));
@@ -670,631 +207,59 @@ static void clear_totals(struct count *ct)
 	memset(&ct->unknown, 0, sizeof(ct->unknown));
 }
 
-/*
- * The totals BPF holds, into the state (after which the probes may go), and what the
- * matching calls' totals gained since the last read into the time slice it is charged to
- * (closed calls only: the open ones are added after, and are not kept by time).
- */
-static void collect(struct count_g *g, const struct target *t, struct count *ct)
+/* ---- the totals by time: a row of the time slices per procedure */
+
+/* @s as a row's sums, in PCMON_CSTAT_FIELDS order (count_report.c adds them back) */
+static void stat_words(const struct pcmon_cstat *s, uint64_t *v)
 {
-	struct fold fo = { g, ct };
-	uint64_t wall;
+	size_t k = 0;
 
-	if (!g->ctr || ct->detached)
-		return;
-	wall = slices_charge_wall(&ct->last_read, wall_ns());
-	clear_totals(ct);
-	counter_stats(g->ctr, t->id, fold_stat, &fo);
-	ct->clock_repairs = counter_clock_repairs(g->ctr, t->id);
-	for (size_t i = 0; i < ct->nfns; i++) {
-		struct pcmon_cstat closed = ct->fns[i].stat;
+#define WORD(f, need) v[k++] = s->f;
+	PCMON_CSTAT_FIELDS(WORD)
+#undef WORD
+}
 
-		count_fold(ct, i, &closed, wall);
+/* The words of a row that are extremes, not sums (and what the extremes hold): to 0. */
+static void zero_extremes(uint64_t *v)
+{
+	static const size_t at[] = {
+		offsetof(struct pcmon_cstat, max_ns),  offsetof(struct pcmon_cstat, max_acts),
+		offsetof(struct pcmon_cstat, max_acts_xol), offsetof(struct pcmon_cstat, min_ns),
+		offsetof(struct pcmon_cstat, min_acts), offsetof(struct pcmon_cstat, min_acts_xol),
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(at); k++)
+		v[at[k] / sizeof(__u64)] = 0;
+}
+
+void count_row(const struct pcmon_cstat *s, uint64_t *v)
+{
+	stat_words(s, v);
+	zero_extremes(v); /* not sums: a window has none */
+}
+
+int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t wall)
+{
+	struct count_fn *fn = &ct->fns[i];
+	uint64_t now[COUNT_WIDTH], was[COUNT_WIDTH];
+	bool any = false, reset = false;
+	int r = 0;
+
+	stat_words(s, now);
+	stat_words(&fn->charged, was);
+	zero_extremes(now); /* not sums: neither grows nor resets */
+	zero_extremes(was);
+	for (size_t k = 0; k < COUNT_WIDTH; k++)
+		reset |= now[k] < was[k];
+	for (size_t k = 0; k < COUNT_WIDTH; k++) {
+		now[k] -= reset ? 0 : was[k];
+		any |= now[k] != 0;
 	}
-	/* the calls still open are entries too (read after the totals: one that closes in
-	 * between is counted once, when the next listing reads it) */
-	if (GROW(ct->open, ct->cap_open, ct->nfns * COUNT_NCLS + 1))
-		return;
-	memset(ct->open, 0, ct->cap_open * sizeof(*ct->open));
-	{
-		struct count_open oc = { .target = t->id, .n = ct->nfns, .ct = ct,
-					 .open = ct->open, .ctr = g->ctr, .sym = g->env.sym };
-
-		counter_open_activations(g->ctr, count_tally_open, &oc);
+	if (any && ct->slices && slices_add(ct->slices, i, now, wall)) {
+		ct->slices_lost += now[offsetof(struct pcmon_cstat, calls) / sizeof(__u64)];
+		r = -ENOMEM;
 	}
-	for (size_t i = 0; i < ct->nfns; i++)
-		for (int c = 0; c < COUNT_NCLS; c++)
-			ct->fns[i].by[c].calls += ct->open[i * COUNT_NCLS + c];
-}
-
-/*
- * The probes' cost as measured when the target started and again as it stops: the
- * machine's load changed in between, and so did what a hit costs. Their mean, and a spread
- * that reaches both.
- */
-static void cost_again(struct count_g *g, struct count *ct)
-{
-	struct counter_cost a = { .pair = { ct->cost_ns, ct->cost_xol_ns }, .ret = ct->ret_ns,
-				  .cpus = ct->cost_cpus }, b;
-
-	if (!ct->cost_cpus || counter_probe_cost_again(g->ctr, &b))
-		return;
-	for (int k = 0; k < 2; k++) {
-		a.in[k] = (ct->in_ns[k] + b.in[k]) / 2;
-		a.spread[k] = MAX(ct->spread_ns[k], b.spread[k]) + fabs(a.pair[k] - b.pair[k]) / 2;
-		a.pair[k] = (a.pair[k] + b.pair[k]) / 2;
-	}
-	a.ret = (a.ret + b.ret) / 2;
-	cost_set(ct, &a);
-}
-
-static void stop(void *gp, struct target *t, void *st)
-{
-	struct count_g *g = gp;
-	struct count *ct = st;
-
-	collect(g, t, ct);
-	if (g->ctr && !ct->detached)
-		cost_again(g, ct);
-	for (size_t i = 0; i < ct->nfns; i++) {
-		bpf_link__destroy(ct->fns[i].entry);
-		bpf_link__destroy(ct->fns[i].ret);
-		ct->fns[i].entry = ct->fns[i].ret = NULL;
-	}
-	if (g->ctr && !ct->detached) {
-		counter_clear(g->ctr, t->id);
-		counter_target_done(g->ctr, t->id);
-	}
-	ct->detached = true;
-}
-
-static void zero(void *gp, struct target *t, void *st)
-{
-	struct count_g *g = gp;
-	struct count *ct = st;
-
-	if (g->ctr && !ct->detached)
-		counter_clear(g->ctr, t->id);
-	clear_totals(ct);
-	ct->clock_repairs = 0;
-	for (size_t i = 0; i < ct->nfns; i++)
-		memset(&ct->fns[i].charged, 0, sizeof(ct->fns[i].charged));
-	slices_zero(ct->slices);
-	ct->slices_lost = 0;
-}
-
-static size_t bytes(const void *st)
-{
-	const struct count *ct = st;
-
-	return sizeof(*ct) + ct->cap_fns * sizeof(*ct->fns) + slices_bytes(ct->slices);
-}
-
-static struct count *count_of(struct count_g *g, int id, struct target **t)
-{
-	*t = g->env.targets[id];
-	return *t ? (*t)->inst[INST_COUNT] : NULL;
-}
-
-/*
- * The totals stay in BPF until asked for, but for the time slices: when a slice of a
- * running target ends, what the totals gained in it is read and charged to it (the engine's
- * tick comes just after whole seconds, as for sampling), and the slices are coarsened.
- */
-static void tick(void *gp)
-{
-	struct count_g *g = gp;
-	uint64_t now = wall_ns();
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct count *ct = count_of(g, i, &t);
-
-		if (!ct)
-			continue;
-		if (t->state == TARGET_RUNNING && slices_ended(ct->slices, ct->last_read, now))
-			collect(g, t, ct);
-		if (slices_tick(ct->slices, now))
-			t->dirty = true;
-	}
-}
-
-/* Before a save or a listing: every target's totals, read. */
-static void sync_all(void *gp)
-{
-	struct count_g *g = gp;
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct count *ct = count_of(g, i, &t);
-
-		if (ct)
-			collect(g, t, ct);
-	}
-}
-
-static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
-{
-	const struct count *ct = st;
-	cJSON *arr = cJSON_AddArrayToObject(o, "count");
-
-	(void)g;
-	(void)t;
-	for (size_t i = 0; i < ct->npats; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(ct->patterns[i]));
-}
-
-static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
-{
-	struct count *ct = st;
-	uint64_t calls = 0;
-
-	collect(gp, t, ct);
-	for (size_t i = 0; i < ct->nfns; i++)
-		for (int c = 0; c < COUNT_NCLS; c++)
-			calls += ct->fns[i].by[c].calls;
-	cJSON_AddNumberToObject(o, "calls", calls);
-	cJSON_AddNumberToObject(o, "probed", ct->nfns);
-}
-
-/* ---- the call table (its JSON: count_report.c) */
-
-void count_tally_open(void *ctx, const struct pcmon_ckey *k)
-{
-	struct count_open *oc = ctx;
-	uint32_t fn = PCMON_COUNT_FN(k->cookie);
-	struct count_charge *ch;
-
-	/* every thread's open activations of every target come by: this target's only, and
-	 * by procedure whatever its probe's kind (the XOL bit is not part of the index) */
-	if (PCMON_COUNT_TARGET(k->cookie) != oc->target || fn >= oc->n)
-		return;
-	oc->open[fn * COUNT_NCLS + (oc->ct ? count_class_of(oc->ct, oc->ctr, oc->sym, k) : COUNT_MATCH)]++;
-	if (oc->ct && (ch = charge_of(oc->ct, k))) {
-		ch->open++;
-		ch->s.calls++;
-	}
-}
-
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
-		     cJSON **err)
-{
-	struct count_g *g = gp;
-	struct count *ct = st;
-	struct counter_prog_stats ps, *pps = NULL;
-	struct timed_window w;
-	uint64_t *open;
-	const char *when = proto_str(req, "when", NULL);
-	bool other = when && (!ct->when_text || strcmp(when, ct->when_text));
-	int r;
-
-	/* the totals are by the pattern given at start; the walk's stacks are not kept
-	 * named, and the shadow stack's state held the start's pattern only */
-	if (other && proto_bool(req, "calls", 0)) {
-		*err = proto_error(2, "--when: calls are classed at start, by the pattern given then (%s): give it to pcmon count, or with --count",
-				   ct->when_text ? ct->when_text : "none");
-		return -1;
-	}
-	if (timed_window_parse(req, t->start_wall, &w, err))
-		return -1;
-	collect(g, t, ct);
-	if (w.on) {
-		/* a window's calls: the matching ones (the classes are not kept by time) */
-		r = count_window_json(ct, &w, proto_str(req, "sort", "self"), rep);
-	} else {
-		/* open now: as collect() read them; none once detached */
-		open = calloc(ct->nfns * COUNT_NCLS + 1, sizeof(*open));
-		if (!open)
-			return -ENOMEM;
-		if (!ct->detached && ct->open)
-			memcpy(open, ct->open, ct->nfns * COUNT_NCLS * sizeof(*open));
-		if (g->ctr && procs_bpf_stats(g->env.procs)) {
-			counter_prog_stats(g->ctr, &ps);
-			pps = &ps;
-		}
-		r = count_report_json(ct, open, pps, proto_str(req, "sort", "self"), rep);
-		free(open);
-	}
-	if (!r && other)
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "calls"), "list_when",
-					"not applied: calls are classed at start, by the pattern given then");
+	fn->stat = *s;
+	fn->charged = *s;
 	return r;
 }
-
-/* ---- the state file's "calls" section */
-
-/* A procedure's calls of a class other than matching: its object's key. */
-static const char *const cls_keys[COUNT_NCLS] = { [COUNT_OTHER] = "not_matching",
-						  [COUNT_UNKNOWN] = "unknown" };
-
-static void put_stat(struct sf_wr *w, cJSON *x, const struct pcmon_cstat *s)
-{
-#define PUT_CSTAT(f, need) sf_put_u64(w, x, #f, s->f);
-	PCMON_CSTAT_FIELDS(PUT_CSTAT)
-#undef PUT_CSTAT
-}
-
-/* Procedure @fn's calls by the frame a ':' charged (none without one). */
-static void put_charges(struct sf_wr *w, cJSON *x, const struct count *ct, size_t fn)
-{
-	cJSON *arr = NULL;
-
-	for (size_t k = 0; k < ct->ncharges && !w->oom; k++) {
-		const struct count_charge *c = &ct->charges[k];
-		cJSON *y;
-
-		if (c->fn != fn || !c->s.calls)
-			continue;
-		if (!arr && !(arr = sf_chk(w, cJSON_AddArrayToObject(x, "charged_to"))))
-			return;
-		sf_push(w, arr, y = cJSON_CreateObject());
-		if (w->oom)
-			return;
-		sf_put_str(w, y, "to", c->to);
-		put_stat(w, y, &c->s);
-	}
-}
-
-static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
-		 cJSON *o)
-{
-	const struct count *ct = st;
-	cJSON *arr;
-
-	(void)t;
-	(void)s;
-	arr = sf_chk(w, cJSON_AddArrayToObject(o, "patterns"));
-	for (size_t i = 0; arr && i < ct->npats; i++)
-		sf_push(w, arr, cJSON_CreateString(ct->patterns[i]));
-	sf_put_num(w, o, "probe_cost_ns", ct->cost_ns);
-	sf_put_num(w, o, "stepped_probe_cost_ns", ct->cost_xol_ns);
-	sf_put_num(w, o, "probe_cost_inner_ns", ct->in_ns[0]);
-	sf_put_num(w, o, "stepped_probe_cost_inner_ns", ct->in_ns[1]);
-	sf_put_num(w, o, "probe_cost_spread_ns", ct->spread_ns[0]);
-	sf_put_num(w, o, "stepped_probe_cost_spread_ns", ct->spread_ns[1]);
-	sf_put_num(w, o, "probe_cost_split_err_ns", ct->split_err_ns[0]);
-	sf_put_num(w, o, "stepped_probe_cost_split_err_ns", ct->split_err_ns[1]);
-	sf_put_num(w, o, "return_probe_cost_ns", ct->ret_ns);
-	sf_put_u64(w, o, "probe_cost_cpus", ct->cost_cpus);
-	sf_put_bool(w, o, "virtual", ct->virt);
-	sf_put_u64(w, o, "clock_repairs", ct->clock_repairs);
-	arr = sf_chk(w, cJSON_AddArrayToObject(o, "unmatched"));
-	for (size_t i = 0; arr && i < ct->npats; i++)
-		if (!ct->matched[i])
-			sf_push(w, arr, cJSON_CreateString(ct->patterns[i]));
-	sf_put_num(w, o, "objects_searched", ct->searched);
-	if (ct->when_text) {
-		sf_put_str(w, o, "when", ct->when_text);
-		sf_put_bool(w, o, "when_from_file", ct->when_file);
-		sf_put_bool(w, o, "icase", ct->icase);
-		sf_put_str(w, o, "when_method", ct->when_mode == PCMON_CW_SHADOW ? "shadow" : "walk");
-		sf_put_str(w, o, "when_why", ct->when_why);
-		sf_put_bool(w, o, "context_late", ct->ctx_late);
-#define PUT_UNKNOWN(f) sf_put_u64(w, o, "unknown_" #f, ct->unknown.f);
-		COUNT_UNKNOWN_REASONS(PUT_UNKNOWN)
-#undef PUT_UNKNOWN
-	}
-	arr = sf_chk(w, cJSON_AddArrayToObject(o, "procedures"));
-	for (size_t i = 0; arr && i < ct->nfns && !w->oom; i++) {
-		const struct count_fn *fn = &ct->fns[i];
-		cJSON *x = cJSON_CreateObject();
-		char addr[24];
-
-		sf_push(w, arr, x);
-		if (w->oom)
-			break;
-		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)fn->vaddr);
-		sf_put_str(w, x, "m", fn->module);
-		sf_put_str(w, x, "n", fn->name);
-		sf_put_str(w, x, "a", addr);
-		sf_put_bool(w, x, "late", fn->late);
-		sf_put_bool(w, x, "xol", fn->xol);
-		put_stat(w, x, &fn->stat);
-		if (!ct->when_text)
-			continue;
-		sf_put_bool(w, x, "context", fn->ctx);
-		for (int c = COUNT_OTHER; c < COUNT_NCLS && !w->oom; c++) {
-			cJSON *y = sf_chk(w, cJSON_AddObjectToObject(x, cls_keys[c]));
-
-			if (y)
-				put_stat(w, y, &fn->by[c]);
-		}
-		put_charges(w, x, ct, i);
-	}
-	/* each procedure by its index in "procedures" (format 5) */
-	if (ct->slices) {
-		sf_put_u64(w, o, "slice_width", COUNT_WIDTH);
-		timed_save(w, ct->slices, o);
-	}
-}
-
-static int read_stat(struct sf_rd *rd, const cJSON *o, struct pcmon_cstat *s)
-{
-	struct pcmon_cstat v = { 0 };
-	uint64_t u;
-	int r;
-
-#define GET_CSTAT(f, need)                               \
-	if ((r = sf_get_u64(rd, o, #f, SF_##need, &u)))  \
-		return r;                                \
-	v.f = u;
-	PCMON_CSTAT_FIELDS(GET_CSTAT)
-#undef GET_CSTAT
-	*s = v;
-	return 0;
-}
-
-/* A row's sums before the first OPTIONAL field of PCMON_CSTAT_FIELDS (they come last). */
-#define CSTAT_IS_ALWAYS	      1
-#define CSTAT_IS_OPTIONAL     0
-#define CSTAT_ALWAYS(f, need) +CSTAT_IS_##need
-#define COUNT_WIDTH_ALWAYS    (0 PCMON_CSTAT_FIELDS(CSTAT_ALWAYS))
-
-/*
- * The call table's time slices (format 5); a file from before has none: its totals load as
- * one slice, the target's life. The rows are as wide as the totals the file's procedures
- * carry: a format-5 file written before the OPTIONAL fields were (self_ctx: --when at
- * probes) has rows of the ALWAYS fields only.
- */
-static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struct count *ct)
-{
-	const cJSON *fn0 = cJSON_GetArrayItem(fns, 0);
-	bool narrow = fn0 && !cJSON_GetObjectItemCaseSensitive(fn0, "self_ctx");
-	uint64_t *rows, width = narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH_V5;
-	int r;
-
-	/* a file from before the minimum and the callees were kept has rows of fewer sums,
-	 * the first ones (COUNT_WIDTH_V5, or the ALWAYS ones before --when at probes): read
-	 * at that width, each row padded with zeros */
-	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
-		return r;
-	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
-		return sf_bad(rd, "slice_width", "%u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
-			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH);
-	r = timed_read_narrow(rd, o, COUNT_WIDTH, (unsigned)width, ct->nfns, ct->slices, NULL);
-	if (r <= 0)
-		return r;
-	rows = calloc(ct->nfns * (1 + COUNT_WIDTH) + 1, sizeof(*rows));
-	if (!rows)
-		return -ENOMEM;
-	for (size_t i = 0; i < ct->nfns; i++) {
-		rows[i * (1 + COUNT_WIDTH)] = i;
-		count_row(&ct->fns[i].stat, rows + i * (1 + COUNT_WIDTH) + 1);
-	}
-	r = timed_one_slice(rd, ct->slices, rows, ct->nfns);
-	free(rows);
-	return r;
-}
-
-/* The pattern a target's calls were classed by, and how. */
-static int load_when(struct sf_rd *rd, const cJSON *o, struct count *ct, const char *when)
-{
-	const char *method = NULL, *why = NULL;
-	cJSON *none = NULL;
-	uint64_t u;
-	int r;
-
-	if ((r = sf_get_bool(rd, o, "when_from_file", SF_ALWAYS, &ct->when_file)) ||
-	    (r = sf_get_bool(rd, o, "icase", SF_ALWAYS, &ct->icase)) ||
-	    (r = sf_get_str(rd, o, "when_method", SF_ALWAYS, 16, &method)) ||
-	    (r = sf_get_str(rd, o, "when_why", SF_ALWAYS, sizeof(ct->when_why) - 1, &why)) ||
-	    (r = sf_get_bool(rd, o, "context_late", SF_ALWAYS, &ct->ctx_late)))
-		return r;
-#define GET_UNKNOWN(f)                                                           \
-	if ((r = sf_get_u64(rd, o, "unknown_" #f, SF_ALWAYS, &u)))             \
-		return r;                                                        \
-	ct->unknown.f = u;
-	COUNT_UNKNOWN_REASONS(GET_UNKNOWN)
-#undef GET_UNKNOWN
-	if (count_set_when(ct, when, &none)) {
-		cJSON_Delete(none);
-		return sf_bad(rd, "when", "not a WHEN pattern");
-	}
-	ct->when_mode = strcmp(method, "shadow") ? PCMON_CW_WALK : PCMON_CW_SHADOW;
-	snprintf(ct->when_why, sizeof(ct->when_why), "%s", why);
-	return 0;
-}
-
-/* A procedure's calls that did not match, or could not be told, and those a ':' charged. */
-static int load_classes(struct sf_rd *rd, const cJSON *x, struct count *ct, struct count_fn *fn)
-{
-	const cJSON *arr, *it;
-	int r, n;
-
-	if ((r = sf_get_bool(rd, x, "context", SF_ALWAYS, &fn->ctx)) ||
-	    (r = sf_get_array(rd, x, "charged_to", SF_OPTIONAL, 1 << 20, &arr, &n)))
-		return r;
-	for (int c = COUNT_OTHER; c < COUNT_NCLS; c++) {
-		const cJSON *y = cJSON_GetObjectItemCaseSensitive(x, cls_keys[c]);
-
-		if (!cJSON_IsObject(y))
-			return sf_bad(rd, cls_keys[c], "expected an object");
-		if ((r = read_stat(rd, y, &fn->by[c])))
-			return r;
-	}
-	cJSON_ArrayForEach(it, arr) {
-		const char *to = NULL;
-		struct count_charge *ch;
-
-		if (!cJSON_IsObject(it))
-			return sf_bad(rd, "charged_to", "expected an object");
-		if ((r = sf_get_str(rd, it, "to", SF_ALWAYS, 4096, &to)))
-			return r;
-		ch = count_charge(ct, fn - ct->fns, to);
-		if (!ch)
-			return -ENOMEM;
-		if ((r = read_stat(rd, it, &ch->s)))
-			return r;
-	}
-	return 0;
-}
-
-static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
-{
-	const cJSON *pats, *fns, *it, *um;
-	struct slices_cfg cfg;
-	struct count *ct;
-	double cost = 0, cost_xol = 0;
-	uint64_t searched = 0, cpus = 0;
-	const char *when = NULL;
-	bool virt = false;
-	int r, np, nf, nu, i = 0;
-
-	(void)s;
-	*out = NULL;
-	if ((r = sf_get_array(rd, o, "patterns", SF_ALWAYS, 4096, &pats, &np)) ||
-	    (r = sf_get_array(rd, o, "procedures", SF_ALWAYS, 1 << 20, &fns, &nf)) ||
-	    (r = sf_get_double(rd, o, "probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
-	    (r = sf_get_double(rd, o, "stepped_probe_cost_ns", SF_ALWAYS, 0, 1e9, &cost_xol)))
-		return r;
-	if ((r = sf_get_bool(rd, o, "virtual", SF_ALWAYS, &virt)) ||
-	    (r = sf_get_u64(rd, o, "objects_searched", SF_ALWAYS, &searched)) ||
-	    (r = sf_get_str(rd, o, "when", SF_OPTIONAL, PROTO_MAX_LINE, &when)))
-		return r;
-	ct = calloc(1, sizeof(*ct));
-	timed_default_cfg(&cfg); /* the file's own, if it has slices */
-	if (!ct || !(ct->slices = slices_new(&cfg, COUNT_WIDTH)) ||
-	    !(ct->patterns = calloc(np + 1, sizeof(char *))) ||
-	    !(ct->pats = calloc(np + 1, sizeof(struct pat *))) ||
-	    !(ct->matched = calloc(np + 1, sizeof(bool))) ||
-	    !(ct->fns = calloc(nf + 1, sizeof(*ct->fns)))) {
-		free_state(ct);
-		return -ENOMEM;
-	}
-	ct->cap_fns = nf + 1;
-	ct->cost_ns = cost;
-	ct->cost_xol_ns = cost_xol;
-	/* a file from before the split: the whole pair was taken as inside, with no spread */
-	ct->in_ns[0] = cost;
-	ct->in_ns[1] = cost_xol;
-	if ((r = sf_get_double(rd, o, "probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[0])) ||
-	    (r = sf_get_double(rd, o, "stepped_probe_cost_inner_ns", SF_OPTIONAL, 0, 1e9, &ct->in_ns[1])) ||
-	    (r = sf_get_double(rd, o, "probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[0])) ||
-	    (r = sf_get_double(rd, o, "stepped_probe_cost_spread_ns", SF_OPTIONAL, 0, 1e9, &ct->spread_ns[1])) ||
-	    (r = sf_get_double(rd, o, "return_probe_cost_ns", SF_OPTIONAL, 0, 1e9, &ct->ret_ns)) ||
-	    (r = sf_get_double(rd, o, "probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[0])) ||
-	    (r = sf_get_double(rd, o, "stepped_probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[1])) ||
-	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus)) ||
-	    (r = sf_get_u64(rd, o, "clock_repairs", SF_OPTIONAL, &ct->clock_repairs))) {
-		free_state(ct);
-		return r;
-	}
-	ct->cost_cpus = (int)MIN(cpus, 4096);
-	ct->virt = virt;
-	ct->searched = searched; /* the table's "no procedure matched X in the N objects searched" */
-	ct->detached = true;
-	if (when && (r = load_when(rd, o, ct, when))) {
-		free_state(ct);
-		return r;
-	}
-	cJSON_ArrayForEach(it, pats) {
-		if (!cJSON_IsString(it) || pat_parse(it->valuestring, 0, &ct->pats[ct->npats], NULL)) {
-			free_state(ct);
-			return sf_bad(rd, "patterns", "not a procedure pattern");
-		}
-		ct->patterns[ct->npats] = strdup(it->valuestring);
-		ct->matched[ct->npats++] = true;
-	}
-	if ((r = sf_get_array(rd, o, "unmatched", SF_ALWAYS, 4096, &um, &nu))) {
-		free_state(ct);
-		return r;
-	}
-	cJSON_ArrayForEach(it, um)
-		for (size_t k = 0; k < ct->npats; k++)
-			if (cJSON_IsString(it) && !strcmp(it->valuestring, ct->patterns[k]))
-				ct->matched[k] = false;
-	cJSON_ArrayForEach(it, fns) {
-		struct count_fn *fn = &ct->fns[ct->nfns];
-		const char *m = NULL, *n = NULL;
-		uint64_t a = 0;
-		bool late = false, xol = false;
-
-		if (!cJSON_IsObject(it)) {
-			free_state(ct);
-			return sf_not_object(rd, "procedures", i, it);
-		}
-		snprintf(rd->at, sizeof(rd->at), "procedures[%d].", i++);
-		if ((r = sf_get_str(rd, it, "m", SF_ALWAYS, 4096, &m)) ||
-		    (r = sf_get_str(rd, it, "n", SF_ALWAYS, 4096, &n)) ||
-		    (r = sf_get_addr(rd, it, "a", &a)) ||
-		    (r = sf_get_bool(rd, it, "late", SF_ALWAYS, &late)) ||
-		    (r = sf_get_bool(rd, it, "xol", SF_ALWAYS, &xol)) ||
-		    (r = read_stat(rd, it, &fn->stat)) ||
-		    (when && (r = load_classes(rd, it, ct, fn)))) {
-			free_state(ct);
-			return r;
-		}
-		fn->module = strdup(m);
-		fn->name = strdup(n);
-		fn->vaddr = a;
-		fn->late = late;
-		fn->xol = xol;
-		fn->charged = fn->stat;
-		ct->nfns++;
-	}
-	rd->at[0] = '\0';
-	if ((r = load_slices(rd, o, fns, ct))) {
-		free_state(ct);
-		return r;
-	}
-	*out = ct;
-	return 0;
-}
-
-/* ---- the ops */
-
-static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
-{
-	/* struct count_g starts with its struct inst_env */
-	*gp = inst_g_new(env, sizeof(struct count_g), err, errlen);
-	return *gp ? 0 : -ENOMEM;
-}
-
-static void close_g(void *gp)
-{
-	struct count_g *g = gp;
-
-	if (!g)
-		return;
-	counter_close(g->ctr);
-	free(g);
-}
-
-static const struct proto_field fields[] = {
-	{ .name = "count", .type = PT_STRS, .max = PROTO_MAX_LINE, .opt = "--count" },
-	{ .name = "max_probes", .type = PT_UINT, .min = 1, .max = 100000, .opt = "--max-probes" },
-};
-
-static const struct proto_field list_fields[] = {
-	{ .name = "calls", .type = PT_BOOL },
-	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
-};
-
-const struct inst_ops count_ops = {
-	.name = "calls",
-	.fields = fields,
-	.nfields = ARRAY_SIZE(fields),
-	.open = open_g,
-	.close = close_g,
-	.wanted = wanted,
-	.new = new_state,
-	.attach = attach,
-	.set_active = set_active,
-	.stop = stop,
-	.zero = zero,
-	.free = free_state,
-	.event = event,
-	.prompt_events = true,
-	.list_json = list_json,
-	.list_fields = list_fields,
-	.nlist_fields = ARRAY_SIZE(list_fields),
-	.only = "calls",
-	.missing = "counts no calls (start it with --count PATTERN)",
-	.tick = tick,
-	.sync = sync_all,
-	.bytes = bytes,
-	.facts_json = facts_json,
-	.summary_json = summary_json,
-	.save = save,
-	.load = load,
-};

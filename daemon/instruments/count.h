@@ -100,7 +100,7 @@ struct count {
 	double in_ns[2];	/* of each (emulated, stepped), the part inside the activation's
 				 * clock readings; the rest is in its caller's self time */
 	double spread_ns[2];	/* how far each may stray from the measure (its error) */
-	double split_err_ns[2];	/* how far in_ns may be off (count.c, cost_set()) */
+	double split_err_ns[2];	/* how far in_ns may be off (count_attach.c, cost_set()) */
 	double ret_ns;		/* of cost_ns, the return probe's */
 	int cost_cpus;		/* the CPUs it was measured on (0: not measured, or loaded
 				 * from a file written before the spread was kept) */

@@ -14,7 +14,6 @@
 #include "counter.h"
 #include "near.h"
 #include "pat.h"
-#include "slices.h"
 #include "timed.h"
 #include "util.h"
 
@@ -213,37 +212,7 @@ static double sort_key(const struct count *ct, const struct count_fn *fn, const 
 	return count_self_ns(ct, fn);
 }
 
-static void stat_words(const struct pcmon_cstat *s, uint64_t *v);
-
-/* The words of a row that are extremes, not sums (and what the extremes hold): to 0. */
-static void zero_extremes(uint64_t *v)
-{
-	static const size_t at[] = {
-		offsetof(struct pcmon_cstat, max_ns),  offsetof(struct pcmon_cstat, max_acts),
-		offsetof(struct pcmon_cstat, max_acts_xol), offsetof(struct pcmon_cstat, min_ns),
-		offsetof(struct pcmon_cstat, min_acts), offsetof(struct pcmon_cstat, min_acts_xol),
-	};
-
-	for (size_t k = 0; k < ARRAY_SIZE(at); k++)
-		v[at[k] / sizeof(__u64)] = 0;
-}
-
-void count_row(const struct pcmon_cstat *s, uint64_t *v)
-{
-	stat_words(s, v);
-	zero_extremes(v); /* not sums: a window has none */
-}
-
-/* @s as a row's sums (PCMON_CSTAT_FIELDS order), and back */
-static void stat_words(const struct pcmon_cstat *s, uint64_t *v)
-{
-	size_t k = 0;
-
-#define WORD(f, need) v[k++] = s->f;
-	PCMON_CSTAT_FIELDS(WORD)
-#undef WORD
-}
-
+/* A row's sums @v added back to @s (PCMON_CSTAT_FIELDS order, as count.c made them) */
 static void words_add(struct pcmon_cstat *s, const uint64_t *v)
 {
 	size_t k = 0;
@@ -253,31 +222,6 @@ static void words_add(struct pcmon_cstat *s, const uint64_t *v)
 #undef ADD
 }
 
-int count_fold(struct count *ct, size_t i, const struct pcmon_cstat *s, uint64_t wall)
-{
-	struct count_fn *fn = &ct->fns[i];
-	uint64_t now[COUNT_WIDTH], was[COUNT_WIDTH];
-	bool any = false, reset = false;
-	int r = 0;
-
-	stat_words(s, now);
-	stat_words(&fn->charged, was);
-	zero_extremes(now); /* not sums: neither grows nor resets */
-	zero_extremes(was);
-	for (size_t k = 0; k < COUNT_WIDTH; k++)
-		reset |= now[k] < was[k];
-	for (size_t k = 0; k < COUNT_WIDTH; k++) {
-		now[k] -= reset ? 0 : was[k];
-		any |= now[k] != 0;
-	}
-	if (any && ct->slices && slices_add(ct->slices, i, now, wall)) {
-		ct->slices_lost += now[offsetof(struct pcmon_cstat, calls) / sizeof(__u64)];
-		r = -ENOMEM;
-	}
-	fn->stat = *s;
-	fn->charged = *s;
-	return r;
-}
 int count_report_json(const struct count *ct, const uint64_t *open,
 		      const struct counter_prog_stats *ps, const char *sort, cJSON *rep)
 {

@@ -2,8 +2,12 @@
 /*
  * The probe-node instrument (docs/legs.md): nodes are probe points, legs the code a thread runs
  * between two nodes, histograms on a node's argument or a leg's time. BPF does the per-thread
- * work (bpf/legs.bpf.c); here: parsing the specs, resolving nodes to addresses (funcs.c),
- * attaching, and the Mesa tool's report, `pcmon tables`.
+ * work (bpf/legs.bpf.c); here, the base the instrument's other parts call into: a target's
+ * tables, made from the start request (the specs parsed) and freed, and the pure parts
+ * (legs.h): a hit's cost, a leg's times, the index of legs BPF is given, BPF's counts folded
+ * into the tables and their time slices. Resolving nodes to addresses (funcs.c) and attaching
+ * are in legs_attach.c, the Mesa tool's report, `pcmon tables`, in legs_report.c; the parts
+ * share legs_int.h.
  *
  * What a probe hit costs is measured with the call counter's calibration (counter.c): a leg's
  * time holds about one hit (the end of its from node's probe and the start of its to node's),
@@ -14,43 +18,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "counter.h"
-#include "demangle.h"
-#include "funcs.h"
 #include "legs.h"
-#include "legs.skel.h"
+#include "legs_int.h"
 #include "pat.h"
-#include "procs.h"
 #include "proto.h"
-#include "stfile.h"
 #include "slices.h"
-#include "target.h"
 #include "timed.h"
 #include "util.h"
 #include "when.h"
 
-#define LEGS_MAX_CTX 256	/* procedures a --when pattern of nodes may probe */
-
-struct legs_g {
-	struct inst_env env;
-	struct legs_bpf *skel;	/* loaded on the first target with nodes */
-	struct counter *ctr;	/* for the probes' measured cost */
-	char err[256];
-};
-
 /* ---- settings */
 
-static void drop_context(struct legs *lg)
+void legs_drop_context(struct legs *lg)
 {
 	for (size_t i = 0; i < lg->nctx_links; i++)
 		bpf_link__destroy(lg->ctx_links[i]);
 	lg->nctx_links = 0;
 }
 
-static void free_state(void *st)
+void legs_free(void *st)
 {
 	struct legs *lg = st;
 
@@ -65,7 +53,7 @@ static void free_state(void *st)
 	free(lg->nodes);
 	free(lg->legs);
 	slices_free(lg->slices);
-	drop_context(lg);
+	legs_drop_context(lg);
 	free(lg->ctx_links);
 	pat_free(lg->when);
 	free(lg->when_text);
@@ -73,7 +61,7 @@ static void free_state(void *st)
 }
 
 /* The tables' slices, as the start request says (or the defaults: @req NULL). */
-static int new_slices(struct legs *lg, const cJSON *req, cJSON **rep)
+int legs_new_slices(struct legs *lg, const cJSON *req, cJSON **rep)
 {
 	struct slices_cfg cfg;
 
@@ -86,15 +74,6 @@ static int new_slices(struct legs *lg, const cJSON *req, cJSON **rep)
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-static const char *const track_names[] = { [PCMON_TRACK_ALL] = "all",
-					   [PCMON_TRACK_SUCCESSOR] = "successor",
-					   [PCMON_TRACK_NONE] = "none" };
-
-static bool wanted(const cJSON *req)
-{
-	return cJSON_GetObjectItemCaseSensitive(req, "nodes") != NULL;
 }
 
 /* "3", or "*": a node number of @lg, or PCMON_ANY_NODE. */
@@ -118,7 +97,7 @@ static int node_ref(const struct legs *lg, const char *s, size_t len, uint32_t *
 }
 
 /* "node:ID,linear,BUCKETS,SCALE,BASE" or "node:ID,log" (and leg:ID). */
-static int parse_hist(struct legs *lg, const char *spec, cJSON **rep)
+int legs_parse_hist(struct legs *lg, const char *spec, cJSON **rep)
 {
 	char kind[8] = "", shape[8] = "";
 	unsigned long id = 0, b = 0, sc = 0, base = 0;
@@ -152,13 +131,11 @@ bad:
 	return -EINVAL;
 }
 
-/* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
 /*
  * Would @l overflow what --track all keeps per node (PCMON_NODE_LEGS legs start, and end,
  * at one node or at '*') or per target (PCMON_TARGET_LEGS)? Then it is refused, in words.
  */
-static bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec,
-		      cJSON **rep)
+bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec, cJSON **rep)
 {
 	size_t from = 0, to = 0, all = 0;
 
@@ -180,7 +157,8 @@ static bool legs_full(const struct legs *lg, const struct legs_leg *l, const cha
 	return true;
 }
 
-static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
+/* Legs "FROM:TO" appended to @lg, numbered after its others. 0, or the error in *rep. */
+int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
 {
 	const cJSON *it;
 
@@ -213,7 +191,7 @@ static int parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep)
  * the pattern is answered from the shadow stack, which its names must fit (docs/when.md,
  * "At probes"); a ':' changes nothing here (a hit is not charged to a frame).
  */
-static int set_when(struct legs *lg, const cJSON *req, cJSON **rep)
+int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep)
 {
 	const char *text = proto_str(req, "when", NULL);
 	char why[200];
@@ -233,7 +211,7 @@ static int set_when(struct legs *lg, const cJSON *req, cJSON **rep)
 	return lg->when_text ? 0 : -ENOMEM;
 }
 
-static int new_state(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
+int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *it;
 	const char *track = proto_str(req, "track", "all"), *add = proto_str(req, "add", "none");
@@ -243,7 +221,7 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 	(void)gp;
 	(void)c;
 	if (!lg || !(lg->nodes = calloc(n + 1, sizeof(*lg->nodes)))) {
-		free_state(lg);
+		legs_free(lg);
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
 	}
@@ -251,8 +229,8 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 		    : !strcmp(track, "none")    ? PCMON_TRACK_NONE
 						: PCMON_TRACK_ALL;
 	lg->add = !strcmp(add, "successor");
-	if (new_slices(lg, req, rep)) {
-		free_state(lg);
+	if (legs_new_slices(lg, req, rep)) {
+		legs_free(lg);
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(it, nodes) {
@@ -267,278 +245,26 @@ static int new_state(void *gp, const struct client *c, const cJSON *req, void **
 						      ? (uint32_t)proto_num(it, "arg", 0) + 1
 						      : 0;
 	}
-	if (parse_legs(lg, cJSON_GetObjectItemCaseSensitive(req, "legs"), rep))
+	if (legs_parse_legs(lg, cJSON_GetObjectItemCaseSensitive(req, "legs"), rep))
 		goto fail;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(req, "hists"))
-		if (parse_hist(lg, it->valuestring, rep))
+		if (legs_parse_hist(lg, it->valuestring, rep))
 			goto fail;
-	if (set_when(lg, req, rep))
+	if (legs_set_when(lg, req, rep))
 		goto fail;
 	*out = lg;
 	return 0;
 fail:
-	free_state(lg);
+	legs_free(lg);
 	return -EINVAL;
 }
 
-/* ---- attaching */
-
-static int open_bpf(struct legs_g *g, cJSON **rep)
-{
-	struct procs *p = g->env.procs;
-	int r;
-
-	if (g->skel)
-		return 0;
-	/* the counter first: the nodes read its shadow stacks (WHEN) */
-	r = g->ctr ? 0 : counter_open(p, &g->ctr, g->err, sizeof(g->err));
-	if (r) {
-		*rep = proto_error(1, "cannot load the probe-node BPF programs: %s", g->err);
-		return r;
-	}
-	g->skel = legs_bpf__open();
-	r = g->skel ? procs_share(p, g->skel->obj, g->err, sizeof(g->err)) : -errno;
-	if (!r && (bpf_map__reuse_fd(g->skel->maps.cstack, counter_shadow_fd(g->ctr)) ||
-		   bpf_map__reuse_fd(g->skel->maps.vclocks, counter_clock_fd(g->ctr))))
-		r = -errno;
-	if (!r) {
-		bpf_program__set_autoattach(g->skel->progs.node_hit, false);
-		bpf_program__set_autoattach(g->skel->progs.node_return, false);
-		bpf_program__set_autoattach(g->skel->progs.node_usdt, false);
-		r = legs_bpf__load(g->skel) ? -errno : legs_bpf__attach(g->skel) ? -errno : 0;
-	}
-	if (r) {
-		*rep = proto_error(1, "cannot load the probe-node BPF programs: %s",
-				   g->err[0] ? g->err : strerror(-r));
-		legs_bpf__destroy(g->skel);
-		g->skel = NULL;
-	}
-	return r;
-}
-
-static int add_link(struct legs_node *n, struct bpf_link *l)
-{
-	struct bpf_link **v = realloc(n->links, (n->nlinks + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	n->links = v;
-	n->links[n->nlinks++] = l;
-	return 0;
-}
+/* ---- costs, times, the index of legs, BPF's counts folded (legs.h's pure parts) */
 
 void legs_node_cost(struct legs *lg, size_t i, bool xol)
 {
 	lg->nodes[i].cost_ns = (uint32_t)(lg->hit_cost_ns + (xol ? lg->step_cost_ns : 0) + 0.5);
 	lg->nodes[i].pre_ns = (uint32_t)(lg->hit_cost_ns / 2 + 0.5);
-}
-
-/* Node @i's cost a hit, into BPF before its probes attach (no hit races the update). */
-static void set_node_cost(struct legs_g *g, const struct target *t, struct legs *lg, size_t i,
-			  bool xol)
-{
-	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-	struct pcmon_node n;
-
-	legs_node_cost(lg, i, xol);
-	if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0)) {
-		n.cost_ns = lg->nodes[i].cost_ns;
-		n.pre_ns = lg->nodes[i].pre_ns;
-		n.adv = lg->nodes[i].adv;
-		bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0);
-	}
-}
-
-/*
- * WHEN: how the procedure of a node on @f[0, @nf) moves the pattern's state (a FILE:LINE
- * or USDT node's procedure is not named: it matches '*' only). -EINVAL if the procedures
- * of a glob move it differently.
- */
-static int node_adv(const struct legs *lg, const struct func *f, size_t nf, struct pcmon_wadv *adv)
-{
-	memset(adv, 0, sizeof(*adv));
-	for (size_t k = 0; lg->when && k < nf; k++) {
-		struct pat_frame fr = { .module = f[k].module, .proc = f[k].name };
-		struct pcmon_wadv a;
-		char base[512];
-
-		if (strchr(f[k].name, '(') && dm_base(f[k].name, base, sizeof(base)))
-			fr.base = base;
-		when_adv(lg->when, &lg->wpat, &fr, &a);
-		if (k && memcmp(&a, adv, sizeof(a)))
-			return -EINVAL;
-		*adv = a;
-	}
-	return 0;
-}
-
-/*
- * Node @i of @lg on its addresses in process @pid (0: the file the held process will exec).
- * PROC, PROC%return and PROC+OFF name procedures (globs too: every one is the node);
- * provider:name a USDT probe of the program.
- */
-static int attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t i,
-		       cJSON **rep)
-{
-	struct legs_node *n = &lg->nodes[i];
-	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-	char proc[512], path[64], *mark;
-	struct func *f = NULL;
-	size_t nf = 0, cap = 0;
-	struct pat *pat = NULL;
-	long off = 0;
-	bool ret = false;
-	int r;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
-	snprintf(proc, sizeof(proc), "%s", n->spec);
-	mark = strrchr(proc, ':');
-	if (mark && mark[1] && strspn(mark + 1, "0123456789") == strlen(mark + 1)) { /* FILE:LINE */
-		char exe[64];
-
-		*mark = '\0';
-		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
-		r = funcs_find_line(t->exec_wait ? path : exe, t->exe_name ? t->exe_name : "", proc,
-				    atoi(mark + 1), &f, &nf, &cap);
-		if (r == -ENODATA || (!r && !nf)) {
-			*rep = proto_error(1, "--node %s: %s", n->spec,
-					   r ? "the program has no line table (build it with -g)"
-					     : "no statement starts at that line in the program");
-			r = -ENOENT;
-		}
-		goto attach;
-	}
-	if (strchr(proc, ':') && !strchr(proc, '%')) { /* provider:name */
-		LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = cookie);
-		char *colon = strchr(proc, ':'), exe[64];
-		struct bpf_link *l;
-
-		*colon = '\0';
-		set_node_cost(g, t, lg, i, false); /* a USDT probe is a nop: emulated */
-		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
-		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1,
-					     t->exec_wait ? path : exe, proc, colon + 1, &uo);
-		if (!l) {
-			*rep = proto_error(1, "--node %s: no such USDT probe in the program (%s)",
-					   n->spec, strerror(errno));
-			return -ENOENT;
-		}
-		return add_link(n, l);
-	}
-	if ((mark = strstr(proc, "%return"))) {
-		*mark = '\0';
-		ret = true;
-	} else if ((mark = strchr(proc, '+')) && mark[1] == '0' && mark[2] == 'x') {
-		*mark = '\0';
-		off = strtol(mark + 1, NULL, 16);
-	}
-	if (pat_parse(proc, 0, &pat, NULL)) {
-		*rep = proto_error(2, "--node %s: expected PROC, PROC%%return, PROC+0xOFF or provider:name",
-				   n->spec);
-		return -EINVAL;
-	}
-	r = t->exec_wait ? funcs_find_file(path, t->exe_name, pat, &f, &nf, &cap)
-			 : funcs_find(t->pid, pat, &f, &nf, &cap, NULL);
-	pat_free(pat);
-	if (!r && !nf) {
-		*rep = proto_error(1, "--node %s: no procedure %s in the program%s", n->spec, proc,
-				   t->exec_wait ? "" : " or the libraries it has loaded");
-		r = -ENOENT;
-	}
-	if (!r && node_adv(lg, f, nf, &n->adv)) {
-		*rep = proto_error(2, "--node %s: the --when pattern tells its procedures apart: name one",
-				   n->spec);
-		r = -EINVAL;
-	}
-attach:
-	/* what a hit costs: an instruction stepped out of line adds a trap (a %return probe's
-	 * trampoline is emulated); a node on several procedures goes by its first */
-	if (!r && nf) {
-		bool xol = !ret && (off || !f[0].xol ? funcs_stepped(f[0].path, f[0].offset + off) : true);
-
-		set_node_cost(g, t, lg, i, xol);
-	}
-	for (size_t k = 0; k < nf && !r; k++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = ret);
-		struct bpf_link *l = bpf_program__attach_uprobe_opts(
-			ret ? g->skel->progs.node_return : g->skel->progs.node_hit, -1, f[k].path,
-			f[k].offset + off, &uo);
-
-		if (!l) {
-			r = -errno;
-			*rep = proto_error(1, "--node %s: cannot probe %s.%s: %s", n->spec, f[k].module,
-					   f[k].name, strerror(-r));
-		} else {
-			r = add_link(n, l);
-		}
-	}
-	funcs_free(f, nf);
-	free(f);
-	return r;
-}
-
-static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg);
-
-static struct pcmon_hkey node_hkey(const struct target *t, size_t i)
-{
-	return (struct pcmon_hkey){ t->id, 0, 0, i + 1 };
-}
-
-static struct pcmon_hkey leg_hkey(const struct target *t, const struct legs_leg *l)
-{
-	return (struct pcmon_hkey){ t->id, l->from, l->to, 0 };
-}
-
-/*
- * Set one histogram's shape in BPF if it is not what BPF has: the old one stops (its shape
- * deleted), what the counts then hold becomes the new one's zero (@h0, read from the node's
- * or leg's entry through @read), and the new shape goes in. The entry's counts are never
- * written, so no hit of the node or leg is lost on the way.
- */
-static void set_hist(struct legs_g *g, const struct pcmon_hkey *k, const struct pcmon_hcfg *want,
-		     struct pcmon_hist *h0, const void *key, size_t key_len, bool is_leg)
-{
-	struct bpf_map *hm = g->skel->maps.hcfgs;
-	struct pcmon_hcfg cur = { PCMON_HIST_NONE };
-	struct pcmon_node n;
-	struct pcmon_leg l;
-
-	bpf_map__lookup_elem(hm, k, sizeof(*k), &cur, sizeof(cur), 0);
-	if (!memcmp(&cur, want, sizeof(cur)))
-		return;
-	bpf_map__delete_elem(hm, k, sizeof(*k), 0);
-	if (want->kind == PCMON_HIST_NONE)
-		return;
-	if (!(is_leg ? bpf_map__lookup_elem(g->skel->maps.legs, key, key_len, &l, sizeof(l), 0)
-			     : bpf_map__lookup_elem(g->skel->maps.nodes, key, key_len, &n, sizeof(n), 0)))
-		*h0 = is_leg ? l.h : n.h;
-	bpf_map__update_elem(hm, k, sizeof(*k), want, sizeof(*want), BPF_ANY);
-}
-
-/* Every histogram's shape into BPF, as the tables say. */
-static void configure_hists(struct legs_g *g, struct target *t, struct legs *lg)
-{
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		struct pcmon_hkey k = node_hkey(t, i);
-		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-
-		set_hist(g, &k, &lg->nodes[i].hist, &lg->nodes[i].h0, &cookie, sizeof(cookie), false);
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		struct legs_leg *l = &lg->legs[i];
-		struct pcmon_hkey k = leg_hkey(t, l);
-		struct pcmon_lkey lk = { t->id, l->from, l->to, 0 };
-
-		set_hist(g, &k, &l->hist, &l->h0, &lk, sizeof(lk), true);
-	}
-}
-
-static bool has_leg(const struct legs *lg, uint32_t from, uint32_t to)
-{
-	for (size_t i = 0; i < lg->nlegs; i++)
-		if (lg->legs[i].from == from && lg->legs[i].to == to && lg->legs[i].stat.id)
-			return true;
-	return false;
 }
 
 void legs_index(const struct legs *lg, struct pcmon_nlegs *nl, size_t nn, struct pcmon_tlegs *tl)
@@ -554,96 +280,6 @@ void legs_index(const struct legs *lg, struct pcmon_nlegs *nl, size_t nn, struct
 			nl[l->to].to_from[nl[l->to].nto++] = l->from;
 		tl->l[tl->n++] = (struct pcmon_tleg){ l->from, l->to };
 	}
-}
-
-/*
- * --track all's index of the target's legs in BPF: per node the legs it starts and ends
- * (nlegs; node 0 for '*'), every leg of the target (tlegs), and no leg in flight that the
- * table no longer has (or @all of them). Legs --add successor added are not in it: they
- * are timed from the thread's last node.
- */
-static int index_legs(struct legs_g *g, const struct target *t, const struct legs *lg, bool all)
-{
-	size_t nn = lg->nnodes + 1;
-	struct pcmon_nlegs *nl = calloc(nn, sizeof(*nl));
-	struct pcmon_tlegs *tl = calloc(1, sizeof(*tl));
-	struct pcmon_fkey fk, next;
-	bool more;
-	int r = 0;
-
-	if (!nl || !tl) {
-		r = -ENOMEM;
-		goto out;
-	}
-	legs_index(lg, nl, nn, tl);
-	for (uint32_t n = 0; n < nn && !r; n++) {
-		struct pcmon_lkey k = { t->id, n, 0, 0 };
-
-		if (nl[n].nfrom || nl[n].nto)
-			r = bpf_map__update_elem(g->skel->maps.nlegs, &k, sizeof(k), &nl[n],
-						 sizeof(nl[n]), 0) ? -errno : 0;
-		else
-			bpf_map__delete_elem(g->skel->maps.nlegs, &k, sizeof(k), 0);
-	}
-	if (!r)
-		r = bpf_map__update_elem(g->skel->maps.tlegs, &t->id, sizeof(t->id), tl, sizeof(*tl),
-					 0) ? -errno : 0;
-	for (more = !bpf_map__get_next_key(g->skel->maps.lflight, NULL, &next, sizeof(next)); more;
-	     more = !bpf_map__get_next_key(g->skel->maps.lflight, &fk, &next, sizeof(next))) {
-		fk = next;
-		if (fk.target == t->id && (all || !has_leg(lg, fk.from, fk.to)))
-			bpf_map__delete_elem(g->skel->maps.lflight, &fk, sizeof(fk), 0);
-	}
-out:
-	free(nl);
-	free(tl);
-	return r;
-}
-
-/*
- * Tell BPF the target's nodes, legs and settings: those it does not have yet, or (@reset)
- * all of them afresh, counts included.
- */
-static int configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset)
-{
-	struct pcmon_lcfg lc = { .track = lg->track, .add = lg->add, .when = lg->when != NULL,
-				 .wpat = lg->wpat };
-	__u64 how = reset ? BPF_ANY : BPF_NOEXIST;
-	int r = 0;
-
-	for (size_t i = 0; i < lg->nnodes && !r; i++) {
-		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-		struct pcmon_node n = { .arg = lg->nodes[i].arg, .cost_ns = lg->nodes[i].cost_ns,
-					.pre_ns = lg->nodes[i].pre_ns, .adv = lg->nodes[i].adv };
-
-		r = bpf_map__update_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), how);
-		r = r && errno == EEXIST ? 0 : r;
-	}
-	for (size_t i = 0; i < lg->nlegs && !r; i++) {
-		struct legs_leg *l = &lg->legs[i];
-		struct pcmon_lkey k = { t->id, l->from, l->to, 0 }, fk = { t->id, l->from, 0, 0 };
-
-		r = bpf_map__update_elem(g->skel->maps.legs, &k, sizeof(k), &l->stat, sizeof(l->stat), how);
-		r = r && errno == EEXIST ? 0 : r;
-		if (!r && l->from != PCMON_ANY_NODE)
-			bpf_map__update_elem(g->skel->maps.lfrom, &fk, sizeof(fk), &l->to, sizeof(l->to),
-					     BPF_NOEXIST);
-	}
-	if (!r)
-		r = bpf_map__update_elem(g->skel->maps.lcfg, &t->id, sizeof(t->id), &lc, sizeof(lc), 0);
-	if (!r && (r = index_legs(g, t, lg, reset))) {
-		errno = -r; /* (the return below speaks errno, as libbpf's calls do) */
-		r = -1;
-	}
-	if (!r && reset) { /* the counts start again from 0 */
-		for (size_t i = 0; i < lg->nnodes; i++)
-			memset(&lg->nodes[i].h0, 0, sizeof(lg->nodes[i].h0));
-		for (size_t i = 0; i < lg->nlegs; i++)
-			memset(&lg->legs[i].h0, 0, sizeof(lg->legs[i].h0));
-	}
-	if (!r)
-		configure_hists(g, t, lg);
-	return r ? -errno : 0;
 }
 
 void legs_calibrate(struct legs *lg, double emulated, double stepped)
@@ -673,137 +309,6 @@ void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct leg
 	t->min = n ? MIN((double)s->min_ns, t->avg) : 0;
 	/* the extremes: one leg, with at least its ends' hit */
 	t->max_err = t->min_err = n ? lg->hit_err_ns : 0;
-}
-
-/* The counter's settings for @t, and the scheduler hook they hold, let go. */
-static void release_clock(struct legs_g *g, struct target *t, struct legs *lg)
-{
-	if (!lg->clock_held)
-		return;
-	counter_target_done(g->ctr, t->id);
-	lg->clock_held = false;
-}
-
-/*
- * WHEN: entry and return probes on every procedure the pattern names, on the legs' counter,
- * which keeps the pattern's state on its shadow stacks for the nodes to read. The program
- * is held before its exec: nothing it runs is entered before they are on.
- */
-static int attach_context(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep)
-{
-	struct pcmon_ccfg cfg = { .when = PCMON_CW_SHADOW, .wpat = lg->wpat };
-	char path[64], name[PROTO_MAX_LINE];
-	struct func *f = NULL;
-	size_t nf = 0, cap = 0;
-	struct pat *np = NULL;
-	int r = 0;
-
-	if (!lg->when)
-		return 0;
-	if (!t->exec_wait) {
-		*rep = proto_error(2, "--when with nodes needs a command pcmon starts (-- CMD): in a running process, procedures entered before the probes are not seen");
-		return -EINVAL;
-	}
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
-	for (size_t i = 0; i < pat_nnames(lg->when) && !r; i++) {
-		size_t before = nf;
-
-		pat_name_str(lg->when, i, name, sizeof(name));
-		r = pat_parse(name, lg->icase ? PAT_ICASE : 0, &np, NULL);
-		if (!r)
-			r = funcs_find_file(path, t->exe_name, np, &f, &nf, &cap);
-		pat_free(np);
-		if (!r && nf == before) {
-			*rep = proto_error(2, "--when with nodes: %s names no procedure of the program (nodes take the program's own procedures)",
-					   name);
-			r = -ENOENT;
-		}
-	}
-	if (!r && nf > LEGS_MAX_CTX) {
-		*rep = proto_error(2, "--when with nodes: its names name %zu procedures, more than %d to probe",
-				   nf, LEGS_MAX_CTX);
-		r = -E2BIG;
-	}
-	if (!r)
-		r = counter_target_cfg(g->ctr, t->id, &cfg);
-	for (size_t k = 0; k < nf && !r; k++) {
-		uint64_t cookie = PCMON_COUNT_COOKIE(t->id, k | PCMON_COUNT_CTX |
-						   (f[k].xol ? PCMON_COUNT_XOL : 0));
-		struct bpf_link **links = realloc(lg->ctx_links, (lg->nctx_links + 2) * sizeof(*links));
-		struct pcmon_wadv adv;
-
-		if (!links) {
-			r = -ENOMEM;
-			break;
-		}
-		lg->ctx_links = links;
-		node_adv(lg, &f[k], 1, &adv);
-		r = counter_set_adv(g->ctr, cookie, &adv);
-		if (!r)
-			r = counter_attach(g->ctr, f[k].path, f[k].offset, cookie,
-					   &links[lg->nctx_links], &links[lg->nctx_links + 1]);
-		if (!r)
-			lg->nctx_links += 2;
-	}
-	if (r && !*rep)
-		*rep = proto_error(1, "--when with nodes: cannot probe the procedures it names: %s",
-				   strerror(-r));
-	funcs_free(f, nf);
-	free(f);
-	return r;
-}
-
-static int attach(void *gp, struct target *t, void *st, cJSON **rep)
-{
-	struct legs_g *g = gp;
-	struct legs *lg = st;
-
-	struct counter_cost cost;
-	int r;
-
-	if (t->kind != TARGET_PID) {
-		*rep = proto_error(2, "--node needs --pid or a command: a cgroup's or every task's objects are not known in advance");
-		return -EINVAL;
-	}
-	if (t->exec_wait && t->exe_fd < 0) {
-		*rep = proto_error(1, "--node: cannot look into the command's file before it runs");
-		return -ENOENT;
-	}
-	r = open_bpf(g, rep);
-	if (r)
-		return r;
-	if (!counter_probe_cost(g->ctr, &cost)) {
-		legs_calibrate(lg, cost.pair[0], cost.pair[1]);
-		legs_calibrate_err(lg, cost.spread[0]);
-	}
-	/* the scheduler hook, which tells the time a thread was preempted at a node's probe */
-	r = counter_target_cfg(g->ctr, t->id, &(struct pcmon_ccfg){ 0 });
-	if (r) {
-		*rep = proto_error(1, "cannot attach the scheduler hook: %s", strerror(-r));
-		return r;
-	}
-	lg->clock_held = true;
-	r = attach_context(g, t, lg, rep);
-	if (!r) {
-		r = configure(g, t, lg, true);
-		if (r)
-			*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
-	}
-	for (size_t i = 0; i < lg->nnodes && !r; i++)
-		r = attach_node(g, t, lg, i, rep);
-	if (r) { /* nothing of it stays: the links go with the state */
-		unconfigure(g, t, lg);
-		release_clock(g, t, lg);
-	}
-	return r;
-}
-
-static void set_active(void *g, struct target *t, void *st, bool active)
-{
-	(void)g;
-	(void)t;
-	(void)st;
-	(void)active; /* BPF reads the target's flags (tcfg) */
 }
 
 /* A histogram's counts since its zero @h0. */
@@ -853,7 +358,7 @@ void legs_fold_node(struct legs *lg, size_t i, const struct pcmon_node *n)
  * The number of a new leg: after the highest (after a `leg del` the numbers have a hole, and
  * the count of legs is a number some leg may still have).
  */
-static uint32_t next_leg_id(const struct legs *lg)
+uint32_t legs_next_leg_id(const struct legs *lg)
 {
 	uint32_t id = 0;
 
@@ -871,7 +376,7 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 	if (i == lg->nlegs) { /* --add successor added it: numbered after the others */
 		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1))
 			return -ENOMEM;
-		lg->legs[i] = (struct legs_leg){ .id = next_leg_id(lg), .from = from, .to = to };
+		lg->legs[i] = (struct legs_leg){ .id = legs_next_leg_id(lg), .from = from, .to = to };
 		lg->nlegs++;
 	}
 	{
@@ -893,928 +398,3 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 	hist_sub(&lg->legs[i].stat.h, &lg->legs[i].h0);
 	return 0;
 }
-
-/* What BPF holds, into the state. */
-static void collect(struct legs_g *g, const struct target *t, struct legs *lg)
-{
-	struct pcmon_lkey k = { t->id, 0, 0, 0 }, next;
-	struct pcmon_leg l;
-	bool more;
-
-	if (!g->skel || lg->detached)
-		return;
-	lg->charge_wall = slices_charge_wall(&lg->last_read, wall_ns());
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-		struct pcmon_node n;
-
-		if (!bpf_map__lookup_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), &n, sizeof(n), 0))
-			legs_fold_node(lg, i, &n);
-	}
-	/* every leg of the target: those set up, and those --add successor added */
-	for (more = !bpf_map__get_next_key(g->skel->maps.legs, NULL, &next, sizeof(next)); more;
-	     more = !bpf_map__get_next_key(g->skel->maps.legs, &k, &next, sizeof(next))) {
-		k = next;
-		if (k.target != t->id ||
-		    bpf_map__lookup_elem(g->skel->maps.legs, &k, sizeof(k), &l, sizeof(l), 0))
-			continue;
-		if (legs_fold_leg(lg, k.from, k.to, &l))
-			break;
-	}
-}
-
-/* Forget the target's entries in BPF. */
-static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg)
-{
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-
-		struct pcmon_hkey hk = node_hkey(t, i);
-
-		bpf_map__delete_elem(g->skel->maps.nodes, &cookie, sizeof(cookie), 0);
-		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		struct pcmon_lkey k = { t->id, lg->legs[i].from, lg->legs[i].to, 0 };
-		struct pcmon_lkey fk = { t->id, lg->legs[i].from, 0, 0 };
-		struct pcmon_hkey hk = leg_hkey(t, &lg->legs[i]);
-
-		bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
-		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
-		bpf_map__delete_elem(g->skel->maps.lfrom, &fk, sizeof(fk), 0);
-	}
-	{
-		struct legs none = { .nnodes = lg->nnodes };
-
-		index_legs(g, t, &none, true);
-	}
-}
-
-static void stop(void *gp, struct target *t, void *st)
-{
-	struct legs_g *g = gp;
-	struct legs *lg = st;
-
-	collect(g, t, lg);
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		for (size_t k = 0; k < lg->nodes[i].nlinks; k++)
-			bpf_link__destroy(lg->nodes[i].links[k]);
-		lg->nodes[i].nlinks = 0;
-	}
-	if (g->skel && !lg->detached)
-		unconfigure(g, t, lg);
-	lg->detached = true;
-	if (lg->nctx_links)
-		drop_context(lg);
-	release_clock(g, t, lg);
-}
-
-static void zero(void *gp, struct target *t, void *st)
-{
-	struct legs_g *g = gp;
-	struct legs *lg = st;
-
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		lg->nodes[i].hits = lg->nodes[i].c_hits = 0;
-		memset(&lg->nodes[i].h, 0, sizeof(lg->nodes[i].h));
-		memset(&lg->nodes[i].c_h, 0, sizeof(lg->nodes[i].c_h));
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		lg->legs[i].stat = (struct pcmon_leg){ .min_ns = ~0ULL, .id = lg->legs[i].id };
-		memset(&lg->legs[i].c, 0, sizeof(lg->legs[i].c));
-	}
-	if (lg->slices)
-		slices_zero(lg->slices);
-	if (g->skel && !lg->detached)
-		configure(g, t, lg, true);
-}
-
-static size_t bytes(const void *st)
-{
-	const struct legs *lg = st;
-
-	return sizeof(*lg) + lg->nnodes * sizeof(*lg->nodes) + lg->cap_legs * sizeof(*lg->legs) +
-	       (lg->slices ? slices_bytes(lg->slices) : 0);
-}
-
-static struct legs *legs_at(struct legs_g *g, int id, struct target **t)
-{
-	*t = g->env.targets[id];
-	return *t ? (*t)->inst[INST_LEGS] : NULL;
-}
-
-/*
- * The counts stay in BPF until asked for, but for the time slices: when a slice of a
- * running target ends, what they gained in it is read and charged to it (as call counting
- * does), and the slices are coarsened.
- */
-static void tick(void *gp)
-{
-	struct legs_g *g = gp;
-	uint64_t now = wall_ns();
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (!lg || !lg->slices)
-			continue;
-		if (t->state == TARGET_RUNNING && slices_ended(lg->slices, lg->last_read, now))
-			collect(g, t, lg);
-		if (slices_tick(lg->slices, now))
-			t->dirty = true;
-	}
-}
-
-/* Before a save or a listing: every target's counts, read. */
-static void sync_all(void *gp)
-{
-	struct legs_g *g = gp;
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (lg)
-			collect(g, t, lg);
-	}
-}
-
-static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
-{
-	const struct legs *lg = st;
-
-	(void)g;
-	(void)t;
-	cJSON_AddNumberToObject(o, "nodes", lg->nnodes);
-}
-
-static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
-{
-	struct legs *lg = st;
-	uint64_t hits = 0;
-
-	collect(gp, t, lg);
-	for (size_t i = 0; i < lg->nnodes; i++)
-		hits += lg->nodes[i].hits;
-	cJSON_AddNumberToObject(o, "node_hits", hits);
-}
-
-/* ---- the tables */
-
-static void hist_json(const struct pcmon_hcfg *c, const struct pcmon_hist *h, cJSON *o)
-{
-	cJSON *x = cJSON_AddObjectToObject(o, "hist"), *b;
-	uint32_t n = c->kind == PCMON_HIST_LOG ? PCMON_HIST_BUCKETS + 1 : c->buckets;
-
-	cJSON_AddStringToObject(x, "kind", c->kind == PCMON_HIST_LOG ? "log" : "linear");
-	if (c->kind == PCMON_HIST_LINEAR) {
-		cJSON_AddNumberToObject(x, "scale", c->scale);
-		cJSON_AddNumberToObject(x, "base", c->base);
-	}
-	cJSON_AddNumberToObject(x, "underflow", h->under);
-	cJSON_AddNumberToObject(x, "overflow", h->over);
-	b = cJSON_AddArrayToObject(x, "buckets");
-	for (uint32_t i = 0; i < n && i <= PCMON_HIST_BUCKETS; i++)
-		cJSON_AddItemToArray(b, cJSON_CreateNumber(h->b[i]));
-}
-
-/* @key's time @v with its error, and its name in @below if it is below the error. */
-static void leg_time_json(cJSON *x, const char *key, double v, double err, cJSON *below)
-{
-	char k[32];
-
-	cJSON_AddNumberToObject(x, key, v);
-	snprintf(k, sizeof(k), "%.*s_err_ns", (int)strlen(key) - 3, key);
-	cJSON_AddNumberToObject(x, k, err);
-	if (below && v < err)
-		cJSON_AddItemToArray(below, cJSON_CreateStringReference(key));
-}
-
-static int tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
-		       bool window, cJSON *rep)
-{
-	cJSON *o = cJSON_AddObjectToObject(rep, "tables"), *arr, *x;
-	double cost = 0;
-	uint64_t hits = 0;
-
-	if (!o)
-		return -ENOMEM;
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		/* hits that did not match cost all the same */
-		uint64_t all = lg->nodes[i].hits + lg->nodes[i].other + lg->nodes[i].unknown;
-
-		hits += all;
-		cost += all * (double)lg->nodes[i].cost_ns;
-	}
-	cJSON_AddNumberToObject(o, "elapsed_ns", elapsed);
-	if (lg->when_text)
-		cJSON_AddStringToObject(o, "when", lg->when_text);
-	cJSON_AddStringToObject(o, "track", track_names[lg->track < 3 ? lg->track : 0]);
-	x = cJSON_AddObjectToObject(o, "overhead");
-	cJSON_AddNumberToObject(x, "hits", hits);
-	cJSON_AddNumberToObject(x, "per_hit_ns", hits ? cost / hits : lg->hit_cost_ns);
-	cJSON_AddNumberToObject(x, "emulated_hit_ns", lg->hit_cost_ns);
-	cJSON_AddNumberToObject(x, "stepped_hit_ns", lg->hit_cost_ns + lg->step_cost_ns);
-	cJSON_AddNumberToObject(x, "total_ns", cost);
-	cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * cost / elapsed : 0);
-	if (ps) {
-		cJSON_AddNumberToObject(x, "bpf_runs", ps->run_cnt);
-		cJSON_AddNumberToObject(x, "bpf_run_time_ns", ps->run_time_ns);
-	}
-	arr = cJSON_AddArrayToObject(o, "nodes");
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		const struct legs_node *n = &lg->nodes[i];
-
-		if (!n->spec[0])
-			continue; /* deleted */
-		x = cJSON_CreateObject();
-		cJSON_AddNumberToObject(x, "id", i + 1);
-		cJSON_AddStringToObject(x, "spec", n->spec);
-		cJSON_AddNumberToObject(x, "hits", n->hits);
-		if (lg->when_text && window) { /* (not kept by time) */
-			cJSON_AddNullToObject(x, "not_matching");
-			cJSON_AddNullToObject(x, "unknown");
-		} else if (lg->when_text) {
-			cJSON_AddNumberToObject(x, "not_matching", n->other);
-			cJSON_AddNumberToObject(x, "unknown", n->unknown);
-		}
-		cJSON_AddNumberToObject(x, "cost_ns", n->cost_ns);
-		cJSON_AddNumberToObject(x, "cost_before_ns", n->pre_ns);
-		if (n->arg)
-			cJSON_AddNumberToObject(x, "arg", n->arg - 1);
-		if (n->hist.kind)
-			hist_json(&n->hist, &n->h, x);
-		cJSON_AddItemToArray(arr, x);
-	}
-	arr = cJSON_AddArrayToObject(o, "legs");
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		const struct pcmon_leg *s = &lg->legs[i].stat;
-		cJSON *below = cJSON_CreateArray();
-		struct legs_times t;
-		double total;
-
-		legs_leg_times(lg, s, &t); /* net of the probe hits inside (BPF) */
-		total = t.total;
-		x = cJSON_CreateObject();
-		cJSON_AddNumberToObject(x, "id", lg->legs[i].id);
-		cJSON_AddNumberToObject(x, "from", lg->legs[i].from);
-		cJSON_AddNumberToObject(x, "to", lg->legs[i].to);
-		cJSON_AddNumberToObject(x, "count", s->count);
-		leg_time_json(x, "total_ns", t.total, t.total_err, below);
-		leg_time_json(x, "avg_ns", t.avg, t.avg_err, below);
-		if (window) { /* extremes are not kept by time */
-			cJSON_AddNullToObject(x, "min_ns");
-			cJSON_AddNullToObject(x, "max_ns");
-		} else {
-			leg_time_json(x, "min_ns", t.min, t.min_err, below);
-			leg_time_json(x, "max_ns", t.max, t.max_err, below);
-		}
-		if (below)
-			cJSON_AddItemToObject(x, "below_resolution", below);
-		cJSON_AddNumberToObject(x, "percent_of_elapsed", elapsed > 0 ? 100 * total / elapsed : 0);
-		cJSON_AddNumberToObject(x, "abandoned", s->abandoned);
-		cJSON_AddNumberToObject(x, "untracked", s->untracked);
-		cJSON_AddNumberToObject(x, "probe_hits", s->probe_hits);
-		cJSON_AddNumberToObject(x, "probe_ns", s->probe_ns);
-		cJSON_AddNumberToObject(x, "preempted_at_probes_ns", s->preempted_ns);
-		cJSON_AddBoolToObject(x, "added", !s->id);
-		if (lg->legs[i].hist.kind)
-			hist_json(&lg->legs[i].hist, &s->h, x);
-		cJSON_AddItemToArray(arr, x);
-	}
-	return 0;
-}
-
-int legs_tables_json(const struct legs *lg, double elapsed, const struct counter_prog_stats *ps,
-		     cJSON *rep)
-{
-	return tables_json(lg, elapsed, ps, false, rep);
-}
-
-/* A row of the window's slices, into the tables' copy @ctx. */
-static void sum_row(void *ctx, const uint64_t *row)
-{
-	struct legs *lg = ctx;
-	uint64_t slot = row[0] >> 7, v = row[1];
-	uint32_t field = row[0] & 127;
-	struct pcmon_hist *h = NULL;
-
-	if (!(slot & 1)) {
-		if (slot / 2 >= lg->nnodes)
-			return;
-		if (!field)
-			lg->nodes[slot / 2].hits += v;
-		else
-			h = &lg->nodes[slot / 2].h, field -= LEGS_NODE_HIST;
-	} else {
-		struct legs_leg *l = NULL;
-		uint32_t k = 0;
-
-		for (size_t i = 0; i < lg->nlegs && !l; i++)
-			if (LEGS_LEG_SLOT(lg->legs[i].id) == slot)
-				l = &lg->legs[i];
-		if (!l)
-			return; /* a leg deleted since */
-		if (field >= LEGS_LEG_HIST) {
-			h = &l->stat.h;
-			field -= LEGS_LEG_HIST;
-		}
-#define SUM_LEG(f, need)                  \
-	if (!h && field == k)             \
-		l->stat.f += v;           \
-	k++;
-		PCMON_LEG_FIELDS(SUM_LEG)
-#undef SUM_LEG
-	}
-	if (!h)
-		return;
-	if (field == 0)
-		h->under += v;
-	else if (field == 1)
-		h->over += v;
-	else if (field - 2 < ARRAY_SIZE(h->b))
-		h->b[field - 2] += v;
-}
-
-int legs_window_json(const struct legs *lg, struct timed_window *w, cJSON *rep)
-{
-	struct legs win = *lg;
-	int r = -ENOMEM;
-
-	/* the same tables, their counts those of the window's slices */
-	win.nodes = calloc(lg->nnodes + 1, sizeof(*win.nodes));
-	win.legs = calloc(lg->nlegs + 1, sizeof(*win.legs));
-	if (!win.nodes || !win.legs)
-		goto out;
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		win.nodes[i] = lg->nodes[i];
-		win.nodes[i].hits = 0;
-		memset(&win.nodes[i].h, 0, sizeof(win.nodes[i].h));
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		win.legs[i] = lg->legs[i];
-		win.legs[i].stat = (struct pcmon_leg){ .id = lg->legs[i].stat.id };
-	}
-	timed_window_take(w, lg->slices, sum_row, &win);
-	r = tables_json(&win, (double)timed_window_ns(w), NULL, true, rep);
-	if (!r)
-		timed_window_json(w, cJSON_GetObjectItemCaseSensitive(rep, "tables"));
-out:
-	free(win.nodes);
-	free(win.legs);
-	return r;
-}
-
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
-		     cJSON **err)
-{
-	struct legs_g *g = gp;
-	struct legs *lg = st;
-	struct counter_prog_stats ps = { 0 };
-	struct timed_window w;
-	const char *when = proto_str(req, "when", NULL);
-	bool other = when && (!lg->when_text || strcmp(when, lg->when_text));
-	int r;
-
-	/* hits are told apart when they happen, by the pattern given at start */
-	if (other && proto_bool(req, "tables", 0)) {
-		*err = proto_error(2, "--when: node hits are told apart at start, by the pattern given then (%s): give it with --node",
-				   lg->when_text ? lg->when_text : "none");
-		return -1;
-	}
-	if (timed_window_parse(req, t->start_wall, &w, err))
-		return -1;
-	collect(g, t, lg);
-	if (w.on) {
-		r = legs_window_json(lg, &w, rep);
-		goto out;
-	}
-	if (g->skel) {
-		struct bpf_program *progs[] = { g->skel->progs.node_hit, g->skel->progs.node_return,
-						g->skel->progs.node_usdt };
-
-		for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
-			struct bpf_prog_info info = {};
-			__u32 len = sizeof(info);
-
-			if (!bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len)) {
-				ps.run_cnt += info.run_cnt;
-				ps.run_time_ns += info.run_time_ns;
-			}
-		}
-	}
-	r = legs_tables_json(lg, target_elapsed(t) * 1e9, g->skel ? &ps : NULL, rep);
-out:
-	if (!r && other)
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(rep, "tables"), "list_when",
-					"not applied: hits are told apart at start, by the pattern given then");
-	return r;
-}
-
-/* ---- the state file's "tables" section */
-
-static void put_hist(struct sf_wr *w, cJSON *o, const struct pcmon_hcfg *c,
-		     const struct pcmon_hist *h)
-{
-	cJSON *x = sf_chk(w, cJSON_AddObjectToObject(o, "hist")), *b;
-
-	if (!x)
-		return;
-	sf_put_num(w, x, "kind", c->kind);
-	sf_put_num(w, x, "buckets", c->buckets);
-	sf_put_u64(w, x, "scale", c->scale);
-	sf_put_u64(w, x, "base", c->base);
-	sf_put_u64(w, x, "under", h->under);
-	sf_put_u64(w, x, "over", h->over);
-	b = sf_chk(w, cJSON_AddArrayToObject(x, "b"));
-	for (int i = 0; b && i <= PCMON_HIST_BUCKETS; i++)
-		sf_push(w, b, cJSON_CreateNumber((double)h->b[i])); /* counts below 2^53 */
-}
-
-static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
-		 cJSON *o)
-{
-	const struct legs *lg = st;
-	cJSON *arr, *x;
-
-	(void)t;
-	(void)s;
-	sf_put_num(w, o, "track", lg->track);
-	sf_put_num(w, o, "add", lg->add);
-	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
-	sf_put_num(w, o, "stepped_extra_ns", lg->step_cost_ns);
-	sf_put_num(w, o, "hit_err_ns", lg->hit_err_ns);
-	if (lg->when_text) {
-		sf_put_str(w, o, "when", lg->when_text);
-		sf_put_bool(w, o, "when_from_file", lg->when_file);
-		sf_put_bool(w, o, "icase", lg->icase);
-	}
-	arr = sf_chk(w, cJSON_AddArrayToObject(o, "nodes"));
-	for (size_t i = 0; arr && i < lg->nnodes && !w->oom; i++) {
-		sf_push(w, arr, x = cJSON_CreateObject());
-		if (w->oom)
-			break;
-		sf_put_str(w, x, "spec", lg->nodes[i].spec);
-		sf_put_num(w, x, "arg", lg->nodes[i].arg);
-		sf_put_u64(w, x, "hits", lg->nodes[i].hits);
-		if (lg->when_text) {
-			sf_put_u64(w, x, "not_matching", lg->nodes[i].other);
-			sf_put_u64(w, x, "unknown", lg->nodes[i].unknown);
-		}
-		sf_put_num(w, x, "cost_ns", lg->nodes[i].cost_ns);
-		sf_put_num(w, x, "cost_before_ns", lg->nodes[i].pre_ns);
-		put_hist(w, x, &lg->nodes[i].hist, &lg->nodes[i].h);
-	}
-	arr = sf_chk(w, cJSON_AddArrayToObject(o, "legs"));
-	for (size_t i = 0; arr && i < lg->nlegs && !w->oom; i++) {
-		const struct pcmon_leg *l = &lg->legs[i].stat;
-
-		sf_push(w, arr, x = cJSON_CreateObject());
-		if (w->oom)
-			break;
-		sf_put_num(w, x, "id", lg->legs[i].id);
-		sf_put_num(w, x, "from", lg->legs[i].from);
-		sf_put_num(w, x, "to", lg->legs[i].to);
-		sf_put_bool(w, x, "added", !l->id);
-#define PUT_LEG(f, need) sf_put_u64(w, x, #f, l->f);
-		PCMON_LEG_FIELDS(PUT_LEG)
-#undef PUT_LEG
-		put_hist(w, x, &lg->legs[i].hist, &l->h);
-	}
-	/* rows by LEGS_KEY() (format 5) */
-	if (lg->slices)
-		timed_save(w, lg->slices, o);
-}
-
-/*
- * The tables' time slices (format 5); a file from before has none: its counts load as one
- * slice, the target's life (histograms as counted since they were set up).
- */
-static int load_slices(struct sf_rd *rd, const cJSON *o, struct legs *lg)
-{
-	struct pcmon_node n = { 0 };
-	int r;
-
-	if (new_slices(lg, NULL, NULL))
-		return -ENOMEM;
-	r = timed_read(rd, o, 1, LEGS_MAX_KEY, lg->slices, NULL);
-	if (r <= 0)
-		return r;
-	/* fold what was loaded as if BPF had just counted it all (charged to one instant),
-	 * then stretch that one slice over the target's life */
-	lg->charge_wall = (uint64_t)(rd->t_start * 1e9);
-	for (size_t i = 0; i < lg->nnodes; i++) {
-		n.hits = lg->nodes[i].hits;
-		n.h = lg->nodes[i].h;
-		legs_fold_node(lg, i, &n);
-	}
-	for (size_t i = 0; i < lg->nlegs; i++) {
-		struct pcmon_leg l = lg->legs[i].stat;
-
-		if (legs_fold_leg(lg, lg->legs[i].from, lg->legs[i].to, &l))
-			return -ENOMEM;
-	}
-	if (lg->slices->n) {
-		struct slice *s = &lg->slices->s[0];
-		uint64_t t1 = (uint64_t)(rd->t_end * 1e9);
-
-		slices_tick(lg->slices, UINT64_MAX / 2); /* closed (no tier merges: one slice) */
-		s->t0 = (uint64_t)(rd->t_start * 1e9);
-		s->t1 = MAX(t1, s->t0 + 1);
-	}
-	return 0;
-}
-
-static int get_hist(struct sf_rd *rd, const cJSON *o, struct pcmon_hcfg *c, struct pcmon_hist *h)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "hist"), *b, *it;
-	uint32_t kind = 0, buckets = 0;
-	uint64_t v, scale = 0, base = 0;
-	int r, n, i = 0;
-
-	if (!cJSON_IsObject(x))
-		return sf_bad(rd, "hist", "missing");
-	if ((r = sf_get_u32(rd, x, "kind", SF_ALWAYS, PCMON_HIST_LOG, &kind)) ||
-	    (r = sf_get_u32(rd, x, "buckets", SF_ALWAYS, PCMON_HIST_BUCKETS, &buckets)) ||
-	    (r = sf_get_u64(rd, x, "scale", SF_ALWAYS, &scale)) ||
-	    (r = sf_get_u64(rd, x, "base", SF_ALWAYS, &base)) ||
-	    (r = sf_get_u64(rd, x, "under", SF_ALWAYS, &v)))
-		return r;
-	c->scale = scale;
-	c->base = base;
-	h->under = v;
-	if ((r = sf_get_u64(rd, x, "over", SF_ALWAYS, &v)) ||
-	    (r = sf_get_array(rd, x, "b", SF_ALWAYS, PCMON_HIST_BUCKETS + 1, &b, &n)))
-		return r;
-	h->over = v;
-	c->kind = kind;
-	c->buckets = buckets;
-	cJSON_ArrayForEach(it, b) {
-		int r = sf_item_u64(rd, "b", it, UINT64_MAX, &v);
-
-		if (r)
-			return r;
-		h->b[i++] = v;
-	}
-	return 0;
-}
-
-/* Which files have a leg's total (PCMON_LEG_FIELDS @need). */
-enum { LEG_ALWAYS, LEG_OPTIONAL, LEG_NET };
-
-/* A leg's total @name, 0 when the file need not have it; @net: the file's times are net. */
-static int get_leg_total(struct sf_rd *rd, const cJSON *o, const char *name, int need, bool net,
-			 __u64 *v)
-{
-	uint64_t u = 0;
-	int r = 0;
-
-	if (need != LEG_NET || net)
-		r = sf_get_u64(rd, o, name, need == LEG_OPTIONAL ? SF_OPTIONAL : SF_ALWAYS, &u);
-	*v = u;
-	return r;
-}
-
-/* The pattern a target's hits were told apart by (none in older files). */
-static int load_when(struct sf_rd *rd, const cJSON *o, struct legs *lg)
-{
-	const char *when = NULL;
-	cJSON *req, *err = NULL;
-	int r;
-
-	if ((r = sf_get_str(rd, o, "when", SF_OPTIONAL, PROTO_MAX_LINE, &when)) || !when)
-		return r;
-	if ((r = sf_get_bool(rd, o, "when_from_file", SF_ALWAYS, &lg->when_file)) ||
-	    (r = sf_get_bool(rd, o, "icase", SF_ALWAYS, &lg->icase)))
-		return r;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "when", when);
-	cJSON_AddBoolToObject(req, "when_from_file", lg->when_file);
-	cJSON_AddBoolToObject(req, "icase", lg->icase);
-	r = set_when(lg, req, &err);
-	cJSON_Delete(req);
-	cJSON_Delete(err);
-	return r ? sf_bad(rd, "when", "not a WHEN pattern nodes take") : 0;
-}
-
-static int load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
-{
-	const cJSON *nodes, *legs, *it;
-	struct legs *lg = calloc(1, sizeof(*lg));
-	double cost = 0;
-	int r, nn, nl, i = 0;
-
-	(void)s;
-	*out = NULL;
-	if (!lg)
-		return -ENOMEM;
-	lg->detached = true;
-	if ((r = sf_get_u32(rd, o, "track", SF_ALWAYS, PCMON_TRACK_NONE, &lg->track)) ||
-	    (r = sf_get_u32(rd, o, "add", SF_ALWAYS, 1, &lg->add)) ||
-	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
-	    (r = sf_get_double(rd, o, "stepped_extra_ns", SF_OPTIONAL, 0, 1e9, &lg->step_cost_ns)) ||
-	    (r = sf_get_double(rd, o, "hit_err_ns", SF_OPTIONAL, 0, 1e9, &lg->hit_err_ns)) ||
-	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
-	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)) ||
-	    (r = load_when(rd, o, lg)))
-		goto fail;
-	lg->hit_cost_ns = cost;
-	r = -ENOMEM;
-	lg->nodes = calloc(nn + 1, sizeof(*lg->nodes));
-	lg->legs = calloc(nl + 1, sizeof(*lg->legs));
-	if (!lg->nodes || !lg->legs)
-		goto fail;
-	lg->cap_legs = nl + 1;
-	cJSON_ArrayForEach(it, nodes) {
-		struct legs_node *n = &lg->nodes[lg->nnodes];
-		const char *spec = NULL;
-
-		snprintf(rd->at, sizeof(rd->at), "nodes[%d].", i++);
-		if ((r = sf_get_str(rd, it, "spec", SF_ALWAYS, 4096, &spec)) ||
-		    (r = sf_get_u32(rd, it, "arg", SF_ALWAYS, 7, &n->arg)) ||
-		    (r = sf_get_u64(rd, it, "hits", SF_ALWAYS, &n->hits)) ||
-		    (r = sf_get_u64(rd, it, "not_matching", SF_OPTIONAL, &n->other)) ||
-		    (r = sf_get_u64(rd, it, "unknown", SF_OPTIONAL, &n->unknown)) ||
-		    /* (files from before each node had its cost: one hit's, in the header) */
-		    (r = sf_get_u32(rd, it, "cost_ns", SF_OPTIONAL, UINT32_MAX, &n->cost_ns)) ||
-		    (r = sf_get_u32(rd, it, "cost_before_ns", SF_OPTIONAL, UINT32_MAX, &n->pre_ns)) ||
-		    (r = get_hist(rd, it, &n->hist, &n->h)))
-			goto fail;
-		if (!cJSON_GetObjectItemCaseSensitive(it, "cost_ns"))
-			n->cost_ns = (uint32_t)lg->hit_cost_ns;
-		n->spec = strdup(spec);
-		lg->nnodes++;
-	}
-	i = 0;
-	cJSON_ArrayForEach(it, legs) {
-		struct legs_leg *l = &lg->legs[lg->nlegs];
-		struct pcmon_leg *tot = &l->stat;
-		bool added = false;
-		/* files from before probe_hits held gross totals, one hit's cost in each leg */
-		bool net = cJSON_GetObjectItemCaseSensitive(it, "probe_hits") != NULL;
-
-		snprintf(rd->at, sizeof(rd->at), "legs[%d].", i++);
-		if ((r = sf_get_u32(rd, it, "id", SF_ALWAYS, UINT32_MAX, &l->id)) ||
-		    (r = sf_get_u32(rd, it, "from", SF_ALWAYS, nn, &l->from)) ||
-		    (r = sf_get_u32(rd, it, "to", SF_ALWAYS, nn, &l->to)) ||
-		    (r = sf_get_bool(rd, it, "added", SF_ALWAYS, &added)))
-			goto fail;
-#define GET_LEG(f, need)                                                \
-	if ((r = get_leg_total(rd, it, #f, LEG_##need, net, &tot->f))) \
-		goto fail;
-		PCMON_LEG_FIELDS(GET_LEG)
-#undef GET_LEG
-		if ((r = get_hist(rd, it, &l->hist, &tot->h)))
-			goto fail;
-		if (!net) {
-			double cost = lg->hit_cost_ns * (double)tot->count;
-
-			tot->probe_hits = tot->count;
-			tot->probe_ns = cost;
-			tot->total_ns =
-				(double)tot->total_ns > cost ? tot->total_ns - (uint64_t)cost : 0;
-		}
-		tot->id = added ? 0 : l->id;
-		lg->nlegs++;
-	}
-	rd->at[0] = '\0';
-	if ((r = load_slices(rd, o, lg)))
-		goto fail;
-	*out = lg;
-	return 0;
-fail:
-	free_state(lg);
-	return r;
-}
-
-/* ---- editing a running target's tables (pcmon node|leg|hist add|del) */
-
-/* The target's legs state, made (and attached) on its first node. */
-static struct legs *legs_of(struct legs_g *g, struct target *t, cJSON **rep)
-{
-	struct legs *lg = t->inst[INST_LEGS];
-
-	if (lg)
-		return lg;
-	if (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED) {
-		*rep = proto_error(1, "target %u is %s: nodes go on a running target", t->id,
-				   target_state_name(t->state));
-		return NULL;
-	}
-	lg = calloc(1, sizeof(*lg));
-	if (!lg) {
-		*rep = proto_error(1, "out of memory");
-		return NULL;
-	}
-	lg->track = PCMON_TRACK_ALL;
-	if (new_slices(lg, NULL, rep) || attach(g, t, lg, rep)) {
-		free_state(lg);
-		return NULL;
-	}
-	t->inst[INST_LEGS] = lg;
-	return lg;
-}
-
-static int editable(const struct legs *lg, struct target *t, cJSON **rep)
-{
-	if (lg->detached || (t->state != TARGET_RUNNING && t->state != TARGET_PAUSED)) {
-		*rep = proto_error(1, "target %u is %s: its tables can no longer change", t->id,
-				   target_state_name(t->state));
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/*
- * pcmon node|leg|hist add|del on a running target (its first node gives it the
- * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
- * from/to, hist/on, id. The reply says the new node's or leg's number.
- */
-static cJSON *edit(void *gp, struct target *t, const cJSON *req)
-{
-	struct legs_g *g = gp;
-	const char *what = proto_str(req, "cmd", "");
-	bool add = !strcmp(proto_str(req, "op", ""), "add");
-	uint32_t id = proto_num(req, "id", 0);
-	cJSON *rep = NULL, *ok;
-	struct legs *lg = add ? legs_of(g, t, &rep) : t->inst[INST_LEGS];
-
-	if (!lg)
-		return rep ? rep : proto_error(1, "target %u has no nodes", t->id);
-	if (editable(lg, t, &rep))
-		return rep;
-	if (!strcmp(what, "node") && add) {
-		struct legs_node *n = realloc(lg->nodes, (lg->nnodes + 1) * sizeof(*n));
-		const char *spec = proto_str(req, "spec", "");
-
-		if (!n)
-			return proto_error(1, "out of memory");
-		lg->nodes = n;
-		n = &lg->nodes[lg->nnodes];
-		*n = (struct legs_node){ .spec = strdup(spec) };
-		n->arg = cJSON_GetObjectItemCaseSensitive(req, "arg") ? proto_num(req, "arg", 0) + 1 : 0;
-		lg->nnodes++;
-		if (!n->spec || configure(g, t, lg, false) || attach_node(g, t, lg, lg->nnodes - 1, &rep)) {
-			for (size_t k = 0; k < n->nlinks; k++)
-				bpf_link__destroy(n->links[k]);
-			free(n->links);
-			free(n->spec);
-			lg->nnodes--;
-			return rep ? rep : proto_error(1, "out of memory");
-		}
-		id = lg->nnodes;
-	} else if (!strcmp(what, "node")) {
-		struct legs_node *n = id >= 1 && id <= lg->nnodes ? &lg->nodes[id - 1] : NULL;
-
-		if (!n || !n->spec[0])
-			return proto_error(1, "target %u has no node %u", t->id, id);
-		for (size_t k = 0; k < n->nlinks; k++)
-			bpf_link__destroy(n->links[k]);
-		n->nlinks = 0;
-		n->spec[0] = '\0'; /* numbers stay: a deleted node keeps its place */
-	} else if (!strcmp(what, "leg") && add) {
-		char spec[64];
-		cJSON *err = NULL, *one = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(one, "legs");
-		struct legs tmp = *lg;
-
-		snprintf(spec, sizeof(spec), "%s:%s", proto_str(req, "from", ""), proto_str(req, "to", ""));
-		cJSON_AddItemToArray(arr, cJSON_CreateString(spec));
-		tmp.legs = NULL;
-		tmp.nlegs = tmp.cap_legs = 0;
-		(void)err;
-		rep = NULL;
-		if (parse_legs(&tmp, arr, &rep)) {
-			cJSON_Delete(one);
-			free(tmp.legs);
-			return rep;
-		}
-		cJSON_Delete(one);
-		/* the limits of the table it joins (parsed alone, it was checked against none) */
-		if (legs_full(lg, &tmp.legs[0], spec, &rep)) {
-			free(tmp.legs);
-			return rep;
-		}
-		if (GROW(lg->legs, lg->cap_legs, lg->nlegs + 1)) {
-			free(tmp.legs);
-			return proto_error(1, "out of memory");
-		}
-		tmp.legs[0].id = tmp.legs[0].stat.id = next_leg_id(lg);
-		lg->legs[lg->nlegs++] = tmp.legs[0];
-		free(tmp.legs);
-		configure(g, t, lg, false);
-		id = lg->legs[lg->nlegs - 1].id;
-	} else if (!strcmp(what, "leg")) {
-		struct legs_leg *l = NULL;
-
-		for (size_t i = 0; i < lg->nlegs && !l; i++)
-			if (lg->legs[i].id == id)
-				l = &lg->legs[i];
-		if (!l)
-			return proto_error(1, "target %u has no leg %u", t->id, id);
-		{
-			struct pcmon_lkey k = { t->id, l->from, l->to, 0 };
-
-			bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
-		}
-		*l = lg->legs[--lg->nlegs];
-		index_legs(g, t, lg, false);
-	} else if (!strcmp(what, "hist") && add) {
-		if (parse_hist(lg, proto_str(req, "hist", ""), &rep))
-			return rep;
-		configure_hists(g, t, lg);
-	} else {
-		const char *on = proto_str(req, "on", "");
-
-		if (!strcmp(on, "node") && id >= 1 && id <= lg->nnodes)
-			lg->nodes[id - 1].hist.kind = PCMON_HIST_NONE;
-		for (size_t i = 0; !strcmp(on, "leg") && i < lg->nlegs; i++)
-			if (lg->legs[i].id == id)
-				lg->legs[i].hist.kind = PCMON_HIST_NONE;
-		configure_hists(g, t, lg);
-	}
-	t->dirty = true;
-	ok = proto_ok();
-	cJSON_AddNumberToObject(ok, "id", id);
-	return ok;
-}
-
-/* ---- the ops */
-
-static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
-{
-	/* struct legs_g starts with its struct inst_env */
-	*gp = inst_g_new(env, sizeof(struct legs_g), err, errlen);
-	return *gp ? 0 : -ENOMEM;
-}
-
-static void close_g(void *gp)
-{
-	struct legs_g *g = gp;
-
-	if (!g)
-		return;
-	legs_bpf__destroy(g->skel);
-	counter_close(g->ctr);
-	free(g);
-}
-
-static const struct proto_field fields[] = {
-	{ .name = "nodes", .type = PT_NODES, .max = PROTO_MAX_LINE, .opt = "--node" },
-	{ .name = "legs", .type = PT_STRS, .max = 64, .opt = "--leg" },
-	{ .name = "hists", .type = PT_STRS, .max = 128, .opt = "--hist" },
-	{ .name = "track", .type = PT_ENUM, .values = "none|successor|all", .opt = "--track" },
-	{ .name = "add", .type = PT_ENUM, .values = "none|successor", .opt = "--add" },
-};
-
-static const struct proto_field list_fields[] = {
-	{ .name = "tables", .type = PT_BOOL },
-};
-
-/* pcmon node|leg|hist add|del TARGET ...: the tables, edited while the target runs */
-static const struct proto_field edit_fields[] = {
-	{ .name = "target", .type = PT_TARGET, .required = true },
-	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
-	{ .name = "spec", .type = PT_STR, .max = 4096 },
-	{ .name = "arg", .type = PT_UINT, .min = 0, .max = 5 },
-	{ .name = "id", .type = PT_UINT, .min = 1, .max = 1000000 },
-	{ .name = "from", .type = PT_STR, .max = 16 },
-	{ .name = "to", .type = PT_STR, .max = 16 },
-	{ .name = "hist", .type = PT_STR, .max = 128 },
-	{ .name = "on", .type = PT_ENUM, .values = "node|leg" },
-};
-
-static const struct inst_cmd cmds[] = {
-	{ "node", edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "leg", edit, edit_fields, ARRAY_SIZE(edit_fields) },
-	{ "hist", edit, edit_fields, ARRAY_SIZE(edit_fields) },
-};
-
-const struct inst_ops legs_ops = {
-	.name = "tables",
-	.fields = fields,
-	.nfields = ARRAY_SIZE(fields),
-	.open = open_g,
-	.close = close_g,
-	.wanted = wanted,
-	.new = new_state,
-	.attach = attach,
-	.set_active = set_active,
-	.stop = stop,
-	.zero = zero,
-	.free = free_state,
-	.list_json = list_json,
-	.list_fields = list_fields,
-	.nlist_fields = ARRAY_SIZE(list_fields),
-	.only = "tables",
-	.missing = "has no nodes (start it with --node NODE)",
-	.cmds = cmds,
-	.ncmds = ARRAY_SIZE(cmds),
-	.tick = tick,
-	.sync = sync_all,
-	.bytes = bytes,
-	.facts_json = facts_json,
-	.summary_json = summary_json,
-	.save = save,
-	.load = load,
-};

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for the call-counting instrument's pure logic (daemon/instruments/count.c, count_report.c,
+ * Unit tests for the call-counting instrument's pure logic (daemon/instruments/count*.c,
  * docs/count.md): no BPF. BPF keeps each procedure's raw totals (struct pcmon_cstat); these
  * tests give the totals BPF would have kept for small hand-timed traces, and check what the
  * call table makes of them: the probes' cost taken off per activation and per kind, never

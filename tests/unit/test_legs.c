@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for the probe-node instrument's pure logic (daemon/instruments/legs.c, docs/legs.md), and
+ * Unit tests for the probe-node instrument's pure logic (daemon/instruments/legs*.c, docs/legs.md), and
  * for the arithmetic its BPF side does on each hit (include/pcmon_legs.h, compiled here as
  * it is for bpf/legs.bpf.c): no BPF.
  *
