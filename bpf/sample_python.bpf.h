@@ -305,7 +305,12 @@ static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key
 		py_mark(st, PCMON_PY_UNKNOWN);
 		return NULL;
 	}
-	return pp->runtime ? pp : NULL;
+	if (!pp->runtime) {
+		if (pp->o.flags & PCMON_PYF_UNREADABLE)
+			py_mark(st, PCMON_PY_UNKNOWN);
+		return NULL;
+	}
+	return pp;
 }
 
 /*

@@ -91,7 +91,14 @@ struct pcmon_pyoffs {
 	 */
 	__u16 fr_shim_owner;
 	__u16 co_code;		/* PyCodeObject.co_code_adaptive: the first instruction */
+	__u16 flags;		/* PCMON_PYF_* */
 };
+/*
+ * A CPython pcmon has a table for whose build is not laid out as it says (runtime 0): its
+ * samples are marked PCMON_PY_UNKNOWN, so that those that ran Python code are flagged
+ * (python_unknown) rather than read wrong or silently native.
+ */
+#define PCMON_PYF_UNREADABLE 0x1
 
 /*
  * A process the engine looked at for an interpreter (pyprocs, by tgid): runtime 0 says it has

@@ -20,6 +20,16 @@
 #include "sym.h"
 #include "util.h"
 
+/* What every version's entry has: its objects' fields (python_layouts.h, PY3<minor>_*) */
+#define LAYOUT_OBJECTS(v)                                                                  \
+	.ob_type = PY##v##_OB_TYPE, .ob_size = PY##v##_OB_SIZE,                              \
+	.bytes_sval = PY##v##_BYTES_SVAL, .co_firstlineno = PY##v##_CO_FIRSTLINENO,          \
+	.co_filename = PY##v##_CO_FILENAME, .co_linetable = PY##v##_CO_LINETABLE,            \
+	.str_length = PY##v##_STR_LENGTH, .str_state = PY##v##_STR_STATE,                    \
+	.str_ascii = PY##v##_STR_ASCII_DATA, .str_compact = PY##v##_STR_COMPACT_DATA,        \
+	.str_ptr = PY##v##_STR_DATA_PTR, .code_size = PY##v##_CODE_SIZE,                     \
+	.str_size = PY##v##_STR_SIZE
+
 static const struct py_layout layouts[] = {
 	{
 		.from = 0x030b00f0, /* 3.11.0 final: the betas moved things */
@@ -39,19 +49,35 @@ static const struct py_layout layouts[] = {
 			.fr_is_entry = PY311_FR_IS_ENTRY - PY311_FR_CODE,
 			.co_code = PY311_CO_CODE,
 		},
-		.ob_type = PY311_OB_TYPE,
-		.ob_size = PY311_OB_SIZE,
-		.bytes_sval = PY311_BYTES_SVAL,
-		.co_firstlineno = PY311_CO_FIRSTLINENO,
-		.co_filename = PY311_CO_FILENAME,
+		LAYOUT_OBJECTS(311),
 		.co_qualname = PY311_CO_QUALNAME,
-		.co_linetable = PY311_CO_LINETABLE,
 		.co_hdr = PY311_CO_CODE,
-		.str_length = PY311_STR_LENGTH,
-		.str_state = PY311_STR_STATE,
-		.str_ascii = PY311_STR_ASCII_DATA,
-		.str_compact = PY311_STR_COMPACT_DATA,
-		.str_ptr = PY311_STR_DATA_PTR,
+		.lines = PY_LINES_LOCATIONS,
+	},
+	{
+		/* 3.12: 3.11's design; each activation of the loop starts with a shim frame */
+		.from = 0x030c00f0,
+		.to = 0x030d0000,
+		.o = {
+			.rt_interp_head = PY312_RT_INTERP_HEAD,
+			.is_threads_head = PY312_IS_THREADS_HEAD,
+			.ts_next = PY312_TS_NEXT,
+			.ts_native_id = PY312_TS_NATIVE_ID,
+			.ts_cframe = PY312_TS_CFRAME,
+			.cf_current = PY312_CF_CURRENT,
+			.fr_lo = PY312_FR_CODE,
+			.fr_size = (PY312_FR_OWNER + 1 - PY312_FR_CODE + 7) & ~7,
+			.fr_code = 0,
+			.fr_previous = PY312_FR_PREVIOUS - PY312_FR_CODE,
+			.fr_prev_instr = PY312_FR_PREV_INSTR - PY312_FR_CODE,
+			.fr_is_entry = PY312_FR_OWNER - PY312_FR_CODE,
+			.fr_shim_owner = PY312_FRAME_OWNED_BY_CSTACK,
+			.co_code = PY312_CO_CODE,
+		},
+		LAYOUT_OBJECTS(312),
+		.co_qualname = PY312_CO_QUALNAME,
+		.co_hdr = PY312_CO_CODE,
+		.lines = PY_LINES_LOCATIONS,
 	},
 };
 
@@ -206,6 +232,7 @@ static uint64_t u64_at(const uint8_t *b, size_t off)
 
 struct found {
 	uint64_t runtime, version, code_type;	/* addresses in the object (ELF vaddrs) */
+	uint64_t str_type;
 	uint64_t base_vaddr;			/* its first loadable segment's */
 };
 
@@ -229,6 +256,8 @@ static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *
 			f->version = sym.st_value;
 		else if (!strcmp(name, "PyCode_Type"))
 			f->code_type = sym.st_value;
+		else if (!strcmp(name, "PyUnicode_Type"))
+			f->str_type = sym.st_value;
 	}
 }
 
@@ -267,6 +296,39 @@ static const struct py_layout *layout_of(uint32_t version)
 		if (version >= layouts[i].from && version < layouts[i].to)
 			return &layouts[i];
 	return NULL;
+}
+
+/* Where PyTypeObject.tp_basicsize is (PyVarObject, tp_name): every version alike. */
+#define PY_TYPE_BASICSIZE 32
+
+/*
+ * Is the interpreter of @pid laid out as @l says? A table is per minor version, from the
+ * headers of one build: the basic sizes its PyCode_Type and PyUnicode_Type report (its own
+ * sizeof) must be the table's, or its fields are not where the table has them (a patch
+ * release that moved them, a build configured otherwise). 0, or -EPROTO with @why.
+ */
+static int layout_matches(uint32_t pid, const struct py_layout *l, uint64_t code_type,
+			  uint64_t str_type, char *why, size_t len)
+{
+	int64_t code = 0, str = 0;
+
+	if ((l->code_size && mem_read(pid, code_type + PY_TYPE_BASICSIZE, &code, sizeof(code))) ||
+	    (l->str_size && str_type &&
+	     mem_read(pid, str_type + PY_TYPE_BASICSIZE, &str, sizeof(str)))) {
+		snprintf(why, len, "its type objects could not be read");
+		return -EPROTO;
+	}
+	if (l->code_size && code != l->code_size) {
+		snprintf(why, len, "its code objects are %lld bytes, pcmon's table has %u",
+			 (long long)code, l->code_size);
+		return -EPROTO;
+	}
+	if (l->str_size && str_type && str != l->str_size) {
+		snprintf(why, len, "its str objects are %lld bytes, pcmon's table has %u",
+			 (long long)str, l->str_size);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 /* ---- _Py_DebugOffsets (3.13 on) */
@@ -472,7 +534,16 @@ static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
 		return -ENOTSUP;
 	}
 	l = layout_of(version);
-	if (l) {
+	if (l && f.code_type) {
+		*lo = *l;
+		if (layout_matches(pid, l, bias + f.code_type, f.str_type ? bias + f.str_type : 0,
+				   whyd, sizeof(whyd))) {
+			snprintf(why, len, "%s: CPython %u.%u.%u, not laid out as pcmon's table for %u.%u "
+				 "says (%s)", path, version >> 24, version >> 16 & 0xff,
+				 version >> 8 & 0xff, version >> 24, version >> 16 & 0xff, whyd);
+			return -EPROTO;
+		}
+	} else if (l) {
 		*lo = *l;
 	} else if (mem_read(pid, bias + f.runtime, dbg, sizeof(dbg)) ||
 		   py_layout_published(dbg, sizeof(dbg), version, lo, whyd, sizeof(whyd))) {
