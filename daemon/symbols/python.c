@@ -30,7 +30,49 @@
 	.str_ptr = PY##v##_STR_DATA_PTR, .code_size = PY##v##_CODE_SIZE,                     \
 	.str_size = PY##v##_STR_SIZE
 
+/*
+ * 3.8-3.10: a thread's frames are a chain of PyFrameObject from PyThreadState.frame (there is
+ * no _PyCFrame to go through: PCMON_PY_NO_CFRAME), each run by an activation of the loop of
+ * its own; a thread state is known by its thread_id, pthread_self(); no qualified names.
+ */
+#define LAYOUT_FRAMEOBJ(v, lastiflags, linetab)                                            \
+	.o = {                                                                               \
+		.rt_interp_head = PY##v##_RT_INTERP_HEAD,                                    \
+		.is_threads_head = PY##v##_IS_THREADS_HEAD,                                  \
+		.ts_next = PY##v##_TS_NEXT,                                                  \
+		.ts_native_id = PY##v##_TS_THREAD_ID,                                        \
+		.ts_cframe = PCMON_PY_NO_CFRAME,                                             \
+		.cf_current = PY##v##_TS_FRAME,                                              \
+		.fr_lo = PY##v##_FR_PREVIOUS,                                                \
+		.fr_size = (PY##v##_FR_LASTI + 4 - PY##v##_FR_PREVIOUS + 7) & ~7,            \
+		.fr_code = PY##v##_FR_CODE - PY##v##_FR_PREVIOUS,                            \
+		.fr_previous = 0,                                                            \
+		.fr_prev_instr = PY##v##_FR_LASTI - PY##v##_FR_PREVIOUS,                     \
+		.flags = PCMON_PYF_PTHREAD_ID | (lastiflags),                                \
+	},                                                                                   \
+	LAYOUT_OBJECTS(v),                                                                   \
+	.co_qualname = PY##v##_CO_NAME,                                                      \
+	.co_hdr = PY##v##_CODE_SIZE,                                                         \
+	.frame_size = PY##v##_FRAME_SIZE,                                                    \
+	.lines = (linetab)
+
 static const struct py_layout layouts[] = {
+	{
+		/* (3.8 to 3.10 have no Py_Version: their file's name says which) */
+		.from = 0x03080000,
+		.to = 0x03090000,
+		LAYOUT_FRAMEOBJ(38, PCMON_PYF_LASTI | PCMON_PYF_LASTI_BYTES, PY_LINES_LNOTAB),
+	},
+	{
+		.from = 0x03090000,
+		.to = 0x030a0000,
+		LAYOUT_FRAMEOBJ(39, PCMON_PYF_LASTI | PCMON_PYF_LASTI_BYTES, PY_LINES_LNOTAB),
+	},
+	{
+		.from = 0x030a0000,
+		.to = 0x030b0000,
+		LAYOUT_FRAMEOBJ(310, PCMON_PYF_LASTI, PY_LINES_310),
+	},
 	{
 		.from = 0x030b00f0, /* 3.11.0 final: the betas moved things */
 		.to = 0x030c0000,
@@ -91,8 +133,9 @@ struct py_code {
 	uint32_t gen;		/* the drain it was last checked in (0: never read, or forgotten) */
 	uint32_t name, file;	/* sym string ids: the procedure's name, the file */
 	int firstlineno;
-	uint8_t *tab;		/* its location table */
+	uint8_t *tab;		/* its line table */
 	uint32_t ntab;
+	uint8_t lines;		/* enum py_lines: which kind */
 };
 
 /* A process whose interpreter was found (py_find() through sample.c), by pid. */
@@ -232,7 +275,7 @@ static uint64_t u64_at(const uint8_t *b, size_t off)
 
 struct found {
 	uint64_t runtime, version, code_type;	/* addresses in the object (ELF vaddrs) */
-	uint64_t str_type;
+	uint64_t str_type, frame_type;
 	uint64_t base_vaddr;			/* its first loadable segment's */
 };
 
@@ -258,6 +301,8 @@ static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *
 			f->code_type = sym.st_value;
 		else if (!strcmp(name, "PyUnicode_Type"))
 			f->str_type = sym.st_value;
+		else if (!strcmp(name, "PyFrame_Type"))
+			f->frame_type = sym.st_value;
 	}
 }
 
@@ -290,6 +335,25 @@ static bool look_in_object(int fd, struct found *f)
 	return f->runtime && f->base_vaddr != UINT64_MAX;
 }
 
+/*
+ * The version an interpreter older than 3.11 (no Py_Version) is, from its file's name,
+ * "python3.X" or "libpython3.X.so...", as 0x030X0000; 0 if it does not say.
+ */
+static uint32_t version_of_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	unsigned int minor = 0;
+	int n = 0;
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "lib", 3))
+		base += 3;
+	if (sscanf(base, "python3.%u%n", &minor, &n) != 1 || minor > 99 ||
+	    (base[n] && base[n] != '.' && base[n] != 'm' && base[n] != 'd'))
+		return 0;
+	return 0x03000000u | minor << 16;
+}
+
 static const struct py_layout *layout_of(uint32_t version)
 {
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
@@ -308,9 +372,17 @@ static const struct py_layout *layout_of(uint32_t version)
  * release that moved them, a build configured otherwise). 0, or -EPROTO with @why.
  */
 static int layout_matches(uint32_t pid, const struct py_layout *l, uint64_t code_type,
-			  uint64_t str_type, char *why, size_t len)
+			  uint64_t str_type, uint64_t frame_type, char *why, size_t len)
 {
-	int64_t code = 0, str = 0;
+	int64_t code = 0, str = 0, frame = 0;
+
+	if (l->frame_size && frame_type &&
+	    !mem_read(pid, frame_type + PY_TYPE_BASICSIZE, &frame, sizeof(frame)) &&
+	    frame != l->frame_size) {
+		snprintf(why, len, "its frame objects are %lld bytes, pcmon's table has %u",
+			 (long long)frame, l->frame_size);
+		return -EPROTO;
+	}
 
 	if ((l->code_size && mem_read(pid, code_type + PY_TYPE_BASICSIZE, &code, sizeof(code))) ||
 	    (l->str_size && str_type &&
@@ -529,15 +601,20 @@ static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
 	}
 	close(fd);
 	bias = start - f.base_vaddr;
-	if (!f.version || mem_read(pid, bias + f.version, &version, sizeof(version))) {
-		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version)", path);
+	if (f.version && mem_read(pid, bias + f.version, &version, sizeof(version)))
+		version = 0;
+	if (!f.version)
+		version = version_of_name(path); /* (checked against the object below) */
+	if (!version) {
+		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version) whose file name "
+			 "does not say which", path);
 		return -ENOTSUP;
 	}
 	l = layout_of(version);
 	if (l && f.code_type) {
 		*lo = *l;
 		if (layout_matches(pid, l, bias + f.code_type, f.str_type ? bias + f.str_type : 0,
-				   whyd, sizeof(whyd))) {
+				   f.frame_type ? bias + f.frame_type : 0, whyd, sizeof(whyd))) {
 			snprintf(why, len, "%s: CPython %u.%u.%u, not laid out as pcmon's table for %u.%u "
 				 "says (%s)", path, version >> 24, version >> 16 & 0xff,
 				 version >> 8 & 0xff, version >> 24, version >> 16 & 0xff, whyd);
@@ -730,7 +807,7 @@ static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
 	py_proc_name(file, qualname, name, sizeof(name));
 	free(c->tab);
 	*c = (struct py_code){ .sum = header_sum(l, h), .gen = p->gen, .firstlineno = first,
-			       .tab = t, .ntab = ntab };
+			       .tab = t, .ntab = ntab, .lines = l->lines };
 	r = sym_intern_str(p->sym, name, &c->name);
 	if (!r)
 		r = sym_intern_str(p->sym, file, &c->file);
@@ -791,7 +868,7 @@ int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc)
 	if (instr1 == 0 || instr1 == PCMON_PY_INSTR_FAR || !c->tab)
 		l = c->firstlineno;
 	else
-		l = py_line_of(c->tab, c->ntab, c->firstlineno, (int)(instr1 - 1) * 2);
+		l = py_line_in(c->lines, c->tab, c->ntab, c->firstlineno, (int)(instr1 - 1) * 2);
 	line = l > 0 ? l : 0;
 	name = sym_str(p->sym, c->name);
 	file = sym_str(p->sym, c->file);
@@ -870,6 +947,65 @@ int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr)
 		start = end;
 	}
 	return -1;
+}
+
+/*
+ * 3.8, 3.9: co_lnotab, pairs of bytes: how far the next line's code starts (bytes, unsigned)
+ * and how many lines on it is (signed: a loop's test comes back up). An instruction is on the
+ * line reached by the pairs that start at or before it (Objects/lnotab_notes.txt).
+ */
+int py_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	int line = firstlineno, at = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		at += tab[i];
+		if (at > addr)
+			break;
+		line += (int8_t)tab[i + 1];
+	}
+	return line;
+}
+
+/*
+ * 3.10: co_linetable, pairs of bytes: a range of code (bytes, unsigned) and the line delta
+ * of that range (signed), -128 for a range with no line. A pair with a delta of 0 goes on with
+ * the range before it, whether it had a line or not (Objects/lnotab_notes.txt of 3.10).
+ */
+int py_line_310(const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	int line = firstlineno, start = 0;
+	bool has = true;
+
+	if (addr < 0)
+		return firstlineno;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int8_t d = (int8_t)tab[i + 1];
+		int end = start + tab[i];
+
+		if (d == -128) {
+			has = false;
+		} else if (d) {
+			line += d;
+			has = true;
+		}
+		if (addr < end)
+			return has ? line : -1;
+		start = end;
+	}
+	return -1;
+}
+
+int py_line_in(int kind, const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	switch (kind) {
+	case PY_LINES_LNOTAB:
+		return py_line_lnotab(tab, len, firstlineno, addr);
+	case PY_LINES_310:
+		return py_line_310(tab, len, firstlineno, addr);
+	default:
+		return py_line_of(tab, len, firstlineno, addr);
+	}
 }
 
 /* ---- names */

@@ -31,7 +31,7 @@ struct py_layout {
 	uint16_t str_length, str_state, str_ascii, str_compact, str_ptr;
 	/* the basic sizes of its code and str objects (0: not checked): a build whose
 	 * PyCode_Type or PyUnicode_Type says otherwise is not laid out as the table says */
-	uint16_t code_size, str_size;
+	uint16_t code_size, str_size, frame_size;
 	uint8_t lines;		/* enum py_lines: its code objects' line table */
 };
 /* How a version's code objects map an instruction to its line. */
@@ -124,6 +124,10 @@ uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uin
  * @firstlineno, from its 3.11 location table @tab: -1 when the table says it has none.
  */
 int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr);
+/* The same from 3.8 and 3.9's co_lnotab, 3.10's co_linetable; of either kind (enum py_lines). */
+int py_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int addr);
+int py_line_310(const uint8_t *tab, size_t len, int firstlineno, int addr);
+int py_line_in(int kind, const uint8_t *tab, size_t len, int firstlineno, int addr);
 /*
  * A Python frame's procedure name: the module its @file is (the path under a directory of
  * sys.path, dots for slashes, no ".py" or "/__init__"), a dot, its @qualname.
