@@ -264,10 +264,22 @@ $(OTLP_ENCODE): tests/tools/otlp_encode.c $(OUTPUT)/libpcmon.a | $(OUTPUT)/tools
 $(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
-# CPython 3.11's offsets (docs/python.md) against its installed headers: compiling is the check
+# The CPython offsets (docs/python.md) against each version's own headers present: the
+# system's python3.11-dev and pyenv's builds of 3.8 to 3.13 (a version absent is skipped,
+# and said); compiling is the check
 PY311_INC ?= /usr/include/python3.11
-$(OUTPUT)/tests/pyoffsets_check.o: tests/unit/pyoffsets_check.c daemon/symbols/python_layouts.h | $(OUTPUT)/tests
-	$(CC) -std=gnu11 $(WARN) -Wno-unused-parameter -Idaemon/symbols -I$(PY311_INC) -c $< -o $@
+PYENV_ROOT ?= $(HOME)/.pyenv
+PY_VERSIONS := 8 9 10 11 12 13
+PY_INCS := $(wildcard $(PY311_INC)) $(foreach v,$(PY_VERSIONS),$(lastword $(sort \
+	$(wildcard $(PYENV_ROOT)/versions/3.$(v).*/include/python3.$(v)))))
+PY_ABSENT := $(strip $(foreach v,$(PY_VERSIONS),$(if $(filter %/python3.$(v),$(PY_INCS)),,3.$(v))))
+$(OUTPUT)/tests/pyoffsets_check.o: tests/unit/pyoffsets_check.c daemon/symbols/python_layouts.h \
+		daemon/symbols/python_fields.h | $(OUTPUT)/tests
+	@$(if $(PY_ABSENT),echo "  pyoffsets: no headers of CPython $(PY_ABSENT) here: not checked";) true
+	@for inc in $(PY_INCS); do \
+		echo "  pyoffsets $$inc"; \
+		$(CC) -std=gnu11 $(WARN) -Wno-unused-parameter -Idaemon/symbols -I$$inc -c $< -o $@ || exit 1; \
+	done
 
 # the unit tests, built and run: no root, no BPF (tests/unit/test_engine.c fakes the sampler)
 unit: $(UNIT_BINS) $(OUTPUT)/tests/pyoffsets_check.o

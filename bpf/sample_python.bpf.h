@@ -54,7 +54,7 @@ struct py_find {
 	struct task_struct *task;	/* whose memory (remote reads) */
 	__u64 ts;	/* the thread state being looked at */
 	__u64 found;
-	__u32 want;	/* the kernel's tid */
+	__u64 want;	/* the kernel's tid, or the thread's fs base (PCMON_PYF_PTHREAD_ID) */
 	__u16 next, id;
 };
 
@@ -100,10 +100,16 @@ static __always_inline __u64 py_tstate(struct pcmon_pythread *pt, __u32 tid,
 			     .id = pp->o.ts_native_id };
 	__u64 interp = 0, id = 0, now;
 
+	if (pp->o.flags & PCMON_PYF_PTHREAD_ID) {
+		/* (the thread sampled, or the one read from outside) */
+		struct task_struct *t = remote ? task : bpf_get_current_task_btf();
+
+		f.want = BPF_CORE_READ(t, thread.fsbase);
+	}
 	if (pt->runtime == pp->runtime && pt->epoch == pp->epoch) {
 		if (pt->tstate &&
 		    !py_read(&id, sizeof(id), pt->tstate + pp->o.ts_native_id, task, remote) &&
-		    id == tid)
+		    id == f.want)
 			return pt->tstate;
 		if (!pt->tstate && bpf_ktime_get_ns() < pt->miss_until)
 			return 0;
@@ -128,7 +134,7 @@ struct py_walk {
 	__u32 n, end;		/* next word of st to write, the first not to */
 	__u32 first;		/* the first word of frames */
 	__u32 status;
-	__u16 lo, size, code, previous, prev_instr, is_entry, shim_owner, co_code;
+	__u16 lo, size, code, previous, prev_instr, is_entry, shim_owner, co_code, flags;
 };
 
 /* A field of @size bytes at @off of a frame's window (the engine's offsets, bounded here). */
@@ -140,7 +146,7 @@ static __always_inline __u64 win_get(const __u8 *win, __u16 off, int size)
 		return 0;
 	if (size == 1)
 		return win[off];
-	bpf_probe_read_kernel(&v, sizeof(v), win + off);
+	bpf_probe_read_kernel(&v, size == 4 ? 4 : 8, win + off);
 	return v;
 }
 
@@ -166,11 +172,33 @@ static __always_inline long py_step_one(struct py_walk *w, const bool remote)
 	/* no more than the frame's fields span: the last frame of a chunk may end a mapping */
 	if (w->size <= PCMON_PY_FRAME_SHORT)
 		err = py_read(win, PCMON_PY_FRAME_SHORT, w->frame + w->lo, w->task, remote);
+	else if (w->size <= PCMON_PY_FRAME_MID)
+		err = py_read(win, PCMON_PY_FRAME_MID, w->frame + w->lo, w->task, remote);
 	else
 		err = py_read(win, PCMON_PY_FRAME_WINDOW, w->frame + w->lo, w->task, remote);
 	if (err) {
 		w->status = PCMON_PY_FAULT;
 		return 1;
+	}
+	if (w->flags & PCMON_PYF_LASTI) {
+		/* 3.8-3.10: a PyFrameObject, run by an activation of its own */
+		__s32 lasti = (__s32)win_get(win, w->prev_instr, 4);
+
+		code = win_get(win, w->code, 8);
+		if (!code || code > PCMON_PY_CODE_MASK) {
+			w->status = PCMON_PY_FAULT;
+			return 1;
+		}
+		if (lasti < 0)
+			instr1 = 0;
+		else if (w->flags & PCMON_PYF_LASTI_BYTES)
+			instr1 = (__u64)lasti / 2 + 1;
+		else
+			instr1 = (__u64)lasti + 1;
+		w->st->ip[stack_slot(w->n)] = pcmon_py_word(code, 1, instr1);
+		w->n++;
+		w->frame = win_get(win, w->previous, 8);
+		return 0;
 	}
 	entry = win_get(win, w->is_entry, 1);
 	if (w->shim_owner && entry >= w->shim_owner) {
@@ -247,11 +275,12 @@ static __always_inline int py_walk(struct pcmon_stack *st, struct pcmon_pythread
 			      .lo = pp->o.fr_lo, .size = pp->o.fr_size, .code = pp->o.fr_code,
 			      .previous = pp->o.fr_previous, .prev_instr = pp->o.fr_prev_instr,
 			      .is_entry = pp->o.fr_is_entry, .shim_owner = pp->o.fr_shim_owner,
-			      .co_code = pp->o.co_code };
+			      .co_code = pp->o.co_code, .flags = pp->o.flags };
 	w.end = n + 1 + PCMON_PY_FRAMES_MAX;
 	if (w.end > PCMON_STACK_MAX)
 		w.end = PCMON_STACK_MAX;
-	/* 3.11: the thread state's _PyCFrame holds the current frame; 3.13: the state itself */
+	/* 3.11, 3.12: the thread state's _PyCFrame holds the current frame; 3.8-3.10, 3.13 on:
+	 * the state itself */
 	if (pp->o.ts_cframe == PCMON_PY_NO_CFRAME)
 		cframe = tstate;
 	else if (py_read(&cframe, sizeof(cframe), tstate + pp->o.ts_cframe, task, remote))
@@ -305,7 +334,12 @@ static __always_inline const struct pcmon_pyproc *py_proc(const struct pcmon_key
 		py_mark(st, PCMON_PY_UNKNOWN);
 		return NULL;
 	}
-	return pp->runtime ? pp : NULL;
+	if (!pp->runtime) {
+		if (pp->o.flags & PCMON_PYF_UNREADABLE)
+			py_mark(st, PCMON_PY_UNKNOWN);
+		return NULL;
+	}
+	return pp;
 }
 
 /*

@@ -66,22 +66,25 @@ static inline __u64 pcmon_py_word(__u64 code, int entry, __u64 instr1)
  * A frame's fields are read in one go: the fr_size bytes (at most PCMON_PY_FRAME_WINDOW)
  * from fr_lo hold them all.
  */
-#define PCMON_PY_FRAME_WINDOW 80
+#define PCMON_PY_FRAME_WINDOW 96
 #define PCMON_PY_FRAME_SHORT 48	/* read instead when fr_size is no more (3.11) */
+#define PCMON_PY_FRAME_MID 80	/* ... or this (3.10, 3.12, 3.13) */
 /* ts_cframe when the thread state points at its current frame itself (3.13 on) */
 #define PCMON_PY_NO_CFRAME 0xffff
 struct pcmon_pyoffs {
 	__u16 rt_interp_head;	/* _PyRuntimeState.interpreters.head */
 	__u16 is_threads_head;	/* PyInterpreterState.threads.head */
 	__u16 ts_next;		/* PyThreadState.next */
-	__u16 ts_native_id;	/* PyThreadState.native_thread_id (the kernel's tid) */
-	__u16 ts_cframe;	/* PyThreadState.cframe (3.11), or PCMON_PY_NO_CFRAME */
-	__u16 cf_current;	/* _PyCFrame.current_frame; PyThreadState.current_frame (3.13) */
+	__u16 ts_native_id;	/* PyThreadState.native_thread_id (the kernel's tid), or
+				 * .thread_id (PCMON_PYF_PTHREAD_ID) */
+	__u16 ts_cframe;	/* PyThreadState.cframe (3.11, 3.12), or PCMON_PY_NO_CFRAME */
+	__u16 cf_current;	/* _PyCFrame.current_frame; PyThreadState.current_frame (3.13),
+				 * .frame (3.8-3.10) */
 	__u16 fr_lo;		/* start of the frame's window */
 	__u16 fr_size;		/* its length, 8 to PCMON_PY_FRAME_WINDOW */
 	__u16 fr_code;		/* _PyInterpreterFrame.f_code (f_executable), from fr_lo */
-	__u16 fr_previous;	/* .previous, from fr_lo */
-	__u16 fr_prev_instr;	/* .prev_instr (instr_ptr), from fr_lo */
+	__u16 fr_previous;	/* .previous (PyFrameObject.f_back), from fr_lo */
+	__u16 fr_prev_instr;	/* .prev_instr (instr_ptr; PyFrameObject.f_lasti), from fr_lo */
 	__u16 fr_is_entry;	/* .is_entry (3.11) or .owner (3.13), a byte, from fr_lo */
 	/*
 	 * 0: fr_is_entry is a flag, set on the frame an activation of the evaluation loop was
@@ -91,7 +94,28 @@ struct pcmon_pyoffs {
 	 */
 	__u16 fr_shim_owner;
 	__u16 co_code;		/* PyCodeObject.co_code_adaptive: the first instruction */
+	__u16 flags;		/* PCMON_PYF_* */
 };
+/*
+ * A CPython pcmon has a table for whose build is not laid out as it says (runtime 0): its
+ * samples are marked PCMON_PY_UNKNOWN, so that those that ran Python code are flagged
+ * (python_unknown) rather than read wrong or silently native.
+ */
+#define PCMON_PYF_UNREADABLE 0x1
+/*
+ * 3.8-3.10: the frames are PyFrameObjects, each run by an activation of the evaluation loop
+ * of its own (every one an entry frame), at the instruction f_lasti says, an int at
+ * fr_prev_instr: an index (3.10), or a byte offset (PCMON_PYF_LASTI_BYTES: 3.8, 3.9), -1
+ * before the first.
+ */
+#define PCMON_PYF_LASTI 0x2
+#define PCMON_PYF_LASTI_BYTES 0x4
+/*
+ * 3.8-3.10: a thread state has no native_thread_id; its thread_id is the thread's
+ * pthread_self(), with glibc and musl on x86-64 the thread's fs base (what the kernel keeps
+ * in thread.fsbase), which ts_native_id then names.
+ */
+#define PCMON_PYF_PTHREAD_ID 0x8
 
 /*
  * A process the engine looked at for an interpreter (pyprocs, by tgid): runtime 0 says it has

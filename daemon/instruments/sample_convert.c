@@ -355,9 +355,14 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
 	if (r == -ENOTSUP && py_tell_once(g->py, pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
+	if (r == -EPROTO && py_tell_once(g->py, pid))
+		pr_warn("pid %u: %s: its samples that run Python code are flagged python_unknown",
+			pid, why);
 	if (r) {
 		/* (a full map: BPF goes on marking them, and python_missed() drops the marker) */
 		pp = (struct pcmon_pyproc){ .epoch = epoch };
+		if (r == -EPROTO)
+			pp.o.flags = PCMON_PYF_UNREADABLE;
 		if (!again || !py_is_python(g->py, pid))
 			sampler_py_set(g->smp, pid, &pp);
 		return;

@@ -20,7 +20,59 @@
 #include "sym.h"
 #include "util.h"
 
+/* What every version's entry has: its objects' fields (python_layouts.h, PY3<minor>_*) */
+#define LAYOUT_OBJECTS(v)                                                                  \
+	.ob_type = PY##v##_OB_TYPE, .ob_size = PY##v##_OB_SIZE,                              \
+	.bytes_sval = PY##v##_BYTES_SVAL, .co_firstlineno = PY##v##_CO_FIRSTLINENO,          \
+	.co_filename = PY##v##_CO_FILENAME, .co_linetable = PY##v##_CO_LINETABLE,            \
+	.str_length = PY##v##_STR_LENGTH, .str_state = PY##v##_STR_STATE,                    \
+	.str_ascii = PY##v##_STR_ASCII_DATA, .str_compact = PY##v##_STR_COMPACT_DATA,        \
+	.str_ptr = PY##v##_STR_DATA_PTR, .code_size = PY##v##_CODE_SIZE,                     \
+	.str_size = PY##v##_STR_SIZE
+
+/*
+ * 3.8-3.10: a thread's frames are a chain of PyFrameObject from PyThreadState.frame (there is
+ * no _PyCFrame to go through: PCMON_PY_NO_CFRAME), each run by an activation of the loop of
+ * its own; a thread state is known by its thread_id, pthread_self(); no qualified names.
+ */
+#define LAYOUT_FRAMEOBJ(v, lastiflags, linetab)                                            \
+	.o = {                                                                               \
+		.rt_interp_head = PY##v##_RT_INTERP_HEAD,                                    \
+		.is_threads_head = PY##v##_IS_THREADS_HEAD,                                  \
+		.ts_next = PY##v##_TS_NEXT,                                                  \
+		.ts_native_id = PY##v##_TS_THREAD_ID,                                        \
+		.ts_cframe = PCMON_PY_NO_CFRAME,                                             \
+		.cf_current = PY##v##_TS_FRAME,                                              \
+		.fr_lo = PY##v##_FR_PREVIOUS,                                                \
+		.fr_size = (PY##v##_FR_LASTI + 4 - PY##v##_FR_PREVIOUS + 7) & ~7,            \
+		.fr_code = PY##v##_FR_CODE - PY##v##_FR_PREVIOUS,                            \
+		.fr_previous = 0,                                                            \
+		.fr_prev_instr = PY##v##_FR_LASTI - PY##v##_FR_PREVIOUS,                     \
+		.flags = PCMON_PYF_PTHREAD_ID | (lastiflags),                                \
+	},                                                                                   \
+	LAYOUT_OBJECTS(v),                                                                   \
+	.co_qualname = PY##v##_CO_NAME,                                                      \
+	.co_hdr = PY##v##_CODE_SIZE,                                                         \
+	.frame_size = PY##v##_FRAME_SIZE,                                                    \
+	.lines = (linetab)
+
 static const struct py_layout layouts[] = {
+	{
+		/* (3.8 to 3.10 have no Py_Version: their file's name says which) */
+		.from = 0x03080000,
+		.to = 0x03090000,
+		LAYOUT_FRAMEOBJ(38, PCMON_PYF_LASTI | PCMON_PYF_LASTI_BYTES, PY_LINES_LNOTAB),
+	},
+	{
+		.from = 0x03090000,
+		.to = 0x030a0000,
+		LAYOUT_FRAMEOBJ(39, PCMON_PYF_LASTI | PCMON_PYF_LASTI_BYTES, PY_LINES_LNOTAB),
+	},
+	{
+		.from = 0x030a0000,
+		.to = 0x030b0000,
+		LAYOUT_FRAMEOBJ(310, PCMON_PYF_LASTI, PY_LINES_310),
+	},
 	{
 		.from = 0x030b00f0, /* 3.11.0 final: the betas moved things */
 		.to = 0x030c0000,
@@ -39,19 +91,35 @@ static const struct py_layout layouts[] = {
 			.fr_is_entry = PY311_FR_IS_ENTRY - PY311_FR_CODE,
 			.co_code = PY311_CO_CODE,
 		},
-		.ob_type = PY311_OB_TYPE,
-		.ob_size = PY311_OB_SIZE,
-		.bytes_sval = PY311_BYTES_SVAL,
-		.co_firstlineno = PY311_CO_FIRSTLINENO,
-		.co_filename = PY311_CO_FILENAME,
+		LAYOUT_OBJECTS(311),
 		.co_qualname = PY311_CO_QUALNAME,
-		.co_linetable = PY311_CO_LINETABLE,
 		.co_hdr = PY311_CO_CODE,
-		.str_length = PY311_STR_LENGTH,
-		.str_state = PY311_STR_STATE,
-		.str_ascii = PY311_STR_ASCII_DATA,
-		.str_compact = PY311_STR_COMPACT_DATA,
-		.str_ptr = PY311_STR_DATA_PTR,
+		.lines = PY_LINES_LOCATIONS,
+	},
+	{
+		/* 3.12: 3.11's design; each activation of the loop starts with a shim frame */
+		.from = 0x030c00f0,
+		.to = 0x030d0000,
+		.o = {
+			.rt_interp_head = PY312_RT_INTERP_HEAD,
+			.is_threads_head = PY312_IS_THREADS_HEAD,
+			.ts_next = PY312_TS_NEXT,
+			.ts_native_id = PY312_TS_NATIVE_ID,
+			.ts_cframe = PY312_TS_CFRAME,
+			.cf_current = PY312_CF_CURRENT,
+			.fr_lo = PY312_FR_CODE,
+			.fr_size = (PY312_FR_OWNER + 1 - PY312_FR_CODE + 7) & ~7,
+			.fr_code = 0,
+			.fr_previous = PY312_FR_PREVIOUS - PY312_FR_CODE,
+			.fr_prev_instr = PY312_FR_PREV_INSTR - PY312_FR_CODE,
+			.fr_is_entry = PY312_FR_OWNER - PY312_FR_CODE,
+			.fr_shim_owner = PY312_FRAME_OWNED_BY_CSTACK,
+			.co_code = PY312_CO_CODE,
+		},
+		LAYOUT_OBJECTS(312),
+		.co_qualname = PY312_CO_QUALNAME,
+		.co_hdr = PY312_CO_CODE,
+		.lines = PY_LINES_LOCATIONS,
 	},
 };
 
@@ -65,8 +133,9 @@ struct py_code {
 	uint32_t gen;		/* the drain it was last checked in (0: never read, or forgotten) */
 	uint32_t name, file;	/* sym string ids: the procedure's name, the file */
 	int firstlineno;
-	uint8_t *tab;		/* its location table */
+	uint8_t *tab;		/* its line table */
 	uint32_t ntab;
+	uint8_t lines;		/* enum py_lines: which kind */
 };
 
 /* A process whose interpreter was found (py_find() through sample.c), by pid. */
@@ -206,6 +275,7 @@ static uint64_t u64_at(const uint8_t *b, size_t off)
 
 struct found {
 	uint64_t runtime, version, code_type;	/* addresses in the object (ELF vaddrs) */
+	uint64_t str_type, frame_type;
 	uint64_t base_vaddr;			/* its first loadable segment's */
 };
 
@@ -229,6 +299,10 @@ static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct found *
 			f->version = sym.st_value;
 		else if (!strcmp(name, "PyCode_Type"))
 			f->code_type = sym.st_value;
+		else if (!strcmp(name, "PyUnicode_Type"))
+			f->str_type = sym.st_value;
+		else if (!strcmp(name, "PyFrame_Type"))
+			f->frame_type = sym.st_value;
 	}
 }
 
@@ -261,12 +335,72 @@ static bool look_in_object(int fd, struct found *f)
 	return f->runtime && f->base_vaddr != UINT64_MAX;
 }
 
+/*
+ * The version an interpreter older than 3.11 (no Py_Version) is, from its file's name,
+ * "python3.X" or "libpython3.X.so...", as 0x030X0000; 0 if it does not say.
+ */
+static uint32_t version_of_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	unsigned int minor = 0;
+	int n = 0;
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "lib", 3))
+		base += 3;
+	if (sscanf(base, "python3.%u%n", &minor, &n) != 1 || minor > 99 ||
+	    (base[n] && base[n] != '.' && base[n] != 'm' && base[n] != 'd'))
+		return 0;
+	return 0x03000000u | minor << 16;
+}
+
 static const struct py_layout *layout_of(uint32_t version)
 {
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
 		if (version >= layouts[i].from && version < layouts[i].to)
 			return &layouts[i];
 	return NULL;
+}
+
+/* Where PyTypeObject.tp_basicsize is (PyVarObject, tp_name): every version alike. */
+#define PY_TYPE_BASICSIZE 32
+
+/*
+ * Is the interpreter of @pid laid out as @l says? A table is per minor version, from the
+ * headers of one build: the basic sizes its PyCode_Type and PyUnicode_Type report (its own
+ * sizeof) must be the table's, or its fields are not where the table has them (a patch
+ * release that moved them, a build configured otherwise). 0, or -EPROTO with @why.
+ */
+static int layout_matches(uint32_t pid, const struct py_layout *l, uint64_t code_type,
+			  uint64_t str_type, uint64_t frame_type, char *why, size_t len)
+{
+	int64_t code = 0, str = 0, frame = 0;
+
+	if (l->frame_size && frame_type &&
+	    !mem_read(pid, frame_type + PY_TYPE_BASICSIZE, &frame, sizeof(frame)) &&
+	    frame != l->frame_size) {
+		snprintf(why, len, "its frame objects are %lld bytes, pcmon's table has %u",
+			 (long long)frame, l->frame_size);
+		return -EPROTO;
+	}
+
+	if ((l->code_size && mem_read(pid, code_type + PY_TYPE_BASICSIZE, &code, sizeof(code))) ||
+	    (l->str_size && str_type &&
+	     mem_read(pid, str_type + PY_TYPE_BASICSIZE, &str, sizeof(str)))) {
+		snprintf(why, len, "its type objects could not be read");
+		return -EPROTO;
+	}
+	if (l->code_size && code != l->code_size) {
+		snprintf(why, len, "its code objects are %lld bytes, pcmon's table has %u",
+			 (long long)code, l->code_size);
+		return -EPROTO;
+	}
+	if (l->str_size && str_type && str != l->str_size) {
+		snprintf(why, len, "its str objects are %lld bytes, pcmon's table has %u",
+			 (long long)str, l->str_size);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 /* ---- _Py_DebugOffsets (3.13 on) */
@@ -467,12 +601,26 @@ static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
 	}
 	close(fd);
 	bias = start - f.base_vaddr;
-	if (!f.version || mem_read(pid, bias + f.version, &version, sizeof(version))) {
-		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version)", path);
+	if (f.version && mem_read(pid, bias + f.version, &version, sizeof(version)))
+		version = 0;
+	if (!f.version)
+		version = version_of_name(path); /* (checked against the object below) */
+	if (!version) {
+		snprintf(why, len, "%s: a CPython older than 3.11 (no Py_Version) whose file name "
+			 "does not say which", path);
 		return -ENOTSUP;
 	}
 	l = layout_of(version);
-	if (l) {
+	if (l && f.code_type) {
+		*lo = *l;
+		if (layout_matches(pid, l, bias + f.code_type, f.str_type ? bias + f.str_type : 0,
+				   f.frame_type ? bias + f.frame_type : 0, whyd, sizeof(whyd))) {
+			snprintf(why, len, "%s: CPython %u.%u.%u, not laid out as pcmon's table for %u.%u "
+				 "says (%s)", path, version >> 24, version >> 16 & 0xff,
+				 version >> 8 & 0xff, version >> 24, version >> 16 & 0xff, whyd);
+			return -EPROTO;
+		}
+	} else if (l) {
 		*lo = *l;
 	} else if (mem_read(pid, bias + f.runtime, dbg, sizeof(dbg)) ||
 		   py_layout_published(dbg, sizeof(dbg), version, lo, whyd, sizeof(whyd))) {
@@ -659,7 +807,7 @@ static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
 	py_proc_name(file, qualname, name, sizeof(name));
 	free(c->tab);
 	*c = (struct py_code){ .sum = header_sum(l, h), .gen = p->gen, .firstlineno = first,
-			       .tab = t, .ntab = ntab };
+			       .tab = t, .ntab = ntab, .lines = l->lines };
 	r = sym_intern_str(p->sym, name, &c->name);
 	if (!r)
 		r = sym_intern_str(p->sym, file, &c->file);
@@ -720,7 +868,7 @@ int py_frame_loc(struct py *p, uint32_t pid, uint64_t word, uint32_t *loc)
 	if (instr1 == 0 || instr1 == PCMON_PY_INSTR_FAR || !c->tab)
 		l = c->firstlineno;
 	else
-		l = py_line_of(c->tab, c->ntab, c->firstlineno, (int)(instr1 - 1) * 2);
+		l = py_line_in(c->lines, c->tab, c->ntab, c->firstlineno, (int)(instr1 - 1) * 2);
 	line = l > 0 ? l : 0;
 	name = sym_str(p->sym, c->name);
 	file = sym_str(p->sym, c->file);
@@ -799,6 +947,65 @@ int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr)
 		start = end;
 	}
 	return -1;
+}
+
+/*
+ * 3.8, 3.9: co_lnotab, pairs of bytes: how far the next line's code starts (bytes, unsigned)
+ * and how many lines on it is (signed: a loop's test comes back up). An instruction is on the
+ * line reached by the pairs that start at or before it (Objects/lnotab_notes.txt).
+ */
+int py_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	int line = firstlineno, at = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		at += tab[i];
+		if (at > addr)
+			break;
+		line += (int8_t)tab[i + 1];
+	}
+	return line;
+}
+
+/*
+ * 3.10: co_linetable, pairs of bytes: a range of code (bytes, unsigned) and the line delta
+ * of that range (signed), -128 for a range with no line. A pair with a delta of 0 goes on with
+ * the range before it, whether it had a line or not (Objects/lnotab_notes.txt of 3.10).
+ */
+int py_line_310(const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	int line = firstlineno, start = 0;
+	bool has = true;
+
+	if (addr < 0)
+		return firstlineno;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int8_t d = (int8_t)tab[i + 1];
+		int end = start + tab[i];
+
+		if (d == -128) {
+			has = false;
+		} else if (d) {
+			line += d;
+			has = true;
+		}
+		if (addr < end)
+			return has ? line : -1;
+		start = end;
+	}
+	return -1;
+}
+
+int py_line_in(int kind, const uint8_t *tab, size_t len, int firstlineno, int addr)
+{
+	switch (kind) {
+	case PY_LINES_LNOTAB:
+		return py_line_lnotab(tab, len, firstlineno, addr);
+	case PY_LINES_310:
+		return py_line_310(tab, len, firstlineno, addr);
+	default:
+		return py_line_of(tab, len, firstlineno, addr);
+	}
 }
 
 /* ---- names */

@@ -19,7 +19,7 @@ struct py;
 
 /*
  * One CPython version's layout, byte offsets: what BPF reads (pcmon_pyoffs) and what the
- * engine reads to name code objects. Built in for 3.11 (python_layouts.h); read from the
+ * engine reads to name code objects. Built in for 3.8 to 3.12 (python_layouts.h); read from the
  * interpreter's _Py_DebugOffsets for 3.13 on (py_layout_published()).
  */
 struct py_layout {
@@ -29,6 +29,16 @@ struct py_layout {
 	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable;
 	uint16_t co_hdr;	/* bytes of a code object read to check and name it */
 	uint16_t str_length, str_state, str_ascii, str_compact, str_ptr;
+	/* the basic sizes of its code and str objects (0: not checked): a build whose
+	 * PyCode_Type or PyUnicode_Type says otherwise is not laid out as the table says */
+	uint16_t code_size, str_size, frame_size;
+	uint8_t lines;		/* enum py_lines: its code objects' line table */
+};
+/* How a version's code objects map an instruction to its line. */
+enum py_lines {
+	PY_LINES_LOCATIONS,	/* 3.11 on: co_linetable, the location table */
+	PY_LINES_LNOTAB,	/* 3.8, 3.9: co_lnotab */
+	PY_LINES_310,		/* 3.10: co_linetable, a format of its own */
 };
 /* The most a code object's header (co_hdr) or a str's header read can be. */
 #define PY_CODE_HDR_MAX 512
@@ -56,7 +66,8 @@ void py_free(struct py *p);
 
 /*
  * Find process @pid's interpreter and keep it: 0 and *@out filled for BPF (its epoch left to
- * the caller); -ENOENT: no CPython in it; -ENOTSUP: a CPython pcmon has no offsets for
+ * the caller); -ENOENT: no CPython in it; -ENOTSUP: a CPython pcmon has no offsets for;
+ * -EPROTO: one pcmon has a table for, whose build is not laid out as the table says
  * (@why says which).
  */
 struct sym;
@@ -113,6 +124,10 @@ uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uin
  * @firstlineno, from its 3.11 location table @tab: -1 when the table says it has none.
  */
 int py_line_of(const uint8_t *tab, size_t len, int firstlineno, int addr);
+/* The same from 3.8 and 3.9's co_lnotab, 3.10's co_linetable; of either kind (enum py_lines). */
+int py_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int addr);
+int py_line_310(const uint8_t *tab, size_t len, int firstlineno, int addr);
+int py_line_in(int kind, const uint8_t *tab, size_t len, int firstlineno, int addr);
 /*
  * A Python frame's procedure name: the module its @file is (the path under a directory of
  * sys.path, dots for slashes, no ".py" or "/__init__"), a dot, its @qualname.

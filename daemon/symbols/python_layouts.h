@@ -1,45 +1,187 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Where CPython 3.11 keeps what pcmon reads (docs/python.md): byte offsets into its structs
- * on x86-64, from the interpreter's own headers (python3.11-dev: Include/internal/
- * pycore_runtime.h, pycore_interp.h, pycore_frame.h, Include/cpython/pystate.h, code.h,
- * unicodeobject.h). tests/unit/pyoffsets_check.c checks every one against the installed
- * headers with offsetof() at build time (`make unit`).
+ * Where CPython 3.8 to 3.13 keep what pcmon reads (docs/python.md): byte offsets into their
+ * structs on x86-64, PY3<minor>_<field>. Written by daemon/symbols/python_layouts.sh from each
+ * version's own headers (the fields: python_fields.h); do not edit by hand.
+ * tests/unit/pyoffsets_check.c checks them against every version's headers present
+ * (`make unit`).
  */
 #ifndef PCMON_PYTHON_LAYOUTS_H
 #define PCMON_PYTHON_LAYOUTS_H
 
-/* _PyRuntimeState */
-#define PY311_RT_INTERP_HEAD 40		/* .interpreters.head */
-/* PyInterpreterState */
-#define PY311_IS_THREADS_HEAD 16	/* .threads.head */
-/* PyThreadState */
+/* CPython 3.8.18, from its headers */
+#define PY38_RT_INTERP_HEAD 32
+#define PY38_IS_THREADS_HEAD 8
+#define PY38_TS_NEXT 8
+#define PY38_TS_INTERP 16
+#define PY38_TS_THREAD_ID 176
+#define PY38_TS_FRAME 24
+#define PY38_FR_CODE 32
+#define PY38_FR_PREVIOUS 24
+#define PY38_FR_LASTI 104
+#define PY38_FRAME_SIZE 368
+#define PY38_OB_TYPE 8
+#define PY38_OB_SIZE 16
+#define PY38_BYTES_SVAL 32
+#define PY38_TYPE_BASICSIZE 32
+#define PY38_CO_FIRSTLINENO 40
+#define PY38_CO_FILENAME 104
+#define PY38_CO_NAME 112
+#define PY38_CO_LINETABLE 120
+#define PY38_CODE_SIZE 176
+#define PY38_STR_LENGTH 16
+#define PY38_STR_STATE 32
+#define PY38_STR_ASCII_DATA 48
+#define PY38_STR_COMPACT_DATA 72
+#define PY38_STR_DATA_PTR 72
+#define PY38_STR_SIZE 80
+
+/* CPython 3.9.18, from its headers */
+#define PY39_RT_INTERP_HEAD 32
+#define PY39_IS_THREADS_HEAD 8
+#define PY39_TS_NEXT 8
+#define PY39_TS_INTERP 16
+#define PY39_TS_THREAD_ID 176
+#define PY39_TS_FRAME 24
+#define PY39_FR_CODE 32
+#define PY39_FR_PREVIOUS 24
+#define PY39_FR_LASTI 104
+#define PY39_FRAME_SIZE 368
+#define PY39_OB_TYPE 8
+#define PY39_OB_SIZE 16
+#define PY39_BYTES_SVAL 32
+#define PY39_TYPE_BASICSIZE 32
+#define PY39_CO_FIRSTLINENO 40
+#define PY39_CO_FILENAME 104
+#define PY39_CO_NAME 112
+#define PY39_CO_LINETABLE 120
+#define PY39_CODE_SIZE 176
+#define PY39_STR_LENGTH 16
+#define PY39_STR_STATE 32
+#define PY39_STR_ASCII_DATA 48
+#define PY39_STR_COMPACT_DATA 72
+#define PY39_STR_DATA_PTR 72
+#define PY39_STR_SIZE 80
+
+/* CPython 3.10.13, from its headers */
+#define PY310_RT_INTERP_HEAD 32
+#define PY310_IS_THREADS_HEAD 8
+#define PY310_TS_NEXT 8
+#define PY310_TS_INTERP 16
+#define PY310_TS_THREAD_ID 176
+#define PY310_TS_FRAME 24
+#define PY310_FR_CODE 32
+#define PY310_FR_PREVIOUS 24
+#define PY310_FR_LASTI 96
+#define PY310_FRAME_SIZE 360
+#define PY310_OB_TYPE 8
+#define PY310_OB_SIZE 16
+#define PY310_BYTES_SVAL 32
+#define PY310_TYPE_BASICSIZE 32
+#define PY310_CO_FIRSTLINENO 40
+#define PY310_CO_FILENAME 104
+#define PY310_CO_NAME 112
+#define PY310_CO_LINETABLE 120
+#define PY310_CODE_SIZE 176
+#define PY310_STR_LENGTH 16
+#define PY310_STR_STATE 32
+#define PY310_STR_ASCII_DATA 48
+#define PY310_STR_COMPACT_DATA 72
+#define PY310_STR_DATA_PTR 72
+#define PY310_STR_SIZE 80
+
+/* CPython 3.11.7, from its headers */
+#define PY311_RT_INTERP_HEAD 40
+#define PY311_IS_THREADS_HEAD 16
+#define PY311_TS_NATIVE_ID 160
 #define PY311_TS_NEXT 8
+#define PY311_TS_INTERP 16
+#define PY311_TS_THREAD_ID 152
 #define PY311_TS_CFRAME 56
-#define PY311_TS_NATIVE_ID 160		/* .native_thread_id */
-/* _PyCFrame */
-#define PY311_CF_CURRENT 8		/* .current_frame */
-/* _PyInterpreterFrame */
-#define PY311_FR_CODE 32		/* .f_code */
-#define PY311_FR_PREVIOUS 48
+#define PY311_CF_CURRENT 8
+#define PY311_FR_CODE 32
 #define PY311_FR_PREV_INSTR 56
+#define PY311_FR_PREVIOUS 48
 #define PY311_FR_IS_ENTRY 68
-/* PyObject, PyVarObject, PyBytesObject */
 #define PY311_OB_TYPE 8
 #define PY311_OB_SIZE 16
 #define PY311_BYTES_SVAL 32
-/* PyCodeObject */
+#define PY311_TYPE_BASICSIZE 32
 #define PY311_CO_FIRSTLINENO 72
 #define PY311_CO_FILENAME 112
 #define PY311_CO_NAME 120
 #define PY311_CO_QUALNAME 128
 #define PY311_CO_LINETABLE 136
-#define PY311_CO_CODE 184		/* .co_code_adaptive: the first instruction */
-/* PyASCIIObject, PyCompactUnicodeObject, PyUnicodeObject */
+#define PY311_CO_CODE 184
+#define PY311_CODE_SIZE 184
 #define PY311_STR_LENGTH 16
-#define PY311_STR_STATE 32		/* interned:2, kind:3, compact:1, ascii:1, ready:1 */
-#define PY311_STR_ASCII_DATA 48		/* sizeof(PyASCIIObject) */
-#define PY311_STR_COMPACT_DATA 72	/* sizeof(PyCompactUnicodeObject) */
-#define PY311_STR_DATA_PTR 72		/* PyUnicodeObject.data.any (not compact) */
+#define PY311_STR_STATE 32
+#define PY311_STR_ASCII_DATA 48
+#define PY311_STR_COMPACT_DATA 72
+#define PY311_STR_DATA_PTR 72
+#define PY311_STR_SIZE 80
+
+/* CPython 3.12.1, from its headers */
+#define PY312_RT_INTERP_HEAD 40
+#define PY312_IS_THREADS_HEAD 72
+#define PY312_TS_NATIVE_ID 144
+#define PY312_TS_NEXT 8
+#define PY312_TS_INTERP 16
+#define PY312_TS_THREAD_ID 136
+#define PY312_TS_CFRAME 56
+#define PY312_CF_CURRENT 0
+#define PY312_FR_CODE 0
+#define PY312_FR_PREV_INSTR 56
+#define PY312_FR_PREVIOUS 8
+#define PY312_FR_OWNER 70
+#define PY312_FRAME_OWNED_BY_CSTACK 3
+#define PY312_OB_TYPE 8
+#define PY312_OB_SIZE 16
+#define PY312_BYTES_SVAL 32
+#define PY312_TYPE_BASICSIZE 32
+#define PY312_CO_FIRSTLINENO 68
+#define PY312_CO_FILENAME 112
+#define PY312_CO_NAME 120
+#define PY312_CO_QUALNAME 128
+#define PY312_CO_LINETABLE 136
+#define PY312_CO_CODE 192
+#define PY312_CODE_SIZE 192
+#define PY312_STR_LENGTH 16
+#define PY312_STR_STATE 32
+#define PY312_STR_ASCII_DATA 40
+#define PY312_STR_COMPACT_DATA 56
+#define PY312_STR_DATA_PTR 56
+#define PY312_STR_SIZE 64
+
+/* CPython 3.13.0, from its headers */
+#define PY313_RT_INTERP_HEAD 632
+#define PY313_IS_THREADS_HEAD 7344
+#define PY313_TS_NATIVE_ID 160
+#define PY313_TS_NEXT 8
+#define PY313_TS_INTERP 16
+#define PY313_TS_THREAD_ID 152
+#define PY313_TS_CURRENT_FRAME 72
+#define PY313_FR_CODE 0
+#define PY313_FR_PREV_INSTR 56
+#define PY313_FR_PREVIOUS 8
+#define PY313_FR_OWNER 70
+#define PY313_FRAME_OWNED_BY_CSTACK 3
+#define PY313_OB_TYPE 8
+#define PY313_OB_SIZE 16
+#define PY313_BYTES_SVAL 32
+#define PY313_TYPE_BASICSIZE 32
+#define PY313_CO_FIRSTLINENO 68
+#define PY313_CO_FILENAME 112
+#define PY313_CO_NAME 120
+#define PY313_CO_QUALNAME 128
+#define PY313_CO_LINETABLE 136
+#define PY313_CO_CODE 200
+#define PY313_CODE_SIZE 200
+#define PY313_STR_LENGTH 16
+#define PY313_STR_STATE 32
+#define PY313_STR_ASCII_DATA 40
+#define PY313_STR_COMPACT_DATA 56
+#define PY313_STR_DATA_PTR 56
+#define PY313_STR_SIZE 64
 
 #endif

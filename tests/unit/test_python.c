@@ -69,6 +69,48 @@ static void line_table_forms(void **state)
 	assert_int_equal(py_line_of(mix, sizeof(mix), 10, 8), 10);
 }
 
+/*
+ * The line of each instruction of one function (a loop, a branch, a comprehension over two
+ * lines, a jump of 300 lines), as 3.8's dis.findlinestarts() and 3.10's co_lines() give it,
+ * against the function's own co_lnotab (3.8) and co_linetable (3.10).
+ */
+static const int old_lines[] = { 3, 3, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 8, 8,
+				 8, 8, 8, 9, 9, 9, 10, 10, 10, 9, 9, 9, 312, 312, 312, 312, 312, 312 };
+
+static void line_table_lnotab(void **state)
+{
+	static const uint8_t tab[] = { 0x00, 0x01, 0x04, 0x01, 0x0c, 0x01, 0x08, 0x01, 0x0a, 0x02,
+				       0x0a, 0x01, 0x06, 0x01, 0x06, 0xff, 0x06, 0x7f, 0x00, 0x7f,
+				       0x00, 0x31 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(old_lines) / sizeof(old_lines[0]); i++)
+		assert_int_equal(py_line_in(PY_LINES_LNOTAB, tab, sizeof(tab), 2, (int)i * 2),
+				 old_lines[i]);
+	/* an empty table: every instruction on the first line */
+	assert_int_equal(py_line_lnotab(tab, 0, 7, 10), 7);
+}
+
+static void line_table_310(void **state)
+{
+	static const uint8_t tab[] = { 0x04, 0x01, 0x0c, 0x01, 0x08, 0x01, 0x0a, 0x01, 0x0a, 0x02,
+				       0x06, 0x01, 0x06, 0x01, 0x06, 0xff, 0x00, 0x7f, 0x00, 0x7f,
+				       0x0c, 0x31 };
+	/* 4 bytes on line 11, 2 with no line (-128), 2 more of them (a delta of 0 goes on), 4
+	 * on line 10 */
+	static const uint8_t none[] = { 0x04, 0x01, 0x02, 0x80, 0x02, 0x00, 0x04, 0xff };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(old_lines) / sizeof(old_lines[0]); i++)
+		assert_int_equal(py_line_in(PY_LINES_310, tab, sizeof(tab), 2, (int)i * 2),
+				 old_lines[i]);
+	assert_int_equal(py_line_310(none, sizeof(none), 10, 2), 11);
+	assert_int_equal(py_line_310(none, sizeof(none), 10, 4), -1);
+	assert_int_equal(py_line_310(none, sizeof(none), 10, 6), -1);
+	assert_int_equal(py_line_310(none, sizeof(none), 10, 8), 10);
+	assert_int_equal(py_line_310(none, sizeof(none), 10, 12), -1); /* past the end */
+}
+
 static void names(void **state)
 {
 	static const char *const cases[][3] = {
@@ -291,6 +333,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(line_table),
 		cmocka_unit_test(line_table_forms),
+		cmocka_unit_test(line_table_lnotab),
+		cmocka_unit_test(line_table_310),
 		cmocka_unit_test(names),
 		cmocka_unit_test(debug_offsets_313),
 		cmocka_unit_test(debug_offsets_314),
