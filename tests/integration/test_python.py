@@ -285,14 +285,8 @@ def test_pid_attach_and_lines():
         time.sleep(0.5)
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         check_shares(listing, own)
-        lines = pcmon_json("list", tid, "--lines", "py.pyphases.lined", sock=d.sock)[0]["lines"]
-        n = lines["count"]
-        rows = {str(l["line"]): l["count"] for l in lines["lines"]
-                if os.path.basename(l["file"]) == "pyphases.py"}
-        for line, want in own["lines"].items():
-            got = rows.get(line, 0) / n
-            assert abs(got - want) * 100 <= max(3, share_tolerance_pp(want, n, 3)), \
-                (line, got, want, rows)
+        check_lines(pcmon_json("list", tid, "--lines", "py.pyphases.lined",
+                               sock=d.sock)[0]["lines"], own)
     finally:
         if proc.poll() is None:
             proc.kill()
