@@ -708,6 +708,7 @@ static void status_services(FILE *f, const cJSON *rep)
 static void status_programs(FILE *f, const cJSON *rep)
 {
 	const cJSON *it;
+	int w = 16;
 
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "objects"))) {
 		fprintf(f, "\n%-6s %-13s %12s %10s  %s\n", "unwind", "cfi", "frames", "no cfi", "object");
@@ -716,18 +717,21 @@ static void status_programs(FILE *f, const cJSON *rep)
 				str(it, "cfi", "?"), num(it, "frames_unwound"),
 				num(it, "frames_without_cfi"), str(it, "path", "?"));
 	}
+	/* the names' column as wide as the longest (on_dl_debug_state is 17) */
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs"))
+		w = MAX(w, (int)strlen(str(it, "name", "?")));
 	if (!proto_bool(rep, "bpf_stats", 0)) {
-		fprintf(f, "\n%-16s %-9s\n", "BPF program", "attached");
+		fprintf(f, "\n%-*s %s\n", w, "BPF program", "attached");
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs"))
-			fprintf(f, "%-16s %-9s\n", str(it, "name", "?"),
+			fprintf(f, "%-*s %s\n", w, str(it, "name", "?"),
 				proto_bool(it, "attached", 0) ? "yes" : "no");
 		fprintf(f, "(runs and run time not counted: start pcmond with --bpf-stats)\n");
 		return;
 	}
-	fprintf(f, "\n%-16s %-9s %12s %10s %12s\n", "BPF program", "attached", "runs", "avg ns",
+	fprintf(f, "\n%-*s %-9s %12s %10s %12s\n", w, "BPF program", "attached", "runs", "avg ns",
 		"total ms");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "programs")) {
-		fprintf(f, "%-16s %-9s %12.0f %10.0f %12.3f\n", str(it, "name", "?"),
+		fprintf(f, "%-*s %-9s %12.0f %10.0f %12.3f\n", w, str(it, "name", "?"),
 			proto_bool(it, "attached", 0) ? "yes" : "no", num(it, "runs"),
 			num(it, "avg_ns"), num(it, "run_time_ns") / 1e6);
 	}
