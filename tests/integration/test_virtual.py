@@ -351,6 +351,14 @@ def test_no_bpf_stats_by_default():
         assert st["bpf_stats"] is False, st
         text = pcmon("status", sock=d.sock, check=0).stdout
         assert "not counted: start pcmond with --bpf-stats" in text, text
+        # the programs' table in line, whatever the longest name (on_dl_debug_state), and
+        # no blanks after its last column
+        lines = text.splitlines()
+        head = lines.index(next(l for l in lines if l.startswith("BPF program")))
+        rows = lines[head:head + 1 + len(st["programs"])]
+        cols = {l.index(" yes") if " yes" in l else l.index(" no") for l in rows[1:]}
+        assert cols == {rows[0].index(" attached")}, rows
+        assert all(l == l.rstrip() for l in rows), rows
     finally:
         d.stop()
 
