@@ -62,6 +62,12 @@ int engine_target_configure(struct engine *e, struct target *t);
 void engine_target_release(struct engine *e, struct target *t);
 /* Every target brought up to date: events, then everything BPF holds. */
 void engine_sync_all(struct engine *e);
+/* Pause, resume or stop: t->flags says which, BPF and every instrument are told. */
+void engine_target_activate(struct engine *e, struct target *t);
+/* Stop watching @t for good, collecting everything already collected. */
+void engine_target_stop(struct engine *e, struct target *t);
+/* @t brought up to date for a report: what BPF holds, names that arrived. */
+void engine_target_sync(struct engine *e, struct target *t);
 
 /* The requests start (engine_start.c), targets and status (engine_status.c). */
 cJSON *engine_cmd_start(struct engine *e, const struct client *c, const cJSON *req);
