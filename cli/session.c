@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +124,24 @@ static bool env_bpf_stats(void)
 	return v && !strcmp(v, "1");
 }
 
+/*
+ * The engine of our own runs in this thread: at the engine's priority, as pcmond (nice
+ * ENGINE_NICE, where this process may take it and nobody chose another). Without it, the
+ * engine waited its turn behind the watched program's spinning threads while the ring of
+ * copied stacks filled, and lost a record now and then. The command runs at the CLI's own
+ * priority again (launch()).
+ */
+static bool raised;
+
+static void raise_priority(void)
+{
+	errno = 0;
+	if (getpriority(PRIO_PROCESS, 0) != 0 || errno)
+		return;
+	raised = !setpriority(PRIO_PROCESS, 0, ENGINE_NICE);
+}
+
+
 /* pcmond when it answers, else an engine of our own. 0, or the exit status. */
 static int open_engine(struct cli *c, struct session *s, struct run *r)
 {
@@ -145,6 +164,7 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
 		return fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
 			    socket_path(c), strerror(-s->fd), err);
+	raise_priority();
 	return 0;
 }
 
@@ -251,6 +271,8 @@ static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *
 		close(e[0]);
 		if (read(p[0], &ch, 1) != 1)
 			_exit(127);
+		if (raised) /* (it was 0: raising a nice value is always allowed) */
+			setpriority(PRIO_PROCESS, 0, 0);
 		execvpe(r->argv[0], r->argv, envp);
 		err = errno;
 		if (write(e[1], &err, sizeof(err)) != sizeof(err))

@@ -145,8 +145,6 @@ static void usage(FILE *f)
  * An administrator's own choice (a nice value other than 0) is left alone. Before any
  * thread starts: on Linux each thread has its own nice value, and new threads inherit it.
  */
-#define PCMOND_NICE (-10)
-
 static void raise_priority(void)
 {
 	int cur;
@@ -155,8 +153,8 @@ static void raise_priority(void)
 	cur = getpriority(PRIO_PROCESS, 0);
 	if (errno || cur != 0)
 		return;
-	if (setpriority(PRIO_PROCESS, 0, PCMOND_NICE))
-		pr_info("cannot raise the scheduling priority (nice %d): %s", PCMOND_NICE,
+	if (setpriority(PRIO_PROCESS, 0, ENGINE_NICE))
+		pr_info("cannot raise the scheduling priority (nice %d): %s", ENGINE_NICE,
 			strerror(errno));
 }
 

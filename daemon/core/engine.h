@@ -32,6 +32,13 @@ struct engine_opts {
 /* Target slots only root may take, so that users together can never lock root out. */
 #define ENGINE_ROOT_RESERVE 32
 
+/*
+ * The engine's scheduling priority where it may take it (root, CAP_SYS_NICE): it works in
+ * short bursts, and at the default priority it waits its turn behind every runnable thread
+ * of the programs it watches, while BPF's rings fill (pcmond, and pcmon run's own engine).
+ */
+#define ENGINE_NICE (-10)
+
 struct client {
 	uid_t uid;
 	pid_t pid;
