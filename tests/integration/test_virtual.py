@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests,
+from lib import (PCMON, Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests,
                  share_tolerance_pp, spin_in, workload)
 
 FNS = ("work_a", "work_b", "work_c")
@@ -31,6 +31,17 @@ def check_threefn(listing, own):
         tol = share_tolerance_pp(want, n)
         assert abs(got - want) * 100 <= tol, \
             f"{fn}: pcmon {got:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n} samples)"
+
+
+def test_run_embedded_command_keeps_its_priority():
+    """pcmon run's own engine runs at nice -10 (as pcmond), the command at the CLI's own
+    nice value; a value someone chose is left alone."""
+    for pre, want_cmd, want_engine in (([], "0", "-10"), (["nice", "-n", "5"], "5", "5")):
+        p = subprocess.run([*pre, PCMON, "run", "-o", "/dev/null", "--", "sh", "-c",
+                            "nice; ps -o ni= -p $PPID"],
+                           env=dict(os.environ, PCMON_SOCKET="/nonexistent/pcmond.sock"),
+                           capture_output=True, text=True, timeout=60)
+        assert p.stdout.split() == [want_cmd, want_engine], (pre, p.stdout, p.stderr)
 
 
 def test_run_embedded_accuracy():
