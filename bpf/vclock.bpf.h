@@ -8,10 +8,10 @@
 #define PCMON_VCLOCK_BPF_H
 
 /*
- * Each counting thread's time off CPU (VIRTUAL: its clock stops) and preempted at a probe
- * (REAL: that wall time is taken out with the probes' cost), by thread id. A hash map, not task storage:
- * the scheduler hook must never miss a switch, and a task-storage lookup can fail there
- * while another BPF program holds task storage on that CPU.
+ * Each probed thread's time off CPU (VIRTUAL: its clock stops) and preempted at a probe
+ * (REAL: that wall time is taken out with the probes' cost), by thread id. A hash map, not
+ * task storage: the scheduler hook must never miss a switch, and a task-storage lookup can
+ * fail there while another BPF program holds task storage on that CPU.
  *
  * Should a switch in be missed all the same (it happens, rarely, on a loaded machine: the
  * thread is found running, or switched out again, with its clock still stopped), the time
@@ -62,9 +62,9 @@ static __always_inline __u64 steal_now(void)
 }
 
 /*
- * A probe of thread @tid (running here) at @ip (0: a return probe), for target @target: kept for the scheduler
- * hook, which tells a preemption at it; the thread's clock made on its first. The time it
- * has been preempted at a probe so far.
+ * A probe of thread @tid (running here) at @ip (0: a return probe), for target @target:
+ * kept for the scheduler hook, which tells a preemption at it; the thread's clock made on
+ * its first. The time it has been preempted at a probe so far.
  */
 static __always_inline __u64 vclock_at_probe(__u32 tid, __u64 ip, __u32 target)
 {
