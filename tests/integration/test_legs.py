@@ -57,9 +57,13 @@ def check_tables(tables, own):
     assert small["count"] == own["small"] and large["count"] == own["large"], legs
     # the thread that exits inside a request abandons its leg, and only that one
     assert small["abandoned"] == 1 and large["abandoned"] == 0, legs
-    # each kind's mean against the program's own clock (it times a little more: the calls)
-    for leg, want in ((small, own["small_mean_ns"]), (large, own["large_mean_ns"])):
-        assert abs(leg["avg_ns"] - want) <= 0.05 * want, (leg, want)
+    # each kind's mean against the program's own clock (it times a little more: the calls,
+    # and a wait for a CPU as the to node's probe returns, which the kernel makes a likely
+    # place to be preempted: after the leg, and in the program's time; up to the mean
+    # time the program measured its thread waiting, 0.35 ms a leg in one CI run)
+    for leg, want, wait in ((small, own["small_mean_ns"], own["small_wait_ns"]),
+                            (large, own["large_mean_ns"], own["large_wait_ns"])):
+        assert abs(leg["avg_ns"] - want) <= 0.05 * want + wait, (leg, want, wait)
     # log buckets, exactly: the durations the program measured, recorded by a node
     want = [0] * 65
     for d in own["each_ns"]:

@@ -36,23 +36,9 @@ static inline uint64_t spin_for(uint64_t ns)
 	return t - t0;
 }
 
-/*
- * The time this thread has waited on a run queue so far (the kernel's schedstat): of it,
- * what the spins did not see (seen_wait_ns) fell where its clock does not look (between
- * the calls, their prologue and last reading) or in the probes. 0: not known.
- */
-static uint64_t run_delay_ns(void)
-{
-	unsigned long long run = 0, wait = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-		wait = 0;
-	fclose(f);
-	return wait;
-}
+/* (run_delay_ns(), workload.h: of the thread's wait, what the spins did not see
+ * (seen_wait_ns) fell where its clock does not look (between the calls, their prologue
+ * and last reading) or in the probes) */
 
 NOINLINE int fib(int n)
 {

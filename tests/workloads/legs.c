@@ -19,6 +19,8 @@
 
 static uint64_t small_iters, large_iters;
 static uint64_t small_ns[THREADS], large_ns[THREADS], each_ns[THREADS][REQS];
+/* of small_ns and large_ns, the time the thread waited for a CPU (run_delay_ns()) */
+static uint64_t small_wait[THREADS], large_wait[THREADS];
 
 NOINLINE void req_begin(long size)
 {
@@ -56,7 +58,7 @@ static void *serve(void *arg)
 
 	for (int i = 0; i < REQS; i++) {
 		int large = i & 1;
-		uint64_t t0 = wall_ns(), dt;
+		uint64_t w0 = run_delay_ns(), t0 = wall_ns(), dt;
 
 		req_begin(large ? LARGE : SMALL);
 		DTRACE_PROBE1(legs, tick, i);
@@ -64,6 +66,7 @@ static void *serve(void *arg)
 		req_end(large ? LARGE : SMALL);
 		dt = wall_ns() - t0;
 		(large ? large_ns : small_ns)[me] += dt;
+		(large ? large_wait : small_wait)[me] += run_delay_ns() - w0;
 		each_ns[me][i] = dt;
 		report(dt);
 	}
@@ -79,7 +82,7 @@ static void *leave_inside(void *arg)
 
 int main(void)
 {
-	uint64_t s = 0, l = 0;
+	uint64_t s = 0, l = 0, sw = 0, lw = 0;
 
 	/* mid-bucket: 1.5 x 2^21 ns and 1.5 x 2^23 ns, far from the log buckets' edges */
 	small_iters = calibrate(3145728);
@@ -89,11 +92,15 @@ int main(void)
 	for (int i = 0; i < THREADS; i++) {
 		s += small_ns[i];
 		l += large_ns[i];
+		sw += small_wait[i];
+		lw += large_wait[i];
 	}
 	printf("{\"requests\": %d, \"small\": %d, \"large\": %d, \"small_mean_ns\": %.0f, "
-	       "\"large_mean_ns\": %.0f, \"size_small\": %d, \"size_large\": %d, \"each_ns\": [",
+	       "\"large_mean_ns\": %.0f, \"small_wait_ns\": %.0f, \"large_wait_ns\": %.0f, "
+	       "\"size_small\": %d, \"size_large\": %d, \"each_ns\": [",
 	       THREADS * REQS, THREADS * REQS / 2, THREADS * REQS / 2,
-	       (double)s / (THREADS * REQS / 2), (double)l / (THREADS * REQS / 2), SMALL, LARGE);
+	       (double)s / (THREADS * REQS / 2), (double)l / (THREADS * REQS / 2),
+	       (double)sw / (THREADS * REQS / 2), (double)lw / (THREADS * REQS / 2), SMALL, LARGE);
 	for (int i = 0; i < THREADS; i++)
 		for (int k = 0; k < REQS; k++)
 			printf("%s%llu", i + k ? ", " : "", (unsigned long long)each_ns[i][k]);

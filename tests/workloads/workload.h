@@ -38,6 +38,21 @@ static inline uint64_t wall_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+/* The time this thread has waited on a run queue so far (the kernel's schedstat). 0: not
+ * known. */
+static inline uint64_t run_delay_ns(void)
+{
+	unsigned long long run = 0, wait = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+		wait = 0;
+	fclose(f);
+	return wait;
+}
+
 /* Pure arithmetic, no calls: every sample inside lands in the function that runs it. */
 #define SPIN_BODY(iters)                                                                   \
 	do {                                                                               \
