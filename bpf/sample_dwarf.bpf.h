@@ -92,7 +92,13 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
 	}
 	if (sv && sp >= sv->start && sp < sv->end)
 		return sv->end - sp;
-	return PCMON_DWARF_STACK_MAX; /* unknown: as much as allowed, halved if unreadable */
+	/*
+	 * Unknown, for now: the mmap lock was taken (a new thread's first samples, while its
+	 * process maps the stacks of the others). A guess, not the whole allowance: a few
+	 * 1 MiB records in a row filled an 8 MiB ring before the engine woke. A stack deeper
+	 * than the guess is unwound as far as it goes and flagged cut short.
+	 */
+	return PCMON_DWARF_STACK_GUESS;
 }
 
 /*
