@@ -38,10 +38,17 @@ static size_t bytes(const void *st)
 	return sizeof(*ct) + ct->cap_fns * sizeof(*ct->fns) + slices_bytes(ct->slices);
 }
 
-static struct count *count_of(struct count_g *g, int id, struct target **t)
+static struct slices *count_slices(void *st, uint64_t *last_read)
 {
-	*t = g->env.targets[id];
-	return *t ? (*t)->inst[INST_COUNT] : NULL;
+	struct count *ct = st;
+
+	*last_read = ct->last_read;
+	return ct->slices;
+}
+
+static void count_read(void *g, const struct target *t, void *st)
+{
+	count_when_collect(g, t, st);
 }
 
 /*
@@ -49,36 +56,17 @@ static struct count *count_of(struct count_g *g, int id, struct target **t)
  * running target ends, what the totals gained in it is read and charged to it (the engine's
  * tick comes just after whole seconds, as for sampling), and the slices are coarsened.
  */
-static void tick(void *gp)
+static const struct timed_reader reader = { INST_COUNT, count_slices, count_read };
+
+static void tick(void *g)
 {
-	struct count_g *g = gp;
-	uint64_t now = wall_ns();
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct count *ct = count_of(g, i, &t);
-
-		if (!ct)
-			continue;
-		if (t->state == TARGET_RUNNING && slices_ended(ct->slices, ct->last_read, now))
-			count_when_collect(g, t, ct);
-		if (slices_tick(ct->slices, now))
-			t->dirty = true;
-	}
+	timed_tick_targets(g, &reader);
 }
 
 /* Before a save or a listing: every target's totals, read. */
-static void sync_all(void *gp)
+static void sync_all(void *g)
 {
-	struct count_g *g = gp;
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct count *ct = count_of(g, i, &t);
-
-		if (ct)
-			count_when_collect(g, t, ct);
-	}
+	timed_sync_targets(g, &reader);
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)

@@ -42,10 +42,17 @@ static size_t bytes(const void *st)
 	       (lg->slices ? slices_bytes(lg->slices) : 0);
 }
 
-static struct legs *legs_at(struct legs_g *g, int id, struct target **t)
+static struct slices *legs_slices(void *st, uint64_t *last_read)
 {
-	*t = g->env.targets[id];
-	return *t ? (*t)->inst[INST_LEGS] : NULL;
+	struct legs *lg = st;
+
+	*last_read = lg->last_read;
+	return lg->slices;
+}
+
+static void legs_read(void *g, const struct target *t, void *st)
+{
+	legs_attach_collect(g, t, st);
 }
 
 /*
@@ -53,36 +60,17 @@ static struct legs *legs_at(struct legs_g *g, int id, struct target **t)
  * running target ends, what they gained in it is read and charged to it (as call counting
  * does), and the slices are coarsened.
  */
-static void tick(void *gp)
+static const struct timed_reader reader = { INST_LEGS, legs_slices, legs_read };
+
+static void tick(void *g)
 {
-	struct legs_g *g = gp;
-	uint64_t now = wall_ns();
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (!lg || !lg->slices)
-			continue;
-		if (t->state == TARGET_RUNNING && slices_ended(lg->slices, lg->last_read, now))
-			legs_attach_collect(g, t, lg);
-		if (slices_tick(lg->slices, now))
-			t->dirty = true;
-	}
+	timed_tick_targets(g, &reader);
 }
 
 /* Before a save or a listing: every target's counts, read. */
-static void sync_all(void *gp)
+static void sync_all(void *g)
 {
-	struct legs_g *g = gp;
-
-	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t;
-		struct legs *lg = legs_at(g, i, &t);
-
-		if (lg)
-			legs_attach_collect(g, t, lg);
-	}
+	timed_sync_targets(g, &reader);
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)

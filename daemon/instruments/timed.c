@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "proto.h"
+#include "inst.h"
+#include "pcmon_procs.h"
 #include "stfile.h"
+#include "target.h"
 #include "timed.h"
 #include "util.h"
 
@@ -245,4 +248,32 @@ int timed_one_slice(const struct sf_rd *rd, struct slices *sl, const uint64_t *r
 	if (!n)
 		return 0;
 	return slices_push(sl, t0, MAX(t1, t0 + 1), rows, n);
+}
+
+void timed_tick_targets(void *g, const struct timed_reader *r)
+{
+	struct target **targets = ((struct inst_env *)g)->targets;
+	uint64_t now = wall_ns(), last_read;
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = targets[i];
+		void *st = t ? t->inst[r->inst] : NULL;
+		struct slices *sl = st ? r->slices(st, &last_read) : NULL;
+
+		if (!sl)
+			continue;
+		if (t->state == TARGET_RUNNING && slices_ended(sl, last_read, now))
+			r->read(g, t, st);
+		if (slices_tick(sl, now))
+			t->dirty = true;
+	}
+}
+
+void timed_sync_targets(void *g, const struct timed_reader *r)
+{
+	struct target **targets = ((struct inst_env *)g)->targets;
+
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++)
+		if (targets[i] && targets[i]->inst[r->inst])
+			r->read(g, targets[i], targets[i]->inst[r->inst]);
 }

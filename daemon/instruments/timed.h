@@ -18,6 +18,7 @@
 
 struct sf_rd;
 struct sf_wr;
+struct target;
 
 /* The default settings, SLICES_DEFAULT and SLICES_DEFAULT_BUDGET. */
 void timed_default_cfg(struct slices_cfg *cfg);
@@ -79,5 +80,25 @@ int timed_read_narrow(struct sf_rd *rd, const cJSON *o, unsigned width, unsigned
  * target's life as the file says it (rd->t_start to rd->t_end). 0 or -ENOMEM.
  */
 int timed_one_slice(const struct sf_rd *rd, struct slices *sl, const uint64_t *rows, uint32_t n);
+
+/*
+ * An instrument whose totals stay in BPF until read (call counting, the probe-node
+ * tables): what its tick() and sync() need of it. @slices: a state's slices (NULL: none
+ * kept) and when BPF's totals were last read (wall ns); @read charges what they gained
+ * since to the open slice.
+ */
+struct timed_reader {
+	int inst;	/* enum inst_id */
+	struct slices *(*slices)(void *st, uint64_t *last_read);
+	void (*read)(void *g, const struct target *t, void *st);
+};
+/*
+ * tick(): each target carrying the instrument (@g its engine-wide state, which starts with
+ * a struct inst_env): when a slice of a running target ended, its totals are read and
+ * charged to it; then its slices are coarsened (the target marked dirty when they changed).
+ */
+void timed_tick_targets(void *g, const struct timed_reader *r);
+/* sync(), before a save or a listing: each target's totals, read. */
+void timed_sync_targets(void *g, const struct timed_reader *r);
 
 #endif
