@@ -6,6 +6,7 @@ unwinder, VIRTUAL and REAL, three threads, recursion, C extensions under Python 
 process attached after it started, WHEN over Python names, and --no-python; samples taken
 before the interpreter was found (flagged), open off-CPU intervals, and interpreters pcmon
 has no table for (tests/workloads/special/fakepy.c), publishing _Py_DebugOffsets or not."""
+import contextlib
 import glob
 import json
 import os
@@ -68,6 +69,25 @@ def pyenv_pythons():
     return found, absent
 
 
+@contextlib.contextmanager
+def held(py, secs):
+    """pyphases.py under @py for @secs, held at its start until let go: yields the process,
+    its pid and a function that lets it go (a target started meanwhile sees all of its time,
+    however slowly a loaded machine starts it)."""
+    flag = tempfile.mktemp(prefix="pcmon-py-go-")
+    proc = subprocess.Popen([py, WORK, str(secs), "--wait", flag], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pid = json.loads(proc.stdout.readline())["pid"]
+        yield proc, pid, lambda: open(flag, "w").close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(flag):
+            os.unlink(flag)
+
+
 def attach_and_list(py, secs, *opts):
     """@py runs pyphases.py for @secs, attached by --pid once its interpreter is up (a pyenv
     build's libpython carries full debug info, which pcmon reads while it names the first
@@ -75,25 +95,19 @@ def attach_and_list(py, secs, *opts):
     so it runs long enough). Returns the listing, the program's own figures and the lines of
     `lined`."""
     d = Daemon().start()
-    flag = tempfile.mktemp(prefix="pcmon-py-go-")
-    proc = subprocess.Popen([py, WORK, str(secs), "--wait", flag], stdout=subprocess.PIPE, text=True)
     try:
-        pid = json.loads(proc.stdout.readline())["pid"]
-        time.sleep(0.5)
-        tid = pcmon("start", "--pid", pid, "--interval", 1000, *opts, sock=d.sock,
-                    check=0).stdout.strip()
-        open(flag, "w").close()
-        out, _ = proc.communicate(timeout=120)
+        with held(py, secs) as (proc, pid, go):
+            time.sleep(0.5)
+            tid = pcmon("start", "--pid", pid, "--interval", 1000, *opts, sock=d.sock,
+                        check=0).stdout.strip()
+            go()
+            out, _ = proc.communicate(timeout=120)
         own = first_json_line(out)
         time.sleep(0.5)
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         lines = pcmon_json("list", tid, "--lines", "py.pyphases.lined", sock=d.sock)[0]["lines"]
         return listing, own, lines
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        if os.path.exists(flag):
-            os.unlink(flag)
         assert d.stop() == 0, d.logtext()
 
 
@@ -190,26 +204,21 @@ def test_fp_chain_astray_keeps_python_frames():
     still carry their Python frames (cut short with depth, not charged to no function)."""
     need_python()
     d = Daemon().start()
-    flag = tempfile.mktemp(prefix="pcmon-py-go-")
     try:
         # held until the target is on, so that its 4 s (of wall time) are all sampled: it is
         # its CPU time that is, and a loaded machine gives it less (690 samples in a CI run)
-        proc = subprocess.Popen([PY, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
-                                text=True)
-        pid = json.loads(proc.stdout.readline())["pid"]
-        tid = pcmon("start", "--pid", pid, "--interval", 1000, "--unwind", "fp",
-                    sock=d.sock, check=0).stdout.strip()
-        open(flag, "w").close()
-        proc.stdout.read()
-        ru = os.wait4(pid, 0)[2]
-        proc.returncode = 0
+        with held(PY, 4) as (proc, pid, go):
+            tid = pcmon("start", "--pid", pid, "--interval", 1000, "--unwind", "fp",
+                        sock=d.sock, check=0).stdout.strip()
+            go()
+            proc.stdout.read()
+            ru = os.wait4(pid, 0)[2]
+            proc.returncode = 0
         cpu_s = ru.ru_utime + ru.ru_stime
         folded = pcmon("export", tid, "--format", "folded", sock=d.sock, check=0).stdout
         listing = pcmon_json("list", tid, sock=d.sock)[0]
     finally:
         assert d.stop() == 0, d.logtext()
-        if os.path.exists(flag):
-            os.unlink(flag)
     n = deep_native = astray = 0
     for line in folded.splitlines():
         stack, c = line.rsplit(" ", 1)
@@ -271,28 +280,9 @@ def test_when_python_names():
 def test_pid_attach_and_lines():
     """A program started before pcmond, attached by --pid; then --lines on a Python function."""
     need_python()
-    d = Daemon().start()
-    flag = tempfile.mktemp(prefix="pcmon-py-go-")
-    proc = subprocess.Popen([PY, WORK, "5", "--wait", flag], stdout=subprocess.PIPE, text=True)
-    try:
-        pid = json.loads(proc.stdout.readline())["pid"]
-        time.sleep(0.5)
-        tid = pcmon("start", "--pid", pid, "--interval", 1000, sock=d.sock,
-                    check=0).stdout.strip()
-        open(flag, "w").close()
-        out, _ = proc.communicate(timeout=60)
-        own = first_json_line(out)
-        time.sleep(0.5)
-        listing = pcmon_json("list", tid, sock=d.sock)[0]
-        check_shares(listing, own)
-        check_lines(pcmon_json("list", tid, "--lines", "py.pyphases.lined",
-                               sock=d.sock)[0]["lines"], own)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        if os.path.exists(flag):
-            os.unlink(flag)
-        assert d.stop() == 0, d.logtext()
+    listing, own, lines = attach_and_list(PY, 5)
+    check_shares(listing, own)
+    check_lines(lines, own)
 
 
 def test_no_python_lists_as_before():
