@@ -103,7 +103,6 @@ static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, struct task
 {
 	__u32 tid = task->pid;
 	struct vclock *v;
-	__u64 steal;
 
 	if (!cs->virt)
 		return now;
@@ -112,8 +111,7 @@ static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, struct task
 		return now;
 	if (v->off_since) /* running, its switch in not seen */
 		clock_repair(v, task->se.sum_exec_runtime, now);
-	steal = v->steal_ns + (v->steal_in ? steal_now() - v->steal_in : 0);
-	return now - v->off_ns - steal;
+	return now - v->off_ns - vclock_steal(v);
 }
 
 enum how { RETURNED, UNWOUND, EXITED };
@@ -215,45 +213,55 @@ static __always_inline __u64 net_of(const struct pcmon_cact *a, __u64 dur, __u64
 	return dur > cost ? dur - cost : 0;
 }
 
-/* The time thread @tid has been preempted at a probe so far (REAL; VIRTUAL: its clock stopped
- * then, 0). */
-static __always_inline __u64 pre_now(const struct pcmon_cstack *cs, __u32 tid)
-{
-	struct vclock *v;
-
-	if (cs->virt)
-		return 0;
-	v = bpf_map_lookup_elem(&vclocks, &tid);
-	return v ? v->pre_ns : 0;
-}
-
 /*
- * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch). Its
- * time preempted at a probe so far (pre_now()).
+ * What the probes' cost taken out of a time does not hold, read at a probe: how long its
+ * thread has been preempted at a probe so far, and (REAL) how much time the hypervisor
+ * has stolen from it so far. VIRTUAL: 0, its clock stopped then.
  */
-static __noinline __u64 note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target)
-{
-	__u64 pre = vclock_at_probe(tid, ip, target);
+struct probe_clocks {
+	__u64 pre, steal;
+};
 
-	return virt ? 0 : pre;
+static __always_inline void clocks_of(const struct vclock *v, __u32 virt, struct probe_clocks *c)
+{
+	c->pre = v && !virt ? v->pre_ns : 0;
+	c->steal = v && !virt ? vclock_steal(v) : 0;
+}
+
+/* Those of thread @tid (running here), at a return or an exit. */
+static __always_inline void clocks_now(const struct pcmon_cstack *cs, __u32 tid,
+				       struct probe_clocks *c)
+{
+	clocks_of(cs->virt ? NULL : bpf_map_lookup_elem(&vclocks, &tid), cs->virt, c);
 }
 
 /*
- * Close the innermost open activation of thread @tgid at @now, its thread preempted at a
- * probe for @pre_at ns so far (pre_now()), the way @how (enum how).
+ * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch), and
+ * its clocks read (clocks_now()).
+ */
+static __noinline void note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target,
+				  struct probe_clocks *c)
+{
+	clocks_of(vclock_at_probe(tid, ip, target), virt, c);
+}
+
+/*
+ * Close the innermost open activation of thread @tgid at @now, @at its clocks then
+ * (clocks_now()), the way @how (enum how).
  *
  * A global function, verified once, not at each of its calls (the loops that close gone
- * activations would be too much for the verifier): @cs is memory here, maybe NULL.
+ * activations would be too much for the verifier): @cs and @at are memory here, maybe NULL.
  */
-__noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at, int how)
+__noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now,
+		   const struct probe_clocks *at, int how)
 {
 	struct pcmon_cact *a, *up = NULL;
 	struct pcmon_cstat *s;
-	__u64 dur, self, net, pre, self_pre;
+	__u64 dur, self, net, pre, self_pre, steal, self_steal;
 	bool first;
 	__u32 d;
 
-	if (!cs)
+	if (!cs || !at)
 		return 0;
 	d = cs->depth;
 	if (!d)
@@ -265,7 +273,8 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
 	if (d >= 2)
 		up = act(cs, d - 2);
 	dur = now > a->t0 ? now - a->t0 : 0;
-	pre = pre_at - a->pre0; /* both read from the same count, which only grows */
+	pre = at->pre - a->pre0; /* both read from the same count, which only grows */
+	steal = at->steal - a->steal0; /* (likewise) */
 	if ((__u32)a->cookie & PCMON_COUNT_CTX) {
 		/* transparent: its time is its caller's, less its counted callees; its probes
 		 * are one more activation inside the caller, whose self time holds their cost,
@@ -279,11 +288,13 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
 			up->kids += a->kids;
 			up->kids_xol += a->kids_xol;
 			up->child_pre += a->child_pre;
+			up->child_steal += a->child_steal;
 		}
 		return 0;
 	}
 	self = dur > a->child_ns ? dur - a->child_ns : 0;
 	self_pre = pre - a->child_pre; /* the engine keeps it within the self time */
+	self_steal = steal - a->child_steal;
 	net = net_of(a, dur, pre);
 	s = stat_of(a, tgid);
 	if (s) {
@@ -294,14 +305,18 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
 			s->min_ns = net;
 			s->min_acts = 1 + a->desc;
 			s->min_acts_xol = is_xol(a->cookie) + a->desc_xol;
+			s->min_steal_ns = steal;
 		}
 		if (first || net > s->max_ns) {
 			s->max_ns = net;
 			s->max_acts = 1 + a->desc;
 			s->max_acts_xol = is_xol(a->cookie) + a->desc_xol;
+			s->max_steal_ns = steal;
 		}
 		__sync_fetch_and_add(&s->self_ns, self);
 		__sync_fetch_and_add(&s->self_pre_ns, self_pre);
+		if (self_steal)
+			__sync_fetch_and_add(&s->self_steal_ns, self_steal);
 		if (a->self_ctx) {
 			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
 			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
@@ -314,6 +329,8 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
 			__sync_fetch_and_add(&s->outer, 1);
 			__sync_fetch_and_add(&s->total_ns, dur);
 			__sync_fetch_and_add(&s->total_pre_ns, pre);
+			if (steal)
+				__sync_fetch_and_add(&s->total_steal_ns, steal);
 			__sync_fetch_and_add(&s->total_acts, 1 + a->desc);
 			__sync_fetch_and_add(&s->total_acts_xol, is_xol(a->cookie) + a->desc_xol);
 		}
@@ -329,6 +346,7 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
 		up->kids += 1;
 		up->kids_xol += is_xol(a->cookie);
 		up->child_pre += pre;
+		up->child_steal += steal;
 	}
 	return 0;
 }
@@ -338,7 +356,7 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now, __u64 pre_at,
  * stack pointer of a frame that is live now (the stack grows down).
  */
 static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64 sp, __u64 now,
-				      __u64 pre_at)
+				      const struct probe_clocks *at)
 {
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		__u32 d = cs->depth;
@@ -347,7 +365,7 @@ static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64
 			break;
 		if (act(cs, d - 1)->sp > sp)
 			break;
-		pop(cs, tgid, now, pre_at, UNWOUND);
+		pop(cs, tgid, now, at, UNWOUND);
 	}
 }
 
@@ -389,8 +407,9 @@ int count_enter(struct pt_regs *ctx)
 	struct pcmon_ccfg *cc;
 	struct pcmon_cstack *cs;
 	struct pcmon_cstat *s;
+	struct probe_clocks at;
 	bool no_stack;
-	__u64 now, pre;
+	__u64 now;
 
 	cs = watched(cookie, tgid, task, &tmp.epoch, &no_stack);
 	if (!cs && !no_stack)
@@ -406,10 +425,10 @@ int count_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	if (!cs->depth)
 		cs->virt = cc ? cc->virt : 0;
-	pre = note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt, target);
+	note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt, target, &at);
 	now = clock_of(cs, task, now);
 	/* an open activation at or below this return address is gone: this frame replaced it */
-	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, pre);
+	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, &at);
 	d = cs->depth;
 	tmp.cls = classify(ctx, cc, cs, d, cookie, &ws);
 	if (d >= PCMON_COUNT_DEPTH) { /* counted here, as it is never closed */
@@ -444,8 +463,10 @@ int count_enter(struct pt_regs *ctx)
 	a->self_ctx_xol = 0;
 	a->kids = 0;
 	a->kids_xol = 0;
-	a->pre0 = pre;
+	a->pre0 = at.pre;
 	a->child_pre = 0;
+	a->steal0 = at.steal;
+	a->child_steal = 0;
 	cs->depth = d + 1;
 	return 0;
 }
@@ -458,8 +479,8 @@ int count_return(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = pid_tgid >> 32;
+	struct probe_clocks at;
 	struct pcmon_cstack *cs;
-	__u64 pre;
 	__u32 d;
 
 	if (!task->bpf_storage)
@@ -468,7 +489,7 @@ int count_return(struct pt_regs *ctx)
 	if (!cs || !cs->depth)
 		return 0;
 	now = clock_of(cs, task, now);
-	pre = pre_now(cs, (__u32)pid_tgid);
+	clocks_now(cs, (__u32)pid_tgid, &at);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		d = cs->depth;
@@ -476,16 +497,16 @@ int count_return(struct pt_regs *ctx)
 			break;
 		if (act(cs, d - 1)->sp >= sp)
 			break;
-		pop(cs, tgid, now, pre, UNWOUND);
+		pop(cs, tgid, now, &at, UNWOUND);
 	}
 	d = cs->depth;
 	if (d > PCMON_COUNT_DEPTH) {
-		pop(cs, tgid, now, pre, RETURNED); /* a too-deep one: only its depth is kept */
+		pop(cs, tgid, now, &at, RETURNED); /* a too-deep one: only its depth is kept */
 		return 0;
 	}
 	if (d && act(cs, d - 1)->cookie == cookie &&
 	    act(cs, d - 1)->sp == sp)
-		pop(cs, tgid, now, pre, RETURNED);
+		pop(cs, tgid, now, &at, RETURNED);
 	/* else: the return of an activation entered before the probes were attached */
 	return 0;
 }
@@ -494,7 +515,8 @@ int count_return(struct pt_regs *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(count_exit, struct task_struct *p)
 {
-	__u64 now = bpf_ktime_get_ns(), pre;
+	__u64 now = bpf_ktime_get_ns();
+	struct probe_clocks at;
 	struct pcmon_cstack *cs;
 
 	if (!p->bpf_storage)
@@ -503,11 +525,11 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	if (!cs)
 		return 0;
 	now = clock_of(cs, p, now); /* p is the thread that runs this */
-	pre = pre_now(cs, p->pid);
+	clocks_now(cs, p->pid, &at);
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
 			break;
-		pop(cs, p->tgid, now, pre, EXITED);
+		pop(cs, p->tgid, now, &at, EXITED);
 	}
 	bpf_task_storage_delete(&cstack, p);
 	{

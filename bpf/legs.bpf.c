@@ -151,9 +151,9 @@ static __always_inline void abandon(__u32 target, __u32 from)
 }
 
 /* A finished leg of @dur ns with @inner probe hits inside it, which cost @cost ns, @pre of
- * them preempted at the probes. */
+ * them preempted at the probes; @steal ns of it stolen by the hypervisor. */
 static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey *k, __u64 dur,
-				   __u64 inner, __u64 cost, __u64 pre)
+				   __u64 inner, __u64 cost, __u64 pre, __u64 steal)
 {
 	struct pcmon_hkey hk = { k->target, k->from, k->to, 0 };
 	struct pcmon_hcfg *c = bpf_map_lookup_elem(&hcfgs, &hk);
@@ -165,17 +165,23 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 	__sync_fetch_and_add(&l->probe_ns, cost);
 	if (pre)
 		__sync_fetch_and_add(&l->preempted_ns, pre);
-	if (dur < l->min_ns)
+	if (steal)
+		__sync_fetch_and_add(&l->stolen_ns, steal);
+	if (dur < l->min_ns) {
 		l->min_ns = dur;
-	if (dur > l->max_ns)
+		l->min_steal_ns = steal;
+	}
+	if (dur > l->max_ns) {
 		l->max_ns = dur;
+		l->max_steal_ns = steal;
+	}
 	if (c)
 		hist_add(c, &l->h, dur);
 }
 
 /* --track all: the legs in flight on thread @tid that end at @at (a node, or '*'), done. */
 static __always_inline void end_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
-				     __u64 cost, __u64 pre)
+				     __u64 cost, __u64 pre, __u64 steal)
 {
 	struct pcmon_lkey nk = { target, at, 0, 0 };
 	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
@@ -192,14 +198,15 @@ static __always_inline void end_legs(__u32 target, __u32 at, __u32 tid, __u64 no
 			continue;
 		l = bpf_map_lookup_elem(&legs, &k);
 		if (l)
-			record(l, &k, now - fl->ts, hits - fl->hits, cost - fl->cost, pre - fl->pre);
+			record(l, &k, now - fl->ts, hits - fl->hits, cost - fl->cost, pre - fl->pre,
+			       steal - fl->steal);
 		bpf_map_delete_elem(&lflight, &fk);
 	}
 }
 
 /* --track all: the legs that start at @at (a node, or '*': every node) start on @tid. */
 static __always_inline void start_legs(__u32 target, __u32 at, __u32 tid, __u64 now, __u64 hits,
-				       __u64 cost, __u64 pre)
+				       __u64 cost, __u64 pre, __u64 steal)
 {
 	struct pcmon_lkey nk = { target, at, 0, 0 };
 	struct pcmon_nlegs *nl = bpf_map_lookup_elem(&nlegs, &nk);
@@ -208,7 +215,8 @@ static __always_inline void start_legs(__u32 target, __u32 at, __u32 tid, __u64 
 		return;
 	for (__u32 i = 0; i < PCMON_NODE_LEGS && i < nl->nfrom; i++) {
 		struct pcmon_fkey fk = { tid, target, at, nl->from_to[i] };
-		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk), v = { now, hits, cost, pre };
+		struct pcmon_flight *fl = bpf_map_lookup_elem(&lflight, &fk);
+		struct pcmon_flight v = { now, hits, cost, pre, steal };
 		struct pcmon_lkey k = { target, at, fk.to, 0 };
 		struct pcmon_leg *l;
 
@@ -273,7 +281,8 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	struct pcmon_lthread *th;
 	struct pcmon_lcfg *lc;
 	struct pcmon_node *n;
-	__u64 hits, cost, pre;
+	__u64 hits, cost, pre, steal;
+	struct vclock *vc;
 	int w = W_MATCH;
 
 	if (!in_target(target, bpf_get_current_pid_tgid() >> 32))
@@ -317,16 +326,18 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	 * and the time it was preempted at its probes (at an entry or a USDT node, the
 	 * scheduler hook looks for it at @ip; at a return, in the page it returns through) */
 	pcmon_thread_hit(th, n->cost_ns, n->pre_ns, &hits, &cost);
-	pre = vclock_at_probe((__u32)bpf_get_current_pid_tgid(), ip, target);
+	vc = vclock_at_probe((__u32)bpf_get_current_pid_tgid(), ip, target);
+	pre = vc ? vc->pre_ns : 0;
+	steal = vc ? vclock_steal(vc) : 0;
 	cost += pre;
 	if (lc->track == PCMON_TRACK_ALL) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
-		end_legs(target, node, tid, now, hits, cost, pre);
-		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre);
+		end_legs(target, node, tid, now, hits, cost, pre, steal);
+		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre, steal);
 		if (w == W_MATCH) {
-			start_legs(target, node, tid, now, hits, cost, pre);
-			start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre);
+			start_legs(target, node, tid, now, hits, cost, pre, steal);
+			start_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre, steal);
 		}
 	}
 	/* the leg from the thread's last node: successor's legs, and those --add made */
@@ -342,7 +353,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		/* under --track all, a leg of the table is tracked on its own (above) */
 		if (l && (lc->track == PCMON_TRACK_SUCCESSOR || !l->id)) {
 			record(l, &k, now - th->ts, hits - th->hits_at, cost - th->cost_at,
-			       pre - th->pre_at);
+			       pre - th->pre_at, steal - th->steal_at);
 			if (lc->track == PCMON_TRACK_SUCCESSOR)
 				th->node = 0; /* done: the next leg starts at a from again */
 		} else if (lc->track == PCMON_TRACK_SUCCESSOR && w == W_MATCH &&
@@ -358,6 +369,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		th->hits_at = hits;
 		th->cost_at = cost;
 		th->pre_at = pre;
+		th->steal_at = steal;
 	}
 	return 0;
 }

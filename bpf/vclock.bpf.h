@@ -61,12 +61,18 @@ static __always_inline __u64 steal_now(void)
 	return rq ? BPF_CORE_READ(rq, prev_steal_time_rq) : 0;
 }
 
+/* The time stolen from the thread of @v, running here, while it ran so far. */
+static __always_inline __u64 vclock_steal(const struct vclock *v)
+{
+	return v->steal_ns + (v->steal_in ? steal_now() - v->steal_in : 0);
+}
+
 /*
  * A probe of thread @tid (running here) at @ip (0: a return probe), for target @target:
  * kept for the scheduler hook, which tells a preemption at it; the thread's clock made on
- * its first. The time it has been preempted at a probe so far.
+ * its first. Its clock (NULL: the map is full).
  */
-static __always_inline __u64 vclock_at_probe(__u32 tid, __u64 ip, __u32 target)
+static __always_inline struct vclock *vclock_at_probe(__u32 tid, __u64 ip, __u32 target)
 {
 	struct vclock zero = {}, *v;
 
@@ -77,11 +83,11 @@ static __always_inline __u64 vclock_at_probe(__u32 tid, __u64 ip, __u32 target)
 		v = bpf_map_lookup_elem(&vclocks, &tid);
 	}
 	if (!v)
-		return 0;
+		return NULL;
 	if (ip)
 		v->entry_ip = ip;
 	v->target = target;
-	return v->pre_ns;
+	return v;
 }
 
 #endif /* PCMON_VCLOCK_BPF_H */

@@ -273,6 +273,7 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "when");
 	char total[24], sub[24];
 	bool late = false, swamped = false, below = false;
+	double stolen = 0;
 
 	if (!c)
 		return;
@@ -311,6 +312,7 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		late |= l;
 		swamped |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "swamped"));
 		below |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "below_resolution")) > 0;
+		stolen = MAX(stolen, num(it, "stolen_ns"));
 		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
 		cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(it, "charged_to")) {
 			char to[600];
@@ -327,6 +329,11 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
 	if (below)
 		fprintf(f, "<T below resolution: less than the error T the probes' spread makes of its hits; ~T: T give or take more than 1 %%\n");
+	if (stolen > 0) {
+		fmt_ns(total, sizeof(total), stolen);
+		fprintf(f, "(the hypervisor stole up to %s of the calls' time from their CPUs: it is in the times, and in their error, as some may have been at the probes)\n",
+			total);
+	}
 	if (swamped)
 		fprintf(f, "! the probes cost more than the code they time (see \"probes\"): for its time, sampling's shallow and deep shares of the same procedure, or fewer probes (--when, or count its caller alone)\n");
 	if (w && num(w, "unknown_calls"))

@@ -83,6 +83,8 @@ struct pcmon_cact {
 	__u32 kids_xol;		/* ... of which stepped out of line */
 	__u64 pre0;		/* its thread's time preempted at a probe, at entry (count.bpf.c) */
 	__u64 child_pre;	/* ... of that, inside the activations it called, closed */
+	__u64 steal0;		/* REAL: the time stolen from its thread so far, at entry */
+	__u64 child_steal;	/* ... of that, inside the activations it called, closed */
 };
 
 /* A thread's shadow stack (task storage). */
@@ -149,7 +151,14 @@ struct pcmon_ccfg {
 	/* of self_ns and total_ns, the time the thread was preempted at a probe: off CPU, \
 	 * runnable, on its way back from an entry's probe to the code (REAL: in both) */  \
 	X(self_pre_ns, OPTIONAL)                                                           \
-	X(total_pre_ns, OPTIONAL)
+	X(total_pre_ns, OPTIONAL)                                                          \
+	/* REAL: of self_ns, total_ns and the extremes, the time the hypervisor stole from   \
+	 * the thread (the guest's count, as the scheduler last updated it): in the times,  \
+	 * and in their error, as some of it may have been at the probes */                \
+	X(self_steal_ns, OPTIONAL)                                                         \
+	X(total_steal_ns, OPTIONAL)                                                        \
+	X(min_steal_ns, OPTIONAL)                                                          \
+	X(max_steal_ns, OPTIONAL)
 
 struct pcmon_cstat {
 #define PCMON_CSTAT_FIELD(f, need) __u64 f;

@@ -84,7 +84,13 @@ struct pcmon_lkey {
 	/* ... of which time the thread was preempted at the probes */                     \
 	X(preempted_ns, OPTIONAL)                                                          \
 	/* starts not kept: the table of legs in flight was full */                        \
-	X(untracked, OPTIONAL)
+	X(untracked, OPTIONAL)                                                             \
+	/* time the hypervisor stole from the thread during the legs counted (in total_ns, \
+	 * and in its error: some may have been at the probes), and during the longest and \
+	 * the shortest (extremes, as min_ns and max_ns) */                                \
+	X(stolen_ns, OPTIONAL)                                                             \
+	X(max_steal_ns, OPTIONAL)                                                          \
+	X(min_steal_ns, OPTIONAL)
 
 struct pcmon_leg {
 #define PCMON_LEG_FIELD(f, need) __u64 f;
@@ -112,6 +118,7 @@ struct pcmon_lthread {
 	__u64 ts;		/* when it hit node */
 	__u64 hits_at, cost_at;	/* its hits and probe cost then, */
 	__u64 pre_at;		/* and its time preempted at probes then (vclock.bpf.h) */
+	__u64 steal_at;		/* and the time stolen from it then */
 	__u64 hits;		/* probe hits of the thread so far ... */
 	__u64 cost;		/* ... and what they cost it (ns) */
 };
@@ -142,7 +149,7 @@ struct pcmon_fkey {
 	__u32 tid, target, from, to;
 };
 struct pcmon_flight {
-	__u64 ts, hits, cost, pre;
+	__u64 ts, hits, cost, pre, steal;
 };
 
 /* Legs that start at a node (keyed by (target, from, 0, 0) in lfrom): is any leg waiting on it. */

@@ -79,6 +79,7 @@ struct count_fn {
  */
 #define COUNT_WIDTH (sizeof(struct pcmon_cstat) / sizeof(__u64))
 #define COUNT_WIDTH_V5 13	/* before min_ns and the callees were kept: the first 13 */
+#define COUNT_WIDTH_STEAL 22	/* before the hypervisor's steal was kept: the first 22 */
 
 struct timed_window;
 

@@ -40,24 +40,26 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 	 * context procedures' (WHEN) whose time is its */
 	t->self_sub = in[k] * (double)s->closed + by_kind(out, s->kids, s->kids_xol) +
 		      by_kind(pair, s->self_ctx, s->self_ctx_xol) + (double)s->self_pre_ns;
+	/* the hypervisor's steal is in the times, and in their error: some may have been at
+	 * the probes, which the program's own clock would not see (REAL; 0 in VIRTUAL) */
 	t->self_err = split[k] * (double)s->closed + by_kind(split, s->kids, s->kids_xol) +
-		      by_kind(sp, s->self_ctx, s->self_ctx_xol);
+		      by_kind(sp, s->self_ctx, s->self_ctx_xol) + (double)s->self_steal_ns;
 	/* self+children: its own inner part, the whole pairs of what is inside; in both, the
 	 * time its thread was preempted at those probes, as BPF saw it (exact) */
 	t->total_sub = by_kind(pair, s->total_acts, s->total_acts_xol) - out[k] * (double)s->outer +
 		       (double)s->total_pre_ns;
 	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol) + (double)s->total_pre_ns;
 	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol) +
-		       ct->split_err_ns[k] * (double)s->outer;
+		       ct->split_err_ns[k] * (double)s->outer + (double)s->total_steal_ns;
 	t->total = MAX((double)s->total_ns - t->total_sub, 0);
 	t->self = MIN(MAX((double)s->self_ns - t->self_sub, 0), t->total);
 	t->avg = s->outer ? t->total / (double)s->outer : 0;
 	t->avg_err = s->outer ? t->total_err / (double)s->outer : 0;
 	/* the extremes, the cost taken out in BPF; kept in order with the average and total */
 	t->max = MIN(MAX((double)s->max_ns, t->avg), t->total);
-	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol);
+	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol) + (double)s->max_steal_ns;
 	t->min = MIN((double)s->min_ns, t->avg);
-	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol);
+	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol) + (double)s->min_steal_ns;
 }
 
 double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
@@ -134,6 +136,8 @@ static void class_json(const struct count *ct, const struct count_fn *fn,
 	cJSON_AddNumberToObject(x, "probes_ns", t.probes);
 	/* of those, the time its threads were preempted at the probes (BPF, count_switch) */
 	cJSON_AddNumberToObject(x, "preempted_at_probes_ns", (double)s->total_pre_ns);
+	/* and the time the hypervisor stole from them during the calls (in the error) */
+	cJSON_AddNumberToObject(x, "stolen_ns", (double)s->total_steal_ns);
 	/* the probes cost more than the code they time: their cost swamps it */
 	cJSON_AddBoolToObject(x, "swamped", s->closed && t.probes > t.total);
 	if (below)

@@ -160,14 +160,16 @@ static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struc
 	uint64_t *rows, width = narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH_V5;
 	int r;
 
-	/* a file from before the minimum and the callees were kept has rows of fewer sums,
-	 * the first ones (COUNT_WIDTH_V5, or the ALWAYS ones before --when at probes): read
-	 * at that width, each row padded with zeros */
+	/* a file from before the steal, the minimum and the callees were kept has rows of
+	 * fewer sums, the first ones (COUNT_WIDTH_STEAL, COUNT_WIDTH_V5, or the ALWAYS ones
+	 * before --when at probes): read at that width, each row padded with zeros */
 	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
 		return r;
-	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH)
-		return sf_bad(rd, "slice_width", "%u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
-			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH);
+	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH_STEAL &&
+	    width != COUNT_WIDTH)
+		return sf_bad(rd, "slice_width", "%u, %u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
+			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH_STEAL,
+			      (unsigned)COUNT_WIDTH);
 	r = timed_read_narrow(rd, o, COUNT_WIDTH, (unsigned)width, ct->nfns, ct->slices, NULL);
 	if (r <= 0)
 		return r;

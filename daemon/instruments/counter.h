@@ -91,18 +91,22 @@ static inline void counter_stat_add(struct pcmon_cstat *to, const struct pcmon_c
 	to->max_ns = was.max_ns;
 	to->max_acts = was.max_acts;
 	to->max_acts_xol = was.max_acts_xol;
+	to->max_steal_ns = was.max_steal_ns;
 	if (s->closed && (s->max_ns > was.max_ns || !was.closed)) {
 		to->max_ns = s->max_ns;
 		to->max_acts = s->max_acts;
 		to->max_acts_xol = s->max_acts_xol;
+		to->max_steal_ns = s->max_steal_ns;
 	}
 	to->min_ns = was.min_ns;
 	to->min_acts = was.min_acts;
 	to->min_acts_xol = was.min_acts_xol;
+	to->min_steal_ns = was.min_steal_ns;
 	if (s->closed && (!was.closed || s->min_ns < was.min_ns)) {
 		to->min_ns = s->min_ns;
 		to->min_acts = s->min_acts;
 		to->min_acts_xol = s->min_acts_xol;
+		to->min_steal_ns = s->min_steal_ns;
 	}
 }
 

@@ -302,13 +302,17 @@ void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct leg
 
 	/* each leg holds its ends' parts (one hit) and the hits inside */
 	t->total_err = lg->hit_err_ns * (n + (double)s->probe_hits);
+	/* what the hypervisor stole during the legs is in their time, and in its error: some
+	 * may have been at the probes */
+	t->total_err += (double)s->stolen_ns;
 	t->total = MAX(total, 0);
 	t->avg = n ? t->total / n : 0;
 	t->avg_err = n ? t->total_err / n : 0;
 	t->max = n ? MIN(MAX((double)s->max_ns, t->avg), t->total) : 0;
 	t->min = n ? MIN((double)s->min_ns, t->avg) : 0;
-	/* the extremes: one leg, with at least its ends' hit */
-	t->max_err = t->min_err = n ? lg->hit_err_ns : 0;
+	/* the extremes: one leg, with at least its ends' hit, and what was stolen in it */
+	t->max_err = n ? lg->hit_err_ns + (double)s->max_steal_ns : 0;
+	t->min_err = n ? lg->hit_err_ns + (double)s->min_steal_ns : 0;
 }
 
 /* A histogram's counts since its zero @h0. */
@@ -385,9 +389,14 @@ int legs_fold_leg(struct legs *lg, uint32_t from, uint32_t to, const struct pcmo
 		bool reset = l->count < lp->c.count || l->abandoned < lp->c.abandoned;
 		uint32_t k = 0;
 
+#define LEG_FIELDS_COUNT(f, need) +1
+		_Static_assert(LEGS_LEG_FIELD(0 PCMON_LEG_FIELDS(LEG_FIELDS_COUNT)) < 128,
+			       "a leg's fields and histogram fit LEGS_KEY()'s 7 bits");
+#undef LEG_FIELDS_COUNT
 #define CHARGE_LEG(f, need)                                                       \
-	if (strcmp(#f, "min_ns") && strcmp(#f, "max_ns"))                        \
-		charge(lg, LEGS_KEY(slot, k), l->f, lp->c.f, reset);             \
+	if (strcmp(#f, "min_ns") && strcmp(#f, "max_ns") && strcmp(#f, "min_steal_ns") && \
+	    strcmp(#f, "max_steal_ns"))                                          \
+		charge(lg, LEGS_KEY(slot, LEGS_LEG_FIELD(k)), l->f, lp->c.f, reset); \
 	k++;
 		PCMON_LEG_FIELDS(CHARGE_LEG)
 #undef CHARGE_LEG

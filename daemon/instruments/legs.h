@@ -54,6 +54,10 @@ struct legs_leg {
 #define LEGS_LEG_SLOT(id) (2 * (uint64_t)(id) + 1)
 #define LEGS_NODE_HIST 1	/* a node's histogram fields from here */
 #define LEGS_LEG_HIST 8		/* a leg's */
+/* A leg's field @k of PCMON_LEG_FIELDS: the first LEGS_LEG_HIST before its histogram, the
+ * others after it (LEGS_LEG_LATE on), where no histogram field is. */
+#define LEGS_LEG_LATE (LEGS_LEG_HIST + 2 + PCMON_HIST_BUCKETS + 1)
+#define LEGS_LEG_FIELD(k) ((k) < LEGS_LEG_HIST ? (k) : LEGS_LEG_LATE + (k) - LEGS_LEG_HIST)
 #define LEGS_MAX_KEY LEGS_KEY(2 * 1000000 + 2, 0)	/* (leg ids below 1000000) */
 
 struct timed_window;

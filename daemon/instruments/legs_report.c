@@ -136,6 +136,7 @@ static int tables_json(const struct legs *lg, double elapsed, const struct count
 		cJSON_AddNumberToObject(x, "probe_hits", s->probe_hits);
 		cJSON_AddNumberToObject(x, "probe_ns", s->probe_ns);
 		cJSON_AddNumberToObject(x, "preempted_at_probes_ns", s->preempted_ns);
+		cJSON_AddNumberToObject(x, "stolen_ns", s->stolen_ns);
 		cJSON_AddBoolToObject(x, "added", !s->id);
 		if (lg->legs[i].hist.kind)
 			hist_json(&lg->legs[i].hist, &s->h, x);
@@ -174,7 +175,9 @@ static void sum_row(void *ctx, const uint64_t *row)
 				l = &lg->legs[i];
 		if (!l)
 			return; /* a leg deleted since */
-		if (field >= LEGS_LEG_HIST) {
+		if (field >= LEGS_LEG_LATE) {
+			field = field - LEGS_LEG_LATE + LEGS_LEG_HIST;
+		} else if (field >= LEGS_LEG_HIST) {
 			h = &l->stat.h;
 			field -= LEGS_LEG_HIST;
 		}

@@ -45,7 +45,7 @@ int slices_cfg_parse(const char *spec, struct slices_cfg *cfg, char *err, size_t
 /* The spec back, as slices_cfg_parse() reads it. */
 void slices_cfg_format(const struct slices_cfg *cfg, char *buf, size_t len);
 
-#define SLICES_MAX_WIDTH 24	/* sums per id */
+#define SLICES_MAX_WIDTH 32	/* sums per id */
 
 /*
  * A slice's entries are rows of 1 + width words: the id, then its sums (slice_row()).

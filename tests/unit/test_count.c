@@ -249,6 +249,45 @@ static void test_total_takes_each_kind_at_its_cost(void **state)
 	count_ops.free(ct);
 }
 
+static void test_stolen_time_is_in_the_error(void **state)
+{
+	/* 10 calls of 100 us (1 ms, no probe cost here): the hypervisor stole 300 us during
+	 * them, 200 us of it in the longest and none in the shortest. The times keep it (the
+	 * thread's wall time did pass), their errors hold it: it may have been at the probes */
+	const struct proc p[] = {
+		{ "prog", "f", false,
+		  { .calls = 10, .closed = 10, .outer = 10, .self_ns = 1000000, .total_ns = 1000000,
+		    .total_acts = 10, .max_ns = 300000, .min_ns = 70000, .max_acts = 1,
+		    .min_acts = 1, .self_steal_ns = 300000, .total_steal_ns = 300000,
+		    .max_steal_ns = 200000, .min_steal_ns = 0 } },
+	};
+	struct count *ct = table(p, 1, 0, 0);
+	struct pcmon_cstat merged = { 0 }, other = p[0].s;
+	const cJSON *x;
+	cJSON *rep;
+
+	(void)state;
+	rep = report(ct, NULL, "self");
+	x = row(rep, 0);
+	assert_true(num(x, "total_ns") == 1000000 && num(x, "total_err_ns") == 300000);
+	assert_true(num(x, "self_ns") == 1000000 && num(x, "self_err_ns") == 300000);
+	assert_true(num(x, "avg_err_ns") == 30000);
+	assert_true(num(x, "max_err_ns") == 200000 && num(x, "min_err_ns") == 0);
+	assert_true(num(x, "stolen_ns") == 300000);
+	cJSON_Delete(rep);
+	count_ops.free(ct);
+	/* CPUs' totals added: an extreme keeps the steal of its own activation */
+	other.max_ns = 100000;
+	other.max_steal_ns = 5;
+	other.min_ns = 10000;
+	other.min_steal_ns = 7;
+	counter_stat_add(&merged, &p[0].s);
+	counter_stat_add(&merged, &other);
+	assert_true(merged.max_ns == 300000 && merged.max_steal_ns == 200000);
+	assert_true(merged.min_ns == 10000 && merged.min_steal_ns == 7);
+	assert_true(merged.total_steal_ns == 600000);
+}
+
 static void test_total_guards_more_stepped_than_activations(void **state)
 {
 	/* a file may say 5 stepped activations of 2 (BPF never would): the 2 are taken as
@@ -596,11 +635,11 @@ static struct count *full_table(void)
 	const struct proc p[] = {
 		{ "prog", "work_a", false,
 		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-		    22 } },
+		    22, 23, 24, 25, 26 } },
 		{ "libm.so.6", "sin", true,
 		  { (1ULL << 53) + 1, UINT64_MAX, 1ULL << 60, UINT64_MAX - 1, (1ULL << 53) + 3,
 		    12345678901234567ULL, 42, 99, 0, 1, 2, 0, 0, 7, 3, 1ULL << 54, 5, 2, 9, 4,
-		    1ULL << 55, 6 } },
+		    1ULL << 55, 6, 1ULL << 56, 8, 0, 1ULL << 57 } },
 	};
 	struct count *ct = table(p, 2, 9123.25, 26000.5);
 
@@ -1036,6 +1075,11 @@ static void test_every_report_keeps_to_the_invariants(void **state)
 			/* time preempted at the probes: any, even more than the time */
 			s->self_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
 			s->total_pre_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			/* and stolen by the hypervisor (REAL) */
+			s->self_steal_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			s->total_steal_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			s->max_steal_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
+			s->min_steal_ns = rnd_next(&r) % 2 ? rnd_next(&r) % 12000000 : 0;
 		}
 		ct = table(p, 3, (double)(rnd_next(&r) % 3000), (double)(rnd_next(&r) % 40000));
 		for (int k = 0; k < 2; k++) {
@@ -1094,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(test_times_never_below_zero),
 		cmocka_unit_test(test_recursion_counts_self_plus_children_once),
 		cmocka_unit_test(test_total_takes_each_kind_at_its_cost),
+		cmocka_unit_test(test_stolen_time_is_in_the_error),
 		cmocka_unit_test(test_total_guards_more_stepped_than_activations),
 		cmocka_unit_test(test_table_parent_and_child),
 		cmocka_unit_test(test_every_report_keeps_to_the_invariants),

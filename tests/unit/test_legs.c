@@ -25,7 +25,9 @@
 
 #include "counter.h"
 #include "legs.h"
+#include "slices.h"
 #include "stfile.h"
+#include "timed.h"
 #include "util.h"
 #include "json_check.h"
 
@@ -1089,6 +1091,51 @@ static void test_state_refused_naming_the_field(void **state)
 
 /* Random legs' totals, consistent or not (a file may say anything): every leg's times keep
  * to the invariants, errors from the hits each holds. */
+/*
+ * A window's legs hold what each field gained in its slices: every field its own, the
+ * counters past the histogram too (untracked once fell in its underflow bucket), and the
+ * time stolen by the hypervisor widens the window's error as it does the whole table's.
+ */
+static void test_window_keeps_every_field(void **state)
+{
+	const uint64_t S = 1000000000ull, T0 = 1700000040ull * S;
+	struct timed_window w = { .on = true, .since = T0, .until = T0 + S };
+	struct pcmon_leg bpf = { .count = 4, .total_ns = 4000, .min_ns = 500, .max_ns = 2000,
+				 .id = 1, .untracked = 3, .stolen_ns = 700, .max_steal_ns = 600 };
+	struct legs *lg = empty();
+	struct slices_cfg cfg;
+	const cJSON *x;
+	cJSON *rep = cJSON_CreateObject();
+
+	(void)state;
+	assert_int_equal(slices_cfg_parse("1s", &cfg, NULL, 0), 0);
+	cfg.budget = 0;
+	lg->slices = slices_new(&cfg, 1);
+	assert_non_null(lg->slices);
+	legs_calibrate(lg, 0, 0);
+	legs_calibrate_err(lg, 0);
+	add_leg(lg, 1, 2, false);
+	lg->charge_wall = T0;
+	bpf.h.b[3] = 4;
+	assert_int_equal(legs_fold_leg(lg, 1, 2, &bpf), 0);
+	/* the whole table: the longest leg's error holds what was stolen in it */
+	{
+		struct legs_times t;
+
+		legs_leg_times(lg, &lg->legs[0].stat, &t);
+		assert_true(t.total_err == 700 && t.max_err == 600 && t.min_err == 0);
+	}
+	slices_tick(lg->slices, T0 + S);
+	assert_int_equal(legs_window_json(lg, &w, rep), 0);
+	x = item(rep, "legs", 0);
+	assert_true(num(x, "count") == 4 && num(x, "untracked") == 3);
+	assert_true(num(x, "stolen_ns") == 700 && num(x, "total_err_ns") == 700);
+	cJSON_Delete(rep);
+	slices_free(lg->slices);
+	lg->slices = NULL;
+	legs_ops.free(lg);
+}
+
 static void test_leg_times_invariants(void **state)
 {
 	struct legs *lg = empty();
@@ -1105,6 +1152,9 @@ static void test_leg_times_invariants(void **state)
 		s.min_ns = (r >> 20) % 20000000;
 		s.max_ns = (r >> 30) % 20000000;
 		s.probe_hits = (r >> 40) % 5000;
+		s.stolen_ns = r % 3 ? 0 : (r >> 45) % 100000;
+		s.max_steal_ns = r % 5 ? 0 : (r >> 35) % 100000;
+		s.min_steal_ns = r % 7 ? 0 : (r >> 25) % 100000;
 		legs_calibrate(lg, (double)((r >> 5) % 4000), (double)((r >> 15) % 40000));
 		legs_calibrate_err(lg, (double)((r >> 25) % 3000));
 		legs_leg_times(lg, &s, &t);
@@ -1112,8 +1162,10 @@ static void test_leg_times_invariants(void **state)
 		assert_true(t.total_err >= 0 && t.avg_err >= 0 && t.min_err >= 0 && t.max_err >= 0);
 		if (s.count)
 			assert_true(t.min <= t.avg && t.avg <= t.max && t.max <= t.total);
-		/* the error grows with the hits the leg holds: its ends' and those inside */
-		assert_true(t.total_err == lg->hit_err_ns * (double)(s.count + s.probe_hits));
+		/* the error grows with the hits the leg holds, its ends' and those inside, and
+		 * holds what the hypervisor stole */
+		assert_true(t.total_err == lg->hit_err_ns * (double)(s.count + s.probe_hits) +
+					   (double)s.stolen_ns);
 	}
 	free(lg);
 }
@@ -1144,6 +1196,7 @@ int main(void)
 		cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_from_before_netting),
 		cmocka_unit_test(test_state_refused_naming_the_field),
+		cmocka_unit_test(test_window_keeps_every_field),
 		cmocka_unit_test(test_leg_times_invariants),
 	};
 
