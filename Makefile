@@ -27,7 +27,7 @@ endif
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
-# pcmond alone reads a configuration file (daemon/core/conf.c): with inih, Debian's libinih;
+# pcmond alone reads a configuration file (daemon/engine/conf.c): with inih, Debian's libinih;
 # and serves HTTP (daemon/fleet/http.c), with libmicrohttpd, encodes OTLP profiles
 # (daemon/fleet/otlp.c), with protobuf-c, and pushes them (daemon/fleet/push.c), with libcurl
 DAEMON_PKGS := inih libmicrohttpd libprotobuf-c libcurl
@@ -42,7 +42,7 @@ CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
 # the daemon's layers (HACKING.md): the engine's core, the instruments, symbols and
 # unwinding, the views over results
-DAEMON_DIRS := daemon/core daemon/instruments daemon/symbols daemon/views
+DAEMON_DIRS := daemon/core daemon/symbols daemon/views daemon/instruments daemon/engine
 DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
 # pcmond's own part, which the CLI's engine library leaves out: OTLP (docs/exports.md), its
 # C code generated from daemon/fleet/*.proto by protoc-c into $(OUTPUT)/fleet
@@ -189,7 +189,7 @@ FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
-FUZZ_fuzz_store_SRCS := $(filter-out daemon/core/conf.c,$(ENGINE_SRCS))
+FUZZ_fuzz_store_SRCS := $(filter-out daemon/engine/conf.c,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(FLEET_SRCS) $(SKELS) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) -I$(OUTPUT) $(PKG_CFLAGS) \

@@ -290,7 +290,7 @@ static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *
 }
 
 /* Start the target; its id into @id. 0, or the exit status (the engine's error shown). */
-static int start(struct cli *c, struct session *s, struct run *r, char *id, size_t idlen)
+static int start_target(struct cli *c, struct session *s, struct run *r, char *id, size_t idlen)
 {
 	cJSON *rep;
 	int st = 0;
@@ -468,7 +468,7 @@ int session_run(struct cli *c, struct run *r)
 		st = open_engine(c, &s, r);
 	if (!st && r->argv)
 		st = launch(c, r, envp, &child, &go);
-	if (!st && (st = start(c, &s, r, id, sizeof(id))) && child > 0) {
+	if (!st && (st = start_target(c, &s, r, id, sizeof(id))) && child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 	}

@@ -4,7 +4,7 @@
  * is how it is watched (docs/sampling.md). Each instrument is one module behind the ops table below;
  * the engine keeps the targets and calls every instrument a target carries for each thing
  * that happens to it. Adding an instrument is adding its files, an enum inst_id value
- * (target.h) and its entry in inst_table[] (inst.c) — see HACKING.md.
+ * (target.h) and its entry in inst_table[] (inst_table.c) — see HACKING.md.
  */
 #ifndef PCMON_INST_H
 #define PCMON_INST_H
@@ -27,7 +27,7 @@ struct pcmon_event;
 
 /* What the engine lends its instruments. */
 struct inst_env {
-	const struct engine_opts *opts;	/* the daemon's settings (engine.h) */
+	const struct engine_opts *opts;	/* the daemon's settings (engine_opts.h) */
 	struct procs *procs;		/* which process is whose target, in BPF (procs.h) */
 	struct sym *sym;
 	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */

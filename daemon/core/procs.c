@@ -11,7 +11,6 @@
 #include "procs.skel.h"
 #include "procmaps.h"
 #include "procs.h"
-#include "sym.h"
 #include "util.h"
 
 struct procs {
@@ -373,10 +372,8 @@ int procs_proc_epoch(struct procs *p, uint32_t tgid, uint32_t *epoch)
 	return 0;
 }
 
-/* What image @epoch of @tgid mapped for execution as it exited (on_exit, procs.bpf.c). */
-static int exit_maps(void *ctx, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v, int max)
+int procs_exit_maps(struct procs *p, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v, int max)
 {
-	struct procs *p = ctx;
 	struct pcmon_exit_key k = { .tgid = tgid, .epoch = epoch };
 	struct pcmon_exit_maps m;
 	int n;
@@ -394,16 +391,6 @@ static int exit_maps(void *ctx, uint32_t tgid, uint32_t epoch, struct procmaps_v
 					      .ino = x->ino, .exec = true };
 	}
 	return n;
-}
-
-static int live_epoch(void *ctx, uint32_t tgid, uint32_t *epoch)
-{
-	return procs_proc_epoch(ctx, tgid, epoch);
-}
-
-void procs_sym_source(struct procs *p, struct sym_proc_source *src)
-{
-	*src = (struct sym_proc_source){ .epoch = live_epoch, .exit_maps = exit_maps, .ctx = p };
 }
 
 int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target)

@@ -48,9 +48,11 @@ void procs_target_clear(struct procs *p, uint32_t id);
 int procs_proc_add(struct procs *p, uint32_t tgid, uint32_t target, uint32_t flags,
 		   uint32_t *had);
 int procs_proc_epoch(struct procs *p, uint32_t tgid, uint32_t *epoch);
-/* What the symbolizer asks about processes: their images, and what they mapped at exit. */
-struct sym_proc_source;
-void procs_sym_source(struct procs *p, struct sym_proc_source *src);
+/* What image @epoch of @tgid mapped for execution as it exited (on_exit, procs.bpf.c): at
+ * most @max into @v, how many; or -errno (none noted). */
+struct procmaps_vma;
+int procs_exit_maps(struct procs *p, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v,
+		    int max);
 int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target);
 void procs_all_set(struct procs *p, uint32_t target);
 void procs_tstat(struct procs *p, uint32_t target, struct pcmon_tstat *sum);

@@ -16,16 +16,6 @@ struct target *target_new(uint32_t id)
 	return t;
 }
 
-void target_free(struct target *t)
-{
-	if (!t)
-		return;
-	for (int i = 0; i < INST_MAX; i++)
-		if (t->inst[i])
-			inst_table[i]->free(t->inst[i]);
-	free(t);
-}
-
 const char *target_state_name(enum target_state s)
 {
 	static const char *const names[] = { "running", "paused", "stopped", "exited" };

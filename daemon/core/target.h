@@ -14,7 +14,7 @@
 enum target_kind { TARGET_PID, TARGET_CGROUP, TARGET_ALL };
 enum target_state { TARGET_RUNNING, TARGET_PAUSED, TARGET_STOPPED, TARGET_EXITED };
 
-/* Instruments a target can carry: inst_table[] (inst.c) in this order. */
+/* Instruments a target can carry: inst_table[] (inst_table.c) in this order. */
 enum inst_id { INST_SAMPLE, INST_COUNT, INST_LEGS, INST_MAX };
 
 struct target {
@@ -49,12 +49,7 @@ struct target {
 	void *inst[INST_MAX];
 };
 
-/* Every instrument, by enum inst_id (inst.c). */
-extern const struct inst_ops *const inst_table[INST_MAX];
-
 struct target *target_new(uint32_t id);
-/* Frees the instruments' states too. */
-void target_free(struct target *t);
 const char *target_state_name(enum target_state s);
 const char *target_kind_name(enum target_kind k);
 double target_elapsed(const struct target *t);

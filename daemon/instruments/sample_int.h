@@ -12,7 +12,7 @@
 #ifndef PCMON_SAMPLE_INT_H
 #define PCMON_SAMPLE_INT_H
 
-#include "engine.h"
+#include "engine_opts.h"
 #include "sample.h"
 #include "util.h"
 

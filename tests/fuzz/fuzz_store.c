@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target for daemon/core/store.c's loader: arbitrary bytes as a results file.
+ * libFuzzer target for daemon/engine/store.c's loader: arbitrary bytes as a results file.
  *
  * A file that fails must say which field and leave nothing behind (no target, no location
  * in the symbol tables). A file that loads must list (agg_list, as `pcmon list` does) and
@@ -20,6 +20,7 @@
 #include "sample.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

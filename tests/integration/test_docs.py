@@ -4,7 +4,7 @@
 bench/README.md and the man pages, packaging/*.[1-8]) is read for what can be checked
 against the tree, and each claim that is not so fails with the doc file and line:
 
-- files: a path of the tree (`daemon/core/engine.c`, `tests/...`, a markdown link) that does
+- files: a path of the tree (`daemon/engine/engine.c`, `tests/...`, a markdown link) that does
   not exist, and a bare source file name (`push.c`, `sample_mark.c`, `.c .h .py .sh .proto`)
   that no tracked file has;
 - functions: a `name()` (in a code span or not) that no C, BPF, C++, Rust, shell or Python

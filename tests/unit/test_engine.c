@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/core/engine.c and the target/instrument split (target.c, inst.c,
+ * Unit tests for daemon/engine/engine.c and the target/instrument split (target.c, inst_table.c,
  * sample.c), with a fake sampler: no BPF, no root. The fake records what the engine asks of
  * BPF and hands the engine the entries a test queues, as the real drain would.
  *
@@ -187,15 +187,12 @@ int procs_proc_epoch(struct procs *s, uint32_t tgid, uint32_t *epoch)
 	return 0;
 }
 
-static int live_epoch(void *ctx, uint32_t tgid, uint32_t *epoch)
-{
-	return procs_proc_epoch(ctx, tgid, epoch);
-}
-
 /* No process here exits with its mappings noted. */
-void procs_sym_source(struct procs *p, struct sym_proc_source *src)
+int procs_exit_maps(struct procs *p, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v,
+		    int max)
 {
-	*src = (struct sym_proc_source){ .epoch = live_epoch, .ctx = p };
+	(void)p; (void)tgid; (void)epoch; (void)v; (void)max;
+	return -ENOENT;
 }
 
 int procs_cgroup_add(struct procs *s, uint64_t cgid, uint32_t target)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/core/store.c: results in the state directory (docs/service.md).
+ * Unit tests for daemon/engine/store.c: results in the state directory (docs/service.md).
  *
  * A save and a load give the same target; real format-1 and format-2 files written by
  * earlier pcmonds load and list as they did; a file that is truncated, mistyped, out of range or
@@ -30,6 +30,7 @@
 #include "stfile.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Unit tests for daemon/symbols/sym.c (docs/names.md, docs/lines.md): names of code without symbols from its FDE
- * ("module+0xSTART"), each frame's own line and its persistence (daemon/core/store.c), and JIT
+ * ("module+0xSTART"), each frame's own line and its persistence (daemon/engine/store.c), and JIT
  * code named from /tmp/perf-PID.map, read as it grows. The live cases symbolize this very
  * process: a stripped copy of this binary mapped into it, and anonymous memory.
  */
@@ -33,6 +33,7 @@
 #include "sample.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

@@ -15,6 +15,7 @@
 
 #include "proto.h"
 #include "sample.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

@@ -44,6 +44,7 @@
 #include "stfile.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 

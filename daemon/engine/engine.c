@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "store.h"
 #include "sym.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 
@@ -31,10 +32,20 @@ static void epoll_add(struct engine *e, int fd);
 
 /* ---- lifecycle */
 
+/* What the symbolizer asks about processes (sym_proc_source): BPF's process map. */
+static int live_epoch(void *ctx, uint32_t tgid, uint32_t *epoch)
+{
+	return procs_proc_epoch(ctx, tgid, epoch);
+}
+
+static int exit_maps(void *ctx, uint32_t tgid, uint32_t epoch, struct procmaps_vma *v, int max)
+{
+	return procs_exit_maps(ctx, tgid, epoch, v, max);
+}
+
 int engine_new(const struct engine_opts *o, struct engine **out, char *err, size_t errlen)
 {
 	struct itimerspec its = { 0 };
-	struct sym_proc_source src;
 	struct engine *e;
 	int r;
 
@@ -63,8 +74,9 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	r = procs_open(o->bpf_stats, &e->procs, err, errlen);
 	if (r)
 		goto fail;
-	procs_sym_source(e->procs, &src);
-	sym_set_proc_source(e->sym, &src);
+	sym_set_proc_source(e->sym, &(struct sym_proc_source){ .epoch = live_epoch,
+								.exit_maps = exit_maps,
+								.ctx = e->procs });
 	e->env = (struct inst_env){ .opts = &e->o, .procs = e->procs, .sym = e->sym,
 				    .targets = e->targets };
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -846,7 +846,7 @@ out:
 
 /* ---- applying: requests to the engine, as root */
 
-static cJSON *ask(struct engine *e, cJSON *req)
+static cJSON *conf_ask(struct engine *e, cJSON *req)
 {
 	struct client root = { .uid = 0, .pid = getpid() };
 	cJSON *rep;
@@ -877,7 +877,7 @@ static int seen_targets(struct engine *e, cJSON **rep, struct conf_seen **seen, 
 
 	*seen = NULL;
 	*n = 0;
-	*rep = ask(e, proto_request("targets"));
+	*rep = conf_ask(e, proto_request("targets"));
 	arr = cJSON_GetObjectItemCaseSensitive(*rep, "targets");
 	if (!cJSON_IsArray(arr))
 		return -EIO;
@@ -928,7 +928,7 @@ int conf_apply(struct engine *e, const struct conf *old, struct conf *new)
 				new->path, t->line, name, s->id, name);
 			continue;
 		case CONF_STOP:
-			rep = ask(e, target_req("stop", s->id));
+			rep = conf_ask(e, target_req("stop", s->id));
 			break;
 		case CONF_RENAME:
 			req = target_req("rename", s->id);
@@ -936,10 +936,10 @@ int conf_apply(struct engine *e, const struct conf *old, struct conf *new)
 				cJSON_Delete(req);
 				req = NULL;
 			}
-			rep = ask(e, req);
+			rep = conf_ask(e, req);
 			break;
 		case CONF_START:
-			rep = ask(e, cJSON_Duplicate(t->req, true));
+			rep = conf_ask(e, cJSON_Duplicate(t->req, true));
 			break;
 		default:
 			continue;

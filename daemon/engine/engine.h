@@ -12,22 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct engine;
+#include "engine_opts.h"
 
-struct engine_opts {
-	const char *state_dir;	/* where results are kept across restarts; NULL: nowhere */
-	uint32_t max_depth;	/* frames per stack wanted (0: 512) */
-	uint32_t dwarf_stack;	/* most bytes of user stack a dwarf sample copies (0: 1 MiB) */
-	uint32_t drain_ms;	/* how often the engine's timer ticks (0: 1000) */
-	uint32_t counts_entries; /* sampling entries BPF holds between drains (0: 65536) */
-	bool bpf_stats;		/* count BPF programs' runs and run time (all programs pay) */
-	uint32_t user_targets;	/* targets one user other than root may have (0: 16) */
-	uint64_t user_memory;	/* bytes of results the targets of one user may hold (0: 256 MiB) */
-	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */
-	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
-	uint32_t object_idle_s;	/* objects unused this long are let go (0: 60) */
-	uint64_t object_memory;	/* ... and more while the heap holds more (0: 64 MiB) */
-};
+struct engine;
 
 /* Target slots only root may take, so that users together can never lock root out. */
 #define ENGINE_ROOT_RESERVE 32

@@ -13,6 +13,7 @@
 #include "pcmon_procs.h"
 #include "inst.h"
 #include "proto.h"
+#include "inst_table.h"
 #include "target.h"
 #include "util.h"
 
