@@ -27,7 +27,7 @@ endif
 # a $(shell) inside $(eval): the failure is told by a word in the answer.)
 memo = $(eval $1 := $$(shell $2))$($1)
 PKGS	:= libbpf libdw libelf libcjson
-# pcmond alone reads a configuration file (daemon/engine/conf.c): with inih, Debian's libinih;
+# pcmond alone reads a configuration file (daemon/service/conf.c): with inih, Debian's libinih;
 # and serves HTTP (daemon/fleet/http.c), with libmicrohttpd, encodes OTLP profiles
 # (daemon/fleet/otlp.c), with protobuf-c, and pushes them (daemon/fleet/push.c), with libcurl
 DAEMON_PKGS := inih libmicrohttpd libprotobuf-c libcurl
@@ -40,9 +40,11 @@ BPFTOOL	?= $(call memo,BPFTOOL,command -v bpftool 2>/dev/null || echo /usr/sbin/
 
 CFLAGS	?= -O2 -g
 WARN	:= -Wall -Wextra -Werror
-# the daemon's layers (HACKING.md): the engine's core, the instruments, symbols and
-# unwinding, the views over results
-DAEMON_DIRS := daemon/core daemon/symbols daemon/views daemon/instruments daemon/engine
+# the daemon's layers, bottom up (HACKING.md): the base every layer uses, symbols and
+# unwinding, the pattern language, the views over results, the instruments, the engine,
+# the service (pcmond's socket server and configuration file; its main, pcmond.c, apart)
+DAEMON_DIRS := daemon/core daemon/symbols daemon/pattern daemon/views daemon/instruments \
+	daemon/engine daemon/service
 DAEMON_INC  := $(addprefix -I,$(DAEMON_DIRS))
 # pcmond's own part, which the CLI's engine library leaves out: OTLP (docs/exports.md), its
 # C code generated from daemon/fleet/*.proto by protoc-c into $(OUTPUT)/fleet
@@ -68,13 +70,13 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS	 := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
-ENGINE_SRCS := $(wildcard $(addsuffix /*.c,$(DAEMON_DIRS)))
+ENGINE_SRCS := $(filter-out daemon/service/pcmond.c,$(wildcard $(addsuffix /*.c,$(DAEMON_DIRS))))
 ENGINE_HDRS := $(wildcard $(addsuffix /*.h,$(DAEMON_DIRS)))
 ENGINE_OBJS := $(patsubst %.c,$(OUTPUT)/pic/%.o,$(notdir $(ENGINE_SRCS))) \
 	$(addprefix $(OUTPUT)/pic/,$(FLEET_NAMES))
-# what pcmond has and an engine the CLI runs has not: the configuration file, the HTTP
-# server and what it serves (OTLP)
-DAEMON_ONLY_OBJS := $(OUTPUT)/pic/conf.o $(addprefix $(OUTPUT)/pic/,$(FLEET_NAMES))
+# what pcmond has and an engine the CLI runs has not: the socket server, the configuration
+# file, the HTTP server and what it serves (OTLP)
+DAEMON_ONLY_OBJS := $(OUTPUT)/pic/srv.o $(OUTPUT)/pic/conf.o $(addprefix $(OUTPUT)/pic/,$(FLEET_NAMES))
 ASAN_OBJS   := $(patsubst %.c,$(OUTPUT)/asan/%.o,$(notdir $(ENGINE_SRCS))) \
 	$(addprefix $(OUTPUT)/asan/,$(FLEET_NAMES))
 vpath %.c $(DAEMON_DIRS) $(FLEET_DIR)
@@ -159,7 +161,7 @@ $(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
 $(OUTPUT)/libpcmon-asan.a: $(ASAN_OBJS)
 	$(AR) rcs $@ $^
 
-$(OUTPUT)/pcmond.o: daemon/pcmond.c $(SKELS) | $(OUTPUT)
+$(OUTPUT)/pcmond.o: daemon/service/pcmond.c $(SKELS) | $(OUTPUT)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 $(OUTPUT)/cli/%.o: cli/%.c | $(OUTPUT)/cli
 	$(CC) $(ALL_CFLAGS) -Icli -c $< -o $@
@@ -179,7 +181,7 @@ $(COMPLETION): $(BIN)/pcmon $(BIN)/pcmon-engine.so | $(OUTPUT)
 $(OUTPUT)/tests/%: tests/unit/%.c $(OUTPUT)/libpcmon-asan.a | $(OUTPUT)/tests
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -lcmocka -o $@
 # each fuzz target names the daemon sources (and libraries) it is built with
-FUZZ_fuzz_pat_SRCS   := $(wildcard daemon/views/pat*.c) daemon/symbols/demangle.c
+FUZZ_fuzz_pat_SRCS   := $(wildcard daemon/pattern/pat*.c) daemon/symbols/demangle.c
 FUZZ_fuzz_pat_LIBS   := -liberty
 FUZZ_fuzz_http_SRCS  := daemon/fleet/http_route.c daemon/core/util.c
 FUZZ_fuzz_http_LIBS  :=
@@ -189,7 +191,7 @@ FUZZ_fuzz_proto_LIBS := $(shell $(PKG_CONFIG) --libs libcjson 2>/dev/null)
 FUZZ_fuzz_conf_SRCS := $(ENGINE_SRCS)
 FUZZ_fuzz_conf_LIBS = $(DAEMON_LIBS)
 # (a results file holds every instrument's section: the store is built with the whole engine)
-FUZZ_fuzz_store_SRCS := $(filter-out daemon/engine/conf.c,$(ENGINE_SRCS))
+FUZZ_fuzz_store_SRCS := $(filter-out daemon/service/conf.c,$(ENGINE_SRCS))
 FUZZ_fuzz_store_LIBS = $(LIBS)
 $(OUTPUT)/fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(ENGINE_HDRS) $(FLEET_SRCS) $(SKELS) | $(OUTPUT)/fuzz
 	$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) -I$(OUTPUT) $(PKG_CFLAGS) \
@@ -261,7 +263,7 @@ OTLP_ENCODE := $(OUTPUT)/tools/otlp_encode
 $(OTLP_ENCODE): tests/tools/otlp_encode.c $(OUTPUT)/libpcmon.a | $(OUTPUT)/tools
 	$(CC) $(ALL_CFLAGS) $< $(OUTPUT)/libpcmon.a $(DAEMON_LIBS) -o $@
 
-$(OUTPUT)/pcmond-asan: daemon/pcmond.c $(OUTPUT)/libpcmon-asan.a
+$(OUTPUT)/pcmond-asan: daemon/service/pcmond.c $(OUTPUT)/libpcmon-asan.a
 	$(CC) $(ALL_CFLAGS) $(SAN) $< $(OUTPUT)/libpcmon-asan.a $(DAEMON_LIBS) -o $@
 
 # The CPython offsets (docs/python.md) against each version's own headers present: the

@@ -14,7 +14,7 @@
  * adv[t]: the procedure matches name j of thread t). A probe's stack is its open activations
  * and, innermost, the procedure it is in.
  *
- * The engine compiles the pattern (daemon/views/when.c); BPF runs these always-inline
+ * The engine compiles the pattern (daemon/pattern/when.c); BPF runs these always-inline
  * functions, so that the unit test checks the kernel's own code (tests/unit/test_when.c).
  * Plain __u32/__u64 only: compiled both by clang -target bpf and by gcc.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target for daemon/engine/conf.c: arbitrary bytes read as pcmond.conf. Whatever the
+ * libFuzzer target for daemon/service/conf.c: arbitrary bytes read as pcmond.conf. Whatever the
  * file, reading ends with a configuration whose errors are lines naming the file, in the
  * order of their lines, and whose targets are start requests the engine's own check of
  * their fields accepts (what the engine would be asked).

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer target for daemon/views/pat*.c: parse arbitrary text as a WHEN pattern, check the
+ * libFuzzer target for daemon/pattern/pat*.c: parse arbitrary text as a WHEN pattern, check the
  * error contract, check that canonical text parses back to itself, and match fixed stacks.
  *
- * Build: see the Makefile (daemon/views/pat*.c daemon/symbols/demangle.c, -liberty).
+ * Build: see the Makefile (daemon/pattern/pat*.c daemon/symbols/demangle.c, -liberty).
  * The first input byte selects the flags, the rest is the pattern text.
  */
 #include <errno.h>

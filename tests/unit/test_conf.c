@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/engine/conf.c, pcmond's configuration file without an engine: what
+ * Unit tests for daemon/service/conf.c, pcmond's configuration file without an engine: what
  * inih reads becomes [daemon] settings and start requests, every error is one line naming
  * file, line, section and key (and a file with one is known to have it), the settings table
  * serves the command line too, and conf_plan() says what a start or a reload does to the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for daemon/views/pat.c: WHEN call patterns (docs/when.md).
+ * Unit tests for daemon/pattern/pat.c: WHEN call patterns (docs/when.md).
  */
 #include <stdarg.h>
 #include <stddef.h>

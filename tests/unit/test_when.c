@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Unit tests for WHEN at probes (daemon/views/when.c, docs/when.md "At probes") and the
+ * Unit tests for WHEN at probes (daemon/pattern/when.c, docs/when.md "At probes") and the
  * shadow-stack matcher BPF runs (include/pcmon_when.h, compiled here as it is for
  * bpf/count.bpf.c and bpf/legs.bpf.c): no BPF.
  *

@@ -93,7 +93,7 @@ int pat_has_colon(const struct pat *p);
 
 /*
  * The expansion taken apart, for matchers of their own (a shadow stack of probed procedures,
- * daemon/views/when.c). Thread @i has pat_thread_len() primaries, outermost first;
+ * daemon/pattern/when.c). Thread @i has pat_thread_len() primaries, outermost first;
  * pat_thread_prim() gives primary @k as the index of its name (0 ... pat_nnames() - 1) or
  * PAT_STAR_PRIM. A thread whose last primary is a name is anchored at the innermost frame;
  * every thread may begin anywhere (the implicit leading '*').
