@@ -3,11 +3,12 @@
  * What the parts of the sampling instrument share, and no other file includes: the
  * engine-wide state (struct sample_g) and the functions one part calls in another.
  *
- *   sample.c          the ops table, the instrument's engine-wide life, status, listings
+ *   sample.c          the ops table, the instrument's engine-wide life, status
  *   sample_attach.c   settings, and a target's life: new, attach, stop, zero (sample_attach_)
  *   sample_convert.c  a sample's stacks symbolized, Python frames merged (sample_convert_)
  *   sample_names.c    thread, process and cgroup names (sample_names_)
  *   sample_drain.c    draining BPF's counts and the dwarf ring into targets (sample_drain_)
+ *   sample_listing.c  a listing taken: WHEN, sections, open off-CPU intervals (sample.h)
  */
 #ifndef PCMON_SAMPLE_INT_H
 #define PCMON_SAMPLE_INT_H
