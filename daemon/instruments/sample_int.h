@@ -3,7 +3,8 @@
  * What the parts of the sampling instrument share, and no other file includes: the
  * engine-wide state (struct sample_g) and the functions one part calls in another.
  *
- *   sample.c          the ops table, the instrument's engine-wide life, status
+ *   sample.c          the base, which every part uses (sample.h)
+ *   sample_ops.c      the ops table, the instrument's engine-wide life, status
  *   sample_attach.c   settings, and a target's life: new, attach, stop, zero (sample_attach_)
  *   sample_convert.c  a sample's stacks symbolized, Python frames merged (sample_convert_)
  *   sample_names.c    thread, process and cgroup names (sample_names_)
