@@ -20,7 +20,7 @@
 #include "agg.h"
 #include "inst.h"
 #include "proto.h"
-#include "sample.h"
+#include "sample_int.h"
 #include "target.h"
 #include "util.h"
 
@@ -92,7 +92,7 @@ cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req)
 		m->taken_wall = t->start_wall;
 		m->lost = 0;
 	} else {
-		sample_ops.sync(g); /* what BPF holds belongs before the mark */
+		sample_drain_all(g); /* what BPF holds belongs before the mark */
 		if (agg_snapshot(sp->agg, &m->snap))
 			return proto_error(1, "out of memory");
 		m->taken_ns = now_ns();
