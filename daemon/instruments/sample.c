@@ -1,450 +1,205 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The sampling instrument: its ops, its engine-wide life, status and listings. The path of a
- * sample from BPF into a target's aggregate: a frame-pointer sample arrives in BPF's
- * in-kernel aggregate and is drained every tick (on_entry); a --unwind dwarf sample arrives
- * as a record of registers and copied stack on a ring and is unwound (on_dsample), both in
- * sample_drain.c. Either way it is symbolized into one agg_stack (sample_convert.c) and
- * charged to its target. The parts share sample_int.h.
+ * The sampling instrument (docs/sampling.md): timer samples of a target's threads, their
+ * stacks symbolized into an aggregate (agg.h) that every view reads. Here, the base the
+ * instrument's other parts call into: a target's state (sample.h), made and freed, the
+ * samples it lost, its critical sections (--critical), the names of the unwinding methods.
+ * Settings from a request and a target's life in BPF are in sample_attach.c, draining BPF
+ * in sample_drain.c, the ops table in sample_ops.c; the parts share sample_int.h, which
+ * this file does not include: it calls none of them.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "cgpath.h"
-#include "dbginfo.h"
-#include "groups.h"
-#include "lines.h"
-#include "profil.h"
-#include "probes.h"
-#include "python.h"
-#include "sample_int.h"
-#include "sampler.h"
+#include "pat.h"
+#include "proto.h"
+#include "sample.h"
 #include "slices.h"
-#include "when.h"
+#include "util.h"
 
 const char *const sample_unwind_names[3] = { "fp", "dwarf", "auto" };
 
-/* ---- the ops */
-
-static void close_g(void *gp);
-
-static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
+struct sample *sample_new(void)
 {
-	struct sampler_opts so = { .max_depth = env->opts->max_depth,
-				   .dwarf_stack = env->opts->dwarf_stack,
-				   .counts_entries = env->opts->counts_entries,
-				   .procs = env->procs };
-	struct sample_g *g = inst_g_new(env, sizeof(*g), err, errlen); /* env: its first member */
+	struct sample *sp = calloc(1, sizeof(*sp));
+	struct slices_cfg cfg;
+
+	slices_cfg_parse(SLICES_DEFAULT, &cfg, NULL, 0); /* (it parses) */
+	cfg.budget = SLICES_DEFAULT_BUDGET;
+	/* a stack's samples and off-CPU nanoseconds */
+	if (sp && (!(sp->agg = agg_new()) || !(sp->slices = slices_new(&cfg, 2)) ||
+		   !(sp->threads.keys = itab_new()) ||
+		   !(sp->processes.keys = itab_new()) || !(sp->cgroups.keys = itab_new()))) {
+		sample_free(sp);
+		sp = NULL;
+	}
+	if (sp)
+		sp->python = true;
+	return sp;
+}
+
+static void names_free(struct sample_names *n)
+{
+	itab_free(n->keys);
+	free(n->names);
+	free(n->read);
+}
+
+/* The windows open on the samples (sample_mark.c): their snapshots. */
+static void marks_free(struct sample_marks *m)
+{
+	for (int i = 0; m && i < SAMPLE_MARKS; i++)
+		agg_snap_free(&m->m[i].snap);
+	free(m);
+}
+
+void sample_free(void *st)
+{
+	struct sample *sp = st;
+
+	if (!sp)
+		return;
+	for (size_t i = 0; i < sp->ncrit; i++) {
+		free(sp->crit[i].name);
+		free(sp->crit[i].text);
+		pat_free(sp->crit[i].pat);
+	}
+	free(sp->crit);
+	free(sp->when_text);
+	pat_free(sp->when);
+	agg_free(sp->agg);
+	marks_free(sp->marks);
+	slices_free(sp->slices);
+	names_free(&sp->threads);
+	names_free(&sp->processes);
+	names_free(&sp->cgroups);
+	free(sp);
+}
+
+void sample_lost_json(const struct sample *sp, cJSON *o)
+{
+	/* the engine's drops, then BPF's */
+#define ADD_OWN(f, key, need, drop, name) \
+	if (drop)                         \
+		cJSON_AddNumberToObject(o, #name, sp->f);
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
+#define ADD_BPF(f, since, drop, name) \
+	if (drop)                     \
+		cJSON_AddNumberToObject(o, #name, sp->lost.f);
+	PCMON_TSTAT_FIELDS(ADD_BPF)
+#undef ADD_BPF
+}
+
+uint64_t sample_lost(const struct sample *sp)
+{
+	uint64_t n = 0;
+
+#define ADD_OWN(f, key, need, drop, name) n += drop ? sp->f : 0;
+	SAMPLE_COUNT_FIELDS(ADD_OWN)
+#undef ADD_OWN
+#define ADD_LOST(f, since, drop, name) n += drop ? sp->lost.f : 0;
+	PCMON_TSTAT_FIELDS(ADD_LOST)
+#undef ADD_LOST
+	return n;
+}
+
+const char *sample_mode_name(const struct sample *sp)
+{
+	return sp->real ? "REAL" : "VIRTUAL";
+}
+
+static int parse_critical(const char *spec, int icase, char **name, struct pat **pat, cJSON **err)
+{
+	const char *eq = strchr(spec, '=');
+	struct pat_error pe = { 0 };
 	int r;
 
-	*gp = NULL;
-	if (!g)
-		return -ENOMEM;
-	if (!(g->section_keys = itab_new()) || !(g->cgroups = cgpath_new(NULL))) {
-		close_g(g);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	if (!eq || eq == spec) {
+		*err = proto_error(2, "--critical '%s': expected NAME=PATTERN", spec);
+		return -EINVAL;
 	}
-	g->name_gen = 1; /* (0: a name slot never read) */
-	g->py = py_new(env->sym);
-	if (!g->py) {
-		close_g(g);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	r = sampler_open(&so, &g->smp, err, errlen);
+	r = pat_parse(eq + 1, icase ? PAT_ICASE : 0, pat, &pe);
 	if (r) {
-		close_g(g);
+		*err = r == -EINVAL ? proto_error(2, "--critical %.*s: column %d: %s", (int)(eq - spec),
+						  spec, pe.column, pe.msg)
+				    : proto_error(1, "out of memory");
 		return r;
 	}
-	sampler_py_hook(g->smp, sample_convert_python_early, g);
-	*gp = g;
+	*name = strndup(spec, eq - spec);
 	return 0;
 }
 
-static void close_g(void *gp)
+int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err)
 {
-	struct sample_g *g = gp;
+	const cJSON *it;
+	size_t cap = 0;
 
-	if (!g)
-		return;
-	free(g->scratch);
-	free(g->upcs);
-	while (g->npending)
-		sample_drain_pending_drop(g, &g->pending[0]);
-	free(g->pending);
-	itab_free(g->section_keys);
-	free(g->section_names);
-	cgpath_free(g->cgroups);
-	py_free(g->py);
-	free(g->natlocs);
-	free(g->mergelocs);
-	probes_stop(g->probes);
-	sampler_close(g->smp);
-	free(g);
-}
+	cJSON_ArrayForEach(it, arr) {
+		struct sample_crit c = { 0 };
 
-static int fds(void *gp, int *out, int max)
-{
-	struct sample_g *g = gp;
-
-	if (max < 2)
-		return 0;
-	out[0] = sampler_dsamples_fd(g->smp);
-	out[1] = sampler_stacks_fd(g->smp);
-	return 2;
-}
-
-/* The dwarf records and new stacks BPF streamed; true when a counts map is filling up. */
-static bool stream(void *gp)
-{
-	struct sample_g *g = gp;
-
-	g->name_gen++;
-	py_next_gen(g->py);
-	sample_drain_clock(g);
-	sampler_poll(g->smp, sample_drain_record, g);
-	return sampler_drain_wanted(g->smp);
-}
-
-/*
- * A process of a target that reads Python frames is first sampled, or loads objects (a
- * libpython opened after the first sample): is there a CPython in it
- * (sample_convert_python_look(), unless one of its first samples made the engine look
- * already)?
- */
-static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
-{
-	struct sample_g *g = gp;
-	struct sample *sp = st;
-
-	(void)t;
-	/*
-	 * (An exec leaves the old image's entry: BPF reads no entry of another image, and the
-	 * new image's may be there already, made by one of its first records, which stream in
-	 * before this event is handled.)
-	 */
-	if (ev->type == PCMON_EV_EXIT) {
-		sampler_py_set(g->smp, ev->pid, NULL);
-		py_exited(g->py, ev->pid, now_ns());
-		return;
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (sp->ncrit >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, sp->icase, &c.name, &c.pat, err))
+			return -EINVAL;
+		c.text = strdup(strchr(it->valuestring, '=') + 1);
+		if (GROW(sp->crit, cap, sp->ncrit + 1)) {
+			pat_free(c.pat);
+			free(c.name);
+			free(c.text);
+			*err = proto_error(1, "out of memory");
+			return -ENOMEM;
+		}
+		sp->crit[sp->ncrit++] = c;
 	}
-	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
-		return;
-	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
-		return;
-	sample_convert_python_look(g, ev->pid, ev->epoch, ev->type == PCMON_EV_DLOPEN);
+	return 0;
 }
 
-static size_t bytes(const void *st)
+int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
+			  struct agg_critical **out, size_t *n, cJSON **err)
 {
-	const struct sample *sp = st;
+	struct agg_critical *c = calloc(sp->ncrit + cJSON_GetArraySize(arr) + 1, sizeof(*c));
+	const cJSON *it;
 
-	return agg_bytes(sp->agg) + slices_bytes(sp->slices);
-}
-
-static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
-{
-	const struct sample *sp = st;
-
-	(void)g;
-	(void)t;
-	cJSON_AddStringToObject(o, "mode", sample_mode_name(sp));
-	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
-	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
-	cJSON_AddBoolToObject(o, "python", sp->python);
-	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
-	if (sp->when_text)
-		cJSON_AddStringToObject(o, "when", sp->when_text);
-	sample_slices_json(sp, o);
-}
-
-/* How the stacks counted were walked: samples unwalkable and cut short, by reason (for
- * /metrics; the listing says the same of what it lists). */
-static void add_walk_reasons(const struct sample *sp, cJSON *o)
-{
-	uint64_t unwalk[AGG_UNWALK_MAX] = { 0 }, cut[AGG_UNWALK_MAX] = { 0 }, count, ns;
-	cJSON *u, *c;
-
-	for (size_t i = 0; i < agg_count(sp->agg); i++) {
-		const struct agg_stack *st = agg_get(sp->agg, i, &count, &ns);
-
-		if (st && st->unwalk && st->unwalk < AGG_UNWALK_MAX)
-			unwalk[st->unwalk] += count;
-		else if (st && (st->flags & AGG_SF_CUT_SHORT))
-			cut[agg_cut_reason(st)] += count;
-	}
-	u = cJSON_AddObjectToObject(o, "unwalkable_by_reason");
-	c = cJSON_AddObjectToObject(o, "cut_short_by_reason");
-	for (int r = AGG_WALK_OK + 1; r < AGG_UNWALK_MAX; r++) {
-		cJSON_AddNumberToObject(u, agg_unwalk_names[r], unwalk[r]);
-		cJSON_AddNumberToObject(c, agg_unwalk_names[r], cut[r]);
-	}
-}
-
-static void summary_json(void *g, const struct target *t, void *st, cJSON *o)
-{
-	struct sample *sp = st;
-
-	sample_attach_lost(g, t, sp);
-#define ADD_FACT(f, key, need, drop, name) \
-	if (!drop)                         \
-		cJSON_AddNumberToObject(o, #name, sp->f);
-	SAMPLE_COUNT_FIELDS(ADD_FACT)
-#undef ADD_FACT
-	cJSON_AddNumberToObject(o, "lost", sample_lost(sp));
-	cJSON_AddNumberToObject(o, "denied", sp->lost.denied);
-	add_walk_reasons(sp, o);
-	sample_lost_json(sp, cJSON_AddObjectToObject(o, "lost_by_reason")); /* (for /metrics) */
-}
-
-/* The counters of status part @part (SAMPLE_STATUS_FIELDS). */
-static void add_status(const struct sample_g *g, int part, cJSON *o)
-{
-#define ADD_STATUS(f, key, unit, at) \
-	if (at == part)              \
-		cJSON_AddNumberToObject(o, #key, g->f / (unit));
-	SAMPLE_STATUS_FIELDS(ADD_STATUS)
-#undef ADD_STATUS
-}
-
-static void status_json(void *gp, cJSON *o)
-{
-	struct sample_g *g = gp;
-	struct probes_stats ps;
-	const char *how = sampler_blocked_stacks(g->smp);
-	cJSON *c;
-
-	cJSON_AddNumberToObject(o, "max_stack_depth", sampler_max_depth(g->smp));
-	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
-	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
-	/* how REAL takes the stacks of threads blocked in system calls, while one samples */
-	if (how)
-		cJSON_AddStringToObject(o, "blocked_stacks", how);
-	/* how long processes went with critical-section probes pending (docs/critical.md) */
-	probes_stats(g->probes, &ps);
-	c = cJSON_AddObjectToObject(o, "critical_probes");
-#define ADD_PROBES(f, key, unit) cJSON_AddNumberToObject(c, #key, ps.f / (unit));
-	PROBES_STATS_FIELDS(ADD_PROBES)
-#undef ADD_PROBES
-	sampler_programs_json(g->smp, cJSON_GetObjectItemCaseSensitive(o, "programs"));
-
-	add_status(g, 1, o);
-	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->smp));
-	add_status(g, 2, o);
-}
-
-/* ---- listings */
-
-void sample_listing_end(struct sample_listing *ls)
-{
-	for (size_t i = 0; i < ls->nextra; i++)
-		free((void *)ls->extra[i].st);
-	free(ls->extra);
-	if (ls->sp)
-		sample_free_criticals(ls->sp, ls->crit, ls->ncrit);
-	pat_free(ls->when);
-	agg_free(ls->view);
-	memset(ls, 0, sizeof(*ls));
-}
-
-/* Keep a copy of @st as an open interval of @ns so far. */
-static int add_extra(struct sample_listing *ls, const struct agg_stack *st, uint64_t ns)
-{
-	size_t sz = agg_stack_size(st->nuser + st->nkern);
-	void *copy;
-
-	if (GROW(ls->extra, ls->cap_extra, ls->nextra + 1) || !(copy = malloc(sz)))
+	*out = c;
+	*n = 0;
+	if (!c) {
+		*err = proto_error(1, "out of memory");
 		return -ENOMEM;
-	memcpy(copy, st, sz);
-	ls->extra[ls->nextra++] = (struct agg_extra){ .st = copy, .ns = ns };
+	}
+	for (size_t i = 0; i < sp->ncrit; i++)
+		c[(*n)++] = (struct agg_critical){ sp->crit[i].name, sp->crit[i].pat };
+	cJSON_ArrayForEach(it, arr) {
+		char *name;
+		struct pat *p;
+
+		if (!cJSON_IsString(it)) {
+			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
+			return -EINVAL;
+		}
+		if (*n >= AGG_MAX_CRIT) {
+			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
+			return -EINVAL;
+		}
+		if (parse_critical(it->valuestring, icase, &name, &p, err))
+			return -EINVAL;
+		c[(*n)++] = (struct agg_critical){ name, p };
+	}
 	return 0;
 }
 
-struct open_ctx {
-	struct sample_g *g;
-	struct sample_listing *ls;
-	uint64_t now;
-	int err;
-};
-
-static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
+void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n)
 {
-	struct open_ctx *oc = ctx;
-	struct agg_stack *st;
-
-	/*
-	 * Dwarf intervals whose stack was sent are the engine's own (g->pending); one of a
-	 * thread blocked in a system call has its stack sent when the call returns, so here it
-	 * has the one the iterator walked by frame pointers.
-	 */
-	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err ||
-	    (o->dwarf && o->lazy == PCMON_LAZY_NO))
-		return;
-	st = sample_convert(oc->g, &o->key, &o->urec.st, oc->ls->sp->kernel ? &o->krec.st : NULL);
-	if (!st || add_extra(oc->ls, st, oc->now - o->ts))
-		oc->err = -ENOMEM;
-}
-
-int sample_check_listing(const cJSON *req, cJSON **rep)
-{
-	struct sample sp = { 0 };
-	struct pat *when = NULL;
-	int r;
-
-	r = when_compile(req, 0, &when, rep);
-	pat_free(when);
-	if (!r)
-		r = sample_set_criticals(&sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep);
-	for (size_t i = 0; i < sp.ncrit; i++) {
-		free(sp.crit[i].name);
-		free(sp.crit[i].text);
-		pat_free(sp.crit[i].pat);
+	for (size_t i = sp->ncrit; i < n; i++) {
+		free((char *)c[i].name);
+		pat_free((struct pat *)c[i].pat);
 	}
-	free(sp.crit);
-	return r ? -1 : 0;
+	free(c);
 }
-
-int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sample_listing *ls,
-			 cJSON **rep)
-{
-	struct sample_g *g = gp;
-	struct sample *sp = sample_of(t);
-	const char *wtext = proto_str(req, "when", NULL);
-	int icase;
-
-	memset(ls, 0, sizeof(*ls));
-	if (!sp) {
-		*rep = proto_error(1, "target %u \"%s\" does not sample (it was started with --no-sample)",
-				   t->id, t->name);
-		return -1;
-	}
-	icase = proto_bool(req, "icase", sp->icase);
-	if (when_compile(req, icase, &ls->when, rep))
-		return -1;
-	ls->t = t;
-	ls->sp = sp;
-	if (sample_window_begin(ls, req, rep))
-		goto fail;
-	if (sample_list_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), icase,
-				  &ls->crit, &ls->ncrit, rep))
-		goto fail;
-	/* open intervals are now's: in a window that reaches now */
-	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) &&
-	    (!ls->windowed || ls->until >= wall_ns())) {
-		struct open_ctx oc = { .g = g, .ls = ls, .now = now_ns() };
-
-		sampler_open_intervals(g->smp, on_open_interval, &oc);
-		for (size_t i = 0; i < g->npending && !oc.err; i++) {
-			struct pending *p = &g->pending[i];
-
-			if (p->target == t->id && p->ts < oc.now)
-				oc.err = add_extra(ls, p->st, oc.now - p->ts);
-		}
-		if (oc.err) {
-			*rep = proto_error(1, "out of memory while listing");
-			goto fail;
-		}
-	}
-	ls->when_text = wtext ? wtext : sp->when_text;
-	ls->lo.period_ns = sp->period_ns;
-	ls->lo.when = wtext ? ls->when : sp->when;
-	ls->lo.kernel = sp->kernel && !proto_bool(req, "no_kernel", 0);
-	ls->lo.no_inline = proto_bool(req, "no_inline", sp->no_inline);
-	ls->lo.extra = ls->extra;
-	ls->lo.nextra = ls->nextra;
-	ls->lo.crit = ls->crit;
-	ls->lo.ncrit = ls->ncrit;
-	sample_attach_lost(g, t, sp);
-	return 0;
-fail:
-	sample_listing_end(ls);
-	return -1;
-}
-
-#define F_BOOL(n) { .name = (n), .type = PT_BOOL }
-#define F_STR(n, len) { .name = (n), .type = PT_STR, .max = (len) }
-#define F_ENUM(n, v) { .name = (n), .type = PT_ENUM, .values = (v) }
-
-static const struct proto_field fields[] = {
-	F_BOOL("no_sample"),
-	F_ENUM("mode", "real|virtual"),
-	{ .name = "interval_us", .type = PT_UINT, .min = 1, .max = 60000000, .opt = "--interval" },
-	{ .name = "unwind", .type = PT_ENUM, .values = "fp|dwarf|auto", .opt = "--unwind" },
-	F_BOOL("kernel"),
-	F_BOOL("no_inline"),
-	F_BOOL("no_python"),
-	F_STR("when", PROTO_MAX_LINE),
-	F_BOOL("when_from_file"),
-	F_BOOL("icase"),
-	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
-	F_STR("slices", 127),
-	{ .name = "slice_kib", .type = PT_UINT, .min = 0, .max = 1 << 22, .opt = "--slice-memory" },
-};
-
-/* What a list request may say about the samples: the pattern, and the view. */
-static const struct proto_field list_fields[] = {
-	F_STR("when", PROTO_MAX_LINE),
-	F_BOOL("when_from_file"),
-	F_BOOL("icase"),
-	{ .name = "critical", .type = PT_STRS, .max = PROTO_MAX_LINE },
-	F_BOOL("no_inline"),
-	F_BOOL("stacks"),
-	F_BOOL("no_kernel"),
-	{ .name = "by", .type = PT_ENUM, .values = GROUPS_BY_VALUES, .opt = "--by" },
-	F_STR("lines", 512),
-	F_STR("offset", 512),
-	{ .name = "scale", .type = PT_UINT, .min = 0, .max = PROFIL_SCALE_MAX, .opt = "--scale" },
-	{ .name = "bufsiz", .type = PT_UINT, .min = 2, .max = PCS_MAX_BUFSIZ, .opt = "--bufsiz" },
-	F_STR("since", 64),
-	F_STR("until", 64),
-	F_BOOL("timeline"),
-	{ .name = "timeline_top", .type = PT_UINT, .min = 0, .max = 1000, .opt = "--top" },
-	{ .name = "timeline_procs", .type = PT_STRS, .max = 4096 },
-	/* what came after a mark (sample_mark.c), and let the mark go */
-	{ .name = "since_mark", .type = PT_UINT, .min = 1, .max = UINT32_MAX },
-	F_BOOL("drop_mark"),
-	F_BOOL("remark"),	/* ... or move it to now: windows back to back (push.c) */
-	F_BOOL("labels"),	/* with stacks: every sample's comm and cgroup, the host */
-};
-
-static const struct proto_field mark_fields[] = {
-	{ .name = "target", .type = PT_TARGET, .required = true },
-	F_BOOL("at_start"),	/* the window starts with the target (a push's first) */
-};
-
-static const struct inst_cmd cmds[] = {
-	{ "mark", sample_cmd_mark, mark_fields, ARRAY_SIZE(mark_fields) },
-};
-
-const struct inst_ops sample_ops = {
-	.name = "sampling",
-	.fields = fields,
-	.nfields = ARRAY_SIZE(fields),
-	.open = open_g,
-	.close = close_g,
-	.wanted = sample_attach_wanted,
-	.new = sample_attach_new,
-	.attach = sample_attach_target,
-	.set_active = sample_attach_set_active,
-	.stop = sample_attach_stop,
-	.zero = sample_attach_zero,
-	.free = sample_free,
-	.list_json = sample_list,
-	.list_fields = list_fields,
-	.nlist_fields = ARRAY_SIZE(list_fields),
-	.list_check = sample_check_list,
-	.cmds = cmds,
-	.ncmds = ARRAY_SIZE(cmds),
-	.event = event,
-	.fds = fds,
-	.stream = stream,
-	.tick = sample_drain_tick,
-	.sync = sample_drain_all,
-	.bytes = bytes,
-	.facts_json = facts_json,
-	.summary_json = summary_json,
-	.status_json = status_json,
-	.save = sample_save,
-	.load = sample_load,
-};

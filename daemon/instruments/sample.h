@@ -4,9 +4,16 @@
  * VIRTUAL (on-CPU) or REAL (on- and off-CPU), their stacks symbolized into an aggregate
  * (agg.h) that every view reads: LIST, lines, profil, the exports.
  *
- *   sample.c         settings, the ops table, draining BPF into the aggregate
- *   sample_report.c  the aggregate as LIST's JSON (summary, procedures)
- *   sample_store.c   the aggregate and settings as a section of the results file
+ * What other files use, by the part that defines it (sample_int.h lists them all):
+ *
+ *   sample.c          the base: a target's state, made and freed, what it lost, its sections
+ *   sample_names.c    the names of the threads, processes and cgroups it sampled
+ *   sample_time.c     time slices: settings, a listing's window, the timeline
+ *   sample_store.c    the aggregate and settings as a section of the results file
+ *   sample_mark.c     windows that start now (`mark`)
+ *   sample_listing.c  a listing taken, which every view over the samples starts with
+ *   sample_report.c   the aggregate as LIST's JSON (summary, procedures)
+ *   sample_ops.c      the ops table (sample_ops)
  */
 #ifndef PCMON_SAMPLE_H
 #define PCMON_SAMPLE_H
@@ -59,6 +66,25 @@ uint32_t sample_names_get(const struct sample_names *n, uint64_t key);
 /* @key is called @name (a sym string id): 0, or -ENOMEM. */
 int sample_names_set(struct sample_names *n, uint64_t key, uint32_t name);
 
+/*
+ * The windows open on a target's samples (sample_mark.c): each a snapshot of its counts when
+ * it was marked. A target keeps at most SAMPLE_MARKS, freed with it (sample_free()).
+ */
+#define SAMPLE_MARKS 16
+
+struct sample_mark {
+	uint32_t id;		/* 0: a free slot */
+	uint64_t taken_ns;
+	double taken_wall;
+	struct agg_snap snap;
+	uint64_t lost;		/* samples lost until then */
+};
+
+struct sample_marks {
+	struct sample_mark m[SAMPLE_MARKS];
+	uint32_t next_id;
+};
+
 /* One target's sampling: its settings and its results. */
 struct sample {
 	bool real, kernel, icase, no_inline;
@@ -88,6 +114,7 @@ struct sample {
 	struct sample_marks *marks;	/* windows open (sample_mark.c), NULL: none yet */
 };
 
+/* The instrument's ops (sample_ops.c). */
 extern const struct inst_ops sample_ops;
 
 static inline struct sample *sample_of(const struct target *t);
@@ -122,7 +149,6 @@ int sample_mark_window(struct sample *sp, const struct target *t, uint32_t id,
 void sample_mark_drop(struct sample *sp, uint32_t id);
 /* The mark moves to now: the next window begins where the one just listed ends. */
 void sample_mark_move(struct sample *sp, uint32_t id);
-void sample_marks_free(struct sample *sp);
 
 /* --critical NAME=PATTERN, as a JSON array of strings. */
 int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err);
@@ -132,11 +158,11 @@ int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
 void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n);
 
 /*
- * A listing being taken: the target a request names, brought up to date, and the options
- * agg_list() needs to read its samples as the request asks (WHEN, critical sections, open
- * off-CPU intervals). Every view over the samples (LIST, lines, profil, exports) starts with
- * sample_listing_begin() and ends with sample_listing_end(); a view sets lo.visit to see
- * each sample as it is charged.
+ * A listing being taken (sample_listing.c): the target a request names, brought up to date,
+ * and the options agg_list() needs to read its samples as the request asks (WHEN, critical
+ * sections, open off-CPU intervals). Every view over the samples (LIST, lines, profil,
+ * exports) starts with sample_listing_begin() and ends with sample_listing_end(); a view
+ * sets lo.visit to see each sample as it is charged.
  */
 struct sample_listing {
 	struct target *t;

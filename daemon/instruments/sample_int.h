@@ -3,11 +3,24 @@
  * What the parts of the sampling instrument share, and no other file includes: the
  * engine-wide state (struct sample_g) and the functions one part calls in another.
  *
- *   sample.c          the ops table, the instrument's engine-wide life, status, listings
- *   sample_attach.c   settings, and a target's life: new, attach, stop, zero (sample_attach_)
- *   sample_convert.c  a sample's stacks symbolized, Python frames merged (sample_convert_)
+ *   sample.c          the base: a target's state (sample.h), made and freed, what it lost,
+ *                     its critical sections
+ *   sample_time.c     time slices: settings, a listing's window, the timeline (sample.h)
  *   sample_names.c    thread, process and cgroup names (sample_names_)
+ *   sample_convert.c  a sample's stacks symbolized, Python frames merged (sample_convert_)
+ *   sample_store.c    the samples and settings as a section of the results file (sample.h)
  *   sample_drain.c    draining BPF's counts and the dwarf ring into targets (sample_drain_)
+ *   sample_attach.c   settings from a request, and a target's life in BPF: attach, pause,
+ *                     stop, zero, its drops read (sample_attach_)
+ *   sample_mark.c     windows that start now: `mark`, a listing's "since_mark" (sample.h)
+ *   sample_listing.c  a listing taken: WHEN, critical sections, the window, open off-CPU
+ *                     intervals (sample.h)
+ *   sample_report.c   the listing as LIST's reply, or as the view it asks (sample.h)
+ *   sample_ops.c      the ops table, the instrument's engine-wide life, status
+ *
+ * sample.c is the base: every other part calls into it, and it calls none of them; a part
+ * calls only those above it in this list. sample.c does not include this file, nor do the
+ * parts that need only sample.h (sample_time.c, sample_store.c, sample_report.c).
  */
 #ifndef PCMON_SAMPLE_INT_H
 #define PCMON_SAMPLE_INT_H
@@ -100,14 +113,9 @@ static inline struct target *target_of(struct sample_g *g, uint32_t id)
 	return t && sample_of(t) ? t : NULL;
 }
 
-/* sample_attach.c */
-bool sample_attach_wanted(const cJSON *req);
-int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep);
-int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep);
-void sample_attach_set_active(void *g, struct target *t, void *st, bool active);
-void sample_attach_lost(struct sample_g *g, const struct target *t, struct sample *sp);
-void sample_attach_stop(void *gp, struct target *t, void *st);
-void sample_attach_zero(void *gp, struct target *t, void *st);
+/* sample_names.c */
+void sample_names_thread(struct sample_g *g, struct sample *sp, const struct agg_stack *st);
+void sample_names_cgroup(struct sample_g *g, struct sample *sp, const struct agg_stack *st);
 
 /* sample_convert.c */
 void sample_convert_python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n);
@@ -117,15 +125,20 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 				       size_t len);
 void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again);
 
-/* sample_names.c */
-void sample_names_thread(struct sample_g *g, struct sample *sp, const struct agg_stack *st);
-void sample_names_cgroup(struct sample_g *g, struct sample *sp, const struct agg_stack *st);
-
 /* sample_drain.c */
 void sample_drain_clock(struct sample_g *g);
 void sample_drain_tick(void *gp);
 void sample_drain_all(void *g);
 void sample_drain_pending_drop(struct sample_g *g, struct pending *p);
 void sample_drain_record(void *gp, const void *data, size_t len);
+
+/* sample_attach.c */
+bool sample_attach_wanted(const cJSON *req);
+int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep);
+int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep);
+void sample_attach_set_active(void *g, struct target *t, void *st, bool active);
+void sample_attach_lost(struct sample_g *g, const struct target *t, struct sample *sp);
+void sample_attach_stop(void *gp, struct target *t, void *st);
+void sample_attach_zero(void *gp, struct target *t, void *st);
 
 #endif /* PCMON_SAMPLE_INT_H */

@@ -20,26 +20,12 @@
 #include "agg.h"
 #include "inst.h"
 #include "proto.h"
-#include "sample.h"
+#include "sample_int.h"
 #include "target.h"
 #include "util.h"
 
-#define SAMPLE_MARKS 16
 /* longer than the longest push interval (an hour), whose marks move only once an interval */
 #define SAMPLE_MARK_TTL_S 3900
-
-struct sample_mark {
-	uint32_t id;		/* 0: a free slot */
-	uint64_t taken_ns;
-	double taken_wall;
-	struct agg_snap snap;
-	uint64_t lost;		/* samples lost until then */
-};
-
-struct sample_marks {
-	struct sample_mark m[SAMPLE_MARKS];
-	uint32_t next_id;
-};
 
 static double wall_now(void)
 {
@@ -53,14 +39,6 @@ static void drop(struct sample_mark *m)
 {
 	agg_snap_free(&m->snap);
 	memset(m, 0, sizeof(*m));
-}
-
-void sample_marks_free(struct sample *sp)
-{
-	for (int i = 0; sp->marks && i < SAMPLE_MARKS; i++)
-		drop(&sp->marks->m[i]);
-	free(sp->marks);
-	sp->marks = NULL;
 }
 
 cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req)
@@ -92,7 +70,7 @@ cJSON *sample_cmd_mark(void *g, struct target *t, const cJSON *req)
 		m->taken_wall = t->start_wall;
 		m->lost = 0;
 	} else {
-		sample_ops.sync(g); /* what BPF holds belongs before the mark */
+		sample_drain_all(g); /* what BPF holds belongs before the mark */
 		if (agg_snapshot(sp->agg, &m->snap))
 			return proto_error(1, "out of memory");
 		m->taken_ns = now_ns();

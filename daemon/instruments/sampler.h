@@ -91,7 +91,7 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 /*
  * Called with each new stack as the ring brings it, before its samples are drained: the
  * code objects of its Python frames are read while the process is there to read (its
- * memory is gone by the time its exit is heard of; sample.c's python_early() says why).
+ * memory is gone by the time its exit is heard of; sample_convert_python_early() says why).
  */
 typedef void (*sampler_py_cb)(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n);
 void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx);
