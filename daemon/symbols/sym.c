@@ -72,7 +72,7 @@ void sym_free(struct sym *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmods; i++) {
-		cfi_cache_drop(&s->mods[i]);
+		smod_drop_cfi_cache(&s->mods[i]);
 		if (s->mods[i].pin)
 			close(s->mods[i].pin_fd);
 		if (s->mods[i].dwfl)

@@ -199,6 +199,7 @@ bool smod_pinned(struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod);
 void smod_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 	       uint64_t end);
 bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr);
+void smod_drop_cfi_cache(struct smod *m);
 void smod_drop_tables(struct smod *m);
 struct smod *smod_use(struct sym *s, uint32_t pid, const struct region *r);
 int smod_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len);
@@ -223,8 +224,5 @@ struct pmap *pmap_get(struct sym *s, uint32_t pid, uint32_t epoch, bool create);
 const struct region *pmap_find(const struct pmap *pm, uint64_t pc);
 const struct region *pmap_region(struct sym *s, uint32_t pid, uint32_t epoch,
 				 uint64_t addr, bool code);
-
-/* sym_cfi.c */
-void cfi_cache_drop(struct smod *m);
 
 #endif /* PCMON_SYM_INT_H */
