@@ -287,46 +287,59 @@ size_t sym_count_starting_by(const void *table, size_t n, size_t size, uint64_t 
 
 /* ---- locations */
 
-/*
- * The location (@module, @addr), symbolized on first sight: from the module's ELF file at
- * @dwfl_addr, from kallsyms, or (JIT code) named @name.
- */
-uint32_t sym_make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr,
-		      const char *name)
-{
-	struct { uint64_t addr; uint32_t module, pad; } key = { addr, module, 0 };
-	const struct sym_line nowhere = { 0, 0 };
-	struct smod *m = &s->mods[module];
-	struct sym_loc *l;
-	uint32_t id;
-	int r;
+/* What identifies a location in loc_keys: (module, address). */
+struct loc_key {
+	uint64_t addr;
+	uint32_t module, pad;
+};
 
-	r = itab_intern(s->loc_keys, &key, sizeof(key), &id);
-	if (r == 0)
-		return id;
-	if (r < 0 || GROW(s->locs, s->cap_locs, id + 1))
-		return 0; /* out of memory: the first location stands in */
-	l = &s->locs[id];
-	*l = (struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
-	if (module == SYM_MOD_KERNEL)
-		name = ksym_name(s, addr);
-	if (m->mod)
-		names_symbolize(s, m, dwfl_addr, l);
-	else
-		sym_push_frame(s, sym_str(s, m->name), name, NULL, 0, nowhere);
+/* The location (@module, @addr) if it is known, else -1. */
+int64_t sym_loc_find(const struct sym *s, uint32_t module, uint64_t addr)
+{
+	struct loc_key key = { addr, module, 0 };
+
+	return itab_find(s->loc_keys, &key, sizeof(key));
+}
+
+/*
+ * The location (@module, @addr) in *@loc: 1 if it is new, its frames to come (sym_push_frame(),
+ * then sym_loc_done()), 0 if it was known; -ENOMEM and *@loc 0 (the first location stands in).
+ */
+int sym_loc_new(struct sym *s, uint32_t module, uint64_t addr, uint32_t *loc)
+{
+	struct loc_key key = { addr, module, 0 };
+	int r = itab_intern(s->loc_keys, &key, sizeof(key), loc);
+
+	if (r < 0 || (r && GROW(s->locs, s->cap_locs, *loc + 1))) {
+		*loc = 0;
+		return -ENOMEM;
+	}
+	if (r)
+		s->locs[*loc] =
+			(struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
+	return r;
+}
+
+/*
+ * A new location's frames are those pushed since sym_loc_new(); with none, one named @name
+ * (NULL: nothing covers it).
+ */
+void sym_loc_done(struct sym *s, uint32_t loc, const char *name)
+{
+	struct sym_loc *l = &s->locs[loc];
+
 	l->nframes = s->nframes - l->first;
 	if (!l->nframes) {
-		sym_push_frame(s, sym_str(s, m->name), NULL, NULL, 0, nowhere);
+		sym_push_frame(s, sym_str(s, s->mods[l->module].name), name, NULL, 0,
+			       (struct sym_line){ 0, 0 });
 		l->nframes = 1;
 	}
-	return id;
 }
 
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
 		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc)
 {
 	struct mod_key mkey = { UINT64_MAX, hash_bytes(module, strlen(module)), 0, 0 };
-	struct { uint64_t addr; uint32_t module, pad; } lkey;
 	struct sym_loc *l;
 	uint32_t mod;
 	int r;
@@ -343,14 +356,10 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 		if (r == 1 && sym_add_module(s, module, module, &mod))
 			return -ENOMEM;
 	}
-	lkey = (typeof(lkey)){ addr, mod, 0 };
-	r = itab_intern(s->loc_keys, &lkey, sizeof(lkey), loc);
+	r = sym_loc_new(s, mod, addr, loc);
 	if (r <= 0)
 		return r;
-	if (GROW(s->locs, s->cap_locs, *loc + 1))
-		return -ENOMEM;
 	l = &s->locs[*loc];
-	*l = (struct sym_loc){ .module = mod, .addr = addr, .first = s->nframes };
 	for (size_t i = 0; i < n; i++) {
 		struct sym_line where = {
 			.file = files && files[i] ? sym_str_id(s, files[i]) : 0,

@@ -180,7 +180,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 			struct sym_loc *l = &s->locs[id], old = *l;
 			bool mapped = false;
 
-			/* only addresses that are ELF vaddrs: those sym_make_loc symbolized */
+			/* only addresses that are ELF vaddrs: those names_loc() symbolized */
 			for (size_t k = 0; l->module == i && k < m->nloads && !mapped; k++)
 				mapped = l->addr >= m->loads[k].p_vaddr &&
 					 l->addr < m->loads[k].p_vaddr + m->loads[k].p_memsz;

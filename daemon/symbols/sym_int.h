@@ -189,8 +189,9 @@ uint64_t sym_heap_in_use(void);
 int sym_push_frame(struct sym *s, const char *module, const char *name, const char *file,
 		   uint32_t line, struct sym_line where);
 size_t sym_count_starting_by(const void *table, size_t n, size_t size, uint64_t v);
-uint32_t sym_make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr,
-		      const char *name);
+int64_t sym_loc_find(const struct sym *s, uint32_t module, uint64_t addr);
+int sym_loc_new(struct sym *s, uint32_t module, uint64_t addr, uint32_t *loc);
+void sym_loc_done(struct sym *s, uint32_t loc, const char *name);
 
 /* sym_elf.c */
 void smod_pin(struct sym *s, struct smod *m, int fd);
@@ -207,6 +208,7 @@ int smod_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len);
 
 /* sym_names.c */
 int names_symbolize(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc *l);
+uint32_t names_loc(struct sym *s, uint32_t module, uint64_t addr, Dwarf_Addr a);
 
 /* sym_kernel.c */
 const char *ksym_name(struct sym *s, uint64_t a);

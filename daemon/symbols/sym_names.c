@@ -491,3 +491,21 @@ out:
 	free(scopes);
 	return r;
 }
+
+/*
+ * The location (@module, @addr), symbolized on first sight from the object's file at @a
+ * (libdwfl's address of it); unnamed if the object is not open, or there is none
+ * (SYM_MOD_UNKNOWN).
+ */
+uint32_t names_loc(struct sym *s, uint32_t module, uint64_t addr, Dwarf_Addr a)
+{
+	struct smod *m = &s->mods[module];
+	uint32_t loc;
+
+	if (sym_loc_new(s, module, addr, &loc) > 0) {
+		if (m->mod)
+			names_symbolize(s, m, a, &s->locs[loc]);
+		sym_loc_done(s, loc, NULL);
+	}
+	return loc;
+}
