@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The symbolizer's tables: strings, procedures, locations and the frames of each (inline
- * chains); the lifecycle of struct sym and its stats. The other sym*.c fill them (sym_int.h).
+ * The symbolizer's base, its tables: strings, procedures, locations and the frames of each
+ * (inline chains), modules; its stats. The other sym*.c fill them (sym_int.h), and it calls
+ * none of them.
  */
 #include <errno.h>
 #include <malloc.h>
-#include <unistd.h>
 
 #include "demangle.h"
 #include "sym_int.h"
@@ -37,76 +37,6 @@ int sym_add_module(struct sym *s, const char *path, const char *name, uint32_t *
 	s->mods[s->nmods] = (struct smod){ .path = strdup(path), .name = sym_str_id(s, name) };
 	*id = s->nmods++;
 	return 0;
-}
-
-struct sym *sym_new(unsigned flags)
-{
-	struct sym *s = calloc(1, sizeof(*s));
-	uint32_t id;
-
-	if (!s)
-		return NULL;
-	s->flags = flags;
-	s->idle_ns = SYM_IDLE_NS;
-	s->heap_budget = SYM_HEAP_BUDGET;
-	s->strs = itab_new();
-	s->mod_keys = itab_new();
-	s->proc_keys = itab_new();
-	s->loc_keys = itab_new();
-	s->pmap_keys = itab_new();
-	s->files = itab_new();
-	if (!s->strs || !s->mod_keys || !s->proc_keys || !s->loc_keys || !s->pmap_keys ||
-	    !s->files)
-		goto fail;
-	if (sym_intern_str(s, "", &id) || sym_add_module(s, "", "", &id) ||
-	    sym_add_module(s, "[kernel]", "kernel", &id))
-		goto fail;
-	return s;
-fail:
-	sym_free(s);
-	return NULL;
-}
-
-void sym_free(struct sym *s)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->nmods; i++) {
-		smod_drop_cfi_cache(&s->mods[i]);
-		if (s->mods[i].pin)
-			close(s->mods[i].pin_fd);
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
-		free(s->mods[i].path);
-		free(s->mods[i].loads);
-		free(s->mods[i].fdes);
-		free(s->mods[i].syms);
-		if (s->mods[i].jit) {
-			if (s->mods[i].jit->fd >= 0)
-				close(s->mods[i].jit->fd);
-			free(s->mods[i].jit->syms);
-			free(s->mods[i].jit->names);
-			free(s->mods[i].jit->pending);
-			free(s->mods[i].jit);
-		}
-	}
-	for (uint32_t i = 0; s->pmap_keys && i < itab_count(s->pmap_keys); i++)
-		free(s->pmaps[i].r);
-	itab_free(s->strs);
-	itab_free(s->mod_keys);
-	itab_free(s->proc_keys);
-	itab_free(s->loc_keys);
-	itab_free(s->pmap_keys);
-	itab_free(s->files);
-	free(s->file_mod);
-	free(s->mods);
-	free(s->procs);
-	free(s->locs);
-	free(s->frames);
-	free(s->flines);
-	free(s->pmaps);
-	free(s->ksyms);
-	free(s);
 }
 
 /* ---- procedures and locations */

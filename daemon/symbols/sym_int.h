@@ -3,13 +3,19 @@
  * What the parts of the symbolizer (sym*.c) share, and no other file includes: the tables
  * of struct sym, the objects (struct smod) and the process address maps (struct pmap).
  *
- *   sym.c         strings, procedures, locations and their frames; lifecycle, stats (sym_)
- *   sym_elf.c     objects: opening, pinning their files, letting them go, their bytes (smod_)
- *   sym_names.c   names in an object: ELF symbols, functions of its CFI, DWARF lines (names_)
- *   sym_kernel.c  kallsyms (ksym_)
- *   sym_jit.c     JIT code named by perf maps (jit_)
- *   sym_maps.c    process address maps: reading, lookups, fork, exit (pmap_)
+ *   sym.c         the base: strings, procedures, locations and their frames, modules, stats (sym_)
+ *   sym_elf.c     objects: opening, pinning their files, letting them go with the tables
+ *                 built from them, their bytes (smod_)
+ *   sym_names.c   names in an object: ELF symbols, functions of its CFI, DWARF lines; the
+ *                 locations of its code (names_)
+ *   sym_kernel.c  kallsyms, the locations of kernel code (ksym_)
+ *   sym_jit.c     JIT code named by perf maps, its locations (jit_)
+ *   sym_maps.c    process address maps: reading, lookups, fork, exit; a user pc's location (pmap_)
  *   sym_cfi.c     call-frame information for the unwinder, debug info that comes late (cfi_)
+ *   sym_life.c    struct sym made, and freed with what every part holds
+ *
+ * sym.c is the base: every other part calls into it, and it calls none of them; a part
+ * calls only those above it in this list.
  */
 #ifndef PCMON_SYM_INT_H
 #define PCMON_SYM_INT_H
