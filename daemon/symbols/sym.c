@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The symbolizer's tables: strings, procedures, locations and the frames of each (inline
- * chains); the lifecycle of struct sym and its stats. The other sym*.c fill them (sym_int.h).
+ * The symbolizer's base, its tables: strings, procedures, locations and the frames of each
+ * (inline chains), modules; its stats. The other sym*.c fill them (sym_int.h), and it calls
+ * none of them.
  */
 #include <errno.h>
 #include <malloc.h>
-#include <unistd.h>
 
 #include "demangle.h"
 #include "sym_int.h"
@@ -37,76 +37,6 @@ int sym_add_module(struct sym *s, const char *path, const char *name, uint32_t *
 	s->mods[s->nmods] = (struct smod){ .path = strdup(path), .name = sym_str_id(s, name) };
 	*id = s->nmods++;
 	return 0;
-}
-
-struct sym *sym_new(unsigned flags)
-{
-	struct sym *s = calloc(1, sizeof(*s));
-	uint32_t id;
-
-	if (!s)
-		return NULL;
-	s->flags = flags;
-	s->idle_ns = SYM_IDLE_NS;
-	s->heap_budget = SYM_HEAP_BUDGET;
-	s->strs = itab_new();
-	s->mod_keys = itab_new();
-	s->proc_keys = itab_new();
-	s->loc_keys = itab_new();
-	s->pmap_keys = itab_new();
-	s->files = itab_new();
-	if (!s->strs || !s->mod_keys || !s->proc_keys || !s->loc_keys || !s->pmap_keys ||
-	    !s->files)
-		goto fail;
-	if (sym_intern_str(s, "", &id) || sym_add_module(s, "", "", &id) ||
-	    sym_add_module(s, "[kernel]", "kernel", &id))
-		goto fail;
-	return s;
-fail:
-	sym_free(s);
-	return NULL;
-}
-
-void sym_free(struct sym *s)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->nmods; i++) {
-		cfi_cache_drop(&s->mods[i]);
-		if (s->mods[i].pin)
-			close(s->mods[i].pin_fd);
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
-		free(s->mods[i].path);
-		free(s->mods[i].loads);
-		free(s->mods[i].fdes);
-		free(s->mods[i].syms);
-		if (s->mods[i].jit) {
-			if (s->mods[i].jit->fd >= 0)
-				close(s->mods[i].jit->fd);
-			free(s->mods[i].jit->syms);
-			free(s->mods[i].jit->names);
-			free(s->mods[i].jit->pending);
-			free(s->mods[i].jit);
-		}
-	}
-	for (uint32_t i = 0; s->pmap_keys && i < itab_count(s->pmap_keys); i++)
-		free(s->pmaps[i].r);
-	itab_free(s->strs);
-	itab_free(s->mod_keys);
-	itab_free(s->proc_keys);
-	itab_free(s->loc_keys);
-	itab_free(s->pmap_keys);
-	itab_free(s->files);
-	free(s->file_mod);
-	free(s->mods);
-	free(s->procs);
-	free(s->locs);
-	free(s->frames);
-	free(s->flines);
-	free(s->pmaps);
-	free(s->ksyms);
-	free(s);
 }
 
 /* ---- procedures and locations */
@@ -287,46 +217,59 @@ size_t sym_count_starting_by(const void *table, size_t n, size_t size, uint64_t 
 
 /* ---- locations */
 
-/*
- * The location (@module, @addr), symbolized on first sight: from the module's ELF file at
- * @dwfl_addr, from kallsyms, or (JIT code) named @name.
- */
-uint32_t sym_make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr,
-		      const char *name)
-{
-	struct { uint64_t addr; uint32_t module, pad; } key = { addr, module, 0 };
-	const struct sym_line nowhere = { 0, 0 };
-	struct smod *m = &s->mods[module];
-	struct sym_loc *l;
-	uint32_t id;
-	int r;
+/* What identifies a location in loc_keys: (module, address). */
+struct loc_key {
+	uint64_t addr;
+	uint32_t module, pad;
+};
 
-	r = itab_intern(s->loc_keys, &key, sizeof(key), &id);
-	if (r == 0)
-		return id;
-	if (r < 0 || GROW(s->locs, s->cap_locs, id + 1))
-		return 0; /* out of memory: the first location stands in */
-	l = &s->locs[id];
-	*l = (struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
-	if (module == SYM_MOD_KERNEL)
-		name = ksym_name(s, addr);
-	if (m->mod)
-		names_symbolize(s, m, dwfl_addr, l);
-	else
-		sym_push_frame(s, sym_str(s, m->name), name, NULL, 0, nowhere);
+/* The location (@module, @addr) if it is known, else -1. */
+int64_t sym_loc_find(const struct sym *s, uint32_t module, uint64_t addr)
+{
+	struct loc_key key = { addr, module, 0 };
+
+	return itab_find(s->loc_keys, &key, sizeof(key));
+}
+
+/*
+ * The location (@module, @addr) in *@loc: 1 if it is new, its frames to come (sym_push_frame(),
+ * then sym_loc_done()), 0 if it was known; -ENOMEM and *@loc 0 (the first location stands in).
+ */
+int sym_loc_new(struct sym *s, uint32_t module, uint64_t addr, uint32_t *loc)
+{
+	struct loc_key key = { addr, module, 0 };
+	int r = itab_intern(s->loc_keys, &key, sizeof(key), loc);
+
+	if (r < 0 || (r && GROW(s->locs, s->cap_locs, *loc + 1))) {
+		*loc = 0;
+		return -ENOMEM;
+	}
+	if (r)
+		s->locs[*loc] =
+			(struct sym_loc){ .module = module, .addr = addr, .first = s->nframes };
+	return r;
+}
+
+/*
+ * A new location's frames are those pushed since sym_loc_new(); with none, one named @name
+ * (NULL: nothing covers it).
+ */
+void sym_loc_done(struct sym *s, uint32_t loc, const char *name)
+{
+	struct sym_loc *l = &s->locs[loc];
+
 	l->nframes = s->nframes - l->first;
 	if (!l->nframes) {
-		sym_push_frame(s, sym_str(s, m->name), NULL, NULL, 0, nowhere);
+		sym_push_frame(s, sym_str(s, s->mods[l->module].name), name, NULL, 0,
+			       (struct sym_line){ 0, 0 });
 		l->nframes = 1;
 	}
-	return id;
 }
 
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
 		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc)
 {
 	struct mod_key mkey = { UINT64_MAX, hash_bytes(module, strlen(module)), 0, 0 };
-	struct { uint64_t addr; uint32_t module, pad; } lkey;
 	struct sym_loc *l;
 	uint32_t mod;
 	int r;
@@ -343,14 +286,10 @@ int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char 
 		if (r == 1 && sym_add_module(s, module, module, &mod))
 			return -ENOMEM;
 	}
-	lkey = (typeof(lkey)){ addr, mod, 0 };
-	r = itab_intern(s->loc_keys, &lkey, sizeof(lkey), loc);
+	r = sym_loc_new(s, mod, addr, loc);
 	if (r <= 0)
 		return r;
-	if (GROW(s->locs, s->cap_locs, *loc + 1))
-		return -ENOMEM;
 	l = &s->locs[*loc];
-	*l = (struct sym_loc){ .module = mod, .addr = addr, .first = s->nframes };
 	for (size_t i = 0; i < n; i++) {
 		struct sym_line where = {
 			.file = files && files[i] ? sym_str_id(s, files[i]) : 0,

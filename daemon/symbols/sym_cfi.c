@@ -24,18 +24,10 @@ static void module_cfi(struct smod *m)
  * The CFI frames the unwinder asked for, by address. A build's compilers, sampled 100 times
  * a second, unwind through the same few thousand return addresses, and libdw finds the FDE
  * and runs its instructions again each time. Kept while the module is open (a frame points
- * into its CFI), at most CFI_CACHE_MAX a module, then begun again.
+ * into its CFI: the module drops them with its other tables, smod_drop_tables()), at most
+ * CFI_CACHE_MAX a module, then begun again.
  */
 #define CFI_CACHE_MAX 8192
-
-void cfi_cache_drop(struct smod *m)
-{
-	for (uint32_t i = 0; i < m->cfi_cap; i++)
-		free(m->cfi_cache[i].frame);
-	free(m->cfi_cache);
-	m->cfi_cache = NULL;
-	m->cfi_cap = m->cfi_n = 0;
-}
 
 static uint32_t cfi_hash(uint64_t key, uint32_t cap)
 {
@@ -53,7 +45,7 @@ static struct cfi_slot *cfi_cache_slot(struct smod *m, uint64_t vaddr, bool *fre
 		uint32_t cap = m->cfi_cap ? 2 * m->cfi_cap : 256;
 
 		if (m->cfi_n >= CFI_CACHE_MAX) {
-			cfi_cache_drop(m);
+			smod_drop_cfi_cache(m);
 			cap = 256;
 		}
 		c = calloc(cap, sizeof(*c));
@@ -188,7 +180,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 			struct sym_loc *l = &s->locs[id], old = *l;
 			bool mapped = false;
 
-			/* only addresses that are ELF vaddrs: those sym_make_loc symbolized */
+			/* only addresses that are ELF vaddrs: those names_loc() symbolized */
 			for (size_t k = 0; l->module == i && k < m->nloads && !mapped; k++)
 				mapped = l->addr >= m->loads[k].p_vaddr &&
 					 l->addr < m->loads[k].p_vaddr + m->loads[k].p_memsz;

@@ -160,7 +160,7 @@ bool smod_pinned(struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod)
 static void module_unreadable(struct sym *s, struct smod *m)
 {
 	smod_unpin(s, m);
-	cfi_cache_drop(m);
+	smod_drop_cfi_cache(m);
 	dwfl_end(m->dwfl);
 	m->dwfl = NULL;
 	m->mod = NULL;
@@ -266,10 +266,20 @@ bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
  * the object again opens it again (smod_use()).
  */
 
+/* The CFI frames cached for the unwinder (sym_cfi_frame()): they point into the Dwfl's CFI. */
+void smod_drop_cfi_cache(struct smod *m)
+{
+	for (uint32_t i = 0; i < m->cfi_cap; i++)
+		free(m->cfi_cache[i].frame);
+	free(m->cfi_cache);
+	m->cfi_cache = NULL;
+	m->cfi_cap = m->cfi_n = 0;
+}
+
 /* The tables built from a module's Dwfl (symbols, functions, CFI): made again on next use. */
 void smod_drop_tables(struct smod *m)
 {
-	cfi_cache_drop(m);
+	smod_drop_cfi_cache(m);
 	free(m->syms);
 	m->syms = NULL;
 	m->nsyms = 0;

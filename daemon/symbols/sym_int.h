@@ -3,13 +3,19 @@
  * What the parts of the symbolizer (sym*.c) share, and no other file includes: the tables
  * of struct sym, the objects (struct smod) and the process address maps (struct pmap).
  *
- *   sym.c         strings, procedures, locations and their frames; lifecycle, stats (sym_)
- *   sym_elf.c     objects: opening, pinning their files, letting them go, their bytes (smod_)
- *   sym_names.c   names in an object: ELF symbols, functions of its CFI, DWARF lines (names_)
- *   sym_kernel.c  kallsyms (ksym_)
- *   sym_jit.c     JIT code named by perf maps (jit_)
- *   sym_maps.c    process address maps: reading, lookups, fork, exit (pmap_)
+ *   sym.c         the base: strings, procedures, locations and their frames, modules, stats (sym_)
+ *   sym_elf.c     objects: opening, pinning their files, letting them go with the tables
+ *                 built from them, their bytes (smod_)
+ *   sym_names.c   names in an object: ELF symbols, functions of its CFI, DWARF lines; the
+ *                 locations of its code (names_)
+ *   sym_kernel.c  kallsyms, the locations of kernel code (ksym_)
+ *   sym_jit.c     JIT code named by perf maps, its locations (jit_)
+ *   sym_maps.c    process address maps: reading, lookups, fork, exit; a user pc's location (pmap_)
  *   sym_cfi.c     call-frame information for the unwinder, debug info that comes late (cfi_)
+ *   sym_life.c    struct sym made, and freed with what every part holds
+ *
+ * sym.c is the base: every other part calls into it, and it calls none of them; a part
+ * calls only those above it in this list.
  */
 #ifndef PCMON_SYM_INT_H
 #define PCMON_SYM_INT_H
@@ -189,8 +195,9 @@ uint64_t sym_heap_in_use(void);
 int sym_push_frame(struct sym *s, const char *module, const char *name, const char *file,
 		   uint32_t line, struct sym_line where);
 size_t sym_count_starting_by(const void *table, size_t n, size_t size, uint64_t v);
-uint32_t sym_make_loc(struct sym *s, uint32_t module, uint64_t addr, uint64_t dwfl_addr,
-		      const char *name);
+int64_t sym_loc_find(const struct sym *s, uint32_t module, uint64_t addr);
+int sym_loc_new(struct sym *s, uint32_t module, uint64_t addr, uint32_t *loc);
+void sym_loc_done(struct sym *s, uint32_t loc, const char *name);
 
 /* sym_elf.c */
 void smod_pin(struct sym *s, struct smod *m, int fd);
@@ -199,6 +206,7 @@ bool smod_pinned(struct sym *s, uint64_t dev, uint64_t ino, uint32_t *mod);
 void smod_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 	       uint64_t end);
 bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr);
+void smod_drop_cfi_cache(struct smod *m);
 void smod_drop_tables(struct smod *m);
 struct smod *smod_use(struct sym *s, uint32_t pid, const struct region *r);
 int smod_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len);
@@ -206,6 +214,7 @@ int smod_bytes(const struct smod *m, uint64_t vaddr, void *buf, size_t len);
 
 /* sym_names.c */
 int names_symbolize(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc *l);
+uint32_t names_loc(struct sym *s, uint32_t module, uint64_t addr, Dwarf_Addr a);
 
 /* sym_kernel.c */
 const char *ksym_name(struct sym *s, uint64_t a);
@@ -223,8 +232,5 @@ struct pmap *pmap_get(struct sym *s, uint32_t pid, uint32_t epoch, bool create);
 const struct region *pmap_find(const struct pmap *pm, uint64_t pc);
 const struct region *pmap_region(struct sym *s, uint32_t pid, uint32_t epoch,
 				 uint64_t addr, bool code);
-
-/* sym_cfi.c */
-void cfi_cache_drop(struct smod *m);
 
 #endif /* PCMON_SYM_INT_H */

@@ -259,7 +259,6 @@ const char *jit_lookup(struct sym *s, struct pmap *pm, struct jitmap *j, uint64_
 bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool create,
 	      uint32_t *loc)
 {
-	struct { uint64_t addr; uint32_t module, pad; } key = { pc, 0, 0 };
 	uint64_t now = now_ns();
 	struct jitmap *j = jit_map(s, pm, pid, now);
 	const char *name;
@@ -267,8 +266,7 @@ bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool cr
 
 	if (!j)
 		return false;
-	key.module = pm->jit_mod;
-	found = itab_find(s->loc_keys, &key, sizeof(key));
+	found = sym_loc_find(s, pm->jit_mod, pc);
 	if (found >= 0 && sym_proc(s, s->frames[s->locs[found].first])->name) {
 		*loc = found;
 		return true;
@@ -284,7 +282,8 @@ bool jit_user(struct sym *s, struct pmap *pm, uint32_t pid, uint64_t pc, bool cr
 	}
 	if (!name && !create)
 		return false;
-	*loc = sym_make_loc(s, pm->jit_mod, pc, 0, name);
+	if (sym_loc_new(s, pm->jit_mod, pc, loc) > 0)
+		sym_loc_done(s, *loc, name);
 	if (!name && !GROW(j->pending, j->cap_pending, j->npending + 1))
 		j->pending[j->npending++] = *loc;
 	return true;

@@ -55,7 +55,12 @@ const char *ksym_name(struct sym *s, uint64_t a)
 
 uint32_t sym_kernel(struct sym *s, uint64_t pc, bool call_site)
 {
-	return sym_make_loc(s, SYM_MOD_KERNEL, pc - call_site, 0, NULL);
+	uint32_t loc;
+
+	pc -= call_site;
+	if (sym_loc_new(s, SYM_MOD_KERNEL, pc, &loc) > 0) /* named on first sight */
+		sym_loc_done(s, loc, ksym_name(s, pc));
+	return loc;
 }
 
 /* Frames of the tracing machinery itself (BPF programs, the tracepoint's call into them). */

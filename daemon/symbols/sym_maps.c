@@ -495,11 +495,11 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 		return loc;
 	pc -= call_site;
 	if (!r)
-		return sym_make_loc(s, SYM_MOD_UNKNOWN, pc, 0, NULL);
+		return names_loc(s, SYM_MOD_UNKNOWN, pc, 0);
 	m = smod_use(s, pid, r);
 	if (!m->mod || !smod_vaddr(m, pc - r->start + r->pgoff, &vaddr))
-		return sym_make_loc(s, r->module, pc - r->start + r->pgoff, 0, NULL);
-	loc = sym_make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+		return names_loc(s, r->module, pc - r->start + r->pgoff, 0);
+	loc = names_loc(s, r->module, vaddr, vaddr + m->bias);
 	/*
 	 * A call is always inside a function, so a return address whose call site lies in no
 	 * function was not one: the pc the kernel left at a fault on the first instruction of
@@ -507,7 +507,7 @@ uint32_t sym_user(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool
 	 */
 	if (call_site && !sym_proc(s, s->frames[s->locs[loc].first])->name &&
 	    pc + 1 < r->end && smod_vaddr(m, pc + 1 - r->start + r->pgoff, &vaddr))
-		loc = sym_make_loc(s, r->module, vaddr, vaddr + m->bias, NULL);
+		loc = names_loc(s, r->module, vaddr, vaddr + m->bias);
 	return loc;
 }
 

@@ -394,7 +394,7 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr, uint64_t *start, 
 }
 
 /* The line in the caller where the inlined call @die was made: DW_AT_call_file/_line. */
-static struct sym_line call_site(struct sym *s, Dwarf_Die *die)
+static struct sym_line die_call_site(struct sym *s, Dwarf_Die *die)
 {
 	struct sym_line where = { 0, 0 };
 	Dwarf_Attribute a;
@@ -475,7 +475,7 @@ int names_symbolize(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc 
 			if (r)
 				goto out;
 		}
-		where = call_site(s, &chain[i]);
+		where = die_call_site(s, &chain[i]);
 	}
 	/* no symbol and no DWARF: the function that the call-frame information knows */
 	if (!name && cfi_function_start(m, a - m->bias, &start, &hi)) {
@@ -490,4 +490,22 @@ out:
 	free(chain);
 	free(scopes);
 	return r;
+}
+
+/*
+ * The location (@module, @addr), symbolized on first sight from the object's file at @a
+ * (libdwfl's address of it); unnamed if the object is not open, or there is none
+ * (SYM_MOD_UNKNOWN).
+ */
+uint32_t names_loc(struct sym *s, uint32_t module, uint64_t addr, Dwarf_Addr a)
+{
+	struct smod *m = &s->mods[module];
+	uint32_t loc;
+
+	if (sym_loc_new(s, module, addr, &loc) > 0) {
+		if (m->mod)
+			names_symbolize(s, m, a, &s->locs[loc]);
+		sym_loc_done(s, loc, NULL);
+	}
+	return loc;
 }
