@@ -104,7 +104,7 @@ struct cli {
 	const struct command *cmd;
 	cJSON *req;		/* the request its options built; "cmd" is the command's name */
 	bool json;		/* --json: replies and errors are JSON on stdout */
-	FILE *out;		/* where show() prints replies: NULL, stdout */
+	FILE *out;		/* where cli_show() prints replies: NULL, stdout */
 	const char *socket;	/* --socket */
 	const char *target;	/* WORDS_TARGET: the word, or NULL */
 	char **words;		/* WORDS_LIST: the words */
@@ -143,10 +143,10 @@ int help_completion(FILE *f, const char *shell);
  * --json instead one JSON object on stdout, {"error": "MESSAGE"}, and nothing on stderr.
  * Returns @status.
  */
-int fail(const struct cli *c, int status, const char *fmt, ...)
+int cli_fail(const struct cli *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* A reply: JSON as it is (without the envelope), or a table by @table; the exit status. */
-int show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *));
+int cli_show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *));
 
 /* cmd_list.c: the listing's options and their effect, for list, run and count. */
 extern const struct opt listing_opts[];

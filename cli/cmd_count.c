@@ -19,7 +19,7 @@ static int opt_duration(struct cli *c, const char *val)
 
 	duration = strtod(val, &end);
 	if (*end || !(duration > 0))
-		return fail(c, 2, "--duration %s: expected a number of seconds", val);
+		return cli_fail(c, 2, "--duration %s: expected a number of seconds", val);
 	return 0;
 }
 
@@ -42,16 +42,16 @@ int cmd_count(struct cli *c)
 	cJSON *pats = NULL;
 
 	if (!!c->argv_cmd + cli_seen(c, "pid") != 1)
-		return fail(c, 2, "count: give --pid PID or -- CMD [ARGS]");
+		return cli_fail(c, 2, "count: give --pid PID or -- CMD [ARGS]");
 	if (c->argv_cmd && duration)
-		return fail(c, 2, "count: --duration goes with --pid (a command is counted until it exits)");
+		return cli_fail(c, 2, "count: --duration goes with --pid (a command is counted until it exits)");
 	for (int i = 0; i < c->nwords; i++) {
 		if (!pats)
 			pats = cJSON_AddArrayToObject(c->req, "count");
 		cJSON_AddItemToArray(pats, cJSON_CreateString(c->words[i]));
 	}
 	if (!pats)
-		return fail(c, 2, "count: give at least one procedure pattern (see pcmon --help)");
+		return cli_fail(c, 2, "count: give at least one procedure pattern (see pcmon --help)");
 	req_set(c->req, "no_sample", cJSON_CreateBool(1));
 	listing_calls_only();
 	/* a command or a process, counted in the foreground: its target is gone with the table */

@@ -52,16 +52,16 @@ static int out_open(struct cli *c, struct out *o, bool binary)
 	o->tmp = NULL;
 	if (!output || !strcmp(output, "-")) {
 		if (binary && isatty(STDOUT_FILENO))
-			return fail(c, 2, "%s: the output is binary: give -o FILE, or redirect it",
+			return cli_fail(c, 2, "%s: the output is binary: give -o FILE, or redirect it",
 				    c->cmd->name);
 		o->f = stdout;
 		return 0;
 	}
 	if (asprintf(&o->tmp, "%s.tmp.%d", output, (int)getpid()) < 0)
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	o->f = fopen(o->tmp, "w");
 	if (!o->f) {
-		int r = fail(c, 1, "-o %s: %s", output, strerror(errno));
+		int r = cli_fail(c, 1, "-o %s: %s", output, strerror(errno));
 
 		free(o->tmp);
 		return r;
@@ -73,7 +73,7 @@ static int out_open(struct cli *c, struct out *o, bool binary)
 static int out_close(struct cli *c, struct out *o, int err)
 {
 	if (o->f == stdout)
-		return fflush(stdout) || err ? fail(c, 1, "%s: cannot write: %s", c->cmd->name,
+		return fflush(stdout) || err ? cli_fail(c, 1, "%s: cannot write: %s", c->cmd->name,
 						    strerror(err ? -err : errno))
 					     : 0;
 	if (fclose(o->f) && !err)
@@ -83,7 +83,7 @@ static int out_close(struct cli *c, struct out *o, int err)
 	if (err)
 		unlink(o->tmp);
 	free(o->tmp);
-	return err ? fail(c, 1, "-o %s: %s", output, strerror(-err)) : 0;
+	return err ? cli_fail(c, 1, "-o %s: %s", output, strerror(-err)) : 0;
 }
 
 /* The samples of TARGET as stacks: the listing with its profile. 0, or the exit status. */
@@ -93,7 +93,7 @@ static int fetch_profile(struct cli *c, cJSON **rep, struct xprof *p)
 	int r;
 
 	if (!c->target)
-		return fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
+		return cli_fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
 			    c->cmd->name);
 	listing_req(c->req); /* --by: each stack rooted at its group */
 	/* a target, a window of one (TARGET@SINCE..UNTIL) or a file pcmon save wrote */
@@ -102,7 +102,7 @@ static int fetch_profile(struct cli *c, cJSON **rep, struct xprof *p)
 		return r;
 	if (xprof_load(p, *rep, err, sizeof(err))) {
 		cJSON_Delete(*rep);
-		return fail(c, 1, "%s: target %s: %s", c->cmd->name, c->target, err);
+		return cli_fail(c, 1, "%s: target %s: %s", c->cmd->name, c->target, err);
 	}
 	return 0;
 }
@@ -135,7 +135,7 @@ int cmd_export(struct cli *c)
 	int r;
 
 	if (!format) /* (a value given is one of them: the parser checks it) */
-		return fail(c, 2, "export: --format folded, pprof or json");
+		return cli_fail(c, 2, "export: --format folded, pprof or json");
 	r = fetch_profile(c, &rep, &p);
 	if (r)
 		return r;

@@ -58,7 +58,7 @@ static int hist_text(struct cli *c, const char *on, const char *id)
 	char text[160];
 
 	if (h.linear + h.log != 1)
-		return fail(c, 2,
+		return cli_fail(c, 2,
 			    "hist add: give --linear --buckets B --scale S --base B, or --log");
 	if (h.log)
 		snprintf(text, sizeof(text), "%s:%s,log", on, id);
@@ -89,7 +89,7 @@ static int edit_req(struct cli *c, bool add)
 		return 0;
 	}
 	if (parse_whole(hist ? w[3] : w[2], 1, 1000000, &id))
-		return fail(c, 2, "%s %s: %s is not a number", cmd, w[0], hist ? w[3] : w[2]);
+		return cli_fail(c, 2, "%s %s: %s is not a number", cmd, w[0], hist ? w[3] : w[2]);
 	if (hist)
 		req_set(c->req, "on", cJSON_CreateString(w[2]));
 	if (hist && add) /* the new histogram names the node or leg */
@@ -108,13 +108,13 @@ int cmd_edit(struct cli *c)
 	int r;
 
 	if (!op || (!add && strcmp(op, "del")) || c->nwords != need)
-		return fail(c, 2, "%s: see pcmon --help for %s add|del", cmd, cmd);
+		return cli_fail(c, 2, "%s: see pcmon --help for %s add|del", cmd, cmd);
 	if ((r = edit_req(c, add)))
 		return r;
 	if ((r = session_connect(c, &s)))
 		return r;
 	rep = session_call(&s, c->req);
-	r = show(c, rep, NULL);
+	r = cli_show(c, rep, NULL);
 	if (!r && !c->json && add && strcmp(cmd, "hist"))
 		printf("%.0f\n", proto_num(rep, "id", 0));
 	cJSON_Delete(rep);

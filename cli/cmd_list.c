@@ -22,7 +22,7 @@ const struct opt list_opts[] = {
 int cmd_list(struct cli *c)
 {
 	listing_req(c->req);
-	return ask(c, listing_table);
+	return cli_ask(c, listing_table);
 }
 
 const struct opt tables_opts[] = {
@@ -35,7 +35,7 @@ int cmd_tables(struct cli *c)
 {
 	req_cmd(c->req, "list");
 	req_set(c->req, "tables", cJSON_CreateBool(1));
-	return ask(c, listing_table);
+	return cli_ask(c, listing_table);
 }
 
 static const char *profil_scale;
@@ -59,13 +59,13 @@ int cmd_profil(struct cli *c)
 	char *end;
 
 	if (!c->target)
-		return fail(c, 2, "profil: which target? give its id or name (see pcmon targets)");
+		return cli_fail(c, 2, "profil: which target? give its id or name (see pcmon targets)");
 	if (!cli_seen(c, "offset") || !profil_scale)
-		return fail(c, 2, "profil: give --offset ADDR|MODULE+0xOFF|PROC and --scale S (0x10000: a cell per 2 bytes)");
+		return cli_fail(c, 2, "profil: give --offset ADDR|MODULE+0xOFF|PROC and --scale S (0x10000: a cell per 2 bytes)");
 	scale = strtoul(profil_scale, &end, 0);
 	if (*end || end == profil_scale || scale > 0x10000)
-		return fail(c, 2, "--scale %s: expected 0 to 0x10000 (65536)", profil_scale);
+		return cli_fail(c, 2, "--scale %s: expected 0 to 0x10000 (65536)", profil_scale);
 	req_cmd(c->req, "list");
 	req_set(c->req, "scale", cJSON_CreateNumber(scale));
-	return ask(c, fmt_profil);
+	return cli_ask(c, fmt_profil);
 }

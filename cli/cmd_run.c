@@ -55,7 +55,7 @@ int cmd_run(struct cli *c)
 	int st;
 
 	if (!c->argv_cmd)
-		return fail(c, 2, "run: no command: pcmon run [OPTIONS] -- CMD [ARGS]");
+		return cli_fail(c, 2, "run: no command: pcmon run [OPTIONS] -- CMD [ARGS]");
 	cache = cache_dir ? NULL : default_cache_dir();
 	r.eo.debuginfod = debuginfod;
 	r.eo.cache_dir = cache_dir ? cache_dir : cache;

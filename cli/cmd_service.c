@@ -6,10 +6,10 @@
 
 int cmd_targets(struct cli *c)
 {
-	return ask(c, fmt_targets);
+	return cli_ask(c, fmt_targets);
 }
 
 int cmd_status(struct cli *c)
 {
-	return ask(c, fmt_status);
+	return cli_ask(c, fmt_status);
 }

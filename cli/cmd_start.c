@@ -28,7 +28,7 @@ int cmd_start(struct cli *c)
 	char esc[256];
 
 	if (c->target)
-		return fail(c, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
+		return cli_fail(c, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    c->target);
 	if (cli_seen(c, "cgroup") &&
 	    (r = open_for_request(c, "--cgroup", proto_str(c->req, "cgroup", ""),
@@ -41,7 +41,7 @@ int cmd_start(struct cli *c)
 		return r;
 	}
 	rep = session_call_fds(&s, c->req, &fd, fd >= 0);
-	r = show(c, rep, NULL);
+	r = cli_show(c, rep, NULL);
 	if (!r && !c->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));
 		fprintf(stderr, "pcmon: started target %.0f \"%s\", %s t=%.0fus\n",
@@ -58,7 +58,7 @@ int cmd_start(struct cli *c)
 int cmd_target(struct cli *c)
 {
 	if (!c->target)
-		return fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
+		return cli_fail(c, 2, "%s: which target? give its id or name (see pcmon targets)",
 			    c->cmd->name);
-	return ask(c, NULL);
+	return cli_ask(c, NULL);
 }

@@ -43,13 +43,13 @@ int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep)
 		char *text = read_file(spec, NULL);
 
 		if (!text)
-			return fail(c, 1, "%s: %s", spec, strerror(errno));
+			return cli_fail(c, 1, "%s: %s", spec, strerror(errno));
 		*rep = cJSON_Parse(text);
 		free(text);
 		if (!*rep || !cJSON_GetObjectItemCaseSensitive(*rep, "profile")) {
 			cJSON_Delete(*rep);
 			*rep = NULL;
-			return fail(c, 1, "%s: not a file pcmon save wrote", spec);
+			return cli_fail(c, 1, "%s: not a file pcmon save wrote", spec);
 		}
 		return 0;
 	}
@@ -58,7 +58,7 @@ int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep)
 	if (!t || !req) {
 		free(t);
 		cJSON_Delete(req);
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	}
 	at = strchr(t, '@');
 	if (at) {
@@ -67,7 +67,7 @@ int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep)
 		if (!dots) {
 			free(t);
 			cJSON_Delete(req);
-			return fail(c, 2, "%s: a window is TARGET@SINCE..UNTIL (-20m..-10m)", spec);
+			return cli_fail(c, 2, "%s: a window is TARGET@SINCE..UNTIL (-20m..-10m)", spec);
 		}
 		*dots = '\0';
 		if (*at)
@@ -84,7 +84,7 @@ int side_fetch(struct cli *c, const char *spec, const cJSON *base, cJSON **rep)
 		*rep = session_call(&s, req);
 		session_close(&s);
 		if (!proto_bool(*rep, "ok", 0)) {
-			r = show(c, *rep, NULL);
+			r = cli_show(c, *rep, NULL);
 			cJSON_Delete(*rep);
 			*rep = NULL;
 		}
@@ -111,7 +111,7 @@ int cmd_save(struct cli *c)
 	int r;
 
 	if (c->nwords != 2)
-		return fail(c, 2, "save: give TARGET and FILE");
+		return cli_fail(c, 2, "save: give TARGET and FILE");
 	with_slices(c->req);
 	if ((r = side_fetch(c, c->words[0], c->req, &rep)))
 		return r;
@@ -123,7 +123,7 @@ int cmd_save(struct cli *c)
 	cJSON_Delete(rep);
 	if (!js || asprintf(&tmp, "%s.tmp.%d", c->words[1], (int)getpid()) < 0) {
 		free(js);
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	}
 	f = fopen(tmp, "w");
 	r = !f || fprintf(f, "%s\n", js) < 0;
@@ -132,7 +132,7 @@ int cmd_save(struct cli *c)
 	if (!r && rename(tmp, c->words[1]))
 		r = 1;
 	if (r) {
-		r = fail(c, 1, "%s: %s", c->words[1], strerror(errno));
+		r = cli_fail(c, 1, "%s: %s", c->words[1], strerror(errno));
 		unlink(tmp);
 	}
 	free(tmp);
@@ -541,14 +541,14 @@ static enum dstat_model diff_per = DSTAT_AUTO;
 static int opt_diff_top(struct cli *c, const char *val)
 {
 	if (parse_whole(val, 1, 1000000, &diff_top))
-		return fail(c, 2, "--top %s: expected a whole number from 1 to 1000000", val);
+		return cli_fail(c, 2, "--top %s: expected a whole number from 1 to 1000000", val);
 	return 0;
 }
 
 static int opt_per(struct cli *c, const char *val)
 {
 	if (dstat_model_parse(val, &diff_per))
-		return fail(c, 2, "--per %s: expected sample, second, run or auto", val);
+		return cli_fail(c, 2, "--per %s: expected sample, second, run or auto", val);
 	return 0;
 }
 
@@ -580,23 +580,23 @@ int cmd_diff(struct cli *c)
 	int r = 0;
 
 	if (c->nwords != 2)
-		return fail(c, 2, "diff: give two sides A B: targets, TARGET@SINCE..UNTIL or saved files");
+		return cli_fail(c, 2, "diff: give two sides A B: targets, TARGET@SINCE..UNTIL or saved files");
 	d.names = itab_new();
 	if (!d.names)
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	dstat_init(&d.st, diff_per, DIFF_ALPHA);
 	with_slices(c->req);
 	for (int k = 0; k < 2 && !r; k++) {
 		r = side_fetch(c, c->words[k], c->req, &d.s[k].rep);
 		if (!r && xprof_load(&d.s[k].p, d.s[k].rep, err, sizeof(err)))
-			r = fail(c, 1, "diff: %s: %s", c->words[k], err);
+			r = cli_fail(c, 1, "diff: %s: %s", c->words[k], err);
 		if (!r && (count_side(&d, k) || slices_side(&d, k)))
-			r = fail(c, 1, "out of memory");
+			r = cli_fail(c, 1, "out of memory");
 	}
 	if (!r && dstat_check(&d.st, err, sizeof(err)))
-		r = fail(c, 1, "diff: %s (%s)", err, c->words[err[0] == 'B']);
+		r = cli_fail(c, 1, "diff: %s (%s)", err, c->words[err[0] == 'B']);
 	if (!r && (dstat_run(&d.st) || !(d.order = malloc((d.st.nrows + 1) * sizeof(*d.order)))))
-		r = fail(c, 1, "out of memory");
+		r = cli_fail(c, 1, "out of memory");
 	if (!r)
 		d.n = dstat_order(&d.st, d.order);
 	if (!r && diff_svg) {
@@ -608,7 +608,7 @@ int cmd_diff(struct cli *c)
 			 side_name(&d.s[0], buf[0], sizeof(buf[0])), side_name(&d.s[1], buf[1], sizeof(buf[1])));
 		if (!f || export_flamegraph_diff(f, &d.s[0].p, &d.s[1].p, diff_title ? diff_title : title, &ti) ||
 		    fclose(f))
-			r = fail(c, 1, "--svg %s: %s", diff_svg, strerror(errno));
+			r = cli_fail(c, 1, "--svg %s: %s", diff_svg, strerror(errno));
 	}
 	if (!r) {
 		if (c->json) {
@@ -817,7 +817,7 @@ int cmd_timeline(struct cli *c)
 	int r;
 
 	if (!c->target)
-		return fail(c, 2, "timeline: which target? give its id or name (see pcmon targets)");
+		return cli_fail(c, 2, "timeline: which target? give its id or name (see pcmon targets)");
 	req_cmd(c->req, "list");
 	req_set(c->req, "timeline", cJSON_CreateBool(1));
 	if ((r = session_connect(c, &s)))
@@ -829,10 +829,10 @@ int cmd_timeline(struct cli *c)
 
 		if (!f || timeline_svg(f, rep) || fclose(f)) {
 			cJSON_Delete(rep);
-			return fail(c, 1, "--svg %s: %s", tl_svg, strerror(errno));
+			return cli_fail(c, 1, "--svg %s: %s", tl_svg, strerror(errno));
 		}
 	}
-	r = show(c, rep, timeline_table);
+	r = cli_show(c, rep, timeline_table);
 	cJSON_Delete(rep);
 	return r;
 }

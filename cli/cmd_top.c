@@ -26,14 +26,14 @@ static int opt_delay(struct cli *c, const char *val)
 
 	top.delay = strtod(val, &end);
 	if (*end || !(top.delay >= 0.1 && top.delay <= 3600))
-		return fail(c, 2, "--delay %s: expected seconds from 0.1 to 3600", val);
+		return cli_fail(c, 2, "--delay %s: expected seconds from 0.1 to 3600", val);
 	return 0;
 }
 
 static int opt_iterations(struct cli *c, const char *val)
 {
 	if (parse_whole(val, 1, 1000000, &top.iterations))
-		return fail(c, 2, "--iterations %s: expected a whole number from 1 to 1000000",
+		return cli_fail(c, 2, "--iterations %s: expected a whole number from 1 to 1000000",
 			    val);
 	return 0;
 }
@@ -80,7 +80,7 @@ static int top_view(struct session *s, const char *id, void *ctx)
 	int r = top_run(&io, err, sizeof(err));
 
 	if (r)
-		fail(ctx, r, "top: %s", err);
+		cli_fail(ctx, r, "top: %s", err);
 	return r;
 }
 
@@ -90,13 +90,13 @@ int cmd_top(struct cli *c)
 	int st;
 
 	if (c->target)
-		return fail(c, 2,
+		return cli_fail(c, 2,
 			    "top: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    c->target);
 	if (cli_seen(c, "pid") + cli_seen(c, "cgroup") + cli_seen(c, "all") != 1)
-		return fail(c, 2, "top: give exactly one of --pid PID, --cgroup DIR, --all");
+		return cli_fail(c, 2, "top: give exactly one of --pid PID, --cgroup DIR, --all");
 	if (!top.batch && !isatty(STDOUT_FILENO))
-		return fail(c, 2, "top: stdout is not a terminal: use -b for text");
+		return cli_fail(c, 2, "top: stdout is not a terminal: use -b for text");
 	if (cli_seen(c, "cgroup") &&
 	    (st = open_for_request(c, "--cgroup", proto_str(c->req, "cgroup", ""),
 				   O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &r.fd)))

@@ -347,7 +347,7 @@ static void compl_names(FILE *f, bool target_only)
 int help_completion(FILE *f, const char *shell)
 {
 	if (strcmp(shell, "bash"))
-		return fail(NULL, 2, "--completion %s: the shells are: bash", shell);
+		return cli_fail(NULL, 2, "--completion %s: the shells are: bash", shell);
 	fprintf(f,
 		"# SPDX-License-Identifier: GPL-2.0-only\n"
 		"# bash completion for pcmon, written by `pcmon --completion bash` from its option\n"

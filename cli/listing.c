@@ -24,7 +24,7 @@ static struct {
 static int opt_top(struct cli *c, const char *val)
 {
 	if (parse_whole(val, 1, 1000000000, &ls.view.top))
-		return fail(c, 2, "--top %s: expected a whole number from 1 to 1000000000", val);
+		return cli_fail(c, 2, "--top %s: expected a whole number from 1 to 1000000000", val);
 	return 0;
 }
 
@@ -33,7 +33,7 @@ static int opt_source_dir(struct cli *c, const char *val)
 	size_t cap = ls.ndirs;
 
 	if (GROW(ls.dirs, cap, ls.ndirs + 1))
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	ls.dirs[ls.ndirs++] = val;
 	return 0;
 }

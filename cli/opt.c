@@ -218,7 +218,7 @@ static int set(struct cli *c, const struct opt *o, const char *val)
 	case OPT_NUM:
 		/* text into a number; what numbers are allowed is the engine's to say */
 		if (parse_whole(val, 0, 1L << 53, &v))
-			return fail(c, 2, "--%s %s: expected a whole number", o->name, val);
+			return cli_fail(c, 2, "--%s %s: expected a whole number", o->name, val);
 		req_set(c->req, o->field, cJSON_CreateNumber(v));
 		return 0;
 	case OPT_APPEND:
@@ -233,7 +233,7 @@ static int set(struct cli *c, const struct opt *o, const char *val)
 	case OPT_TEXT:
 		/* the CLI's own values are used late (a listing after a run): checked now */
 		if (!one_of(o->arg, val))
-			return fail(c, 2, "--%s %s: give one of %s", o->name, val, o->arg);
+			return cli_fail(c, 2, "--%s %s: give one of %s", o->name, val, o->arg);
 		*o->text = val;
 		return 0;
 	case OPT_CALL:
@@ -252,7 +252,7 @@ static int option(struct cli *c, int code, const char *val, const char *typed)
 	int i = o ? own(c, o->name) : -1;
 
 	if (i < 0)
-		return fail(c, 2, "%s: %s is not an option of %s (see pcmon --help)", c->cmd->name,
+		return cli_fail(c, 2, "%s: %s is not an option of %s (see pcmon --help)", c->cmd->name,
 			    typed, c->cmd->name);
 	c->seen[i] = true;
 	return set(c, c->opts[i], val);
@@ -272,7 +272,7 @@ static int word(struct cli *c, char *w)
 		return 0;
 	}
 	if (c->target)
-		return fail(c, 2, "%s: unexpected argument '%s'", c->cmd->name, w);
+		return cli_fail(c, 2, "%s: unexpected argument '%s'", c->cmd->name, w);
 	c->target = w;
 	return 0;
 }
@@ -304,7 +304,7 @@ static int exclusions(const struct cli *c)
 		const char *x = c->opts[i]->excludes;
 
 		if (c->seen[i] && x && cli_seen(c, x))
-			return fail(c, 2, "--%s and --%s exclude each other: give one",
+			return cli_fail(c, 2, "--%s and --%s exclude each other: give one",
 				    c->opts[i]->name, x);
 	}
 	return 0;
@@ -340,15 +340,15 @@ int cli_parse(struct cli *c, const struct command *cmd, int argc, char **argv)
 	c->req = proto_request(cmd->name);
 	c->words = calloc(argc + 1, sizeof(*c->words));
 	if (!c->req || !c->words)
-		return fail(c, 1, "out of memory");
+		return cli_fail(c, 1, "out of memory");
 	while ((code = getopt_long(argc, argv, optstring, longs, NULL)) != -1) {
 		if (code == 1) /* a word */
 			r = word(c, optarg);
 		else if (code == ':')
-			r = fail(c, 2, "%s: %s needs a value (see pcmon --help)", cmd->name,
+			r = cli_fail(c, 2, "%s: %s needs a value (see pcmon --help)", cmd->name,
 				 argv[optind - 1]);
 		else if (code == '?')
-			r = fail(c, 2, "%s: unknown option '%s' (see pcmon --help)", cmd->name,
+			r = cli_fail(c, 2, "%s: unknown option '%s' (see pcmon --help)", cmd->name,
 				 argv[optind - 1]);
 		else
 			r = option(c, code, optarg, typed(argv));

@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "util.h"
 
-int fail(const struct cli *c, int status, const char *fmt, ...)
+int cli_fail(const struct cli *c, int status, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -35,14 +35,14 @@ int fail(const struct cli *c, int status, const char *fmt, ...)
 	return status;
 }
 
-int show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *))
+int cli_show(const struct cli *c, cJSON *rep, void (*table)(FILE *, const cJSON *))
 {
 	const char *err = proto_str(rep, "error", "pcmond sent a malformed reply");
 	char esc[1024];
 
 	/* an error may quote a name someone else chose: escaped for the terminal */
 	if (!proto_bool(rep, "ok", 0))
-		return fail(c, proto_num(rep, "status", 1), "%s",
+		return cli_fail(c, proto_num(rep, "status", 1), "%s",
 			    c->json ? err : str_escape(err, esc, sizeof(esc)));
 	if (c->json) {
 		char *s;

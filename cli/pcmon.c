@@ -96,9 +96,9 @@ static int select_command(const struct cli *c, const char *word, const struct co
 		}
 	}
 	if (n == 0)
-		return fail(c, 2, "unknown command '%s' (see pcmon --help)", word);
+		return cli_fail(c, 2, "unknown command '%s' (see pcmon --help)", word);
 	if (n > 1)
-		return fail(c, 2, "'%s' is ambiguous: it could be %s", word, matches);
+		return cli_fail(c, 2, "'%s' is ambiguous: it could be %s", word, matches);
 	return 0;
 }
 

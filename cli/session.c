@@ -50,7 +50,7 @@ int session_connect(const struct cli *c, struct session *s)
 	s->e = NULL;
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+		return cli_fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
@@ -89,7 +89,7 @@ cJSON *session_call(struct session *s, const cJSON *req)
 	return session_call_fds(s, req, NULL, 0);
 }
 
-int ask(struct cli *c, void (*table)(FILE *, const cJSON *))
+int cli_ask(struct cli *c, void (*table)(FILE *, const cJSON *))
 {
 	struct session s;
 	cJSON *rep;
@@ -98,7 +98,7 @@ int ask(struct cli *c, void (*table)(FILE *, const cJSON *))
 	if (r)
 		return r;
 	rep = session_call(&s, c->req);
-	r = show(c, rep, table);
+	r = cli_show(c, rep, table);
 	cJSON_Delete(rep);
 	session_close(&s);
 	return r;
@@ -109,7 +109,7 @@ int open_for_request(struct cli *c, const char *opt, const char *path, int flags
 {
 	*fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (*fd < 0)
-		return fail(c, 1, "%s %s: %s", opt, path, strerror(errno));
+		return cli_fail(c, 1, "%s %s: %s", opt, path, strerror(errno));
 	req_set(c->req, field, cJSON_CreateNumber(index));
 	return 0;
 }
@@ -158,11 +158,11 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 	}
 	/* pcmond runs but is not ours to reach: an engine of our own would not be either */
 	if (s->fd == -EACCES || s->fd == -EPERM)
-		return fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
+		return cli_fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
-		return fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
+		return cli_fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
 			    socket_path(c), strerror(-s->fd), err);
 	raise_priority();
 	return 0;
@@ -176,7 +176,7 @@ static int reconnect(struct cli *c, struct session *s)
 	close(s->fd);
 	s->fd = proto_connect(socket_path(c));
 	if (s->fd < 0)
-		return fail(c, 1, "cannot reach pcmond at %s again: %s (%s)", socket_path(c),
+		return cli_fail(c, 1, "cannot reach pcmond at %s again: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	return 0;
 }
@@ -249,11 +249,11 @@ static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *
 	int p[2], e[2];
 
 	if (pipe2(p, O_CLOEXEC))
-		return fail(c, 1, "pipe: %s", strerror(errno));
+		return cli_fail(c, 1, "pipe: %s", strerror(errno));
 	if (pipe2(e, O_CLOEXEC)) {
 		close(p[0]);
 		close(p[1]);
-		return fail(c, 1, "pipe: %s", strerror(errno));
+		return cli_fail(c, 1, "pipe: %s", strerror(errno));
 	}
 	*child = fork();
 	if (*child < 0) {
@@ -261,7 +261,7 @@ static int launch(struct cli *c, struct run *r, char **envp, pid_t *child, int *
 		close(p[1]);
 		close(e[0]);
 		close(e[1]);
-		return fail(c, 1, "fork: %s", strerror(errno));
+		return cli_fail(c, 1, "fork: %s", strerror(errno));
 	}
 	if (*child == 0) {
 		char ch;
@@ -301,7 +301,7 @@ static int start_target(struct cli *c, struct session *s, struct run *r, char *i
 	if (proto_bool(rep, "ok", 0))
 		snprintf(id, idlen, "%.0f", proto_num(rep, "id", 0));
 	else
-		st = show(c, rep, NULL);
+		st = cli_show(c, rep, NULL);
 	cJSON_Delete(rep);
 	return st;
 }
@@ -334,7 +334,7 @@ static void wait_child(struct session *s, pid_t child, int *status)
 static int release(struct cli *c, struct session *s, pid_t child, int *go, int *status)
 {
 	if (write(*go, "g", 1) != 1)
-		return fail(c, 1, "cannot release the command: %s", strerror(errno));
+		return cli_fail(c, 1, "cannot release the command: %s", strerror(errno));
 	close(*go);
 	*go = -1;
 	wait_child(s, child, status);
@@ -387,7 +387,7 @@ static int stop_and_list(struct cli *c, struct session *s, const char *id)
 		cJSON_AddStringToObject(req, "when", when);
 	listing_req(req);
 	rep = session_call(s, req);
-	st = show(c, rep, listing_table);
+	st = cli_show(c, rep, listing_table);
 	cJSON_Delete(rep);
 	cJSON_Delete(req);
 	return st;
@@ -410,7 +410,7 @@ static int exec_failed(struct cli *c, struct run *r)
 	if (r->exec_fd < 0 || read(r->exec_fd, &err, sizeof(err)) != sizeof(err))
 		return 0;
 	r->keep = false; /* nothing ran: no target to keep */
-	return fail(c, 127, "cannot run '%s': %s", r->argv[0], strerror(err));
+	return cli_fail(c, 127, "cannot run '%s': %s", r->argv[0], strerror(err));
 }
 
 /*
@@ -424,7 +424,7 @@ static int listing_stream(struct cli *c, const struct run *r, FILE **f)
 	*f = NULL;
 	if (r->output) {
 		*f = fopen(r->output, "we");
-		return *f ? 0 : fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+		return *f ? 0 : cli_fail(c, 1, "-o %s: %s", r->output, strerror(errno));
 	}
 	if (r->argv && !c->json && !isatty(STDOUT_FILENO))
 		*f = stderr;
@@ -460,7 +460,7 @@ int session_run(struct cli *c, struct run *r)
 
 	r->exec_fd = -1;
 	if (r->argv && !(envp = env_copy())) {
-		st = fail(c, 1, "out of memory");
+		st = cli_fail(c, 1, "out of memory");
 		goto out;
 	}
 	st = listing_stream(c, r, &c->out); /* (a file that cannot be written: before anything) */
@@ -481,7 +481,7 @@ int session_run(struct cli *c, struct run *r)
 out:
 	free(envp);
 	if (c->out && c->out != stderr && fclose(c->out) && !st)
-		st = fail(c, 1, "-o %s: %s", r->output, strerror(errno));
+		st = cli_fail(c, 1, "-o %s: %s", r->output, strerror(errno));
 	c->out = NULL;
 	if (r->exec_fd >= 0)
 		close(r->exec_fd);

@@ -28,7 +28,7 @@ cJSON *session_call_fds(struct session *s, const cJSON *req, int *fds, int nfds)
 cJSON *session_call(struct session *s, const cJSON *req);
 
 /* Send the command's request to pcmond and print the reply with @table: the exit status. */
-int ask(struct cli *c, void (*table)(FILE *, const cJSON *));
+int cli_ask(struct cli *c, void (*table)(FILE *, const cJSON *));
 
 /*
  * Open the path option @opt names with our own rights, and name the descriptor in the

@@ -16,7 +16,7 @@ static int opt_when_file(struct cli *c, const char *val)
 	free(c->when_text);
 	c->when_text = read_file(val, NULL);
 	if (!c->when_text)
-		return fail(c, 2, "--when-file %s: %s", val, strerror(errno));
+		return cli_fail(c, 2, "--when-file %s: %s", val, strerror(errno));
 	req_set(c->req, "when", cJSON_CreateString(c->when_text));
 	req_set(c->req, "when_from_file", cJSON_CreateBool(1));
 	return 0;
@@ -60,7 +60,7 @@ static int opt_node(struct cli *c, const char *val)
 int hist_arg_value(struct cli *c, const char *val, long *v)
 {
 	if (parse_whole(val, 0, 1L << 30, v))
-		return fail(c, 2, "--hist-arg %s: expected a whole number", val);
+		return cli_fail(c, 2, "--hist-arg %s: expected a whole number", val);
 	return 0;
 }
 
@@ -75,7 +75,7 @@ static int opt_hist_arg(struct cli *c, const char *val)
 	if ((r = hist_arg_value(c, val, &v)))
 		return r;
 	if (!last)
-		return fail(c, 2, "--hist-arg %s: give it after the --node it applies to", val);
+		return cli_fail(c, 2, "--hist-arg %s: give it after the --node it applies to", val);
 	req_set(last, "arg", cJSON_CreateNumber(v));
 	return 0;
 }

@@ -141,13 +141,6 @@ int agg_add_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64
 	return 0;
 }
 
-int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns)
-{
-	uint32_t id;
-
-	return agg_bump_id(a, st, count, ns, &id);
-}
-
 int agg_bump_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
 		uint32_t *idp)
 {

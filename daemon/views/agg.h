@@ -91,8 +91,6 @@ struct agg *agg_new(void);
 void agg_free(struct agg *a);
 void agg_zero(struct agg *a);
 int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
-/* agg_add() for a stack already there; -ENOENT (nothing added) for a new one. */
-int agg_bump(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns);
 /* The same, saying the stack's id (what time slices keep, slices.h). */
 int agg_add_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
 	       uint32_t *id);
