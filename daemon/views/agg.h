@@ -94,6 +94,7 @@ int agg_add(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t 
 /* The same, saying the stack's id (what time slices keep, slices.h). */
 int agg_add_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
 	       uint32_t *id);
+/* agg_add_id() for a stack already there; -ENOENT (nothing added) for a new one. */
 int agg_bump_id(struct agg *a, const struct agg_stack *st, uint64_t count, uint64_t ns,
 		uint32_t *id);
 /*
