@@ -3,6 +3,7 @@
 #ifndef PCMON_UTIL_H
 #define PCMON_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,5 +91,12 @@ bool str_printable(const char *s, size_t max);
 char *str_escape(const char *in, char *out, size_t outlen);
 /* The same, in place: what is not printable becomes '?'; cut to @max bytes on a boundary. */
 void str_sanitize(char *s, size_t max);
+
+/*
+ * A thread of the engine's, running @fn(@arg), with every signal blocked: signals are the
+ * main thread's (pcmond takes them from a signalfd; a thread that could take a SIGTERM
+ * would die of it, and the whole daemon with it). 0, or a positive errno (pthread_create()).
+ */
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -497,7 +497,7 @@ int push_open(struct engine *e, const struct push_opts *o, struct push **out, ch
 		push_close(p);
 		return -EINVAL;
 	}
-	r = pthread_create(&p->thread, NULL, run, p);
+	r = thread_start(&p->thread, run, p);
 	if (r) {
 		snprintf(err, errlen, "cannot start the push thread: %s", strerror(r));
 		push_close(p);

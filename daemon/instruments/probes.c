@@ -222,7 +222,7 @@ int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, 
 	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.data.fd = p->stopfd;
 	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
-	r = -pthread_create(&p->thread, NULL, run, p);
+	r = -thread_start(&p->thread, run, p);
 	if (r) {
 		snprintf(err, errlen, "cannot start the probe thread: %s", strerror(-r));
 		goto fail;

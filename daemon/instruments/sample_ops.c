@@ -216,6 +216,7 @@ static void status_json(void *gp, cJSON *o)
 
 	cJSON_AddNumberToObject(o, "max_stack_depth", sampler_max_depth(g->smp));
 	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
+	sampler_backlog_json(g->smp, o);
 	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
 	/* how REAL takes the stacks of threads blocked in system calls, while one samples */
 	if (how)

@@ -74,6 +74,11 @@ typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o);
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
 
 /* Streams: --unwind dwarf records, and new stacks. The fds to poll, and the consumer. */
+/*
+ * The dwarf records' backlog (dsring.h) in `status`: the most it held, and the records it
+ * had no memory for (lost, and said so in pcmond's log too).
+ */
+void sampler_backlog_json(const struct sampler *s, cJSON *o);
 int sampler_dsamples_fd(struct sampler *s);
 int sampler_stacks_fd(struct sampler *s);	/* woken when the stacks ring is half full */
 /* The stacks ring mapped, for a target whose samples send stacks through it (not dwarf's). */

@@ -339,7 +339,6 @@ static int mkdir_p(const char *path, mode_t mode)
 int dbginfo_new(const struct dbginfo_opts *o, struct dbginfo **out)
 {
 	const char *urls = o->urls ? o->urls : getenv("DEBUGINFOD_URLS");
-	sigset_t all, old;
 	struct dbginfo *d;
 	int r;
 
@@ -389,11 +388,7 @@ int dbginfo_new(const struct dbginfo_opts *o, struct dbginfo **out)
 	}
 	dfd.set_user_data(d->client, d);
 	dfd.set_progressfn(d->client, on_progress);
-	/* signals stay with the main thread (pcmond takes them from a signalfd) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&d->thread, NULL, worker, d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	r = -thread_start(&d->thread, worker, d);
 	if (r) {
 		pr_warn("debuginfod: cannot start the fetching thread: %s; debuginfod is off",
 			strerror(-r));

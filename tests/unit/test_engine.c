@@ -247,6 +247,7 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 }
 
 int sampler_dsamples_fd(struct sampler *s) { (void)s; return fk.evfd; }
+void sampler_backlog_json(const struct sampler *s, cJSON *o) { (void)s; (void)o; }
 int sampler_stacks_fd(struct sampler *s) { (void)s; return fk.evfd; }
 
 int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)

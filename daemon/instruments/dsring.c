@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A BPF ring buffer read into a backlog by a thread of its own: see dsring.h. */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "dsring.h"
+#include "util.h"
+
+/* Records as they were read: each a 64-bit length, then its bytes, padded to 8. */
+struct backlog {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+struct dsring {
+	struct ring_buffer *rb;
+	size_t ring_bytes, max_bytes, peak;
+	uint64_t dropped;	/* records read that the backlog had no memory for */
+	/* the thread consumes the ring into back; dsring_take() swaps it with front, which
+	 * the engine's thread alone reads: both, and the ring's consumption, under lock */
+	pthread_mutex_t lock;
+	struct backlog back, front;
+	int efd;		/* records wait in back */
+	int stopfd;		/* the thread is to stop */
+	int epfd;		/* the thread waits on the ring and stopfd */
+	pthread_t thread;
+	bool started;
+};
+
+#define REC_HDR sizeof(uint64_t)
+#define REC_SIZE(len) (REC_HDR + (((len) + 7) & ~(size_t)7))
+
+/* Room in @b for @more bytes. */
+static bool reserve(struct backlog *b, size_t more)
+{
+	size_t cap;
+	unsigned char *p;
+
+	if (b->len + more <= b->cap)
+		return true;
+	cap = MAX(b->cap * 2, MAX(b->len + more, (size_t)1 << 20));
+	p = realloc(b->p, cap);
+	if (!p)
+		return false;
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+/* The ring's callback: a record into back (read_ring() made room for a ring of them). */
+static int keep(void *ctx, void *data, size_t len)
+{
+	struct dsring *r = ctx;
+	struct backlog *b = &r->back;
+	size_t need = REC_SIZE(len);
+
+	if (!reserve(b, need)) {
+		if (!r->dropped++)
+			pr_warn("out of memory for sampled stacks: records dropped (see status)");
+		return 0;
+	}
+	*(uint64_t *)(b->p + b->len) = len;
+	memcpy(b->p + b->len + REC_HDR, data, len);
+	b->len += need;
+	r->peak = MAX(r->peak, b->len + r->front.len);
+	return 0;
+}
+
+/*
+ * What the ring holds now, into back, if the backlog has room for a whole ring of it (else
+ * it waits there, and BPF counts what it cannot write as lost). Under lock. Whether any
+ * record was read.
+ */
+static bool read_ring(struct dsring *r)
+{
+	size_t was = r->back.len;
+
+	if (r->back.len + r->front.len + r->ring_bytes > r->max_bytes ||
+	    !reserve(&r->back, r->ring_bytes))
+		return false;
+	ring_buffer__consume(r->rb);
+	return r->back.len > was;
+}
+
+static void *reader(void *arg)
+{
+	struct dsring *r = arg;
+	struct epoll_event ev[2];
+	uint64_t one = 1;
+
+	for (;;) {
+		int n = epoll_wait(r->epfd, ev, 2, 1000);
+		bool got;
+
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.fd == r->stopfd)
+				return NULL;
+		if (n < 0 && errno != EINTR)
+			return NULL;
+		pthread_mutex_lock(&r->lock);
+		got = read_ring(r);
+		pthread_mutex_unlock(&r->lock);
+		if (got && write(r->efd, &one, sizeof(one)) < 0)
+			pr_warn("cannot wake the engine for sampled stacks: %s", strerror(errno));
+	}
+}
+
+int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, struct dsring **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct dsring *r = calloc(1, sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->lock, NULL);
+	r->ring_bytes = ring_bytes;
+	r->max_bytes = MAX(max_bytes, 2 * ring_bytes);
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->rb = ring_buffer__new(map_fd, keep, r, NULL);
+	if (r->efd < 0 || r->stopfd < 0 || r->epfd < 0 || !r->rb)
+		goto fail;
+	ev.data.fd = ring_buffer__epoll_fd(r->rb);
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		goto fail;
+	ev.data.fd = r->stopfd;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->stopfd, &ev))
+		goto fail;
+	err = thread_start(&r->thread, reader, r);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	r->started = true;
+	*out = r;
+	return 0;
+fail:
+	err = -errno;
+	dsring_close(r);
+	return err ? err : -ENOMEM;
+}
+
+void dsring_close(struct dsring *r)
+{
+	uint64_t one = 1;
+
+	if (!r)
+		return;
+	if (r->started) {
+		if (write(r->stopfd, &one, sizeof(one)) < 0)
+			pr_warn("cannot stop the sampled stacks' reader: %s", strerror(errno));
+		pthread_join(r->thread, NULL);
+	}
+	ring_buffer__free(r->rb);
+	if (r->efd >= 0)
+		close(r->efd);
+	if (r->stopfd >= 0)
+		close(r->stopfd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	pthread_mutex_destroy(&r->lock);
+	free(r->back.p);
+	free(r->front.p);
+	free(r);
+}
+
+int dsring_fd(const struct dsring *r)
+{
+	return r->efd;
+}
+
+int dsring_take(struct dsring *r, void (*cb)(void *ctx, void *data, size_t len), void *ctx)
+{
+	struct backlog b;
+	uint64_t v;
+	int n = 0;
+
+	if (read(r->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		pr_warn("sampled stacks' wake-up: %s", strerror(errno));
+	pthread_mutex_lock(&r->lock);
+	read_ring(r);
+	b = r->front; /* (empty: the last call took all of it) */
+	r->front = r->back;
+	r->back = b;
+	pthread_mutex_unlock(&r->lock);
+
+	for (size_t at = 0; at < r->front.len; n++) {
+		uint64_t len = *(uint64_t *)(r->front.p + at);
+
+		cb(ctx, r->front.p + at + REC_HDR, len);
+		at += REC_SIZE(len);
+	}
+	pthread_mutex_lock(&r->lock);
+	r->front.len = 0;
+	if (r->front.cap > 2 * r->ring_bytes) { /* a stall's backlog: given back */
+		free(r->front.p);
+		r->front = (struct backlog){ 0 };
+	}
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+size_t dsring_peak(const struct dsring *r)
+{
+	return __atomic_load_n(&r->peak, __ATOMIC_RELAXED);
+}
+
+uint64_t dsring_dropped(const struct dsring *r)
+{
+	return __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+}
