@@ -21,6 +21,7 @@
 #include "procs.h"
 #include "sample.skel.h"
 #include "sampler.h"
+#include "stab.h"
 #include "util.h"
 
 #define MAX_PERIODS 8
@@ -38,20 +39,6 @@ struct usdt_obj {
 	dev_t dev;
 	ino_t ino;
 	struct bpf_link *begin, *end;
-};
-
-/*
- * The stacks the ring has sent for one counts map since it was last drained (pcmon_srec), by
- * key, each cut after its frames.
- */
-struct stab {
-	uint64_t *keys;
-	size_t *off;		/* where each stack is in arena */
-	size_t n, cap_keys, cap_off;
-	uint64_t *arena;	/* each stack as pcmon_stack, cut after its frames */
-	size_t narena, cap_arena;
-	uint32_t *slots;	/* open addressing over keys: index + 1, 0 = empty */
-	size_t nslots;
 };
 
 struct sampler {
@@ -170,88 +157,23 @@ static ssize_t take_all(int fd, void **keys, size_t *cap_keys, size_t ksz, void 
 	}
 }
 
-static uint32_t slot_of(uint64_t key, size_t nslots)
-{
-	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (nslots - 1);
-}
-
-static void stab_index(struct stab *t, size_t i)
-{
-	uint32_t h = slot_of(t->keys[i], t->nslots);
-
-	while (t->slots[h])
-		h = (h + 1) & (t->nslots - 1);
-	t->slots[h] = i + 1;
-}
-
 /* Keep one record of the stacks ring. */
 static int on_srec(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
 	const struct pcmon_srec *r = data;
 	size_t hdr = offsetof(struct pcmon_srec, st.ip);
-	struct stab *t;
 	uint32_t n;
 
 	if (len < hdr)
 		return 0;
-	t = &s->stab[r->gen & 1];
 	n = MIN(r->st.len, (len - hdr) / sizeof(__u64));
 	n = MIN(n, s->depth);
-	if (GROW(t->keys, t->cap_keys, t->n + 1) || GROW(t->off, t->cap_off, t->n + 1) ||
-	    GROW(t->arena, t->cap_arena, t->narena + 1 + n))
+	if (stab_add(&s->stab[r->gen & 1], r->key, &r->st, n))
 		return 0; /* its entries are charged as unwalkable: no frames */
-	if (2 * (t->n + 1) > t->nslots) {
-		size_t want = t->nslots ? 2 * t->nslots : 1024;
-		uint32_t *slots = calloc(want, sizeof(*slots));
-
-		if (!slots)
-			return 0;
-		free(t->slots);
-		t->slots = slots;
-		t->nslots = want;
-		for (size_t i = 0; i < t->n; i++)
-			stab_index(t, i);
-	}
-	t->keys[t->n] = r->key;
-	t->off[t->n] = t->narena;
-	/* laid out as a struct pcmon_stack cut after its frames */
-	memcpy(&t->arena[t->narena], &r->st, hdr - offsetof(struct pcmon_srec, st));
-	((struct pcmon_stack *)&t->arena[t->narena])->len = n;
-	memcpy(&t->arena[t->narena + 1], r->st.ip, n * sizeof(__u64));
-	t->narena += 1 + n;
 	if (s->py_cb)
 		s->py_cb(s->py_ctx, r->pid, r->st.ip, n);
-	stab_index(t, t->n++);
 	return 0;
-}
-
-/* The stack of @key as the ring sent it; NULL if it did not. */
-static const struct pcmon_stack *stab_find(const struct stab *t, uint64_t key)
-{
-	uint32_t h;
-
-	if (!key || !t->nslots)
-		return NULL;
-	for (h = slot_of(key, t->nslots); t->slots[h]; h = (h + 1) & (t->nslots - 1))
-		if (t->keys[t->slots[h] - 1] == key)
-			return (const void *)&t->arena[t->off[t->slots[h] - 1]];
-	return NULL;
-}
-
-static void stab_clear(struct stab *t)
-{
-	t->n = t->narena = 0;
-	if (t->nslots)
-		memset(t->slots, 0, t->nslots * sizeof(*t->slots));
-}
-
-static void stab_free(struct stab *t)
-{
-	free(t->keys);
-	free(t->off);
-	free(t->arena);
-	free(t->slots);
 }
 
 static void on_dsample(void *ctx, void *data, size_t len)
