@@ -25,6 +25,8 @@ struct dsring {
 	/* the thread consumes the ring into back; dsring_take() swaps it with front, which
 	 * the engine's thread alone reads: both, and the ring's consumption, under lock */
 	pthread_mutex_t lock;
+	pthread_cond_t room;	/* the engine took the backlog */
+	bool stopping;
 	struct backlog back, front;
 	int efd;		/* records wait in back */
 	int stopfd;		/* the thread is to stop */
@@ -74,16 +76,16 @@ static int keep(void *ctx, void *data, size_t len)
 
 /*
  * What the ring holds now, into back, if the backlog has room for a whole ring of it (else
- * it waits there, and BPF counts what it cannot write as lost). Under lock. Whether any
- * record was read.
+ * it waits there, and BPF counts what it cannot write as lost). Under lock. 1: records
+ * were read; 0: none; -1: no room.
  */
-static bool read_ring(struct dsring *r)
+static int read_ring(struct dsring *r)
 {
 	size_t was = r->back.len;
 
 	if (r->back.len + r->front.len + r->ring_bytes > r->max_bytes ||
 	    !reserve(&r->back, r->ring_bytes))
-		return false;
+		return -1;
 	ring_buffer__consume(r->rb);
 	return r->back.len > was;
 }
@@ -96,7 +98,7 @@ static void *reader(void *arg)
 
 	for (;;) {
 		int n = epoll_wait(r->epfd, ev, 2, 1000);
-		bool got;
+		int got;
 
 		for (int i = 0; i < n; i++)
 			if (ev[i].data.fd == r->stopfd)
@@ -104,9 +106,12 @@ static void *reader(void *arg)
 		if (n < 0 && errno != EINTR)
 			return NULL;
 		pthread_mutex_lock(&r->lock);
-		got = read_ring(r);
+		/* no room: wait for the engine to take the backlog (the ring stays readable
+		 * meanwhile, and polling it again at once would only spin) */
+		while ((got = read_ring(r)) < 0 && !r->stopping)
+			pthread_cond_wait(&r->room, &r->lock);
 		pthread_mutex_unlock(&r->lock);
-		if (got && write(r->efd, &one, sizeof(one)) < 0)
+		if (got > 0 && write(r->efd, &one, sizeof(one)) < 0)
 			pr_warn("cannot wake the engine for sampled stacks: %s", strerror(errno));
 	}
 }
@@ -120,6 +125,7 @@ int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, struct dsring *
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->room, NULL);
 	r->ring_bytes = ring_bytes;
 	r->max_bytes = MAX(max_bytes, 2 * ring_bytes);
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -155,6 +161,10 @@ void dsring_close(struct dsring *r)
 	if (!r)
 		return;
 	if (r->started) {
+		pthread_mutex_lock(&r->lock);
+		r->stopping = true;
+		pthread_cond_signal(&r->room);
+		pthread_mutex_unlock(&r->lock);
 		if (write(r->stopfd, &one, sizeof(one)) < 0)
 			pr_warn("cannot stop the sampled stacks' reader: %s", strerror(errno));
 		pthread_join(r->thread, NULL);
@@ -167,6 +177,7 @@ void dsring_close(struct dsring *r)
 	if (r->epfd >= 0)
 		close(r->epfd);
 	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->room);
 	free(r->back.p);
 	free(r->front.p);
 	free(r);
@@ -204,6 +215,7 @@ int dsring_take(struct dsring *r, void (*cb)(void *ctx, void *data, size_t len),
 		free(r->front.p);
 		r->front = (struct backlog){ 0 };
 	}
+	pthread_cond_signal(&r->room);
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
