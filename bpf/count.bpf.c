@@ -75,6 +75,11 @@ struct {
 
 /* switches in missed and made up for (struct vclock), by target */
 __u64 clock_repairs[PCMON_MAX_TARGETS];
+/* by target, steal that could not be placed in the rows of its calls (place_steal()) */
+__u64 unplaced_steal[PCMON_MAX_TARGETS];
+/* the scheduler hooks are attached: a thread's clock may outlive its exit until its last
+ * switch (count_exit) */
+__u32 switch_on;
 
 /*
  * Thread @tid's clock was stopped at a switch out and the thread runs again (@ran: the
@@ -127,16 +132,135 @@ static __always_inline struct pcmon_cact *act(struct pcmon_cstack *cs, __u32 i)
 	return &cs->a[i];
 }
 
+/* The key of the row of activation @a, of process @tgid. */
+static __always_inline void key_of(const struct pcmon_cact *a, __u32 tgid, struct pcmon_ckey *k)
+{
+	k->cookie = a->cookie;
+	k->cls = a->cls;
+	k->tgid = 0;
+	k->epoch = 0;
+	k->pad = 0;
+	if (a->cls < PCMON_CLS_LOWEST) { /* a stack id: its addresses are this process's */
+		k->tgid = tgid;
+		k->epoch = a->epoch;
+	}
+}
+
+/*
+ * Steal @d the scheduler counted for the thread of @v (@cs its shadow stack, NULL if it
+ * cannot be had) in an interval between two updates of its clock in which a probe read
+ * it: what it counts at an update was stolen at some point since the update before, so
+ * it cannot be placed on either side of that probe. It goes into the error of the calls
+ * that returned in the interval (their time may hold it; past PCMON_COUNT_RETS rows, or
+ * with no shadow stack, every row of the target) and, VIRTUAL, of the calls entered in it
+ * and open now (their time had it taken out, and some may have been before their entry).
+ * A call open across the whole interval holds it all, as its time says.
+ */
+static __always_inline void place_steal(const struct vclock *v, struct pcmon_cstack *cs, __u64 d)
+{
+	__u32 n = cs && cs->ret_gen == v->upd_gen ? cs->nret : 0, depth;
+	struct pcmon_cstat *s;
+
+	if (!cs || n > PCMON_COUNT_RETS) {
+		if (v->target < PCMON_MAX_TARGETS)
+			__sync_fetch_and_add(&unplaced_steal[v->target], d);
+		if (!cs)
+			return;
+	}
+	for (__u32 i = 0; i < PCMON_COUNT_RETS; i++) {
+		if (i >= n)
+			break;
+		s = bpf_map_lookup_elem(&cstat, &cs->ret[i]);
+		if (s)
+			__sync_fetch_and_add(&s->unplaced_steal_ns, d);
+	}
+	if (!cs->virt || cs->ent_gen != v->upd_gen)
+		return;
+	depth = cs->depth;
+	for (__u32 i = cs->ent_low; i < PCMON_COUNT_DEPTH; i++) {
+		if (i >= depth)
+			break;
+		act(cs, i)->unplaced += d;
+	}
+}
+
+/*
+ * Look at the steal counted for the thread of @v (running here; @cs its shadow stack,
+ * maybe NULL) since it was last looked at, @update: just after the scheduler updated the
+ * clock of its CPU (else at a probe, which may see that an update came since).
+ */
+static __always_inline void steal_look(struct vclock *v, struct pcmon_cstack *cs, bool update)
+{
+	__u64 now = vclock_steal(v), d = now - v->steal_look;
+
+	if (d && v->probed)
+		place_steal(v, cs, d);
+	v->steal_look = now;
+	if (d || update) { /* a new interval */
+		v->probed = 0;
+		v->upd_gen++;
+	}
+}
+
+/* A probe of the thread of @v (@cs its shadow stack) reads its clock: steal_look(), and
+ * what the next update counts may have been stolen before this probe or after. */
+static __always_inline void probe_look(struct vclock *v, struct pcmon_cstack *cs)
+{
+	if (!v)
+		return;
+	steal_look(v, cs, false);
+	v->probed = 1;
+}
+
+/* The scheduler has just updated the clock of @task's CPU, @task running there. */
+static __always_inline void update_look(struct vclock *v, struct task_struct *task)
+{
+	struct pcmon_cstack *cs = NULL;
+
+	if (v->probed && vclock_steal(v) != v->steal_look && task->bpf_storage)
+		cs = bpf_task_storage_get(&cstack, task, NULL, 0);
+	steal_look(v, cs, true);
+}
+
+static __always_inline bool same_key(const struct pcmon_ckey *a, const struct pcmon_ckey *b)
+{
+	return a->cookie == b->cookie && a->cls == b->cls && a->tgid == b->tgid &&
+	       a->epoch == b->epoch;
+}
+
+/* Activation @a of the thread of @v (@cs its shadow stack), of process @tgid, returned:
+ * its row is kept with those that may hold what the next update counts. */
+static __always_inline void note_return(const struct vclock *v, struct pcmon_cstack *cs,
+					const struct pcmon_cact *a, __u32 tgid)
+{
+	struct pcmon_ckey k;
+	__u32 n;
+
+	if (cs->ret_gen != v->upd_gen) {
+		cs->ret_gen = v->upd_gen;
+		cs->nret = 0;
+	}
+	key_of(a, tgid, &k);
+	n = cs->nret;
+	for (__u32 i = 0; i < PCMON_COUNT_RETS; i++) {
+		if (i >= n)
+			break;
+		if (same_key(&cs->ret[i], &k))
+			return;
+	}
+	if (n < PCMON_COUNT_RETS)
+		cs->ret[n & (PCMON_COUNT_RETS - 1)] = k;
+	if (n <= PCMON_COUNT_RETS)
+		cs->nret = n + 1;
+}
+
 /* The totals of the calls of activation @a (this CPU's), made on first use. */
 static __always_inline struct pcmon_cstat *stat_of(const struct pcmon_cact *a, __u32 tgid)
 {
-	struct pcmon_ckey k = { .cookie = a->cookie, .cls = a->cls };
 	struct pcmon_cstat *s, zero = {};
+	struct pcmon_ckey k;
 
-	if (a->cls < PCMON_CLS_LOWEST) { /* a stack id: its addresses are this process's */
-		k.tgid = tgid;
-		k.epoch = a->epoch;
-	}
+	key_of(a, tgid, &k);
 	s = bpf_map_lookup_elem(&cstat, &k);
 	if (s)
 		return s;
@@ -289,6 +413,7 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now,
 			up->kids_xol += a->kids_xol;
 			up->child_pre += a->child_pre;
 			up->child_steal += a->child_steal;
+			up->unplaced += a->unplaced;
 		}
 		return 0;
 	}
@@ -317,6 +442,8 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now,
 		__sync_fetch_and_add(&s->self_pre_ns, self_pre);
 		if (self_steal)
 			__sync_fetch_and_add(&s->self_steal_ns, self_steal);
+		if (a->unplaced)
+			__sync_fetch_and_add(&s->unplaced_steal_ns, a->unplaced);
 		if (a->self_ctx) {
 			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
 			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
@@ -402,12 +529,13 @@ int count_enter(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx), pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = pid_tgid >> 32, target = PCMON_COUNT_TARGET(cookie), d, nested = 0, ws;
+	__u32 tgid = pid_tgid >> 32, target = PCMON_COUNT_TARGET(cookie), d, nested = 0, ws, tid;
 	struct pcmon_cact *a, tmp = { .cookie = cookie };
 	struct pcmon_ccfg *cc;
 	struct pcmon_cstack *cs;
 	struct pcmon_cstat *s;
 	struct probe_clocks at;
+	struct vclock *v;
 	bool no_stack;
 	__u64 now;
 
@@ -427,6 +555,9 @@ int count_enter(struct pt_regs *ctx)
 		cs->virt = cc ? cc->virt : 0;
 	note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt, target, &at);
 	now = clock_of(cs, task, now);
+	tid = (__u32)pid_tgid;
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	probe_look(v, cs);
 	/* an open activation at or below this return address is gone: this frame replaced it */
 	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, &at);
 	d = cs->depth;
@@ -467,7 +598,12 @@ int count_enter(struct pt_regs *ctx)
 	a->child_pre = 0;
 	a->steal0 = at.steal;
 	a->child_steal = 0;
+	a->unplaced = 0;
 	cs->depth = d + 1;
+	if (v && (cs->ent_gen != v->upd_gen || d < cs->ent_low)) {
+		cs->ent_gen = v->upd_gen; /* what the next update counts may be before it */
+		cs->ent_low = d;
+	}
 	return 0;
 }
 
@@ -478,9 +614,10 @@ int count_return(struct pt_regs *ctx)
 	__u64 sp = PT_REGS_SP(ctx) - 8; /* where the return address was: the entry's sp */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct probe_clocks at;
 	struct pcmon_cstack *cs;
+	struct vclock *v;
 	__u32 d;
 
 	if (!task->bpf_storage)
@@ -489,7 +626,9 @@ int count_return(struct pt_regs *ctx)
 	if (!cs || !cs->depth)
 		return 0;
 	now = clock_of(cs, task, now);
-	clocks_now(cs, (__u32)pid_tgid, &at);
+	clocks_now(cs, tid, &at);
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	probe_look(v, cs);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		d = cs->depth;
@@ -505,19 +644,29 @@ int count_return(struct pt_regs *ctx)
 		return 0;
 	}
 	if (d && act(cs, d - 1)->cookie == cookie &&
-	    act(cs, d - 1)->sp == sp)
+	    act(cs, d - 1)->sp == sp) {
 		pop(cs, tgid, now, &at, RETURNED);
+		/* what the next update counts may be in this call */
+		if (v && !((__u32)cookie & PCMON_COUNT_CTX))
+			note_return(v, cs, act(cs, d - 1), tgid);
+	}
 	/* else: the return of an activation entered before the probes were attached */
 	return 0;
 }
 
-/* A thread that exits closes whatever it has open, whichever way it leaves. */
+/*
+ * A thread that exits closes whatever it has open, whichever way it leaves. Its clock and
+ * shadow stack go with it, unless calls returned since the last update of its CPU's clock
+ * (what its last switch counts may have been stolen in them): then they go at that switch.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(count_exit, struct task_struct *p)
 {
 	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = p->pid;
 	struct probe_clocks at;
 	struct pcmon_cstack *cs;
+	struct vclock *v;
 
 	if (!p->bpf_storage)
 		return 0;
@@ -525,18 +674,20 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	if (!cs)
 		return 0;
 	now = clock_of(cs, p, now); /* p is the thread that runs this */
-	clocks_now(cs, p->pid, &at);
+	clocks_now(cs, tid, &at);
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	probe_look(v, cs);
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
 			break;
 		pop(cs, p->tgid, now, &at, EXITED);
 	}
-	bpf_task_storage_delete(&cstack, p);
-	{
-		__u32 tid = p->pid;
-
-		bpf_map_delete_elem(&vclocks, &tid);
+	if (v && switch_on && cs->nret && cs->ret_gen == v->upd_gen) {
+		v->dead = 1; /* count_switch */
+		return 0;
 	}
+	bpf_task_storage_delete(&cstack, p);
+	bpf_map_delete_elem(&vclocks, &tid);
 	return 0;
 }
 
@@ -556,14 +707,26 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 	struct vclock *v;
 
 	v = bpf_map_lookup_elem(&vclocks, &ptid);
+	if (v && v->dead) { /* its last switch: the steal it counts, and it is gone */
+		if (v->steal_in) {
+			v->steal_ns += steal_now() - v->steal_in;
+			v->steal_in = 0;
+			update_look(v, prev);
+		}
+		bpf_task_storage_delete(&cstack, prev);
+		bpf_map_delete_elem(&vclocks, &ptid);
+		v = NULL;
+	}
 	if (v) {
 		__u64 ran = prev->se.sum_exec_runtime; /* brought up to date for this switch */
 
 		if (v->off_since) /* switched out again, its switch in not seen */
 			clock_repair(v, ran, now);
-		if (v->steal_in)
+		if (v->steal_in) {
 			v->steal_ns += steal_now() - v->steal_in;
-		v->steal_in = 0;
+			v->steal_in = 0;
+			update_look(v, prev); /* the switch has just updated the clock */
+		}
 		v->off_since = now;
 		v->ran_at_out = ran;
 		v->pre_since = 0;
@@ -586,6 +749,25 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 			v->pre_ns += now - v->pre_since;
 		v->pre_since = 0;
 	}
+	return 0;
+}
+
+/*
+ * The scheduler brought the CPU time of @tsk up to date, its clock updated just before (a
+ * tick, a wakeup, ...): what steal it counted then is looked at (steal_look()), while a
+ * thread is timed. Attached with count_switch.
+ */
+SEC("tp_btf/sched_stat_runtime")
+int BPF_PROG(count_runtime, struct task_struct *tsk)
+{
+	__u32 tid = tsk->pid;
+	struct vclock *v;
+
+	if (tsk != bpf_get_current_task_btf()) /* another CPU's: steal_now() reads this one's */
+		return 0;
+	v = bpf_map_lookup_elem(&vclocks, &tid);
+	if (v && v->steal_in)
+		update_look(v, tsk);
 	return 0;
 }
 

@@ -33,6 +33,16 @@ struct vclock {
 	__u64 pre_since;	/* preempted there at, 0: not */
 	__u64 entry_ip;		/* the last entry probe's address (+1: past its breakpoint) */
 	__u32 target;		/* of its last entry */
+	/*
+	 * The scheduler counts steal when it next updates its clock (a tick, a switch), so
+	 * what it counts at an update was stolen at some point since the update before. Where
+	 * a probe read the clock in between, that time cannot be placed on either side of the
+	 * probe (count.bpf.c, steal_look()): it goes into the error of the calls on both.
+	 */
+	__u64 steal_look;	/* vclock_steal() when last looked at */
+	__u32 upd_gen;		/* the updates seen so far */
+	__u32 probed;		/* a probe read the clock since the last */
+	__u32 dead;		/* exited: gone at its last switch out, with what it counted */
 };
 
 struct {
@@ -77,6 +87,10 @@ static __always_inline struct vclock *vclock_at_probe(__u32 tid, __u64 ip, __u32
 	struct vclock zero = {}, *v;
 
 	v = bpf_map_lookup_elem(&vclocks, &tid);
+	if (v && v->dead) { /* an exited thread's, its last switch unseen: the id is reused */
+		bpf_map_delete_elem(&vclocks, &tid);
+		v = NULL;
+	}
 	if (!v) {
 		zero.steal_in = steal_now(); /* it runs here now */
 		bpf_map_update_elem(&vclocks, &tid, &zero, BPF_NOEXIST);

@@ -273,7 +273,7 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "when");
 	char total[24], sub[24];
 	bool late = false, swamped = false, below = false;
-	double stolen = 0;
+	double stolen = 0, unplaced = 0;
 
 	if (!c)
 		return;
@@ -313,6 +313,7 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		swamped |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "swamped"));
 		below |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "below_resolution")) > 0;
 		stolen = MAX(stolen, num(it, "stolen_ns"));
+		unplaced = MAX(unplaced, num(it, "unplaced_steal_ns"));
 		call_row(f, l ? "~" : " ", it, str(it, "procedure", "?"));
 		cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(it, "charged_to")) {
 			char to[600];
@@ -332,6 +333,12 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	if (stolen > 0) {
 		fmt_ns(total, sizeof(total), stolen);
 		fprintf(f, "(the hypervisor stole up to %s of the calls' time from their CPUs: it is in the times, and in their error, as some may have been at the probes)\n",
+			total);
+	}
+	unplaced += num(c, "unplaced_steal_ns"); /* in every row's error */
+	if (unplaced > 0) {
+		fmt_ns(total, sizeof(total), unplaced);
+		fprintf(f, "(the hypervisor stole up to %s that the scheduler counted only after a probe had read the clock: which side of the probe it was on is not known, so it is in the error of the calls on both)\n",
 			total);
 	}
 	if (swamped)

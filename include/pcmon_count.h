@@ -12,6 +12,7 @@
 #include "pcmon_when.h"
 
 #define PCMON_COUNT_DEPTH 128	/* open activations a thread's shadow stack keeps */
+#define PCMON_COUNT_RETS 4	/* rows of calls returned between two clock updates it keeps */
 
 /*
  * A probe's BPF cookie: the target and the procedure's index in the target's table. The
@@ -85,6 +86,8 @@ struct pcmon_cact {
 	__u64 child_pre;	/* ... of that, inside the activations it called, closed */
 	__u64 steal0;		/* REAL: the time stolen from its thread so far, at entry */
 	__u64 child_steal;	/* ... of that, inside the activations it called, closed */
+	__u64 unplaced;		/* VIRTUAL: steal taken out of it that may have been before its
+				 * entry (count.bpf.c, place_steal()) */
 };
 
 /* A thread's shadow stack (task storage). */
@@ -97,6 +100,17 @@ struct pcmon_cstack {
 	__u32 proc_target;
 	__u32 proc_epoch;
 	struct pcmon_cact a[PCMON_COUNT_DEPTH];
+	/* the rows of the calls that returned since the scheduler last updated the clock of
+	 * its CPU (the update of generation ret_gen, count.bpf.c): what it counts next may
+	 * have been stolen in any of them; past PCMON_COUNT_RETS, in its target's */
+	__u32 ret_gen;
+	__u32 nret;
+	struct pcmon_ckey ret[PCMON_COUNT_RETS];
+	/* VIRTUAL: the outermost activation entered since that update (of generation
+	 * ent_gen): it and those inside it had the steal counted then taken out, and some
+	 * may have been before their entry */
+	__u32 ent_gen;
+	__u32 ent_low;
 };
 
 #define PCMON_COUNT_COPIED (1ull << 63)	/* tells a copy taken at generation 0 from none */
@@ -158,7 +172,11 @@ struct pcmon_ccfg {
 	X(self_steal_ns, OPTIONAL)                                                         \
 	X(total_steal_ns, OPTIONAL)                                                        \
 	X(min_steal_ns, OPTIONAL)                                                          \
-	X(max_steal_ns, OPTIONAL)
+	X(max_steal_ns, OPTIONAL)                                                          \
+	/* steal the scheduler counted after a probe read the clock, in time that may have   \
+	 * been on either side of it (count.bpf.c, steal_look()): in the error of the calls   \
+	 * on both sides (the one that returned there; VIRTUAL, the one open) */             \
+	X(unplaced_steal_ns, OPTIONAL)
 
 struct pcmon_cstat {
 #define PCMON_CSTAT_FIELD(f, need) __u64 f;

@@ -80,6 +80,7 @@ struct count_fn {
 #define COUNT_WIDTH (sizeof(struct pcmon_cstat) / sizeof(__u64))
 #define COUNT_WIDTH_V5 13	/* before min_ns and the callees were kept: the first 13 */
 #define COUNT_WIDTH_STEAL 22	/* before the hypervisor's steal was kept: the first 22 */
+#define COUNT_WIDTH_UNPLACED 26	/* before its unplaced part was (unplaced_steal_ns) */
 
 struct timed_window;
 
@@ -107,6 +108,7 @@ struct count {
 				 * from a file written before the spread was kept) */
 	bool virt;		/* times are the threads' CPU time (VIRTUAL), else wall (REAL) */
 	uint64_t clock_repairs;	/* switches in not seen, made up (counter_clock_repairs()) */
+	uint64_t unplaced_steal_ns; /* steal in the error of every row (counter_unplaced_steal()) */
 	bool detached;		/* stopped, or loaded from disk: stat is final */
 	struct slices *slices;	/* the totals by time (slices.h), rows of COUNT_WIDTH */
 	uint64_t last_read;	/* wall ns of the last read of BPF's totals (slices_charge_wall) */

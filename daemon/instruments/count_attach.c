@@ -328,6 +328,7 @@ void count_attach_zero(void *gp, struct target *t, void *st)
 		counter_clear(g->ctr, t->id);
 	count_clear_totals(ct);
 	ct->clock_repairs = 0;
+	ct->unplaced_steal_ns = 0;
 	for (size_t i = 0; i < ct->nfns; i++)
 		memset(&ct->fns[i].charged, 0, sizeof(ct->fns[i].charged));
 	slices_zero(ct->slices);

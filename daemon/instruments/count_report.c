@@ -28,6 +28,9 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 {
 	const double pair[2] = { ct->cost_ns, ct->cost_xol_ns };
 	const double *sp = ct->spread_ns;
+	/* steal counted after a probe that may have been on either side of it: in the error
+	 * of every time of the calls it may be in (count.bpf.c, place_steal()) */
+	double unplaced = (double)(s->unplaced_steal_ns + ct->unplaced_steal_ns);
 	double in[2], out[2], split[2];
 	int k = fn->xol ? 1 : 0;
 
@@ -51,15 +54,17 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 	t->probes = by_kind(pair, s->total_acts, s->total_acts_xol) + (double)s->total_pre_ns;
 	t->total_err = by_kind(sp, s->total_acts, s->total_acts_xol) +
 		       ct->split_err_ns[k] * (double)s->outer + (double)s->total_steal_ns;
+	t->self_err += unplaced;
+	t->total_err += unplaced;
 	t->total = MAX((double)s->total_ns - t->total_sub, 0);
 	t->self = MIN(MAX((double)s->self_ns - t->self_sub, 0), t->total);
 	t->avg = s->outer ? t->total / (double)s->outer : 0;
 	t->avg_err = s->outer ? t->total_err / (double)s->outer : 0;
 	/* the extremes, the cost taken out in BPF; kept in order with the average and total */
 	t->max = MIN(MAX((double)s->max_ns, t->avg), t->total);
-	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol) + (double)s->max_steal_ns;
+	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol) + (double)s->max_steal_ns + unplaced;
 	t->min = MIN((double)s->min_ns, t->avg);
-	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol) + (double)s->min_steal_ns;
+	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol) + (double)s->min_steal_ns + unplaced;
 }
 
 double count_self_ns_of(const struct count *ct, const struct count_fn *fn,
@@ -138,6 +143,8 @@ static void class_json(const struct count *ct, const struct count_fn *fn,
 	cJSON_AddNumberToObject(x, "preempted_at_probes_ns", (double)s->total_pre_ns);
 	/* and the time the hypervisor stole from them during the calls (in the error) */
 	cJSON_AddNumberToObject(x, "stolen_ns", (double)s->total_steal_ns);
+	/* and what it stole that cannot be placed on one side of a probe (in the error) */
+	cJSON_AddNumberToObject(x, "unplaced_steal_ns", (double)s->unplaced_steal_ns);
 	/* the probes cost more than the code they time: their cost swamps it */
 	cJSON_AddBoolToObject(x, "swamped", s->closed && t.probes > t.total);
 	if (below)
@@ -240,6 +247,7 @@ int count_report_json(const struct count *ct, const uint64_t *open,
 	}
 	cJSON_AddStringToObject(o, "mode", ct->virt ? "VIRTUAL" : "REAL");
 	cJSON_AddNumberToObject(o, "clock_repairs", ct->clock_repairs);
+	cJSON_AddNumberToObject(o, "unplaced_steal_ns", (double)ct->unplaced_steal_ns);
 	cJSON_AddNumberToObject(o, "probe_cost_ns", ct->cost_ns);
 	cJSON_AddNumberToObject(o, "stepped_probe_cost_ns", ct->cost_xol_ns);
 	cJSON_AddNumberToObject(o, "probe_cost_spread_ns", ct->spread_ns[0]);

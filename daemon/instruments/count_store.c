@@ -75,6 +75,7 @@ void count_store_save(const struct target *t, const void *st, const struct sym *
 	sf_put_u64(w, o, "probe_cost_cpus", ct->cost_cpus);
 	sf_put_bool(w, o, "virtual", ct->virt);
 	sf_put_u64(w, o, "clock_repairs", ct->clock_repairs);
+	sf_put_u64(w, o, "unplaced_steal_ns", ct->unplaced_steal_ns);
 	arr = sf_chk(w, cJSON_AddArrayToObject(o, "unmatched"));
 	for (size_t i = 0; arr && i < ct->npats; i++)
 		if (!ct->matched[i])
@@ -160,15 +161,16 @@ static int load_slices(struct sf_rd *rd, const cJSON *o, const cJSON *fns, struc
 	uint64_t *rows, width = narrow ? COUNT_WIDTH_ALWAYS : COUNT_WIDTH_V5;
 	int r;
 
-	/* a file from before the steal, the minimum and the callees were kept has rows of
-	 * fewer sums, the first ones (COUNT_WIDTH_STEAL, COUNT_WIDTH_V5, or the ALWAYS ones
-	 * before --when at probes): read at that width, each row padded with zeros */
+	/* a file from before the unplaced steal, the steal, the minimum and the callees were
+	 * kept has rows of fewer sums, the first ones (COUNT_WIDTH_UNPLACED, _STEAL, _V5, or
+	 * the ALWAYS ones before --when at probes): read at that width, padded with zeros */
 	if ((r = sf_get_u64(rd, o, "slice_width", SF_OPTIONAL, &width)))
 		return r;
 	if (width != COUNT_WIDTH_ALWAYS && width != COUNT_WIDTH_V5 && width != COUNT_WIDTH_STEAL &&
-	    width != COUNT_WIDTH)
-		return sf_bad(rd, "slice_width", "%u, %u, %u or %u sums", (unsigned)COUNT_WIDTH_ALWAYS,
-			      (unsigned)COUNT_WIDTH_V5, (unsigned)COUNT_WIDTH_STEAL,
+	    width != COUNT_WIDTH_UNPLACED && width != COUNT_WIDTH)
+		return sf_bad(rd, "slice_width", "%u, %u, %u, %u or %u sums",
+			      (unsigned)COUNT_WIDTH_ALWAYS, (unsigned)COUNT_WIDTH_V5,
+			      (unsigned)COUNT_WIDTH_STEAL, (unsigned)COUNT_WIDTH_UNPLACED,
 			      (unsigned)COUNT_WIDTH);
 	r = timed_read_narrow(rd, o, COUNT_WIDTH, (unsigned)width, ct->nfns, ct->slices, NULL);
 	if (r <= 0)
@@ -294,7 +296,8 @@ int count_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out
 	    (r = sf_get_double(rd, o, "probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[0])) ||
 	    (r = sf_get_double(rd, o, "stepped_probe_cost_split_err_ns", SF_OPTIONAL, 0, 1e9, &ct->split_err_ns[1])) ||
 	    (r = sf_get_u64(rd, o, "probe_cost_cpus", SF_OPTIONAL, &cpus)) ||
-	    (r = sf_get_u64(rd, o, "clock_repairs", SF_OPTIONAL, &ct->clock_repairs))) {
+	    (r = sf_get_u64(rd, o, "clock_repairs", SF_OPTIONAL, &ct->clock_repairs)) ||
+	    (r = sf_get_u64(rd, o, "unplaced_steal_ns", SF_OPTIONAL, &ct->unplaced_steal_ns))) {
 		count_free(ct);
 		return r;
 	}

@@ -222,6 +222,7 @@ void count_when_collect(struct count_g *g, const struct target *t, struct count 
 	count_clear_totals(ct);
 	counter_stats(g->ctr, t->id, fold_stat, &fo);
 	ct->clock_repairs = counter_clock_repairs(g->ctr, t->id);
+	ct->unplaced_steal_ns = counter_unplaced_steal(g->ctr, t->id);
 	for (size_t i = 0; i < ct->nfns; i++) {
 		struct pcmon_cstat closed = ct->fns[i].stat;
 

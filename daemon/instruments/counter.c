@@ -18,6 +18,8 @@ struct counter {
 	struct count_bpf *skel;
 	struct bpf_link *switch_link;	/* while targets count: VIRTUAL clocks, and the time
 					 * preempted at a probe (REAL) */
+	struct bpf_link *runtime_link;	/* ... with it: the steal counted at the scheduler's
+					 * clock updates (count.bpf.c, steal_look()) */
 	bool on[PCMON_MAX_TARGETS];
 	struct counter_cost cost;	/* measured when cost.cpus; else not yet */
 	struct counter_prog_stats base;	/* the calibration's runs, not the targets' */
@@ -45,6 +47,7 @@ int counter_open(struct procs *p, struct counter **out, char *err, size_t errlen
 	bpf_program__set_autoattach(c->skel->progs.count_return, false);
 	bpf_program__set_autoattach(c->skel->progs.dump_open, false);
 	bpf_program__set_autoattach(c->skel->progs.count_switch, false);
+	bpf_program__set_autoattach(c->skel->progs.count_runtime, false);
 	r = count_bpf__load(c->skel);
 	if (r) {
 		r = -errno;
@@ -69,6 +72,7 @@ void counter_close(struct counter *c)
 	if (!c)
 		return;
 	bpf_link__destroy(c->switch_link);
+	bpf_link__destroy(c->runtime_link);
 	count_bpf__destroy(c->skel);
 	free(c);
 }
@@ -113,6 +117,12 @@ int counter_target_cfg(struct counter *c, uint32_t target, const struct pcmon_cc
 		if (!c->switch_link)
 			return -errno;
 	}
+	if (!c->runtime_link) {
+		c->runtime_link = bpf_program__attach(c->skel->progs.count_runtime);
+		if (!c->runtime_link)
+			return -errno;
+	}
+	c->skel->bss->switch_on = 1;
 	c->on[target] = true;
 	if (bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), cfg, sizeof(*cfg), 0))
 		return -errno;
@@ -128,8 +138,10 @@ void counter_target_done(struct counter *c, uint32_t target)
 	c->on[target] = false;
 	bpf_map__update_elem(c->skel->maps.ccfg, &target, sizeof(target), &none, sizeof(none), 0);
 	if (!counting_targets(c)) {
+		c->skel->bss->switch_on = 0;
 		bpf_link__destroy(c->switch_link);
-		c->switch_link = NULL;
+		bpf_link__destroy(c->runtime_link);
+		c->switch_link = c->runtime_link = NULL;
 	}
 }
 
@@ -218,13 +230,20 @@ void counter_clear(struct counter *c, uint32_t target)
 		if (PCMON_COUNT_TARGET(keys[i].cookie) == target)
 			bpf_map_delete_elem(fd, &keys[i]);
 	free(keys);
-	if (target < PCMON_MAX_TARGETS)
+	if (target < PCMON_MAX_TARGETS) {
 		c->skel->bss->clock_repairs[target] = 0;
+		c->skel->bss->unplaced_steal[target] = 0;
+	}
 }
 
 uint64_t counter_clock_repairs(const struct counter *c, uint32_t target)
 {
 	return target < PCMON_MAX_TARGETS ? c->skel->bss->clock_repairs[target] : 0;
+}
+
+uint64_t counter_unplaced_steal(const struct counter *c, uint32_t target)
+{
+	return target < PCMON_MAX_TARGETS ? c->skel->bss->unplaced_steal[target] : 0;
 }
 
 void counter_open_activations(struct counter *c,

@@ -53,6 +53,8 @@ void counter_clear(struct counter *c, uint32_t target);
 /* How often a thread of target @target was found running, or switched out again, with no
  * switch in seen: its clock made up from the kernel's count of its CPU time then. */
 uint64_t counter_clock_repairs(const struct counter *c, uint32_t target);
+/* Steal of @target's threads that could not be placed in the rows of its calls (ns). */
+uint64_t counter_unplaced_steal(const struct counter *c, uint32_t target);
 /* Each open activation's key, one call per activation. */
 void counter_open_activations(struct counter *c,
 			      void (*cb)(void *ctx, const struct pcmon_ckey *k), void *ctx);
