@@ -151,8 +151,8 @@ static __always_inline void key_of(const struct pcmon_cact *a, __u32 tgid, struc
  * cannot be had) in an interval between two updates of its clock in which a probe read
  * it: what it counts at an update was stolen at some point since the update before, so
  * it cannot be placed on either side of that probe. It goes into the error of the calls
- * that returned in the interval (their time may hold it; past PCMON_COUNT_RETS rows, or
- * with no shadow stack, every row of the target) and, VIRTUAL, of the calls entered in it
+ * that returned in the interval (their time may hold it; past PCMON_COUNT_RETS rows, with
+ * no shadow stack, or where a node of the legs was hit, every row and leg of the target) and, VIRTUAL, of the calls entered in it
  * and open now (their time had it taken out, and some may have been before their entry).
  * A call open across the whole interval holds it all, as its time says.
  */
@@ -161,7 +161,7 @@ static __always_inline void place_steal(const struct vclock *v, struct pcmon_cst
 	__u32 n = cs && cs->ret_gen == v->upd_gen ? cs->nret : 0, depth;
 	struct pcmon_cstat *s;
 
-	if (!cs || n > PCMON_COUNT_RETS) {
+	if (!cs || n > PCMON_COUNT_RETS || v->leg_hit) {
 		if (v->target < PCMON_MAX_TARGETS)
 			__sync_fetch_and_add(&unplaced_steal[v->target], d);
 		if (!cs)
@@ -198,6 +198,7 @@ static __always_inline void steal_look(struct vclock *v, struct pcmon_cstack *cs
 	v->steal_look = now;
 	if (d || update) { /* a new interval */
 		v->probed = 0;
+		v->leg_hit = 0;
 		v->upd_gen++;
 	}
 }

@@ -329,6 +329,10 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	vc = vclock_at_probe((__u32)bpf_get_current_pid_tgid(), ip, target);
 	pre = vc ? vc->pre_ns : 0;
 	steal = vc ? vclock_steal(vc) : 0;
+	if (vc) { /* what the next update counts may be before this hit or after */
+		vc->probed = 1;
+		vc->leg_hit = 1;
+	}
 	cost += pre;
 	if (lc->track == PCMON_TRACK_ALL) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();

@@ -42,6 +42,7 @@ struct vclock {
 	__u64 steal_look;	/* vclock_steal() when last looked at */
 	__u32 upd_gen;		/* the updates seen so far */
 	__u32 probed;		/* a probe read the clock since the last */
+	__u32 leg_hit;		/* ... a node's (legs.bpf.c): unplaced, it is the target's */
 	__u32 dead;		/* exited: gone at its last switch out, with what it counted */
 };
 

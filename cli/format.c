@@ -250,6 +250,27 @@ static void call_row(FILE *f, const char *mark, const cJSON *o, const char *name
 }
 
 /* The pattern the calls were classed by (docs/when.md, "At probes"), and how. */
+
+/*
+ * The lines under a table of @what ("calls", "legs") for the hypervisor's steal: the most
+ * stolen in one row's time (in its error), and the most a row's error holds of what the
+ * scheduler counted only after a probe read the clock (docs/count.md).
+ */
+static void steal_lines(FILE *f, const char *what, double stolen, double unplaced)
+{
+	char t[32];
+
+	if (stolen > 0) {
+		fmt_ns(t, sizeof(t), stolen);
+		fprintf(f, "(the hypervisor stole up to %s of the %s' time from their CPUs: it is in the times, and in their error, as some may have been at the probes)\n",
+			t, what);
+	}
+	if (unplaced > 0) {
+		fmt_ns(t, sizeof(t), unplaced);
+		fprintf(f, "(the hypervisor stole up to %s that the scheduler counted only after a probe had read the clock: which side of the probe it was on is not known, so it is in the error of the %s on both)\n",
+			t, what);
+	}
+}
 static void when_head(FILE *f, const cJSON *w)
 {
 	const char *why = proto_str(w, "why_walk", NULL) ? str(w, "why_walk", "") : NULL;
@@ -330,17 +351,7 @@ void fmt_calls(FILE *f, const cJSON *rep)
 		fprintf(f, "~ probed after its process had started running it: earlier calls are not counted\n");
 	if (below)
 		fprintf(f, "<T below resolution: less than the error T the probes' spread makes of its hits; ~T: T give or take more than 1 %%\n");
-	if (stolen > 0) {
-		fmt_ns(total, sizeof(total), stolen);
-		fprintf(f, "(the hypervisor stole up to %s of the calls' time from their CPUs: it is in the times, and in their error, as some may have been at the probes)\n",
-			total);
-	}
-	unplaced += num(c, "unplaced_steal_ns"); /* in every row's error */
-	if (unplaced > 0) {
-		fmt_ns(total, sizeof(total), unplaced);
-		fprintf(f, "(the hypervisor stole up to %s that the scheduler counted only after a probe had read the clock: which side of the probe it was on is not known, so it is in the error of the calls on both)\n",
-			total);
-	}
+	steal_lines(f, "calls", stolen, unplaced + num(c, "unplaced_steal_ns"));
 	if (swamped)
 		fprintf(f, "! the probes cost more than the code they time (see \"probes\"): for its time, sampling's shallow and deep shares of the same procedure, or fewer probes (--when, or count its caller alone)\n");
 	if (w && num(w, "unknown_calls"))
@@ -628,6 +639,13 @@ void fmt_tables(FILE *f, const cJSON *rep)
 		fprintf(f, "no leg is timed (--track none): nodes are only counted\n");
 	fprintf(f, "times are net of the probe hits inside each leg (its from's after its clock reading, each hit between, its to's before)\n");
 	fprintf(f, "~ legs started and never finished: a second from before the to, or the thread's exit\n");
+	{
+		double stolen = 0;
+
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs"))
+			stolen = MAX(stolen, num(it, "stolen_ns"));
+		steal_lines(f, "legs", stolen, num(t, "unplaced_steal_ns"));
+	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(t, "legs"))
 		if (num(it, "untracked"))
 			fprintf(f, "! leg %.0f: %.0f starts not tracked (the table of legs in flight was full)\n",

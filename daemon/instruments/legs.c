@@ -305,14 +305,16 @@ void legs_leg_times(const struct legs *lg, const struct pcmon_leg *s, struct leg
 	/* what the hypervisor stole during the legs is in their time, and in its error: some
 	 * may have been at the probes */
 	t->total_err += (double)s->stolen_ns;
+	/* and what was stolen around a hit that cannot be placed on one side of it */
+	t->total_err += (double)lg->unplaced_steal_ns;
 	t->total = MAX(total, 0);
 	t->avg = n ? t->total / n : 0;
 	t->avg_err = n ? t->total_err / n : 0;
 	t->max = n ? MIN(MAX((double)s->max_ns, t->avg), t->total) : 0;
 	t->min = n ? MIN((double)s->min_ns, t->avg) : 0;
 	/* the extremes: one leg, with at least its ends' hit, and what was stolen in it */
-	t->max_err = n ? lg->hit_err_ns + (double)s->max_steal_ns : 0;
-	t->min_err = n ? lg->hit_err_ns + (double)s->min_steal_ns : 0;
+	t->max_err = n ? lg->hit_err_ns + (double)(s->max_steal_ns + lg->unplaced_steal_ns) : 0;
+	t->min_err = n ? lg->hit_err_ns + (double)(s->min_steal_ns + lg->unplaced_steal_ns) : 0;
 }
 
 /* A histogram's counts since its zero @h0. */

@@ -86,6 +86,9 @@ struct legs {
 	struct bpf_link **ctx_links;	/* the context procedures' entry and return probes */
 	size_t nctx_links;
 	bool clock_held;	/* the counter's scheduler hook held for it (counter_target_cfg) */
+	/* steal counted after a hit, which may have fallen on either side of it: in every
+	 * leg's error (counter_unplaced_steal(), from unplaced_at, its value at the zero) */
+	uint64_t unplaced_steal_ns, unplaced_at;
 };
 
 extern const struct inst_ops legs_ops;

@@ -504,6 +504,11 @@ void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *
 	if (!g->skel || lg->detached)
 		return;
 	lg->charge_wall = slices_charge_wall(&lg->last_read, wall_ns());
+	if (g->ctr) {
+		uint64_t u = counter_unplaced_steal(g->ctr, t->id);
+
+		lg->unplaced_steal_ns = u >= lg->unplaced_at ? u - lg->unplaced_at : u;
+	}
 	for (size_t i = 0; i < lg->nnodes; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
 		struct pcmon_node n;
@@ -585,6 +590,8 @@ void legs_attach_zero(void *gp, struct target *t, void *st)
 	}
 	if (lg->slices)
 		slices_zero(lg->slices);
+	lg->unplaced_at = g->ctr ? counter_unplaced_steal(g->ctr, t->id) : 0;
+	lg->unplaced_steal_ns = 0;
 	if (g->skel && !lg->detached)
 		legs_attach_configure(g, t, lg, true);
 }

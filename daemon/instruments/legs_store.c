@@ -48,6 +48,7 @@ void legs_store_save(const struct target *t, const void *st, const struct sym *s
 	sf_put_num(w, o, "hit_cost_ns", lg->hit_cost_ns);
 	sf_put_num(w, o, "stepped_extra_ns", lg->step_cost_ns);
 	sf_put_num(w, o, "hit_err_ns", lg->hit_err_ns);
+	sf_put_u64(w, o, "unplaced_steal_ns", lg->unplaced_steal_ns);
 	if (lg->when_text) {
 		sf_put_str(w, o, "when", lg->when_text);
 		sf_put_bool(w, o, "when_from_file", lg->when_file);
@@ -218,6 +219,7 @@ int legs_store_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 	    (r = sf_get_double(rd, o, "hit_cost_ns", SF_ALWAYS, 0, 1e9, &cost)) ||
 	    (r = sf_get_double(rd, o, "stepped_extra_ns", SF_OPTIONAL, 0, 1e9, &lg->step_cost_ns)) ||
 	    (r = sf_get_double(rd, o, "hit_err_ns", SF_OPTIONAL, 0, 1e9, &lg->hit_err_ns)) ||
+	    (r = sf_get_u64(rd, o, "unplaced_steal_ns", SF_OPTIONAL, &lg->unplaced_steal_ns)) ||
 	    (r = sf_get_array(rd, o, "nodes", SF_ALWAYS, 65536, &nodes, &nn)) ||
 	    (r = sf_get_array(rd, o, "legs", SF_ALWAYS, 1 << 20, &legs, &nl)) ||
 	    (r = load_when(rd, o, lg)))

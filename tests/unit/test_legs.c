@@ -1155,6 +1155,7 @@ static void test_leg_times_invariants(void **state)
 		s.stolen_ns = r % 3 ? 0 : (r >> 45) % 100000;
 		s.max_steal_ns = r % 5 ? 0 : (r >> 35) % 100000;
 		s.min_steal_ns = r % 7 ? 0 : (r >> 25) % 100000;
+		lg->unplaced_steal_ns = r % 11 ? 0 : (r >> 50) % 100000;
 		legs_calibrate(lg, (double)((r >> 5) % 4000), (double)((r >> 15) % 40000));
 		legs_calibrate_err(lg, (double)((r >> 25) % 3000));
 		legs_leg_times(lg, &s, &t);
@@ -1163,9 +1164,12 @@ static void test_leg_times_invariants(void **state)
 		if (s.count)
 			assert_true(t.min <= t.avg && t.avg <= t.max && t.max <= t.total);
 		/* the error grows with the hits the leg holds, its ends' and those inside, and
-		 * holds what the hypervisor stole */
+		 * holds what the hypervisor stole, in the legs and around a hit (unplaced) */
 		assert_true(t.total_err == lg->hit_err_ns * (double)(s.count + s.probe_hits) +
-					   (double)s.stolen_ns);
+					   (double)s.stolen_ns + (double)lg->unplaced_steal_ns);
+		if (s.count)
+			assert_true(t.max_err >= (double)(s.max_steal_ns + lg->unplaced_steal_ns) &&
+				    t.min_err >= (double)(s.min_steal_ns + lg->unplaced_steal_ns));
 	}
 	free(lg);
 }
