@@ -31,9 +31,10 @@ def need_python():
         raise Skip(f"no {PY} (apt-get install python3.11)")
 
 
-def run(*opts, secs=4, args=(), sock="/nonexistent/pcmond.sock"):
-    need_python()
-    listing, p = pcmon_json("run", "--interval", 1000, *opts, "--", PY, WORK, secs, *args,
+def run(*opts, secs=4, args=(), sock="/nonexistent/pcmond.sock", py=PY):
+    if py == PY:
+        need_python()
+    listing, p = pcmon_json("run", "--interval", 1000, *opts, "--", py, WORK, secs, *args,
                             sock=sock)
     return listing, first_json_line(p.stdout)
 
@@ -144,6 +145,57 @@ def test_every_version_shares_and_lines():
             check_lines(lines, own)
             ev = sum(c["deep"] for k, c in p.items() if k.endswith("._PyEval_EvalFrameDefault"))
             assert ev <= 0.05 * n, (v, "the loop left in", ev, n)
+        except AssertionError as e:
+            failed.append(f"{v}: {e}")
+    assert not failed, "\n".join(failed)
+
+
+def check_when_rec(listing, own, what):
+    """`--when py.pyphases.rec->*`: every sample under rec counted, no other; its share
+    rec's own CPU share."""
+    s = listing["summary"]
+    p = procs(listing)
+    unwalkable = sum(c["count"] for c in s.get("critical", []) if c["name"] == "unwalkable")
+    assert s["counted"] + s["not_matching"] == s["interrupts"], (what, s)
+    assert p["py.pyphases.rec"]["deep"] == s["counted"] - unwalkable, \
+        (what, p["py.pyphases.rec"], s)
+    for fn in ("work_a", "parse_json"):
+        assert p.get(f"py.pyphases.{fn}", {"deep": 0})["deep"] == 0, (what, fn)
+    got, want = s["counted"] / s["interrupts"], own["cpu"]["rec"]
+    assert abs(got - want) * 100 <= share_tolerance_pp(want, s["interrupts"]), (what, got, want)
+
+
+def test_every_version_when_real_critical():
+    """On each of pyenv's CPython 3.8 to 3.13 there is: WHEN over Python names, REAL time
+    charged to the Python frame that sleeps, and a critical section declared over a Python
+    function (its samples charged to it, the function gone from the table), each against the
+    program's own clocks. A version absent is said and skipped; none at all fails."""
+    found, absent = pyenv_pythons()
+    assert found, f"no pyenv CPython of {', '.join(VERSIONS)} under {PYENV}/versions"
+    if absent:
+        print(f"  skipped: no pyenv build of CPython {', '.join(absent)} under {PYENV}/versions")
+    failed = []
+    for v, py in found.items():
+        try:
+            # (long enough that naming the first samples from libpython's debug information,
+            # seconds, ends while the process and its code objects are there)
+            listing, own = run("--when", "py.pyphases.rec->*", secs=6, py=py)
+            check_when_rec(listing, own, f"{v} --when")
+
+            listing, own = run("--real", secs=6, args=("--nap",), py=py)
+            n = listing["summary"]["counted"]
+            got = procs(listing)["py.pyphases.nap"]["deep"] / n
+            assert abs(got - own["wall"]["nap"]) * 100 <= 3, (v, "nap", got, own["wall"]["nap"])
+
+            listing, own = run("--critical", "recursion=*->py.pyphases.rec->*", secs=6, py=py)
+            s = listing["summary"]
+            n = s["interrupts"]
+            crit = {c["name"]: c["count"] for c in s.get("critical", [])}
+            got, want = crit.get("recursion", 0) / n, own["cpu"]["rec"]
+            assert abs(got - want) * 100 <= share_tolerance_pp(want, n), \
+                (v, "critical recursion", got, want, crit)
+            assert "py.pyphases.rec" not in procs(listing), (v, "rec listed inside its section")
+            print(f"  {v}: when, real and critical as the program measured")
         except AssertionError as e:
             failed.append(f"{v}: {e}")
     assert not failed, "\n".join(failed)
@@ -266,15 +318,7 @@ def test_when_python_names():
     """WHEN over Python names: `rec->*` (rec active) counts every sample under rec and no
     other, the rest counted apart as not matching; its share is rec's own CPU share."""
     listing, own = run("--when", "py.pyphases.rec->*")
-    s = listing["summary"]
-    p = procs(listing)
-    unwalkable = sum(c["count"] for c in s.get("critical", []) if c["name"] == "unwalkable")
-    assert s["counted"] + s["not_matching"] == s["interrupts"], s
-    assert p["py.pyphases.rec"]["deep"] == s["counted"] - unwalkable, (p["py.pyphases.rec"], s)
-    for fn in ("work_a", "parse_json"):
-        assert p.get(f"py.pyphases.{fn}", {"deep": 0})["deep"] == 0, fn
-    got, want = s["counted"] / s["interrupts"], own["cpu"]["rec"]
-    assert abs(got - want) * 100 <= share_tolerance_pp(want, s["interrupts"]), (got, want)
+    check_when_rec(listing, own, "3.11 --when")
 
 
 def test_pid_attach_and_lines():
