@@ -42,6 +42,7 @@ whatever the form: the others keep their last figures).
 """
 import bisect
 import contextlib
+import glob
 import json
 import os
 import re
@@ -2068,6 +2069,15 @@ def table(res):
         add("   (pcmond py = with Python frames, no-py = --no-python; prof CPU ms/1k smp is the headline:")
         add("   what reading and naming Python frames costs the daemon per 1000 samples; - = does not")
         add("   apply: perf runs no BPF)")
+        vers = py.get("versions") or {}
+        add(f"   each of pyenv's CPython builds (3.8-3.13) there is, pcmond with Python frames at "
+            f"{RATES[1][0]} Hz, attached by pid:" if vers else "   pyenv's CPython builds: none here")
+        if vers:
+            session_header(add)
+        for v, c in vers.items():
+            session_row(add, f"{v} py {fmt(c.get('python_pct'), '.1f')}%", c)
+        if vers:
+            add("   (py N%: the samples that carry Python frames)")
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
@@ -2399,7 +2409,28 @@ def python_frames():
         log(f"python: perf record session at {hz} Hz")
         out["sessions"][py_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
                                                     else guarded(perf_session, hz, long_run))
+    # one row a version: each of pyenv's CPython builds there is, the same session at 1 kHz
+    out["versions"] = {}
+    for v, py in pyenv_pythons().items():
+        log(f"python: pcmond session, CPython {v} ({py})")
+        out["versions"][v] = guarded(pcmond_session, [py, PYWORK, str(10**9), str(WINDOW_S + 60)],
+                                     "virtual", RATES[1][1], unwind="auto")
     return out
+
+
+PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+PY_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+
+
+def pyenv_pythons():
+    """The newest of pyenv's builds of each of PY_VERSIONS there is, by version."""
+    found = {}
+    for v in PY_VERSIONS:
+        exes = glob.glob(os.path.join(PYENV, "versions", v + ".*", "bin", "python" + v))
+        key = lambda e: [int(x) for x in e.split("/versions/")[1].split("/")[0].split(".") if x.isdigit()]
+        if exes:
+            found[v] = max(exes, key=key)
+    return found
 
 
 def churn():
