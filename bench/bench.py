@@ -1133,16 +1133,19 @@ def latencies(dmn, tid, reps=5):
     return out
 
 
-def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False, steady=0, opts=()):
+def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False, steady=0, opts=(),
+                   settle=0):
     """Profile a workload through a fresh pcmond for window seconds, stop, list, and collect
     what it cost the daemon. latency: also time commands while the workload runs. steady:
     then also pcmond's CPU over that many more seconds (its steady cost). opts: more options
-    of `pcmon start` (--no-python)."""
+    of `pcmon start` (--no-python). settle: seconds the workload runs before it is attached
+    (past an interpreter's start-up)."""
     dmn = Daemon()
     w = None
     cmd_ms = steady_ms = None
     try:
         w = start_workload(wl_cmd)
+        time.sleep(settle)
         reset_hwm(dmn.pid)  # peak RSS from here on
         rss0 = proc_status_kb(dmn.pid, "VmRSS")
         s0 = dmn.json("status")
@@ -2071,13 +2074,13 @@ def table(res):
         add("   apply: perf runs no BPF)")
         vers = py.get("versions") or {}
         add(f"   each of pyenv's CPython builds (3.8-3.13) there is, pcmond with Python frames at "
-            f"{RATES[1][0]} Hz, attached by pid:" if vers else "   pyenv's CPython builds: none here")
+            f"{RATES[1][0]} Hz, attached by pid 1 s after it started:" if vers else "   pyenv's CPython builds: none here")
         if vers:
             session_header(add)
         for v, c in vers.items():
             session_row(add, f"{v} py {fmt(c.get('python_pct'), '.1f')}%", c)
         if vers:
-            add("   (py N%: the samples that carry Python frames)")
+            add("   (py N%: the samples that carry Python frames; the others are flagged or the interpreter's C)")
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
@@ -2414,7 +2417,7 @@ def python_frames():
     for v, py in pyenv_pythons().items():
         log(f"python: pcmond session, CPython {v} ({py})")
         out["versions"][v] = guarded(pcmond_session, [py, PYWORK, str(10**9), str(WINDOW_S + 60)],
-                                     "virtual", RATES[1][1], unwind="auto")
+                                     "virtual", RATES[1][1], unwind="auto", settle=1)
     return out
 
 
