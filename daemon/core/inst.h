@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "listreq.h"
 #include "proto.h"
 
 struct client;
@@ -86,18 +87,18 @@ struct inst_ops {
 	void (*event)(void *g, struct target *t, void *st, const struct pcmon_event *ev);
 	bool prompt_events;
 	/*
-	 * Its part of a `list` reply (may be NULL): added to @rep, 0; or -1 with *@err the
-	 * error to answer instead (left NULL: out of memory). @list_fields: the list request's
+	 * Its part of a `list` reply (may be NULL), for the request @lr (listreq.h): added to
+	 * @rep, 0; or -1 with *@err the error to answer instead (left NULL: out of memory). @list_fields: the list request's
 	 * fields it takes; list_check() (may be NULL) refuses a request before any target is
 	 * looked for. @only: the list field that asks for this instrument's part alone
 	 * ("calls"), and @missing what a target without it lacks ("counts no calls (start
 	 * it with --count PATTERN)").
 	 */
-	int (*list_json)(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep,
-			 cJSON **err);
+	int (*list_json)(void *g, struct target *t, void *st, const struct list_req *lr,
+			 cJSON *rep, cJSON **err);
 	const struct proto_field *list_fields;
 	size_t nlist_fields;
-	int (*list_check)(const cJSON *req, cJSON **rep);
+	int (*list_check)(const struct list_req *lr, cJSON **rep);
 	const char *only, *missing;
 	/* Commands of its own (may be none). */
 	const struct inst_cmd *cmds;

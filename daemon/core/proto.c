@@ -127,6 +127,24 @@ const char *proto_str(const cJSON *o, const char *name, const char *def)
 	return cJSON_IsString(i) ? i->valuestring : def;
 }
 
+int proto_strs(const cJSON *o, const char *name, const char ***out, size_t *n)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, name), *it;
+	int len = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+
+	*out = NULL;
+	*n = 0;
+	if (len <= 0)
+		return 0;
+	*out = calloc((size_t)len, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it))
+			(*out)[(*n)++] = it->valuestring;
+	return 0;
+}
+
 double proto_num(const cJSON *o, const char *name, double def)
 {
 	const cJSON *i = cJSON_GetObjectItemCaseSensitive(o, name);

@@ -42,6 +42,9 @@ cJSON *proto_request(const char *cmd);
 const char *proto_str(const cJSON *o, const char *name, const char *def);
 double proto_num(const cJSON *o, const char *name, double def);
 int proto_bool(const cJSON *o, const char *name, int def);
+/* The strings of the array @name (its other items skipped) into *@out, a new array of
+ * pointers into @o (free() it; NULL and 0 when there are none): 0, or -ENOMEM. */
+int proto_strs(const cJSON *o, const char *name, const char ***out, size_t *n);
 
 /*
  * What a command accepts: every member of a request must be one of its fields (besides "v"

@@ -97,23 +97,28 @@ static struct target *find_target(struct engine *e, const struct client *c, cons
  */
 static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *req)
 {
+	struct list_req lr;
 	struct target *t;
 	cJSON *rep = NULL, *err = NULL, *tj;
 	int only = -1;
 
+	if (list_req_parse(req, &lr))
+		return proto_error(1, "out of memory");
 	for_each_inst(i) {
 		const struct inst_ops *ops = inst_table[i];
 
-		if (ops->list_check && ops->list_check(req, &rep))
-			return rep;
+		if (ops->list_check && ops->list_check(&lr, &rep))
+			goto out;
 		if (only < 0 && ops->only && proto_bool(req, ops->only, 0))
 			only = i;
 	}
 	t = find_target(e, c, req, &rep);
 	if (!t)
-		return rep;
-	if (only >= 0 && !t->inst[only])
-		return proto_error(1, "target %u \"%s\" %s", t->id, t->name, inst_table[only]->missing);
+		goto out;
+	if (only >= 0 && !t->inst[only]) {
+		rep = proto_error(1, "target %u \"%s\" %s", t->id, t->name, inst_table[only]->missing);
+		goto out;
+	}
 	engine_target_sync(e, t);
 	rep = proto_ok();
 	tj = cJSON_AddObjectToObject(rep, "target");
@@ -124,11 +129,14 @@ static cJSON *cmd_list(struct engine *e, const struct client *c, const cJSON *re
 	for_each_inst(i) {
 		if (!t->inst[i] || !inst_table[i]->list_json || (only >= 0 && i != only))
 			continue;
-		if (inst_table[i]->list_json(e->g[i], t, t->inst[i], req, rep, &err)) {
+		if (inst_table[i]->list_json(e->g[i], t, t->inst[i], &lr, rep, &err)) {
 			cJSON_Delete(rep);
-			return err ? err : proto_error(1, "out of memory while listing");
+			rep = err ? err : proto_error(1, "out of memory while listing");
+			break;
 		}
 	}
+out:
+	list_req_free(&lr);
 	return rep;
 }
 

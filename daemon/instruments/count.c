@@ -82,18 +82,12 @@ void count_free(void *st)
  */
 int count_set_when(struct count *ct, const char *text, cJSON **rep)
 {
-	cJSON *req = cJSON_CreateObject();
 	size_t nn;
 	int r;
 
-	if (!text) {
-		cJSON_Delete(req);
+	if (!text)
 		return 0;
-	}
-	cJSON_AddStringToObject(req, "when", text);
-	cJSON_AddBoolToObject(req, "when_from_file", ct->when_file);
-	r = when_compile(req, ct->icase, &ct->when, rep);
-	cJSON_Delete(req);
+	r = when_compile(text, ct->when_file, ct->icase, &ct->when, rep);
 	if (r || !(ct->when_text = strdup(text)))
 		return r ? r : -ENOMEM;
 	ct->when_mode = PCMON_CW_WALK;

@@ -95,7 +95,7 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 
 /* ---- the call table (its JSON: count_report.c) */
 
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
+static int list_json(void *gp, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
 		     cJSON **err)
 {
 	struct count_g *g = gp;
@@ -103,23 +103,23 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 	struct counter_prog_stats ps, *pps = NULL;
 	struct timed_window w;
 	uint64_t *open;
-	const char *when = proto_str(req, "when", NULL);
+	const char *when = lr->when;
 	bool other = when && (!ct->when_text || strcmp(when, ct->when_text));
 	int r;
 
 	/* the totals are by the pattern given at start; the walk's stacks are not kept
 	 * named, and the shadow stack's state held the start's pattern only */
-	if (other && proto_bool(req, "calls", 0)) {
+	if (other && lr->calls) {
 		*err = proto_error(2, "--when: calls are classed at start, by the pattern given then (%s): give it to pcmon count, or with --count",
 				   ct->when_text ? ct->when_text : "none");
 		return -1;
 	}
-	if (timed_window_parse(req, t->start_wall, &w, err))
+	if (timed_window_parse(lr, t->start_wall, &w, err))
 		return -1;
 	count_when_collect(g, t, ct);
 	if (w.on) {
 		/* a window's calls: the matching ones (the classes are not kept by time) */
-		r = count_window_json(ct, &w, proto_str(req, "sort", "self"), rep);
+		r = count_window_json(ct, &w, lr->sort, rep);
 	} else {
 		/* open now: as count_when_collect() read them; none once detached */
 		open = calloc(ct->nfns * COUNT_NCLS + 1, sizeof(*open));
@@ -131,7 +131,7 @@ static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJS
 			counter_prog_stats(g->ctr, &ps);
 			pps = &ps;
 		}
-		r = count_report_json(ct, open, pps, proto_str(req, "sort", "self"), rep);
+		r = count_report_json(ct, open, pps, lr->sort, rep);
 		free(open);
 	}
 	if (!r && other)

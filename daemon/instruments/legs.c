@@ -200,7 +200,7 @@ int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep)
 		return 0;
 	lg->icase = proto_bool(req, "icase", 0);
 	lg->when_file = proto_bool(req, "when_from_file", 0);
-	if (when_compile(req, lg->icase, &lg->when, rep))
+	if (when_compile(text, lg->when_file, lg->icase, &lg->when, rep))
 		return -EINVAL;
 	if (when_plan(lg->when, true, &lg->wpat, why, sizeof(why))) {
 		*rep = proto_error(2, "--when with nodes: %s; a node decides at its hit, from the procedures pcmon probes for the pattern: join names with '*'",

@@ -93,24 +93,24 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 	cJSON_AddNumberToObject(o, "node_hits", hits);
 }
 
-static int list_json(void *gp, struct target *t, void *st, const cJSON *req, cJSON *rep,
+static int list_json(void *gp, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
 		     cJSON **err)
 {
 	struct legs_g *g = gp;
 	struct legs *lg = st;
 	struct counter_prog_stats ps = { 0 };
 	struct timed_window w;
-	const char *when = proto_str(req, "when", NULL);
+	const char *when = lr->when;
 	bool other = when && (!lg->when_text || strcmp(when, lg->when_text));
 	int r;
 
 	/* hits are told apart when they happen, by the pattern given at start */
-	if (other && proto_bool(req, "tables", 0)) {
+	if (other && lr->tables) {
 		*err = proto_error(2, "--when: node hits are told apart at start, by the pattern given then (%s): give it with --node",
 				   lg->when_text ? lg->when_text : "none");
 		return -1;
 	}
-	if (timed_window_parse(req, t->start_wall, &w, err))
+	if (timed_window_parse(lr, t->start_wall, &w, err))
 		return -1;
 	legs_attach_collect(g, t, lg);
 	if (w.on) {

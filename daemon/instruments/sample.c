@@ -162,11 +162,10 @@ int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err)
 	return 0;
 }
 
-int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
-			  struct agg_critical **out, size_t *n, cJSON **err)
+int sample_list_criticals(const struct sample *sp, const char *const *specs, size_t nspecs,
+			  int icase, struct agg_critical **out, size_t *n, cJSON **err)
 {
-	struct agg_critical *c = calloc(sp->ncrit + cJSON_GetArraySize(arr) + 1, sizeof(*c));
-	const cJSON *it;
+	struct agg_critical *c = calloc(sp->ncrit + nspecs + 1, sizeof(*c));
 
 	*out = c;
 	*n = 0;
@@ -176,19 +175,15 @@ int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
 	}
 	for (size_t i = 0; i < sp->ncrit; i++)
 		c[(*n)++] = (struct agg_critical){ sp->crit[i].name, sp->crit[i].pat };
-	cJSON_ArrayForEach(it, arr) {
+	for (size_t i = 0; i < nspecs; i++) {
 		char *name;
 		struct pat *p;
 
-		if (!cJSON_IsString(it)) {
-			*err = proto_error(2, "--critical: expected NAME=PATTERN strings");
-			return -EINVAL;
-		}
 		if (*n >= AGG_MAX_CRIT) {
 			*err = proto_error(2, "--critical: at most %d sections", AGG_MAX_CRIT);
 			return -EINVAL;
 		}
-		if (parse_critical(it->valuestring, icase, &name, &p, err))
+		if (parse_critical(specs[i], icase, &name, &p, err))
 			return -EINVAL;
 		c[(*n)++] = (struct agg_critical){ name, p };
 	}

@@ -153,8 +153,8 @@ void sample_mark_move(struct sample *sp, uint32_t id);
 /* --critical NAME=PATTERN, as a JSON array of strings. */
 int sample_set_criticals(struct sample *sp, const cJSON *arr, cJSON **err);
 /* The target's sections followed by those given at list time. */
-int sample_list_criticals(const struct sample *sp, const cJSON *arr, int icase,
-			  struct agg_critical **out, size_t *n, cJSON **err);
+int sample_list_criticals(const struct sample *sp, const char *const *specs, size_t nspecs,
+			  int icase, struct agg_critical **out, size_t *n, cJSON **err);
 void sample_free_criticals(const struct sample *sp, struct agg_critical *c, size_t n);
 
 /*
@@ -189,11 +189,11 @@ struct sample_listing {
 
 /* A listing request's patterns are well formed: 0, or -1 with the error in *rep (before
  * anything else is looked at, so that a usage error is reported as one). */
-int sample_check_listing(const cJSON *req, cJSON **rep);
+int sample_check_listing(const struct list_req *lr, cJSON **rep);
 
 /* 0, or -1 with *rep set to the error to answer (@t carries no sampling, a bad pattern). */
-int sample_listing_begin(void *g, struct target *t, const cJSON *req, struct sample_listing *ls,
-			 cJSON **rep);
+int sample_listing_begin(void *g, struct target *t, const struct list_req *lr,
+			 struct sample_listing *ls, cJSON **rep);
 void sample_listing_end(struct sample_listing *ls);
 
 /* LIST (sample_report.c): a listing taken, as the reply to `list` (summary, procedures,
@@ -204,8 +204,9 @@ void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const
 struct groups_namer;
 void sample_namer(const struct sample *sp, struct groups_namer *out);
 /* Sampling's inst_ops list_check and list_json (sample_report.c). */
-int sample_check_list(const cJSON *req, cJSON **rep);
-int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err);
+int sample_check_list(const struct list_req *lr, cJSON **rep);
+int sample_list(void *g, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
+		cJSON **err);
 
 /* Time slices (sample_time.c): --slices and --slice-memory of a start request; the
  * settings and figures in a target's facts; the window a listing asks (since, until) as a
@@ -213,10 +214,10 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
  * timeline. */
 int sample_set_slices(struct sample *sp, const cJSON *req, cJSON **rep);
 void sample_slices_json(const struct sample *sp, cJSON *o);
-int sample_window_begin(struct sample_listing *ls, const cJSON *req, cJSON **rep);
+int sample_window_begin(struct sample_listing *ls, const struct list_req *lr, cJSON **rep);
 void sample_window_json(const struct sample_listing *ls, cJSON *rep);
-int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const cJSON *req,
-			 const struct agg_list *whole, cJSON *rep);
+int sample_timeline_json(struct sample_listing *ls, const struct sym *s,
+			 const struct list_req *lr, const struct agg_list *whole, cJSON *rep);
 
 /* Results files (sample_store.c). */
 void sample_save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,

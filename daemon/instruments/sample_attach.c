@@ -84,7 +84,8 @@ int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void *
 	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);
 	sp->dwarf = strcmp(unwind, "fp") != 0;
 	sp->icase = proto_bool(req, "icase", 0);
-	if (when_compile(req, sp->icase, &sp->when, rep))
+	if (when_compile(proto_str(req, "when", NULL), proto_bool(req, "when_from_file", 0),
+			 sp->icase, &sp->when, rep))
 		goto fail;
 	if (sp->when) {
 		sp->when_text = strdup(proto_str(req, "when", ""));

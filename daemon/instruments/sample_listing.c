@@ -67,31 +67,29 @@ static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
 		oc->err = -ENOMEM;
 }
 
-int sample_check_listing(const cJSON *req, cJSON **rep)
+int sample_check_listing(const struct list_req *lr, cJSON **rep)
 {
-	struct sample sp = { 0 };
+	const struct sample none = { 0 };
+	struct agg_critical *crit = NULL;
 	struct pat *when = NULL;
+	size_t ncrit = 0;
 	int r;
 
-	r = when_compile(req, 0, &when, rep);
+	r = when_compile(lr->when, lr->when_from_file, false, &when, rep);
 	pat_free(when);
 	if (!r)
-		r = sample_set_criticals(&sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), rep);
-	for (size_t i = 0; i < sp.ncrit; i++) {
-		free(sp.crit[i].name);
-		free(sp.crit[i].text);
-		pat_free(sp.crit[i].pat);
-	}
-	free(sp.crit);
+		r = sample_list_criticals(&none, lr->critical, lr->ncritical, false, &crit, &ncrit,
+					  rep);
+	sample_free_criticals(&none, crit, ncrit);
 	return r ? -1 : 0;
 }
 
-int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sample_listing *ls,
-			 cJSON **rep)
+int sample_listing_begin(void *gp, struct target *t, const struct list_req *lr,
+			 struct sample_listing *ls, cJSON **rep)
 {
 	struct sample_g *g = gp;
 	struct sample *sp = sample_of(t);
-	const char *wtext = proto_str(req, "when", NULL);
+	const char *wtext = lr->when;
 	int icase;
 
 	memset(ls, 0, sizeof(*ls));
@@ -100,15 +98,15 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 				   t->id, t->name);
 		return -1;
 	}
-	icase = proto_bool(req, "icase", sp->icase);
-	if (when_compile(req, icase, &ls->when, rep))
+	icase = lr->icase >= 0 ? lr->icase : sp->icase;
+	if (when_compile(wtext, lr->when_from_file, icase, &ls->when, rep))
 		return -1;
 	ls->t = t;
 	ls->sp = sp;
-	if (sample_window_begin(ls, req, rep))
+	if (sample_window_begin(ls, lr, rep))
 		goto fail;
-	if (sample_list_criticals(sp, cJSON_GetObjectItemCaseSensitive(req, "critical"), icase,
-				  &ls->crit, &ls->ncrit, rep))
+	if (sample_list_criticals(sp, lr->critical, lr->ncritical, icase, &ls->crit, &ls->ncrit,
+				  rep))
 		goto fail;
 	/* open intervals are now's: in a window that reaches now */
 	if (sp->real && (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED) &&
@@ -130,8 +128,8 @@ int sample_listing_begin(void *gp, struct target *t, const cJSON *req, struct sa
 	ls->when_text = wtext ? wtext : sp->when_text;
 	ls->lo.period_ns = sp->period_ns;
 	ls->lo.when = wtext ? ls->when : sp->when;
-	ls->lo.kernel = sp->kernel && !proto_bool(req, "no_kernel", 0);
-	ls->lo.no_inline = proto_bool(req, "no_inline", sp->no_inline);
+	ls->lo.kernel = sp->kernel && !lr->no_kernel;
+	ls->lo.no_inline = lr->no_inline >= 0 ? lr->no_inline : sp->no_inline;
 	ls->lo.extra = ls->extra;
 	ls->lo.nextra = ls->nextra;
 	ls->lo.crit = ls->crit;

@@ -207,34 +207,33 @@ void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const
 	add_procedures(l->rows, l->nrows, l->counted, 0, s, out);
 }
 
-int sample_check_list(const cJSON *req, cJSON **rep)
+int sample_check_list(const struct list_req *lr, cJSON **rep)
 {
 	/* (the stacks and the timeline go together: diff and save take both, the slices for
 	 * how much the profile varies) */
-	if (!!proto_str(req, "lines", NULL) + !!proto_str(req, "offset", NULL) +
-	    (proto_bool(req, "stacks", 0) || proto_bool(req, "timeline", 0)) > 1) {
+	if (!!lr->lines + !!lr->offset + (lr->stacks || lr->timeline) > 1) {
 		*rep = proto_error(2, "list: one view at a time: --lines, profil, an export or the timeline");
 		return -1;
 	}
-	if (proto_str(req, "by", NULL) &&
-	    (proto_str(req, "lines", NULL) || proto_str(req, "offset", NULL))) {
+	if (lr->by && (lr->lines || lr->offset)) {
 		*rep = proto_error(2, "--by: not with --lines or profil (one procedure's views)");
 		return -1;
 	}
-	return sample_check_listing(req, rep);
+	return sample_check_listing(lr, rep);
 }
 
 /*
  * Sampling's part of `list`: the summary and the procedures, and the view asked for: the
  * exports' stacks, the lines (--lines) or a profil(2) buffer (--offset).
  */
-int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *rep, cJSON **err)
+int sample_list(void *g, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
+		cJSON **err)
 {
-	const char *lines = proto_str(req, "lines", NULL), *offset = proto_str(req, "offset", NULL);
+	const char *lines = lr->lines, *offset = lr->offset;
 	const struct inst_env *env = g; /* its first member */
-	int by = groups_by_parse(proto_str(req, "by", NULL));
+	int by = groups_by_parse(lr->by);
 	struct by_ctx bc = { .by = by };
-	uint32_t since = proto_num(req, "since_mark", 0);
+	uint32_t since = lr->since_mark;
 	struct sample_window w = { 0 };
 	struct sample_listing ls;
 	struct stacks *x = NULL;
@@ -243,18 +242,18 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	int r = -1;
 
 	(void)st;
-	if (sample_listing_begin(g, t, req, &ls, err))
+	if (sample_listing_begin(g, t, lr, &ls, err))
 		return -1;
 	if (since && sample_mark_window(ls.sp, t, since, &w, err))
 		goto out;
-	if (since && proto_bool(req, "remark", 0)) /* (nothing drains in between: no gap) */
+	if (since && lr->remark) /* (nothing drains in between: no gap) */
 		sample_mark_move(ls.sp, since);
-	if (proto_bool(req, "stacks", 0)) { /* the exports' view, rooted at the groups if --by */
+	if (lr->stacks) { /* the exports' view, rooted at the groups if --by */
 		struct groups_namer nm;
 
 		sample_namer(ls.sp, &nm);
 		x = stacks_new(env->sym, &ls.lo, &nm, by);
-		if (x && proto_bool(req, "labels", 0))
+		if (x && lr->labels)
 			stacks_labels(x);
 		ls.lo.visit = stacks_visit;
 		ls.lo.visit_ctx = x;
@@ -272,11 +271,9 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	    agg_list(w.agg ? w.agg : ls.agg, env->sym, &ls.lo, &l))
 		goto out;
 	if ((x && stacks_json(x, rep)) ||
-	    (proto_bool(req, "timeline", 0) &&
-	     sample_timeline_json(&ls, env->sym, req, &l, rep)) ||
+	    (lr->timeline && sample_timeline_json(&ls, env->sym, lr, &l, rep)) ||
 	    (lines && pcs_lines_json(pcs, lines, l.counted, rep, err)) ||
-	    (offset && pcs_profil_json(pcs, offset, proto_num(req, "scale", 0x10000),
-				       proto_num(req, "bufsiz", 0), t->comm, rep, err))) {
+	    (offset && pcs_profil_json(pcs, offset, lr->scale, lr->bufsiz, t->comm, rep, err))) {
 		agg_list_free(&l);
 		goto out;
 	}
@@ -292,7 +289,7 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 		else if (ls.windowed && ls.nslices) /* what the slices cover */
 			cJSON_AddNumberToObject(p, "duration_s",
 						(ls.covered_t1 - ls.covered_t0) / 1e9);
-		if (proto_bool(req, "labels", 0)) { /* every sample says where it comes from */
+		if (lr->labels) { /* every sample says where it comes from */
 			char host[256] = "";
 
 			gethostname(host, sizeof(host) - 1);
@@ -332,7 +329,7 @@ int sample_list(void *g, struct target *t, void *st, const cJSON *req, cJSON *re
 	}
 	r = 0;
 out:
-	if (since && proto_bool(req, "drop_mark", 0))
+	if (since && lr->drop_mark)
 		sample_mark_drop(ls.sp, since);
 	agg_free(w.agg);
 	stacks_free(x);

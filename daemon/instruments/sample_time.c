@@ -32,12 +32,12 @@ static void into_view(void *ctx, const uint64_t *row)
 	agg_view_add(ctx, row[0], row[1], row[2]);
 }
 
-int sample_window_begin(struct sample_listing *ls, const cJSON *req, cJSON **rep)
+int sample_window_begin(struct sample_listing *ls, const struct list_req *lr, cJSON **rep)
 {
 	struct timed_window w;
 
 	ls->agg = ls->sp->agg;
-	if (timed_window_parse(req, ls->t->start_wall, &w, rep))
+	if (timed_window_parse(lr, ls->t->start_wall, &w, rep))
 		return -1;
 	if (!w.on)
 		return 0;
@@ -78,10 +78,10 @@ void sample_window_json(const struct sample_listing *ls, cJSON *rep)
  * the target answers to is said in @rep's "timeline_unseen", with the names near it.
  */
 static size_t pick(struct sample_listing *ls, const struct agg_list *whole, const struct sym *s,
-		   const cJSON *req, uint32_t *procs, size_t max, cJSON *rep)
+		   const struct list_req *lr, uint32_t *procs, size_t max, cJSON *rep)
 {
-	const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "timeline_procs"), *x;
-	size_t top = (size_t)proto_num(req, "timeline_top", 5), n = 0, np = 0;
+	size_t top = lr->timeline_top, n = 0, np = 0;
+	bool icase = lr->icase >= 0 ? lr->icase : ls->sp->icase;
 	struct agg_row *rows = malloc((whole->nrows + 1) * sizeof(*rows));
 	struct pat *pats[TIMELINE_MAX_PROCS] = { 0 };
 	const char *texts[TIMELINE_MAX_PROCS];
@@ -93,15 +93,14 @@ static size_t pick(struct sample_listing *ls, const struct agg_list *whole, cons
 	agg_sort_rows(rows, whole->nrows, 0, s);
 	for (size_t i = 0; i < whole->nrows && n < MIN(top, max); i++)
 		procs[n++] = rows[i].proc;
-	cJSON_ArrayForEach(x, names) {
+	for (size_t j = 0; j < lr->ntimeline_procs; j++) {
+		const char *name = lr->timeline_procs[j];
 		struct pat *p = NULL;
 
-		if (np == TIMELINE_MAX_PROCS ||
-		    pat_parse(x->valuestring, proto_bool(req, "icase", ls->sp->icase) ? PAT_ICASE : 0,
-			      &p, NULL))
+		if (np == TIMELINE_MAX_PROCS || pat_parse(name, icase ? PAT_ICASE : 0, &p, NULL))
 			continue; /* (checked when the request was read) */
 		pats[np] = p;
-		texts[np++] = x->valuestring;
+		texts[np++] = name;
 		for (size_t i = 0; i < whole->nrows && n < max; i++) {
 			struct pat_frame pf = agg_proc_frame(s, rows[i].proc);
 			size_t k;
@@ -130,8 +129,8 @@ static size_t pick(struct sample_listing *ls, const struct agg_list *whole, cons
  * window takes listed alone (WHEN and the sections apply as to the whole), with the
  * counts of the procedures followed in it.
  */
-int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const cJSON *req,
-			 const struct agg_list *whole, cJSON *rep)
+int sample_timeline_json(struct sample_listing *ls, const struct sym *s,
+			 const struct list_req *lr, const struct agg_list *whole, cJSON *rep)
 {
 	const struct slices *sl = ls->sp->slices;
 	uint64_t since = ls->windowed ? ls->since : 0, until = ls->windowed ? ls->until : UINT64_MAX;
@@ -148,7 +147,7 @@ int sample_timeline_json(struct sample_listing *ls, const struct sym *s, const c
 		agg_free(v);
 		return -ENOMEM;
 	}
-	np = pick(ls, whole, s, req, procs, TIMELINE_MAX_PROCS, tl);
+	np = pick(ls, whole, s, lr, procs, TIMELINE_MAX_PROCS, tl);
 	lo.visit = NULL;
 	lo.extra = NULL; /* open intervals: in the whole listing, not in one slice */
 	lo.nextra = 0;

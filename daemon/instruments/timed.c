@@ -43,9 +43,10 @@ int timed_cfg(const cJSON *req, struct slices_cfg *cfg, cJSON **rep)
 
 #define TIME_WORDS "a time is now, -15m (before now), +10s (after the target's start), HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or @EPOCH_SECONDS"
 
-int timed_window_parse(const cJSON *req, double start_wall, struct timed_window *w, cJSON **rep)
+int timed_window_parse(const struct list_req *lr, double start_wall, struct timed_window *w,
+		       cJSON **rep)
 {
-	const char *since = proto_str(req, "since", NULL), *until = proto_str(req, "until", NULL);
+	const char *since = lr->since, *until = lr->until;
 	uint64_t now = wall_ns(), start = (uint64_t)(start_wall * 1e9);
 
 	*w = (struct timed_window){ .on = since || until, .until = UINT64_MAX };

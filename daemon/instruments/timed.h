@@ -16,6 +16,8 @@
 
 #include "slices.h"
 
+struct list_req;
+
 struct sf_rd;
 struct sf_wr;
 struct target;
@@ -37,7 +39,8 @@ struct timed_window {
  * The window of a list request (@start_wall: the target's start, for "+10s"): w->on false
  * when none is asked. 0, or -1 with the error in *rep.
  */
-int timed_window_parse(const cJSON *req, double start_wall, struct timed_window *w, cJSON **rep);
+int timed_window_parse(const struct list_req *lr, double start_wall, struct timed_window *w,
+		       cJSON **rep);
 /*
  * Take the window's slices of @sl (@fn gets each row, as slices_window()) into w->span;
  * what the open slice covers ends now.

@@ -9,10 +9,8 @@
 #include "proto.h"
 #include "when.h"
 
-int when_compile(const cJSON *req, bool icase, struct pat **out, cJSON **err)
+int when_compile(const char *text, bool file, bool icase, struct pat **out, cJSON **err)
 {
-	const char *text = proto_str(req, "when", NULL);
-	bool file = proto_bool(req, "when_from_file", 0);
 	struct pat_error pe = { 0 };
 	int r, line, col;
 

@@ -16,11 +16,11 @@
 #include "pcmon_when.h"
 
 /*
- * The pattern of request @req: its "when" text (NULL: none, *out NULL), "when_from_file"
- * (errors by line and column), names ignoring case if @icase. 0, or -errno with the one-line
- * error in *err ("--when: column 12: expected a name after '->'").
+ * The pattern @text (NULL: none, *out NULL), read from a file if @from_file (errors by line
+ * and column), names ignoring case if @icase. 0, or -errno with the one-line error in *err
+ * ("--when: column 12: expected a name after '->'").
  */
-int when_compile(const cJSON *req, bool icase, struct pat **out, cJSON **err);
+int when_compile(const char *text, bool from_file, bool icase, struct pat **out, cJSON **err);
 
 /*
  * Can the shadow stack answer @p (names joined through '*' only, at most PCMON_WHEN_THREADS

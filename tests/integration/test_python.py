@@ -70,6 +70,15 @@ def pyenv_pythons():
     return found, absent
 
 
+def every_pyenv_python():
+    """pyenv_pythons()' builds, the versions absent said; none at all fails."""
+    found, absent = pyenv_pythons()
+    assert found, f"no pyenv CPython of {', '.join(VERSIONS)} under {PYENV}/versions"
+    if absent:
+        print(f"  skipped: no pyenv build of CPython {', '.join(absent)} under {PYENV}/versions")
+    return found
+
+
 @contextlib.contextmanager
 def held(py, secs):
     """pyphases.py under @py for @secs, held at its start until let go: yields the process,
@@ -127,10 +136,7 @@ def test_every_version_shares_and_lines():
     the other tests'): every function's share within 2 pp of its own CPU share, over its three
     threads, each line of `lined` within 3 pp, the interpreter's loop gone. A version absent is
     said and skipped; none at all fails."""
-    found, absent = pyenv_pythons()
-    assert found, f"no pyenv CPython of {', '.join(VERSIONS)} under {PYENV}/versions"
-    if absent:
-        print(f"  skipped: no pyenv build of CPython {', '.join(absent)} under {PYENV}/versions")
+    found = every_pyenv_python()
     failed = []
     for v, py in found.items():
         listing, own, lines = attach_and_list(py, 8)
@@ -170,10 +176,7 @@ def test_every_version_when_real_critical():
     charged to the Python frame that sleeps, and a critical section declared over a Python
     function (its samples charged to it, the function gone from the table), each against the
     program's own clocks. A version absent is said and skipped; none at all fails."""
-    found, absent = pyenv_pythons()
-    assert found, f"no pyenv CPython of {', '.join(VERSIONS)} under {PYENV}/versions"
-    if absent:
-        print(f"  skipped: no pyenv build of CPython {', '.join(absent)} under {PYENV}/versions")
+    found = every_pyenv_python()
     failed = []
     for v, py in found.items():
         try:

@@ -61,8 +61,10 @@ def test_dwarf_at_10khz_loses_nothing():
     ring itself lost 200 to 1,100 of 95,000 as a run started)."""
     listing, p = pcmon_json("run", "--interval", 100, "--unwind", "dwarf", "--",
                             workload("threefn"), 3, sock="/nonexistent/pcmond.sock")
-    s = listing["summary"]
-    assert s["counted"] >= 20000, s
+    s, own = listing["summary"], first_json_line(p.stdout)
+    # a sample for each 100 us of the CPU time the program had (fewer on a busy machine,
+    # which gives it less of its 3 s: the rate is what matters)
+    assert s["counted"] >= 0.9 * own["cpu_s"] * 1e4, (s, own)
     assert s["lost"] == 0, s["lost_by_reason"]
 
 

@@ -256,7 +256,7 @@ static void list(const struct sym *s, const struct target *t, struct agg_list *l
 	cJSON *err = NULL;
 	size_t n;
 
-	assert_int_equal(sample_list_criticals(S(t), NULL, S(t)->icase, &crit, &n, &err), 0);
+	assert_int_equal(sample_list_criticals(S(t), NULL, 0, S(t)->icase, &crit, &n, &err), 0);
 	lo.crit = crit;
 	lo.ncrit = n;
 	assert_int_equal(agg_list(S(t)->agg, s, &lo, l), 0);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "listreq.h"
 #include "proto.h"
 #include "util.h"
 #include "when.h"
@@ -194,35 +195,71 @@ static void test_what_the_shadow_stack_cannot_answer(void **state)
 	pat_free(p);
 }
 
+/* when_compile() of a list request's pattern, read as the engine reads it (listreq.h). */
+static int compile_req(const char *json, bool icase, struct pat **p, cJSON **err)
+{
+	cJSON *req = cJSON_Parse(json);
+	struct list_req lr;
+	int r;
+
+	assert_non_null(req);
+	assert_int_equal(list_req_parse(req, &lr), 0);
+	r = when_compile(lr.when, lr.when_from_file, icase, p, err);
+	list_req_free(&lr);
+	cJSON_Delete(req);
+	return r;
+}
+
 static void test_request_pattern_errors(void **state)
 {
-	cJSON *req, *err = NULL;
+	cJSON *err = NULL;
 	struct pat *p = NULL;
 
 	(void)state;
-	req = cJSON_Parse("{\"when\": \"a->\"}");
-	assert_int_equal(when_compile(req, false, &p, &err), -EINVAL);
+	assert_int_equal(compile_req("{\"when\": \"a->\"}", false, &p, &err), -EINVAL);
 	assert_null(p);
 	assert_string_equal(proto_str(err, "error", ""),
 			    "--when: column 4: expected a name after '->'");
 	cJSON_Delete(err);
-	cJSON_Delete(req);
 	err = NULL;
-	req = cJSON_Parse("{\"when\": \"a\\n->;\", \"when_from_file\": true}");
-	assert_int_equal(when_compile(req, false, &p, &err), -EINVAL);
+	assert_int_equal(compile_req("{\"when\": \"a\\n->;\", \"when_from_file\": true}", false,
+				     &p, &err), -EINVAL);
 	assert_string_equal(proto_str(err, "error", ""),
 			    "--when-file: line 2, column 3: expected a name after '->'");
 	cJSON_Delete(err);
-	cJSON_Delete(req);
 	/* none: no pattern, no error; -i: names ignore case */
-	req = cJSON_Parse("{}");
-	assert_int_equal(when_compile(req, false, &p, &err), 0);
+	assert_int_equal(compile_req("{}", false, &p, &err), 0);
 	assert_null(p);
-	cJSON_Delete(req);
-	req = cJSON_Parse("{\"when\": \"P.A\"}");
-	assert_int_equal(when_compile(req, true, &p, &err), 0);
+	assert_int_equal(compile_req("{\"when\": \"P.A\"}", true, &p, &err), 0);
 	assert_true(pat_name_match(p, 0, &(struct pat_frame){ .module = "p", .proc = "a" }));
 	pat_free(p);
+}
+
+/* A list request read once: what it does not say is unset (the target's) or the default. */
+static void test_list_request_read_once(void **state)
+{
+	cJSON *req = cJSON_Parse("{\"cmd\": \"list\", \"icase\": false, \"critical\": "
+				 "[\"gc=*->gc->*\", \"io=read\"], \"timeline_procs\": [\"a\"], "
+				 "\"since\": \"-1m\", \"stacks\": true, \"since_mark\": 3}");
+	struct list_req lr;
+
+	(void)state;
+	assert_int_equal(list_req_parse(req, &lr), 0);
+	assert_int_equal(lr.icase, 0);		/* said */
+	assert_int_equal(lr.no_inline, -1);	/* not said: the target's */
+	assert_null(lr.when);
+	assert_int_equal(lr.ncritical, 2);
+	assert_string_equal(lr.critical[1], "io=read");
+	assert_int_equal(lr.ntimeline_procs, 1);
+	assert_int_equal(lr.timeline_top, 5);
+	assert_int_equal(lr.scale, 0x10000);
+	assert_string_equal(lr.since, "-1m");
+	assert_null(lr.until);
+	assert_true(lr.stacks && !lr.timeline && !lr.labels);
+	assert_int_equal(lr.since_mark, 3);
+	assert_string_equal(lr.sort, "self");
+	list_req_free(&lr);
+	assert_null(lr.critical);
 	cJSON_Delete(req);
 }
 
@@ -255,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_long_threads_and_recursion),
 		cmocka_unit_test(test_what_the_shadow_stack_cannot_answer),
 		cmocka_unit_test(test_request_pattern_errors),
+		cmocka_unit_test(test_list_request_read_once),
 		cmocka_unit_test(test_names_alone),
 	};
 
