@@ -26,10 +26,16 @@ def nm_addrs(exe):
     return {p[2]: int(p[0], 16) for p in (l.split() for l in out.splitlines()) if len(p) == 3}
 
 
-def check_shares(listing, own, names):
-    """Each function's shallow share within the tolerance docs/design.md states of the program's own."""
+def check_shares(listing, own, names, among_named=False):
+    """Each function's shallow share within the tolerance docs/design.md states of the program's
+    own. @among_named: the program's shares are of the named functions' time alone (what
+    it measured around them), so pcmon's are taken among their samples too: its time in
+    the clock it reads them with, a system call whose cost grows with the host's load
+    (6 % of the samples once), is in neither."""
     n = listing["summary"]["counted"]
     p = procs(listing)
+    if among_named:
+        n = sum(p[name]["shallow"] for name in names.values() if name in p)
     for fn, name in names.items():
         assert name in p, (name, sorted(p)[:30])
         got = p[name]["shallow"] / n
@@ -373,7 +379,7 @@ def test_rust_names_are_demangled():
         for mode in ("auto", "fp"):
             listing, proc = pcmon_json("run", "--interval", 1000, "--unwind", mode, "--",
                                        workload(prog), 2.5, sock=NODAEMON)
-            check_shares(listing, first_json_line(proc.stdout), names)
+            check_shares(listing, first_json_line(proc.stdout), names, among_named=True)
             assert not any(p["procedure"].split(".", 1)[1].startswith(("_Z", "_R"))
                            for p in listing["procedures"]), listing["procedures"][:10]
     w, _ = pcmon_json("run", "--interval", 1000, "--when", "names::shapes::area", "--",
