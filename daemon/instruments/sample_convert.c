@@ -67,6 +67,21 @@ static bool python_missed(struct sample_g *g, const struct pcmon_key *k, uint32_
 }
 
 /*
+ * A stack BPF read no Python frames for, of a target that reads them (@locs its native
+ * frames): one whose native frames run the interpreter's loop was running Python code that
+ * BPF did not know the interpreter of then (the engine, busy naming the first samples from a
+ * libpython's debug information, had not yet found it in a process started a moment before),
+ * so it is flagged, not silently native.
+ */
+static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const uint32_t *locs,
+			  uint32_t n)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && sample_of(t)->python && py_runs_eval(g->py, locs, n);
+}
+
+/*
  * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
  * native frames and the frames after it. The native pcs are named, then each activation of
  * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
@@ -232,6 +247,8 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+		if (python_unread(g, k, st->locs, nu))
+			st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(AGG_UNWALK_PYTHON_UNKNOWN);
 	}
 	st->nuser = nu;
 	st->nkern = nk;
