@@ -53,7 +53,7 @@ static void list(const struct sym *s, struct target *t)
 	cJSON *err = NULL, *out;
 	size_t ncrit = 0;
 
-	CHECK(!sample_list_criticals(sp, NULL, sp->icase, &crit, &ncrit, &err));
+	CHECK(!sample_list_criticals(sp, NULL, 0, sp->icase, &crit, &ncrit, &err));
 	lo.crit = crit;
 	lo.ncrit = ncrit;
 	ls.crit = crit;
