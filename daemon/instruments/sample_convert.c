@@ -112,6 +112,16 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 		st->flags |= AGG_SF_CUT(AGG_UNWALK_PYTHON);
 		return 0;
 	}
+	/*
+	 * A launcher looked at before its libpython was mapped: its address map read again and
+	 * looked at again first, before naming the native pcs may keep the engine a second
+	 * (the first time it reads libpython's debug information), so that BPF reads Python
+	 * frames from the samples taken meanwhile on.
+	 */
+	if (in.status == PCMON_PY_UNKNOWN && py_look_pending(g->py, k->pid, k->epoch)) {
+		sym_proc_reload(g->env.sym, k->pid, k->epoch, now_ns());
+		sample_convert_python_look(g, k->pid, k->epoch, false);
+	}
 	for (uint32_t i = 0; i < nu; i++)
 		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
 	in.nat = g->natlocs;
@@ -370,6 +380,13 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 	if (!procs_proc_epoch(g->env.procs, pid, &live) && live != epoch)
 		return;
 	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
+	/* a launcher whose libpython is not mapped yet: no entry, so that BPF marks its samples
+	 * unknown and their conversion looks again (merge_python()) */
+	py_set_pending(g->py, pid, epoch, r == -EAGAIN);
+	if (r == -EAGAIN && py_look_pending(g->py, pid, epoch))
+		return;
+	if (r == -EAGAIN)
+		r = -ENOENT; /* (looked at PY_LOOK_TRIES times: given up) */
 	if (r == -ENOTSUP && py_tell_once(g->py, pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
 	if (r == -EPROTO && py_tell_once(g->py, pid))

@@ -156,6 +156,8 @@ struct py {
 	size_t ngone, cap_gone;
 	struct itab *told;	/* pids a warning was given about */
 	struct itab *looked;	/* (pid, epoch) looked at for an interpreter */
+	struct { uint32_t pid, epoch, tries; } *pending;	/* py_look_pending() */
+	size_t npending, cap_pending;
 	uint32_t gen;
 	uint32_t eval_name;	/* string id of PY_EVAL_FN */
 };
@@ -188,6 +190,7 @@ void py_free(struct py *p)
 	free(p->codes);
 	free(p->pids);
 	free(p->gone);
+	free(p->pending);
 	free(p);
 }
 
@@ -227,6 +230,7 @@ void py_exited(struct py *p, uint32_t pid, uint64_t now)
 {
 	size_t i = 0;
 
+	py_set_pending(p, pid, 0, false);
 	while (i < p->ngone) {
 		if (p->gone[i].at + PY_FORGET_NS < now) {
 			py_forget(p, p->gone[i].pid);
@@ -246,6 +250,35 @@ bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch)
 	uint32_t key[2] = { pid, epoch }, id;
 
 	return itab_intern(p->looked, key, sizeof(key), &id) == 1;
+}
+
+void py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
+{
+	size_t i;
+
+	for (i = 0; i < p->npending; i++)
+		if (p->pending[i].pid == pid)
+			break;
+	if (!on) {
+		if (i < p->npending)
+			p->pending[i] = p->pending[--p->npending];
+		return;
+	}
+	if (i == p->npending) {
+		if (GROW(p->pending, p->cap_pending, p->npending + 1))
+			return; /* (no memory: the look it made stands) */
+		p->pending[p->npending++] = (typeof(*p->pending)){ pid, epoch, 0 };
+	} else if (p->pending[i].epoch != epoch) {
+		p->pending[i] = (typeof(*p->pending)){ pid, epoch, 0 };
+	}
+}
+
+bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch)
+{
+	for (size_t i = 0; i < p->npending; i++)
+		if (p->pending[i].pid == pid && p->pending[i].epoch == epoch)
+			return p->pending[i].tries++ < PY_LOOK_TRIES;
+	return false;
 }
 
 bool py_tell_once(struct py *p, uint32_t pid)
@@ -656,6 +689,7 @@ struct find_ctx {
 	char *why;
 	size_t len;
 	const char *last;	/* the object looked at last: each once */
+	bool launcher;		/* a python* executable with no interpreter in it was seen */
 	int r;
 };
 
@@ -668,6 +702,8 @@ static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 		return 0;
 	c->last = path;
 	c->r = find_in(c->pid, path, start, end, c->out, c->lo, c->code_type, c->why, c->len);
+	if (c->r == -ENOENT && strncmp(strrchr(path, '/') + 1, "libpython", 9))
+		c->launcher = true; /* its libpython may still be on its way */
 	return c->r != -ENOENT;
 }
 
@@ -676,11 +712,11 @@ static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 static int find(struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
 		struct py_layout *lo, uint64_t *code_type, char *why, size_t len)
 {
-	struct find_ctx c = { pid, out, lo, code_type, why, len, NULL, -ENOENT };
+	struct find_ctx c = { pid, out, lo, code_type, why, len, NULL, false, -ENOENT };
 
 	elf_version(EV_CURRENT);
 	sym_proc_files(s, pid, epoch, find_cb, &c);
-	return c.r;
+	return c.r == -ENOENT && c.launcher ? -EAGAIN : c.r;
 }
 
 int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,

@@ -68,7 +68,8 @@ void py_free(struct py *p);
  * Find process @pid's interpreter and keep it: 0 and *@out filled for BPF (its epoch left to
  * the caller); -ENOENT: no CPython in it; -ENOTSUP: a CPython pcmon has no offsets for;
  * -EPROTO: one pcmon has a table for, whose build is not laid out as the table says
- * (@why says which).
+ * (@why says which); -EAGAIN: none yet, but it runs a python* executable with no
+ * interpreter in it, whose libpython the dynamic linker has not mapped yet (py_set_pending()).
  */
 struct sym;
 int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
@@ -88,6 +89,15 @@ void py_exited(struct py *p, uint32_t pid, uint64_t now);
 bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch);
 /* True the first time it is asked about @pid (a warning said once per process). */
 bool py_tell_once(struct py *p, uint32_t pid);
+/*
+ * Image @epoch of @pid runs a Python launcher whose libpython was not loaded when it was
+ * looked at (py_add() said -EAGAIN: the dynamic linker was still at work): look again, at
+ * most PY_LOOK_TRIES times (@on false: found, or given up). py_look_pending() is true while
+ * a look is owed, each call one of them.
+ */
+#define PY_LOOK_TRIES 50
+void py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on);
+bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch);
 
 /* Read the code object of Python frame @word of process @pid now, while it runs: 0, or
  * -EFAULT. */
