@@ -18,8 +18,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests,
-                 share_tolerance_pp)
+from lib import (Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
+                 run_tests, share_tolerance_pp)
 
 PY = "/usr/bin/python3.11"
 WORK = os.path.join(os.path.dirname(__file__), "..", "workloads", "python", "pyphases.py")
@@ -221,6 +221,64 @@ def test_every_version_short_dwarf_run_flags_what_it_misses():
         print(f"  {v}: {s['counted']} samples, {ev} run the loop natively, {flagged} flagged")
         if ev > flagged + 0.05 * s["counted"]:
             failed.append(f"{v}: {ev} samples run the loop natively, {flagged} flagged")
+    assert not failed, "\n".join(failed)
+
+
+def check_shares_among(listing, own, what):
+    """The program's functions' shares of their own time, each within its tolerance of the
+    program's: a --all target's samples are every process's, so pcmon's are taken among the
+    program's functions too."""
+    p = procs(listing)
+    got = {fn: p.get(f"py.pyphases.{fn}", {"deep": 0})["deep"] for fn in FNS}
+    n, total = sum(got.values()), sum(own["cpu"][fn] for fn in FNS)
+    assert n >= 500, (what, got)
+    for fn in FNS:
+        want = own["cpu"][fn] / total
+        tol = share_tolerance_pp(want, n)
+        assert abs(got[fn] / n - want) * 100 <= tol, \
+            f"{what}: {fn} pcmon {got[fn] / n:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n})"
+
+
+def test_cgroup_and_all_targets_read_python_frames():
+    """A --cgroup target and an --all target read the Python frames of every CPython there is
+    (Debian's 3.11 and each of pyenv's): pyphases.py in a cgroup of its own, then another
+    beside everything, each held until its target runs, shares as the program measured."""
+    root = cgroup2_root()
+    cg = os.path.join(root, f"pcmon-py-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    failed = []
+    try:
+        for v, py in {"3.11 (Debian)": PY, **every_pyenv_python()}.items():
+            try:
+                with held(py, 4) as (proc, pid, go):
+                    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                        f.write(str(pid))
+                    tid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock,
+                                check=0).stdout.strip()
+                    go()
+                    out, _ = proc.communicate(timeout=120)
+                time.sleep(0.5)
+                listing = pcmon_json("list", tid, sock=d.sock)[0]
+                pcmon("stop", tid, sock=d.sock, check=0)
+                pcmon("drop", tid, sock=d.sock, check=0)
+                check_shares(listing, first_json_line(out))
+                with held(py, 4) as (proc, pid, go):
+                    tid = pcmon("start", "--all", "--interval", 1000, sock=d.sock,
+                                check=0).stdout.strip()
+                    go()
+                    out, _ = proc.communicate(timeout=120)
+                time.sleep(0.5)
+                listing = pcmon_json("list", tid, sock=d.sock)[0]
+                pcmon("stop", tid, sock=d.sock, check=0)
+                pcmon("drop", tid, sock=d.sock, check=0)
+                check_shares_among(listing, first_json_line(out), f"{v} --all")
+                print(f"  {v}: --cgroup and --all as the program measured")
+            except AssertionError as e:
+                failed.append(f"{v}: {e}")
+    finally:
+        d.stop()
+        os.rmdir(cg)
     assert not failed, "\n".join(failed)
 
 
