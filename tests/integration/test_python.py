@@ -247,32 +247,28 @@ def test_cgroup_and_all_targets_read_python_frames():
     cg = os.path.join(root, f"pcmon-py-{os.getpid()}")
     os.mkdir(cg)
     d = Daemon().start()
+    def watched(py, *how, into=None):
+        """pyphases.py under @py for 4 s, watched by a target started with @how (put in
+        cgroup @into first): the listing, the program's own figures."""
+        with held(py, 4) as (proc, pid, go):
+            if into:
+                with open(os.path.join(into, "cgroup.procs"), "w") as f:
+                    f.write(str(pid))
+            tid = pcmon("start", *how, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+            go()
+            out, _ = proc.communicate(timeout=120)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        pcmon("stop", tid, sock=d.sock, check=0)
+        pcmon("drop", tid, sock=d.sock, check=0)
+        return listing, first_json_line(out)
+
     failed = []
     try:
         for v, py in {"3.11 (Debian)": PY, **every_pyenv_python()}.items():
             try:
-                with held(py, 4) as (proc, pid, go):
-                    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-                        f.write(str(pid))
-                    tid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock,
-                                check=0).stdout.strip()
-                    go()
-                    out, _ = proc.communicate(timeout=120)
-                time.sleep(0.5)
-                listing = pcmon_json("list", tid, sock=d.sock)[0]
-                pcmon("stop", tid, sock=d.sock, check=0)
-                pcmon("drop", tid, sock=d.sock, check=0)
-                check_shares(listing, first_json_line(out))
-                with held(py, 4) as (proc, pid, go):
-                    tid = pcmon("start", "--all", "--interval", 1000, sock=d.sock,
-                                check=0).stdout.strip()
-                    go()
-                    out, _ = proc.communicate(timeout=120)
-                time.sleep(0.5)
-                listing = pcmon_json("list", tid, sock=d.sock)[0]
-                pcmon("stop", tid, sock=d.sock, check=0)
-                pcmon("drop", tid, sock=d.sock, check=0)
-                check_shares_among(listing, first_json_line(out), f"{v} --all")
+                check_shares(*watched(py, "--cgroup", cg, into=cg))
+                check_shares_among(*watched(py, "--all"), f"{v} --all")
                 print(f"  {v}: --cgroup and --all as the program measured")
             except AssertionError as e:
                 failed.append(f"{v}: {e}")
