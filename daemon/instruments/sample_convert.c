@@ -382,8 +382,7 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 	r = py_add(g->py, g->env.sym, pid, epoch, &pp, why, sizeof(why));
 	/* a launcher whose libpython is not mapped yet: no entry, so that BPF marks its samples
 	 * unknown and their conversion looks again (merge_python()) */
-	py_set_pending(g->py, pid, epoch, r == -EAGAIN);
-	if (r == -EAGAIN && py_look_pending(g->py, pid, epoch))
+	if (py_set_pending(g->py, pid, epoch, r == -EAGAIN))
 		return;
 	if (r == -EAGAIN)
 		r = -ENOENT; /* (looked at PY_LOOK_TRIES times: given up) */

@@ -252,7 +252,7 @@ bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch)
 	return itab_intern(p->looked, key, sizeof(key), &id) == 1;
 }
 
-void py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
+bool py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
 {
 	size_t i;
 
@@ -262,15 +262,16 @@ void py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
 	if (!on) {
 		if (i < p->npending)
 			p->pending[i] = p->pending[--p->npending];
-		return;
+		return false;
 	}
 	if (i == p->npending) {
 		if (GROW(p->pending, p->cap_pending, p->npending + 1))
-			return; /* (no memory: the look it made stands) */
+			return false; /* (no memory: the look it made stands) */
 		p->pending[p->npending++] = (typeof(*p->pending)){ pid, epoch, 0 };
 	} else if (p->pending[i].epoch != epoch) {
 		p->pending[i] = (typeof(*p->pending)){ pid, epoch, 0 };
 	}
+	return p->pending[i].tries < PY_LOOK_TRIES;
 }
 
 bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch)

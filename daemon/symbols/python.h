@@ -92,11 +92,11 @@ bool py_tell_once(struct py *p, uint32_t pid);
 /*
  * Image @epoch of @pid runs a Python launcher whose libpython was not loaded when it was
  * looked at (py_add() said -EAGAIN: the dynamic linker was still at work): look again, at
- * most PY_LOOK_TRIES times (@on false: found, or given up). py_look_pending() is true while
- * a look is owed, each call one of them.
+ * most PY_LOOK_TRIES times (@on false: found, or given up); false once they are spent.
+ * py_look_pending() is true while a look is owed, each call one of them.
  */
-#define PY_LOOK_TRIES 50
-void py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on);
+#define PY_LOOK_TRIES 500
+bool py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on);
 bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch);
 
 /* Read the code object of Python frame @word of process @pid now, while it runs: 0, or
