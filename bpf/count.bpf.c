@@ -156,12 +156,23 @@ static __always_inline void key_of(const struct pcmon_cact *a, __u32 tgid, struc
  * and open now (their time had it taken out, and some may have been before their entry).
  * A call open across the whole interval holds it all, as its time says.
  */
+/* @d placed in row @s: in its sum, and its largest placement (an extreme; a lost race keeps
+ * a smaller one, as for the other extremes) */
+static __always_inline void row_unplaced(struct pcmon_cstat *s, __u64 d)
+{
+	__sync_fetch_and_add(&s->unplaced_steal_ns, d);
+	if (d > s->max_unplaced_ns)
+		s->max_unplaced_ns = d;
+}
+
 static __always_inline void place_steal(const struct vclock *v, struct pcmon_cstack *cs, __u64 d)
 {
 	__u32 n = cs && cs->ret_gen == v->upd_gen ? cs->nret : 0, depth;
 	struct pcmon_cstat *s;
 
-	if (!cs || n > PCMON_COUNT_RETS || v->leg_hit) {
+	/* (an update inside a probe, between its clock reading and its end, may hold time of
+	 * the call that probe opens or closes, which it has not recorded yet) */
+	if (!cs || n > PCMON_COUNT_RETS || v->leg_hit || v->in_probe) {
 		if (v->target < PCMON_MAX_TARGETS)
 			__sync_fetch_and_add(&unplaced_steal[v->target], d);
 		if (!cs)
@@ -172,7 +183,7 @@ static __always_inline void place_steal(const struct vclock *v, struct pcmon_cst
 			break;
 		s = bpf_map_lookup_elem(&cstat, &cs->ret[i]);
 		if (s)
-			__sync_fetch_and_add(&s->unplaced_steal_ns, d);
+			row_unplaced(s, d);
 	}
 	if (!cs->virt || cs->ent_gen != v->upd_gen)
 		return;
@@ -191,7 +202,7 @@ static __always_inline void place_steal(const struct vclock *v, struct pcmon_cst
  */
 static __always_inline void steal_look(struct vclock *v, struct pcmon_cstack *cs, bool update)
 {
-	__u64 now = vclock_steal(v), d = now - v->steal_look;
+	__u64 now = vclock_steal(v), d = now > v->steal_look ? now - v->steal_look : 0;
 
 	if (d && v->probed)
 		place_steal(v, cs, d);
@@ -211,6 +222,25 @@ static __always_inline void probe_look(struct vclock *v, struct pcmon_cstack *cs
 		return;
 	steal_look(v, cs, false);
 	v->probed = 1;
+	v->in_probe = 1;
+}
+
+/* The probe that called probe_look() for @v ends. */
+static __always_inline void probe_done(struct vclock *v)
+{
+	if (v)
+		v->in_probe = 0;
+}
+
+/*
+ * Activations of the thread of @v (@cs its shadow stack) were closed at this probe other
+ * than by their return (unwound, exited): what the next update counts may be in any of
+ * their rows, which are not kept one by one (rare; it goes to the target's every row).
+ */
+static __always_inline void note_closed_many(const struct vclock *v, struct pcmon_cstack *cs)
+{
+	cs->ret_gen = v->upd_gen;
+	cs->nret = PCMON_COUNT_RETS + 1;
 }
 
 /* The scheduler has just updated the clock of @task's CPU, @task running there. */
@@ -444,7 +474,7 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now,
 		if (self_steal)
 			__sync_fetch_and_add(&s->self_steal_ns, self_steal);
 		if (a->unplaced)
-			__sync_fetch_and_add(&s->unplaced_steal_ns, a->unplaced);
+			row_unplaced(s, a->unplaced);
 		if (a->self_ctx) {
 			__sync_fetch_and_add(&s->self_ctx, a->self_ctx);
 			__sync_fetch_and_add(&s->self_ctx_xol, a->self_ctx_xol);
@@ -484,8 +514,10 @@ __noinline int pop(struct pcmon_cstack *cs, __u32 tgid, __u64 now,
  * stack pointer of a frame that is live now (the stack grows down).
  */
 static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64 sp, __u64 now,
-				      const struct probe_clocks *at)
+				      const struct probe_clocks *at, const struct vclock *v)
 {
+	bool closed = false;
+
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
 		__u32 d = cs->depth;
 
@@ -494,7 +526,10 @@ static __always_inline void unwind_to(struct pcmon_cstack *cs, __u32 tgid, __u64
 		if (act(cs, d - 1)->sp > sp)
 			break;
 		pop(cs, tgid, now, at, UNWOUND);
+		closed = true;
 	}
+	if (closed && v)
+		note_closed_many(v, cs);
 }
 
 /*
@@ -560,7 +595,7 @@ int count_enter(struct pt_regs *ctx)
 	v = bpf_map_lookup_elem(&vclocks, &tid);
 	probe_look(v, cs);
 	/* an open activation at or below this return address is gone: this frame replaced it */
-	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, &at);
+	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, &at, v);
 	d = cs->depth;
 	tmp.cls = classify(ctx, cc, cs, d, cookie, &ws);
 	if (d >= PCMON_COUNT_DEPTH) { /* counted here, as it is never closed */
@@ -570,6 +605,7 @@ int count_enter(struct pt_regs *ctx)
 			__sync_fetch_and_add(&s->calls, 1);
 			__sync_fetch_and_add(&s->too_deep, 1);
 		}
+		probe_done(v);
 		return 0;
 	}
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
@@ -605,6 +641,7 @@ int count_enter(struct pt_regs *ctx)
 		cs->ent_gen = v->upd_gen; /* what the next update counts may be before it */
 		cs->ent_low = d;
 	}
+	probe_done(v);
 	return 0;
 }
 
@@ -638,10 +675,13 @@ int count_return(struct pt_regs *ctx)
 		if (act(cs, d - 1)->sp >= sp)
 			break;
 		pop(cs, tgid, now, &at, UNWOUND);
+		if (v)
+			note_closed_many(v, cs);
 	}
 	d = cs->depth;
 	if (d > PCMON_COUNT_DEPTH) {
 		pop(cs, tgid, now, &at, RETURNED); /* a too-deep one: only its depth is kept */
+		probe_done(v);
 		return 0;
 	}
 	if (d && act(cs, d - 1)->cookie == cookie &&
@@ -652,6 +692,7 @@ int count_return(struct pt_regs *ctx)
 			note_return(v, cs, act(cs, d - 1), tgid);
 	}
 	/* else: the return of an activation entered before the probes were attached */
+	probe_done(v);
 	return 0;
 }
 
@@ -682,8 +723,12 @@ int BPF_PROG(count_exit, struct task_struct *p)
 		if (!cs->depth)
 			break;
 		pop(cs, p->tgid, now, &at, EXITED);
+		if (v)
+			note_closed_many(v, cs);
 	}
-	if (v && switch_on && cs->nret && cs->ret_gen == v->upd_gen) {
+	probe_done(v);
+	/* (where the kernel counts no steal, steal_in stays 0: nothing to wait for) */
+	if (v && switch_on && v->steal_in && cs->nret && cs->ret_gen == v->upd_gen) {
 		v->dead = 1; /* count_switch */
 		return 0;
 	}

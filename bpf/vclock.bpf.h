@@ -44,6 +44,8 @@ struct vclock {
 	__u32 probed;		/* a probe read the clock since the last */
 	__u32 leg_hit;		/* ... a node's (legs.bpf.c): unplaced, it is the target's */
 	__u32 dead;		/* exited: gone at its last switch out, with what it counted */
+	__u32 in_probe;		/* a probe of the counter is between its clock reading and its
+				 * end: an update then may fall between the two (count.bpf.c) */
 };
 
 struct {

@@ -176,7 +176,8 @@ struct pcmon_ccfg {
 	/* steal the scheduler counted after a probe read the clock, in time that may have   \
 	 * been on either side of it (count.bpf.c, steal_look()): in the error of the calls   \
 	 * on both sides (the one that returned there; VIRTUAL, the one open) */             \
-	X(unplaced_steal_ns, OPTIONAL)
+	X(unplaced_steal_ns, OPTIONAL)                                                     \
+	X(max_unplaced_ns, OPTIONAL) /* ... the most of it one placement gave (an extreme) */
 
 struct pcmon_cstat {
 #define PCMON_CSTAT_FIELD(f, need) __u64 f;

@@ -221,6 +221,7 @@ static void zero_extremes(uint64_t *v)
 		offsetof(struct pcmon_cstat, max_acts_xol), offsetof(struct pcmon_cstat, min_ns),
 		offsetof(struct pcmon_cstat, min_acts), offsetof(struct pcmon_cstat, min_acts_xol),
 		offsetof(struct pcmon_cstat, min_steal_ns), offsetof(struct pcmon_cstat, max_steal_ns),
+		offsetof(struct pcmon_cstat, max_unplaced_ns),
 	};
 
 	for (size_t k = 0; k < ARRAY_SIZE(at); k++)

@@ -31,6 +31,9 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 	/* steal counted after a probe that may have been on either side of it: in the error
 	 * of every time of the calls it may be in (count.bpf.c, place_steal()) */
 	double unplaced = (double)(s->unplaced_steal_ns + ct->unplaced_steal_ns);
+	/* ... of which one call's time may hold at most its largest placement (the table's, that
+	 * could not be placed in a row, whole) */
+	double unplaced1 = (double)(s->max_unplaced_ns + ct->unplaced_steal_ns);
 	double in[2], out[2], split[2];
 	int k = fn->xol ? 1 : 0;
 
@@ -62,9 +65,9 @@ void count_times(const struct count *ct, const struct count_fn *fn, const struct
 	t->avg_err = s->outer ? t->total_err / (double)s->outer : 0;
 	/* the extremes, the cost taken out in BPF; kept in order with the average and total */
 	t->max = MIN(MAX((double)s->max_ns, t->avg), t->total);
-	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol) + (double)s->max_steal_ns + unplaced;
+	t->max_err = by_kind(sp, s->max_acts, s->max_acts_xol) + (double)s->max_steal_ns + unplaced1;
 	t->min = MIN((double)s->min_ns, t->avg);
-	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol) + (double)s->min_steal_ns + unplaced;
+	t->min_err = by_kind(sp, s->min_acts, s->min_acts_xol) + (double)s->min_steal_ns + unplaced1;
 }
 
 double count_self_ns_of(const struct count *ct, const struct count_fn *fn,

@@ -94,6 +94,8 @@ static inline void counter_stat_add(struct pcmon_cstat *to, const struct pcmon_c
 	to->max_acts = was.max_acts;
 	to->max_acts_xol = was.max_acts_xol;
 	to->max_steal_ns = was.max_steal_ns;
+	if (s->max_unplaced_ns > was.max_unplaced_ns)
+		to->max_unplaced_ns = s->max_unplaced_ns;
 	if (s->closed && (s->max_ns > was.max_ns || !was.closed)) {
 		to->max_ns = s->max_ns;
 		to->max_acts = s->max_acts;

@@ -78,7 +78,8 @@ static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const u
 {
 	const struct target *t = target_of(g, k->target);
 
-	return t && sample_of(t)->python && py_runs_eval(g->py, locs, n);
+	return t && sample_of(t)->python && !py_unsupported(g->py, k->pid) &&
+	       py_runs_eval(g->py, locs, n);
 }
 
 /*
@@ -386,6 +387,8 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 		return;
 	if (r == -EAGAIN)
 		r = -ENOENT; /* (looked at PY_LOOK_TRIES times: given up) */
+	if (r == -ENOTSUP)
+		py_set_unsupported(g->py, pid);
 	if (r == -ENOTSUP && py_tell_once(g->py, pid))
 		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
 	if (r == -EPROTO && py_tell_once(g->py, pid))

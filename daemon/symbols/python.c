@@ -156,7 +156,8 @@ struct py {
 	size_t ngone, cap_gone;
 	struct itab *told;	/* pids a warning was given about */
 	struct itab *looked;	/* (pid, epoch) looked at for an interpreter */
-	struct { uint32_t pid, epoch, tries; } *pending;	/* py_look_pending() */
+	struct { uint32_t pid, epoch, tries; uint64_t at; } *pending;	/* py_look_pending() */
+	struct itab *unsupported;	/* pids of a CPython pcmon has no offsets for */
 	size_t npending, cap_pending;
 	uint32_t gen;
 	uint32_t eval_name;	/* string id of PY_EVAL_FN */
@@ -171,6 +172,7 @@ struct py *py_new(struct sym *s)
 	p->sym = s;
 	p->gen = 1;
 	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || !(p->looked = itab_new()) ||
+	    !(p->unsupported = itab_new()) ||
 	    sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
 		py_free(p);
 		return NULL;
@@ -187,6 +189,7 @@ void py_free(struct py *p)
 	itab_free(p->keys);
 	itab_free(p->told);
 	itab_free(p->looked);
+	itab_free(p->unsupported);
 	free(p->codes);
 	free(p->pids);
 	free(p->gone);
@@ -259,27 +262,50 @@ bool py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
 	for (i = 0; i < p->npending; i++)
 		if (p->pending[i].pid == pid)
 			break;
-	if (!on) {
-		if (i < p->npending)
+	if (!on) { /* (found, or not a launcher: only that image's) */
+		if (i < p->npending && (!epoch || p->pending[i].epoch == epoch))
 			p->pending[i] = p->pending[--p->npending];
 		return false;
 	}
 	if (i == p->npending) {
 		if (GROW(p->pending, p->cap_pending, p->npending + 1))
 			return false; /* (no memory: the look it made stands) */
-		p->pending[p->npending++] = (typeof(*p->pending)){ pid, epoch, 0 };
+		p->pending[p->npending++] = (typeof(*p->pending)){ pid, epoch, 0, 0 };
 	} else if (p->pending[i].epoch != epoch) {
-		p->pending[i] = (typeof(*p->pending)){ pid, epoch, 0 };
+		p->pending[i] = (typeof(*p->pending)){ pid, epoch, 0, 0 };
 	}
-	return p->pending[i].tries < PY_LOOK_TRIES;
+	if (p->pending[i].tries < PY_LOOK_TRIES)
+		return true;
+	p->pending[i] = p->pending[--p->npending]; /* given up */
+	return false;
 }
 
 bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch)
 {
-	for (size_t i = 0; i < p->npending; i++)
-		if (p->pending[i].pid == pid && p->pending[i].epoch == epoch)
-			return p->pending[i].tries++ < PY_LOOK_TRIES;
+	uint64_t now = now_ns();
+
+	for (size_t i = 0; i < p->npending; i++) {
+		if (p->pending[i].pid != pid || p->pending[i].epoch != epoch)
+			continue;
+		/* (at most one a millisecond: the address map is read again at each) */
+		if (now - p->pending[i].at < 1000000)
+			return false;
+		p->pending[i].at = now;
+		return p->pending[i].tries++ < PY_LOOK_TRIES;
+	}
 	return false;
+}
+
+void py_set_unsupported(struct py *p, uint32_t pid)
+{
+	uint32_t id;
+
+	itab_intern(p->unsupported, &pid, sizeof(pid), &id);
+}
+
+bool py_unsupported(const struct py *p, uint32_t pid)
+{
+	return itab_find(p->unsupported, &pid, sizeof(pid)) >= 0;
 }
 
 bool py_tell_once(struct py *p, uint32_t pid)
@@ -691,6 +717,7 @@ struct find_ctx {
 	size_t len;
 	const char *last;	/* the object looked at last: each once */
 	bool launcher;		/* a python* executable with no interpreter in it was seen */
+	bool libpython;		/* ... and a libpython (then there is nothing to wait for) */
 	int r;
 };
 
@@ -703,7 +730,9 @@ static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 		return 0;
 	c->last = path;
 	c->r = find_in(c->pid, path, start, end, c->out, c->lo, c->code_type, c->why, c->len);
-	if (c->r == -ENOENT && strncmp(strrchr(path, '/') + 1, "libpython", 9))
+	if (!strncmp(strrchr(path, '/') + 1, "libpython", 9))
+		c->libpython = true;
+	else if (c->r == -ENOENT)
 		c->launcher = true; /* its libpython may still be on its way */
 	return c->r != -ENOENT;
 }
@@ -713,11 +742,11 @@ static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 static int find(struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
 		struct py_layout *lo, uint64_t *code_type, char *why, size_t len)
 {
-	struct find_ctx c = { pid, out, lo, code_type, why, len, NULL, false, -ENOENT };
+	struct find_ctx c = { pid, out, lo, code_type, why, len, NULL, false, false, -ENOENT };
 
 	elf_version(EV_CURRENT);
 	sym_proc_files(s, pid, epoch, find_cb, &c);
-	return c.r == -ENOENT && c.launcher ? -EAGAIN : c.r;
+	return c.r == -ENOENT && c.launcher && !c.libpython ? -EAGAIN : c.r;
 }
 
 int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,

@@ -98,6 +98,10 @@ bool py_tell_once(struct py *p, uint32_t pid);
 #define PY_LOOK_TRIES 500
 bool py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on);
 bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch);
+/* @pid runs a CPython pcmon has no offsets for (py_add() said -ENOTSUP): its samples keep
+ * their native frames, unflagged, as said once in the log. */
+void py_set_unsupported(struct py *p, uint32_t pid);
+bool py_unsupported(const struct py *p, uint32_t pid);
 
 /* Read the code object of Python frame @word of process @pid now, while it runs: 0, or
  * -EFAULT. */

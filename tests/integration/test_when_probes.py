@@ -184,9 +184,13 @@ class TimeOff(AssertionError):
     pass
 
 
-def near_wall(got, want, what):
-    if abs(got - want) > max(0.05 * want, 2e6):
-        raise TimeOff(f"{what}: pcmon {got:.0f} ns, program {want} ns")
+def near_wall(got, want, what, waited=0):
+    """A leg's wall time against the program's clock around the calls: within 5 % or 2 ms,
+    and the time the thread waited on a run queue around them (@waited, the program's own
+    count of it): a preemption after a return probe and before the caller's clock, which a
+    loaded machine makes often, is in the program's time and not in the leg."""
+    if abs(got - want) > max(0.05 * want, 2e6) + waited:
+        raise TimeOff(f"{what}: pcmon {got:.0f} ns, program {want} ns, waited {waited} ns")
 
 
 def test_nodes_and_legs():
@@ -201,11 +205,11 @@ def test_nodes_and_legs():
         assert leg["count"] == own["b"] and leg["abandoned"] == 0 and leg["untracked"] == 0, leg
         # every hit costs: the overhead counts them all
         assert t["overhead"]["hits"] == 2 * (own["a"] + own["b"] + own["c"]), t["overhead"]
-        near_wall(leg["total_ns"], own["leaf_b_ns"], "leg 1:2")
+        near_wall(leg["total_ns"], own["leaf_b_ns"], "leg 1:2", own["leaf_b_wait_ns"])
 
     def via_a(t, own):
         assert t["nodes"][0]["hits"] == own["a"] and t["legs"][0]["count"] == own["a"], t
-        near_wall(t["legs"][0]["total_ns"], own["leaf_a_ns"], "leg 1:2 via_a")
+        near_wall(t["legs"][0]["total_ns"], own["leaf_a_ns"], "leg 1:2 via_a", own["leaf_a_wait_ns"])
 
     def to_unmatched(t, own):
         # via_b's return does not match 'mid->*' (mid has returned), and ends every leg
@@ -213,7 +217,8 @@ def test_nodes_and_legs():
         assert t["nodes"][1]["hits"] == 0 and t["nodes"][1]["not_matching"] == own["b"], t
         leg = t["legs"][0]
         assert leg["count"] == own["b"] and leg["abandoned"] == 0, leg
-        near_wall(leg["total_ns"], own["leaf_b_ns"], "leg 1:2 to an unmatched node")
+        near_wall(leg["total_ns"], own["leaf_b_ns"], "leg 1:2 to an unmatched node",
+                  own["leaf_b_wait_ns"])
 
     legs_timed(via_b, "whenleaf.via_b->*", "--leg", "1:2")
     legs_timed(via_a, "whenleaf.via_a->*->whenleaf.leaf", "--leg", "1:2")
