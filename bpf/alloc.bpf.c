@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The allocation instrument's kernel side (docs/alloc.md): uprobes at the entry and return
+ * of the allocator's functions (glibc's malloc, calloc, realloc, memalign, aligned_alloc,
+ * posix_memalign, valloc, pvalloc, and free; other allocators by naming theirs), attached
+ * once per object file with the function in the cookie. A process of a target that watches
+ * allocations counts down the bytes it allocates; an allocation that crosses its countdown
+ * is sampled (include/pcmon_alloc.h), its user stack taken at the return (the caller's frame
+ * is whole there, as it is not at the entry of a function that has not set up its own), and
+ * sent to the engine with its address, which is kept live until freed.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "pcmon_alloc.h"
+#include "procs.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 max_depth = 127;	/* frames per stack, <= PCMON_STACK_MAX */
+
+/* The settings by target, and the countdown table (the engine's, before the first probe). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_acfg);
+} acfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_ALLOC_QUANTILES);
+	__type(key, __u32);
+	__type(value, __u32);
+} aquant SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_athread);
+} athreads SEC(".maps");
+
+/* Sampled blocks not freed yet; the engine drops a process's at its exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct pcmon_akey);
+	__type(value, struct pcmon_ablock);
+} alive SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024);
+} arecs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_astat);
+} astats SEC(".maps");
+
+__u64 next_id;	/* the records' ids */
+
+static __always_inline struct pcmon_astat *astat(__u32 target)
+{
+	return bpf_map_lookup_elem(&astats, &target);
+}
+
+/* Bytes to the next sample at mean @rate: an exponential draw (aquant, x 2^16). */
+static __always_inline __s64 draw(__u64 rate)
+{
+	__u32 i = bpf_get_prandom_u32() & (PCMON_ALLOC_QUANTILES - 1), *q;
+
+	q = bpf_map_lookup_elem(&aquant, &i);
+	return q ? (__s64)((rate * *q) >> 16) + 1 : (__s64)rate;
+}
+
+/* The watched process's target, and its settings: NULL if it does not watch allocations. */
+static __always_inline const struct pcmon_acfg *watching(__u32 *target)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	const struct pcmon_acfg *c;
+
+	if (!p)
+		return NULL;
+	c = bpf_map_lookup_elem(&acfg, &p->target);
+	if (!c || !c->rate || !proc_in_target(p->target, tgid, task))
+		return NULL;
+	*target = p->target;
+	return c;
+}
+
+SEC("uprobe")
+int alloc_enter(struct pt_regs *ctx)
+{
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx) & 0xff, target;
+	const struct pcmon_acfg *c = watching(&target);
+	struct pcmon_athread *th;
+	struct pcmon_astat *st;
+	__u64 size;
+
+	if (!c || fn >= PCMON_AFN_FREE)
+		return 0;
+	switch (fn) {
+	case PCMON_AFN_CALLOC:
+		size = PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx);
+		break;
+	case PCMON_AFN_REALLOC:
+	case PCMON_AFN_MEMALIGN:
+		size = PT_REGS_PARM2(ctx);
+		break;
+	case PCMON_AFN_POSIX_MEMALIGN:
+		size = PT_REGS_PARM3(ctx);
+		break;
+	default:
+		size = PT_REGS_PARM1(ctx);
+	}
+	th = bpf_task_storage_get(&athreads, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th)
+		return 0;
+	if (!th->rate_gen) { /* its first: a countdown of its own */
+		th->left = draw(c->rate);
+		th->rate_gen = 1;
+	}
+	th->fn = fn;
+	th->size = size;
+	th->old = fn == PCMON_AFN_REALLOC ? PT_REGS_PARM1(ctx) :
+		  fn == PCMON_AFN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	th->left -= (__s64)size;
+	th->sampled = th->left <= 0;
+	if (th->sampled) /* (one sample however many periods it crossed: its weight says) */
+		th->left = draw(c->rate);
+	st = astat(target);
+	if (st) {
+		st->entries++;
+		st->sampled += th->sampled;
+	}
+	return 0;
+}
+
+/* Block @addr of process @pid is freed (or moved by realloc): if it was sampled, say so. */
+static __always_inline void block_freed(__u32 target, __u32 pid, __u64 addr)
+{
+	struct pcmon_akey k = { .addr = addr, .pid = pid };
+	struct pcmon_ablock *b;
+	struct pcmon_arec *r;
+	struct pcmon_astat *st;
+
+	if (!addr)
+		return;
+	b = bpf_map_lookup_elem(&alive, &k);
+	if (!b) {
+		st = astat(target);
+		if (st)
+			st->frees_unmatched++;
+		return;
+	}
+	r = bpf_ringbuf_reserve(&arecs, offsetof(struct pcmon_arec, ip), 0);
+	if (r) {
+		r->kind = PCMON_AREC_FREE;
+		r->target = target;
+		r->pid = pid;
+		r->tid = (__u32)bpf_get_current_pid_tgid();
+		r->nip = 0;
+		r->id = b->id;
+		r->ts = bpf_ktime_get_ns();
+		r->addr = addr;
+		r->size = b->size;
+		bpf_ringbuf_submit(r, 0);
+	} else if ((st = astat(target))) {
+		st->ring_full++;
+	}
+	bpf_map_delete_elem(&alive, &k);
+}
+
+SEC("uprobe")
+int alloc_free(struct pt_regs *ctx)
+{
+	__u32 target;
+
+	if (!watching(&target))
+		return 0;
+	block_freed(target, bpf_get_current_pid_tgid() >> 32, PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), addr = PT_REGS_RC(ctx);
+	struct pcmon_akey k = { .pid = pid_tgid >> 32 };
+	struct pcmon_ablock b = {};
+	struct pcmon_athread *th;
+	struct pcmon_proc *p;
+	struct pcmon_astat *st;
+	struct pcmon_arec *r;
+	__u32 target;
+	long n;
+
+	if (!watching(&target))
+		return 0;
+	th = bpf_task_storage_get(&athreads, bpf_get_current_task_btf(), NULL, 0);
+	if (!th || th->fn >= PCMON_AFN_FREE)
+		return 0;
+	if (th->fn == PCMON_AFN_POSIX_MEMALIGN) /* 0 and the block in *memptr */
+		addr = addr || !th->old || bpf_probe_read_user(&addr, sizeof(addr), (void *)th->old) ?
+			       0 : addr;
+	/* realloc frees the old block when it gives another, or frees with size 0 */
+	if (th->fn == PCMON_AFN_REALLOC && th->old && (addr ? addr != th->old : !th->size))
+		block_freed(target, k.pid, th->old);
+	th->fn = PCMON_AFN_N;
+	if (!th->sampled || !addr)
+		return 0;
+	st = astat(target);
+	r = bpf_ringbuf_reserve(&arecs, sizeof(*r), 0);
+	if (!r) {
+		if (st)
+			st->ring_full++;
+		return 0;
+	}
+	n = bpf_get_stack(ctx, r->ip, (max_depth < PCMON_STACK_MAX ? max_depth : PCMON_STACK_MAX) *
+					      sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0) {
+		n = 0;
+		if (st)
+			st->stack_errors++;
+	}
+	p = bpf_map_lookup_elem(&procs, &k.pid);
+	r->kind = PCMON_AREC_ALLOC;
+	r->target = target;
+	r->pid = k.pid;
+	r->epoch = p ? p->epoch : 0;
+	r->tid = (__u32)pid_tgid;
+	r->nip = n / sizeof(__u64);
+	r->id = __sync_fetch_and_add(&next_id, 1);
+	r->ts = bpf_ktime_get_ns();
+	r->addr = addr;
+	r->size = th->size;
+	k.addr = addr;
+	b.size = th->size;
+	b.id = r->id;
+	if (bpf_map_update_elem(&alive, &k, &b, BPF_ANY) && st)
+		st->live_full++;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
