@@ -98,6 +98,9 @@ static __always_inline const struct pcmon_acfg *watching(__u32 *target)
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
 {
+	/* (the arguments read first, each from the context as it is: the verifier refuses a
+	 * read through a context pointer the compiler moved) */
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx) & 0xff, target;
 	const struct pcmon_acfg *c = watching(&target);
 	struct pcmon_athread *th;
@@ -108,17 +111,17 @@ int alloc_enter(struct pt_regs *ctx)
 		return 0;
 	switch (fn) {
 	case PCMON_AFN_CALLOC:
-		size = PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx);
+		size = a1 * a2;
 		break;
 	case PCMON_AFN_REALLOC:
 	case PCMON_AFN_MEMALIGN:
-		size = PT_REGS_PARM2(ctx);
+		size = a2;
 		break;
 	case PCMON_AFN_POSIX_MEMALIGN:
-		size = PT_REGS_PARM3(ctx);
+		size = a3;
 		break;
 	default:
-		size = PT_REGS_PARM1(ctx);
+		size = a1;
 	}
 	th = bpf_task_storage_get(&athreads, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -130,8 +133,7 @@ int alloc_enter(struct pt_regs *ctx)
 	}
 	th->fn = fn;
 	th->size = size;
-	th->old = fn == PCMON_AFN_REALLOC ? PT_REGS_PARM1(ctx) :
-		  fn == PCMON_AFN_POSIX_MEMALIGN ? PT_REGS_PARM1(ctx) : 0;
+	th->old = fn == PCMON_AFN_REALLOC || fn == PCMON_AFN_POSIX_MEMALIGN ? a1 : 0;
 	th->left -= (__s64)size;
 	th->sampled = th->left <= 0;
 	if (th->sampled) /* (one sample however many periods it crossed: its weight says) */
