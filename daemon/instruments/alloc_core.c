@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The allocation instrument's arithmetic (alloc_core.h): weights, sites, live blocks.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_core.h"
+#include "util.h"
+
+/* A live sampled block: its site and its weights, found by its record's id. */
+struct live {
+	uint64_t id;
+	uint32_t site;
+	uint32_t used;
+	struct alloc_weight w;
+};
+
+struct alloc_core {
+	uint64_t rate;
+	struct itab *stacks;		/* stack id -> site slot */
+	struct alloc_site *sites;
+	size_t cap_sites;
+	struct live *live;		/* open addressing by id, a power of two */
+	size_t cap_live, nlive;
+};
+
+void alloc_weigh(uint64_t size, uint64_t rate, struct alloc_weight *w)
+{
+	/* (not sampling, or a block of 0 bytes, which the countdown samples only when it is
+	 * already due: counted as itself) */
+	double p = rate && size ? -expm1(-(double)size / (double)rate) : 1;
+
+	if (!(p > 0))
+		p = 1;
+	w->objects = 1 / p;
+	w->bytes = (double)size / p;
+	w->var_bytes = (1 - p) * w->bytes * w->bytes;
+}
+
+struct alloc_core *alloc_core_new(uint64_t rate)
+{
+	struct alloc_core *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->rate = rate;
+	a->stacks = itab_new();
+	if (!a->stacks) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void alloc_core_free(struct alloc_core *a)
+{
+	if (!a)
+		return;
+	itab_free(a->stacks);
+	free(a->sites);
+	free(a->live);
+	free(a);
+}
+
+uint64_t alloc_core_rate(const struct alloc_core *a)
+{
+	return a->rate;
+}
+
+static size_t slot_of(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+static int live_grow(struct alloc_core *a)
+{
+	size_t cap = a->cap_live ? a->cap_live * 2 : 1024;
+	struct live *l = calloc(cap, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->cap_live; i++) {
+		size_t k;
+
+		if (!a->live[i].used)
+			continue;
+		for (k = slot_of(a->live[i].id, cap); l[k].used; k = (k + 1) & (cap - 1))
+			;
+		l[k] = a->live[i];
+	}
+	free(a->live);
+	a->live = l;
+	a->cap_live = cap;
+	return 0;
+}
+
+int alloc_core_alloc(struct alloc_core *a, uint64_t id, uint32_t stack, uint64_t size)
+{
+	struct alloc_weight w;
+	struct alloc_site *s;
+	uint32_t slot;
+	size_t k;
+	int r;
+
+	r = itab_intern(a->stacks, &stack, sizeof(stack), &slot);
+	if (r < 0 || GROW(a->sites, a->cap_sites, slot + 1))
+		return -ENOMEM;
+	s = &a->sites[slot];
+	if (r == 1)
+		*s = (struct alloc_site){ .stack = stack };
+	if ((a->nlive + 1) * 2 > a->cap_live && live_grow(a))
+		return -ENOMEM;
+	alloc_weigh(size, a->rate, &w);
+	s->samples++;
+	s->alloc_objects += w.objects;
+	s->alloc_bytes += w.bytes;
+	s->alloc_var += w.var_bytes;
+	s->inuse_objects += w.objects;
+	s->inuse_bytes += w.bytes;
+	s->inuse_var += w.var_bytes;
+	for (k = slot_of(id, a->cap_live); a->live[k].used; k = (k + 1) & (a->cap_live - 1))
+		;
+	a->live[k] = (struct live){ .id = id, .site = slot, .used = 1, .w = w };
+	a->nlive++;
+	return 0;
+}
+
+/* Take out entry @k of the open-addressed table, moving up what follows it. */
+static void live_remove(struct alloc_core *a, size_t k)
+{
+	size_t mask = a->cap_live - 1, j = k;
+
+	a->live[k].used = 0;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!a->live[j].used)
+			break;
+		home = slot_of(a->live[j].id, a->cap_live);
+		/* (j's entry may move to k if k lies on its way from home to j) */
+		if ((j > k && (home <= k || home > j)) || (j < k && home <= k && home > j)) {
+			a->live[k] = a->live[j];
+			a->live[j].used = 0;
+			k = j;
+		}
+	}
+	a->nlive--;
+}
+
+bool alloc_core_free_block(struct alloc_core *a, uint64_t id)
+{
+	struct alloc_site *s;
+	size_t k;
+
+	if (!a->cap_live)
+		return false;
+	for (k = slot_of(id, a->cap_live); a->live[k].used; k = (k + 1) & (a->cap_live - 1)) {
+		if (a->live[k].id != id)
+			continue;
+		s = &a->sites[a->live[k].site];
+		s->inuse_objects -= a->live[k].w.objects;
+		s->inuse_bytes -= a->live[k].w.bytes;
+		s->inuse_var -= a->live[k].w.var_bytes;
+		live_remove(a, k);
+		return true;
+	}
+	return false;
+}
+
+const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n)
+{
+	*n = itab_count(a->stacks);
+	return a->sites;
+}

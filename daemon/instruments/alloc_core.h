@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * alloc_core: what the allocation instrument makes of its samples (docs/alloc.md), apart
+ * from BPF: each sampled allocation weighted as pprof weighs a heap profile's samples, the
+ * sites (stacks) it charges, and the blocks still live.
+ *
+ * A block of s bytes is sampled with probability p = 1 - exp(-s/rate) (a countdown drawn
+ * from an exponential distribution of mean rate, include/pcmon_alloc.h); a sample stands for
+ * 1/p objects and s/p bytes (Horvitz-Thompson: unbiased), whose variance is estimated from the
+ * samples as the sum of (1 - p) (s/p)^2.
+ */
+#ifndef PCMON_ALLOC_CORE_H
+#define PCMON_ALLOC_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One sample's weights. */
+struct alloc_weight {
+	double objects, bytes;
+	double var_bytes;	/* its part of the estimate's variance */
+};
+
+void alloc_weigh(uint64_t size, uint64_t rate, struct alloc_weight *w);
+
+/* What a site (a stack, by its id) allocated, and what of it is live. */
+struct alloc_site {
+	uint32_t stack;
+	uint64_t samples;
+	double alloc_objects, alloc_bytes, alloc_var;
+	double inuse_objects, inuse_bytes, inuse_var;
+};
+
+struct alloc_core;
+
+struct alloc_core *alloc_core_new(uint64_t rate);
+void alloc_core_free(struct alloc_core *a);
+/* A sampled allocation (@id, the record's) of @size at @stack: 0, or -ENOMEM. */
+int alloc_core_alloc(struct alloc_core *a, uint64_t id, uint32_t stack, uint64_t size);
+/* Its free: false if @id was not live (sampled before, or its record lost). */
+bool alloc_core_free_block(struct alloc_core *a, uint64_t id);
+/* The sites, *n of them (valid until the next call). */
+const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n);
+uint64_t alloc_core_rate(const struct alloc_core *a);
+
+#endif

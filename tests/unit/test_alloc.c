@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Unit tests for daemon/instruments/alloc_core.c: the weights of byte-sampled allocations,
+ * their totals against the truth of a simulated program, and the live blocks.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "alloc_core.h"
+
+static void test_weights_at_both_ends(void **state)
+{
+	struct alloc_weight w;
+
+	(void)state;
+	/* far above the rate: always sampled, itself */
+	alloc_weigh(64 << 20, 512 << 10, &w);
+	assert_true(fabs(w.objects - 1) < 1e-9 && fabs(w.bytes - (64 << 20)) < 1e-3);
+	assert_true(w.var_bytes < 1);
+	/* far below: about one in rate/size, each standing for the rate's bytes */
+	alloc_weigh(16, 512 << 10, &w);
+	assert_true(fabs(w.bytes - (512 << 10)) / (512 << 10) < 1e-4);
+	assert_true(fabs(w.objects - (512 << 10) / 16.0) / ((512 << 10) / 16.0) < 1e-4);
+	/* not sampling, or an empty block: counted as itself */
+	alloc_weigh(100, 0, &w);
+	assert_true(w.objects == 1 && w.bytes == 100 && w.var_bytes == 0);
+	alloc_weigh(0, 4096, &w);
+	assert_true(w.objects == 1 && w.bytes == 0);
+}
+
+/* xorshift64*, and an exponential draw of mean @mean from it */
+static uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+static double exp_draw(double mean)
+{
+	rnd ^= rnd >> 12;
+	rnd ^= rnd << 25;
+	rnd ^= rnd >> 27;
+	return -log(((rnd * 2685821657736338717ull >> 11) + 0.5) / 9007199254740992.0) * mean;
+}
+
+/*
+ * A program of three sites, 1,000,000 blocks of 24 B, 2,000 of 300 KiB and 40 of 8 MiB,
+ * sampled by a countdown as BPF samples them: each site's estimated bytes and objects
+ * within 4 standard errors of the truth, and the error stated is of the truth's size.
+ */
+static void test_totals_are_unbiased(void **state)
+{
+	const uint64_t rate = 512 << 10, size[3] = { 24, 300 << 10, 8 << 20 };
+	const uint64_t count[3] = { 1000000, 2000, 40 };
+	struct alloc_core *a = alloc_core_new(rate);
+	double left = exp_draw((double)rate);
+	uint64_t id = 0, done[3] = { 0 };
+	const struct alloc_site *s;
+	size_t n;
+
+	(void)state;
+	assert_non_null(a);
+	/* interleaved: of every block, the site drawn in proportion to what is left */
+	for (uint64_t k = 0; k < count[0] + count[1] + count[2]; k++) {
+		uint64_t left_all = count[0] + count[1] + count[2] - k, pick = rnd % left_all;
+		int site = pick < count[0] - done[0] ? 0 : pick < count[0] - done[0] + count[1] - done[1] ? 1 : 2;
+
+		exp_draw(1); /* (advance the generator) */
+		done[site]++;
+		left -= (double)size[site];
+		if (left <= 0) {
+			left = exp_draw((double)rate);
+			assert_int_equal(alloc_core_alloc(a, id++, (uint32_t)site, size[site]), 0);
+		}
+	}
+	s = alloc_core_sites(a, &n);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = s[i].stack;
+		double want = (double)(size[k] * count[k]), se = sqrt(s[i].alloc_var);
+
+		assert_true(fabs(s[i].alloc_bytes - want) <= 4 * se + 1e-6 * want);
+		/* (the error says something: some 46 samples of the small site, 1/sqrt(46)) */
+		assert_true(se <= 0.25 * want);
+		assert_true(fabs(s[i].alloc_objects - (double)count[k]) <=
+			    4 * se / (double)size[k] + 1e-6 * (double)count[k]);
+		/* none freed: all live */
+		assert_true(s[i].inuse_bytes == s[i].alloc_bytes);
+	}
+	alloc_core_free(a);
+}
+
+/* Frees take a block's weights out of its site's live figures, once; unknown ids are not
+ * errors; the table keeps its blocks through growth and removal. */
+static void test_live_blocks(void **state)
+{
+	struct alloc_core *a = alloc_core_new(1000);
+	const struct alloc_site *s;
+	struct alloc_weight w;
+	size_t n;
+
+	(void)state;
+	assert_non_null(a);
+	for (uint64_t id = 0; id < 20000; id++)
+		assert_int_equal(alloc_core_alloc(a, id, (uint32_t)(id % 2), 5000), 0);
+	for (uint64_t id = 0; id < 20000; id += 3)
+		assert_true(alloc_core_free_block(a, id));
+	assert_false(alloc_core_free_block(a, 0));	  /* (once) */
+	assert_false(alloc_core_free_block(a, 999999)); /* never sampled */
+	alloc_weigh(5000, 1000, &w);
+	s = alloc_core_sites(a, &n);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t live = 0;
+
+		for (uint64_t id = s[i].stack; id < 20000; id += 2)
+			live += id % 3 != 0;
+		assert_true(fabs(s[i].inuse_bytes - (double)live * w.bytes) < 1e-3);
+		assert_true(fabs(s[i].alloc_bytes - 10000 * w.bytes) < 1e-3);
+	}
+	/* every block left is found */
+	for (uint64_t id = 0; id < 20000; id++)
+		assert_int_equal(alloc_core_free_block(a, id), id % 3 != 0);
+	s = alloc_core_sites(a, &n);
+	for (size_t i = 0; i < n; i++)
+		assert_true(fabs(s[i].inuse_bytes) < 1e-3);
+	alloc_core_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_weights_at_both_ends),
+		cmocka_unit_test(test_totals_are_unbiased),
+		cmocka_unit_test(test_live_blocks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
