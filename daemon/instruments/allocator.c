@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The allocation instrument's BPF object (allocator.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "alloc.skel.h"
+#include "allocator.h"
+#include "procs.h"
+#include "util.h"
+
+/* glibc's allocator, by enum pcmon_afn; each function may have more than one name */
+static const char *const glibc_names[][2] = {
+	[PCMON_AFN_MALLOC] = { "malloc" },
+	[PCMON_AFN_CALLOC] = { "calloc" },
+	[PCMON_AFN_REALLOC] = { "realloc" },
+	[PCMON_AFN_MEMALIGN] = { "memalign", "aligned_alloc" },
+	[PCMON_AFN_POSIX_MEMALIGN] = { "posix_memalign" },
+	[PCMON_AFN_VALLOC] = { "valloc", "pvalloc" },
+	[PCMON_AFN_FREE] = { "free" },
+};
+
+struct probed {
+	char *path;
+	struct bpf_link **links;
+	size_t nlinks;
+};
+
+struct allocator {
+	struct alloc_bpf *skel;
+	struct ring_buffer *rb;
+	struct probed *files;
+	size_t nfiles, cap_files;
+	void (*cb)(void *ctx, const struct pcmon_arec *r);
+	void *ctx;
+};
+
+/*
+ * The countdown table: the mean of each of PCMON_ALLOC_QUANTILES equal-probability slices of
+ * the exponential distribution of mean 1, x 2^16 (a draw keeps the mean exactly). Over a
+ * slice [a, b] that mean is N ((a + 1) e^-a - (b + 1) e^-b).
+ */
+static int fill_quantiles(struct allocator *a)
+{
+	const double n = PCMON_ALLOC_QUANTILES;
+	int fd = bpf_map__fd(a->skel->maps.aquant);
+
+	for (uint32_t i = 0; i < PCMON_ALLOC_QUANTILES; i++) {
+		double lo = -log1p(-i / n), hi = i + 1 < n ? -log1p(-(i + 1) / n) : INFINITY;
+		double m = n * ((lo + 1) * exp(-lo) - (isinf(hi) ? 0 : (hi + 1) * exp(-hi)));
+		uint32_t q = (uint32_t)fmin(m * 65536.0 + 0.5, (double)UINT32_MAX);
+
+		if (bpf_map_update_elem(fd, &i, &q, 0))
+			return -errno;
+	}
+	return 0;
+}
+
+static int on_rec(void *ctx, void *data, size_t len)
+{
+	struct allocator *a = ctx;
+	const struct pcmon_arec *r = data;
+
+	if (len >= offsetof(struct pcmon_arec, ip) && a->cb)
+		a->cb(a->ctx, r);
+	return 0;
+}
+
+int allocator_open(struct procs *p, struct allocator **out, char *err, size_t errlen)
+{
+	struct allocator *a = calloc(1, sizeof(*a));
+	int r;
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	a->skel = alloc_bpf__open();
+	if (!a->skel) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the allocation BPF object: %s", strerror(-r));
+		goto fail;
+	}
+	r = procs_share(p, a->skel->obj, err, errlen);
+	if (r)
+		goto fail;
+	r = alloc_bpf__load(a->skel);
+	if (r) {
+		r = -errno;
+		snprintf(err, errlen, "cannot load the allocation BPF programs: %s", strerror(-r));
+		goto fail;
+	}
+	r = fill_quantiles(a);
+	a->rb = r ? NULL : ring_buffer__new(bpf_map__fd(a->skel->maps.arecs), on_rec, a, NULL);
+	if (!a->rb) {
+		r = r ? r : -errno;
+		snprintf(err, errlen, "cannot read the allocation ring: %s", strerror(-r));
+		goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	allocator_close(a);
+	return r;
+}
+
+void allocator_close(struct allocator *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nfiles; i++) {
+		for (size_t k = 0; k < a->files[i].nlinks; k++)
+			bpf_link__destroy(a->files[i].links[k]);
+		free(a->files[i].links);
+		free(a->files[i].path);
+	}
+	free(a->files);
+	ring_buffer__free(a->rb);
+	alloc_bpf__destroy(a->skel);
+	free(a);
+}
+
+/* One probe of @f: @fn at @name of @path (entry, and return but for free). */
+static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, const char *name)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = fn, .func_name = name);
+	LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = fn, .func_name = name, .retprobe = true);
+	struct bpf_link *l[2] = { NULL, NULL };
+	size_t n = 0;
+
+	if (fn != PCMON_AFN_FREE) {
+		/* the return first: an entry whose return is missed leaves its thread's
+		 * allocation in flight, overwritten by the next */
+		l[n] = bpf_program__attach_uprobe_opts(a->skel->progs.alloc_return, -1, f->path, 0, &ro);
+		if (!l[n++])
+			return -errno;
+	}
+	l[n] = bpf_program__attach_uprobe_opts(fn == PCMON_AFN_FREE ? a->skel->progs.alloc_free :
+								      a->skel->progs.alloc_enter,
+					       -1, f->path, 0, &eo);
+	if (!l[n]) {
+		int r = -errno;
+
+		bpf_link__destroy(l[0]);
+		return r;
+	}
+	n++;
+	if (GROW(f->links, f->nlinks, f->nlinks + n)) {
+		for (size_t k = 0; k < n; k++)
+			bpf_link__destroy(l[k]);
+		return -ENOMEM;
+	}
+	memcpy(f->links + f->nlinks - n, l, n * sizeof(*l));
+	return 0;
+}
+
+int allocator_probe_file(struct allocator *a, const char *path, const char *const *names)
+{
+	struct probed f = { 0 };
+	int found = 0, r = 0;
+
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (!strcmp(a->files[i].path, path))
+			return 0;
+	f.path = strdup(path);
+	if (!f.path)
+		return -ENOMEM;
+	for (int fn = 0; fn < PCMON_AFN_N && r != -ENOMEM; fn++) {
+		for (int k = 0; k < 2; k++) {
+			const char *name = names ? (k ? NULL : names[fn]) : glibc_names[fn][k];
+
+			if (!name)
+				continue;
+			r = probe_one(a, &f, fn, name);
+			found += !r;
+		}
+	}
+	if (!found || GROW(a->files, a->cap_files, a->nfiles + 1)) {
+		for (size_t k = 0; k < f.nlinks; k++)
+			bpf_link__destroy(f.links[k]);
+		free(f.links);
+		free(f.path);
+		return found ? -ENOMEM : -ENOENT;
+	}
+	a->files[a->nfiles++] = f;
+	return 0;
+}
+
+int allocator_target(struct allocator *a, uint32_t target, uint64_t rate)
+{
+	struct pcmon_acfg c = { .rate = rate };
+
+	if (target >= PCMON_MAX_TARGETS)
+		return -EINVAL;
+	return bpf_map__update_elem(a->skel->maps.acfg, &target, sizeof(target), &c, sizeof(c), 0)
+		       ? -errno : 0;
+}
+
+int allocator_fd(const struct allocator *a)
+{
+	return ring_buffer__epoll_fd(a->rb);
+}
+
+int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon_arec *r),
+		   void *ctx)
+{
+	int n;
+
+	a->cb = cb;
+	a->ctx = ctx;
+	n = ring_buffer__consume(a->rb);
+	a->cb = NULL;
+	return n < 0 ? n : 0;
+}
+
+void allocator_forget_pid(struct allocator *a, uint32_t pid)
+{
+	int fd = bpf_map__fd(a->skel->maps.alive);
+	struct pcmon_akey k, next, *prev = NULL;
+	struct pcmon_akey *gone = NULL;
+	size_t n = 0, cap = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (k.pid == pid && !GROW(gone, cap, n + 1))
+			gone[n++] = k;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &gone[i]);
+	free(gone);
+}
+
+void allocator_stats(const struct allocator *a, uint32_t target, struct pcmon_astat *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct pcmon_astat *per;
+
+	memset(out, 0, sizeof(*out));
+	if (ncpu <= 0 || !(per = calloc(ncpu, sizeof(*per))))
+		return;
+	if (!bpf_map__lookup_elem(a->skel->maps.astats, &target, sizeof(target), per,
+				  ncpu * sizeof(*per), 0)) {
+		for (int c = 0; c < ncpu; c++) {
+			out->entries += per[c].entries;
+			out->sampled += per[c].sampled;
+			out->live_full += per[c].live_full;
+			out->ring_full += per[c].ring_full;
+			out->frees_unmatched += per[c].frees_unmatched;
+			out->stack_errors += per[c].stack_errors;
+		}
+	}
+	free(per);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * allocator_: the allocation instrument's BPF object (bpf/alloc.bpf.c): the allocator's
+ * functions probed in each object file once, each target's sampling rate, the ring of
+ * sampled allocations and their frees.
+ */
+#ifndef PCMON_ALLOCATOR_H
+#define PCMON_ALLOCATOR_H
+
+#include <stdint.h>
+
+#include "pcmon_alloc.h"
+
+struct allocator;
+struct procs;
+
+int allocator_open(struct procs *p, struct allocator **out, char *err, size_t errlen);
+void allocator_close(struct allocator *a);
+/*
+ * Probe the allocator's functions in the object @path (glibc's names, or those of @names,
+ * by enum pcmon_afn, NULL where it has none), once: 0 (also when it was probed before),
+ * -ENOENT if it has none of them, or -errno.
+ */
+int allocator_probe_file(struct allocator *a, const char *path, const char *const *names);
+/* Target @target samples its allocations every @rate bytes on average (0: stops). */
+int allocator_target(struct allocator *a, uint32_t target, uint64_t rate);
+/* The ring, for poll(), and what it holds now, each record to @cb. */
+int allocator_fd(const struct allocator *a);
+int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon_arec *r),
+		   void *ctx);
+/* Process @pid is gone: its live blocks leave BPF's table. */
+void allocator_forget_pid(struct allocator *a, uint32_t pid);
+/* What was counted apart for @target, summed over the CPUs. */
+void allocator_stats(const struct allocator *a, uint32_t target, struct pcmon_astat *out);
+
+#endif
