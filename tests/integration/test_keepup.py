@@ -143,6 +143,38 @@ def test_few_stacks_wait_in_bpf():
         d.stop()
 
 
+def test_exited_target_listed_whole():
+    """A --pid target whose process exited: the samples it took since the last drain still
+    wait in BPF, and a listing reads them, however long after the exit pcmond learnt of it
+    (a loaded machine's tick handled the exit before the listing came, and the listing then
+    lacked up to a second of samples, 1 run in 10 under load)."""
+    d = Daemon().start()
+    w = None
+    try:
+        time.sleep(1.5)  # past pcmond's first save: the next is 5 s on, after the listing
+        w, tid = watch(d, [workload("spinner"), 2], "--virtual", "--unwind", "fp",
+                       "--interval", 1000)
+        ru = os.wait4(w.pid, 0)[2]
+        w.returncode = 0
+        used = ru.ru_utime + ru.ru_stime
+        # the exit seen by pcmond's tick, not by a request that reads BPF as it answers
+        req = json.dumps({"v": 1, "cmd": "targets", "current": False}).encode() + b"\n"
+        for _ in range(40):
+            state = d.request(req)[0]["targets"][0]["state"]
+            if state == "exited":
+                break
+            time.sleep(0.1)
+        assert state == "exited", state
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        # every sample of its CPU time, less 4 sigma and a tick of the clock (10 ms)
+        want = used * 1000 - 10
+        assert s["lost"] == 0 and s["counted"] >= want - 4 * want ** 0.5, (s, used)
+    finally:
+        if w and w.returncode is None:
+            w.kill()
+        d.stop()
+
+
 def manystacks_session(d, secs, stall=0):
     """Two threads of ever-new stacks at 10 kHz for secs: (listing summary, expected samples).
     With @stall, pcmond is stopped (SIGSTOP) for that many seconds half a second in."""
