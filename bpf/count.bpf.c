@@ -253,6 +253,17 @@ static __always_inline void update_look(struct vclock *v, struct task_struct *ta
 	steal_look(v, cs, true);
 }
 
+/* @task, whose clock is @v, leaves its CPU: the steal of its run there is its own (exact:
+ * the switch has just updated the clock), and looked at (steal_look()). */
+static __always_inline void steal_out(struct vclock *v, struct task_struct *task)
+{
+	if (!v->steal_in)
+		return;
+	v->steal_ns += steal_now() - v->steal_in;
+	v->steal_in = 0;
+	update_look(v, task);
+}
+
 static __always_inline bool same_key(const struct pcmon_ckey *a, const struct pcmon_ckey *b)
 {
 	return a->cookie == b->cookie && a->cls == b->cls && a->tgid == b->tgid &&
@@ -754,11 +765,7 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 
 	v = bpf_map_lookup_elem(&vclocks, &ptid);
 	if (v && v->dead) { /* its last switch: the steal it counts, and it is gone */
-		if (v->steal_in) {
-			v->steal_ns += steal_now() - v->steal_in;
-			v->steal_in = 0;
-			update_look(v, prev);
-		}
+		steal_out(v, prev);
 		bpf_task_storage_delete(&cstack, prev);
 		bpf_map_delete_elem(&vclocks, &ptid);
 		v = NULL;
@@ -768,11 +775,7 @@ int BPF_PROG(count_switch, bool preempt, struct task_struct *prev, struct task_s
 
 		if (v->off_since) /* switched out again, its switch in not seen */
 			clock_repair(v, ran, now);
-		if (v->steal_in) {
-			v->steal_ns += steal_now() - v->steal_in;
-			v->steal_in = 0;
-			update_look(v, prev); /* the switch has just updated the clock */
-		}
+		steal_out(v, prev);
 		v->off_since = now;
 		v->ran_at_out = ran;
 		v->pre_since = 0;

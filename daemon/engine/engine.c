@@ -423,10 +423,14 @@ void engine_quiesce(struct engine *e)
 	engine_sync_all(e);
 }
 
-/* Bring a target up to date for a report: what BPF holds, names that arrived. */
+/*
+ * Bring a target up to date for a report: what BPF holds, names that arrived. A target whose
+ * process exited is read too: what it took since the last drain waits in BPF until the next
+ * save, whenever the engine learnt of the exit (a stopped one was read as it stopped).
+ */
 void engine_target_sync(struct engine *e, struct target *t)
 {
-	if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
+	if (t->state != TARGET_STOPPED)
 		engine_sync_all(e);
 	dbginfo_collect(e->dbg, on_debuginfo, e);
 }

@@ -174,8 +174,7 @@ static cJSON *cmd_simple(struct engine *e, const struct client *c, const cJSON *
 			t->paused_ns += now_ns() - t->pause_start;
 		t->state = pause ? TARGET_PAUSED : TARGET_RUNNING;
 	} else if (!strcmp(cmd, "zero")) {
-		if (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED)
-			engine_sync_all(e);
+		engine_target_sync(e, t); /* what BPF holds is before the zero */
 		for_each_inst(i)
 			if (t->inst[i])
 				inst_table[i]->zero(e->g[i], t, t->inst[i]);

@@ -66,6 +66,12 @@ static bool python_missed(struct sample_g *g, const struct pcmon_key *k, uint32_
 	return status == PCMON_PY_UNKNOWN && !whole && py_is_python(g->py, k->pid);
 }
 
+/* @st cut short for @why (enum agg_unwalk), in place of a reason it had (AGG_SF_CUT). */
+static void cut_for(struct agg_stack *st, enum agg_unwalk why)
+{
+	st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(why);
+}
+
 /*
  * A stack BPF read no Python frames for, of a target that reads them (@locs its native
  * frames): one whose native frames run the interpreter's loop was running Python code that
@@ -138,7 +144,7 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = g->natlocs[i];
 		if (python_missed(g, k, in.status, g->natlocs, nu, whole))
-			st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(AGG_UNWALK_PYTHON_UNKNOWN);
+			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 		return nu;
 	}
 	if (in.status > PCMON_PY_DEPTH)
@@ -147,7 +153,7 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 	for (uint32_t i = 0; i < n; i++)
 		st->locs[n - 1 - i] = g->mergelocs[i];
 	if (cut != PCMON_PY_OK)
-		st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(cut_reason[cut]);
+		cut_for(st, cut_reason[cut]);
 	return n;
 }
 
@@ -259,7 +265,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
 		if (python_unread(g, k, st->locs, nu))
-			st->flags = (st->flags & ~0xff02u) | AGG_SF_CUT(AGG_UNWALK_PYTHON_UNKNOWN);
+			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 	}
 	st->nuser = nu;
 	st->nkern = nk;

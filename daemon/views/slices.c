@@ -253,7 +253,8 @@ int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const uint64_t *row
 
 uint64_t slices_charge_wall(uint64_t *last, uint64_t now)
 {
-	uint64_t second = now - now % NS_PER_S, at = *last < second ? second - 1 : now;
+	uint64_t second = now - now % NS_PER_S;
+	uint64_t at = *last < second && now - second < SLICES_LATE_NS ? second - 1 : now;
 
 	*last = now;
 	return at;

@@ -90,11 +90,14 @@ int slices_add(struct slices *sl, uint32_t id, const uint64_t *v, uint64_t wall)
 int slices_push(struct slices *sl, uint64_t t0, uint64_t t1, const uint64_t *rows, uint32_t n);
 /*
  * The wall time a read of counters at @now charges what it finds to: @now, unless a whole
- * second (every slice boundary is one) passed since the read before (*@last): then just
- * before that second. Reads come within milliseconds after every boundary (the engine's
- * tick, 2 ms after whole seconds), so what such a read finds was counted before the
- * boundary but for those milliseconds. *@last becomes @now.
+ * second (every slice boundary is one) passed since the read before (*@last) and @now is
+ * at most SLICES_LATE_NS after it: then just before that second. Reads come within
+ * milliseconds after every boundary (the engine's tick, 2 ms after whole seconds), so what
+ * such a read finds was counted before the boundary but for those milliseconds; a read the
+ * engine made late (busy, on a loaded machine: 0.7 s once) holds more of the new second
+ * than of the old, and is charged to the new one.
  */
+#define SLICES_LATE_NS 250000000ull
 uint64_t slices_charge_wall(uint64_t *last, uint64_t now);
 /* A slice of @sl ended between @last and @now (wall ns): its counts are due. */
 static inline bool slices_ended(const struct slices *sl, uint64_t last, uint64_t now)

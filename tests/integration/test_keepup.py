@@ -143,6 +143,54 @@ def test_few_stacks_wait_in_bpf():
         d.stop()
 
 
+def exited_spinner(d):
+    """A spinner watched by --pid for its 2 s, and its exit seen by pcmond's tick, not by a
+    request that reads BPF as it answers: (target, CPU seconds it used)."""
+    time.sleep(1.5)  # past pcmond's first save: the next is 5 s on, after the test's requests
+    w, tid = watch(d, [workload("spinner"), 2], "--virtual", "--unwind", "fp",
+                   "--interval", 1000)
+    ru = os.wait4(w.pid, 0)[2]
+    w.returncode = 0
+    req = json.dumps({"v": 1, "cmd": "targets", "current": False}).encode() + b"\n"
+    for _ in range(40):
+        state = d.request(req)[0]["targets"][0]["state"]
+        if state == "exited":
+            break
+        time.sleep(0.1)
+    assert state == "exited", state
+    return tid, ru.ru_utime + ru.ru_stime
+
+
+def test_exited_target_listed_whole():
+    """A --pid target whose process exited: the samples it took since the last drain still
+    wait in BPF, and a listing reads them, however long after the exit pcmond learnt of it
+    (a loaded machine's tick handled the exit before the listing came, and the listing then
+    lacked up to a second of samples, 1 run in 10 under load)."""
+    d = Daemon().start()
+    try:
+        tid, used = exited_spinner(d)
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        # every sample of its CPU time, less 4 sigma and a tick of the clock (10 ms)
+        want = used * 1000 - 10
+        assert s["lost"] == 0 and s["counted"] >= want - 4 * want ** 0.5, (s, used)
+    finally:
+        d.stop()
+
+
+def test_exited_target_zeroed_whole():
+    """`zero` on a target whose process exited clears what BPF still held of it too: none of
+    it comes back at the next drain."""
+    d = Daemon().start()
+    try:
+        tid, _ = exited_spinner(d)
+        pcmon("zero", tid, sock=d.sock)
+        time.sleep(5)  # past a save, which drains whatever BPF holds
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        assert s["counted"] == 0 and s["interrupts"] == 0, s
+    finally:
+        d.stop()
+
+
 def manystacks_session(d, secs, stall=0):
     """Two threads of ever-new stacks at 10 kHz for secs: (listing summary, expected samples).
     With @stall, pcmond is stopped (SIGSTOP) for that many seconds half a second in."""

@@ -359,9 +359,11 @@ def test_fp_chain_astray_keeps_python_frames():
                 astray += c
     cut = listing["summary"]["cut_short_by_reason"]
     flagged = cut["python"] + cut["python_unknown"]  # (a chain read short, said so)
-    # enough samples to mean something: half of 1000 Hz of its CPU time (it takes about
-    # 0.98 of it; once in some 20 runs 0.72, with nothing lost: not yet explained)
-    assert n >= 0.5 * 1000 * cpu_s and deep_native > 0, (n, cpu_s, deep_native)
+    # every sample of its CPU time, less 4 sigma and a tick of the clock (10 ms): a listing
+    # that came after pcmond had seen the exit once lacked what BPF still held (17-79 % of
+    # the samples counted, under load; test_keepup.py's test_exited_target_listed_whole)
+    want = 1000 * cpu_s - 10
+    assert n >= want - 4 * want ** 0.5 and deep_native > 0, (n, cpu_s, deep_native)
     # (a thread has no Python frame at all as it starts and ends, nor the interpreter as it
     # exits: its C code is on CPU for some ms then, and a walk that goes astray there has no
     # Python frames to keep, rightly: 1-3 of some 2,000 samples a run, as the stack

@@ -271,6 +271,8 @@ static void test_charge_wall(void **state)
 	assert_int_equal(last, T0 + S + 2000000);
 	/* and the next read in the same second is charged at its own time */
 	assert_int_equal(slices_charge_wall(&last, T0 + S + 3000000), T0 + S + 3000000);
+	/* a read made late, 700 ms after the next second: its own second */
+	assert_int_equal(slices_charge_wall(&last, T0 + 2 * S + 700000000), T0 + 2 * S + 700000000);
 }
 
 int main(void)
