@@ -213,8 +213,12 @@ int alloc_return(struct pt_regs *ctx)
 	if (th->fn == PCMON_AFN_POSIX_MEMALIGN) /* 0 and the block in *memptr */
 		addr = addr || !th->old || bpf_probe_read_user(&addr, sizeof(addr), (void *)th->old) ?
 			       0 : addr;
-	/* realloc frees the old block when it gives another, or frees with size 0 */
-	if (th->fn == PCMON_AFN_REALLOC && th->old && (addr ? addr != th->old : !th->size))
+	/*
+	 * realloc ends the old block whenever it succeeds (or frees it, with size 0): moved or
+	 * grown in place, what it returns is a new allocation of the new size (sampled or not).
+	 * A realloc that fails leaves the old block as it was.
+	 */
+	if (th->fn == PCMON_AFN_REALLOC && th->old && (addr || !th->size))
 		block_freed(target, k.pid, th->old);
 	th->fn = PCMON_AFN_N;
 	if (!th->sampled || !addr)

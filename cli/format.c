@@ -654,9 +654,10 @@ void fmt_tables(FILE *f, const cJSON *rep)
 
 /*
  * Each instrument's part of a listing after sampling's, from its key in the reply (absent:
- * nothing printed): the call table ("calls"), the probe-node tables ("tables").
+ * nothing printed): the call table ("calls"), the probe-node tables ("tables"), the
+ * allocations ("alloc").
  */
-static void (*const sections[])(FILE *f, const cJSON *rep) = { fmt_calls, fmt_tables };
+static void (*const sections[])(FILE *f, const cJSON *rep) = { fmt_calls, fmt_tables, fmt_alloc };
 
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)
 {

@@ -14,6 +14,8 @@ struct list_view {
 
 void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v);
 void fmt_calls(FILE *f, const cJSON *rep);
+/* The allocation table (format_alloc.c). */
+void fmt_alloc(FILE *f, const cJSON *rep);
 /* Every section of a `list` reply: sampling's listing, the call table. */
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v);
 void fmt_targets(FILE *f, const cJSON *rep);

@@ -15,7 +15,7 @@ enum target_kind { TARGET_PID, TARGET_CGROUP, TARGET_ALL };
 enum target_state { TARGET_RUNNING, TARGET_PAUSED, TARGET_STOPPED, TARGET_EXITED };
 
 /* Instruments a target can carry: inst_table[] (inst_table.c) in this order. */
-enum inst_id { INST_SAMPLE, INST_COUNT, INST_LEGS, INST_MAX };
+enum inst_id { INST_SAMPLE, INST_COUNT, INST_LEGS, INST_ALLOC, INST_MAX };
 
 struct target {
 	uint32_t id;

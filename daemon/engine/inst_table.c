@@ -2,6 +2,7 @@
 /* The instruments a target can carry, and what frees their states. */
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "count.h"
 #include "inst.h"
 #include "inst_table.h"
@@ -13,6 +14,7 @@ const struct inst_ops *const inst_table[INST_MAX] = {
 	[INST_SAMPLE] = &sample_ops,
 	[INST_COUNT] = &count_ops,
 	[INST_LEGS] = &legs_ops,
+	[INST_ALLOC] = &alloc_ops,
 };
 
 void target_free(struct target *t)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc_core.h"
+#include "pcmon_alloc.h"
 #include "util.h"
 
 /* A live sampled block: its site and its weights, found by its record's id. */
@@ -39,6 +40,17 @@ void alloc_weigh(uint64_t size, uint64_t rate, struct alloc_weight *w)
 	w->objects = 1 / p;
 	w->bytes = (double)size / p;
 	w->var_bytes = (1 - p) * w->bytes * w->bytes;
+}
+
+uint32_t alloc_quantile(uint32_t i)
+{
+	const double n = PCMON_ALLOC_QUANTILES;
+	/* (the slice's bounds as doubles: -i of an unsigned i wraps) */
+	double lo = -log1p(-(double)i / n);
+	double hi = i + 1 < n ? -log1p(-(double)(i + 1) / n) : INFINITY;
+	double m = n * ((lo + 1) * exp(-lo) - (isinf(hi) ? 0 : (hi + 1) * exp(-hi)));
+
+	return (uint32_t)fmin(fmax(m * 65536.0 + 0.5, 0), (double)UINT32_MAX);
 }
 
 struct alloc_core *alloc_core_new(uint64_t rate)

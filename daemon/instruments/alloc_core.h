@@ -23,6 +23,14 @@ struct alloc_weight {
 
 void alloc_weigh(uint64_t size, uint64_t rate, struct alloc_weight *w);
 
+/*
+ * Entry @i of the countdown table BPF draws from (PCMON_ALLOC_QUANTILES entries, one picked
+ * at random): the mean of the i-th of as many equal-probability slices of the exponential
+ * distribution of mean 1, x 2^16. Over a slice [a, b] that mean is N ((a + 1) e^-a -
+ * (b + 1) e^-b), so the table's mean is the distribution's, 1, exactly.
+ */
+uint32_t alloc_quantile(uint32_t i);
+
 /* What a site (a stack, by its id) allocated, and what of it is live. */
 struct alloc_site {
 	uint32_t stack;

@@ -7,17 +7,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "alloc.skel.h"
+#include "alloc_core.h"
 #include "allocator.h"
+#include "funcs.h"
 #include "procs.h"
 #include "util.h"
 
+#define NAMES_PER_FN 2
+
 /* glibc's allocator, by enum pcmon_afn; each function may have more than one name */
-static const char *const glibc_names[][2] = {
+static const char *const glibc_names[][NAMES_PER_FN] = {
 	[PCMON_AFN_MALLOC] = { "malloc" },
 	[PCMON_AFN_CALLOC] = { "calloc" },
 	[PCMON_AFN_REALLOC] = { "realloc" },
@@ -28,9 +33,11 @@ static const char *const glibc_names[][2] = {
 };
 
 struct probed {
+	dev_t dev;	/* the file, however a process names it (/proc/PID/root/...) */
+	ino_t ino;
 	char *path;
 	struct bpf_link **links;
-	size_t nlinks;
+	size_t nlinks, cap_links;
 };
 
 struct allocator {
@@ -42,20 +49,13 @@ struct allocator {
 	void *ctx;
 };
 
-/*
- * The countdown table: the mean of each of PCMON_ALLOC_QUANTILES equal-probability slices of
- * the exponential distribution of mean 1, x 2^16 (a draw keeps the mean exactly). Over a
- * slice [a, b] that mean is N ((a + 1) e^-a - (b + 1) e^-b).
- */
+/* The countdown table (alloc_quantile()), for BPF's draws. */
 static int fill_quantiles(struct allocator *a)
 {
-	const double n = PCMON_ALLOC_QUANTILES;
 	int fd = bpf_map__fd(a->skel->maps.aquant);
 
 	for (uint32_t i = 0; i < PCMON_ALLOC_QUANTILES; i++) {
-		double lo = -log1p(-i / n), hi = i + 1 < n ? -log1p(-(i + 1) / n) : INFINITY;
-		double m = n * ((lo + 1) * exp(-lo) - (isinf(hi) ? 0 : (hi + 1) * exp(-hi)));
-		uint32_t q = (uint32_t)fmin(m * 65536.0 + 0.5, (double)UINT32_MAX);
+		uint32_t q = alloc_quantile(i);
 
 		if (bpf_map_update_elem(fd, &i, &q, 0))
 			return -errno;
@@ -126,24 +126,25 @@ void allocator_close(struct allocator *a)
 	free(a);
 }
 
-/* One probe of @f: @fn at @name of @path (entry, and return but for free). */
-static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, const char *name)
+/* One probe of @f: @fn at file offset @off of its file (entry, and return but for free). */
+static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, uint64_t off)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = fn, .func_name = name);
-	LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = fn, .func_name = name, .retprobe = true);
+	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = fn);
+	LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = fn, .retprobe = true);
 	struct bpf_link *l[2] = { NULL, NULL };
 	size_t n = 0;
 
 	if (fn != PCMON_AFN_FREE) {
 		/* the return first: an entry whose return is missed leaves its thread's
 		 * allocation in flight, overwritten by the next */
-		l[n] = bpf_program__attach_uprobe_opts(a->skel->progs.alloc_return, -1, f->path, 0, &ro);
+		l[n] = bpf_program__attach_uprobe_opts(a->skel->progs.alloc_return, -1, f->path, off,
+						       &ro);
 		if (!l[n++])
 			return -errno;
 	}
 	l[n] = bpf_program__attach_uprobe_opts(fn == PCMON_AFN_FREE ? a->skel->progs.alloc_free :
 								      a->skel->progs.alloc_enter,
-					       -1, f->path, 0, &eo);
+					       -1, f->path, off, &eo);
 	if (!l[n]) {
 		int r = -errno;
 
@@ -151,42 +152,64 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, c
 		return r;
 	}
 	n++;
-	if (GROW(f->links, f->nlinks, f->nlinks + n)) {
+	if (GROW(f->links, f->cap_links, f->nlinks + n)) {
 		for (size_t k = 0; k < n; k++)
 			bpf_link__destroy(l[k]);
 		return -ENOMEM;
 	}
-	memcpy(f->links + f->nlinks - n, l, n * sizeof(*l));
+	memcpy(f->links + f->nlinks, l, n * sizeof(*l));
+	f->nlinks += n;
 	return 0;
 }
 
+/*
+ * The functions' offsets are read from the file's symbol tables in one pass (funcs.c): a
+ * name libbpf resolves is a pass per name, 22 of them in glibc, and a command's first
+ * allocations went unseen for as long (1.5 s once). Two names at one offset (glibc's
+ * aligned_alloc is its memalign) are probed once.
+ */
 int allocator_probe_file(struct allocator *a, const char *path, const char *const *names)
 {
+	const char *want[PCMON_AFN_N * NAMES_PER_FN] = { 0 };
+	uint64_t off[PCMON_AFN_N * NAMES_PER_FN];
 	struct probed f = { 0 };
 	int found = 0, r = 0;
 
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
 	for (size_t i = 0; i < a->nfiles; i++)
-		if (!strcmp(a->files[i].path, path))
+		if (a->files[i].dev == st.st_dev && a->files[i].ino == st.st_ino)
 			return 0;
+	f.dev = st.st_dev;
+	f.ino = st.st_ino;
+	for (int fn = 0; fn < PCMON_AFN_N; fn++)
+		for (int k = 0; k < NAMES_PER_FN; k++)
+			want[fn * NAMES_PER_FN + k] = names ? (k ? NULL : names[fn]) : glibc_names[fn][k];
+	r = funcs_offsets(path, want, ARRAY_SIZE(want), off);
+	if (r <= 0)
+		return r ? r : -ENOENT;
 	f.path = strdup(path);
 	if (!f.path)
 		return -ENOMEM;
-	for (int fn = 0; fn < PCMON_AFN_N && r != -ENOMEM; fn++) {
-		for (int k = 0; k < 2; k++) {
-			const char *name = names ? (k ? NULL : names[fn]) : glibc_names[fn][k];
+	r = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(want) && r != -ENOMEM; i++) {
+		bool twice = false;
 
-			if (!name)
-				continue;
-			r = probe_one(a, &f, fn, name);
-			found += !r;
-		}
+		for (size_t j = 0; j < i; j++)
+			twice |= off[j] == off[i];
+		if (!off[i] || twice)
+			continue;
+		r = probe_one(a, &f, i / NAMES_PER_FN, off[i]);
+		found += !r;
 	}
 	if (!found || GROW(a->files, a->cap_files, a->nfiles + 1)) {
 		for (size_t k = 0; k < f.nlinks; k++)
 			bpf_link__destroy(f.links[k]);
 		free(f.links);
 		free(f.path);
-		return found ? -ENOMEM : -ENOENT;
+		return found ? -ENOMEM : r ? r : -ENOENT;
 	}
 	a->files[a->nfiles++] = f;
 	return 0;

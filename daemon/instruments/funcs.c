@@ -72,6 +72,47 @@ static bool have(const struct func *f, size_t n, dev_t dev, ino_t ino, uint64_t 
 	return false;
 }
 
+int funcs_offsets(const char *path, const char *const *names, size_t n, uint64_t *off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), found = 0;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+
+	if (fd < 0)
+		return -errno;
+	memset(off, 0, n * sizeof(*off));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *raw;
+			size_t len;
+			GElf_Sym sym;
+
+			if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || !sym.st_value ||
+			    !(raw = elf_strptr(elf, sh.sh_link, sym.st_name)))
+				continue;
+			len = strcspn(raw, "@"); /* (a dynamic symbol's version) */
+			for (size_t k = 0; k < n; k++)
+				if (names[k] && !off[k] && strlen(names[k]) == len &&
+				    !strncmp(raw, names[k], len) &&
+				    !vaddr_to_offset(elf, sym.st_value, &off[k]))
+					found++;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
 int funcs_find_file(const char *path, const char *module, const struct pat *pat,
 		    struct func **out, size_t *n, size_t *cap)
 {

@@ -52,6 +52,12 @@ int funcs_find_file(const char *path, const char *module, const struct pat *pat,
 int funcs_find_line(const char *path, const char *module, const char *file, int line,
 		    struct func **out, size_t *n, size_t *cap);
 void funcs_free(struct func *f, size_t n);
+/*
+ * The file offsets of the functions named exactly @names[0..n) (NULL: none asked) in the
+ * object @path, in one pass over its symbol tables: @off[k], 0 where it has none. The number
+ * found, or -errno.
+ */
+int funcs_offsets(const char *path, const char *const *names, size_t n, uint64_t *off);
 
 /* Does a uprobe at file offset @off of @path step its instruction out of line? */
 bool funcs_stepped(const char *path, uint64_t off);

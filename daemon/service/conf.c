@@ -226,6 +226,8 @@ static const struct {
 	{ "hist", NEEDS_PID("probe nodes") },
 	{ "track", NEEDS_PID("probe nodes") },
 	{ "add", NEEDS_PID("probe nodes") },
+	{ "alloc", NEEDS_PID("allocations") },
+	{ "alloc-rate", NEEDS_PID("allocations") },
 	{ "no-sample", "sampling is the one instrument a cgroup or every task can carry" },
 };
 #undef NEEDS_PID

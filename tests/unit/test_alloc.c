@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "alloc_core.h"
+#include "pcmon_alloc.h"
 
 static void test_weights_at_both_ends(void **state)
 {
@@ -51,6 +52,27 @@ static double exp_draw(double mean)
  * sampled by a countdown as BPF samples them: each site's estimated bytes and objects
  * within 4 standard errors of the truth, and the error stated is of the truth's size.
  */
+/* The countdown table: rising, positive, its mean the distribution's (1, x 2^16), and its
+ * spread too (the exponential's variance is 1: the slices' means hold all but the spread
+ * inside each slice, a little less). */
+static void test_countdown_table(void **state)
+{
+	double sum = 0, sq = 0, n = PCMON_ALLOC_QUANTILES;
+
+	(void)state;
+	for (uint32_t i = 0; i < PCMON_ALLOC_QUANTILES; i++) {
+		double q = alloc_quantile(i) / 65536.0;
+
+		assert_true(alloc_quantile(i) > 0);
+		if (i)
+			assert_true(alloc_quantile(i) > alloc_quantile(i - 1));
+		sum += q;
+		sq += q * q;
+	}
+	assert_true(fabs(sum / n - 1) < 1e-4);
+	assert_true(sq / n - (sum / n) * (sum / n) > 0.95 && sq / n - (sum / n) * (sum / n) < 1);
+}
+
 static void test_totals_are_unbiased(void **state)
 {
 	const uint64_t rate = 512 << 10, size[3] = { 24, 300 << 10, 8 << 20 };
@@ -134,6 +156,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weights_at_both_ends),
+		cmocka_unit_test(test_countdown_table),
 		cmocka_unit_test(test_totals_are_unbiased),
 		cmocka_unit_test(test_live_blocks),
 	};

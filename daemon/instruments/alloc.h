@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * alloc_: the allocation instrument (docs/alloc.md). A target started with --alloc samples
+ * the bytes its processes allocate through the allocator's functions (allocator.c, BPF's
+ * side bpf/alloc.bpf.c): each sample is a stack, a size and the block's address, live until
+ * its free. The engine keeps the stacks (an aggregate, as sampling's: views read it) and
+ * what each allocated and holds (alloc_core.c), and lists them by procedure.
+ */
+#ifndef PCMON_ALLOC_INST_H
+#define PCMON_ALLOC_INST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "inst.h"
+
+#define ALLOC_RATE_DEFAULT (512u << 10)
+
+struct agg;
+struct alloc_core;
+
+struct alloc {
+	uint64_t rate;		/* mean bytes between samples */
+	struct agg *stacks;	/* the sampled allocations' stacks (count: samples) */
+	struct alloc_core *core;
+	uint64_t frees_lost;	/* a sampled block's free whose allocation record was lost */
+	uint64_t records_lost;	/* records of processes no longer the target's */
+	uint64_t probed_files;	/* objects whose allocator functions are probed */
+	bool stopped;
+	/* read back from a results file: its totals only (procedures are not saved yet) */
+	bool loaded;
+	double saved[8];
+};
+
+extern const struct inst_ops alloc_ops;
+
+#endif

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Allocations (--alloc): sampled by bytes in BPF at the allocator's functions, each sample
+weighted as pprof weighs a heap profile's, live until freed. Checked against a program that
+counts what it allocates at three sites (freed at once, kept until exit, calloc then realloc):
+every allocation call seen, allocated bytes per site within 4 standard errors (and 10 %),
+live bytes at exit right, and bad settings refused."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, pcmon, pcmon_json, run_tests, workload
+
+SITES = ("churn", "keep", "grow")
+
+
+def own_calls(own):
+    # grow() counts its calloc and its realloc as two blocks
+    return sum(own[s]["blocks"] for s in SITES)
+
+
+def check_sites(alloc, own, what):
+    s = alloc["summary"]
+    procs = {p["name"]: p for p in alloc["procedures"]}
+    assert s["ring_full"] == 0 and s["records_lost"] == 0 and s["live_full"] == 0, s
+    for site in SITES:
+        p, o = procs.get(site), own[site]
+        assert p, (what, site, [q["procedure"] for q in alloc["procedures"]])
+        err = p["alloc_bytes_stderr"]
+        # 4 standard errors, and no tighter than 2 %: the standard error is itself estimated
+        tol = max(4 * err, 0.02 * o["bytes"])
+        assert abs(p["alloc_bytes"] - o["bytes"]) <= tol, \
+            (what, site, p["alloc_bytes"], o["bytes"], err)
+        assert p["alloc_bytes"] == p["deep_alloc_bytes"], p  # (they call nothing that allocates)
+        # live at exit: keep's blocks, and nothing of the others (freed, or ended by realloc)
+        if o["live_bytes"]:
+            assert abs(p["inuse_bytes"] - o["live_bytes"]) <= max(4 * p["inuse_bytes_stderr"],
+                                                                  0.02 * o["live_bytes"]), \
+                (what, site, p["inuse_bytes"], o["live_bytes"])
+        else:
+            assert p["inuse_bytes"] == 0, (what, site, p)
+    main = procs["main"]
+    assert main["alloc_bytes"] == 0 and main["deep_alloc_bytes"] >= sum(
+        procs[x]["alloc_bytes"] for x in SITES) - 1, main
+    total = sum(o["bytes"] for o in own.values())
+    assert abs(s["alloc_bytes"] - total) <= max(4 * s["alloc_bytes_stderr"], 0.02 * total), \
+        (what, s, total)
+
+
+def last_json(text):
+    dec, pos, doc = json.JSONDecoder(), 0, None
+    while True:
+        start = text.find("\n{", pos)
+        if start < 0:
+            return doc
+        doc, end = dec.raw_decode(text, start + 1)
+        pos = end
+
+
+def test_run_sees_every_call_and_weighs_sites():
+    """pcmon run --alloc: the command's allocator is probed before it runs (a copy of
+    pcmon, held before its exec, maps the same libc), so every allocation call is seen."""
+    p = pcmon("run", "--json", "--alloc", "--no-sample", "--", workload("allocs"), 3, check=0)
+    own = json.loads(p.stdout.splitlines()[0])
+    alloc = last_json(p.stdout)["alloc"]
+    s = alloc["summary"]
+    # its calls, and a few of libc's own as the program starts and ends (stdio's buffer)
+    assert own_calls(own) <= s["calls"] <= own_calls(own) + 20, (s["calls"], own)
+    assert s["samples"] >= 100, s
+    check_sites(alloc, own, "run")
+
+
+def test_pid_target_live_at_exit():
+    """start --pid --alloc on a process started before it: every call after the start is
+    seen, live bytes at exit are the blocks it kept, and the sampling instrument beside it
+    goes on as before."""
+    d = Daemon().start()
+    flag = tempfile.mktemp(prefix="pcmon-alloc-go-")
+    w = subprocess.Popen([workload("allocs"), "3", "--wait", flag], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        pid = json.loads(w.stdout.readline())["pid"]
+        tid = pcmon("start", "--pid", pid, "--alloc", "--unwind", "fp", sock=d.sock,
+                    check=0).stdout.strip()
+        open(flag, "w").close()
+        own = json.loads(w.stdout.readline())
+        w.wait()
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        alloc = listing["alloc"]
+        assert own_calls(own) <= alloc["summary"]["calls"] <= own_calls(own) + 20, \
+            (alloc["summary"], own)
+        check_sites(alloc, own, "--pid")
+        assert listing["summary"]["counted"] > 0, listing["summary"]
+        text = pcmon("list", tid, sock=d.sock, check=0).stdout
+        assert "allocations, sampled every 512.0 KiB" in text and "allocs.keep" in text, text
+    finally:
+        if w.poll() is None:
+            w.kill()
+        if os.path.exists(flag):
+            os.unlink(flag)
+        assert d.stop() == 0, d.logtext()
+
+
+def test_rate_and_targets_refused_clearly():
+    """A rate out of range, and a target whose objects are not known in advance, are refused
+    with a line that says what to do."""
+    d = Daemon().start()
+    try:
+        p = pcmon("start", "--pid", os.getpid(), "--alloc", "--alloc-rate", 0, sock=d.sock)
+        assert p.returncode != 0 and "--alloc-rate" in p.stderr, p
+        p = pcmon("start", "--all", "--alloc", sock=d.sock)
+        assert p.returncode != 0 and "--alloc needs --pid or a command" in p.stderr, p
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
