@@ -97,6 +97,13 @@ def test_pid_target_live_at_exit():
         assert listing["summary"]["counted"] > 0, listing["summary"]
         text = pcmon("list", tid, sock=d.sock, check=0).stdout
         assert "allocations, sampled every 512.0 KiB" in text and "allocs.keep" in text, text
+        # its results file keeps the totals (the table by procedure, not yet: said so)
+        assert d.stop() == 0, d.logtext()
+        d = Daemon(state_dir=d.state).start()
+        again = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
+        for k in ("alloc_bytes", "inuse_bytes", "alloc_bytes_stderr", "samples"):
+            assert again["summary"][k] == alloc["summary"][k], (k, again["summary"])
+        assert "procedures_not_saved" in again and "procedures" not in again, again
     finally:
         if w.poll() is None:
             w.kill()
