@@ -44,10 +44,16 @@ int cmd_start(struct cli *c)
 	r = cli_show(c, rep, NULL);
 	if (!r && !c->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));
-		fprintf(stderr, "pcmon: started target %.0f \"%s\", %s t=%.0fus\n",
-			proto_num(rep, "id", 0),
-			str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)),
-			proto_str(rep, "mode", ""), proto_num(rep, "interval_us", 0));
+		fprintf(stderr, "pcmon: started target %.0f \"%s\"", proto_num(rep, "id", 0),
+			str_escape(proto_str(rep, "name", ""), esc, sizeof(esc)));
+		/* what it carries: sampling's mode and interval, the allocations' rate */
+		if (proto_str(rep, "mode", NULL))
+			fprintf(stderr, ", %s t=%.0fus", proto_str(rep, "mode", ""),
+				proto_num(rep, "interval_us", 0));
+		if (cJSON_GetObjectItemCaseSensitive(rep, "alloc_rate"))
+			fprintf(stderr, ", allocations sampled every %.0f bytes",
+				proto_num(rep, "alloc_rate", 0));
+		fputc('\n', stderr);
 	}
 	cJSON_Delete(rep);
 	session_close(&s);

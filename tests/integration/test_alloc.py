@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, pcmon, pcmon_json, run_tests, workload
+from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload
 
 SITES = ("churn", "keep", "grow")
 
@@ -51,22 +51,12 @@ def check_sites(alloc, own, what):
         (what, s, total)
 
 
-def last_json(text):
-    dec, pos, doc = json.JSONDecoder(), 0, None
-    while True:
-        start = text.find("\n{", pos)
-        if start < 0:
-            return doc
-        doc, end = dec.raw_decode(text, start + 1)
-        pos = end
-
-
 def test_run_sees_every_call_and_weighs_sites():
     """pcmon run --alloc: the command's allocator is probed before it runs (a copy of
     pcmon, held before its exec, maps the same libc), so every allocation call is seen."""
-    p = pcmon("run", "--json", "--alloc", "--no-sample", "--", workload("allocs"), 3, check=0)
-    own = json.loads(p.stdout.splitlines()[0])
-    alloc = last_json(p.stdout)["alloc"]
+    listing, p = pcmon_json("run", "--alloc", "--no-sample", "--", workload("allocs"), 3)
+    own = first_json_line(p.stdout)
+    alloc = listing["alloc"]
     s = alloc["summary"]
     # its calls, and a few of libc's own as the program starts and ends (stdio's buffer)
     assert own_calls(own) <= s["calls"] <= own_calls(own) + 20, (s["calls"], own)

@@ -38,6 +38,8 @@ SCENARIOS = [
     ["--node", "legs.req_begin", "--hist-arg", "0", "--node", "legs.end_small", "--node",
      "legs:tick", "--node", f"legs.c:{LEGS_LINE}", "--leg", "1:2", "--hist", "node:1,log", "--hist",
      "leg:1,linear,8,1000000,0", "--add", "successor", "--", workload("legs")],
+    # allocations beside sampling: sampled blocks freed, kept, reallocated
+    ["--alloc", "--alloc-rate", "65536", "--interval", "500", "--", workload("allocs"), "0.5"],
 ]
 
 
@@ -73,6 +75,7 @@ def test_daemon_is_clean_under_sanitizers():
                         "--critical", "s=spinner.spin_here", sock=d.sock, check=0).stdout.strip()
             pcmon("run", "--interval", 1000, "--", workload("crit"), 0.5, sock=d.sock, check=0)
             pcmon("run", "--count", "calls.rec*", "--", workload("calls"), 1, sock=d.sock, check=0)
+            pcmon("run", "--alloc", "--", workload("allocs"), 0.5, sock=d.sock, check=0)
             pcmon("node", "add", tid, "spinner.spin_here", sock=d.sock, check=0)
             pcmon("node", "add", tid, "spinner.spin_here%return", "--hist-arg", "0", sock=d.sock,
                   check=0)
