@@ -13,12 +13,22 @@
 #include "proto.h"
 #include "session.h"
 
-static const char *format, *output, *title;
+static const char *format, *output, *title, *alloc_value;
 
 static const struct opt output_opts[] = {
 	{ "output", 'o', "FILE", OPT_TEXT, NULL,
 	  .help = "the file, written whole or not at all (default stdout)", .text = &output,
 	  .complete = COMPL_FILE },
+	OPT_TABLE_END,
+};
+
+/* a target's allocations, not its samples (docs/alloc.md) */
+static const struct opt alloc_opts[] = {
+	{ "alloc", 0, NULL, OPT_TRUE, "alloc",
+	  .help = "the allocations' stacks (a target started with --alloc)" },
+	{ "alloc-value", 0, "alloc_space|alloc_objects|inuse_space|inuse_objects", OPT_TEXT,
+	  NULL, .help = "with --alloc, folded and flamegraph: the value drawn (default inuse_space)",
+	  .text = &alloc_value },
 	OPT_TABLE_END,
 };
 
@@ -29,6 +39,7 @@ const struct opt export_opts[] = {
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
 	OPT_ALL(window_opts),
+	OPT_ALL(alloc_opts),
 	OPT_TABLE_END,
 };
 
@@ -38,6 +49,7 @@ const struct opt flamegraph_opts[] = {
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
 	OPT_ALL(window_opts),
+	OPT_ALL(alloc_opts),
 	OPT_TABLE_END,
 };
 
@@ -100,7 +112,9 @@ static int fetch_profile(struct cli *c, cJSON **rep, struct xprof *p)
 	r = side_fetch(c, c->target, c->req, rep);
 	if (r)
 		return r;
-	if (xprof_load(p, *rep, err, sizeof(err))) {
+	/* folded stacks and flame graphs draw one value of a profile of values */
+	if (xprof_load(p, *rep, err, sizeof(err)) ||
+	    (xprof_pick_value(p, alloc_value, err, sizeof(err)) && (xprof_free(p), 1))) {
 		cJSON_Delete(*rep);
 		return cli_fail(c, 1, "%s: target %s: %s", c->cmd->name, c->target, err);
 	}

@@ -40,6 +40,7 @@ int list_req_parse(const cJSON *req, struct list_req *lr)
 		.drop_mark = proto_bool(req, "drop_mark", 0),
 		.remark = proto_bool(req, "remark", 0),
 		.calls = proto_bool(req, "calls", 0),
+		.alloc = proto_bool(req, "alloc", 0),
 		.tables = proto_bool(req, "tables", 0),
 		.sort = proto_str(req, "sort", "self"),
 	};

@@ -38,8 +38,8 @@ struct list_req {
 	uint32_t since_mark;
 	bool drop_mark, remark;
 
-	/* the call table's and the probe-node tables' */
-	bool calls, tables;		/* that part alone */
+	/* the call table's, the probe-node tables' and the allocations' */
+	bool calls, tables, alloc;	/* that part alone (alloc with stacks: its profile) */
 	const char *sort;		/* the call table's order */
 };
 

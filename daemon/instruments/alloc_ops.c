@@ -15,7 +15,9 @@
 #include "alloc.h"
 #include "alloc_core.h"
 #include "allocator.h"
+#include "groups.h"
 #include "procmaps.h"
+#include "stacks.h"
 #include "proto.h"
 #include "stfile.h"
 #include "sym.h"
@@ -431,6 +433,122 @@ static int procedures_json(const struct alloc *a, const struct sym *s, const str
 	return 0;
 }
 
+/* ---- the profile the exports are made from (views/stacks.h, with four values a sample) */
+
+static const char *const value_types[][2] = {
+	{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+	{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+};
+
+struct order {
+	const struct agg *stacks;
+	struct stacks *x;
+	size_t next;		/* the stack the next visit is of, or after */
+	uint32_t *ids;		/* each visit's stack */
+	size_t n, cap;
+	int err;
+};
+
+/* Each stack is visited once, in the order of its id (agg_list()): noted, for its values. */
+static void order_visit(void *ctx, const struct agg_visit *v)
+{
+	struct order *o = ctx;
+	uint64_t c, ns;
+
+	stacks_visit(o->x, v);
+	while (o->next < agg_count(o->stacks) && agg_get(o->stacks, o->next, &c, &ns) != v->st)
+		o->next++;
+	if (GROW(o->ids, o->cap, o->n + 1))
+		o->err = -ENOMEM;
+	else
+		o->ids[o->n++] = (uint32_t)o->next;
+}
+
+static uint32_t no_name(const void *ctx, uint32_t id)
+{
+	(void)ctx;
+	(void)id;
+	return 0;
+}
+
+static uint32_t no_cgroup(const void *ctx, uint64_t id)
+{
+	(void)ctx;
+	(void)id;
+	return 0;
+}
+
+/*
+ * "profile" as sampling's (stacks.h), a sample per stack with "count" its samples and
+ * "values" [alloc_objects, alloc_space, inuse_objects, inuse_space]; the profile says
+ * "value_types", "default_value" (inuse_space, as Go's heap profiles) and its period.
+ */
+static int profile_json(struct alloc_g *g, const struct target *t, const struct alloc *a,
+			const struct list_req *lr, cJSON *rep)
+{
+	const struct groups_namer nm = { no_name, no_name, no_cgroup, NULL };
+	struct agg_list_opts lo = { .no_inline = lr->no_inline > 0 };
+	struct order o = { .stacks = a->stacks };
+	const struct alloc_site *sites;
+	double (*vals)[4] = NULL;
+	struct agg *v = agg_view(a->stacks);
+	struct agg_list l;
+	size_t nsites, k = 0;
+	cJSON *prof, *it, *arr;
+	int r = -ENOMEM;
+
+	sites = alloc_core_sites(a->core, &nsites);
+	o.x = stacks_new(g->env.sym, &lo, &nm, -1);
+	vals = calloc(agg_count(a->stacks) + 1, sizeof(*vals));
+	if (!v || !o.x || !vals)
+		goto out;
+	for (size_t i = 0; i < nsites; i++) {
+		const struct alloc_site *si = &sites[i];
+
+		agg_view_add(v, si->stack, si->samples, 0);
+		vals[si->stack][0] = si->alloc_objects;
+		vals[si->stack][1] = si->alloc_bytes;
+		vals[si->stack][2] = fmax(si->inuse_objects, 0);
+		vals[si->stack][3] = fmax(si->inuse_bytes, 0);
+	}
+	lo.visit = order_visit;
+	lo.visit_ctx = &o;
+	if ((r = agg_list(v, g->env.sym, &lo, &l)))
+		goto out;
+	agg_list_free(&l);
+	if ((r = o.err) || (r = stacks_json(o.x, rep)))
+		goto out;
+	prof = cJSON_GetObjectItemCaseSensitive(rep, "profile");
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(prof, "samples")) {
+		if (k >= o.n)
+			break;
+		cJSON_DeleteItemFromObject(it, "kind"); /* (not a sample of time) */
+		arr = cJSON_AddArrayToObject(it, "values");
+		for (int m = 0; m < 4; m++)
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(round(vals[o.ids[k]][m])));
+		k++;
+	}
+	arr = cJSON_AddArrayToObject(prof, "value_types");
+	for (int m = 0; m < 4; m++) {
+		cJSON *vt = cJSON_CreateArray();
+
+		cJSON_AddItemToArray(vt, cJSON_CreateString(value_types[m][0]));
+		cJSON_AddItemToArray(vt, cJSON_CreateString(value_types[m][1]));
+		cJSON_AddItemToArray(arr, vt);
+	}
+	cJSON_AddStringToObject(prof, "default_value", "inuse_space");
+	cJSON_AddStringToObject(prof, "period_type", "space");
+	cJSON_AddNumberToObject(prof, "period", a->rate);
+	cJSON_AddNumberToObject(prof, "start_wall", t->start_wall);
+	r = 0;
+out:
+	free(vals);
+	free(o.ids);
+	stacks_free(o.x);
+	agg_free(v);
+	return r;
+}
+
 /*
  * "alloc": {"summary": {"rate_bytes", "samples", "alloc_bytes", "alloc_bytes_stderr",
  * "alloc_objects", "inuse_bytes", "inuse_bytes_stderr", "inuse_objects", "calls",
@@ -449,8 +567,22 @@ static int list_json(void *gp, struct target *t, void *st, const struct list_req
 	cJSON *o = cJSON_AddObjectToObject(rep, "alloc"), *s;
 	double v[A_N];
 
-	(void)err;
 	read_ring(g);
+	if (lr->stacks) { /* the exports' profile */
+		const char *no = lr->by ? "--by" : lr->since || lr->until ? "--since/--until" :
+				 lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
+
+		if (no) {
+			*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
+			return -1;
+		}
+		if (a->loaded) {
+			*err = proto_error(1, "target %u \"%s\": its allocations' stacks are not kept in its results file: export them before pcmond stops",
+					   t->id, t->name);
+			return -1;
+		}
+		return profile_json(g, t, a, lr, rep) ? -1 : 0;
+	}
 	if (g->al && !a->loaded)
 		allocator_stats(g->al, t->id, &bs);
 	totals(a, v);
@@ -560,6 +692,10 @@ static const struct proto_field fields[] = {
 	  .opt = "--alloc-rate" },
 };
 
+static const struct proto_field list_fields[] = {
+	{ .name = "alloc", .type = PT_BOOL, .opt = "--alloc" },
+};
+
 const struct inst_ops alloc_ops = {
 	.name = "alloc",
 	.fields = fields,
@@ -576,6 +712,9 @@ const struct inst_ops alloc_ops = {
 	.event = alloc_event,
 	.prompt_events = true,
 	.list_json = list_json,
+	.list_fields = list_fields,
+	.nlist_fields = ARRAY_SIZE(list_fields),
+	.only = "alloc",
 	.missing = "watches no allocations (start it with --alloc)",
 	.fds = fds,
 	.stream = stream,

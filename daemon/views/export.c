@@ -4,6 +4,7 @@
  * samples as frames, and folded stacks. profile.proto is pprof.c's.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,70 @@ static int load_location(const struct xprof *p, const cJSON *o, struct xlocation
 	return 0;
 }
 
+/* A profile of values: their types, and each sample's. -1 if malformed. */
+static int load_values(struct xprof *p, const cJSON *prof)
+{
+	const cJSON *vt = cJSON_GetObjectItemCaseSensitive(prof, "value_types"), *it;
+	int n = 0;
+
+	if (!vt)
+		return 0;
+	cJSON_ArrayForEach(it, vt) {
+		if (n == XPROF_MAX_VALUES || !cJSON_IsString(cJSON_GetArrayItem(it, 0)) ||
+		    !cJSON_IsString(cJSON_GetArrayItem(it, 1)))
+			return -1;
+		p->value_type[n] = cJSON_GetArrayItem(it, 0)->valuestring;
+		p->value_unit[n++] = cJSON_GetArrayItem(it, 1)->valuestring;
+	}
+	p->nvalues = n;
+	p->default_value = jstr(prof, "default_value");
+	p->period_type = jstr(prof, "period_type");
+	p->period = jnum(prof, "period");
+	for (int i = 0; i < p->nsamples; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(prof, "samples"), i),
+			"values");
+
+		if (cJSON_GetArraySize(v) != n)
+			return -1;
+		for (int k = 0; k < n; k++) {
+			const cJSON *x = cJSON_GetArrayItem(v, k);
+
+			if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0))
+				return -1;
+			p->samples[i].values[k] = x->valuedouble;
+		}
+	}
+	return 0;
+}
+
+int xprof_pick_value(struct xprof *p, const char *name, char *err, size_t errlen)
+{
+	int k = -1;
+
+	if (!p->nvalues) {
+		if (!name)
+			return 0;
+		snprintf(err, errlen, "the profile has no values to pick from: its samples are counted");
+		return -1;
+	}
+	if (!name)
+		name = p->default_value;
+	for (int i = 0; i < p->nvalues; i++)
+		if (!strcmp(p->value_type[i], name))
+			k = i;
+	if (k < 0) {
+		int n = snprintf(err, errlen, "no value %s: it has", name);
+
+		for (int i = 0; i < p->nvalues && n > 0 && (size_t)n < errlen; i++)
+			n += snprintf(err + n, errlen - n, " %s", p->value_type[i]);
+		return -1;
+	}
+	for (int i = 0; i < p->nsamples; i++)
+		p->samples[i].count = (uint64_t)llround(p->samples[i].values[k]);
+	return 0;
+}
+
 int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 {
 	const cJSON *prof = cJSON_GetObjectItemCaseSensitive(rep, "profile");
@@ -152,7 +217,7 @@ int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen)
 		if (s->nlocs < 0)
 			goto bad;
 	}
-	if (!p->objects || !p->functions || !p->locations || !p->samples)
+	if (!p->objects || !p->functions || !p->locations || !p->samples || load_values(p, prof))
 		goto bad;
 	return 0;
 bad:

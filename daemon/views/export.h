@@ -29,6 +29,9 @@ struct xlocation {
 	int (*lines)[2];	/* [function, line] */
 };
 
+/* The values a sample may carry besides its count: the allocations' four (docs/alloc.md). */
+#define XPROF_MAX_VALUES 4
+
 struct xsample {
 	uint64_t count, ns;
 	const char *kind;	/* on-cpu, blocked, runnable */
@@ -42,6 +45,7 @@ struct xsample {
 	const char *cut_short;	/* why its stack stops short of a root; NULL: whole */
 	int nlocs;
 	int *locs;		/* leaf first */
+	double values[XPROF_MAX_VALUES]; /* a profile of values of its own (allocations') */
 };
 
 struct xprof {
@@ -55,11 +59,23 @@ struct xprof {
 	struct xfunction *functions;
 	struct xlocation *locations;
 	struct xsample *samples;
+	/* a profile whose samples carry values of their own, not samples of time: their
+	 * types [name, unit] ("alloc_space", "bytes"), the one pprof shows first, the period's */
+	int nvalues;
+	const char *value_type[XPROF_MAX_VALUES], *value_unit[XPROF_MAX_VALUES];
+	const char *default_value, *period_type;
+	double period;
 };
 
 /* 0, or -1 with the reason in @err (a reply without a profile, or a malformed one). */
 int xprof_load(struct xprof *p, const cJSON *rep, char *err, size_t errlen);
 void xprof_free(struct xprof *p);
+/*
+ * The folded stacks and the flame graph of a profile of values are drawn by one of them:
+ * value @name (NULL: the profile's default) becomes each sample's count. 0, or -1 with the
+ * names it has in @err.
+ */
+int xprof_pick_value(struct xprof *p, const char *name, char *err, size_t errlen);
 
 /* One frame of a sample as the exports draw it, root first. */
 enum xframe_type { XF_USER, XF_KERNEL, XF_INLINE, XF_CRITICAL, XF_FOREIGN, XF_TRUNCATED, XF_GROUP };

@@ -4,6 +4,7 @@
  * varints and length-delimited fields need no protobuf library) and gzipped by zlib.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -217,8 +218,10 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 	const struct xprof *p = e->p;
 	bool own = !strcmp(s->charged, "critical") || !strcmp(s->charged, "unwalkable") ||
 		   (!strcmp(s->charged, "foreign") && !s->nlocs);
-	/* off-CPU time is the nanoseconds measured, on-CPU the interrupts' worth */
-	uint64_t v[2] = { s->count, s->ns ? s->ns : s->count * (uint64_t)p->period_ns };
+	/* off-CPU time is the nanoseconds measured, on-CPU the interrupts' worth; a profile of
+	 * values has its own */
+	uint64_t v[XPROF_MAX_VALUES] = { s->count, s->ns ? s->ns : s->count * (uint64_t)p->period_ns };
+	int nv = p->nvalues ? p->nvalues : 2;
 	uint64_t *ids;
 	int n = 0;
 
@@ -250,13 +253,16 @@ static int enc_sample(struct enc *e, const struct xsample *s)
 			return -ENOMEM;
 	}
 	packed(&e->m, S_LOCATION_ID, &e->m2, ids, n);
-	packed(&e->m, S_VALUE, &e->m2, v, 2);
+	for (int k = 0; k < p->nvalues; k++)
+		v[k] = (uint64_t)llround(s->values[k]);
+	packed(&e->m, S_VALUE, &e->m2, v, nv);
 	label(&e->m, &e->m2, &e->st, "pid", NULL, s->pid);
 	if (s->tid)
 		label(&e->m, &e->m2, &e->st, "tid", NULL, s->tid);
 	if (s->thread[0])
 		label(&e->m, &e->m2, &e->st, "thread", s->thread, 0);
-	label(&e->m, &e->m2, &e->st, "kind", s->kind, 0);
+	if (s->kind[0]) /* (an allocation's has none) */
+		label(&e->m, &e->m2, &e->st, "kind", s->kind, 0);
 	if (e->p->host && e->p->host[0]) {
 		label(&e->m, &e->m2, &e->st, "host", e->p->host, 0);
 		label(&e->m, &e->m2, &e->st, "target", e->p->target, 0);
@@ -409,10 +415,17 @@ static int enc_profile(struct enc *e)
 	if (!map_id)
 		return -ENOMEM;
 	str_id(&e->st, "");
-	value_type(&e->b, P_SAMPLE_TYPE, &e->m, &e->st, "samples", "count");
-	value_type(&e->b, P_SAMPLE_TYPE, &e->m, &e->st, wall ? "wall" : "cpu", "nanoseconds");
+	if (p->nvalues) { /* as Go's heap profiles: alloc_objects ... inuse_space */
+		for (int k = 0; k < p->nvalues; k++)
+			value_type(&e->b, P_SAMPLE_TYPE, &e->m, &e->st, p->value_type[k],
+				   p->value_unit[k]);
+	} else {
+		value_type(&e->b, P_SAMPLE_TYPE, &e->m, &e->st, "samples", "count");
+		value_type(&e->b, P_SAMPLE_TYPE, &e->m, &e->st, wall ? "wall" : "cpu",
+			   "nanoseconds");
+	}
 	for (int i = 0; i < p->nsamples; i++)
-		if (p->samples[i].count && (r = enc_sample(e, &p->samples[i])))
+		if ((p->nvalues || p->samples[i].count) && (r = enc_sample(e, &p->samples[i])))
 			goto out;
 	if ((r = enc_mappings(e, map_id)))
 		goto out;
@@ -420,9 +433,16 @@ static int enc_profile(struct enc *e)
 	enc_functions(e);
 	pb_int(&e->b, P_TIME_NANOS, (uint64_t)(p->start_wall * 1e9));
 	pb_int(&e->b, P_DURATION_NANOS, (uint64_t)(p->elapsed_s * 1e9));
-	value_type(&e->b, P_PERIOD_TYPE, &e->m, &e->st, wall ? "wall" : "cpu", "nanoseconds");
-	pb_int(&e->b, P_PERIOD, (uint64_t)p->period_ns);
-	pb_int(&e->b, P_DEFAULT_SAMPLE_TYPE, str_id(&e->st, "samples"));
+	if (p->nvalues) {
+		value_type(&e->b, P_PERIOD_TYPE, &e->m, &e->st, p->period_type, "bytes");
+		pb_int(&e->b, P_PERIOD, (uint64_t)p->period);
+		pb_int(&e->b, P_DEFAULT_SAMPLE_TYPE, str_id(&e->st, p->default_value));
+	} else {
+		value_type(&e->b, P_PERIOD_TYPE, &e->m, &e->st, wall ? "wall" : "cpu",
+			   "nanoseconds");
+		pb_int(&e->b, P_PERIOD, (uint64_t)p->period_ns);
+		pb_int(&e->b, P_DEFAULT_SAMPLE_TYPE, str_id(&e->st, "samples"));
+	}
 	/* the string table last: every string is in it by now */
 	for (uint32_t i = 0; i < e->st.n; i++)
 		pb_bytes(&e->b, P_STRING_TABLE, e->st.s[i], strlen(e->st.s[i]));

@@ -7,6 +7,7 @@ every allocation call seen, allocated bytes per site within 4 standard errors (a
 live bytes at exit right, and bad settings refused."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,21 +65,33 @@ def test_run_sees_every_call_and_weighs_sites():
     check_sites(alloc, own, "run")
 
 
-def test_pid_target_live_at_exit():
-    """start --pid --alloc on a process started before it: every call after the start is
-    seen, live bytes at exit are the blocks it kept, and the sampling instrument beside it
-    goes on as before."""
-    d = Daemon().start()
+def held_allocs(d, secs, *opts):
+    """allocs for @secs, started first and held until a target with --alloc watches it:
+    (target, the program's own figures)."""
     flag = tempfile.mktemp(prefix="pcmon-alloc-go-")
-    w = subprocess.Popen([workload("allocs"), "3", "--wait", flag], stdout=subprocess.PIPE,
+    w = subprocess.Popen([workload("allocs"), str(secs), "--wait", flag], stdout=subprocess.PIPE,
                          text=True)
     try:
         pid = json.loads(w.stdout.readline())["pid"]
-        tid = pcmon("start", "--pid", pid, "--alloc", "--unwind", "fp", sock=d.sock,
-                    check=0).stdout.strip()
+        tid = pcmon("start", "--pid", pid, "--alloc", *opts, sock=d.sock, check=0).stdout.strip()
         open(flag, "w").close()
         own = json.loads(w.stdout.readline())
         w.wait()
+        return tid, own
+    finally:
+        if w.poll() is None:
+            w.kill()
+        if os.path.exists(flag):
+            os.unlink(flag)
+
+
+def test_pid_target_live_at_exit():
+    """start --pid --alloc on a process started before it: every call after the start is
+    seen, live bytes at exit are the blocks it kept, and the sampling instrument beside it
+    goes on as before; its results file keeps the totals."""
+    d = Daemon().start()
+    try:
+        tid, own = held_allocs(d, 3, "--unwind", "fp")
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         alloc = listing["alloc"]
         assert own_calls(own) <= alloc["summary"]["calls"] <= own_calls(own) + 20, \
@@ -95,10 +108,64 @@ def test_pid_target_live_at_exit():
             assert again["summary"][k] == alloc["summary"][k], (k, again["summary"])
         assert "procedures_not_saved" in again and "procedures" not in again, again
     finally:
-        if w.poll() is None:
-            w.kill()
-        if os.path.exists(flag):
-            os.unlink(flag)
+        assert d.stop() == 0, d.logtext()
+
+
+def test_exports_as_go_heap_profiles():
+    """export --alloc: a pprof profile with Go's heap profiles' four sample types, which
+    `go tool pprof` reads, each site's values the listing's; folded stacks and the flame
+    graph by the value asked for."""
+    d = Daemon().start()
+    try:
+        tid, own = held_allocs(d, 2, "--no-sample")
+        alloc = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
+        by = {p["name"]: p for p in alloc["procedures"]}
+        out = os.path.join(d.dir, "heap.pb.gz")
+        pcmon("export", tid, "--alloc", "--format", "pprof", "-o", out, sock=d.sock, check=0)
+        env = dict(os.environ, HOME=os.environ.get("HOME", "/root"))
+        for index, key in (("alloc_space", "alloc_bytes"), ("inuse_space", "inuse_bytes"),
+                           ("alloc_objects", "alloc_objects")):
+            p = subprocess.run(["go", "tool", "pprof", "-sample_index=" + index, "-raw", out],
+                               capture_output=True, text=True, timeout=120, env=env)
+            assert p.returncode == 0, p.stderr
+            assert "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" \
+                in p.stdout, p.stdout[:600]
+        # -traces: each sample's value (in bytes, asked so) and its stack, leaf first
+        p = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=alloc_space",
+                            "-unit=B", out], capture_output=True, text=True, timeout=120, env=env)
+        sums = {}
+        for block in p.stdout.split("-----------+")[1:]:
+            for line in block.splitlines():
+                m = re.match(r"\s*(\d+)B\s+(\S+)$", line)
+                if m:
+                    sums[m.group(2)] = sums.get(m.group(2), 0) + int(m.group(1))
+        for site in SITES:
+            assert abs(sums.get(site, 0) - by[site]["alloc_bytes"]) <= 2, (site, sums, by[site])
+        assert "kind:" not in p.stdout, p.stdout[:800]
+        folded = pcmon("export", tid, "--alloc", "--alloc-value", "alloc_space", "--format",
+                       "folded", sock=d.sock, check=0).stdout
+        got = {}
+        for line in folded.splitlines():
+            stack, n = line.rsplit(" ", 1)
+            leaf = stack.split(";")[-1]
+            got[leaf] = got.get(leaf, 0) + int(n)
+        for site in SITES:
+            assert abs(got[site] - by[site]["alloc_bytes"]) <= 2, (site, got, by[site])
+        live = pcmon("export", tid, "--alloc", "--format", "folded", sock=d.sock,
+                     check=0).stdout
+        assert [l.split(";")[-1].split()[0] for l in live.splitlines()] == ["keep"], live
+        svg = os.path.join(d.dir, "f.svg")
+        pcmon("flamegraph", tid, "--alloc", "--alloc-value", "alloc_space", "-o", svg,
+              sock=d.sock, check=0)
+        text = open(svg).read()
+        assert "churn" in text and "grow" in text and "keep" in text, text[:400]
+        p = pcmon("export", tid, "--alloc", "--alloc-value", "nope", "--format", "folded",
+                  sock=d.sock)
+        assert p.returncode == 2 and "--alloc-value" in p.stderr, p
+        for opt in (("--by", "comm"), ("--since", "-1m"), ("--when", "main->*")):
+            p = pcmon("export", tid, "--alloc", "--format", "folded", *opt, sock=d.sock)
+            assert p.returncode != 0 and "does not apply to --alloc" in p.stderr, (opt, p)
+    finally:
         assert d.stop() == 0, d.logtext()
 
 
