@@ -223,9 +223,11 @@ static void answer_index(struct http *h, struct hreq *r)
 		export_xml_text(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "state")) ?: "");
 		fprintf(f, "</td><td>%.0f</td><td>"
 			   "<a href=\"/flamegraph.svg?target=%d&amp;since=-1m\">flamegraph of the last minute</a> · "
-			   "<a href=\"/debug/pprof/profile?target=%d&amp;seconds=30\">pprof, 30 s</a>"
-			   "</td></tr>\n",
+			   "<a href=\"/debug/pprof/profile?target=%d&amp;seconds=30\">pprof, 30 s</a>",
 			cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "samples")), id, id);
+		if (cJSON_GetObjectItemCaseSensitive(t, "alloc_rate")) /* it watches allocations */
+			fprintf(f, " · <a href=\"/debug/pprof/heap?target=%d\">heap (pprof)</a>", id);
+		fprintf(f, "</td></tr>\n");
 	}
 	fprintf(f, "</table>\n<form action=\"/debug/pprof/profile\">pprof of the next "
 		   "<input name=\"seconds\" value=\"30\" size=\"4\"> seconds of target "
@@ -243,7 +245,8 @@ static void answer_index(struct http *h, struct hreq *r)
 }
 
 /* A scrape's window has ended (or, @since, a past one is asked): what it counted, as
- * gzipped pprof or as a flamegraph. */
+ * gzipped pprof or as a flamegraph. HTTP_HEAP: the target's allocations now, as a Go heap
+ * profile (docs/alloc.md). */
 static void finish_window(struct http *h, struct hreq *r, const char *since)
 {
 	cJSON *req = cJSON_CreateObject(), *rep;
@@ -256,18 +259,22 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
 	cJSON_AddStringToObject(req, "cmd", "list");
 	cJSON_AddStringToObject(req, "target", r->target);
-	if (since) {
+	if (r->route == HTTP_HEAP) {
+		cJSON_AddBoolToObject(req, "alloc", true);
+	} else if (since) {
 		cJSON_AddStringToObject(req, "since", since);
 	} else {
 		cJSON_AddNumberToObject(req, "since_mark", r->mark);
 		cJSON_AddBoolToObject(req, "drop_mark", true);
 	}
 	cJSON_AddBoolToObject(req, "stacks", true);
-	cJSON_AddBoolToObject(req, "labels", true);
+	if (r->route != HTTP_HEAP)
+		cJSON_AddBoolToObject(req, "labels", true);
 	rep = engine_handle(h->e, &root, req);
 	cJSON_Delete(req);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
-		answer_error(r, since ? 400 : 500,
+		/* (a past window or the heap: what was asked may not be there) */
+		answer_error(r, since || r->route == HTTP_HEAP ? 400 : 500,
 			     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
 		cJSON_Delete(rep);
 		return;
@@ -279,8 +286,8 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 	}
 	f = open_memstream(&buf, &len);
 	fr = !f ? -1
-	     : r->route == HTTP_PROFILE ? export_pprof(f, &p, err, sizeof(err))
-					: export_flamegraph(f, &p, p.target);
+	     : r->route != HTTP_FLAMEGRAPH ? export_pprof(f, &p, err, sizeof(err))
+					   : export_flamegraph(f, &p, p.target);
 	if (f && fclose(f))
 		fr = -1;
 	xprof_free(&p);
@@ -291,7 +298,7 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 		return;
 	}
 	r->status = 200;
-	r->type = r->route == HTTP_PROFILE ? "application/octet-stream" : "image/svg+xml";
+	r->type = r->route != HTTP_FLAMEGRAPH ? "application/octet-stream" : "image/svg+xml";
 	r->body = buf;
 	r->len = len;
 }
@@ -351,8 +358,10 @@ static enum MHD_Result queue(struct hreq *r)
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (r->status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"pcmond\"");
-	if (r->status == 200 && r->route == HTTP_PROFILE)
-		MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"profile\"");
+	if (r->status == 200 && (r->route == HTTP_PROFILE || r->route == HTTP_HEAP))
+		MHD_add_response_header(resp, "Content-Disposition",
+					r->route == HTTP_HEAP ? "attachment; filename=\"heap\""
+							      : "attachment; filename=\"profile\"");
 	ret = MHD_queue_response(r->conn, r->status, resp);
 	MHD_destroy_response(resp);
 	r->done = true;
@@ -409,7 +418,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			break;
 		case HTTP_PROFILE:
 		case HTTP_FLAMEGRAPH:
-			if (q.since) { /* a past window: answered now, from the slices */
+		case HTTP_HEAP:
+			if (q.since || q.route == HTTP_HEAP) { /* answered now: a past window,
+								    * from the slices, or the heap */
 				st = published_target(h, q.target, r->target, sizeof(r->target), why,
 						      sizeof(why));
 				if (st)

@@ -44,12 +44,13 @@ void http_work(struct http *h);
  * arguments through @arg, and what to do. Returns the HTTP status: 200 to go on, else the
  * error (with @why for the body).
  */
-enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH };
+enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH,
+		  HTTP_HEAP };
 struct http_req {
 	enum http_route route;
 	uint32_t seconds;	/* HTTP_PROFILE, HTTP_FLAMEGRAPH: the window to come ... */
 	const char *since;	/* ... or one past, from the slices (pcmon list --since) */
-	const char *target;	/* ID or NAME as given, NULL: the default */
+	const char *target;	/* ID or NAME as given, NULL: the default (and HTTP_HEAP's) */
 };
 typedef const char *(*http_arg_fn)(void *ctx, const char *key);
 int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,

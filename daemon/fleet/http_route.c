@@ -23,6 +23,7 @@ static const struct {
 	{ "/metrics", HTTP_METRICS },
 	{ "/debug/pprof/profile", HTTP_PROFILE },
 	{ "/flamegraph.svg", HTTP_FLAMEGRAPH },
+	{ "/debug/pprof/heap", HTTP_HEAP },
 };
 
 int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
@@ -43,6 +44,8 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		return 404;
 	}
 	out->route = routes[i].route;
+	if (out->route == HTTP_HEAP) /* a snapshot of now: no window */
+		goto target;
 	if (out->route != HTTP_PROFILE && out->route != HTTP_FLAMEGRAPH)
 		return 200;
 	out->seconds = HTTP_DEFAULT_SECONDS;
@@ -69,6 +72,7 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		}
 		out->since = t;
 	}
+target:
 	if ((t = arg(ctx, "target"))) {
 		if (!*t || strlen(t) > 63) {
 			snprintf(why, whylen, "target=: give a published target's id or name");

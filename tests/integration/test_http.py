@@ -329,7 +329,8 @@ def test_an_unpublished_target_is_never_named_or_counted():
             bodies[path] = body
         # asked for by name or id, it is answered as a target that does not exist
         for want, absent in (("secretjob", "nosuchjob"), (hidden, "250")):
-            for page in ("/debug/pprof/profile?seconds=1&target=", "/flamegraph.svg?since=-1m&target="):
+            for page in ("/debug/pprof/profile?seconds=1&target=", "/flamegraph.svg?since=-1m&target=",
+                         "/debug/pprof/heap?target="):
                 st, body, _ = get(base + page + want)
                 st2, body2, _ = get(base + page + absent)
                 assert (st, body.replace(want.encode(), b"X")) == \
@@ -348,6 +349,43 @@ def test_an_unpublished_target_is_never_named_or_counted():
     per_target = [line for line in metrics.splitlines() if 'target="' in line]
     assert per_target and all(f'target="{shown}"' in line for line in per_target), per_target
     assert f'target="{hidden}"' not in metrics, metrics
+
+
+def test_heap_of_a_published_target():
+    """/debug/pprof/heap: a published target's allocations (--alloc) now, as a Go heap
+    profile that `go tool pprof` reads from the URL, its live bytes the listing's; linked
+    from the index; a target that watches no allocations says so."""
+    d, port = http_daemon()
+    base = f"http://127.0.0.1:{port}"
+    w = subprocess.Popen([workload("allocs"), "2"], stdout=subprocess.PIPE, text=True)
+    try:
+        tid = pcmon("start", "--pid", w.pid, "--alloc", "--publish", "--no-sample",
+                    sock=d.sock, check=0).stdout.strip()
+        w.wait()
+        alloc = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
+        st, body, kind = get(f"{base}/debug/pprof/heap?target={tid}")
+        assert st == 200 and kind == "application/octet-stream", (st, body[:300])
+        raw = go_pprof_raw(f"{base}/debug/pprof/heap?target={tid}")
+        assert "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" in raw, \
+            raw[:500]
+        # each sample's four values, then its locations: inuse_space summed is the listing's
+        inuse = 0
+        for line in raw.split("Samples:", 1)[1].split("Locations", 1)[0].splitlines():
+            m = re.match(r"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+):", line)
+            if m:
+                inuse += int(m.group(4))
+        assert abs(inuse - alloc["summary"]["inuse_bytes"]) <= len(alloc["procedures"]) + 2, \
+            (inuse, alloc["summary"])
+        st, body, _ = get(base + "/")
+        assert f"/debug/pprof/heap?target={tid}".encode() in body, body
+        other = pcmon("start", "--pid", os.getpid(), "--publish", sock=d.sock,
+                      check=0).stdout.strip()
+        st, body, _ = get(f"{base}/debug/pprof/heap?target={other}")
+        assert st == 400 and b"watches no allocations" in body, (st, body)
+    finally:
+        if w.poll() is None:
+            w.kill()
+        d.stop()
 
 
 def test_token_and_tls():
