@@ -62,6 +62,15 @@ struct {
 	__type(value, struct pcmon_astat);
 } astats SEC(".maps");
 
+/* A sampled allocation's record as it is built: sent cut after its stack's frames (a few
+ * hundred bytes, not the 4 KiB of a whole one: the ring holds thousands) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pcmon_arec);
+} arec_scratch SEC(".maps");
+
 __u64 next_id;	/* the records' ids */
 
 static __always_inline struct pcmon_astat *astat(__u32 target)
@@ -224,12 +233,9 @@ int alloc_return(struct pt_regs *ctx)
 	if (!th->sampled || !addr)
 		return 0;
 	st = astat(target);
-	r = bpf_ringbuf_reserve(&arecs, sizeof(*r), 0);
-	if (!r) {
-		if (st)
-			st->ring_full++;
+	r = bpf_map_lookup_elem(&arec_scratch, &(__u32){ 0 });
+	if (!r)
 		return 0;
-	}
 	n = bpf_get_stack(ctx, r->ip, (max_depth < PCMON_STACK_MAX ? max_depth : PCMON_STACK_MAX) *
 					      sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0) {
@@ -237,6 +243,8 @@ int alloc_return(struct pt_regs *ctx)
 		if (st)
 			st->stack_errors++;
 	}
+	if (n > (long)sizeof(r->ip))
+		n = sizeof(r->ip);
 	p = bpf_map_lookup_elem(&procs, &k.pid);
 	r->kind = PCMON_AREC_ALLOC;
 	r->target = target;
@@ -251,8 +259,12 @@ int alloc_return(struct pt_regs *ctx)
 	k.addr = addr;
 	b.size = th->size;
 	b.id = r->id;
+	if (bpf_ringbuf_output(&arecs, r, offsetof(struct pcmon_arec, ip) + n, 0)) {
+		if (st)
+			st->ring_full++;
+		return 0; /* (not kept live: its free would find no allocation) */
+	}
 	if (bpf_map_update_elem(&alive, &k, &b, BPF_ANY) && st)
 		st->live_full++;
-	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

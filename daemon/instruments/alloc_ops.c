@@ -103,7 +103,7 @@ static int probe_vma(void *ctx, struct procmaps_vma *v)
 		return 0;
 	/* through the process's root: the file it maps, whatever its mount namespace */
 	snprintf(path, sizeof(path), "/proc/%u/root%s", pc->pid, v->name);
-	r = allocator_probe_file(pc->g->al, path, NULL);
+	r = allocator_probe_file(pc->g->al, path, pc->pid, NULL);
 	if (!r)
 		pc->a->probed_files++;
 	else if (r != -ENOENT)
@@ -223,11 +223,16 @@ static void alloc_event(void *gp, struct target *t, void *st, const struct pcmon
 
 	if (!g->al)
 		return;
-	if ((ev->type == PCMON_EV_EXEC || ev->type == PCMON_EV_DLOPEN) &&
+	/*
+	 * The probes are each process's: a child gets its own as it is seen (the breakpoints
+	 * it inherited go as it hits them unwatched: its first allocations are not seen).
+	 */
+	if ((ev->type == PCMON_EV_EXEC || ev->type == PCMON_EV_DLOPEN ||
+	     ev->type == PCMON_EV_FORK) &&
 	    (t->state == TARGET_RUNNING || t->state == TARGET_PAUSED))
 		probe_process(g, st, ev->pid);
 	/* its records were read before its events: its blocks still live stay live (at exit),
-	 * and leave BPF's table */
+	 * and leave BPF's table with its probes */
 	else if (ev->type == PCMON_EV_EXIT)
 		allocator_forget_pid(g->al, ev->pid);
 }

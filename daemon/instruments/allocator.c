@@ -35,6 +35,7 @@ static const char *const glibc_names[][NAMES_PER_FN] = {
 struct probed {
 	dev_t dev;	/* the file, however a process names it (/proc/PID/root/...) */
 	ino_t ino;
+	uint32_t pid;	/* the process the probes are for */
 	char *path;
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
@@ -68,7 +69,9 @@ static int on_rec(void *ctx, void *data, size_t len)
 	struct allocator *a = ctx;
 	const struct pcmon_arec *r = data;
 
-	if (len >= offsetof(struct pcmon_arec, ip) && a->cb)
+	/* (a record is cut after its stack: its frames are all there) */
+	if (len >= offsetof(struct pcmon_arec, ip) &&
+	    r->nip <= (len - offsetof(struct pcmon_arec, ip)) / sizeof(r->ip[0]) && a->cb)
 		a->cb(a->ctx, r);
 	return 0;
 }
@@ -110,16 +113,21 @@ fail:
 	return r;
 }
 
+/* The probes of @f, let go. */
+static void probed_free(struct probed *f)
+{
+	for (size_t k = 0; k < f->nlinks; k++)
+		bpf_link__destroy(f->links[k]);
+	free(f->links);
+	free(f->path);
+}
+
 void allocator_close(struct allocator *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->nfiles; i++) {
-		for (size_t k = 0; k < a->files[i].nlinks; k++)
-			bpf_link__destroy(a->files[i].links[k]);
-		free(a->files[i].links);
-		free(a->files[i].path);
-	}
+	for (size_t i = 0; i < a->nfiles; i++)
+		probed_free(&a->files[i]);
 	free(a->files);
 	ring_buffer__free(a->rb);
 	alloc_bpf__destroy(a->skel);
@@ -132,19 +140,20 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, u
 	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = fn);
 	LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = fn, .retprobe = true);
 	struct bpf_link *l[2] = { NULL, NULL };
+	int pid = (int)f->pid;	/* (its process's threads alone trap: others run on) */
 	size_t n = 0;
 
 	if (fn != PCMON_AFN_FREE) {
 		/* the return first: an entry whose return is missed leaves its thread's
 		 * allocation in flight, overwritten by the next */
-		l[n] = bpf_program__attach_uprobe_opts(a->skel->progs.alloc_return, -1, f->path, off,
-						       &ro);
+		l[n] = bpf_program__attach_uprobe_opts(a->skel->progs.alloc_return, pid, f->path,
+						       off, &ro);
 		if (!l[n++])
 			return -errno;
 	}
 	l[n] = bpf_program__attach_uprobe_opts(fn == PCMON_AFN_FREE ? a->skel->progs.alloc_free :
 								      a->skel->progs.alloc_enter,
-					       -1, f->path, off, &eo);
+					       pid, f->path, off, &eo);
 	if (!l[n]) {
 		int r = -errno;
 
@@ -168,7 +177,8 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, u
  * allocations went unseen for as long (1.5 s once). Two names at one offset (glibc's
  * aligned_alloc is its memalign) are probed once.
  */
-int allocator_probe_file(struct allocator *a, const char *path, const char *const *names)
+int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
+			 const char *const *names)
 {
 	const char *want[PCMON_AFN_N * NAMES_PER_FN] = { 0 };
 	uint64_t off[PCMON_AFN_N * NAMES_PER_FN];
@@ -180,10 +190,12 @@ int allocator_probe_file(struct allocator *a, const char *path, const char *cons
 	if (stat(path, &st))
 		return -errno;
 	for (size_t i = 0; i < a->nfiles; i++)
-		if (a->files[i].dev == st.st_dev && a->files[i].ino == st.st_ino)
+		if (a->files[i].dev == st.st_dev && a->files[i].ino == st.st_ino &&
+		    a->files[i].pid == pid)
 			return 0;
 	f.dev = st.st_dev;
 	f.ino = st.st_ino;
+	f.pid = pid;
 	for (int fn = 0; fn < PCMON_AFN_N; fn++)
 		for (int k = 0; k < NAMES_PER_FN; k++)
 			want[fn * NAMES_PER_FN + k] = names ? (k ? NULL : names[fn]) : glibc_names[fn][k];
@@ -205,10 +217,7 @@ int allocator_probe_file(struct allocator *a, const char *path, const char *cons
 		found += !r;
 	}
 	if (!found || GROW(a->files, a->cap_files, a->nfiles + 1)) {
-		for (size_t k = 0; k < f.nlinks; k++)
-			bpf_link__destroy(f.links[k]);
-		free(f.links);
-		free(f.path);
+		probed_free(&f);
 		return found ? -ENOMEM : r ? r : -ENOENT;
 	}
 	a->files[a->nfiles++] = f;
@@ -244,6 +253,15 @@ int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon
 
 void allocator_forget_pid(struct allocator *a, uint32_t pid)
 {
+	for (size_t i = 0; i < a->nfiles;) {
+		if (a->files[i].pid == pid) {
+			probed_free(&a->files[i]);
+			a->files[i] = a->files[--a->nfiles];
+		} else {
+			i++;
+		}
+	}
+
 	int fd = bpf_map__fd(a->skel->maps.alive);
 	struct pcmon_akey k, next, *prev = NULL;
 	struct pcmon_akey *gone = NULL;

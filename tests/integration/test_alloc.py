@@ -17,6 +17,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload
 
 SITES = ("churn", "keep", "grow")
+# a sample every 64 KiB: keep() allocates a hundredth of the bytes, some 2 MB in 3 s under
+# the probes' cost here, and has some 30 samples at this rate (about 4 at the default)
+RATE = 65536
 
 
 def own_calls(own):
@@ -55,7 +58,8 @@ def check_sites(alloc, own, what):
 def test_run_sees_every_call_and_weighs_sites():
     """pcmon run --alloc: the command's allocator is probed before it runs (a copy of
     pcmon, held before its exec, maps the same libc), so every allocation call is seen."""
-    listing, p = pcmon_json("run", "--alloc", "--no-sample", "--", workload("allocs"), 3)
+    listing, p = pcmon_json("run", "--alloc", "--alloc-rate", RATE, "--no-sample", "--",
+                            workload("allocs"), 3)
     own = first_json_line(p.stdout)
     alloc = listing["alloc"]
     s = alloc["summary"]
@@ -91,7 +95,7 @@ def test_pid_target_live_at_exit():
     goes on as before; its results file keeps the totals."""
     d = Daemon().start()
     try:
-        tid, own = held_allocs(d, 3, "--unwind", "fp")
+        tid, own = held_allocs(d, 3, "--unwind", "fp", "--alloc-rate", RATE)
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         alloc = listing["alloc"]
         assert own_calls(own) <= alloc["summary"]["calls"] <= own_calls(own) + 20, \
@@ -99,7 +103,7 @@ def test_pid_target_live_at_exit():
         check_sites(alloc, own, "--pid")
         assert listing["summary"]["counted"] > 0, listing["summary"]
         text = pcmon("list", tid, sock=d.sock, check=0).stdout
-        assert "allocations, sampled every 512.0 KiB" in text and "allocs.keep" in text, text
+        assert "allocations, sampled every 64.0 KiB" in text and "allocs.keep" in text, text
         # its results file keeps the totals (the table by procedure, not yet: said so)
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
@@ -117,7 +121,7 @@ def test_exports_as_go_heap_profiles():
     graph by the value asked for."""
     d = Daemon().start()
     try:
-        tid, own = held_allocs(d, 2, "--no-sample")
+        tid, own = held_allocs(d, 2, "--no-sample", "--alloc-rate", RATE)
         alloc = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
         by = {p["name"]: p for p in alloc["procedures"]}
         out = os.path.join(d.dir, "heap.pb.gz")
