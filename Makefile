@@ -211,6 +211,7 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/inlined_stripped $(OUTPUT)/workloads/inline_chain \
 	$(OUTPUT)/workloads/lines_nodebug $(OUTPUT)/workloads/manystacks \
 	$(OUTPUT)/workloads/bigframe_nofp $(OUTPUT)/workloads/cxxnames $(OUTPUT)/workloads/cxxnames_nofp \
+	$(OUTPUT)/workloads/cxxallocs \
 	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 \
 	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published \
 	$(OUTPUT)/workloads/whenleaf_nofp
@@ -238,6 +239,8 @@ $(OUTPUT)/workloads/whenleaf_nofp: tests/workloads/whenleaf.c tests/workloads/wo
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 # C++ and Rust names (the Rust program in both of its manglings: legacy, the default, and v0)
 $(OUTPUT)/workloads/cxxnames: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads
+	$(CXX) $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
+$(OUTPUT)/workloads/cxxallocs: tests/workloads/cxx/allocs.cc | $(OUTPUT)/workloads
 	$(CXX) $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/cxxnames_nofp: tests/workloads/cxx/names.cc | $(OUTPUT)/workloads
 	$(CXX) $(WARN) -O2 -g -fomit-frame-pointer $< -o $@

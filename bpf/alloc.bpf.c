@@ -245,6 +245,32 @@ int alloc_return(struct pt_regs *ctx)
 	}
 	if (n > (long)sizeof(r->ip))
 		n = sizeof(r->ip);
+	r->regs[0] = PT_REGS_RC(ctx);
+	r->regs[1] = ctx->dx;
+	r->regs[2] = ctx->cx;
+	r->regs[3] = ctx->bx;
+	r->regs[4] = ctx->si;
+	r->regs[5] = ctx->di;
+	r->regs[6] = ctx->bp;
+	r->regs[7] = ctx->sp;
+	r->regs[8] = ctx->r8;
+	r->regs[9] = ctx->r9;
+	r->regs[10] = ctx->r10;
+	r->regs[11] = ctx->r11;
+	r->regs[12] = ctx->r12;
+	r->regs[13] = ctx->r13;
+	r->regs[14] = ctx->r14;
+	r->regs[15] = ctx->r15;
+	r->regs[16] = ctx->ip;
+	/* a read past the stack's top fails whole: halve until one succeeds */
+	r->ulen = 0;
+	for (__u32 i = 0, len = PCMON_ALLOC_TOP; i < 5; i++, len /= 2) {
+		if (!bpf_probe_read_user(r->ustack, len & (2 * PCMON_ALLOC_TOP - 1),
+					 (void *)ctx->sp)) {
+			r->ulen = len;
+			break;
+		}
+	}
 	p = bpf_map_lookup_elem(&procs, &k.pid);
 	r->kind = PCMON_AREC_ALLOC;
 	r->target = target;

@@ -66,6 +66,9 @@ enum pcmon_arec_kind {
 	PCMON_AREC_FREE,	/* a sampled block freed */
 };
 
+/* Bytes of the stack a sampled allocation copies from its return's stack pointer. */
+#define PCMON_ALLOC_TOP 512
+
 /* A record of the allocation ring: a sampled allocation (its stack follows, @nip frames,
  * innermost first: the caller's pc first) or its free. */
 struct pcmon_arec {
@@ -79,7 +82,14 @@ struct pcmon_arec {
 	__u64 ts;
 	__u64 addr;
 	__u64 size;
-	__u64 ip[PCMON_STACK_MAX];
+	/* the registers at the allocator's return and the top of the stack, for the engine to
+	 * unwind the first frames by their CFI (a caller without a frame pointer, as libstdc++'s
+	 * operator new, is skipped by the frame-pointer walk below) */
+	__u64 regs[PCMON_NREGS];
+	__u32 ulen;	/* bytes of ustack copied */
+	__u32 pad2;
+	__u8 ustack[PCMON_ALLOC_TOP];
+	__u64 ip[PCMON_STACK_MAX];	/* last: a record is cut after its nip frames */
 };
 
 /* What is counted apart, by target (per CPU). */

@@ -33,6 +33,9 @@ struct inst_env {
 	struct sym *sym;
 	struct dbginfo *dbg;		/* debuginfod fetches, NULL when off */
 	struct target **targets;	/* by id, PCMON_MAX_TARGETS of them, NULL: free */
+	/* the engine's epoll: a stream an instrument opens later (not in its fds() at open)
+	 * is added here, and wakes the engine to read it (inst_ops.stream) */
+	int epfd;
 };
 
 /*

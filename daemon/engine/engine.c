@@ -80,6 +80,7 @@ int engine_new(const struct engine_opts *o, struct engine **out, char *err, size
 	e->env = (struct inst_env){ .opts = &e->o, .procs = e->procs, .sym = e->sym,
 				    .targets = e->targets };
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->env.epfd = e->epfd;
 	e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (e->epfd < 0 || e->timerfd < 0) {
 		r = -errno;

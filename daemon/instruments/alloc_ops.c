@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "agg.h"
 #include "alloc.h"
@@ -22,12 +23,14 @@
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
+#include "unwind.h"
 #include "util.h"
 
 struct alloc_g {
 	struct inst_env env;	/* (first: inst_g_new()) */
 	struct allocator *al;	/* opened with the first target that watches allocations */
 	struct agg_stack *st;	/* a record's stack, as it is built */
+	__u64 pcs[PCMON_STACK_MAX]; /* ... its pcs */
 	char err[256];
 };
 
@@ -128,9 +131,17 @@ static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 		*rep = proto_error(2, "--alloc needs --pid or a command: give one (a cgroup's or every process's allocations are not watched yet)");
 		return -EINVAL;
 	}
-	if (!g->al && (r = allocator_open(g->env.procs, &g->al, g->err, sizeof(g->err)))) {
-		*rep = proto_error(1, "--alloc: %s", g->err);
-		return r;
+	if (!g->al) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if ((r = allocator_open(g->env.procs, &g->al, g->err, sizeof(g->err)))) {
+			*rep = proto_error(1, "--alloc: %s", g->err);
+			return r;
+		}
+		/* the ring wakes the engine as records come (else it is read once a second) */
+		ev.data.fd = allocator_fd(g->al);
+		if (epoll_ctl(g->env.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+			pr_warn("--alloc: the ring is read once a second: %s", strerror(errno));
 	}
 	r = allocator_target(g->al, t->id, a->rate);
 	if (r) {
@@ -149,10 +160,48 @@ static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 
 /* ---- records */
 
+#define ALLOC_CFI_FRAMES 4
+
+/*
+ * The pcs of @r's stack into @pcs (at most PCMON_STACK_MAX): the frame-pointer walk BPF
+ * made, its first frames unwound again by their CFI from the registers and the top of the
+ * stack it copied. A caller that keeps no frame pointer (libstdc++'s operator new) is
+ * skipped by the first and not by the second: the CFI's frames are taken until one of
+ * them is the walk's, and the walk from there.
+ */
+static uint32_t record_pcs(struct alloc_g *g, const struct pcmon_arec *r, __u64 *pcs)
+{
+	uint32_t n = MIN(r->nip, PCMON_STACK_MAX), nu, k, j;
+	__u64 u[ALLOC_CFI_FRAMES];
+	enum unw_end end;
+
+	memcpy(pcs, r->ip, n * sizeof(*pcs));
+	if (!n || !r->ulen)
+		return n;
+	nu = unw_walk(g->env.sym, r->pid, r->epoch, r->regs, 0, r->ustack,
+		      MIN(r->ulen, PCMON_ALLOC_TOP), u, ALLOC_CFI_FRAMES, &end);
+	if (nu < 2 || u[0] != pcs[0])
+		return n;
+	for (k = 1; k < nu; k++)
+		for (j = 1; j < n; j++)
+			if (u[k] == pcs[j])
+				goto join;
+	return n; /* (no frame in common: the walk's stack is kept) */
+join:
+	if (k == j) /* nothing skipped */
+		return n;
+	/* u[0..k) then the walk from j: k - j frames more (or fewer, if the walk had extra) */
+	if (n - j + k > PCMON_STACK_MAX)
+		n = PCMON_STACK_MAX - k + j;
+	memmove(pcs + k, pcs + j, (n - j) * sizeof(*pcs));
+	memcpy(pcs, u, k * sizeof(*pcs));
+	return n - j + k;
+}
+
 /* A sampled allocation's stack, named: outermost first, as sampling's. */
 static struct agg_stack *record_stack(struct alloc_g *g, const struct pcmon_arec *r)
 {
-	uint32_t n = MIN(r->nip, PCMON_STACK_MAX);
+	uint32_t n = record_pcs(g, r, g->pcs);
 	struct agg_stack *st = g->st;
 
 	memset(st, 0, agg_stack_size(0));
@@ -163,12 +212,12 @@ static struct agg_stack *record_stack(struct alloc_g *g, const struct pcmon_arec
 	/* (every pc is a return address: the return of the allocator's function, then each
 	 * caller's; their call sites are named) */
 	for (uint32_t i = 0; i < n; i++)
-		st->locs[n - 1 - i] = sym_user(g->env.sym, r->pid, r->epoch, r->ip[i], true);
+		st->locs[n - 1 - i] = sym_user(g->env.sym, r->pid, r->epoch, g->pcs[i], true);
 	if (!n)
 		st->unwalk = AGG_UNWALK_FAULT;
 	else if (n >= PCMON_STACK_MAX)
 		st->flags |= AGG_SF_CUT(AGG_UNWALK_DEPTH);
-	else if (!sym_thread_entry(g->env.sym, r->pid, r->epoch, r->ip[n - 1]))
+	else if (!sym_thread_entry(g->env.sym, r->pid, r->epoch, g->pcs[n - 1]))
 		st->flags |= AGG_SF_CUT(AGG_UNWALK_FP_CHAIN);
 	return st;
 }
@@ -197,16 +246,6 @@ static void read_ring(struct alloc_g *g)
 {
 	if (g->al)
 		allocator_poll(g->al, on_rec, g);
-}
-
-static int fds(void *gp, int *out, int max)
-{
-	struct alloc_g *g = gp;
-
-	if (!g->al || max < 1)
-		return 0;
-	out[0] = allocator_fd(g->al);
-	return 1;
 }
 
 static bool stream(void *gp)
@@ -721,7 +760,6 @@ const struct inst_ops alloc_ops = {
 	.nlist_fields = ARRAY_SIZE(list_fields),
 	.only = "alloc",
 	.missing = "watches no allocations (start it with --alloc)",
-	.fds = fds,
 	.stream = stream,
 	.tick = tick,
 	.sync = tick,

@@ -173,6 +173,26 @@ def test_exports_as_go_heap_profiles():
         assert d.stop() == 0, d.logtext()
 
 
+def test_cxx_new_charged_to_its_caller():
+    """C++'s new: libstdc++'s operator new keeps no frame pointer, so the walk by frame
+    pointers skips the function that called it; the first frames unwound again by their CFI
+    put it back. Each site's bytes, deep, within 4 standard errors of its own count."""
+    listing, p = pcmon_json("run", "--alloc", "--alloc-rate", RATE, "--no-sample", "--",
+                            workload("cxxallocs"), 2)
+    own = first_json_line(p.stdout)
+    alloc = listing["alloc"]
+    assert alloc["summary"]["ring_full"] == 0, alloc["summary"]
+    by = {q["name"]: q for q in alloc["procedures"]}
+    new = next(q for q in alloc["procedures"] if q["name"].startswith("operator new"))
+    assert new["alloc_bytes"] > 0.9 * alloc["summary"]["alloc_bytes"], (new, alloc["summary"])
+    for site, name in (("make_small", "make_small()"), ("make_big", "make_big(unsigned long)")):
+        q, o = by.get(name), own[site]
+        assert q, (name, sorted(by))
+        tol = max(4 * q["deep_alloc_bytes_stderr"], 0.02 * o["bytes"])
+        assert abs(q["deep_alloc_bytes"] - o["bytes"]) <= tol, (site, q, o)
+        assert q["deep_alloc_bytes"] <= by["main"]["deep_alloc_bytes"], (q, by["main"])
+
+
 def test_rate_and_targets_refused_clearly():
     """A rate out of range, and a target whose objects are not known in advance, are refused
     with a line that says what to do."""
