@@ -48,6 +48,8 @@ const struct opt listing_opts[] = {
 	{ "by", 0, "process|comm|cgroup|thread", OPT_TEXT, NULL,
 	  .help = "who took the samples: each one's share, then its procedures", .text = &ls.by },
 	{ "calls", 0, NULL, OPT_FLAG, NULL, .help = "the call table alone", .flag = &ls.calls },
+	{ "alloc", 0, NULL, OPT_TRUE, "alloc", .help = "the allocation table alone",
+	  .excludes = "calls" },
 	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL,
 	  .help = "the call table's order (default self)", .text = &ls.sort },
 	{ "lines", 0, "PROC", OPT_STR, "lines",

@@ -104,6 +104,8 @@ def test_pid_target_live_at_exit():
         assert listing["summary"]["counted"] > 0, listing["summary"]
         text = pcmon("list", tid, sock=d.sock, check=0).stdout
         assert "allocations, sampled every 64.0 KiB" in text and "allocs.keep" in text, text
+        alone = pcmon("list", tid, "--alloc", sock=d.sock, check=0).stdout
+        assert "allocs.keep" in alone and "by shallow count" not in alone, alone
         # its results file keeps the totals (the table by procedure, not yet: said so)
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
