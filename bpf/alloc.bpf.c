@@ -87,18 +87,26 @@ static __always_inline __s64 draw(__u64 rate)
 	return q ? (__s64)((rate * *q) >> 16) + 1 : (__s64)rate;
 }
 
-/* The watched process's target, and its settings: NULL if it does not watch allocations. */
+/*
+ * The watched process's target, and its settings: NULL if it does not watch allocations.
+ * A paused target still sees what ends a block (a free, a realloc's return): blocks sampled
+ * before the pause may be freed during it (acfg.paused: no new samples).
+ */
 static __always_inline const struct pcmon_acfg *watching(__u32 *target)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	const struct pcmon_acfg *c;
+	struct pcmon_tcfg *tc;
 
-	if (!p)
+	if (!p || (p->flags & PCMON_PF_EXEC_WAIT))
 		return NULL;
 	c = bpf_map_lookup_elem(&acfg, &p->target);
-	if (!c || !c->rate || !proc_in_target(p->target, tgid, task))
+	if (!c || !c->rate)
+		return NULL;
+	tc = bpf_map_lookup_elem(&tcfg, &p->target);
+	if (!tc || !may_watch(task, tc, p->target))
 		return NULL;
 	*target = p->target;
 	return c;
@@ -143,6 +151,10 @@ int alloc_enter(struct pt_regs *ctx)
 	th->fn = fn;
 	th->size = size;
 	th->old = fn == PCMON_AFN_REALLOC || fn == PCMON_AFN_POSIX_MEMALIGN ? a1 : 0;
+	if (c->paused) { /* (a realloc still ends its sampled block at its return) */
+		th->sampled = 0;
+		return 0;
+	}
 	th->left -= (__s64)size;
 	th->sampled = th->left <= 0;
 	if (th->sampled) /* (one sample however many periods it crossed: its weight says) */

@@ -36,6 +36,8 @@ enum pcmon_afn {
 /* A target's allocation settings (array by target id). */
 struct pcmon_acfg {
 	__u64 rate;	/* mean bytes between samples; 0: not watched */
+	__u32 paused;	/* no new samples, but the frees of those taken are still seen */
+	__u32 pad;
 };
 
 /* Each thread's countdown, and the allocation between its entry and its return. */

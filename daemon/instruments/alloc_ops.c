@@ -143,7 +143,7 @@ static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 		if (epoll_ctl(g->env.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 			pr_warn("--alloc: the ring is read once a second: %s", strerror(errno));
 	}
-	r = allocator_target(g->al, t->id, a->rate);
+	r = allocator_target(g->al, t->id, a->rate, false);
 	if (r) {
 		*rep = proto_error(1, "--alloc: cannot set up BPF: %s", strerror(-r));
 		return r;
@@ -282,7 +282,7 @@ static void set_active(void *gp, struct target *t, void *st, bool active)
 	struct alloc *a = st;
 
 	if (g->al && !a->stopped)
-		allocator_target(g->al, t->id, active ? a->rate : 0);
+		allocator_target(g->al, t->id, a->rate, !active);
 }
 
 static void alloc_stop(void *gp, struct target *t, void *st)
@@ -292,7 +292,7 @@ static void alloc_stop(void *gp, struct target *t, void *st)
 
 	read_ring(g);
 	if (g->al)
-		allocator_target(g->al, t->id, 0);
+		allocator_target(g->al, t->id, 0, false);
 	a->stopped = true;
 }
 

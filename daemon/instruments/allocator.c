@@ -224,9 +224,9 @@ int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
 	return 0;
 }
 
-int allocator_target(struct allocator *a, uint32_t target, uint64_t rate)
+int allocator_target(struct allocator *a, uint32_t target, uint64_t rate, bool paused)
 {
-	struct pcmon_acfg c = { .rate = rate };
+	struct pcmon_acfg c = { .rate = rate, .paused = paused };
 
 	if (target >= PCMON_MAX_TARGETS)
 		return -EINVAL;

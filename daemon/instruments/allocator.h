@@ -7,6 +7,7 @@
 #ifndef PCMON_ALLOCATOR_H
 #define PCMON_ALLOCATOR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pcmon_alloc.h"
@@ -25,8 +26,11 @@ void allocator_close(struct allocator *a);
  */
 int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
 			 const char *const *names);
-/* Target @target samples its allocations every @rate bytes on average (0: stops). */
-int allocator_target(struct allocator *a, uint32_t target, uint64_t rate);
+/*
+ * Target @target samples its allocations every @rate bytes on average (0: stops); @paused:
+ * it takes no new samples, but the frees of those it took still end them.
+ */
+int allocator_target(struct allocator *a, uint32_t target, uint64_t rate, bool paused);
 /* The ring, for poll(), and what it holds now, each record to @cb. */
 int allocator_fd(const struct allocator *a);
 int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon_arec *r),

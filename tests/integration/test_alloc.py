@@ -195,6 +195,41 @@ def test_cxx_new_charged_to_its_caller():
         assert q["deep_alloc_bytes"] <= by["main"]["deep_alloc_bytes"], (q, by["main"])
 
 
+def test_frees_seen_while_paused():
+    """A paused target takes no new samples but still sees the frees of the blocks it
+    sampled before: 64 blocks of 1 MiB held, the target paused, all freed, resumed: nothing
+    is live (64 MiB stayed live when a pause hid the frees). Then a block allocated while
+    paused is not counted."""
+    d = Daemon().start()
+    base = tempfile.mktemp(prefix="pcmon-allochold-")
+    w = subprocess.Popen([workload("allochold"), "64", base], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = json.loads(w.stdout.readline())["pid"]
+        tid = pcmon("start", "--pid", pid, "--alloc", "--no-sample", sock=d.sock,
+                    check=0).stdout.strip()
+        open(base + ".go", "w").close()
+        assert w.stdout.readline().strip() == "held"
+        held = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]["summary"]
+        assert abs(held["inuse_bytes"] - (64 << 20)) <= 4 * held["inuse_bytes_stderr"] + (1 << 20), held
+        assert held["inuse_objects"] > 0, held
+        pcmon("pause", tid, sock=d.sock, check=0)
+        open(base + ".free", "w").close()
+        assert w.stdout.readline().strip() == "freed"
+        pcmon("resume", tid, sock=d.sock, check=0)
+        open(base + ".end", "w").close()
+        w.wait()
+        s = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]["summary"]
+        assert s["inuse_bytes"] == 0 and s["inuse_objects"] == 0, s
+        assert s["alloc_bytes"] == held["alloc_bytes"], (s, held)
+    finally:
+        if w.poll() is None:
+            w.kill()
+        for ext in (".go", ".free", ".end"):
+            if os.path.exists(base + ext):
+                os.unlink(base + ext)
+        assert d.stop() == 0, d.logtext()
+
+
 def test_rate_and_targets_refused_clearly():
     """A rate out of range, and a target whose objects are not known in advance, are refused
     with a line that says what to do."""
