@@ -24,6 +24,8 @@ struct alloc {
 	struct agg *stacks;	/* the sampled allocations' stacks (count: samples) */
 	struct alloc_core *core;
 	uint64_t frees_lost;	/* a sampled block's free whose allocation record was lost */
+	uint64_t zeroed_after;	/* records up to this id came before a zero (1 + it; 0: none) */
+	uint64_t last_id;	/* the last allocation record's id */
 	uint64_t records_lost;	/* records of processes no longer the target's */
 	uint64_t probed_files;	/* objects whose allocator functions are probed */
 	bool stopped;

@@ -232,10 +232,12 @@ static void on_rec(void *ctx, const struct pcmon_arec *r)
 	if (!a)
 		return; /* dropped while its records were in flight */
 	if (r->kind == PCMON_AREC_FREE) {
-		if (!alloc_core_free_block(a->core, r->id))
+		/* (a block sampled before a zero is no longer tracked: its free is not lost) */
+		if (!alloc_core_free_block(a->core, r->id) && r->id >= a->zeroed_after)
 			a->frees_lost++;
 		return;
 	}
+	a->last_id = MAX(a->last_id, r->id);
 	if (agg_add_id(a->stacks, record_stack(g, r), 1, 0, &id) ||
 	    alloc_core_alloc(a->core, r->id, id, r->size))
 		a->records_lost++;
@@ -309,6 +311,7 @@ static void alloc_zero(void *gp, struct target *t, void *st)
 	a->core = core;
 	agg_zero(a->stacks);
 	a->frees_lost = a->records_lost = 0;
+	a->zeroed_after = a->last_id + 1;
 }
 
 static size_t bytes(const void *st)

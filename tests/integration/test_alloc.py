@@ -195,12 +195,9 @@ def test_cxx_new_charged_to_its_caller():
         assert q["deep_alloc_bytes"] <= by["main"]["deep_alloc_bytes"], (q, by["main"])
 
 
-def test_frees_seen_while_paused():
-    """A paused target takes no new samples but still sees the frees of the blocks it
-    sampled before: 64 blocks of 1 MiB held, the target paused, all freed, resumed: nothing
-    is live (64 MiB stayed live when a pause hid the frees). Then a block allocated while
-    paused is not counted."""
-    d = Daemon().start()
+def allochold(d, between):
+    """allochold: 64 blocks of 1 MiB held, @between(target) called, all freed: (the
+    summary once held, the summary at the end)."""
     base = tempfile.mktemp(prefix="pcmon-allochold-")
     w = subprocess.Popen([workload("allochold"), "64", base], stdout=subprocess.PIPE, text=True)
     try:
@@ -212,21 +209,45 @@ def test_frees_seen_while_paused():
         held = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]["summary"]
         assert abs(held["inuse_bytes"] - (64 << 20)) <= 4 * held["inuse_bytes_stderr"] + (1 << 20), held
         assert held["inuse_objects"] > 0, held
-        pcmon("pause", tid, sock=d.sock, check=0)
+        after = between(tid)
         open(base + ".free", "w").close()
         assert w.stdout.readline().strip() == "freed"
-        pcmon("resume", tid, sock=d.sock, check=0)
+        if after:
+            after(tid)
         open(base + ".end", "w").close()
         w.wait()
-        s = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]["summary"]
-        assert s["inuse_bytes"] == 0 and s["inuse_objects"] == 0, s
-        assert s["alloc_bytes"] == held["alloc_bytes"], (s, held)
+        return held, pcmon_json("list", tid, sock=d.sock)[0]["alloc"]["summary"]
     finally:
         if w.poll() is None:
             w.kill()
         for ext in (".go", ".free", ".end"):
             if os.path.exists(base + ext):
                 os.unlink(base + ext)
+
+
+def test_frees_seen_while_paused():
+    """A paused target takes no new samples but still sees the frees of the blocks it
+    sampled before: 64 blocks of 1 MiB held, the target paused, all freed, resumed: nothing
+    is live (64 MiB stayed live when a pause hid the frees)."""
+    d = Daemon().start()
+    try:
+        def pause(tid):
+            pcmon("pause", tid, sock=d.sock, check=0)
+            return lambda tid: pcmon("resume", tid, sock=d.sock, check=0)
+        held, s = allochold(d, pause)
+        assert s["inuse_bytes"] == 0 and s["inuse_objects"] == 0, s
+        assert s["alloc_bytes"] == held["alloc_bytes"] and s["frees_lost"] == 0, (s, held)
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+def test_zero_forgets_the_blocks_before():
+    """After zero, the frees of blocks sampled before it are neither live nor lost."""
+    d = Daemon().start()
+    try:
+        held, s = allochold(d, lambda tid: pcmon("zero", tid, sock=d.sock, check=0) and None)
+        assert s["inuse_bytes"] == 0 and s["alloc_bytes"] == 0 and s["frees_lost"] == 0, s
+    finally:
         assert d.stop() == 0, d.logtext()
 
 
