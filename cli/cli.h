@@ -155,8 +155,8 @@ extern const struct opt listing_opts[];
 void listing_req(cJSON *req);
 /* --by: what the samples are grouped by, NULL if not asked. */
 const char *listing_by(void);
-/* count: the call table alone. */
-void listing_calls_only(void);
+/* count: the call table alone (its --sort: one of its own columns); 0, or cli_fail()'s. */
+int listing_calls_only(struct cli *c);
 /* A list reply as the options ask: per line (--lines), or every section. */
 void listing_table(FILE *f, const cJSON *rep);
 

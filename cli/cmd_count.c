@@ -53,7 +53,8 @@ int cmd_count(struct cli *c)
 	if (!pats)
 		return cli_fail(c, 2, "count: give at least one procedure pattern (see pcmon --help)");
 	req_set(c->req, "no_sample", cJSON_CreateBool(1));
-	listing_calls_only();
+	if (listing_calls_only(c))
+		return 2; /* (said) */
 	/* a command or a process, counted in the foreground: its target is gone with the table */
 	r.argv = c->argv_cmd;
 	r.pid = proto_num(c->req, "pid", 0);

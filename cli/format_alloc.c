@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "format.h"
 #include "proto.h"
@@ -69,7 +70,9 @@ void fmt_alloc(FILE *f, const cJSON *rep)
 		fprintf(f, "  (by procedure: not kept in results files yet)\n");
 		return;
 	}
-	fprintf(f, "\nby live bytes, then allocated bytes, of the procedures that called the allocator (deep: with their callees'):\n");
+	fprintf(f, "\nby %s, of the procedures that called the allocator (deep: with their callees'):\n",
+		strcmp(proto_str(a, "sort", "inuse"), "alloc") ? "live bytes, then allocated bytes"
+							       : "allocated bytes, then live bytes");
 	fprintf(f, "%12s %10s %12s %10s %12s  %s\n", "live", "±", "allocated", "±", "deep alloc",
 		"procedure");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(a, "procedures")) {

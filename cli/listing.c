@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "cli.h"
 #include "format.h"
 #include "proto.h"
@@ -50,8 +52,9 @@ const struct opt listing_opts[] = {
 	{ "calls", 0, NULL, OPT_FLAG, NULL, .help = "the call table alone", .flag = &ls.calls },
 	{ "alloc", 0, NULL, OPT_TRUE, "alloc", .help = "the allocation table alone",
 	  .excludes = "calls" },
-	{ "sort", 0, "self|calls|total|avg", OPT_TEXT, NULL,
-	  .help = "the call table's order (default self)", .text = &ls.sort },
+	{ "sort", 0, "self|calls|total|avg|alloc|inuse", OPT_TEXT, NULL,
+	  .help = "the call table's order (default self), or the allocation table's (default inuse)",
+	  .text = &ls.sort },
 	{ "lines", 0, "PROC", OPT_STR, "lines",
 	  .help = "where in PROC the time goes, by source line" },
 	{ "source-dir", 0, "DIR", OPT_CALL, NULL,
@@ -75,9 +78,13 @@ const char *listing_by(void)
 	return ls.by;
 }
 
-void listing_calls_only(void)
+int listing_calls_only(struct cli *c)
 {
 	ls.calls = true;
+	if (ls.sort && (!strcmp(ls.sort, "alloc") || !strcmp(ls.sort, "inuse")))
+		return cli_fail(c, 2, "--sort %s: the call table sorts by self, calls, total or avg",
+				ls.sort);
+	return 0;
 }
 
 void listing_table(FILE *f, const cJSON *rep)

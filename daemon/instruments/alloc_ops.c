@@ -383,14 +383,17 @@ struct prow {
 	double self[M_N], deep[M_N];
 };
 
-static int by_inuse(const void *x, const void *y)
+/* by live bytes, then allocated (--sort inuse, the default); @arg: by allocated first */
+static int by_bytes(const void *x, const void *y, void *arg)
 {
 	const struct prow *a = x, *b = y;
+	int first = *(const bool *)arg ? M_ALLOC_BYTES : M_INUSE_BYTES;
+	int then = first == M_ALLOC_BYTES ? M_INUSE_BYTES : M_ALLOC_BYTES;
 
-	if (a->self[M_INUSE_BYTES] != b->self[M_INUSE_BYTES])
-		return a->self[M_INUSE_BYTES] < b->self[M_INUSE_BYTES] ? 1 : -1;
-	if (a->self[M_ALLOC_BYTES] != b->self[M_ALLOC_BYTES])
-		return a->self[M_ALLOC_BYTES] < b->self[M_ALLOC_BYTES] ? 1 : -1;
+	if (a->self[first] != b->self[first])
+		return a->self[first] < b->self[first] ? 1 : -1;
+	if (a->self[then] != b->self[then])
+		return a->self[then] < b->self[then] ? 1 : -1;
 	return a->proc < b->proc ? -1 : a->proc > b->proc;
 }
 
@@ -450,8 +453,13 @@ static int procedures_json(const struct alloc *a, const struct sym *s, const str
 		free(rows);
 		return r;
 	}
-	if (n)
-		qsort(rows, n, sizeof(*rows), by_inuse);
+	if (n) {
+		bool alloc_first = lr->sort && !strcmp(lr->sort, "alloc");
+
+		qsort_r(rows, n, sizeof(*rows), by_bytes, &alloc_first);
+	}
+	cJSON_AddStringToObject(out, "sort", lr->sort && !strcmp(lr->sort, "alloc") ? "alloc"
+										  : "inuse");
 	arr = cJSON_AddArrayToObject(out, "procedures");
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
@@ -603,7 +611,7 @@ out:
  * "frees_lost", "records_lost", "probed_files"}, "procedures": [{"procedure", "module",
  * "name", "alloc_bytes", "deep_alloc_bytes", ... for alloc_objects, inuse_bytes,
  * inuse_objects, alloc_bytes_stderr, inuse_bytes_stderr, "file", "line"}]}, procedures by
- * live bytes, then allocated bytes.
+ * live bytes, then allocated bytes (--sort alloc: the other way).
  */
 static int list_json(void *gp, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
 		     cJSON **err)

@@ -166,7 +166,9 @@ static const struct proto_field fields[] = {
 
 static const struct proto_field list_fields[] = {
 	{ .name = "calls", .type = PT_BOOL },
-	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg", .opt = "--sort" },
+	/* (alloc and inuse order the allocation table: the call table keeps its default) */
+	{ .name = "sort", .type = PT_ENUM, .values = "self|calls|total|avg|alloc|inuse",
+	  .opt = "--sort" },
 };
 
 const struct inst_ops count_ops = {

@@ -106,6 +106,13 @@ def test_pid_target_live_at_exit():
         assert "allocations, sampled every 64.0 KiB" in text and "allocs.keep" in text, text
         alone = pcmon("list", tid, "--alloc", sock=d.sock, check=0).stdout
         assert "allocs.keep" in alone and "by shallow count" not in alone, alone
+        # by live bytes (keep holds them all), or --sort alloc by allocated bytes
+        first = alloc["procedures"][0]["name"]
+        assert first == "keep", [p["name"] for p in alloc["procedures"]]
+        by_alloc = pcmon_json("list", tid, "--alloc", "--sort", "alloc", sock=d.sock)[0]["alloc"]
+        rows = [p["alloc_bytes"] for p in by_alloc["procedures"]]
+        assert by_alloc["sort"] == "alloc" and rows == sorted(rows, reverse=True), rows
+        assert by_alloc["procedures"][0]["name"] in ("churn", "grow"), by_alloc["procedures"][0]
         # its results file keeps the totals (the table by procedure, not yet: said so)
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
