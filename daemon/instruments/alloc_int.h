@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The allocation instrument's parts (alloc.h): its ops (alloc_ops.c: probes, records, the
+ * target's life, results files) and its listing (alloc_report.c), from the bottom up.
+ */
+#ifndef PCMON_ALLOC_INT_H
+#define PCMON_ALLOC_INT_H
+
+#include <cJSON.h>
+
+#include "alloc.h"
+#include "alloc_core.h"
+#include "pcmon_alloc.h"
+
+struct allocator;
+struct list_req;
+struct sym;
+struct target;
+
+struct alloc_g {
+	struct inst_env env;	/* (first: inst_g_new()) */
+	struct allocator *al;	/* opened with the first target that watches allocations */
+	struct agg_stack *st;	/* a record's stack, as it is built */
+	__u64 pcs[PCMON_STACK_MAX]; /* ... its pcs */
+	char err[256];
+};
+
+/* A target's totals, by A_*: summed over its sites (or as read back from its file). */
+enum { A_ALLOC_BYTES, A_ALLOC_OBJECTS, A_INUSE_BYTES, A_INUSE_OBJECTS, A_ALLOC_VAR, A_INUSE_VAR,
+       A_SAMPLES, A_N };
+void alloc_totals(const struct alloc *a, double *v);
+
+/*
+ * Its part of a `list` reply (inst_ops.list_json), with what BPF counted apart @bs: the
+ * table, or with @lr->stacks the exports' profile. 0, or -1 with *@err.
+ */
+int alloc_report_json(struct sym *sym, const struct target *t, const struct alloc *a,
+		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
+		      cJSON **err);
+
+#endif
