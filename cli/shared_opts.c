@@ -105,6 +105,8 @@ const struct opt sampling_opts[] = {
 	  .help = "watch allocations: sampled by bytes, live until freed (docs/alloc.md)" },
 	{ "alloc-rate", 0, "BYTES", OPT_NUM, "alloc_rate",
 	  .help = "mean bytes allocated between samples (default 524288)" },
+	{ "alloc-functions", 0, "ROLE=NAME,...", OPT_STR, "alloc_functions",
+	  .help = "another allocator's functions in place of glibc's (malloc=je_malloc,free=je_free)" },
 	{ "node", 0, "NODE", OPT_CALL, NULL,
 	  .help = "a probe node: PROC, PROC%return, PROC+0xOFF, FILE:LINE, provider:name (repeatable)",
 	  .fn = opt_node },

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "inst.h"
+#include "pcmon_alloc.h"
 
 #define ALLOC_RATE_DEFAULT (512u << 10)
 
@@ -21,6 +22,8 @@ struct alloc_core;
 
 struct alloc {
 	uint64_t rate;		/* mean bytes between samples */
+	char *names[PCMON_AFN_N]; /* --alloc-functions, by enum pcmon_afn (none: glibc's) */
+	bool named;
 	struct agg *stacks;	/* the sampled allocations' stacks (count: samples) */
 	struct alloc_core *core;
 	uint64_t frees_lost;	/* a sampled block's free whose allocation record was lost */

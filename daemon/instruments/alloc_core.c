@@ -2,9 +2,11 @@
 /*
  * The allocation instrument's arithmetic (alloc_core.h): weights, sites, live blocks.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,82 @@ void alloc_weigh(uint64_t size, uint64_t rate, struct alloc_weight *w)
 	w->objects = 1 / p;
 	w->bytes = (double)size / p;
 	w->var_bytes = (1 - p) * w->bytes * w->bytes;
+}
+
+static const char *const roles[PCMON_AFN_N] = {
+	[PCMON_AFN_MALLOC] = "malloc", [PCMON_AFN_CALLOC] = "calloc",
+	[PCMON_AFN_REALLOC] = "realloc", [PCMON_AFN_MEMALIGN] = "memalign",
+	[PCMON_AFN_POSIX_MEMALIGN] = "posix_memalign", [PCMON_AFN_VALLOC] = "valloc",
+	[PCMON_AFN_FREE] = "free",
+};
+
+void alloc_functions_free(char **names)
+{
+	for (int i = 0; i < PCMON_AFN_N; i++) {
+		free(names[i]);
+		names[i] = NULL;
+	}
+}
+
+/* a C symbol's name: a letter or _, then letters, digits, _ (and . as in a versioned one) */
+static bool c_name(const char *s, size_t n)
+{
+	if (!n || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+int alloc_parse_functions(const char *spec, char **names, char *err, size_t errlen)
+{
+	const char *p = spec;
+
+	memset(names, 0, PCMON_AFN_N * sizeof(*names));
+	while (*p) {
+		size_t len = strcspn(p, ","), rl = strcspn(p, "=");
+		int role = -1;
+
+		if (rl >= len) {
+			snprintf(err, errlen, "--alloc-functions: '%.*s' is not ROLE=NAME (malloc=je_malloc,free=je_free)",
+				 (int)MIN(len, 64), p);
+			goto bad;
+		}
+		for (int i = 0; i < PCMON_AFN_N; i++)
+			if (strlen(roles[i]) == rl && !strncmp(p, roles[i], rl))
+				role = i;
+		if (role < 0) {
+			snprintf(err, errlen, "--alloc-functions: no role '%.*s': give malloc, calloc, realloc, memalign, posix_memalign, valloc or free",
+				 (int)MIN(rl, 64), p);
+			goto bad;
+		}
+		if (names[role]) {
+			snprintf(err, errlen, "--alloc-functions: %s is named twice", roles[role]);
+			goto bad;
+		}
+		if (!c_name(p + rl + 1, len - rl - 1)) {
+			snprintf(err, errlen, "--alloc-functions: %s=%.*s: give a function's name",
+				 roles[role], (int)MIN(len - rl - 1, 64), p + rl + 1);
+			goto bad;
+		}
+		names[role] = strndup(p + rl + 1, len - rl - 1);
+		if (!names[role]) {
+			alloc_functions_free(names);
+			return -ENOMEM;
+		}
+		p += len + (p[len] == ',');
+	}
+	if (!names[PCMON_AFN_MALLOC] && !names[PCMON_AFN_CALLOC] && !names[PCMON_AFN_REALLOC] &&
+	    !names[PCMON_AFN_MEMALIGN] && !names[PCMON_AFN_POSIX_MEMALIGN] &&
+	    !names[PCMON_AFN_VALLOC]) {
+		snprintf(err, errlen, "--alloc-functions: name at least one function that allocates (malloc=NAME)");
+		goto bad;
+	}
+	return 0;
+bad:
+	alloc_functions_free(names);
+	return -EINVAL;
 }
 
 uint32_t alloc_quantile(uint32_t i)

@@ -39,6 +39,15 @@ struct alloc_site {
 	double inuse_objects, inuse_bytes, inuse_var;
 };
 
+/*
+ * An allocator's functions by role, "malloc=je_malloc,free=je_free" (roles: malloc, calloc,
+ * realloc, memalign, posix_memalign, valloc, free; each at most once; names of C symbols)
+ * into @names by enum pcmon_afn (strdup'ed, NULL where not named). 0, or -EINVAL with
+ * @err, or -ENOMEM. alloc_functions_free() frees them.
+ */
+int alloc_parse_functions(const char *spec, char **names, char *err, size_t errlen);
+void alloc_functions_free(char **names);
+
 struct alloc_core;
 
 struct alloc_core *alloc_core_new(uint64_t rate);

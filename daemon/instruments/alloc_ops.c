@@ -43,6 +43,7 @@ static void alloc_free_state(void *st)
 
 	if (!a)
 		return;
+	alloc_functions_free(a->names);
 	agg_free(a->stacks);
 	alloc_core_free(a->core);
 	free(a);
@@ -66,13 +67,25 @@ static struct alloc *alloc_state(uint64_t rate)
 
 static int alloc_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
+	const char *fns = proto_str(req, "alloc_functions", NULL);
+	struct alloc *a = alloc_state(proto_num(req, "alloc_rate", ALLOC_RATE_DEFAULT));
+	char err[256];
+	int r;
+
 	(void)gp;
 	(void)c;
-	*out = alloc_state(proto_num(req, "alloc_rate", ALLOC_RATE_DEFAULT));
-	if (!*out) {
+	if (!a) {
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
 	}
+	/* another allocator's functions, in place of glibc's */
+	if (fns && (r = alloc_parse_functions(fns, a->names, err, sizeof(err)))) {
+		*rep = r == -EINVAL ? proto_error(2, "%s", err) : proto_error(1, "out of memory");
+		alloc_free_state(a);
+		return r;
+	}
+	a->named = fns != NULL;
+	*out = a;
 	return 0;
 }
 
@@ -97,7 +110,8 @@ static int probe_vma(void *ctx, struct procmaps_vma *v)
 		return 0;
 	/* through the process's root: the file it maps, whatever its mount namespace */
 	snprintf(path, sizeof(path), "/proc/%u/root%s", pc->pid, v->name);
-	r = allocator_probe_file(pc->g->al, path, pc->pid, NULL);
+	r = allocator_probe_file(pc->g->al, path, pc->pid,
+				 pc->a->named ? (const char *const *)pc->a->names : NULL);
 	if (!r)
 		pc->a->probed_files++;
 	else if (r != -ENOENT)
@@ -146,6 +160,14 @@ static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 	 * (alloc_event()), the command's first allocations unseen.
 	 */
 	probe_process(g, a, t->pid);
+	/* named functions may be the command's own: its file, probed before it runs too */
+	if (t->exec_wait && a->named && t->exe_fd >= 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+		if (!allocator_probe_file(g->al, path, t->pid, (const char *const *)a->names))
+			a->probed_files++;
+	}
 	return 0;
 }
 
@@ -425,6 +447,7 @@ static const struct proto_field fields[] = {
 	{ .name = "alloc", .type = PT_BOOL, .opt = "--alloc" },
 	{ .name = "alloc_rate", .type = PT_UINT, .min = 1, .max = 1u << 30,
 	  .opt = "--alloc-rate" },
+	{ .name = "alloc_functions", .type = PT_STR, .max = 1024, .opt = "--alloc-functions" },
 };
 
 static const struct proto_field list_fields[] = {

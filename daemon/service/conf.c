@@ -228,6 +228,7 @@ static const struct {
 	{ "add", NEEDS_PID("probe nodes") },
 	{ "alloc", NEEDS_PID("allocations") },
 	{ "alloc-rate", NEEDS_PID("allocations") },
+	{ "alloc-functions", NEEDS_PID("allocations") },
 	{ "no-sample", "sampling is the one instrument a cgroup or every task can carry" },
 };
 #undef NEEDS_PID

@@ -258,6 +258,27 @@ def test_zero_forgets_the_blocks_before():
         assert d.stop() == 0, d.logtext()
 
 
+def test_an_allocator_of_its_own_by_name():
+    """--alloc-functions: a program's own allocator, its functions named (glibc's are then
+    not probed): every call seen, from its first (the command's own file is probed before
+    it runs), bytes and live bytes within 4 standard errors; bad specs refused."""
+    listing, p = pcmon_json("run", "--alloc", "--alloc-functions",
+                            "malloc=pool_alloc,free=pool_free", "--alloc-rate", 4096,
+                            "--no-sample", "--", workload("bumpalloc"), 20000)
+    own = first_json_line(p.stdout)
+    s = listing["alloc"]["summary"]
+    assert s["calls"] == own["blocks"], (s, own)  # (its malloc of the array: not glibc's)
+    assert abs(s["alloc_bytes"] - own["bytes"]) <= 4 * s["alloc_bytes_stderr"], (s, own)
+    assert abs(s["inuse_bytes"] - own["live_bytes"]) <= 4 * s["inuse_bytes_stderr"], (s, own)
+    top = listing["alloc"]["procedures"][0]
+    assert top["name"] == "make_blocks" and top["alloc_bytes"] == s["alloc_bytes"], top
+    for spec, why in (("malloc", "not ROLE=NAME"), ("new=x", "no role 'new'"),
+                      ("free=pool_free", "at least one function that allocates")):
+        r = pcmon("run", "--alloc", "--alloc-functions", spec, "--", "true")
+        assert r.returncode == 2 and why in r.stderr, (spec, r.returncode, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 def test_rate_and_targets_refused_clearly():
     """A rate out of range, and a target whose objects are not known in advance, are refused
     with a line that says what to do."""

@@ -44,7 +44,8 @@ def sample_value(opt, tmp):
             "--iterations": "1", "--offset": "main", "--bufsiz": "64", "--source-dir": tmp,
             "--by": "comm", "--since": "-1m", "--until": "now", "--slices": "10s",
             "--slice-memory": "64", "--proc": "main", "--svg": os.path.join(tmp, "svg"),
-            "--per": "sample", "--alloc-rate": "4096", "--alloc-value": "alloc_space"}[opt]
+            "--per": "sample", "--alloc-rate": "4096", "--alloc-value": "alloc_space",
+            "--alloc-functions": "malloc=je_malloc"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):

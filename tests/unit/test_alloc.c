@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <string.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -71,6 +73,33 @@ static void test_countdown_table(void **state)
 	}
 	assert_true(fabs(sum / n - 1) < 1e-4);
 	assert_true(sq / n - (sum / n) * (sum / n) > 0.95 && sq / n - (sum / n) * (sum / n) < 1);
+}
+
+/* --alloc-functions: roles and names, and what is refused */
+static void test_functions_parsed(void **state)
+{
+	char *n[PCMON_AFN_N], err[256];
+
+	(void)state;
+	assert_int_equal(alloc_parse_functions("malloc=je_malloc,free=je_free", n, err,
+					       sizeof(err)), 0);
+	assert_string_equal(n[PCMON_AFN_MALLOC], "je_malloc");
+	assert_string_equal(n[PCMON_AFN_FREE], "je_free");
+	assert_null(n[PCMON_AFN_CALLOC]);
+	alloc_functions_free(n);
+	assert_int_equal(alloc_parse_functions("posix_memalign=tc_posix_memalign", n, err,
+					       sizeof(err)), 0);
+	assert_string_equal(n[PCMON_AFN_POSIX_MEMALIGN], "tc_posix_memalign");
+	alloc_functions_free(n);
+	static const char *const bad[] = { "", "malloc", "malloc=", "new=x", "malloc=a,malloc=b",
+					   "free=f", "malloc=9x", "malloc=a b", "malloc=x,=y" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(alloc_parse_functions(bad[i], n, err, sizeof(err)), -EINVAL);
+		assert_true(strstr(err, "--alloc-functions") != NULL);
+		for (int k = 0; k < PCMON_AFN_N; k++)
+			assert_null(n[k]);
+	}
 }
 
 static void test_totals_are_unbiased(void **state)
@@ -157,6 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weights_at_both_ends),
 		cmocka_unit_test(test_countdown_table),
+		cmocka_unit_test(test_functions_parsed),
 		cmocka_unit_test(test_totals_are_unbiased),
 		cmocka_unit_test(test_live_blocks),
 	};
