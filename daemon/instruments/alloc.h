@@ -32,9 +32,11 @@ struct alloc {
 	uint64_t records_lost;	/* records of processes no longer the target's */
 	uint64_t probed_files;	/* objects whose allocator functions are probed */
 	bool stopped;
-	/* read back from a results file: its totals only (procedures are not saved yet) */
+	/* read back from a results file: its totals and its table by procedure (the stacks
+	 * are not saved: no exports) */
 	bool loaded;
 	double saved[8];
+	cJSON *saved_procs;
 };
 
 extern const struct inst_ops alloc_ops;

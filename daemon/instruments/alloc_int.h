@@ -38,4 +38,11 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
 		      cJSON **err);
 
+/* The table by procedure into @out ("sort", "procedures"): 0 or -ENOMEM. */
+int alloc_procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
+			  cJSON *out);
+/* A results file's table ("procedures", optional), checked: into *@out (NULL: none). */
+struct sf_rd;
+int alloc_procedures_load(struct sf_rd *rd, const cJSON *section, cJSON **out);
+
 #endif

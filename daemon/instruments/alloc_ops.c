@@ -44,6 +44,7 @@ static void alloc_free_state(void *st)
 	if (!a)
 		return;
 	alloc_functions_free(a->names);
+	cJSON_Delete(a->saved_procs);
 	agg_free(a->stacks);
 	alloc_core_free(a->core);
 	free(a);
@@ -382,11 +383,14 @@ static void save(const struct target *t, const void *st, const struct sym *s, st
 	double v[A_N];
 
 	(void)t;
-	(void)s;
 	alloc_totals(a, v);
 	sf_put_u64(w, section, "rate", a->rate);
 	for (int i = 0; i < A_N; i++)
 		sf_put_num(w, section, saved_names[i], v[i]);
+	/* the table by procedure (the stacks are not kept: no exports once read back) */
+	if (alloc_procedures_json(a, s, &(struct list_req){ .no_inline = -1, .icase = -1 },
+				  section))
+		sf_chk(w, NULL);
 }
 
 static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **out)
@@ -403,6 +407,8 @@ static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **ou
 		return sf_bad(rd, "alloc", "out of memory");
 	for (int i = 0; i < A_N && !r; i++)
 		r = sf_get_double(rd, section, saved_names[i], SF_ALWAYS, 0, 1e30, &a->saved[i]);
+	if (!r)
+		r = alloc_procedures_load(rd, section, &a->saved_procs);
 	if (r) {
 		alloc_free_state(a);
 		return r;

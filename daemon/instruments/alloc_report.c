@@ -16,6 +16,7 @@
 #include "groups.h"
 #include "proto.h"
 #include "stacks.h"
+#include "stfile.h"
 #include "sym.h"
 #include "target.h"
 #include "util.h"
@@ -82,8 +83,43 @@ static struct prow *prow_of(struct prow **rows, size_t *n, size_t *cap, uint32_t
 	return &(*rows)[(*n)++];
 }
 
-static int procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
-			   cJSON *out)
+static int by_json_bytes(const void *x, const void *y, void *arg)
+{
+	const cJSON *a = *(const cJSON *const *)x, *b = *(const cJSON *const *)y;
+	bool alloc_first = *(const bool *)arg;
+	const char *k1 = alloc_first ? "alloc_bytes" : "inuse_bytes";
+	const char *k2 = alloc_first ? "inuse_bytes" : "alloc_bytes";
+	double a1 = proto_num(a, k1, 0), b1 = proto_num(b, k1, 0);
+
+	if (a1 != b1)
+		return a1 < b1 ? 1 : -1;
+	a1 = proto_num(a, k2, 0);
+	b1 = proto_num(b, k2, 0);
+	return a1 < b1 ? 1 : a1 > b1 ? -1 : 0;
+}
+
+/* A table read back from a results file, in the order asked. */
+static int saved_procedures_json(const struct alloc *a, bool alloc_first, cJSON *out)
+{
+	int n = cJSON_GetArraySize(a->saved_procs), k = 0;
+	cJSON **rows = calloc(n + 1, sizeof(*rows)), *arr, *it;
+
+	if (!rows)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, a->saved_procs)
+		rows[k++] = it;
+	qsort_r(rows, n, sizeof(*rows), by_json_bytes, &alloc_first);
+	cJSON_AddStringToObject(out, "sort", alloc_first ? "alloc" : "inuse");
+	arr = cJSON_AddArrayToObject(out, "procedures");
+	for (int i = 0; arr && i < n; i++)
+		if (!cJSON_AddItemToArray(arr, cJSON_Duplicate(rows[i], true)))
+			arr = NULL;
+	free(rows);
+	return arr ? 0 : -ENOMEM;
+}
+
+int alloc_procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
+			  cJSON *out)
 {
 	const struct alloc_site *sites;
 	struct prow *rows = NULL;
@@ -91,6 +127,8 @@ static int procedures_json(const struct alloc *a, const struct sym *s, const str
 	int r = 0;
 	cJSON *arr;
 
+	if (a->saved_procs)
+		return saved_procedures_json(a, lr->sort && !strcmp(lr->sort, "alloc"), out);
 	sites = alloc_core_sites(a->core, &nsites);
 	for (int m = 0; m < M_N && !r; m++) {
 		struct agg_list_opts o = { .no_inline = lr->no_inline > 0 };
@@ -328,11 +366,75 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON_AddNumberToObject(s, "frees_lost", a->frees_lost);
 	cJSON_AddNumberToObject(s, "records_lost", a->records_lost);
 	cJSON_AddNumberToObject(s, "probed_files", a->probed_files);
-	if (a->loaded) {
+	if (a->loaded && !a->saved_procs) {
 		cJSON_AddStringToObject(o, "procedures_not_saved",
-					"read back from a results file, which keeps the totals only");
+					"read back from a results file that kept the totals only");
 		return 0;
 	}
-	return procedures_json(a, sym, lr, o);
+	return alloc_procedures_json(a, sym, lr, o) ? -1 : 0;
 }
 
+
+/* ---- a table read back: each row checked, and built again from what was checked */
+
+int alloc_procedures_load(struct sf_rd *rd, const cJSON *section, cJSON **out)
+{
+	const cJSON *arr, *it;
+	cJSON *rows;
+	int n, i = 0, r;
+
+	*out = NULL;
+	if ((r = sf_get_array(rd, section, "procedures", SF_OPTIONAL, 1 << 20, &arr, &n)) || !arr)
+		return r;
+	rows = cJSON_CreateArray();
+	if (!rows)
+		return sf_bad(rd, "procedures", "out of memory");
+	cJSON_ArrayForEach(it, arr) {
+		const char *str[3] = { 0 }, *file = NULL;
+		static const char *const skeys[3] = { "procedure", "module", "name" };
+		cJSON *o = cJSON_CreateObject();
+		uint32_t line = 0;
+		char key[32];
+
+		if (!o || !cJSON_AddItemToArray(rows, o)) {
+			cJSON_Delete(o);
+			r = sf_bad(rd, "procedures", "out of memory");
+			break;
+		}
+		if (!cJSON_IsObject(it)) {
+			r = sf_not_object(rd, "procedures", i, it);
+			break;
+		}
+		for (int k = 0; k < 3 && !r; k++)
+			r = sf_get_str(rd, it, skeys[k], SF_ALWAYS, 4096, &str[k]);
+		if (!r)
+			r = sf_get_str(rd, it, "file", SF_OPTIONAL, 4096, &file);
+		if (!r)
+			r = sf_get_u32(rd, it, "line", SF_OPTIONAL, UINT32_MAX, &line);
+		for (int k = 0; k < 3 && !r; k++)
+			cJSON_AddStringToObject(o, skeys[k], str[k]);
+		for (int m = 0; m < M_N && !r; m++) {
+			for (int deep = 0; deep < 2 && !r; deep++) {
+				double v;
+
+				snprintf(key, sizeof(key), "%s%s", deep ? "deep_" : "", m_names[m]);
+				r = sf_get_double(rd, it, key, SF_ALWAYS, 0, 1e30, &v);
+				if (!r)
+					cJSON_AddNumberToObject(o, key, v);
+			}
+		}
+		if (!r && file)
+			cJSON_AddStringToObject(o, "file", file);
+		if (!r && line)
+			cJSON_AddNumberToObject(o, "line", line);
+		if (r)
+			break;
+		i++;
+	}
+	if (r) {
+		cJSON_Delete(rows);
+		return r;
+	}
+	*out = rows;
+	return 0;
+}

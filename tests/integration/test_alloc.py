@@ -113,13 +113,18 @@ def test_pid_target_live_at_exit():
         rows = [p["alloc_bytes"] for p in by_alloc["procedures"]]
         assert by_alloc["sort"] == "alloc" and rows == sorted(rows, reverse=True), rows
         assert by_alloc["procedures"][0]["name"] in ("churn", "grow"), by_alloc["procedures"][0]
-        # its results file keeps the totals (the table by procedure, not yet: said so)
+        # its results file keeps the totals and the table by procedure, not the stacks
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
         again = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
         for k in ("alloc_bytes", "inuse_bytes", "alloc_bytes_stderr", "samples"):
             assert again["summary"][k] == alloc["summary"][k], (k, again["summary"])
-        assert "procedures_not_saved" in again and "procedures" not in again, again
+        assert again["procedures"] == alloc["procedures"], (again["procedures"][:3],
+                                                            alloc["procedures"][:3])
+        resorted = pcmon_json("list", tid, "--sort", "alloc", sock=d.sock)[0]["alloc"]
+        assert resorted["procedures"][0]["name"] in ("churn", "grow"), resorted["procedures"][:2]
+        p = pcmon("export", tid, "--alloc", "--format", "folded", sock=d.sock)
+        assert p.returncode != 0 and "not kept in its results file" in p.stderr, p
     finally:
         assert d.stop() == 0, d.logtext()
 
