@@ -413,8 +413,9 @@ static int read_state(struct sf_rd *rd, const cJSON *o, struct target *t)
 		return r;
 	/* watching does not survive a restart: a running target is stopped where it was */
 	t->state = u == TARGET_RUNNING || u == TARGET_PAUSED ? TARGET_STOPPED : u;
-	if ((r = sf_get_double(rd, o, "elapsed_s", SF_ALWAYS, 0, 1e10, &t->elapsed_saved)) ||
-	    (r = sf_get_double(rd, o, "start_wall", SF_ALWAYS, 0, 1e11, &t->start_wall)) ||
+	/* (both bounded so that their sum in nanoseconds fits a u64: until the year 2286) */
+	if ((r = sf_get_double(rd, o, "elapsed_s", SF_ALWAYS, 0, 1e9, &t->elapsed_saved)) ||
+	    (r = sf_get_double(rd, o, "start_wall", SF_ALWAYS, 0, 1e10, &t->start_wall)) ||
 	    (r = sf_get_bool(rd, o, "root_exited", SF_ALWAYS, &t->root_exited)))
 		return r;
 	if ((r = sf_get_u32(rd, o, "wait_status", SF_ALWAYS, 0xffff, &u)))

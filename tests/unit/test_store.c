@@ -747,7 +747,9 @@ static const struct bad_case bad_v3[] = {
 	{ "sampling.critical", "[\"a=b\", 7]", "sampling.critical[1]: a number where a string NAME=PATTERN belongs" },
 	{ "state", "\"zombie\"", "state: unknown value \"zombie\"" },
 	{ "state", "2", "state: a number where a name belongs" },
-	{ "elapsed_s", "-1", "elapsed_s: -1 is not in [0, 1e+10]" },
+	{ "elapsed_s", "-1", "elapsed_s: -1 is not in [0, 1e+09]" },
+	/* (its end in nanoseconds would not fit a u64: the fuzzer's find) */
+	{ "start_wall", "2.1e10", "start_wall: 2.1e+10 is not in [0, 1e+10]" },
 	{ "elapsed_s", "1e400", "elapsed_s: inf is not in" },
 	{ "elapsed_s", "\"3\"", "elapsed_s: a string where a number belongs" },
 	{ "start_wall", "-0.5", "start_wall: -0.5 is not in" },
