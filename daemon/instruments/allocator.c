@@ -173,8 +173,8 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, u
 
 /*
  * The functions' offsets are read from the file's symbol tables in one pass (funcs.c): a
- * name libbpf resolves is a pass per name, 22 of them in glibc, and a command's first
- * allocations went unseen for as long (1.5 s once). Two names at one offset (glibc's
+ * name libbpf resolves is a pass per name, 22 of them in glibc (56-97 ms for libc on a
+ * busy machine, while the process runs on unwatched). Two names at one offset (glibc's
  * aligned_alloc is its memalign) are probed once.
  */
 int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
