@@ -2081,6 +2081,9 @@ def table(res):
             session_row(add, f"{v} py {fmt(c.get('python_pct'), '.1f')}%", c)
         if vers:
             add("   (py N%: the samples that carry Python frames; the others are flagged or the interpreter's C)")
+            add(f"   pcmond's CPU ms/s over the {PY_STEADY_S} s after each window (steady, past the first read of "
+                "that build's libpython): " + ", ".join(f"{v} {fmt(c.get('steady_ms_per_s'), '.1f')}"
+                                                       for v, c in vers.items()))
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
@@ -2417,12 +2420,15 @@ def python_frames():
     for v, py in pyenv_pythons().items():
         log(f"python: pcmond session, CPython {v} ({py})")
         out["versions"][v] = guarded(pcmond_session, [py, PYWORK, str(10**9), str(WINDOW_S + 60)],
-                                     "virtual", RATES[1][1], unwind="auto", settle=1)
+                                     "virtual", RATES[1][1], unwind="auto", settle=1, steady=PY_STEADY_S)
     return out
 
 
 PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
 PY_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+# after a version's window, pcmond's CPU over this many more seconds: its steady cost, apart
+# from the first read of that build's libpython (pyenv's carry DWARF: about 0.6 s of CPU)
+PY_STEADY_S = 5
 
 
 def pyenv_pythons():
