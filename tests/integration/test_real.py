@@ -264,9 +264,11 @@ def test_preempted_is_runnable():
     assert abs(s["off_runnable"] - own["runnable_s"] * 1000) <= 0.05 * own["runnable_s"] * 1000 + 20, (s, own)
     # their samples are in contended_spin but for the loop around it and the wait of a new
     # thread before it first runs (its stack is not yet in its code: on a loaded machine
-    # that wait was 5 % of the samples, in one CI run)
-    assert spinners >= 0.95 * (s["oncpu"] + s["off_runnable"] - own["first_wait_s"] * 1000), \
-        (spinners, s, own)
+    # that wait was 5 % of the samples, in one CI run); nor are the main thread's, whose
+    # wait on the run queue (it is pinned to the spinners' CPU) is runnable time too (it
+    # made the ratio 0.939-0.949 in 2 of 8 runs beside a build)
+    want = s["oncpu"] + s["off_runnable"] - (own["first_wait_s"] + own["main_runnable_s"]) * 1000
+    assert spinners >= 0.95 * want, (spinners, want, s, own)
 
 
 def test_open_interval_of_running_sleeper():
