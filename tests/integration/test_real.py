@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+from lib import (PCMON, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
                  share_tolerance_pp, workload)
 
 NODAEMON = "/nonexistent/pcmond.sock"
@@ -328,6 +328,41 @@ def test_open_interval_is_exact_with_a_copy_sent():
     it blocks: the engine's own open interval, from the time the copy carries."""
     got, lo, hi = open_interval_from(("--unwind", "dwarf", "--kernel"))
     assert lo - 1e6 <= got <= hi + 1e6, (got, lo, hi)
+
+
+def test_open_intervals_of_threads_blocked_in_libc():
+    """Threads blocked in libc, which keeps no frame pointers (two in pthread_cond_wait for
+    the whole run, main napping in nanosleep), listed while they are still blocked: with
+    --unwind dwarf (the default) the iterator copies their stacks and the engine unwinds
+    them with CFI, callers and all, as it does the copies taken when they return; none is
+    cut short. (Walked by frame pointers, the walk ended in libc: two thirds of the samples
+    were cut short, fp_chain, and park_here had none.) After the run, the same."""
+    d = Daemon().start()
+    env = dict(os.environ, PCMON_SOCKET=d.sock)
+    run = subprocess.Popen([PCMON, "run", "--real", "--interval", "1000", "--name", "libcwait",
+                            "--", workload("libcwait"), "3"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        json.loads(run.stdout.readline())  # parked
+        time.sleep(0.5)
+        during = pcmon_json("list", "libcwait", sock=d.sock)[0]
+        run.communicate(timeout=60)
+        after = pcmon_json("list", "libcwait", sock=d.sock)[0]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        d.stop()
+    for when, listing in (("during", during), ("after", after)):
+        s, pp = listing["summary"], procs(listing)
+        n = s["counted"]
+        assert n >= 1000, (when, s)
+        assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
+        # two threads of three blocked in park_here all along, main in nap_here
+        parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
+        assert parked >= 0.6 * n, (when, parked, n)
+        assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
+        assert pp["libcwait.nap_here"]["deep"] >= 0.25 * n, (when, pp["libcwait.nap_here"], n)
 
 
 def test_kernel_frames():
