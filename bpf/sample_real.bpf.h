@@ -301,22 +301,29 @@ static __always_inline void charge(struct pcmon_offcpu *o, __u64 ns)
 		record_n(&key, &o->urec, &o->krec, 0, owed);
 }
 
-/* The same, for --unwind dwarf: @task's stack is copied for the engine (the current address space is its). */
+/*
+ * The same, for --unwind dwarf: @task's stack is copied for the engine (the current address
+ * space is its; @may_sleep: the program may sleep, emit_dwarf_from()).
+ */
 static __always_inline void charge_dwarf(void *ctx, struct task_struct *task,
-					 struct pcmon_offcpu *o, __u64 ns)
+					 struct pcmon_offcpu *o, __u64 ns, const bool may_sleep)
 {
 	struct pcmon_key key;
 	__u64 owed;
 
 	if (ns)
-		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+		emit_dwarf_from(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false, may_sleep);
 	owed = take_owed(o, &key);
 	if (owed)
-		emit_dwarf(ctx, task, &key, PCMON_DS_OWED, 0, owed, false);
+		emit_dwarf_from(ctx, task, &key, PCMON_DS_OWED, 0, owed, false, may_sleep);
 }
 
-/* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
-static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
+/*
+ * Charge what a lazy thread owes, with the stack it has now (it has not left the kernel);
+ * @may_sleep: from its task work, which may.
+ */
+static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o,
+				   const bool may_sleep)
 {
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &o->key.pid);
 	__u64 ns = o->pending_ns;
@@ -325,7 +332,7 @@ static __always_inline void settle(void *ctx, struct task_struct *task, struct p
 	if (!active_cfg(o->key.target))
 		return;
 	if (o->dwarf && p && p->epoch == o->key.epoch) {
-		charge_dwarf(ctx, task, o, ns);
+		charge_dwarf(ctx, task, o, ns, may_sleep);
 		return;
 	}
 	walk_peer(task, o); /* its own address space is the current one */
@@ -360,8 +367,11 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 							      void *value),
 					      void *aux__prog) __ksym __weak;
 
-/* The current thread is on its way back to user mode: settle what it owes, if anything. */
-static __always_inline void settle_current(void *ctx)
+/*
+ * The current thread is on its way back to user mode: settle what it owes, if anything
+ * (@may_sleep: from its task work).
+ */
+static __always_inline void settle_current(void *ctx, const bool may_sleep)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pcmon_offcpu *o;
@@ -370,12 +380,12 @@ static __always_inline void settle_current(void *ctx)
 		return;
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
 	if (o && (o->pending_ns || o->owed_on))
-		settle(ctx, task, o);
+		settle(ctx, task, o, may_sleep);
 }
 
 static int settle_cb(struct bpf_map *map, void *key, void *value)
 {
-	settle_current(NULL);
+	settle_current(NULL, true);
 	return 0;
 }
 
@@ -559,7 +569,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	 * last off, what it owed is from before: dropped.)
 	 */
 	if ((o->pending_ns || o->owed_on) && lazy_stacks)
-		settle(ctx, prev, o);
+		settle(ctx, prev, o, false);
 	o->pending_ns = o->owed_on = 0;
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = target;
@@ -691,7 +701,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	}
 	/* PCMON_LAZY_PEER: readable here only through the same address space */
 	if (o->dwarf && (__u64)prev->mm == o->mm) {
-		charge_dwarf(ctx, next, o, ns);
+		charge_dwarf(ctx, next, o, ns, false);
 		return;
 	}
 	walk_peer(next, o);
@@ -737,7 +747,7 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	settle_current(ctx);
+	settle_current(ctx, false);
 	return 0;
 }
 

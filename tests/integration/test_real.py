@@ -331,12 +331,13 @@ def test_open_interval_is_exact_with_a_copy_sent():
 
 
 def test_open_intervals_of_threads_blocked_in_libc():
-    """Threads blocked in libc, which keeps no frame pointers (two in pthread_cond_wait for
-    the whole run, main napping in nanosleep), listed while they are still blocked: with
-    --unwind dwarf (the default) the iterator copies their stacks and the engine unwinds
-    them with CFI, callers and all, as it does the copies taken when they return; none is
-    cut short. (Walked by frame pointers, the walk ended in libc: two thirds of the samples
-    were cut short, fp_chain, and park_here had none.) After the run, the same."""
+    """Threads blocked in libc, which keeps no frame pointers (two in pthread_cond_wait and
+    one in read() for the whole run, main napping in nanosleep), listed while they are still
+    blocked: with --unwind dwarf (the default) the iterator copies their stacks and the
+    engine unwinds them with CFI, callers and all, as it does the copies taken when they
+    return; none is cut short. (Walked by frame pointers, the walk ended in libc: two thirds
+    of the samples were cut short, fp_chain, and park_here had none.) After the run, the
+    same."""
     d = Daemon().start()
     env = dict(os.environ, PCMON_SOCKET=d.sock)
     run = subprocess.Popen([PCMON, "run", "--real", "--interval", "1000", "--name", "libcwait",
@@ -354,15 +355,39 @@ def test_open_intervals_of_threads_blocked_in_libc():
             run.wait()
         d.stop()
     for when, listing in (("during", during), ("after", after)):
-        s, pp = listing["summary"], procs(listing)
-        n = s["counted"]
-        assert n >= 1000, (when, s)
-        assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
-        # two threads of three blocked in park_here all along, main in nap_here
-        parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
-        assert parked >= 0.6 * n, (when, parked, n)
-        assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
-        assert pp["libcwait.nap_here"]["deep"] >= 0.25 * n, (when, pp["libcwait.nap_here"], n)
+        check_libcwait(when, listing)
+
+
+def check_libcwait(when, listing):
+    s, pp = listing["summary"], procs(listing)
+    n = s["counted"]
+    assert n >= 1000, (when, s)
+    assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
+    # of four threads, two blocked in park_here all along, one in read_here, main in
+    # nap_here; each reached from its thread's start
+    parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
+    assert parked >= 0.45 * n, (when, parked, n)
+    assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
+    reading = pp.get("libcwait.read_here", {"deep": 0})["deep"]
+    assert reading >= 0.2 * n, (when, reading, n)
+    assert pp["libcwait.reader"]["deep"] == reading, (when, pp["libcwait.reader"], reading)
+    assert pp["libcwait.nap_here"]["deep"] >= 0.2 * n, (when, pp["libcwait.nap_here"], n)
+
+
+def test_blocked_stack_with_pages_not_there():
+    """A thread blocked with a buffer on its stack whose pages are not there (never written,
+    or dropped as here): a read that may not fault fails on them, and the copy taken as the
+    thread returns to user mode was cut below the buffer (flagged truncated, and read_here
+    and its callers lost: node's epoll thread, 14 % of its samples). Its task work may sleep,
+    so it faults them in, and the stack is whole. (Before 6.18 the sys_exit program, which
+    may not, takes it: cut short, and flagged.)"""
+    listing, _ = pcmon_json("run", "--real", "--interval", 1000, "--", workload("libcwait"), 2,
+                            sock=NODAEMON)
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 18):
+        check_libcwait("after", listing)
+    else:
+        s = listing["summary"]
+        assert s["cut_short_by_reason"]["truncated"] >= 0.2 * s["counted"], s
 
 
 def test_kernel_frames():

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Blocks in libc, as real programs do (libc has no frame pointers): two threads wait in
- * pthread_cond_wait (park_here) for the whole run, while main naps in libc's nanosleep
- * (nap_here) for SECONDS; then it wakes them and joins them. Says when the threads are
- * parked (CLOCK_MONOTONIC), so that a test lists them while they are still blocked.
+ * Blocks in libc, as real programs do (libc has no frame pointers), for SECONDS: two threads
+ * wait in pthread_cond_wait (park_here), one in read() on a pipe (read_here) with a 16 KiB
+ * buffer on its stack whose pages are not there (as a buffer never written yet: a nofault
+ * read of them fails), and main naps in libc's nanosleep (nap_here); then it wakes them and
+ * joins them. Says when they are all blocked (CLOCK_MONOTONIC), so that a test lists them
+ * while they still are.
  */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "workload.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int parked, done;
+static int parked, done, pipefd[2];
 
 NOINLINE void park_here(void)
 {
@@ -30,6 +33,26 @@ static void *waiter(void *arg)
 	return arg;
 }
 
+NOINLINE void read_here(void)
+{
+	char buf[16384] __attribute__((aligned(4096)));
+
+	/* its pages dropped: until read() fills them, they are not there */
+	madvise(buf, sizeof(buf), MADV_DONTNEED);
+	pthread_mutex_lock(&lock);
+	parked++;
+	pthread_mutex_unlock(&lock);
+	if (read(pipefd[0], buf, sizeof(buf)) < 0)
+		perror("read");
+	BARRIER();
+}
+
+static void *reader(void *arg)
+{
+	read_here();
+	return arg;
+}
+
 NOINLINE void nap_here(void)
 {
 	struct timespec ts = { 0, 10000000 };
@@ -42,12 +65,15 @@ int main(int argc, char **argv)
 {
 	double secs = arg_seconds(argc, argv, 2);
 	uint64_t t0 = wall_ns(), end;
-	pthread_t th[2];
+	pthread_t th[3];
 	int n = 0;
 
+	if (pipe(pipefd))
+		return 1;
 	for (int i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, waiter, NULL);
-	while (n < 2) {
+	pthread_create(&th[2], NULL, reader, NULL);
+	while (n < 3) {
 		pthread_mutex_lock(&lock);
 		n = parked;
 		pthread_mutex_unlock(&lock);
@@ -62,7 +88,9 @@ int main(int argc, char **argv)
 	done = 1;
 	pthread_cond_broadcast(&cond);
 	pthread_mutex_unlock(&lock);
-	for (int i = 0; i < 2; i++)
+	if (write(pipefd[1], "x", 1) != 1)
+		perror("write");
+	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	printf("{\"wall_s\": %.6f}\n", (wall_ns() - t0) / 1e9);
 	return 0;
