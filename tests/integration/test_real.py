@@ -344,34 +344,39 @@ def test_open_intervals_of_threads_blocked_in_libc():
                             "--", workload("libcwait"), "3"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        json.loads(run.stdout.readline())  # parked
+        parked = json.loads(run.stdout.readline())["parked_at_ns"]
         time.sleep(0.5)
+        listed = time.monotonic_ns()
         during = pcmon_json("list", "libcwait", sock=d.sock)[0]
-        run.communicate(timeout=60)
+        out, _ = run.communicate(timeout=60)
+        woken = json.loads(out.splitlines()[0])["woken_at_ns"]
         after = pcmon_json("list", "libcwait", sock=d.sock)[0]
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
         d.stop()
-    for when, listing in (("during", during), ("after", after)):
-        check_libcwait(when, listing)
+    check_libcwait("during", during, (listed - parked) / 1e6)
+    check_libcwait("after", after, (woken - parked) / 1e6)
 
 
-def check_libcwait(when, listing):
+def check_libcwait(when, listing, blocked):
+    """Every stack whole, and each blocked thread charged at its blocking function, reached
+    from the thread's start, for the @blocked periods (1 ms) it was known to be blocked."""
     s, pp = listing["summary"], procs(listing)
     n = s["counted"]
-    assert n >= 1000, (when, s)
+    assert blocked >= 300, (when, blocked)
     assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
-    # of four threads, two blocked in park_here all along, one in read_here, main in
-    # nap_here; each reached from its thread's start
     parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
-    assert parked >= 0.45 * n, (when, parked, n)
+    assert parked >= 0.95 * 2 * blocked, (when, parked, blocked, s)
     assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
     reading = pp.get("libcwait.read_here", {"deep": 0})["deep"]
-    assert reading >= 0.2 * n, (when, reading, n)
+    assert reading >= 0.95 * blocked, (when, reading, blocked, s)
     assert pp["libcwait.reader"]["deep"] == reading, (when, pp["libcwait.reader"], reading)
-    assert pp["libcwait.nap_here"]["deep"] >= 0.2 * n, (when, pp["libcwait.nap_here"], n)
+    # main naps nearly all that time (on a busy machine it also waits for a CPU elsewhere)
+    napped = pp.get("libcwait.nap_here", {"deep": 0})["deep"]
+    assert napped >= 0.5 * blocked, (when, napped, blocked, s)
+    assert pp["libcwait.main"]["deep"] >= napped, (when, pp["libcwait.main"], napped)
 
 
 def test_blocked_stack_with_pages_not_there():
@@ -381,10 +386,14 @@ def test_blocked_stack_with_pages_not_there():
     and its callers lost: node's epoll thread, 14 % of its samples). Its task work may sleep,
     so it faults them in, and the stack is whole. (Before 6.18 the sys_exit program, which
     may not, takes it: cut short, and flagged.)"""
-    listing, _ = pcmon_json("run", "--real", "--interval", 1000, "--", workload("libcwait"), 2,
+    listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("libcwait"), 2,
                             sock=NODAEMON)
+    own = {}
+    for line in p.stdout.splitlines():
+        if line.startswith('{"') and line.endswith("}"):
+            own.update(json.loads(line))
     if tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 18):
-        check_libcwait("after", listing)
+        check_libcwait("after", listing, (own["woken_at_ns"] - own["parked_at_ns"]) / 1e6)
     else:
         s = listing["summary"]
         assert s["cut_short_by_reason"]["truncated"] >= 0.2 * s["counted"], s

@@ -4,8 +4,8 @@
  * wait in pthread_cond_wait (park_here), one in read() on a pipe (read_here) with a 16 KiB
  * buffer on its stack whose pages are not there (as a buffer never written yet: a nofault
  * read of them fails), and main naps in libc's nanosleep (nap_here); then it wakes them and
- * joins them. Says when they are all blocked (CLOCK_MONOTONIC), so that a test lists them
- * while they still are.
+ * joins them. Says when they are all blocked and when it wakes them (CLOCK_MONOTONIC), so that
+ * a test knows how long they were blocked, and lists them while they still are.
  */
 #include <pthread.h>
 #include <sys/mman.h>
@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 	end = t0 + secs * 1e9;
 	while (wall_ns() < end)
 		nap_here();
+	printf("{\"woken_at_ns\": %llu}\n", (unsigned long long)wall_ns());
 	pthread_mutex_lock(&lock);
 	done = 1;
 	pthread_cond_broadcast(&cond);
