@@ -738,6 +738,8 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 		n = read(fd, buf + have, want - have);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0)
+			pr_warn("open off-CPU intervals: %s: the rest not read", strerror(errno));
 		if (n <= 0)
 			break;
 		have += n;
