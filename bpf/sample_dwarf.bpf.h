@@ -108,9 +108,9 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
  * entry into the kernel: the interrupted ones for a sample taken in user mode, the
  * system-call site's otherwise. @kernel: also the kernel stack (the current thread's only).
  */
-static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
-				       const struct pcmon_key *key, __u32 type, __u64 ts, __u64 ns,
-				       bool kernel)
+static __always_inline void emit_dwarf_from(void *ctx, struct task_struct *task,
+					    const struct pcmon_key *key, __u32 type, __u64 ts,
+					    __u64 ns, bool kernel, const bool may_sleep)
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 sp = BPF_CORE_READ(r, sp), start_stack = BPF_CORE_READ(task, mm, start_stack);
@@ -155,12 +155,22 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 	d->start_stack = start_stack;
 	d->taken = bpf_ktime_get_ns();
 
-	/* a read past the end of the mapping fails whole: halve until one succeeds */
+	/*
+	 * A read fails whole where a page is not there: past the end of the mapping, or one
+	 * never written (the part of a big buffer a blocking call has not filled yet, say
+	 * epoll_wait()'s events) or swapped out. Where the program may sleep (the thread's own
+	 * task work, as it returns to user mode) such pages are faulted in, as the thread's own
+	 * read of them would (a page never written reads as zeros); else, and past the end of
+	 * the mapping, the copy is halved until a read succeeds.
+	 */
 	n = need < room ? need : room;
 	got = kthread ? 0 : bpf_probe_read_user(d->stack, n, (void *)sp);
+	if (got && may_sleep)
+		got = bpf_copy_from_user(d->stack, n, (void *)sp);
 	for (int i = 0; i < 6 && got && n > 256; i++) {
 		n /= 2;
-		got = bpf_probe_read_user(d->stack, n, (void *)sp);
+		got = may_sleep ? bpf_copy_from_user(d->stack, n, (void *)sp)
+				: bpf_probe_read_user(d->stack, n, (void *)sp);
 	}
 	d->ulen = got || kthread ? 0 : n;
 	if (got)
@@ -179,6 +189,14 @@ static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
 			d->h.key.kerr = PCMON_SERR_FAULT;
 	}
 	bpf_ringbuf_submit(d, ring_flags_py(&dsamples, d->pylen > 1));
+}
+
+/* The same, from a program that may not sleep. */
+static __always_inline void emit_dwarf(void *ctx, struct task_struct *task,
+				       const struct pcmon_key *key, __u32 type, __u64 ts, __u64 ns,
+				       bool kernel)
+{
+	emit_dwarf_from(ctx, task, key, type, ts, ns, kernel, false);
 }
 
 /* record() into the counts map the engine is not draining */

@@ -119,6 +119,18 @@ struct {
 	__type(value, struct open_scratch);
 } open_scratch SEC(".maps");
 
+/* A --unwind dwarf thread's open interval, its registers and stack, for dump_offcpu. */
+struct open_dwarf {
+	__u8 b[sizeof(struct pcmon_dsample) + PCMON_OPEN_STACK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct open_dwarf);
+} open_dwarf SEC(".maps");
+
 /* --unwind dwarf records (sized by the engine before load: dwarf_ring_bytes()). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

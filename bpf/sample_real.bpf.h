@@ -301,22 +301,29 @@ static __always_inline void charge(struct pcmon_offcpu *o, __u64 ns)
 		record_n(&key, &o->urec, &o->krec, 0, owed);
 }
 
-/* The same, for --unwind dwarf: @task's stack is copied for the engine (the current address space is its). */
+/*
+ * The same, for --unwind dwarf: @task's stack is copied for the engine (the current address
+ * space is its; @may_sleep: the program may sleep, emit_dwarf_from()).
+ */
 static __always_inline void charge_dwarf(void *ctx, struct task_struct *task,
-					 struct pcmon_offcpu *o, __u64 ns)
+					 struct pcmon_offcpu *o, __u64 ns, const bool may_sleep)
 {
 	struct pcmon_key key;
 	__u64 owed;
 
 	if (ns)
-		emit_dwarf(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false);
+		emit_dwarf_from(ctx, task, &o->key, PCMON_DS_OFF, 0, ns, false, may_sleep);
 	owed = take_owed(o, &key);
 	if (owed)
-		emit_dwarf(ctx, task, &key, PCMON_DS_OWED, 0, owed, false);
+		emit_dwarf_from(ctx, task, &key, PCMON_DS_OWED, 0, owed, false, may_sleep);
 }
 
-/* Charge what a lazy thread owes, with the stack it has now (it has not left the kernel). */
-static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o)
+/*
+ * Charge what a lazy thread owes, with the stack it has now (it has not left the kernel);
+ * @may_sleep: from its task work, which may.
+ */
+static __always_inline void settle(void *ctx, struct task_struct *task, struct pcmon_offcpu *o,
+				   const bool may_sleep)
 {
 	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &o->key.pid);
 	__u64 ns = o->pending_ns;
@@ -325,7 +332,7 @@ static __always_inline void settle(void *ctx, struct task_struct *task, struct p
 	if (!active_cfg(o->key.target))
 		return;
 	if (o->dwarf && p && p->epoch == o->key.epoch) {
-		charge_dwarf(ctx, task, o, ns);
+		charge_dwarf(ctx, task, o, ns, may_sleep);
 		return;
 	}
 	walk_peer(task, o); /* its own address space is the current one */
@@ -360,8 +367,11 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 							      void *value),
 					      void *aux__prog) __ksym __weak;
 
-/* The current thread is on its way back to user mode: settle what it owes, if anything. */
-static __always_inline void settle_current(void *ctx)
+/*
+ * The current thread is on its way back to user mode: settle what it owes, if anything
+ * (@may_sleep: from its task work).
+ */
+static __always_inline void settle_current(void *ctx, const bool may_sleep)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pcmon_offcpu *o;
@@ -370,12 +380,12 @@ static __always_inline void settle_current(void *ctx)
 		return;
 	o = bpf_task_storage_get(&offcpu, task, NULL, 0);
 	if (o && (o->pending_ns || o->owed_on))
-		settle(ctx, task, o);
+		settle(ctx, task, o, may_sleep);
 }
 
 static int settle_cb(struct bpf_map *map, void *key, void *value)
 {
-	settle_current(NULL);
+	settle_current(NULL, true);
 	return 0;
 }
 
@@ -559,7 +569,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	 * last off, what it owed is from before: dropped.)
 	 */
 	if ((o->pending_ns || o->owed_on) && lazy_stacks)
-		settle(ctx, prev, o);
+		settle(ctx, prev, o, false);
 	o->pending_ns = o->owed_on = 0;
 	__builtin_memset(&o->key, 0, sizeof(o->key));
 	o->key.target = target;
@@ -691,7 +701,7 @@ static __always_inline void switch_in(void *ctx, struct task_struct *prev, struc
 	}
 	/* PCMON_LAZY_PEER: readable here only through the same address space */
 	if (o->dwarf && (__u64)prev->mm == o->mm) {
-		charge_dwarf(ctx, next, o, ns);
+		charge_dwarf(ctx, next, o, ns, false);
 		return;
 	}
 	walk_peer(next, o);
@@ -737,18 +747,114 @@ int on_switch_tp(struct trace_event_raw_sched_switch *ctx)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	settle_current(ctx);
+	settle_current(ctx, false);
 	return 0;
 }
 
 /*
+ * The open interval of a --unwind dwarf thread whose copy was not taken yet (it is taken as
+ * the thread returns to user mode): its user registers and stack are copied here, from
+ * outside its address space, for the engine to unwind with CFI as it does every other copy.
+ * (Its frame pointers would not do: libc keeps none, and a walk from a blocking call in libc
+ * ends there.) A sleeping read faults in the pages a nofault read cannot take: a stack
+ * buffer never written, a page swapped out. All of it must fit in the seq file's buffer,
+ * so at most PCMON_OPEN_STACK bytes are copied; the engine flags a deeper stack truncated.
+ * @sc->o is a copy of the interval; false if the thread ran meanwhile (its interval is no
+ * longer open, or another one is: its stack is not the copy's).
+ */
+static __always_inline bool dump_dwarf(struct bpf_iter__task *ctx, struct task_struct *task,
+				       struct pcmon_offcpu *o, struct open_scratch *sc)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pcmon_open_hdr hdr = { .type = PCMON_OPEN_DWARF };
+	bool kthread = task->flags & PCMON_PF_KTHREAD;
+	struct pcmon_dsample *d;
+	struct open_dwarf *od;
+	__u64 sp, start_stack, need, n, pylen;
+	__u32 zero = 0;
+	long got;
+
+	od = bpf_map_lookup_elem(&open_dwarf, &zero);
+	if (!od)
+		return false;
+	d = (struct pcmon_dsample *)od->b;
+	sp = r->sp;
+	start_stack = BPF_CORE_READ(task, mm, start_stack);
+	need = kthread ? 0 : stack_need(task, sp, start_stack);
+	if (need > dwarf_stack)
+		need = dwarf_stack;
+	if (need > PCMON_OPEN_STACK)
+		need = PCMON_OPEN_STACK;
+	d->h.type = PCMON_DS_OFF_START;
+	d->h.tid = task->pid;
+	d->h.ts = sc->o.ts;
+	d->h.ns = 0;
+	d->h.key = sc->o.key;
+	d->regs[0] = r->ax;
+	d->regs[1] = r->dx;
+	d->regs[2] = r->cx;
+	d->regs[3] = r->bx;
+	d->regs[4] = r->si;
+	d->regs[5] = r->di;
+	d->regs[6] = r->bp;
+	d->regs[7] = sp;
+	d->regs[8] = r->r8;
+	d->regs[9] = r->r9;
+	d->regs[10] = r->r10;
+	d->regs[11] = r->r11;
+	d->regs[12] = r->r12;
+	d->regs[13] = r->r13;
+	d->regs[14] = r->r14;
+	d->regs[15] = r->r15;
+	d->regs[16] = user_pc(task, r->ip);
+	d->start_stack = start_stack;
+	d->taken = bpf_ktime_get_ns();
+	d->klen = 0;
+	/* a read past the end of the mapping fails whole: halve until one succeeds */
+	n = need;
+	got = n ? bpf_copy_from_user_task(d->stack, n, (void *)sp, task, 0) : 0;
+	for (int i = 0; i < 6 && got && n > 256; i++) {
+		n /= 2;
+		got = bpf_copy_from_user_task(d->stack, n, (void *)sp, task, 0);
+	}
+	d->ulen = got ? 0 : n;
+	if (got)
+		d->h.key.uerr = PCMON_SERR_FAULT;
+	if (kthread)
+		d->h.key.uerr = PCMON_SERR_KTHREAD;
+	/* its Python frames, if any (o's own stack is room to read them into) */
+	sc->o.urec.st.len = 0;
+	if (!kthread)
+		py_append_task(task, &sc->o.key, &sc->o.urec.st);
+	pylen = sc->o.urec.st.len;
+	if (pylen > PCMON_PY_FRAMES_MAX + 1)
+		pylen = PCMON_PY_FRAMES_MAX + 1;
+	d->pylen = 0;
+	if (pylen && !bpf_probe_read_kernel(d->py, pylen * sizeof(__u64), sc->o.urec.st.ip))
+		d->pylen = pylen;
+	/* the thread ran meanwhile: what was copied is not the interval's stack */
+	if (o->ts != sc->o.ts)
+		return false;
+	n = d->ulen;
+	if (n > PCMON_OPEN_STACK)
+		n = PCMON_OPEN_STACK;
+	hdr.len = sizeof(*d) + n;
+	if (bpf_seq_write(ctx->meta->seq, &hdr, sizeof(hdr)))
+		return false;
+	bpf_seq_write(ctx->meta->seq, d, sizeof(*d) + n);
+	return true;
+}
+
+/*
  * Open off-CPU intervals, for listings taken while threads are still off CPU. A lazy thread's
- * stack is not taken yet: walk its frame pointers here, reading its memory from outside
- * (bpf_copy_from_user_task: this iterator may sleep).
+ * stack is not taken yet: a --unwind dwarf thread's is copied here (dump_dwarf()), another's
+ * frame pointers are walked, reading its memory from outside (bpf_copy_from_user_task: this
+ * iterator may sleep).
  */
 SEC("iter.s/task")
 int dump_offcpu(struct bpf_iter__task *ctx)
 {
+	struct pcmon_open_hdr hdr = { .type = PCMON_OPEN_FP, .len = sizeof(struct pcmon_offcpu) };
 	struct task_struct *task = ctx->task;
 	struct pcmon_offcpu *o;
 	struct open_scratch *sc;
@@ -760,13 +866,18 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 	if (!o || !o->ts)
 		return 0;
 	if (o->lazy == PCMON_LAZY_NO) {
-		bpf_seq_write(ctx->meta->seq, o, sizeof(*o));
+		if (!bpf_seq_write(ctx->meta->seq, &hdr, sizeof(hdr)))
+			bpf_seq_write(ctx->meta->seq, o, sizeof(*o));
 		return 0;
 	}
 	sc = bpf_map_lookup_elem(&open_scratch, &zero);
 	if (!sc)
 		return 0;
 	bpf_probe_read_kernel(&sc->o, sizeof(sc->o), o);
+	if (sc->o.dwarf) {
+		dump_dwarf(ctx, task, o, sc);
+		return 0;
+	}
 	{
 		struct uwalk w;
 
@@ -778,7 +889,8 @@ int dump_offcpu(struct bpf_iter__task *ctx)
 	sc->o.krec.st.len = 0;
 	sc->o.urec.key = sc->o.key.ustack = stack_hash(&sc->o.urec.st);
 	sc->o.krec.key = sc->o.key.kstack = 0;
-	bpf_seq_write(ctx->meta->seq, &sc->o, sizeof(sc->o));
+	if (!bpf_seq_write(ctx->meta->seq, &hdr, sizeof(hdr)))
+		bpf_seq_write(ctx->meta->seq, &sc->o, sizeof(sc->o));
 	return 0;
 }
 

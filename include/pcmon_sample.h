@@ -195,4 +195,31 @@ struct pcmon_offcpu {
 	struct pcmon_srec krec;
 };
 
+/*
+ * The off-CPU intervals still open, as the iterator dump_offcpu lists them: for each, this
+ * header, then @len bytes: a struct pcmon_offcpu (PCMON_OPEN_FP: its stacks, taken as it went
+ * off CPU, or walked by frame pointers now), or a struct pcmon_dsample and the ulen bytes of
+ * stack after it (PCMON_OPEN_DWARF: the registers and stack of a --unwind dwarf thread whose
+ * copy was not taken yet, copied now for the engine to unwind).
+ */
+enum pcmon_open_type {
+	PCMON_OPEN_FP = 1,
+	PCMON_OPEN_DWARF,
+};
+
+struct pcmon_open_hdr {
+	__u32 type;	/* enum pcmon_open_type */
+	__u32 len;
+};
+
+/*
+ * All one task writes to an iterator's seq file must fit in its buffer (8 pages), or the
+ * read fails: a copy of stack carries what is left, about 30 KiB. A deeper stack is unwound that
+ * far and flagged truncated.
+ */
+#define PCMON_OPEN_SEQ_MAX 32704
+#define PCMON_OPEN_STACK                                                                    \
+	((PCMON_OPEN_SEQ_MAX - sizeof(struct pcmon_open_hdr) - sizeof(struct pcmon_dsample)) & \
+	 ~7ul)
+
 #endif /* PCMON_SAMPLE_BPF_H */

@@ -49,21 +49,28 @@ struct open_ctx {
 	int err;
 };
 
-static void on_open_interval(void *ctx, const struct pcmon_offcpu *o)
+static void on_open_interval(void *ctx, const struct pcmon_offcpu *o,
+			     const struct pcmon_dsample *d, size_t dlen)
 {
 	struct open_ctx *oc = ctx;
+	const struct pcmon_key *k = o ? &o->key : &d->h.key;
+	uint64_t ts = o ? o->ts : d->h.ts;
 	struct agg_stack *st;
 
 	/*
-	 * Dwarf intervals whose stack was sent are the engine's own (g->pending); one of a
-	 * thread blocked in a system call has its stack sent when the call returns, so here it
-	 * has the one the iterator walked by frame pointers.
+	 * Dwarf intervals whose stack was sent are the engine's own (g->pending); one whose
+	 * stack is taken later (as its system call returns) has a copy the iterator made just
+	 * now, unwound here like any other.
 	 */
-	if (o->key.target != oc->ls->t->id || o->ts >= oc->now || oc->err ||
-	    (o->dwarf && o->lazy == PCMON_LAZY_NO))
+	if (k->target != oc->ls->t->id || ts >= oc->now || oc->err ||
+	    (o && o->dwarf && o->lazy == PCMON_LAZY_NO))
 		return;
-	st = sample_convert(oc->g, &o->key, &o->urec.st, oc->ls->sp->kernel ? &o->krec.st : NULL);
-	if (!st || add_extra(oc->ls, st, oc->now - o->ts))
+	if (d)
+		st = sample_convert_dwarf(oc->g, d, dlen);
+	else
+		st = sample_convert(oc->g, &o->key, &o->urec.st,
+				    oc->ls->sp->kernel ? &o->krec.st : NULL);
+	if (!st || add_extra(oc->ls, st, oc->now - ts))
 		oc->err = -ENOMEM;
 }
 

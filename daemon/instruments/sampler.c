@@ -683,15 +683,20 @@ int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm
 	return 0;
 }
 
-/* Walk every task with a BPF iterator and collect the intervals still open. */
+/*
+ * Walk every task with a BPF iterator and collect the intervals still open: each record
+ * (struct pcmon_open_hdr) is an interval with its stacks, or a --unwind dwarf thread's copy.
+ */
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 {
 	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.dump_offcpu, NULL);
-	struct pcmon_offcpu *o = malloc(sizeof(*o));
+	const size_t cap = sizeof(struct pcmon_open_hdr) +
+			   MAX(sizeof(struct pcmon_offcpu), sizeof(struct pcmon_dsample) + PCMON_OPEN_STACK);
+	char *buf = malloc(cap);
 	size_t have = 0;
 	int fd = -1;
 
-	if (!link || !o) {
+	if (!link || !buf) {
 		pr_warn("cannot list open off-CPU intervals: %s", strerror(errno));
 		goto out;
 	}
@@ -701,25 +706,49 @@ void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx)
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = read(fd, (char *)o + have, sizeof(*o) - have);
+		struct pcmon_open_hdr h = { 0 };
+		size_t want = sizeof(h);
+		ssize_t n;
 
+		if (have >= sizeof(h)) {
+			memcpy(&h, buf, sizeof(h));
+			if ((h.type != PCMON_OPEN_FP && h.type != PCMON_OPEN_DWARF) ||
+			    h.len > cap - sizeof(h) ||
+			    (h.type == PCMON_OPEN_FP && h.len != sizeof(struct pcmon_offcpu)) ||
+			    (h.type == PCMON_OPEN_DWARF && h.len < sizeof(struct pcmon_dsample))) {
+				pr_warn("open off-CPU intervals: a record of type %u, %u bytes: not read",
+					h.type, h.len);
+				break;
+			}
+			want += h.len;
+		}
+		if (have == want) {
+			if (h.type == PCMON_OPEN_FP) {
+				struct pcmon_offcpu *o = (void *)(buf + sizeof(h));
+
+				o->urec.st.len = MIN(o->urec.st.len, s->depth);
+				o->krec.st.len = MIN(o->krec.st.len, s->depth);
+				cb(ctx, o, NULL, 0);
+			} else {
+				cb(ctx, NULL, (void *)(buf + sizeof(h)), h.len);
+			}
+			have = 0;
+			continue;
+		}
+		n = read(fd, buf + have, want - have);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0)
+			pr_warn("open off-CPU intervals: %s: the rest not read", strerror(errno));
 		if (n <= 0)
 			break;
 		have += n;
-		if (have < sizeof(*o))
-			continue;
-		have = 0;
-		o->urec.st.len = MIN(o->urec.st.len, s->depth);
-		o->krec.st.len = MIN(o->krec.st.len, s->depth);
-		cb(ctx, o);
 	}
 out:
 	if (fd >= 0)
 		close(fd);
 	bpf_link__destroy(link);
-	free(o);
+	free(buf);
 }
 
 /* ---- events */

@@ -69,8 +69,12 @@ const char *sampler_blocked_stacks(const struct sampler *s);
 bool sampler_drain_wanted(struct sampler *s);
 uint32_t sampler_capacity(const struct sampler *s);
 
-/* Off-CPU intervals still open, with their start time (CLOCK_MONOTONIC ns). */
-typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o);
+/*
+ * Off-CPU intervals still open, with their start time (CLOCK_MONOTONIC ns): @o, or the
+ * copy @d (@dlen bytes) of a --unwind dwarf thread whose stack is not taken yet.
+ */
+typedef void (*sampler_open_cb)(void *ctx, const struct pcmon_offcpu *o,
+				const struct pcmon_dsample *d, size_t dlen);
 void sampler_open_intervals(struct sampler *s, sampler_open_cb cb, void *ctx);
 
 /* Streams: --unwind dwarf records, and new stacks. The fds to poll, and the consumer. */

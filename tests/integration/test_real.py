@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
+from lib import (PCMON, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
                  share_tolerance_pp, workload)
 
 NODAEMON = "/nonexistent/pcmond.sock"
@@ -330,6 +330,75 @@ def test_open_interval_is_exact_with_a_copy_sent():
     it blocks: the engine's own open interval, from the time the copy carries."""
     got, lo, hi = open_interval_from(("--unwind", "dwarf", "--kernel"))
     assert lo - 1e6 <= got <= hi + 1e6, (got, lo, hi)
+
+
+def test_open_intervals_of_threads_blocked_in_libc():
+    """Threads blocked in libc, which keeps no frame pointers (two in pthread_cond_wait and
+    one in read() for the whole run, main napping in nanosleep), listed while they are still
+    blocked: with --unwind dwarf (the default) the iterator copies their stacks and the
+    engine unwinds them with CFI, callers and all, as it does the copies taken when they
+    return; none is cut short. (Walked by frame pointers, the walk ended in libc: two thirds
+    of the samples were cut short, fp_chain, and park_here had none.) After the run, the
+    same."""
+    d = Daemon().start()
+    env = dict(os.environ, PCMON_SOCKET=d.sock)
+    run = subprocess.Popen([PCMON, "run", "--real", "--interval", "1000", "--name", "libcwait",
+                            "--", workload("libcwait"), "3"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        parked = json.loads(run.stdout.readline())["parked_at_ns"]
+        time.sleep(0.5)
+        listed = time.monotonic_ns()
+        during = pcmon_json("list", "libcwait", sock=d.sock)[0]
+        out, _ = run.communicate(timeout=60)
+        woken = json.loads(out.splitlines()[0])["woken_at_ns"]
+        after = pcmon_json("list", "libcwait", sock=d.sock)[0]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        d.stop()
+    check_libcwait("during", during, (listed - parked) / 1e6)
+    check_libcwait("after", after, (woken - parked) / 1e6)
+
+
+def check_libcwait(when, listing, blocked):
+    """Every stack whole, and each blocked thread charged at its blocking function, reached
+    from the thread's start, for the @blocked periods (1 ms) it was known to be blocked."""
+    s, pp = listing["summary"], procs(listing)
+    n = s["counted"]
+    assert blocked >= 300, (when, blocked)
+    assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
+    parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
+    assert parked >= 0.95 * 2 * blocked, (when, parked, blocked, s)
+    assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
+    reading = pp.get("libcwait.read_here", {"deep": 0})["deep"]
+    assert reading >= 0.95 * blocked, (when, reading, blocked, s)
+    assert pp["libcwait.reader"]["deep"] == reading, (when, pp["libcwait.reader"], reading)
+    # main naps nearly all that time (on a busy machine it also waits for a CPU elsewhere)
+    napped = pp.get("libcwait.nap_here", {"deep": 0})["deep"]
+    assert napped >= 0.5 * blocked, (when, napped, blocked, s)
+    assert pp["libcwait.main"]["deep"] >= napped, (when, pp["libcwait.main"], napped)
+
+
+def test_blocked_stack_with_pages_not_there():
+    """A thread blocked with a buffer on its stack whose pages are not there (never written,
+    or dropped as here): a read that may not fault fails on them, and the copy taken as the
+    thread returns to user mode was cut below the buffer (flagged truncated, and read_here
+    and its callers lost: node's epoll thread, 14 % of its samples). Its task work may sleep,
+    so it faults them in, and the stack is whole. (Before 6.18 the sys_exit program, which
+    may not, takes it: cut short, and flagged.)"""
+    listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("libcwait"), 2,
+                            sock=NODAEMON)
+    own = {}
+    for line in p.stdout.splitlines():
+        if line.startswith('{"') and line.endswith("}"):
+            own.update(json.loads(line))
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 18):
+        check_libcwait("after", listing, (own["woken_at_ns"] - own["parked_at_ns"]) / 1e6)
+    else:
+        s = listing["summary"]
+        assert s["cut_short_by_reason"]["truncated"] >= 0.2 * s["counted"], s
 
 
 def test_kernel_frames():
