@@ -108,6 +108,34 @@ static __always_inline __u64 stack_need(struct task_struct *task, __u64 sp, __u6
  * entry into the kernel: the interrupted ones for a sample taken in user mode, the
  * system-call site's otherwise. @kernel: also the kernel stack (the current thread's only).
  */
+/*
+ * @task's user registers @r (DWARF numbering), its initial stack pointer and the time into
+ * record @d: what the engine unwinds a copy of its stack from.
+ */
+static __always_inline void dsample_regs(struct pcmon_dsample *d, struct task_struct *task,
+					 struct pt_regs *r, __u64 start_stack)
+{
+	d->regs[0] = BPF_CORE_READ(r, ax);
+	d->regs[1] = BPF_CORE_READ(r, dx);
+	d->regs[2] = BPF_CORE_READ(r, cx);
+	d->regs[3] = BPF_CORE_READ(r, bx);
+	d->regs[4] = BPF_CORE_READ(r, si);
+	d->regs[5] = BPF_CORE_READ(r, di);
+	d->regs[6] = BPF_CORE_READ(r, bp);
+	d->regs[7] = BPF_CORE_READ(r, sp);
+	d->regs[8] = BPF_CORE_READ(r, r8);
+	d->regs[9] = BPF_CORE_READ(r, r9);
+	d->regs[10] = BPF_CORE_READ(r, r10);
+	d->regs[11] = BPF_CORE_READ(r, r11);
+	d->regs[12] = BPF_CORE_READ(r, r12);
+	d->regs[13] = BPF_CORE_READ(r, r13);
+	d->regs[14] = BPF_CORE_READ(r, r14);
+	d->regs[15] = BPF_CORE_READ(r, r15);
+	d->regs[16] = user_pc(task, BPF_CORE_READ(r, ip));
+	d->start_stack = start_stack;
+	d->taken = bpf_ktime_get_ns();
+}
+
 static __always_inline void emit_dwarf_from(void *ctx, struct task_struct *task,
 					    const struct pcmon_key *key, __u32 type, __u64 ts,
 					    __u64 ns, bool kernel, const bool may_sleep)
@@ -135,25 +163,7 @@ static __always_inline void emit_dwarf_from(void *ctx, struct task_struct *task,
 	d->h.ts = ts;
 	d->h.ns = ns;
 	d->h.key = *key;
-	d->regs[0] = BPF_CORE_READ(r, ax);
-	d->regs[1] = BPF_CORE_READ(r, dx);
-	d->regs[2] = BPF_CORE_READ(r, cx);
-	d->regs[3] = BPF_CORE_READ(r, bx);
-	d->regs[4] = BPF_CORE_READ(r, si);
-	d->regs[5] = BPF_CORE_READ(r, di);
-	d->regs[6] = BPF_CORE_READ(r, bp);
-	d->regs[7] = sp;
-	d->regs[8] = BPF_CORE_READ(r, r8);
-	d->regs[9] = BPF_CORE_READ(r, r9);
-	d->regs[10] = BPF_CORE_READ(r, r10);
-	d->regs[11] = BPF_CORE_READ(r, r11);
-	d->regs[12] = BPF_CORE_READ(r, r12);
-	d->regs[13] = BPF_CORE_READ(r, r13);
-	d->regs[14] = BPF_CORE_READ(r, r14);
-	d->regs[15] = BPF_CORE_READ(r, r15);
-	d->regs[16] = user_pc(task, BPF_CORE_READ(r, ip));
-	d->start_stack = start_stack;
-	d->taken = bpf_ktime_get_ns();
+	dsample_regs(d, task, r, start_stack);
 
 	/*
 	 * A read fails whole where a page is not there: past the end of the mapping, or one

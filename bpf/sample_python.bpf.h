@@ -416,22 +416,29 @@ static __always_inline void py_append_task(struct task_struct *task, const struc
 
 /* The same, into the record of a --unwind dwarf sample: @slot 0 from the sample program, 1
  * from the switch program. */
+/* The Python marker and frames read into @st, into dwarf record @d (as many as it holds). */
+static __always_inline void py_to_dsample(struct pcmon_dsample *d, const struct pcmon_stack *st)
+{
+	__u32 n = st->len;
+
+	if (n > PCMON_PY_FRAMES_MAX + 1)
+		n = PCMON_PY_FRAMES_MAX + 1;
+	d->pylen = 0;
+	if (n && !bpf_probe_read_kernel(d->py, n * sizeof(__u64), st->ip))
+		d->pylen = n;
+}
+
 static __always_inline void py_append_dwarf(struct task_struct *task, const struct pcmon_key *key,
 					    __u32 tid, struct pcmon_dsample *d, __u32 slot)
 {
 	struct pcmon_stack *st = bpf_map_lookup_elem(&pyscratch, &slot);
-	__u32 n;
 
 	d->pylen = 0;
 	if (!st)
 		return;
 	st->len = 0;
 	py_append(task, key, tid, st);
-	n = st->len;
-	if (n > PCMON_PY_FRAMES_MAX + 1)
-		n = PCMON_PY_FRAMES_MAX + 1;
-	if (n && !bpf_probe_read_kernel(d->py, n * sizeof(__u64), st->ip))
-		d->pylen = n;
+	py_to_dsample(d, st);
 }
 
 #endif /* PCMON_SAMPLE_PYTHON_BPF_H */

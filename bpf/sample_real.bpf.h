@@ -770,7 +770,7 @@ static __always_inline bool dump_dwarf(struct bpf_iter__task *ctx, struct task_s
 	bool kthread = task->flags & PCMON_PF_KTHREAD;
 	struct pcmon_dsample *d;
 	struct open_dwarf *od;
-	__u64 sp, start_stack, need, n, pylen;
+	__u64 sp, start_stack, need, n;
 	__u32 zero = 0;
 	long got;
 
@@ -790,25 +790,7 @@ static __always_inline bool dump_dwarf(struct bpf_iter__task *ctx, struct task_s
 	d->h.ts = sc->o.ts;
 	d->h.ns = 0;
 	d->h.key = sc->o.key;
-	d->regs[0] = r->ax;
-	d->regs[1] = r->dx;
-	d->regs[2] = r->cx;
-	d->regs[3] = r->bx;
-	d->regs[4] = r->si;
-	d->regs[5] = r->di;
-	d->regs[6] = r->bp;
-	d->regs[7] = sp;
-	d->regs[8] = r->r8;
-	d->regs[9] = r->r9;
-	d->regs[10] = r->r10;
-	d->regs[11] = r->r11;
-	d->regs[12] = r->r12;
-	d->regs[13] = r->r13;
-	d->regs[14] = r->r14;
-	d->regs[15] = r->r15;
-	d->regs[16] = user_pc(task, r->ip);
-	d->start_stack = start_stack;
-	d->taken = bpf_ktime_get_ns();
+	dsample_regs(d, task, r, start_stack);
 	d->klen = 0;
 	/* a read past the end of the mapping fails whole: halve until one succeeds */
 	n = need;
@@ -826,12 +808,7 @@ static __always_inline bool dump_dwarf(struct bpf_iter__task *ctx, struct task_s
 	sc->o.urec.st.len = 0;
 	if (!kthread)
 		py_append_task(task, &sc->o.key, &sc->o.urec.st);
-	pylen = sc->o.urec.st.len;
-	if (pylen > PCMON_PY_FRAMES_MAX + 1)
-		pylen = PCMON_PY_FRAMES_MAX + 1;
-	d->pylen = 0;
-	if (pylen && !bpf_probe_read_kernel(d->py, pylen * sizeof(__u64), sc->o.urec.st.ip))
-		d->pylen = pylen;
+	py_to_dsample(d, &sc->o.urec.st);
 	/* the thread ran meanwhile: what was copied is not the interval's stack */
 	if (o->ts != sc->o.ts)
 		return false;
