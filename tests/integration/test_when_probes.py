@@ -97,8 +97,11 @@ def test_count_colon_charges_a_frame():
     by = {x["procedure"]: x for x in row["charged_to"]}
     assert {k: v["calls"] for k, v in by.items()} == \
         {"whenleaf.via_a": own["a"], "whenleaf.mid": own["b"], "whenleaf.main": own["c"]}, by
-    near(by["whenleaf.via_a"]["total_ns"], own["leaf_a_cpu_ns"], "charged to via_a")
-    near(by["whenleaf.mid"]["total_ns"], own["leaf_b_cpu_ns"], "charged to mid")
+    # within the error pcmon states for each frame's share, as for a whole row (check_split):
+    # steal counted at a tick after a probe cannot be placed on one side of it
+    for frame, path in (("whenleaf.via_a", "a"), ("whenleaf.mid", "b")):
+        near(by[frame]["total_ns"], own[f"leaf_{path}_cpu_ns"], f"charged to {frame}",
+             by[frame]["total_err_ns"], own["stolen_ns"])
     assert [x["procedure"] for x in row["charged_to"]] == ["whenleaf.via_a", "whenleaf.mid",
                                                           "whenleaf.main"]  # most calls first
     c, row, own = count(":whenleaf.mid->*|whenleaf.via_a:->*")
