@@ -371,10 +371,15 @@ def check_libcwait(when, listing, blocked):
     assert s["cut_short"] <= 0.01 * n, (when, s["cut_short_by_reason"], n)
     parked = pp.get("libcwait.park_here", {"deep": 0})["deep"]
     assert parked >= 0.95 * 2 * blocked, (when, parked, blocked, s)
-    assert pp["libcwait.waiter"]["deep"] == parked, (when, pp["libcwait.waiter"], parked)
     reading = pp.get("libcwait.read_here", {"deep": 0})["deep"]
     assert reading >= 0.95 * blocked, (when, reading, blocked, s)
-    assert pp["libcwait.reader"]["deep"] == reading, (when, pp["libcwait.reader"], reading)
+    # each blocking function under its thread's, but in a stack flagged cut short (a copy
+    # the ring had less room for, or a thread whose stack mapping could not be looked up
+    # yet, under load: 1 of 2,007 samples once)
+    for fn, caller, n in (("park_here", "waiter", parked), ("read_here", "reader", reading)):
+        under = pp.get(f"libcwait.{caller}", {"deep": 0})["deep"]
+        assert 0 <= n - under <= s["cut_short"], \
+            (when, fn, n, caller, under, s["cut_short"], s["cut_short_by_reason"])
     # main naps nearly all that time (on a busy machine it also waits for a CPU elsewhere)
     napped = pp.get("libcwait.nap_here", {"deep": 0})["deep"]
     assert napped >= 0.5 * blocked, (when, napped, blocked, s)
