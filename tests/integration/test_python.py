@@ -41,7 +41,9 @@ def run(*opts, secs=4, args=(), sock="/nonexistent/pcmond.sock", py=PY):
 
 def check_shares(listing, own, what="cpu", fns=FNS, floor_pp=2.0):
     n = listing["summary"]["counted"]
-    assert n >= 1000, f"only {n} samples"
+    # (the tolerance follows n; 4 s at 1 kHz on a machine with a load of 9 gave the program
+    # a fifth of a CPU: 809 samples)
+    assert n >= 500, f"only {n} samples"
     p = procs(listing)
     for fn in fns:
         got = p.get(f"py.pyphases.{fn}", {"deep": 0})["deep"] / n
