@@ -40,6 +40,7 @@ bool dl_bind(void *h, const struct dl_sym *syms, size_t n);
 
 uint64_t hash_bytes(const void *p, size_t len);
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
+uint64_t now_coarse_ns(void);	/* the same, as of the last tick: for ages, at every frame */
 double wall_time(void);		/* CLOCK_REALTIME seconds */
 uint64_t wall_ns(void);		/* CLOCK_REALTIME nanoseconds */
 uint64_t thread_cpu_ns(void);	/* CPU time of the calling thread */

@@ -28,6 +28,7 @@ struct dsring {
 	pthread_cond_t room;	/* the engine took the backlog */
 	bool stopping;
 	struct backlog back, front;
+	dsring_copy_fn copy;
 	int efd;		/* records wait in back */
 	int stopfd;		/* the thread is to stop */
 	int epfd;		/* the thread waits on the ring and stopfd */
@@ -60,15 +61,18 @@ static int keep(void *ctx, void *data, size_t len)
 {
 	struct dsring *r = ctx;
 	struct backlog *b = &r->back;
-	size_t need = REC_SIZE(len);
+	size_t kept = r->copy ? MIN(r->copy(NULL, data, len), len) : len, need = REC_SIZE(kept);
 
 	if (!reserve(b, need)) {
 		if (!r->dropped++)
 			pr_warn("out of memory for sampled stacks: records dropped (see status)");
 		return 0;
 	}
-	*(uint64_t *)(b->p + b->len) = len;
-	memcpy(b->p + b->len + REC_HDR, data, len);
+	*(uint64_t *)(b->p + b->len) = kept;
+	if (r->copy)
+		r->copy(b->p + b->len + REC_HDR, data, len);
+	else
+		memcpy(b->p + b->len + REC_HDR, data, len);
 	b->len += need;
 	r->peak = MAX(r->peak, b->len + r->front.len);
 	return 0;
@@ -116,7 +120,8 @@ static void *reader(void *arg)
 	}
 }
 
-int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, struct dsring **out)
+int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, dsring_copy_fn copy,
+		struct dsring **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct dsring *r = calloc(1, sizeof(*r));
@@ -127,6 +132,7 @@ int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, struct dsring *
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->room, NULL);
 	r->ring_bytes = ring_bytes;
+	r->copy = copy;
 	r->max_bytes = MAX(max_bytes, 2 * ring_bytes);
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

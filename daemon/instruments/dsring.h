@@ -16,11 +16,19 @@
 struct dsring;
 
 /*
+ * What of a record of @len bytes at @from the backlog keeps, copied to @to (NULL: only say
+ * how many bytes that is, at most @len): a record may be reserved larger than what it holds.
+ */
+typedef size_t (*dsring_copy_fn)(void *to, const void *from, size_t len);
+
+/*
  * A reader of ring buffer map @map_fd (of @ring_bytes), holding at most @max_bytes of
  * records read and not yet taken: while the backlog is that full, records wait in the ring
- * (and BPF counts those it has no room for). 0, or -errno.
+ * (and BPF counts those it has no room for). Each record is kept by @copy (NULL: whole).
+ * 0, or -errno.
  */
-int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, struct dsring **out);
+int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, dsring_copy_fn copy,
+		struct dsring **out);
 void dsring_close(struct dsring *r);
 /* Readable while records wait in the backlog (an eventfd). */
 int dsring_fd(const struct dsring *r);

@@ -283,6 +283,38 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 	return bpf_map_update_elem(fd, &pid, pp, BPF_ANY) ? -errno : 0;
 }
 
+/*
+ * What the engine reads of a stack record (dsring_copy_fn): its header and registers, its
+ * kernel and runtime frames and its copy of stack, not the rest of the room BPF reserved for
+ * them (a record's size class, and arrays sized for the deepest stacks: a copy of 4 KiB or
+ * more for a stack of a few hundred bytes, at every sample). What is not copied is never read
+ * (sample_convert_dwarf() reads klen, pylen and ulen of them).
+ */
+static size_t dsample_copy(void *to, const void *from, size_t len)
+{
+	const size_t at_k = offsetof(struct pcmon_dsample, kstack),
+		     at_py = offsetof(struct pcmon_dsample, pylen),
+		     at_pyw = offsetof(struct pcmon_dsample, py),
+		     at_s = offsetof(struct pcmon_dsample, stack);
+	const struct pcmon_dsample *d = from;
+	size_t k, py, u;
+
+	if (len < sizeof(*d)) { /* a header alone (PCMON_DS_DRAIN, ...) */
+		if (to)
+			memcpy(to, from, len);
+		return len;
+	}
+	k = MIN(d->klen, PCMON_KSTACK_MAX) * sizeof(__u64);
+	py = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1) * sizeof(__u64);
+	u = MIN(d->ulen, len - at_s);
+	if (to) {
+		memcpy(to, from, at_k + k);
+		memcpy((char *)to + at_py, (const char *)from + at_py, at_pyw - at_py + py);
+		memcpy((char *)to + at_s, (const char *)from + at_s, u);
+	}
+	return at_s + u;
+}
+
 /* Does the kernel's BTF name function @name (a kfunc, say)? */
 static bool kernel_has_func(const char *name)
 {
@@ -364,7 +396,8 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 		goto fail;
 	}
 	ring = bpf_map__max_entries(skel->maps.dsamples);
-	r = dsring_open(bpf_map__fd(skel->maps.dsamples), ring, DSRING_BACKLOG * ring, &s->dsr);
+	r = dsring_open(bpf_map__fd(skel->maps.dsamples), ring, DSRING_BACKLOG * ring,
+			dsample_copy, &s->dsr);
 	if (r) {
 		snprintf(err, errlen, "cannot read the stacks' ring buffer: %s", strerror(-r));
 		goto fail;

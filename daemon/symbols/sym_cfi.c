@@ -92,7 +92,7 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	const struct region *r = pmap_find(pm, pc);
-	uint64_t vaddr, now = now_ns();
+	uint64_t vaddr, now;
 	struct cfi_slot *c;
 	struct jitmap *j;
 	struct smod *m;
@@ -101,6 +101,7 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 	*frame = NULL;
 	if (!r && pm) {
 		/* JIT code has no CFI: known as such, it needs no new look at the address map */
+		now = now_ns();
 		j = jit_map(s, pm, pid, now);
 		if (j && jit_lookup(s, pm, j, pc, now))
 			return -ENOENT;

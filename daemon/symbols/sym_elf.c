@@ -371,7 +371,7 @@ struct smod *smod_use(struct sym *s, uint32_t pid, const struct region *r)
 {
 	struct smod *m = &s->mods[r->module];
 
-	m->used_ns = now_ns();
+	m->used_ns = now_coarse_ns(); /* (at every frame named: its age is told in seconds) */
 	if (m->closed && !m->tried && r->exec)
 		smod_open(s, m, pid, r->start, r->end);
 	return m;
