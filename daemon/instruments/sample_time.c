@@ -89,7 +89,8 @@ static size_t pick(struct sample_listing *ls, const struct agg_list *whole, cons
 
 	if (!rows)
 		return 0;
-	memcpy(rows, whole->rows, whole->nrows * sizeof(*rows));
+	if (whole->nrows) /* (a window of no slice lists no row: its rows may be NULL) */
+		memcpy(rows, whole->rows, whole->nrows * sizeof(*rows));
 	agg_sort_rows(rows, whole->nrows, 0, s);
 	for (size_t i = 0; i < whole->nrows && n < MIN(top, max); i++)
 		procs[n++] = rows[i].proc;
