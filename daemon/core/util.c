@@ -261,6 +261,141 @@ uint32_t itab_count(const struct itab *t)
 	return t->nents;
 }
 
+/* ---- pidtab: open addressing, linear probing, deletion by shifting back (no tombstones) */
+
+struct pidtab_slot {
+	uint32_t key;	/* pid + 1, 0 = empty */
+	void *v;
+};
+
+struct pidtab {
+	struct pidtab_slot *s;
+	size_t n;	/* slots: 0 or a power of two, at least 16 */
+	uint32_t count;
+};
+
+static size_t pidtab_home(uint32_t key, size_t n)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (n - 1);
+}
+
+struct pidtab *pidtab_new(void)
+{
+	return calloc(1, sizeof(struct pidtab));
+}
+
+void pidtab_free(struct pidtab *t)
+{
+	if (t)
+		free(t->s);
+	free(t);
+}
+
+static struct pidtab_slot *pidtab_slot(const struct pidtab *t, uint32_t key)
+{
+	if (!t->n)
+		return NULL;
+	for (size_t i = pidtab_home(key, t->n);; i = (i + 1) & (t->n - 1)) {
+		if (t->s[i].key == key)
+			return &t->s[i];
+		if (!t->s[i].key)
+			return NULL;
+	}
+}
+
+static int pidtab_resize(struct pidtab *t, size_t n)
+{
+	struct pidtab_slot *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j;
+
+		if (!t->s[i].key)
+			continue;
+		for (j = pidtab_home(t->s[i].key, n); s[j].key; j = (j + 1) & (n - 1))
+			;
+		s[j] = t->s[i];
+	}
+	free(t->s);
+	t->s = s;
+	t->n = n;
+	return 0;
+}
+
+void *pidtab_get(const struct pidtab *t, uint32_t pid)
+{
+	struct pidtab_slot *e = pidtab_slot(t, pid + 1);
+
+	return e ? e->v : NULL;
+}
+
+int pidtab_put(struct pidtab *t, uint32_t pid, void *v)
+{
+	struct pidtab_slot *e = pidtab_slot(t, pid + 1);
+	size_t i;
+
+	if (e) {
+		e->v = v;
+		return 0;
+	}
+	/* at most half full */
+	if ((t->count + 1) * 2 > t->n && pidtab_resize(t, t->n ? t->n * 2 : 16))
+		return -ENOMEM;
+	for (i = pidtab_home(pid + 1, t->n); t->s[i].key; i = (i + 1) & (t->n - 1))
+		;
+	t->s[i] = (struct pidtab_slot){ pid + 1, v };
+	t->count++;
+	return 0;
+}
+
+void *pidtab_del(struct pidtab *t, uint32_t pid)
+{
+	struct pidtab_slot *e = pidtab_slot(t, pid + 1);
+	size_t hole, i, mask = t->n - 1;
+	void *v;
+
+	if (!e)
+		return NULL;
+	v = e->v;
+	hole = e - t->s;
+	/* shift back each later entry of the run that may not sit past the hole */
+	for (i = (hole + 1) & mask; t->s[i].key; i = (i + 1) & mask) {
+		size_t home = pidtab_home(t->s[i].key, t->n);
+
+		/* (home cyclically in (hole, i]: the entry stays) */
+		if (hole < i ? hole < home && home <= i : hole < home || home <= i)
+			continue;
+		t->s[hole] = t->s[i];
+		hole = i;
+	}
+	t->s[hole] = (struct pidtab_slot){ 0 };
+	t->count--;
+	/* an eighth full: half the slots (a failed shrink keeps the table as it is) */
+	if (t->n > 16 && t->count * 8 < t->n)
+		pidtab_resize(t, t->n / 2);
+	return v;
+}
+
+uint32_t pidtab_count(const struct pidtab *t)
+{
+	return t->count;
+}
+
+size_t pidtab_bytes(const struct pidtab *t)
+{
+	return t ? t->n * sizeof(*t->s) : 0;
+}
+
+void *pidtab_next(const struct pidtab *t, size_t *it)
+{
+	while (*it < t->n)
+		if (t->s[(*it)++].key)
+			return t->s[*it - 1].v;
+	return NULL;
+}
+
 char *read_file(const char *path, size_t *lenp)
 {
 	size_t len = 0, cap = 0;

@@ -69,6 +69,22 @@ static inline int itab_str(struct itab *t, const char *s, uint32_t *id)
 	return itab_intern(t, s, strlen(s) + 1, id);
 }
 
+/*
+ * pidtab: a process's state by pid, for state that must go when the process does. Values
+ * are the caller's; pidtab_del() gives one back. The table shrinks as it empties, so a
+ * machine's churn of processes leaves nothing behind.
+ */
+struct pidtab;
+struct pidtab *pidtab_new(void);
+void pidtab_free(struct pidtab *t);	/* (not the values) */
+void *pidtab_get(const struct pidtab *t, uint32_t pid);
+int pidtab_put(struct pidtab *t, uint32_t pid, void *v);	/* 0 or -ENOMEM; replaces */
+void *pidtab_del(struct pidtab *t, uint32_t pid);	/* its value, or NULL */
+uint32_t pidtab_count(const struct pidtab *t);
+size_t pidtab_bytes(const struct pidtab *t);	/* memory it holds */
+/* Every value, in no order: start *@it at 0; NULL at the end. */
+void *pidtab_next(const struct pidtab *t, size_t *it);
+
 /* Read a whole (small) file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
 char *read_file(const char *path, size_t *len);
 /* A file holding one decimal number (a sysctl): 0 and *@v, or -errno. */

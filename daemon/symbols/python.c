@@ -138,26 +138,31 @@ struct py_code {
 	uint8_t lines;		/* enum py_lines: which kind */
 };
 
-/* A process whose interpreter was found (py_find() through sample.c), by pid. */
-struct py_pid {
+/*
+ * All pcmon keeps of one process: made at its first look, let go PY_FORGET_NS after it
+ * exits (or at once when its pid is taken by a new process), so that a machine's churn of
+ * processes leaves nothing behind.
+ */
+struct py_proc {
 	uint32_t pid;
+	uint32_t looked[2];	/* the last two images looked at, epoch + 1 (an exec's old
+				 * image still streams in beside the new) */
+	bool told;		/* a warning was given about it */
+	bool unsupported;	/* a CPython pcmon has no offsets for */
+	bool found;		/* an interpreter, laid out as l says */
 	struct py_layout l;
 	uint64_t code_type;	/* &PyCode_Type in it: what a code object's type reads */
+	struct itab *keys;	/* code object addresses read, ids into codes */
+	struct py_code *codes;
+	size_t cap_codes;
 };
 
 struct py {
 	struct sym *sym;
-	struct itab *keys;	/* (pid, code address) */
-	struct py_code *codes;
-	size_t cap_codes;
-	struct py_pid *pids;
-	size_t npids, cap_pids;
-	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, forgotten later */
-	size_t ngone, cap_gone;
-	struct itab *told;	/* pids a warning was given about */
-	struct itab *looked;	/* (pid, epoch) looked at for an interpreter */
+	struct pidtab *procs;	/* struct py_proc by pid */
+	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, oldest first, from head */
+	size_t head, ngone, cap_gone;
 	struct { uint32_t pid, epoch, tries; uint64_t at; } *pending;	/* py_look_pending() */
-	struct itab *unsupported;	/* pids of a CPython pcmon has no offsets for */
 	size_t npending, cap_pending;
 	uint32_t gen;
 	uint32_t eval_name;	/* string id of PY_EVAL_FN */
@@ -171,27 +176,32 @@ struct py *py_new(struct sym *s)
 		return NULL;
 	p->sym = s;
 	p->gen = 1;
-	if (!(p->keys = itab_new()) || !(p->told = itab_new()) || !(p->looked = itab_new()) ||
-	    !(p->unsupported = itab_new()) ||
-	    sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
+	if (!(p->procs = pidtab_new()) || sym_intern_str(s, PY_EVAL_FN, &p->eval_name)) {
 		py_free(p);
 		return NULL;
 	}
 	return p;
 }
 
+static void proc_free(struct py_proc *e)
+{
+	for (uint32_t i = 0; e->keys && i < itab_count(e->keys); i++)
+		free(e->codes[i].tab);
+	itab_free(e->keys);
+	free(e->codes);
+	free(e);
+}
+
 void py_free(struct py *p)
 {
+	struct py_proc *e;
+	size_t it = 0;
+
 	if (!p)
 		return;
-	for (uint32_t i = 0; p->keys && i < itab_count(p->keys); i++)
-		free(p->codes[i].tab);
-	itab_free(p->keys);
-	itab_free(p->told);
-	itab_free(p->looked);
-	itab_free(p->unsupported);
-	free(p->codes);
-	free(p->pids);
+	while (p->procs && (e = pidtab_next(p->procs, &it)))
+		proc_free(e);
+	pidtab_free(p->procs);
 	free(p->gone);
 	free(p->pending);
 	free(p);
@@ -203,56 +213,68 @@ void py_next_gen(struct py *p)
 		p->gen = 1;
 }
 
-static struct py_pid *pid_find(struct py *p, uint32_t pid)
+static struct py_proc *proc_of(const struct py *p, uint32_t pid)
 {
-	for (size_t i = 0; i < p->npids; i++)
-		if (p->pids[i].pid == pid)
-			return &p->pids[i];
-	return NULL;
+	return pidtab_get(p->procs, pid);
+}
+
+/* @pid's entry, made if it has none: NULL only without memory. */
+static struct py_proc *proc_make(struct py *p, uint32_t pid)
+{
+	struct py_proc *e = proc_of(p, pid);
+
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e || pidtab_put(p->procs, pid, e)) {
+		free(e);
+		return NULL;
+	}
+	e->pid = pid;
+	return e;
 }
 
 void py_forget(struct py *p, uint32_t pid)
 {
-	struct py_pid *pp = pid_find(p, pid);
+	struct py_proc *e = pidtab_del(p->procs, pid);
 
-	if (!pp)
-		return;
-	*pp = p->pids[--p->npids];
-	/* its code objects are read again if the pid comes back (its keys stay: few) */
-	for (uint32_t i = 0; i < itab_count(p->keys); i++) {
-		const uint32_t *k = itab_key(p->keys, i, NULL);
-
-		if (k[0] == pid && p->codes[i].gen) {
-			free(p->codes[i].tab);
-			p->codes[i] = (struct py_code){ 0 };
-		}
-	}
+	if (e)
+		proc_free(e);
 }
 
 void py_exited(struct py *p, uint32_t pid, uint64_t now)
 {
-	size_t i = 0;
-
 	py_set_pending(p, pid, 0, false);
-	while (i < p->ngone) {
-		if (p->gone[i].at + PY_FORGET_NS < now) {
-			py_forget(p, p->gone[i].pid);
-			p->gone[i] = p->gone[--p->ngone];
-		} else {
-			i++;
-		}
+	/* (exits come in order: the oldest are at the head) */
+	while (p->head < p->ngone && p->gone[p->head].at + PY_FORGET_NS < now)
+		py_forget(p, p->gone[p->head++].pid);
+	if (p->head > p->ngone / 2) {
+		memmove(p->gone, p->gone + p->head, (p->ngone - p->head) * sizeof(*p->gone));
+		p->ngone -= p->head;
+		p->head = 0;
 	}
-	if (!pid_find(p, pid) || GROW(p->gone, p->cap_gone, p->ngone + 1))
-		return;
+	if (!proc_of(p, pid) || GROW(p->gone, p->cap_gone, p->ngone + 1))
+		return; /* (no memory: it is let go when its pid comes back) */
 	p->gone[p->ngone].pid = pid;
 	p->gone[p->ngone++].at = now;
 }
 
+uint32_t py_procs_kept(const struct py *p)
+{
+	return pidtab_count(p->procs);
+}
+
 bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch)
 {
-	uint32_t key[2] = { pid, epoch }, id;
+	struct py_proc *e = proc_make(p, pid);
 
-	return itab_intern(p->looked, key, sizeof(key), &id) == 1;
+	if (!e)
+		return false; /* (no memory: no look, its samples flagged python_unknown) */
+	if (e->looked[0] == epoch + 1 || e->looked[1] == epoch + 1)
+		return false;
+	e->looked[1] = e->looked[0];
+	e->looked[0] = epoch + 1;
+	return true;
 }
 
 bool py_set_pending(struct py *p, uint32_t pid, uint32_t epoch, bool on)
@@ -298,21 +320,27 @@ bool py_look_pending(struct py *p, uint32_t pid, uint32_t epoch)
 
 void py_set_unsupported(struct py *p, uint32_t pid)
 {
-	uint32_t id;
+	struct py_proc *e = proc_make(p, pid);
 
-	itab_intern(p->unsupported, &pid, sizeof(pid), &id);
+	if (e)
+		e->unsupported = true;
 }
 
 bool py_unsupported(const struct py *p, uint32_t pid)
 {
-	return itab_find(p->unsupported, &pid, sizeof(pid)) >= 0;
+	const struct py_proc *e = proc_of(p, pid);
+
+	return e && e->unsupported;
 }
 
 bool py_tell_once(struct py *p, uint32_t pid)
 {
-	uint32_t id;
+	struct py_proc *e = proc_make(p, pid);
 
-	return itab_intern(p->told, &pid, sizeof(pid), &id) == 1;
+	if (!e || e->told)
+		return false;
+	e->told = true;
+	return true;
 }
 
 static int mem_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
@@ -752,19 +780,18 @@ static int find(struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc
 int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_pyproc *out,
 	   char *why, size_t len)
 {
-	struct py_pid *e = pid_find(p, pid);
+	struct py_proc *e;
 	struct py_layout lo;
 	uint64_t code_type;
 	int r = find(s, pid, epoch, out, &lo, &code_type, why, len);
 
 	if (r)
 		return r;
-	if (!e) {
-		if (GROW(p->pids, p->cap_pids, p->npids + 1))
-			return -ENOMEM;
-		e = &p->pids[p->npids++];
-	}
-	*e = (struct py_pid){ .pid = pid, .l = lo, .code_type = code_type };
+	if (!(e = proc_make(p, pid)))
+		return -ENOMEM;
+	e->found = true;
+	e->l = lo;
+	e->code_type = code_type;
 	return 0;
 }
 
@@ -843,7 +870,7 @@ static uint64_t header_sum(const struct py_layout *l, const uint8_t *h)
 }
 
 /* Read the code object of @e whose header is @h into @c. */
-static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
+static int read_code(struct py *p, const struct py_proc *e, const uint8_t *h,
 		     struct py_code *c)
 {
 	const struct py_layout *l = &e->l;
@@ -887,22 +914,25 @@ static int read_code(struct py *p, const struct py_pid *e, const uint8_t *h,
  */
 static struct py_code *code_of(struct py *p, uint32_t pid, uint64_t addr)
 {
-	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, addr };
-	struct py_pid *e = pid_find(p, pid);
+	struct py_proc *e = proc_of(p, pid);
 	uint8_t h[PY_CODE_HDR_MAX];
 	struct py_code *c;
 	uint32_t slot;
 	int r;
 
-	r = itab_intern(p->keys, &key, sizeof(key), &slot);
-	if (r < 0 || GROW(p->codes, p->cap_codes, slot + 1))
+	if (!e || !e->found)
 		return NULL;
-	c = &p->codes[slot];
+	if (!e->keys && !(e->keys = itab_new()))
+		return NULL;
+	r = itab_intern(e->keys, &addr, sizeof(addr), &slot);
+	if (r < 0 || GROW(e->codes, e->cap_codes, slot + 1))
+		return NULL;
+	c = &e->codes[slot];
 	if (r == 1)
 		*c = (struct py_code){ 0 }; /* (grown memory is not cleared) */
 	if (c->gen == p->gen)
 		return c;
-	if (!e || e->l.co_hdr > sizeof(h) || e->l.co_linetable + 8u > e->l.co_hdr ||
+	if (e->l.co_hdr > sizeof(h) || e->l.co_linetable + 8u > e->l.co_hdr ||
 	    mem_read(pid, addr, h, e->l.co_hdr))
 		return c->gen ? c : NULL; /* gone: what was read stands */
 	if (u64_at(h, e->l.ob_type) != e->code_type)
@@ -1017,7 +1047,9 @@ bool py_runs_eval(struct py *p, const uint32_t *locs, uint32_t n)
 
 bool py_is_python(struct py *p, uint32_t pid)
 {
-	return pid_find(p, pid) != NULL;
+	const struct py_proc *e = proc_of(p, pid);
+
+	return e && e->found;
 }
 
 uint32_t py_merge(struct py *p, const struct py_merge_in *in, uint32_t *out, uint32_t *cut)

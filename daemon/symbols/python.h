@@ -77,7 +77,7 @@ int py_add(struct py *p, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 
 /* A new drain: cached code objects are checked against the process's memory again. */
 void py_next_gen(struct py *p);
-/* Process @pid is gone, or has exec'ed: its cached code objects go. */
+/* Process @pid is gone: all that was kept of it goes (its code objects, looks, warnings). */
 void py_forget(struct py *p, uint32_t pid);
 /*
  * Process @pid exited at @now (ns): its samples still in BPF are named from what was read
@@ -85,7 +85,10 @@ void py_forget(struct py *p, uint32_t pid);
  */
 #define PY_FORGET_NS (30 * 1000000000ull)
 void py_exited(struct py *p, uint32_t pid, uint64_t now);
-/* True the first time it is asked about image @epoch of @pid (looked at once). */
+/* Processes kept (looked at, and not yet forgotten). */
+uint32_t py_procs_kept(const struct py *p);
+/* True the first time it is asked about image @epoch of @pid (looked at once; the last two
+ * images of a process are remembered). */
 bool py_first_look(struct py *p, uint32_t pid, uint32_t epoch);
 /* True the first time it is asked about @pid (a warning said once per process). */
 bool py_tell_once(struct py *p, uint32_t pid);

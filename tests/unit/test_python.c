@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "python.h"
+#include "sym.h"
 
 /*
  * The table CPython 3.11.2 made for
@@ -328,9 +329,51 @@ static void debug_offsets_refused(void **state)
 	assert_int_equal(py_layout_published(buf, 300, 0, &l, why, sizeof(why)), -ENOTSUP);
 }
 
+/*
+ * A machine's churn of processes, each looked at, warned about and gone: what is kept of
+ * them is let go PY_FORGET_NS after each exit, and nothing of them is said twice meanwhile.
+ */
+static void churn_leaves_nothing(void **state)
+{
+	enum { N = 200000, STEP_NS = 1000000 }; /* an exit a millisecond, 200 s */
+	struct sym *s = sym_new(0);
+	struct py *p = s ? py_new(s) : NULL;
+	uint32_t most = 0;
+
+	(void)state;
+	assert_non_null(p);
+	for (uint32_t pid = 1; pid <= N; pid++) {
+		uint64_t now = (uint64_t)pid * STEP_NS;
+
+		assert_true(py_first_look(p, pid, 0));
+		assert_false(py_first_look(p, pid, 0));
+		assert_true(py_first_look(p, pid, 1)); /* an exec */
+		assert_false(py_first_look(p, pid, 0)); /* the old image's samples, late */
+		assert_true(py_tell_once(p, pid));
+		assert_false(py_tell_once(p, pid));
+		if (pid % 2)
+			py_set_unsupported(p, pid);
+		assert_int_equal(py_unsupported(p, pid), pid % 2);
+		assert_false(py_is_python(p, pid));
+		py_exited(p, pid, now);
+		/* an exited process is still known (its samples stream in after its exit) */
+		if (pid > 10)
+			assert_false(py_tell_once(p, pid - 10));
+		if (py_procs_kept(p) > most)
+			most = py_procs_kept(p);
+	}
+	/* kept: those that exited within PY_FORGET_NS of the last exit, and a few */
+	assert_true(most <= PY_FORGET_NS / STEP_NS + 2);
+	assert_true(most >= PY_FORGET_NS / STEP_NS);
+	assert_true(py_first_look(p, 1, 0)); /* forgotten long ago: a new process */
+	py_free(p);
+	sym_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(churn_leaves_nothing),
 		cmocka_unit_test(line_table),
 		cmocka_unit_test(line_table_forms),
 		cmocka_unit_test(line_table_lnotab),

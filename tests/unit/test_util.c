@@ -62,6 +62,64 @@ static int in_child(int (*fn)(void), unsigned secs)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* pidtab: against a plain array, through growth, deletions in the middle of runs, shrinking */
+
+static void test_pidtab_model(void **state)
+{
+	enum { SPACE = 5000 };
+	static void *model[SPACE];
+	struct pidtab *t = pidtab_new();
+	uint64_t rnd = 88172645463325252ull;
+	uint32_t live = 0, peak = 0;
+
+	(void)state;
+	assert_non_null(t);
+	assert_null(pidtab_get(t, 7));
+	assert_null(pidtab_del(t, 7));
+	for (int step = 0; step < 200000; step++) {
+		uint32_t pid;
+
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		/* pids clustered (runs collide) and, once, pid 0 and the largest */
+		pid = step == 100 ? 0 : step == 101 ? SPACE - 1 : (uint32_t)(rnd >> 33) % SPACE;
+		/* first fill, then empty: the table must come back down */
+		if ((rnd & 15) < (step < 100000 ? 12u : 1u)) {
+			void *v = (void *)(uintptr_t)(step + 1);
+
+			live += !model[pid];
+			model[pid] = v;
+			assert_int_equal(pidtab_put(t, pid, v), 0);
+		} else {
+			assert_ptr_equal(pidtab_del(t, pid), model[pid]);
+			live -= !!model[pid];
+			model[pid] = NULL;
+		}
+		peak = MAX(peak, live);
+		if (step % 997 == 0)
+			for (uint32_t q = 0; q < SPACE; q++)
+				assert_ptr_equal(pidtab_get(t, q), model[q]);
+		assert_int_equal(pidtab_count(t), live);
+	}
+	assert_true(peak > SPACE / 2);
+	/* (at most half full while filling; emptied to a few, an eighth full at least again) */
+	assert_true(pidtab_bytes(t) <= 2 * sizeof(void *) * MAX(16u, 16 * live));
+	{
+		size_t it = 0, n = 0;
+
+		while (pidtab_next(t, &it))
+			n++;
+		assert_int_equal(n, live);
+	}
+	for (uint32_t q = 0; q < SPACE; q++)
+		if (model[q])
+			assert_ptr_equal(pidtab_del(t, q), model[q]);
+	assert_int_equal(pidtab_count(t), 0);
+	pidtab_free(t);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* itab */
 
 static void test_itab_basic(void **state)
@@ -732,6 +790,7 @@ static void test_str_sanitize(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pidtab_model),
 		cmocka_unit_test(test_itab_basic),
 		cmocka_unit_test(test_itab_many),
 		cmocka_unit_test(test_itab_binary),
