@@ -487,7 +487,9 @@ def test_low_rate_keeps_python_frames():
     interpreter, before it handles the exec that came before it; that exec must not undo it."""
     need_python()
     for _ in range(2):
-        listing, _ = pcmon_json("run", "--interval", 10000, "--", PY, PYWORK, 40000,
+        # (about 1 s of CPU here: 100 samples, where 40 asked for is not at the edge of
+        # what the work gives, 39 once)
+        listing, _ = pcmon_json("run", "--interval", 10000, "--", PY, PYWORK, 100000,
                                 sock="/nonexistent/pcmond.sock")
         n = listing["summary"]["counted"]
         got = procs(listing).get("py.pywork.level7", {"deep": 0})["deep"]
