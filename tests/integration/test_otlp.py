@@ -191,7 +191,10 @@ def test_otlp_decodes_and_adds_up_to_the_listing():
         assert one(crit[0], "memory_start") < one(crit[0], "memory_limit")
         types = {dic.attrs(l.get("attribute_indices", [])).get("profile.frame.type")
                  for l in dic.d["location_table"][1:]}
-        assert {"kernel", "native"} <= types, types
+        # (kernel frames where a sample was taken in the kernel: crit's clock reads, a few
+        # in 2,000 on a quiet machine, none in one busy run)
+        assert "native" in types and ("kernel" in types) == (listing["summary"]["kernel_mode"] > 0), \
+            (types, listing["summary"]["kernel_mode"])
         lines = [one(ln, "line") for l in dic.d["location_table"] for ln in l.get("lines", [])]
         assert any(lines), "no line numbers"
         files = {dic.s(one(f, "filename_strindex")) for f in dic.d["function_table"]}
