@@ -59,7 +59,8 @@ def within_call_h(part, lines):
 def check_shares(lines, own, tid, sock):
     rows = by_line(lines)
     n = lines["count"]
-    assert n >= 2000, lines
+    # (the tolerance follows n: 2 s of lines at 4 kHz gave 8,000 here, 1,516 beside a build)
+    assert n >= 1000, lines
     assert sum(l["count"] for l in lines["lines"]) == n
     for marker, key in (("LOOP_A", "a"), ("LOOP_B", "b"), ("CALL_H", "h")):
         row = rows[("lines.c", marker_line(marker))]
