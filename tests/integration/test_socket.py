@@ -302,13 +302,17 @@ class Abused:
             self.tid = pcmon("start", "--pid", self.sp.pid, "--interval", 200,
                              sock=self.d.sock, check=0).stdout.strip()
             time.sleep(0.5)
-            self.before = self.target()
+            self.before, self.cpu0 = self.target(), self.spinner_cpu_ns()
             self.probe = RootProbe(self.d)
             self.probe.start()
         except BaseException:
             self.cleanup()
             raise
         return self
+
+    def spinner_cpu_ns(self):
+        with open(f"/proc/{self.sp.pid}/schedstat") as f:
+            return int(f.read().split()[0])
 
     def target(self):
         ts = pcmon_json("targets", sock=self.d.sock)[0]["targets"]
@@ -318,12 +322,17 @@ class Abused:
         try:
             if exc_type is None:
                 self.probe.finish()
+                cpu = self.spinner_cpu_ns() - self.cpu0
                 after = self.target()
-                print(f"  target: {after['samples'] - self.before['samples']:.0f} samples "
-                      f"during the abuse, lost {after['lost']:.0f}", flush=True)
+                got = after["samples"] - self.before["samples"]
+                # a sample every 200 us of the spinner's CPU time while it lasted (2 % for the
+                # timer's slack), less what may still be on its way: 0.1 s of them
+                want = 0.98 * cpu / 200e3 - 500
+                print(f"  target: {got:.0f} samples during the abuse ({cpu / 1e9:.2f} s of the "
+                      f"spinner's CPU), lost {after['lost']:.0f}", flush=True)
                 assert after["state"] == "running", after
                 assert after["lost"] == 0, after
-                assert after["samples"] > self.before["samples"] + 1000, (self.before, after)
+                assert got > 0 and got >= want, (got, cpu, self.before, after)
                 assert self.d.alive(), self.d.logtext()
         finally:
             self.cleanup()
