@@ -244,8 +244,10 @@ def test_diff_removed_function_and_its_svg():
 
 
 def test_diff_null_windows_of_a_running_program():
-    """20 diffs of windows of a steady service, each against one 50 s later: none calls
-    anything changed (the stated rate is 1 %)."""
+    """20 diffs of windows of a steady service, each against one 50 s later: at most two
+    call anything changed. The stated rate is 1 % a diff: 20 of them call something changed
+    at least once 18 % of the time, at least twice 1.7 %, three times 0.1 % (and a busy run
+    found one, beta, in 20)."""
     d = Daemon().start()
     try:
         p = subprocess.Popen([workload("service"), "170", "paced"], stdout=subprocess.PIPE)
@@ -263,7 +265,7 @@ def test_diff_null_windows_of_a_running_program():
                   f"+ {100 * t['dispersion']['relative_spread']:.1f} % from {t['dispersion']['from']}: {sig}")
             false += bool(sig)
         print(f"false positives: {false} of 20")
-        assert false == 0, false
+        assert false <= 2, false
     finally:
         d.stop()
 
