@@ -15,6 +15,7 @@
 #include "sample.h"
 #include "stacks.h"
 #include "sym.h"
+#include "tail.h"
 #include "target.h"
 #include "util.h"
 
@@ -306,6 +307,14 @@ int sample_list(void *g, struct target *t, void *st, const struct list_req *lr, 
 					      "when_unseen", un);
 	}
 	sample_window_json(&ls, rep);
+	if (ls.tail) {
+		cJSON *o = cJSON_AddObjectToObject(rep, "tail");
+
+		if (o) {
+			tail_leg_json(ls.sp->tails, ls.tail, o);
+			cJSON_AddStringToObject(o, "part", tail_part_names[ls.tail_part]);
+		}
+	}
 	agg_list_free(&l);
 	if (w.agg) { /* a window: what it covered */
 		cJSON *o = cJSON_AddObjectToObject(rep, "window"), *sum;
