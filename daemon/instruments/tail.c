@@ -389,9 +389,16 @@ uint64_t tail_threshold(const struct tail_leg *l)
 	if (!want)
 		want = 1;
 	for (uint32_t b = 0; b < TAIL_HBUCKETS; b++) {
-		seen += l->hist[b];
-		if (seen >= want)
-			return tail_bucket_low(b);
+		uint64_t lo, hi;
+
+		if (seen + l->hist[b] < want) {
+			seen += l->hist[b];
+			continue;
+		}
+		/* within the bucket, as if its durations were spread evenly over it */
+		lo = tail_bucket_low(b);
+		hi = b + 1 < TAIL_HBUCKETS ? tail_bucket_low(b + 1) : lo;
+		return lo + (uint64_t)((double)(hi - lo) * (double)(want - seen - 1) / (double)l->hist[b]);
 	}
 	return ~0ull;
 }
