@@ -23,9 +23,9 @@ def share(listing, proc):
     return (p["shallow"] if p else 0) / n if n else 0.0, n
 
 
-def run(d, *opts, reqs=5000, at_ms=5):
+def run(d, *opts, reqs=5000, at_ms=5, extra=()):
     listing, p = pcmon_json("run", "--name", "tr", "--interval", "1000", *NODES, *opts, "--",
-                            workload("tailreq"), str(reqs), str(at_ms), sock=d.sock)
+                            workload("tailreq"), str(reqs), str(at_ms), *extra, sock=d.sock)
     return listing, first_json_line(p.stdout)
 
 
@@ -35,9 +35,10 @@ def tail_listing(d, tid, *part):
 
 
 def check_filed(tail, own):
-    # every request is an instance, filed once; nothing held back, lost or unmatched
-    assert tail["instances"] == own["requests"], (tail, own)
-    assert tail["abandoned_instances"] == 0, tail
+    # every request is an instance, filed once (with "abandon": two abandoned, and the one
+    # that abandoned the first); nothing held back, lost or unmatched
+    assert tail["instances"] == own["requests"] + (3 if own["abandoned"] else 0), (tail, own)
+    assert tail["abandoned_instances"] == own["abandoned"], tail
     assert tail["held_groups"] == 0 and tail["overflow_samples"] == 0, tail
     assert tail["unmatched_samples"] == 0 and tail["lost_events"] == 0, tail
 
@@ -74,6 +75,24 @@ def test_p99_tail_is_the_slow_path():
         assert tail["tail_samples"] + tail["body_samples"] <= whole["summary"]["interrupts"]
         handle = procs(whole)["tailreq.handle"]["deep"]
         assert tail["tail_samples"] + tail["body_samples"] >= 0.95 * handle, (tail, handle)
+        # the listing of the whole carries each tail, rows as its own
+        tails = whole["tails"]
+        assert len(tails) == 1 and tails[0]["leg"] == 1, tails
+        assert tails[0]["summary"]["counted"] >= tail["tail_samples"] - 50, (tails[0], tail)
+        assert procs(tails[0])["tailreq.slow_path"]["shallow_pct"] >= 80, procs(tails[0])
+        # diff --tail: the slow instances do the slow path more, beyond noise
+        diff, _ = pcmon_json("diff", tid, "--tail", "1", sock=d.sock)
+        rows = {r["procedure"]: r for r in diff["procedures"]}
+        sp = rows["slow_path"]
+        assert sp["significant"] and sp["change"] == "grew" and sp["shallow_pp"] >= 60, sp
+        assert rows["common_part"]["change"] == "shrank", rows["common_part"]
+        assert diff["b"]["samples"] == tail["tail_samples"], (diff["b"], tail)
+        # the exports: the tail's folded stacks hold its samples, the slow path's among them
+        p = pcmon("export", tid, "--tail", "1", "--format", "folded", sock=d.sock, check=0)
+        folded = [l.rsplit(" ", 1) for l in p.stdout.splitlines() if l.strip()]
+        assert sum(int(n) for _, n in folded) == tail["tail_samples"], p.stdout[:500]
+        in_slow = sum(int(n) for s, n in folded if s.endswith(";slow_path"))
+        assert in_slow == procs(t)["tailreq.slow_path"]["shallow"], (in_slow, procs(t))
     finally:
         d.stop()
 
@@ -99,6 +118,22 @@ def test_duration_threshold_with_dwarf():
         in_tail = procs(t).get("tailreq.slow_path", {}).get("shallow", 0)
         assert "tailreq.slow_path" not in procs(body), procs(body)["tailreq.slow_path"]
         assert in_tail == procs(whole)["tailreq.slow_path"]["shallow"], (in_tail, procs(whole))
+    finally:
+        d.stop()
+
+
+def test_abandoned_apart():
+    d = Daemon().start()
+    try:
+        whole, own = run(d, "--tail", "1:5ms", reqs=300, extra=("abandon",))
+        tid = str(whole["target"]["id"])
+        ab = tail_listing(d, tid, "--abandoned")
+        tail = ab["tail"]
+        check_filed(tail, own)
+        assert tail["part"] == "abandoned", tail
+        # the two abandoned requests ran slow_path (about 20 ms of it): their samples
+        assert procs(ab)["tailreq.slow_path"]["shallow"] >= 5, procs(ab)
+        assert procs(ab)["tailreq.slow_path"]["shallow_pct"] >= 80, procs(ab)
     finally:
         d.stop()
 

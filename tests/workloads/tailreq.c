@@ -6,7 +6,9 @@
  * and each part itself and prints, as one JSON line: the requests, the slow ones, the CPU
  * time of each part (and of the common part inside slow requests), the requests' own p99
  * and how many took at least it, and at least argv[2] ms (default 5). argv[1]: the requests
- * (default 5000).
+ * (default 5000). With argv[3] "abandon", it then begins one request more in slow_path and
+ * begins another before it ends (abandoned), and a last one that a second thread begins and
+ * exits inside (abandoned too); "abandoned" in its line says how many (2).
  */
 #include <string.h>
 
@@ -45,6 +47,29 @@ NOINLINE void slow_path(void)
 static uint64_t thread_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* A request begun on a thread of its own that exits inside it. */
+static void *begin_and_exit(void *arg)
+{
+	(void)arg;
+	req_begin(-3);
+	slow_path();
+	return NULL;
+}
+
+/* Two requests abandoned, their samples in slow_path: one begun again before its end, one
+ * whose thread exits inside it. */
+static void abandon_two(void)
+{
+	pthread_t th;
+
+	req_begin(-1);
+	slow_path();
+	req_begin(-2);
+	req_end(-2);
+	pthread_create(&th, NULL, begin_and_exit, NULL);
+	pthread_join(th, NULL);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -100,6 +125,8 @@ int main(int argc, char **argv)
 			slow_common += c;
 		}
 	}
+	if (argc > 3 && !strcmp(argv[3], "abandon"))
+		abandon_two();
 	memcpy(sorted, dur, reqs * sizeof(*dur));
 	qsort(sorted, reqs, sizeof(*sorted), cmp_u64);
 	p99 = sorted[(reqs * 99 + 99) / 100 - 1];
@@ -110,9 +137,9 @@ int main(int argc, char **argv)
 	}
 	printf("{\"requests\": %ld, \"slow\": %ld, \"common_ns\": %llu, \"slow_ns\": %llu, "
 	       "\"slow_common_ns\": %llu, \"p99_ns\": %llu, \"above_p99\": %ld, "
-	       "\"slow_above_p99\": %ld, \"at_ns\": %llu, \"above_at\": %ld}\n",
+	       "\"slow_above_p99\": %ld, \"at_ns\": %llu, \"above_at\": %ld, \"abandoned\": %d}\n",
 	       reqs, nslow, (unsigned long long)common, (unsigned long long)slowpart,
 	       (unsigned long long)slow_common, (unsigned long long)p99, above, slow_above,
-	       (unsigned long long)at_ns, above_at);
+	       (unsigned long long)at_ns, above_at, argc > 3 && !strcmp(argv[3], "abandon") ? 2 : 0);
 	return 0;
 }
