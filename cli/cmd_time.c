@@ -100,6 +100,7 @@ static void with_slices(cJSON *req);
 const struct opt save_opts[] = {
 	OPT_ALL(window_opts),
 	OPT_ALL(pattern_opts),
+	OPT_ALL(tail_opts),
 	OPT_TABLE_END,
 };
 
@@ -112,7 +113,8 @@ int cmd_save(struct cli *c)
 
 	if (c->nwords != 2)
 		return cli_fail(c, 2, "save: give TARGET and FILE");
-	with_slices(c->req);
+	if (!cJSON_GetObjectItemCaseSensitive(c->req, "tail")) /* (a tail is not kept by time) */
+		with_slices(c->req);
 	if ((r = side_fetch(c, c->words[0], c->req, &rep)))
 		return r;
 	cJSON_DeleteItemFromObject(rep, "v");

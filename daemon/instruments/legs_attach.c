@@ -470,18 +470,26 @@ static int on_tail_ev(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/* What the tails' ring holds, to the targets' tails. */
+/* What the tails' ring holds, to the targets' tails; the records it had no room for. */
 void legs_attach_tails_read(struct legs_g *g)
 {
-	if (g->tail_rb)
-		ring_buffer__consume(g->tail_rb);
+	if (!g->tail_rb)
+		return;
+	ring_buffer__consume(g->tail_rb);
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = g->env.targets[i];
+		struct sample *sp = t ? sample_of(t) : NULL;
+
+		if (sp && sp->tails) /* (BPF's count, of every target's) */
+			sp->tails->lost_events = g->skel->bss->tail_lost;
+	}
 }
 
 /*
  * --tail: the sampling instrument's tails for @t, the tailed legs' slots in BPF. The ring of
  * their events opens with the first, and wakes the engine as records come.
  */
-static int attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep)
+int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep)
 {
 	struct sample *sp = sample_of(t);
 	struct pcmon_ltails bl = { 0 };
@@ -509,9 +517,11 @@ static int attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJS
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
 	}
+	/* each leg's slot: its place in the tails (those it had keep theirs) */
 	for (size_t i = 0; i < lg->ntails; i++) {
 		const struct legs_tail *lt = &lg->tails[i];
 		const struct legs_leg *l = NULL;
+		struct tail_leg *have = tails_leg(sp->tails, lt->leg);
 		int slot;
 
 		for (size_t j = 0; j < lg->nlegs; j++)
@@ -519,9 +529,8 @@ static int attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJS
 				l = &lg->legs[j];
 		if (!l)
 			continue;
-		slot = tails_leg(sp->tails, lt->leg) ? -EEXIST
-						      : tails_add_leg(sp->tails, l->id, l->from, l->to,
-								      lt->ns, lt->pct);
+		slot = have ? (int)(have - sp->tails->leg) + 1
+			    : tails_add_leg(sp->tails, l->id, l->from, l->to, lt->ns, lt->pct);
 		if (slot < 0) {
 			*rep = proto_error(1, "--tail: %s", strerror(-slot));
 			return slot;
@@ -534,8 +543,8 @@ static int attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJS
 		*rep = proto_error(1, "--tail: cannot set up BPF: %s", strerror(errno));
 		return -errno;
 	}
-	procs_tails(g->env.procs, (int)lg->ntails);
-	lg->tails_on = true;
+	procs_tails(g->env.procs, (int)(lg->ntails - lg->tails_on));
+	lg->tails_on = lg->ntails;
 	return 0;
 }
 
@@ -576,7 +585,7 @@ int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 			*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
 	}
 	if (!r)
-		r = attach_tails(g, t, lg, rep);
+		r = legs_attach_tails(g, t, lg, rep);
 	for (size_t i = 0; i < lg->nnodes && !r; i++)
 		r = legs_attach_node(g, t, lg, i, rep);
 	if (r) { /* nothing of it stays: the links go with the state */
@@ -644,8 +653,8 @@ static void unconfigure(struct legs_g *g, const struct target *t, struct legs *l
 		struct pcmon_ltails none = { 0 };
 
 		bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &none, sizeof(none), 0);
-		procs_tails(g->env.procs, -(int)lg->ntails);
-		lg->tails_on = false;
+		procs_tails(g->env.procs, -(int)lg->tails_on);
+		lg->tails_on = 0;
 	}
 	{
 		struct legs none = { .nnodes = lg->nnodes };

@@ -66,6 +66,7 @@ void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *
 void legs_attach_stop(void *gp, struct target *t, void *st);
 void legs_attach_zero(void *gp, struct target *t, void *st);
 void legs_attach_tails_read(struct legs_g *g);
+int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep);
 
 /* legs_edit.c */
 cJSON *legs_edit(void *gp, struct target *t, const cJSON *req);

@@ -194,7 +194,7 @@ static const struct proto_field list_fields[] = {
 /* pcmon node|leg|hist add|del TARGET ...: the tables, edited while the target runs */
 static const struct proto_field edit_fields[] = {
 	{ .name = "target", .type = PT_TARGET, .required = true },
-	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
+	{ .name = "op", .type = PT_ENUM, .values = "add|del|tail", .required = true },
 	{ .name = "spec", .type = PT_STR, .max = 4096 },
 	{ .name = "arg", .type = PT_UINT, .min = 0, .max = 5 },
 	{ .name = "id", .type = PT_UINT, .min = 1, .max = 1000000 },

@@ -62,7 +62,7 @@ struct tails {
 	uint64_t held;		/* sample groups held now */
 	uint64_t overflow;	/* samples not held: TAIL_MAX_HELD were */
 	uint64_t unmatched;	/* samples of a set never told (its event lost), or forgotten */
-	uint64_t lost_events;	/* BPF's ring was full (as last read) */
+	uint64_t lost_events;	/* BPF's ring was full, for any target (as last read) */
 };
 
 struct tails *tails_new(struct agg *main);

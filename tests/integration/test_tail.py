@@ -8,8 +8,11 @@ duration. The tail above p99 must be mostly the slow path, the body mostly not; 
 threshold must pick the requests the program says took that long; with --unwind dwarf,
 whose samples reach the engine before the events that say which instances they belong to,
 no sample may go unmatched."""
+import json
 import os
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
@@ -135,6 +138,41 @@ def test_abandoned_apart():
         assert procs(ab)["tailreq.slow_path"]["shallow"] >= 5, procs(ab)
         assert procs(ab)["tailreq.slow_path"]["shallow_pct"] >= 80, procs(ab)
     finally:
+        d.stop()
+
+
+def test_leg_tail_while_running_and_save():
+    d = Daemon().start()
+    w = subprocess.Popen([workload("tailreq"), "4000", "3"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        tid = pcmon("start", "--pid", w.pid, "--interval", "1000", *NODES, sock=d.sock,
+                    check=0).stdout.strip()
+        pcmon("leg", "tail", tid, "1", "3ms", sock=d.sock, check=0)
+        p = pcmon("leg", "tail", tid, "1", sock=d.sock)
+        assert p.returncode != 0 and "tailed already" in p.stderr, p.stderr
+        out, _ = w.communicate(timeout=120)
+        own = json.loads(out)
+        t = tail_listing(d, tid)
+        tail = t["tail"]
+        # tailed from some time after the start: every slow request after it is in the tail
+        assert tail["threshold_ns"] == 3000000, tail
+        assert 0 < tail["instances"] <= own["requests"], (tail, own)
+        assert tail["slow_instances"] >= own["slow"] * tail["instances"] / own["requests"] * 0.5
+        # every slow request takes 5.5 ms at least: its samples all in the tail (a common one
+        # may pass 3 ms, preempted on a loaded machine)
+        assert procs(t)["tailreq.slow_path"]["shallow"] > 0, procs(t)
+        body = tail_listing(d, tid, "--body")
+        assert "tailreq.slow_path" not in procs(body), procs(body)["tailreq.slow_path"]
+        # save --tail: the tail's profile, in a file diff and the exports read
+        path = os.path.join(d.dir, "tail.json")
+        pcmon("save", tid, path, "--tail", "1", sock=d.sock, check=0)
+        saved = json.load(open(path))
+        assert saved["tail"]["part"] == "tail" and saved["summary"]["counted"] == \
+            t["summary"]["counted"], saved.get("tail")
+    finally:
+        if w.poll() is None:
+            w.kill()
         d.stop()
 
 
