@@ -92,6 +92,15 @@ void tails_expire(struct tails *t, uint64_t now);
  * and the tails' held, overflow and unmatched samples. */
 void tail_leg_json(const struct tails *t, const struct tail_leg *l, cJSON *o);
 
+/* The results file (tail_store.c): @t as the "tails" array of the sampling section @o; and
+ * back, its profiles' stacks by index into the section's stacks, @sid[i] the id in @main
+ * of stacks[i] (*out NULL: the file has none). 0, or -EINVAL (rd says why), -ENOMEM. */
+struct sf_wr;
+struct sf_rd;
+void tail_save(const struct tails *t, struct sf_wr *w, cJSON *o);
+int tail_load(struct sf_rd *rd, const cJSON *o, struct agg *main, const uint32_t *sid,
+	      int nstacks, struct tails **out);
+
 /* The log-linear histogram's bucket of @v, and the least value of bucket @b. */
 uint32_t tail_bucket(uint64_t v);
 uint64_t tail_bucket_low(uint32_t b);

@@ -137,6 +137,17 @@ def test_abandoned_apart():
         # the two abandoned requests ran slow_path (about 20 ms of it): their samples
         assert procs(ab)["tailreq.slow_path"]["shallow"] >= 5, procs(ab)
         assert procs(ab)["tailreq.slow_path"]["shallow_pct"] >= 80, procs(ab)
+        # the results file keeps the tails: the same after a restart
+        before = {part: tail_listing(d, tid, *part) for part in ((), ("--body",), ("--abandoned",))}
+        d.stop()
+        d2 = Daemon(state_dir=d.state).start()
+        try:
+            for part, was in before.items():
+                now, _ = pcmon_json("list", tid, "--tail", "1", *part, sock=d2.sock)
+                assert now["tail"] == was["tail"], (part, now["tail"], was["tail"])
+                assert procs(now) == procs(was), part
+        finally:
+            d2.stop()
     finally:
         d.stop()
 
