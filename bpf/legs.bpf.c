@@ -110,18 +110,19 @@ struct {
 } ltails SEC(".maps");
 
 /* their instances' sets and ends, for the engine */
+#define TAIL_RING_BYTES (4 * 1024 * 1024)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1024 * 1024);
+	__uint(max_entries, TAIL_RING_BYTES);	/* 87,000 records */
 } tail_events SEC(".maps");
 
 /*
- * Ids of sets (0) and instances (1): each CPU counts its own, an id is its count << 8 | the
- * CPU (the return of an atomic add is not BPF's before v3), never 0.
+ * Ids of sets and instances: each CPU counts its own (the return of an atomic add is not
+ * BPF's before v3), PCMON_TAIL_ID(), never 0.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
 } tail_ids SEC(".maps");
@@ -208,15 +209,15 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 
 /* ---- tail profiles */
 
-static __always_inline __u32 tail_id(__u32 which)
+static __always_inline __u32 tail_id(void)
 {
-	__u32 *c = bpf_map_lookup_elem(&tail_ids, &which);
+	__u32 zero = 0, *c = bpf_map_lookup_elem(&tail_ids, &zero);
 
 	if (!c)
 		return 0;
-	if (!(++*c & 0xffffff))
+	if (!(++*c & 0x1ffffff))
 		++*c;
-	return (*c & 0xffffff) << 8 | (bpf_get_smp_processor_id() & 0xff);
+	return PCMON_TAIL_ID(*c, bpf_get_smp_processor_id());
 }
 
 static __always_inline void tail_emit(__u32 type, __u32 target, __u32 tid, __u32 set, __u32 slot,
@@ -239,7 +240,11 @@ static __always_inline void tail_emit(__u32 type, __u32 target, __u32 tid, __u32
 		e->inst[i] = inst ? inst[i] : 0;
 	if (!inst)
 		e->inst[0] = one;
-	bpf_ringbuf_submit(e, 0);
+	/* the engine is woken only as the ring fills (an eighth of it): else it reads the ring
+	 * as it wakes anyway (once a second at least), and a leg of many short instances does
+	 * not wake it for each */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&tail_events, BPF_RB_AVAIL_DATA) >
+				      TAIL_RING_BYTES / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 /* The thread's tailed instances, for @target (a thread whose process went to another
@@ -256,19 +261,22 @@ static __always_inline struct pcmon_tailth *tail_thread(__u32 target)
 	return th;
 }
 
-/* The thread's set of open instances changed: it takes a new id (0 if none is open), told
- * to the engine. Samples taken from now on carry it. */
+/* The thread's set of open instances changed: samples taken from now on carry its new id:
+ * 0 if none is open, the instance's if one is, else one of its own, told to the engine. */
 static __always_inline void tail_newset(struct pcmon_tailth *th, __u32 tid)
 {
-	__u32 any = 0;
+	__u32 n = 0, one = 0;
 
 	for (int i = 0; i < PCMON_TAIL_LEGS; i++)
-		any |= th->inst[i];
-	if (!any) {
-		th->set = 0;
+		if (th->inst[i]) {
+			n++;
+			one = th->inst[i];
+		}
+	if (n <= 1) {
+		th->set = one;
 		return;
 	}
-	th->set = tail_id(0);
+	th->set = tail_id() | PCMON_TAIL_MULTI;
 	tail_emit(PCMON_TAIL_SET, th->target, tid, th->set, 0, 0, th->inst, 0);
 }
 
@@ -289,7 +297,7 @@ static __always_inline void tail_leg(struct pcmon_tailth *th, __u32 slot, __u32 
 			  dur, NULL, old);
 	if (!old && how != 2)
 		return;
-	th->inst[i] = how == 2 ? tail_id(1) : 0;
+	th->inst[i] = how == 2 ? tail_id() : 0;
 	tail_newset(th, tid);
 }
 

@@ -5,12 +5,14 @@
  *
  * Each open instance of a tailed leg on a thread has an id of its own; the set of tailed
  * instances a thread has open has an id too, changed whenever one opens or closes, and
- * carried in each sample's key (pcmon_key.pad). The legs counter tells the engine each new
- * set (which instances it holds) and each instance's end (its time, or that it was
- * abandoned) on a ring of its own, so that the engine can file the samples of a set into the
- * tail, body or abandoned profile of each of its instances' legs once they end. Sets and
- * instances are numbered from one counter each, for all targets: ids are never reused while
- * the engine may still meet them.
+ * carried in each sample's key (pcmon_key.tset). A set of one instance is named by the
+ * instance's id; a set of several has an id of its own (PCMON_TAIL_MULTI set), which the
+ * legs counter tells the engine with the instances it holds (PCMON_TAIL_SET). Each
+ * instance's end (its time, or that it was abandoned) goes on the same ring, so that the
+ * engine can file the samples of a set into the tail, body or abandoned profile of each of
+ * its instances' legs once they end: one record an instance, in the common case of legs
+ * that do not overlap. Ids come from a counter per CPU (PCMON_TAIL_ID()): unique while the
+ * engine may still meet them (2^25 a CPU before one comes again; CPUs 64 apart share ids).
  * Plain __u32/__u64 only: this header is compiled both by clang -target bpf and by gcc.
  */
 #ifndef PCMON_TAIL_BPF_H
@@ -19,6 +21,9 @@
 #include "pcmon_procs.h"
 
 #define PCMON_TAIL_LEGS 4	/* tailed legs a target may have */
+#define PCMON_TAIL_MULTI (1u << 31)	/* a set's id, not an instance's: its set told apart */
+/* the @n-th id counted on CPU @cpu (never 0) */
+#define PCMON_TAIL_ID(n, cpu) (((n) & 0x1ffffffu) << 6 | ((cpu) & 63u))
 
 /* A thread's tailed instances (task storage tailth, shared): slot i is leg slot i + 1's. */
 struct pcmon_tailth {
@@ -36,7 +41,7 @@ struct pcmon_ltails {
 };
 
 enum pcmon_tail_ev_type {
-	PCMON_TAIL_SET = 1,	/* set @set of thread @tid holds inst[] (0: none) */
+	PCMON_TAIL_SET = 1,	/* set @set (PCMON_TAIL_MULTI) of thread @tid holds inst[] (0: none) */
 	PCMON_TAIL_END,		/* instance inst[0] of leg slot @slot ended, @dur ns (net) */
 	PCMON_TAIL_ABANDON,	/* instance inst[0] of leg slot @slot was abandoned */
 };

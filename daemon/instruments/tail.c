@@ -447,13 +447,26 @@ static void to_set(struct tails *t, const struct tset *s, uint32_t stack, uint64
 	}
 }
 
+static struct tinst *inst_get(struct tails *t, uint32_t id);
+
 void tails_sample(struct tails *t, uint32_t set, uint32_t stack, uint64_t count, uint64_t now)
 {
 	struct tset *s;
 	struct orphan *o;
+	struct tinst *i;
 
 	if (!t || !set)
 		return;
+	if (!(set & PCMON_TAIL_MULTI)) { /* a set of one instance, by the instance's id */
+		i = inst_get(t, set);
+		if (!i)
+			t->overflow += count;
+		else if (i->state == V_DONE && i->slot >= 1 && i->slot <= t->nlegs)
+			file(t, &t->leg[i->slot - 1], i->part, stack, count);
+		else
+			held_add(t, &i->held, stack, count);
+		return;
+	}
 	s = tmap_get(t->sets, set);
 	if (s) {
 		to_set(t, s, stack, count);

@@ -7,9 +7,10 @@
  * (agg.h) like the target's own, so that every view reads it.
  *
  * BPF (pcmon_tail.h) says which set of open instances each sample was taken in (its key's
- * tset), which instances each set holds (PCMON_TAIL_SET) and when each ends (PCMON_TAIL_END,
- * PCMON_TAIL_ABANDON). The samples and the events travel on different rings and are read at
- * different times: a sample may come before its set is known (held apart until it is), or
+ * tset: an instance's id, or a set of several), which instances a set of several holds
+ * (PCMON_TAIL_SET) and when each instance ends (PCMON_TAIL_END, PCMON_TAIL_ABANDON). The
+ * samples and the events travel on different rings and are read at different times: a
+ * sample may come before its instance's end or its set is known (held until they are), or
  * after its instances ended (filed at once). What is known of sets and ended instances is
  * kept TAIL_KEEP_NS after the last of them, then forgotten; samples of a set never told are
  * counted as unmatched then.

@@ -4,8 +4,8 @@
  *
  * What is checked: thresholds as given, and those refused; the log-linear histogram's
  * buckets within 3 % and the percentile estimate; samples filed by their instance's end
- * whatever the order in which samples, sets and ends arrive (samples before their set,
- * after their instance ended, a set of two instances); abandoned instances kept apart; a
+ * whatever the order in which samples, sets and ends arrive (a set of one instance named by
+ * it, samples before their set is told, after their instance ended, a set of two); abandoned instances kept apart; a
  * percentile deciding its first instances early; samples of a set never told counted as
  * unmatched once forgotten; held samples bounded, the rest counted.
  */
@@ -134,7 +134,12 @@ static void test_percentile(void **state)
 	agg_free(a);
 }
 
-/* Samples before their set is told, after their instance ended, and in a set of two. */
+#define M(id) ((id) | PCMON_TAIL_MULTI)
+
+/*
+ * Samples of one instance (named by its id), of a set of two (before the set is told, and
+ * after), after their instances ended; an abandoned instance; a set never told.
+ */
 static void test_order(void **state)
 {
 	struct agg *a = main_agg();
@@ -147,15 +152,15 @@ static void test_order(void **state)
 	assert_int_equal(tails_add_leg(t, 2, 3, 4, 5 * MS, 0), 2);
 	l1 = tails_leg(t, 1);
 	l2 = tails_leg(t, 2);
-	/* set 10: instance 100 of leg 1; its samples come first (dwarf) */
-	tails_sample(t, 10, 0, 3, 0);
-	e = ev_set(10, 100, 0);
-	tails_event(t, &e, 1);
+	/* instance 100 of leg 1 alone: its samples carry its id, nothing told of it yet */
+	tails_sample(t, 100, 0, 3, 0);
 	assert_int_equal(t->held, 1);
-	/* set 11: instances 100 and 200 (leg 2 nested inside) */
-	e = ev_set(11, 100, 200);
+	/* set M(11): 100 and 200 (leg 2 nested inside); a sample comes before the set is told
+	 * (dwarf), one after */
+	tails_sample(t, M(11), 1, 1, 1);
+	e = ev_set(M(11), 100, 200);
 	tails_event(t, &e, 2);
-	tails_sample(t, 11, 1, 2, 2);
+	tails_sample(t, M(11), 1, 1, 2);
 	/* 200 ends fast: its samples go to leg 2's body */
 	e = ev_end(2, 200, 1 * MS, false);
 	tails_event(t, &e, 3);
@@ -167,13 +172,12 @@ static void test_order(void **state)
 	assert_int_equal(in(l1->prof[TAIL_SLOW], 2), 2);
 	assert_int_equal(t->held, 0);
 	/* samples drained after their instances ended (fp: counts maps drain late) */
-	tails_sample(t, 11, 0, 5, 5);
-	assert_int_equal(in(l1->prof[TAIL_SLOW], 1), 8);
+	tails_sample(t, M(11), 0, 5, 5);
+	tails_sample(t, 100, 0, 1, 5);
+	assert_int_equal(in(l1->prof[TAIL_SLOW], 1), 9);
 	assert_int_equal(in(l2->prof[TAIL_BODY], 1), 5);
 	/* an abandoned instance: apart */
-	e = ev_set(12, 300, 0);
-	tails_event(t, &e, 6);
-	tails_sample(t, 12, 1, 4, 6);
+	tails_sample(t, 300, 1, 4, 6);
 	e = ev_end(1, 300, 0, true);
 	tails_event(t, &e, 7);
 	assert_int_equal(in(l1->prof[TAIL_ABANDONED], 2), 4);
@@ -182,12 +186,12 @@ static void test_order(void **state)
 	assert_int_equal(l2->instances[TAIL_BODY], 1);
 	assert_int_equal(t->unmatched, 0);
 	/* long after: forgotten; a set never told is counted as unmatched */
-	tails_sample(t, 99, 0, 6, 8);
+	tails_sample(t, M(99), 0, 6, 8);
 	tails_expire(t, 8 + TAIL_KEEP_NS + 1);
 	assert_int_equal(t->unmatched, 6);
 	assert_int_equal(t->held, 0);
-	tails_sample(t, 11, 0, 1, 9 + TAIL_KEEP_NS);
-	assert_int_equal(in(l1->prof[TAIL_SLOW], 1), 8); /* its set forgotten: held apart */
+	tails_sample(t, M(11), 0, 1, 9 + TAIL_KEEP_NS);
+	assert_int_equal(in(l1->prof[TAIL_SLOW], 1), 9); /* its set forgotten: held apart */
 	tails_zero(t);
 	assert_int_equal(agg_count(l1->prof[TAIL_SLOW]), 0);
 	assert_int_equal(t->unmatched + t->held + l1->instances[TAIL_SLOW], 0);
@@ -200,13 +204,12 @@ static void test_overflow(void **state)
 {
 	struct agg *a = main_agg();
 	struct tails *t = tails_new(a);
-	struct pcmon_tail_ev e = ev_set(1, 5, 0);
+	struct pcmon_tail_ev e;
 
 	(void)state;
 	tails_add_leg(t, 1, 1, 2, MS, 0);
-	tails_event(t, &e, 0);
 	for (uint32_t i = 0; i < TAIL_MAX_HELD + 10; i++)
-		tails_sample(t, 1, i & 1, 1, 0); /* alternating: a group each */
+		tails_sample(t, 5, i & 1, 1, 0); /* alternating: a group each */
 	/* full: a sample of the last group's stack still joins it, another is counted */
 	assert_int_equal(t->held, TAIL_MAX_HELD);
 	assert_int_equal(t->overflow, 5);
@@ -229,11 +232,11 @@ static void test_many_sets(void **state)
 	tails_add_leg(t, 1, 1, 2, MS, 0);
 	l = tails_leg(t, 1);
 	for (uint32_t i = 1; i <= 20000; i++) {
-		struct pcmon_tail_ev e = ev_set(i * 256 + 1, i * 256 + 1, 0);
+		struct pcmon_tail_ev e = ev_set(M(i * 64), i * 64 + 1, 0);
 
 		tails_event(t, &e, (uint64_t)i * MS);
-		tails_sample(t, i * 256 + 1, 0, 1, (uint64_t)i * MS);
-		e = ev_end(1, i * 256 + 1, i & 1 ? 2 * MS : 0, false);
+		tails_sample(t, M(i * 64), 0, 1, (uint64_t)i * MS);
+		e = ev_end(1, i * 64 + 1, i & 1 ? 2 * MS : 0, false);
 		tails_event(t, &e, (uint64_t)i * MS);
 		if (i % 1000 == 0)
 			tails_expire(t, (uint64_t)i * MS);
