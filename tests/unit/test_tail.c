@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agg.h"
+#include "stfile.h"
 #include "tail.h"
 
 #define MS 1000000ull
@@ -248,6 +249,67 @@ static void test_many_sets(void **state)
 	agg_free(a);
 }
 
+/* The results file's "tails": written and read back the same; a bad one refused. */
+static void test_store_round_trip(void **state)
+{
+	struct agg *a = main_agg(), *a2 = main_agg();
+	struct tails *t = tails_new(a), *back = NULL;
+	struct sf_wr w = { 0 };
+	char why[256] = "";
+	struct sf_rd rd = { .format = 5, .why = why, .whylen = sizeof(why) };
+	uint32_t sid[2] = { 0, 1 };
+	cJSON *o = cJSON_CreateObject();
+	struct pcmon_tail_ev e;
+
+	(void)state;
+	tails_add_leg(t, 3, 1, 2, 0, 99.5);
+	tails_add_leg(t, 4, 2, 1, 7 * MS, 0);
+	for (uint32_t i = 1; i <= 50; i++) {
+		tails_sample(t, i * 64, i & 1, i, 0);
+		e = ev_end(1 + (i & 1), i * 64, i * MS / 4, i % 10 == 0);
+		tails_event(t, &e, 0);
+	}
+	tail_save(t, &w, o);
+	assert_false(w.oom);
+	{ /* as the file has it: printed, read */
+		char *text = cJSON_PrintUnformatted(o);
+
+		cJSON_Delete(o);
+		o = cJSON_Parse(text);
+		cJSON_free(text);
+		assert_non_null(o);
+	}
+	if (tail_load(&rd, o, a2, sid, 2, &back))
+		fail_msg("refused: %s", why);
+	assert_non_null(back);
+	assert_int_equal(back->nlegs, 2);
+	for (size_t k = 0; k < 2; k++) {
+		const struct tail_leg *x = &t->leg[k], *y = &back->leg[k];
+
+		assert_int_equal(y->id, x->id);
+		assert_int_equal(y->threshold_ns, x->threshold_ns);
+		assert_true(y->pct == x->pct);
+		assert_memory_equal(y->instances, x->instances, sizeof(x->instances));
+		assert_memory_equal(y->samples, x->samples, sizeof(x->samples));
+		assert_int_equal(tail_threshold(y), tail_threshold(x));
+		for (int p = 0; p < TAIL_PARTS; p++)
+			for (uint32_t loc = 1; loc <= 2; loc++)
+				assert_int_equal(in(y->prof[p], loc), in(x->prof[p], loc));
+	}
+	tails_free(back);
+	/* a pair naming a stack the section does not have: refused, saying where */
+	cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "tails"), 0),
+						 "body"),
+			     cJSON_Parse("[7, 1]"));
+	assert_int_equal(tail_load(&rd, o, a2, sid, 2, &back), -EINVAL);
+	assert_null(back);
+	assert_non_null(strstr(why, "tails[0]"));
+	cJSON_Delete(o);
+	tails_free(t);
+	agg_free(a);
+	agg_free(a2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_many_sets),
+		cmocka_unit_test(test_store_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
