@@ -295,11 +295,12 @@ static const char *side_name(const struct dside *s, char *buf, size_t len)
 	char a[32], b[32];
 
 	if (tl) { /* diff --tail: a tailed leg's profile */
+		const char *part = proto_str(tl, "part", "?");
+
 		snprintf(buf, len, "target %.0f \"%s\", the %s of leg %.0f (%.0f instances)",
-			 proto_num(t, "id", 0), proto_str(t, "name", "?"), proto_str(tl, "part", "?"),
+			 proto_num(t, "id", 0), proto_str(t, "name", "?"), part,
 			 proto_num(tl, "leg", 0),
-			 proto_num(tl, strcmp(proto_str(tl, "part", ""), "body") ? "slow_instances"
-										 : "body_instances", 0));
+			 proto_num(tl, strcmp(part, "body") ? "slow_instances" : "body_instances", 0));
 	} else if (w && proto_num(w, "slices", 0)) {
 		fmt_clock(a, sizeof(a), proto_num(w, "from", 0));
 		fmt_clock(b, sizeof(b), proto_num(w, "to", 0));
@@ -614,8 +615,8 @@ int cmd_diff(struct cli *c)
 			r = cli_fail(c, 1, "out of memory");
 	}
 	if (!r && dstat_check(&d.st, err, sizeof(err)))
-		r = cli_fail(c, 1, "diff: %s (%s)", err, tail ? (err[0] == 'B' ? "the tail" : "the body")
-							   : c->words[err[0] == 'B']);
+		r = cli_fail(c, 1, "diff: %s (%s)", err,
+			     !tail ? c->words[err[0] == 'B'] : err[0] == 'B' ? "the tail" : "the body");
 	if (!r && (dstat_run(&d.st) || !(d.order = malloc((d.st.nrows + 1) * sizeof(*d.order)))))
 		r = cli_fail(c, 1, "out of memory");
 	if (!r)

@@ -652,7 +652,8 @@ static void unconfigure(struct legs_g *g, const struct target *t, struct legs *l
 	if (lg->tails_on) {
 		struct pcmon_ltails none = { 0 };
 
-		bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &none, sizeof(none), 0);
+		bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &none, sizeof(none),
+				     0);
 		procs_tails(g->env.procs, -(int)lg->tails_on);
 		lg->tails_on = 0;
 	}

@@ -35,7 +35,7 @@ struct legs_g {
 	struct inst_env env;
 	struct legs_bpf *skel;	/* loaded on the first target with nodes */
 	struct counter *ctr;	/* for the probes' measured cost */
-	struct ring_buffer *tail_rb;	/* tail profiles' events (tail_events), with the first tail */
+	struct ring_buffer *tail_rb;	/* tail profiles' records (tail_events), from the first */
 	char err[256];
 };
 

@@ -188,7 +188,7 @@ struct sample_listing {
 	uint64_t covered_t0, covered_t1; /* what the slices taken cover */
 	size_t nslices;
 	bool cut;
-	struct tail_leg *tail;		/* a tailed leg's profile is listed (tail.h), NULL: none */
+	struct tail_leg *tail;		/* a tailed leg's profile listed (tail.h), NULL: none */
 	int tail_part;			/* enum tail_part */
 };
 

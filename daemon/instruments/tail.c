@@ -398,7 +398,8 @@ uint64_t tail_threshold(const struct tail_leg *l)
 		/* within the bucket, as if its durations were spread evenly over it */
 		lo = tail_bucket_low(b);
 		hi = b + 1 < TAIL_HBUCKETS ? tail_bucket_low(b + 1) : lo;
-		return lo + (uint64_t)((double)(hi - lo) * (double)(want - seen - 1) / (double)l->hist[b]);
+		return lo + (uint64_t)((double)(hi - lo) * (double)(want - seen - 1) /
+				       (double)l->hist[b]);
 	}
 	return ~0ull;
 }
