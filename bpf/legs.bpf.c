@@ -249,14 +249,15 @@ static __always_inline void tail_emit(__u32 type, __u32 target, __u32 tid, __u32
 
 /* The thread's tailed instances, for @target (a thread whose process went to another
  * target starts afresh). */
-static __always_inline struct pcmon_tailth *tail_thread(__u32 target)
+static __always_inline struct pcmon_tailth *tail_thread(__u32 target, __u32 gen)
 {
 	struct pcmon_tailth *th = bpf_task_storage_get(&tailth, bpf_get_current_task_btf(), NULL,
 						       BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	if (th && th->target != target) {
+	if (th && (th->target != target || th->gen != gen)) {
 		__builtin_memset(th, 0, sizeof(*th));
 		th->target = target;
+		th->gen = gen;
 	}
 	return th;
 }
@@ -312,9 +313,10 @@ __noinline int tail_hit(__u32 target, __u32 node, __u64 now, __u64 cost, __u32 s
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), key = target;
 	struct pcmon_ltails *lt = bpf_map_lookup_elem(&ltails, &key);
+	__u32 *gen = bpf_map_lookup_elem(&tailgen, &key);
 	struct pcmon_tailth *th = NULL;
 
-	if (!lt)
+	if (!lt || !gen)
 		return 0;
 	for (__u32 s = 0; s < PCMON_TAIL_LEGS && s < lt->n; s++) {
 		struct pcmon_fkey fk = { tid, target, lt->l[s].from, lt->l[s].to };
@@ -322,7 +324,7 @@ __noinline int tail_hit(__u32 target, __u32 node, __u64 now, __u64 cost, __u32 s
 
 		if (fk.to != node && !(starts && fk.from == node))
 			continue;
-		if (!th && !(th = tail_thread(target)))
+		if (!th && !(th = tail_thread(target, *gen)))
 			return 0;
 		fl = bpf_map_lookup_elem(&lflight, &fk);
 		if (fk.to == node && fl)
@@ -578,8 +580,10 @@ int BPF_PROG(legs_exit, struct task_struct *p)
 	if (!p->bpf_storage)
 		return 0;
 	tt = bpf_task_storage_get(&tailth, p, NULL, 0);
-	if (tt) { /* its tailed instances, abandoned */
-		for (int i = 0; i < PCMON_TAIL_LEGS; i++)
+	if (tt) { /* its tailed instances, abandoned (unless stale) */
+		__u32 key = tt->target, *gen = bpf_map_lookup_elem(&tailgen, &key);
+
+		for (int i = 0; gen && *gen == tt->gen && i < PCMON_TAIL_LEGS; i++)
 			if (tt->inst[i])
 				tail_emit(PCMON_TAIL_ABANDON, tt->target, p->pid, tt->set, i + 1, 0,
 					  NULL, tt->inst[i]);

@@ -82,6 +82,16 @@ struct {
 	__type(value, struct pcmon_tailth);
 } tailth SEC(".maps");
 
+/* Bumped by the engine as a target's tails start and stop (procs_tail_gen()): a thread's
+ * tailth of an earlier generation (a target stopped with an instance open, its number
+ * taken again) is stale. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tailgen SEC(".maps");
+
 /* Lifecycle events for the engine (struct pcmon_event): fork, exec, exit, first sample. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

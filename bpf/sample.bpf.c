@@ -41,13 +41,14 @@ static __always_inline __u32 tail_set(struct task_struct *task, __u32 target)
 {
 	struct pcmon_pglobal *pg;
 	struct pcmon_tailth *th;
-	__u32 zero = 0;
+	__u32 zero = 0, *gen;
 
 	pg = bpf_map_lookup_elem(&pglobal, &zero);
 	if (!pg || !pg->tails || !task->bpf_storage)
 		return 0;
 	th = bpf_task_storage_get(&tailth, task, NULL, 0);
-	return th && th->target == target ? th->set : 0;
+	gen = bpf_map_lookup_elem(&tailgen, &target);
+	return th && gen && th->target == target && th->gen == *gen ? th->set : 0;
 }
 
 SEC("perf_event")

@@ -28,7 +28,9 @@
 /* A thread's tailed instances (task storage tailth, shared): slot i is leg slot i + 1's. */
 struct pcmon_tailth {
 	__u32 target;
+	__u32 gen;			/* the target's tailgen then: else what it holds is stale */
 	__u32 set;			/* the id of the set below, 0: none open */
+	__u32 pad;
 	__u32 inst[PCMON_TAIL_LEGS];	/* the open instance of each tailed leg, 0: none */
 };
 

@@ -543,6 +543,8 @@ int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON
 		*rep = proto_error(1, "--tail: cannot set up BPF: %s", strerror(errno));
 		return -errno;
 	}
+	if (!lg->tails_on)
+		procs_tail_gen(g->env.procs, t->id);
 	procs_tails(g->env.procs, (int)(lg->ntails - lg->tails_on));
 	lg->tails_on = lg->ntails;
 	return 0;
@@ -655,6 +657,7 @@ static void unconfigure(struct legs_g *g, const struct target *t, struct legs *l
 		bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &none, sizeof(none),
 				     0);
 		procs_tails(g->env.procs, -(int)lg->tails_on);
+		procs_tail_gen(g->env.procs, t->id);
 		lg->tails_on = 0;
 	}
 	{

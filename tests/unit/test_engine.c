@@ -205,6 +205,8 @@ void procs_all_set(struct procs *s, uint32_t target) { (void)s; (void)target; }
 
 void procs_tails(struct procs *s, int delta) { (void)s; (void)delta; }
 
+void procs_tail_gen(struct procs *s, uint32_t target) { (void)s; (void)target; }
+
 void procs_tstat(struct procs *s, uint32_t target, struct pcmon_tstat *sum)
 {
 	(void)s;
