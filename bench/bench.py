@@ -702,6 +702,32 @@ def legs_run(cmd):
     return {"wall_s": d["wall_s"]} if ok else {"error": r.why()}
 
 
+# tail profiles (docs/tail.md): each call of hot() an instance of leg hot -> hot%return, with
+# sampling on, the leg untailed and tailed (its instances' sets and ends told to the engine,
+# each sample tied to them)
+TAIL_LEG = ["--node", "callheavy.hot", "--node", "callheavy.hot%return", "--leg", "1:2"]
+
+
+def tail_run(cmd, tailed):
+    r = run([PCMON, "run", "--json", "--interval", "1000", *TAIL_LEG,
+             *(["--tail", "1"] if tailed else []), "--"] + cmd, env=pcmon_env(NO_DAEMON))
+    d, t = doc_with(r.out, "calls"), doc_with(r.out, "tables")
+    ok = d and t and t["tables"]["legs"][0]["count"] == CALLS_N
+    if ok and tailed:
+        tails = t.get("tails") or [{}]
+        ok = tails[0].get("instances") == CALLS_N and not tails[0].get("unmatched_samples")
+    return {"wall_s": d["wall_s"]} if ok else {"error": r.why() if not (d and t) else
+                                               "not every call was an instance of the leg"}
+
+
+def leg_untailed(cmd):
+    return tail_run(cmd, False)
+
+
+def leg_tailed(cmd):
+    return tail_run(cmd, True)
+
+
 def calls_cell(rs, bare):
     """A cell's runs against bare's median wall time: ratio, and ns added per call."""
     ok = [x for x in rs if "wall_s" in x]
@@ -718,7 +744,8 @@ def call_counting():
     cmd = [os.path.join(BENCH, "callheavy"), str(CALLS_N)]
     pcmon_cells = {"pcmon count": count_run, "count --when, shadow": count_when_shadow,
                    "count --when, walk": count_when_walk,
-                   "pcmon node": node_run, "pcmon node, 20 legs": legs_run}
+                   "pcmon node": node_run, "pcmon node, 20 legs": legs_run,
+                   "leg, sampled": leg_untailed, "leg, sampled, tailed": leg_tailed}
     runs = {"bare": [], **{k: [] for k in pcmon_cells}, "funclatency": []}
     base_runs = {k: [] for k in pcmon_cells}  # BENCH_BASELINE's
     for rep in range(REPS):
@@ -1960,7 +1987,8 @@ def table(res):
             "(subtracted from the times it reports); pcmon also keeps a per-thread shadow stack")
         add("   (recursion, unwinding, exits), which funclatency does not; 'pcmon node' is one probe per call;")
         add("   count --when, shadow: 'callheavy.main->*', from the shadow stack; count --when, walk:")
-        add("   'callheavy.main->callheavy.hot', the user stack walked at every entry (both match every call)")
+        add("   'callheavy.main->callheavy.hot', the user stack walked at every entry (both match every call);")
+        add("   leg, sampled: a leg from hot() to its return, sampling at 1 kHz; tailed: the same leg with --tail")
     add("")
     ct = res.get("call_times", {})
     add(f"7b. CALL TIMES — cnt's work() called by a loop, ns a call: the program's own clock, pcmon count's "

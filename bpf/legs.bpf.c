@@ -101,6 +101,34 @@ struct {
 } lflight SEC(".maps");
 
 
+/* Tail profiles (pcmon_tail.h): each target's tailed legs, by slot */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct pcmon_ltails);
+} ltails SEC(".maps");
+
+/* their instances' sets and ends, for the engine */
+#define TAIL_RING_BYTES (4 * 1024 * 1024)
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TAIL_RING_BYTES);	/* 87,000 records */
+} tail_events SEC(".maps");
+
+/*
+ * Ids of sets and instances: each CPU counts its own (the return of an atomic add is not
+ * BPF's before v3), PCMON_TAIL_ID(), never 0.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tail_ids SEC(".maps");
+
+__u64 tail_lost;			/* records the ring had no room for */
+
 /* A leg as --add successor creates it (too big for the BPF stack: a global) */
 struct pcmon_leg fresh_leg = { .min_ns = ~0ULL };
 
@@ -177,6 +205,134 @@ static __always_inline void record(struct pcmon_leg *l, const struct pcmon_lkey 
 	}
 	if (c)
 		hist_add(c, &l->h, dur);
+}
+
+/* ---- tail profiles */
+
+static __always_inline __u32 tail_id(void)
+{
+	__u32 zero = 0, *c = bpf_map_lookup_elem(&tail_ids, &zero);
+
+	if (!c)
+		return 0;
+	if (!(++*c & 0x1ffffff))
+		++*c;
+	return PCMON_TAIL_ID(*c, bpf_get_smp_processor_id());
+}
+
+static __always_inline void tail_emit(__u32 type, __u32 target, __u32 tid, __u32 set, __u32 slot,
+				      __u64 dur, const __u32 *inst, __u32 one)
+{
+	struct pcmon_tail_ev *e = bpf_ringbuf_reserve(&tail_events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&tail_lost, 1);
+		return;
+	}
+	e->type = type;
+	e->target = target;
+	e->tid = tid;
+	e->set = set;
+	e->slot = slot;
+	e->pad = 0;
+	e->dur = dur;
+	for (int i = 0; i < PCMON_TAIL_LEGS; i++)
+		e->inst[i] = inst ? inst[i] : 0;
+	if (!inst)
+		e->inst[0] = one;
+	/* the engine is woken only as the ring fills (an eighth of it): else it reads the ring
+	 * as it wakes anyway (once a second at least), and a leg of many short instances does
+	 * not wake it for each */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&tail_events, BPF_RB_AVAIL_DATA) >
+				      TAIL_RING_BYTES / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+/* The thread's tailed instances, for @target (a thread whose process went to another
+ * target starts afresh). */
+static __always_inline struct pcmon_tailth *tail_thread(__u32 target, __u32 gen)
+{
+	struct pcmon_tailth *th = bpf_task_storage_get(&tailth, bpf_get_current_task_btf(), NULL,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (th && (th->target != target || th->gen != gen)) {
+		__builtin_memset(th, 0, sizeof(*th));
+		th->target = target;
+		th->gen = gen;
+	}
+	return th;
+}
+
+/* The thread's set of open instances changed: samples taken from now on carry its new id:
+ * 0 if none is open, the instance's if one is, else one of its own, told to the engine. */
+static __always_inline void tail_newset(struct pcmon_tailth *th, __u32 tid)
+{
+	__u32 n = 0, one = 0;
+
+	for (int i = 0; i < PCMON_TAIL_LEGS; i++)
+		if (th->inst[i]) {
+			n++;
+			one = th->inst[i];
+		}
+	if (n <= 1) {
+		th->set = one;
+		return;
+	}
+	th->set = tail_id() | PCMON_TAIL_MULTI;
+	tail_emit(PCMON_TAIL_SET, th->target, tid, th->set, 0, 0, th->inst, 0);
+}
+
+/* Leg slot @slot's instance open on thread @th ends after @dur ns net (@how 0; 1: it is
+ * abandoned), or a new one opens (@how 2, abandoning one open). */
+static __always_inline void tail_leg(struct pcmon_tailth *th, __u32 slot, __u32 tid, __u64 dur,
+				     __u32 how)
+{
+	__u32 i = slot - 1, old;
+
+	if (i >= PCMON_TAIL_LEGS)
+		return;
+	asm volatile("" : "+r"(i));
+	i &= PCMON_TAIL_LEGS - 1;
+	old = th->inst[i];
+	if (old)
+		tail_emit(how ? PCMON_TAIL_ABANDON : PCMON_TAIL_END, th->target, tid, th->set, slot,
+			  dur, NULL, old);
+	if (!old && how != 2)
+		return;
+	th->inst[i] = how == 2 ? tail_id() : 0;
+	tail_newset(th, tid);
+}
+
+/*
+ * --track all: a hit of @node, at @now with the thread's probe cost @cost, as the target's
+ * tailed legs see it, before the legs in flight are ended and started: each tailed leg to
+ * @node in flight ends (its time net as record() has it), each from @node (if the hit
+ * @starts legs) opens an instance, abandoning one in flight. A function of its own, which
+ * the verifier checks once: inlined into the legs' loops, it made node_hit too big to load.
+ */
+__noinline int tail_hit(__u32 target, __u32 node, __u64 now, __u64 cost, __u32 starts)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), key = target;
+	struct pcmon_ltails *lt = bpf_map_lookup_elem(&ltails, &key);
+	__u32 *gen = bpf_map_lookup_elem(&tailgen, &key);
+	struct pcmon_tailth *th = NULL;
+
+	if (!lt || !gen)
+		return 0;
+	for (__u32 s = 0; s < PCMON_TAIL_LEGS && s < lt->n; s++) {
+		struct pcmon_fkey fk = { tid, target, lt->l[s].from, lt->l[s].to };
+		struct pcmon_flight *fl;
+
+		if (fk.to != node && !(starts && fk.from == node))
+			continue;
+		if (!th && !(th = tail_thread(target, *gen)))
+			return 0;
+		fl = bpf_map_lookup_elem(&lflight, &fk);
+		if (fk.to == node && fl)
+			tail_leg(th, s + 1, tid, pcmon_leg_net(now - fl->ts, cost - fl->cost), 0);
+		if (starts && fk.from == node)
+			tail_leg(th, s + 1, tid, 0, 2);
+	}
+	return 0;
 }
 
 /* --track all: the legs in flight on thread @tid that end at @at (a node, or '*'), done. */
@@ -337,6 +493,9 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 	if (lc->track == PCMON_TRACK_ALL) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
+		/* tailed legs first: they read the legs in flight as they were before the hit */
+		if (lc->tails)
+			tail_hit(target, node, now, cost, w == W_MATCH);
 		end_legs(target, node, tid, now, hits, cost, pre, steal);
 		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre, steal);
 		if (w == W_MATCH) {
@@ -412,6 +571,7 @@ int node_usdt(struct pt_regs *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(legs_exit, struct task_struct *p)
 {
+	struct pcmon_tailth *tt;
 	struct pcmon_lthread *th;
 	struct pcmon_tlegs *tl;
 	struct pcmon_lcfg *lc;
@@ -419,6 +579,16 @@ int BPF_PROG(legs_exit, struct task_struct *p)
 
 	if (!p->bpf_storage)
 		return 0;
+	tt = bpf_task_storage_get(&tailth, p, NULL, 0);
+	if (tt) { /* its tailed instances, abandoned (unless stale) */
+		__u32 key = tt->target, *gen = bpf_map_lookup_elem(&tailgen, &key);
+
+		for (int i = 0; gen && *gen == tt->gen && i < PCMON_TAIL_LEGS; i++)
+			if (tt->inst[i])
+				tail_emit(PCMON_TAIL_ABANDON, tt->target, p->pid, tt->set, i + 1, 0,
+					  NULL, tt->inst[i]);
+		bpf_task_storage_delete(&tailth, p);
+	}
 	th = bpf_task_storage_get(&lthread, p, NULL, 0);
 	if (!th)
 		return 0;

@@ -11,6 +11,7 @@
 #define PCMON_PROCS_BPF_H
 
 #include "pcmon_procs.h"
+#include "pcmon_tail.h"
 
 #ifndef READ_ONCE
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
@@ -71,6 +72,25 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pcmon_pglobal);
 } pglobal SEC(".maps");
+
+/* Each thread's open instances of tailed legs (pcmon_tail.h): the legs counter writes it,
+ * the sampler reads the set's id into each sample's key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pcmon_tailth);
+} tailth SEC(".maps");
+
+/* Bumped by the engine as a target's tails start and stop (procs_tail_gen()): a thread's
+ * tailth of an earlier generation (a target stopped with an instance open, its number
+ * taken again) is stale. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PCMON_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tailgen SEC(".maps");
 
 /* Lifecycle events for the engine (struct pcmon_event): fork, exec, exit, first sample. */
 struct {

@@ -33,6 +33,24 @@ char LICENSE[] SEC("license") = "GPL";
 #include "sample_real.bpf.h"
 #include "sample_critical.bpf.h"
 
+/*
+ * The set of tailed-leg instances the thread has open (pcmon_tail.h), 0: none. Costs a
+ * sample one array read while no target tails a leg.
+ */
+static __always_inline __u32 tail_set(struct task_struct *task, __u32 target)
+{
+	struct pcmon_pglobal *pg;
+	struct pcmon_tailth *th;
+	__u32 zero = 0, *gen;
+
+	pg = bpf_map_lookup_elem(&pglobal, &zero);
+	if (!pg || !pg->tails || !task->bpf_storage)
+		return 0;
+	th = bpf_task_storage_get(&tailth, task, NULL, 0);
+	gen = bpf_map_lookup_elem(&tailgen, &target);
+	return th && gen && th->target == target && th->gen == *gen ? th->set : 0;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -74,6 +92,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.section = current_section(bpf_get_current_task_btf());
 	key.flags = marks_pending(p);
 	key.cgroup = bpf_get_current_cgroup_id();
+	key.tset = tail_set(bpf_get_current_task_btf(), p->target);
 	if (cfg->flags & PCMON_TF_DWARF) {
 		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
 			   cfg->flags & PCMON_TF_KERNEL);

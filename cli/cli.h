@@ -98,6 +98,7 @@ extern const size_t ncommands;
  */
 extern const struct opt global_opts[], no_opts[];
 extern const struct opt sampling_opts[], pattern_opts[], watch_opts[], window_opts[];
+extern const struct opt tail_opts[];
 
 /* A command line, parsed: what its command's function receives. */
 struct cli {

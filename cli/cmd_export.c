@@ -40,6 +40,7 @@ const struct opt export_opts[] = {
 	OPT_SOME(listing_opts, "by"),
 	OPT_ALL(window_opts),
 	OPT_ALL(alloc_opts),
+	OPT_ALL(tail_opts),
 	OPT_TABLE_END,
 };
 
@@ -50,6 +51,7 @@ const struct opt flamegraph_opts[] = {
 	OPT_SOME(listing_opts, "by"),
 	OPT_ALL(window_opts),
 	OPT_ALL(alloc_opts),
+	OPT_ALL(tail_opts),
 	OPT_TABLE_END,
 };
 

@@ -3,7 +3,7 @@
  * pcmon node, leg, hist: the probe-node tables of a running target (docs/legs.md).
  *
  *   node add TARGET NODE [--hist-arg N] | node del TARGET ID
- *   leg add TARGET FROM TO | leg del TARGET ID
+ *   leg add TARGET FROM TO | leg del TARGET ID | leg tail TARGET LEG [THRESHOLD]
  *   hist add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)
  *   hist del TARGET node|leg ID
  *
@@ -98,6 +98,30 @@ static int edit_req(struct cli *c, bool add)
 	return 0;
 }
 
+/* leg tail TARGET LEG [THRESHOLD]: the leg's slow instances profiled apart from now on. */
+static int tail_req(struct cli *c)
+{
+	char spec[96];
+	struct session s;
+	cJSON *rep;
+	int r;
+
+	if (c->nwords != 3 && c->nwords != 4)
+		return cli_fail(c, 2, "leg tail: give TARGET LEG [THRESHOLD] (5ms, p99: the default)");
+	snprintf(spec, sizeof(spec), "%s%s%s", c->words[2], c->nwords == 4 ? ":" : "",
+		 c->nwords == 4 ? c->words[3] : "");
+	req_set(c->req, "op", cJSON_CreateString("tail"));
+	req_set(c->req, "target", cJSON_CreateString(c->words[1]));
+	req_set(c->req, "spec", cJSON_CreateString(spec));
+	if ((r = session_connect(c, &s)))
+		return r;
+	rep = session_call(&s, c->req);
+	r = cli_show(c, rep, NULL);
+	cJSON_Delete(rep);
+	session_close(&s);
+	return r;
+}
+
 int cmd_edit(struct cli *c)
 {
 	const char *cmd = c->cmd->name, *op = c->nwords ? c->words[0] : NULL;
@@ -107,6 +131,8 @@ int cmd_edit(struct cli *c)
 	cJSON *rep;
 	int r;
 
+	if (op && !strcmp(op, "tail") && !strcmp(cmd, "leg")) /* leg tail TARGET LEG [THRESHOLD] */
+		return tail_req(c);
 	if (!op || (!add && strcmp(op, "del")) || c->nwords != need)
 		return cli_fail(c, 2, "%s: see pcmon --help for %s add|del", cmd, cmd);
 	if ((r = edit_req(c, add)))

@@ -15,6 +15,7 @@ const struct opt list_opts[] = {
 	OPT_ALL(listing_opts),
 	OPT_ALL(pattern_opts),
 	OPT_ALL(window_opts),
+	OPT_ALL(tail_opts),
 	OPT_TABLE_END,
 };
 

@@ -100,6 +100,7 @@ static void with_slices(cJSON *req);
 const struct opt save_opts[] = {
 	OPT_ALL(window_opts),
 	OPT_ALL(pattern_opts),
+	OPT_ALL(tail_opts),
 	OPT_TABLE_END,
 };
 
@@ -112,7 +113,8 @@ int cmd_save(struct cli *c)
 
 	if (c->nwords != 2)
 		return cli_fail(c, 2, "save: give TARGET and FILE");
-	with_slices(c->req);
+	if (!cJSON_GetObjectItemCaseSensitive(c->req, "tail")) /* (a tail is not kept by time) */
+		with_slices(c->req);
 	if ((r = side_fetch(c, c->words[0], c->req, &rep)))
 		return r;
 	cJSON_DeleteItemFromObject(rep, "v");
@@ -289,9 +291,17 @@ static const char *side_name(const struct dside *s, char *buf, size_t len)
 {
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(s->rep, "window");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->rep, "target");
+	const cJSON *tl = cJSON_GetObjectItemCaseSensitive(s->rep, "tail");
 	char a[32], b[32];
 
-	if (w && proto_num(w, "slices", 0)) {
+	if (tl) { /* diff --tail: a tailed leg's profile */
+		const char *part = proto_str(tl, "part", "?");
+
+		snprintf(buf, len, "target %.0f \"%s\", the %s of leg %.0f (%.0f instances)",
+			 proto_num(t, "id", 0), proto_str(t, "name", "?"), part,
+			 proto_num(tl, "leg", 0),
+			 proto_num(tl, strcmp(part, "body") ? "slow_instances" : "body_instances", 0));
+	} else if (w && proto_num(w, "slices", 0)) {
 		fmt_clock(a, sizeof(a), proto_num(w, "from", 0));
 		fmt_clock(b, sizeof(b), proto_num(w, "to", 0));
 		snprintf(buf, len, "target %.0f \"%s\" %s to %s", proto_num(t, "id", 0),
@@ -562,6 +572,8 @@ const struct opt diff_opts[] = {
 	  .text = &diff_svg, .complete = COMPL_FILE },
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &diff_title },
 	OPT_ALL(pattern_opts),
+	/* diff TARGET --tail LEG: its body (A) against its tail (B) */
+	OPT_SOME(tail_opts, "tail"),
 	OPT_TABLE_END,
 };
 
@@ -579,22 +591,32 @@ int cmd_diff(struct cli *c)
 	char err[256], title[512], buf[2][200];
 	int r = 0;
 
-	if (c->nwords != 2)
+	bool tail = cJSON_GetObjectItemCaseSensitive(c->req, "tail") != NULL;
+
+	if (tail && c->nwords != 1)
+		return cli_fail(c, 2, "diff --tail LEG: give one target: its body (A) against its tail (B)");
+	if (!tail && c->nwords != 2)
 		return cli_fail(c, 2, "diff: give two sides A B: targets, TARGET@SINCE..UNTIL or saved files");
 	d.names = itab_new();
 	if (!d.names)
 		return cli_fail(c, 1, "out of memory");
-	dstat_init(&d.st, diff_per, DIFF_ALPHA);
-	with_slices(c->req);
+	/* a tail and its body are the samples of different instances: their shares compare,
+	 * their times do not; and they are not kept by time (no slices) */
+	dstat_init(&d.st, tail && diff_per == DSTAT_AUTO ? DSTAT_SAMPLE : diff_per, DIFF_ALPHA);
+	if (!tail)
+		with_slices(c->req);
 	for (int k = 0; k < 2 && !r; k++) {
-		r = side_fetch(c, c->words[k], c->req, &d.s[k].rep);
+		if (tail)
+			req_set(c->req, "tail_part", cJSON_CreateString(k ? "tail" : "body"));
+		r = side_fetch(c, c->words[tail ? 0 : k], c->req, &d.s[k].rep);
 		if (!r && xprof_load(&d.s[k].p, d.s[k].rep, err, sizeof(err)))
 			r = cli_fail(c, 1, "diff: %s: %s", c->words[k], err);
 		if (!r && (count_side(&d, k) || slices_side(&d, k)))
 			r = cli_fail(c, 1, "out of memory");
 	}
 	if (!r && dstat_check(&d.st, err, sizeof(err)))
-		r = cli_fail(c, 1, "diff: %s (%s)", err, c->words[err[0] == 'B']);
+		r = cli_fail(c, 1, "diff: %s (%s)", err,
+			     !tail ? c->words[err[0] == 'B'] : err[0] == 'B' ? "the tail" : "the body");
 	if (!r && (dstat_run(&d.st) || !(d.order = malloc((d.st.nrows + 1) * sizeof(*d.order)))))
 		r = cli_fail(c, 1, "out of memory");
 	if (!r)

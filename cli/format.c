@@ -657,7 +657,62 @@ void fmt_tables(FILE *f, const cJSON *rep)
  * nothing printed): the call table ("calls"), the probe-node tables ("tables"), the
  * allocations ("alloc").
  */
-static void (*const sections[])(FILE *f, const cJSON *rep) = { fmt_calls, fmt_tables, fmt_alloc };
+/* A tailed leg's figures (docs/tail.md): its instances, where they went, what was lost. */
+static void fmt_tail_line(FILE *f, const cJSON *o)
+{
+	double n = num(o, "instances"), slow = num(o, "slow_instances");
+	char thr[32], how[48];
+
+	fmt_ns(thr, sizeof(thr), num(o, "threshold_ns"));
+	if (proto_str(o, "threshold", NULL))
+		snprintf(how, sizeof(how), "%s, now %s", str(o, "threshold", "?"), thr);
+	else
+		snprintf(how, sizeof(how), "%s", thr);
+	fprintf(f, "leg %.0f at or above %s: %.0f of %.0f instances (%.2f%%), %.0f samples; body %.0f instances, %.0f samples; abandoned %.0f, %.0f samples\n",
+		num(o, "leg"), how, slow, n, n ? 100 * slow / n : 0.0, num(o, "tail_samples"),
+		num(o, "body_instances"), num(o, "body_samples"), num(o, "abandoned_instances"),
+		num(o, "abandoned_samples"));
+	if (num(o, "decided_early"))
+		fprintf(f, "  %.0f instances decided before the percentile had %d (decided_early)\n",
+			num(o, "decided_early"), 1000);
+	if (num(o, "overflow_samples") || num(o, "unmatched_samples") || num(o, "lost_events"))
+		fprintf(f, "  lost to the tails: %.0f samples over the memory held for open instances, %.0f never matched to one, %.0f events lost\n",
+			num(o, "overflow_samples"), num(o, "unmatched_samples"), num(o, "lost_events"));
+	if (num(o, "held_groups"))
+		fprintf(f, "  %.0f groups of samples held for instances still open\n",
+			num(o, "held_groups"));
+}
+
+/* The tails of a listing of the whole: a line each and the tail's hottest procedures. */
+static void fmt_tails(FILE *f, const cJSON *rep)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(rep, "tail"), *it;
+
+	if (o) { /* a tail's own listing */
+		fprintf(f, "\n%s of ", str(o, "part", "tail"));
+		fmt_tail_line(f, o);
+		return;
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(rep, "tails")) {
+		int k = 0;
+		const cJSON *p;
+
+		fprintf(f, "\ntail of ");
+		fmt_tail_line(f, it);
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(it, "procedures")) {
+			if (k == 5 || !num(p, "shallow"))
+				break; /* (by shallow count: the rest ran nothing themselves) */
+			k++;
+			fprintf(f, "  %8.0f %5.1f%%  %s\n", num(p, "shallow"), num(p, "shallow_pct"),
+				str(p, "procedure", "?"));
+		}
+		if (k)
+			fprintf(f, "  (pcmon list TARGET --tail %.0f: the whole tail)\n", num(it, "leg"));
+	}
+}
+
+static void (*const sections[])(FILE *f, const cJSON *rep) = { fmt_calls, fmt_tables, fmt_alloc,
+								fmt_tails };
 
 void fmt_listing(FILE *f, const cJSON *rep, const struct list_view *v)
 {

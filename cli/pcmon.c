@@ -28,7 +28,7 @@ const struct command commands[] = {
 	  "foreground" },
 	{ "node", cmd_edit, node_opts, WORDS_LIST, "add TARGET NODE [--hist-arg N] | del TARGET ID",
 	  "a probe node, while it runs" },
-	{ "leg", cmd_edit, no_opts, WORDS_LIST, "add TARGET FROM TO | del TARGET ID",
+	{ "leg", cmd_edit, no_opts, WORDS_LIST, "add TARGET FROM TO | del TARGET ID | tail TARGET LEG [THRESHOLD]",
 	  "a leg, while it runs" },
 	{ "hist", cmd_edit, hist_opts, WORDS_LIST,
 	  "add TARGET node|leg ID (--linear --buckets B --scale S --base B | --log)"

@@ -36,6 +36,17 @@ const struct opt pattern_opts[] = {
 	OPT_TABLE_END,
 };
 
+/* A tailed leg's profiles in place of the target's (docs/tail.md). */
+const struct opt tail_opts[] = {
+	{ "tail", 0, "LEG", OPT_NUM, "tail",
+	  .help = "the samples of leg LEG's slow instances (started with --tail LEG)" },
+	{ "body", 0, NULL, OPT_CONST, "tail_part", .value = "body",
+	  .help = "with --tail: those of its other instances" },
+	{ "abandoned", 0, NULL, OPT_CONST, "tail_part", .value = "abandoned",
+	  .help = "with --tail: those of its abandoned instances", .excludes = "body" },
+	OPT_TABLE_END,
+};
+
 /* A listing's window of time, answered from the target's time slices (docs/sampling.md). */
 const struct opt window_opts[] = {
 	{ "since", 0, "TIME", OPT_STR, "since",
@@ -120,6 +131,8 @@ const struct opt sampling_opts[] = {
 	  .help = "which node hits start a leg (default all)" },
 	{ "add", 0, "none|successor", OPT_STR, "add",
 	  .help = "add the leg from a thread's last node (default none)" },
+	{ "tail", 0, "LEG[:THRESHOLD]", OPT_APPEND, "tails",
+	  .help = "profile leg LEG's instances slower than THRESHOLD apart (5ms, p99: default)" },
 	{ "name", 0, "NAME", OPT_STR, "name", .help = "the target's name" },
 	{ "slices", 0, "LEN[,LEN@AGE]...", OPT_STR, "slices",
 	  .help = "time slices, coarser with age (default 10s,1m@1h,10m@1d)" },

@@ -66,7 +66,7 @@ struct pcmon_key {
 	__u8 kerr;	/* enum pcmon_stack_err for the kernel stack */
 	__u8 flags;	/* PCMON_KF_* */
 	__u32 tid;	/* the thread */
-	__u32 pad;
+	__u32 tset;	/* on-CPU: its open instances of tailed legs (pcmon_tail.h), 0: none */
 	__u64 ustack;	/* key in the stacks map, 0 = no user stack */
 	__u64 kstack;	/* key in the stacks map, 0 = no kernel stack */
 	__u64 section;	/* address of the innermost marked section's name (in pid), 0 = none */

@@ -43,6 +43,8 @@ int list_req_parse(const cJSON *req, struct list_req *lr)
 		.alloc = proto_bool(req, "alloc", 0),
 		.tables = proto_bool(req, "tables", 0),
 		.sort = proto_str(req, "sort", "self"),
+		.tail = (uint32_t)proto_num(req, "tail", 0),
+		.tail_part = proto_str(req, "tail_part", "tail"),
 	};
 	if (proto_strs(req, "critical", &lr->critical, &lr->ncritical) ||
 	    proto_strs(req, "timeline_procs", &lr->timeline_procs, &lr->ntimeline_procs)) {

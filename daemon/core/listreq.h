@@ -41,6 +41,11 @@ struct list_req {
 	/* the call table's, the probe-node tables' and the allocations' */
 	bool calls, tables, alloc;	/* that part alone (alloc with stacks: its profile) */
 	const char *sort;		/* the call table's order */
+
+	/* a tailed leg's profile in place of the target's (tail.h): the leg's number, 0: none;
+	 * which of its profiles: tail, body or abandoned */
+	uint32_t tail;
+	const char *tail_part;
 };
 
 /* @req into @lr: 0, or -ENOMEM. list_req_free() frees what it holds, not the request. */

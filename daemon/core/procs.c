@@ -393,6 +393,24 @@ int procs_exit_maps(struct procs *p, uint32_t tgid, uint32_t epoch, struct procm
 	return n;
 }
 
+void procs_tail_gen(struct procs *p, uint32_t target)
+{
+	uint32_t gen = 0;
+
+	bpf_map__lookup_elem(p->skel->maps.tailgen, &target, sizeof(target), &gen, sizeof(gen), 0);
+	gen++;
+	bpf_map__update_elem(p->skel->maps.tailgen, &target, sizeof(target), &gen, sizeof(gen), 0);
+}
+
+void procs_tails(struct procs *p, int delta)
+{
+	struct pcmon_pglobal g = { 0 };
+
+	pglobal_get(p, &g);
+	g.tails = delta < 0 && (uint32_t)-delta > g.tails ? 0 : g.tails + delta;
+	pglobal_put(p, &g);
+}
+
 int procs_cgroup_add(struct procs *p, uint64_t cgid, uint32_t target)
 {
 	struct pcmon_pglobal g = { 0 };

@@ -66,4 +66,10 @@ void procs_programs_json(struct procs *p, cJSON *arr);
 /* One program's entry in such an array (its run-time statistics), for every object's. */
 void procs_program_json(struct bpf_program *prog, bool attached, cJSON *arr);
 
+/* Tailed legs of all targets, more or fewer by @delta (BPF's pglobal.tails: while 0, samples
+ * do not look for a thread's tailed instances, pcmon_tail.h). */
+void procs_tails(struct procs *p, int delta);
+/* Target @target's tails start or stop: what threads hold of its tails before is stale. */
+void procs_tail_gen(struct procs *p, uint32_t target);
+
 #endif

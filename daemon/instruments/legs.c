@@ -22,6 +22,7 @@
 
 #include "legs.h"
 #include "legs_int.h"
+#include "tail.h"
 #include "pat.h"
 #include "proto.h"
 #include "slices.h"
@@ -211,6 +212,47 @@ int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep)
 	return lg->when_text ? 0 : -ENOMEM;
 }
 
+/* --tail LEG[:THRESHOLD]: legs of the table, tracked on their own (--track all). */
+int legs_parse_tails(struct legs *lg, const cJSON *arr, cJSON **rep)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, arr) {
+		struct legs_tail *lt = &lg->tails[lg->ntails];
+		const char *why;
+		bool found = false;
+
+		if (lg->ntails >= PCMON_TAIL_LEGS) {
+			*rep = proto_error(2, "--tail: at most %d legs a target", PCMON_TAIL_LEGS);
+			return -E2BIG;
+		}
+		if (tail_parse(it->valuestring, &lt->leg, &lt->ns, &lt->pct, &why)) {
+			*rep = proto_error(2, "--tail %s: %s", it->valuestring, why);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < lg->nlegs; i++)
+			found |= lg->legs[i].id == lt->leg && lg->legs[i].from != PCMON_ANY_NODE &&
+				 lg->legs[i].to != PCMON_ANY_NODE;
+		for (size_t i = 0; i < lg->ntails; i++)
+			if (lg->tails[i].leg == lt->leg) {
+				*rep = proto_error(2, "--tail %s: leg %u is tailed already",
+						   it->valuestring, lt->leg);
+				return -EINVAL;
+			}
+		if (!found) {
+			*rep = proto_error(2, "--tail %s: no leg %u between two nodes (--leg FROM:TO; not from or to '*')",
+					   it->valuestring, lt->leg);
+			return -ENOENT;
+		}
+		if (lg->track != PCMON_TRACK_ALL) {
+			*rep = proto_error(2, "--tail needs --track all (each leg tracked on its own)");
+			return -EINVAL;
+		}
+		lg->ntails++;
+	}
+	return 0;
+}
+
 int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *it;
@@ -251,6 +293,8 @@ int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJS
 		if (legs_parse_hist(lg, it->valuestring, rep))
 			goto fail;
 	if (legs_set_when(lg, req, rep))
+		goto fail;
+	if (legs_parse_tails(lg, cJSON_GetObjectItemCaseSensitive(req, "tails"), rep))
 		goto fail;
 	*out = lg;
 	return 0;

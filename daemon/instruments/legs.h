@@ -13,6 +13,7 @@
 
 #include "inst.h"
 #include "pcmon_legs.h"
+#include "pcmon_tail.h"
 
 struct bpf_link;
 struct pat;
@@ -89,6 +90,15 @@ struct legs {
 	/* steal counted after a hit, which may have fallen on either side of it: in every
 	 * leg's error (counter_unplaced_steal(), from unplaced_at, its value at the zero) */
 	uint64_t unplaced_steal_ns, unplaced_at;
+	/* --tail LEG[:THRESHOLD] (tail.h, docs/tail.md): the legs tailed, in slot order; their
+	 * profiles are the sampling instrument's (struct sample.tails) */
+	struct legs_tail {
+		uint32_t leg;		/* its number */
+		uint64_t ns;		/* a duration, or 0: ... */
+		double pct;		/* ... a percentile of its durations */
+	} tails[PCMON_TAIL_LEGS];
+	size_t ntails;
+	size_t tails_on;	/* of them, counted in BPF's pglobal.tails (procs_tails()) */
 };
 
 extern const struct inst_ops legs_ops;

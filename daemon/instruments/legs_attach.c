@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,6 +23,8 @@
 #include "legs_int.h"
 #include "pat.h"
 #include "procs.h"
+#include "sample.h"
+#include "tail.h"
 #include "proto.h"
 #include "slices.h"
 #include "target.h"
@@ -217,7 +220,7 @@ attach:
 	return r;
 }
 
-static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg);
+static void unconfigure(struct legs_g *g, const struct target *t, struct legs *lg);
 
 static struct pcmon_hkey node_hkey(const struct target *t, size_t i)
 {
@@ -332,7 +335,7 @@ out:
 int legs_attach_configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset)
 {
 	struct pcmon_lcfg lc = { .track = lg->track, .add = lg->add, .when = lg->when != NULL,
-				 .wpat = lg->wpat };
+				 .tails = (uint32_t)lg->ntails, .wpat = lg->wpat };
 	__u64 how = reset ? BPF_ANY : BPF_NOEXIST;
 	int r = 0;
 
@@ -449,6 +452,104 @@ static int attach_context(struct legs_g *g, struct target *t, struct legs *lg, c
 	return r;
 }
 
+/* ---- tail profiles (tail.h) */
+
+static int on_tail_ev(void *ctx, void *data, size_t len)
+{
+	struct legs_g *g = ctx;
+	const struct pcmon_tail_ev *e = data;
+	struct target *t;
+	struct sample *sp;
+
+	if (len < sizeof(*e) || e->target >= PCMON_MAX_TARGETS)
+		return 0;
+	t = g->env.targets[e->target];
+	sp = t ? sample_of(t) : NULL;
+	if (sp && sp->tails)
+		tails_event(sp->tails, e, now_ns());
+	return 0;
+}
+
+/* What the tails' ring holds, to the targets' tails; the records it had no room for. */
+void legs_attach_tails_read(struct legs_g *g)
+{
+	if (!g->tail_rb)
+		return;
+	ring_buffer__consume(g->tail_rb);
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = g->env.targets[i];
+		struct sample *sp = t ? sample_of(t) : NULL;
+
+		if (sp && sp->tails) /* (BPF's count, of every target's) */
+			sp->tails->lost_events = g->skel->bss->tail_lost;
+	}
+}
+
+/*
+ * --tail: the sampling instrument's tails for @t, the tailed legs' slots in BPF. The ring of
+ * their events opens with the first, and wakes the engine as records come.
+ */
+int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep)
+{
+	struct sample *sp = sample_of(t);
+	struct pcmon_ltails bl = { 0 };
+
+	if (!lg->ntails)
+		return 0;
+	if (!sp) {
+		*rep = proto_error(2, "--tail needs sampling: the tail is a profile of the slow instances' samples (leave out --no-sample)");
+		return -EINVAL;
+	}
+	if (!g->tail_rb) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		g->tail_rb = ring_buffer__new(bpf_map__fd(g->skel->maps.tail_events), on_tail_ev, g,
+					      NULL);
+		if (!g->tail_rb) {
+			*rep = proto_error(1, "--tail: cannot read BPF's ring: %s", strerror(errno));
+			return -errno;
+		}
+		ev.data.fd = ring_buffer__epoll_fd(g->tail_rb);
+		if (epoll_ctl(g->env.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+			pr_warn("--tail: the ring is read once a second: %s", strerror(errno));
+	}
+	if (!sp->tails && !(sp->tails = tails_new(sp->agg))) {
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
+	}
+	/* each leg's slot: its place in the tails (those it had keep theirs) */
+	for (size_t i = 0; i < lg->ntails; i++) {
+		const struct legs_tail *lt = &lg->tails[i];
+		const struct legs_leg *l = NULL;
+		struct tail_leg *have = tails_leg(sp->tails, lt->leg);
+		int slot;
+
+		for (size_t j = 0; j < lg->nlegs; j++)
+			if (lg->legs[j].id == lt->leg)
+				l = &lg->legs[j];
+		if (!l)
+			continue;
+		slot = have ? (int)(have - sp->tails->leg) + 1
+			    : tails_add_leg(sp->tails, l->id, l->from, l->to, lt->ns, lt->pct);
+		if (slot < 0) {
+			*rep = proto_error(1, "--tail: %s", strerror(-slot));
+			return slot;
+		}
+		bl.l[slot - 1].from = l->from;
+		bl.l[slot - 1].to = l->to;
+		bl.n = MAX(bl.n, (uint32_t)slot);
+	}
+	if (bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &bl, sizeof(bl), 0)) {
+		*rep = proto_error(1, "--tail: cannot set up BPF: %s", strerror(errno));
+		return -errno;
+	}
+	if (!lg->tails_on)
+		procs_tail_gen(g->env.procs, t->id);
+	procs_tails(g->env.procs, (int)(lg->ntails - lg->tails_on));
+	lg->tails_on = lg->ntails;
+	return 0;
+}
+
 int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct legs_g *g = gp;
@@ -485,6 +586,8 @@ int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 		if (r)
 			*rep = proto_error(1, "cannot set up the nodes in BPF: %s", strerror(-r));
 	}
+	if (!r)
+		r = legs_attach_tails(g, t, lg, rep);
 	for (size_t i = 0; i < lg->nnodes && !r; i++)
 		r = legs_attach_node(g, t, lg, i, rep);
 	if (r) { /* nothing of it stays: the links go with the state */
@@ -529,7 +632,7 @@ void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *
 }
 
 /* Forget the target's entries in BPF. */
-static void unconfigure(struct legs_g *g, const struct target *t, const struct legs *lg)
+static void unconfigure(struct legs_g *g, const struct target *t, struct legs *lg)
 {
 	for (size_t i = 0; i < lg->nnodes; i++) {
 		uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
@@ -547,6 +650,15 @@ static void unconfigure(struct legs_g *g, const struct target *t, const struct l
 		bpf_map__delete_elem(g->skel->maps.legs, &k, sizeof(k), 0);
 		bpf_map__delete_elem(g->skel->maps.hcfgs, &hk, sizeof(hk), 0);
 		bpf_map__delete_elem(g->skel->maps.lfrom, &fk, sizeof(fk), 0);
+	}
+	if (lg->tails_on) {
+		struct pcmon_ltails none = { 0 };
+
+		bpf_map__update_elem(g->skel->maps.ltails, &t->id, sizeof(t->id), &none, sizeof(none),
+				     0);
+		procs_tails(g->env.procs, -(int)lg->tails_on);
+		procs_tail_gen(g->env.procs, t->id);
+		lg->tails_on = 0;
 	}
 	{
 		struct legs none = { .nnodes = lg->nnodes };

@@ -54,6 +54,28 @@ static int editable(const struct legs *lg, struct target *t, cJSON **rep)
 	return 0;
 }
 
+/* pcmon leg tail TARGET LEG [THRESHOLD]: a leg of the table tailed from now on (docs/tail.md). */
+static cJSON *tail_leg_cmd(struct legs_g *g, struct target *t, struct legs *lg, const char *spec)
+{
+	cJSON *arr = cJSON_CreateArray(), *rep = NULL, *ok;
+	size_t had = lg->ntails;
+
+	if (!arr || !cJSON_AddItemToArray(arr, cJSON_CreateString(spec))) {
+		cJSON_Delete(arr);
+		return proto_error(1, "out of memory");
+	}
+	if (!legs_parse_tails(lg, arr, &rep) && legs_attach_tails(g, t, lg, &rep))
+		lg->ntails = had; /* (what BPF was told stays harmless: no slot without its leg) */
+	cJSON_Delete(arr);
+	if (rep)
+		return rep;
+	legs_attach_configure(g, t, lg, false); /* (the target's count of tailed legs) */
+	t->dirty = true;
+	ok = proto_ok();
+	cJSON_AddNumberToObject(ok, "id", lg->tails[lg->ntails - 1].leg);
+	return ok;
+}
+
 /*
  * pcmon node|leg|hist add|del on a running target (its first node gives it the
  * instrument): request fields cmd ("node", "leg", "hist"), op ("add", "del"), and spec/arg,
@@ -72,6 +94,8 @@ cJSON *legs_edit(void *gp, struct target *t, const cJSON *req)
 		return rep ? rep : proto_error(1, "target %u has no nodes", t->id);
 	if (editable(lg, t, &rep))
 		return rep;
+	if (!strcmp(proto_str(req, "op", ""), "tail")) /* pcmon leg tail TARGET LEG[:THRESHOLD] */
+		return tail_leg_cmd(g, t, lg, proto_str(req, "spec", ""));
 	if (!strcmp(what, "node") && add) {
 		struct legs_node *n = realloc(lg->nodes, (lg->nnodes + 1) * sizeof(*n));
 		const char *spec = proto_str(req, "spec", "");

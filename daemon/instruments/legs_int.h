@@ -25,6 +25,7 @@
 #include "inst.h"
 
 struct counter;
+struct ring_buffer;
 struct legs;
 struct legs_bpf;
 struct legs_leg;
@@ -34,6 +35,7 @@ struct legs_g {
 	struct inst_env env;
 	struct legs_bpf *skel;	/* loaded on the first target with nodes */
 	struct counter *ctr;	/* for the probes' measured cost */
+	struct ring_buffer *tail_rb;	/* tail profiles' records (tail_events), from the first */
 	char err[256];
 };
 
@@ -45,6 +47,7 @@ int legs_parse_hist(struct legs *lg, const char *spec, cJSON **rep);
 bool legs_full(const struct legs *lg, const struct legs_leg *l, const char *spec, cJSON **rep);
 int legs_parse_legs(struct legs *lg, const cJSON *arr, cJSON **rep);
 int legs_set_when(struct legs *lg, const cJSON *req, cJSON **rep);
+int legs_parse_tails(struct legs *lg, const cJSON *arr, cJSON **rep);
 int legs_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep);
 uint32_t legs_next_leg_id(const struct legs *lg);
 
@@ -62,6 +65,8 @@ void legs_attach_hists(struct legs_g *g, struct target *t, struct legs *lg);
 void legs_attach_collect(struct legs_g *g, const struct target *t, struct legs *lg);
 void legs_attach_stop(void *gp, struct target *t, void *st);
 void legs_attach_zero(void *gp, struct target *t, void *st);
+void legs_attach_tails_read(struct legs_g *g);
+int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON **rep);
 
 /* legs_edit.c */
 cJSON *legs_edit(void *gp, struct target *t, const cJSON *req);

@@ -16,6 +16,8 @@
 #include "legs.skel.h"
 #include "legs_int.h"
 #include "proto.h"
+#include "sample.h"
+#include "tail.h"
 #include "slices.h"
 #include "target.h"
 #include "timed.h"
@@ -62,9 +64,25 @@ static void legs_read(void *g, const struct target *t, void *st)
  */
 static const struct timed_reader reader = { INST_LEGS, legs_slices, legs_read };
 
-static void tick(void *g)
+static void tick(void *gp)
 {
+	struct legs_g *g = gp;
+
 	timed_tick_targets(g, &reader);
+	/* tail profiles: what is known of instances long ended, forgotten */
+	for (int i = 0; g->tail_rb && i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = g->env.targets[i];
+
+		if (t && sample_of(t) && sample_of(t)->tails)
+			tails_expire(sample_of(t)->tails, now_ns());
+	}
+}
+
+/* The tails' events, read as they come (before the samples drain). */
+static bool stream(void *gp)
+{
+	legs_attach_tails_read(gp);
+	return false;
 }
 
 /* Before a save or a listing: every target's counts, read. */
@@ -154,6 +172,7 @@ static void close_g(void *gp)
 
 	if (!g)
 		return;
+	ring_buffer__free(g->tail_rb);
 	legs_bpf__destroy(g->skel);
 	counter_close(g->ctr);
 	free(g);
@@ -165,6 +184,7 @@ static const struct proto_field fields[] = {
 	{ .name = "hists", .type = PT_STRS, .max = 128, .opt = "--hist" },
 	{ .name = "track", .type = PT_ENUM, .values = "none|successor|all", .opt = "--track" },
 	{ .name = "add", .type = PT_ENUM, .values = "none|successor", .opt = "--add" },
+	{ .name = "tails", .type = PT_STRS, .max = 64, .opt = "--tail" },
 };
 
 static const struct proto_field list_fields[] = {
@@ -174,7 +194,7 @@ static const struct proto_field list_fields[] = {
 /* pcmon node|leg|hist add|del TARGET ...: the tables, edited while the target runs */
 static const struct proto_field edit_fields[] = {
 	{ .name = "target", .type = PT_TARGET, .required = true },
-	{ .name = "op", .type = PT_ENUM, .values = "add|del", .required = true },
+	{ .name = "op", .type = PT_ENUM, .values = "add|del|tail", .required = true },
 	{ .name = "spec", .type = PT_STR, .max = 4096 },
 	{ .name = "arg", .type = PT_UINT, .min = 0, .max = 5 },
 	{ .name = "id", .type = PT_UINT, .min = 1, .max = 1000000 },
@@ -210,6 +230,7 @@ const struct inst_ops legs_ops = {
 	.missing = "has no nodes (start it with --node NODE)",
 	.cmds = cmds,
 	.ncmds = ARRAY_SIZE(cmds),
+	.stream = stream,
 	.tick = tick,
 	.sync = sync_all,
 	.bytes = bytes,

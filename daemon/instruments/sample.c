@@ -16,6 +16,7 @@
 #include "proto.h"
 #include "sample.h"
 #include "slices.h"
+#include "tail.h"
 #include "util.h"
 
 const char *const sample_unwind_names[3] = { "fp", "dwarf", "auto" };
@@ -68,6 +69,7 @@ void sample_free(void *st)
 	free(sp->crit);
 	free(sp->when_text);
 	pat_free(sp->when);
+	tails_free(sp->tails);
 	agg_free(sp->agg);
 	marks_free(sp->marks);
 	slices_free(sp->slices);

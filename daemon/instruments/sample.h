@@ -28,6 +28,8 @@
 
 struct pat;
 struct slices;
+struct tails;
+struct tail_leg;
 struct target;
 
 /*
@@ -112,6 +114,7 @@ struct sample {
 	 * them, cgroups' paths as they were when first met ("cgroup:ID" if gone by then) */
 	struct sample_names threads, processes, cgroups;
 	struct sample_marks *marks;	/* windows open (sample_mark.c), NULL: none yet */
+	struct tails *tails;	/* tailed legs' profiles (tail.h), NULL: none (legs_attach.c) */
 };
 
 /* The instrument's ops (sample_ops.c). */
@@ -185,6 +188,8 @@ struct sample_listing {
 	uint64_t covered_t0, covered_t1; /* what the slices taken cover */
 	size_t nslices;
 	bool cut;
+	struct tail_leg *tail;		/* a tailed leg's profile listed (tail.h), NULL: none */
+	int tail_part;			/* enum tail_part */
 };
 
 /* A listing request's patterns are well formed: 0, or -1 with the error in *rep (before

@@ -14,6 +14,7 @@
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
+#include "tail.h"
 #include "when.h"
 
 static void attach_usdt(void *ctx, const char *path)
@@ -198,6 +199,8 @@ void sample_attach_zero(void *gp, struct target *t, void *st)
 	struct sample *sp = st;
 
 	agg_zero(sp->agg);
+	if (sp->tails)
+		tails_zero(sp->tails);
 	slices_zero(sp->slices);
 	sp->slices_lost = 0;
 #define ZERO_COUNT(f, key, need, drop, name) sp->f = 0;

@@ -10,6 +10,7 @@
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
+#include "tail.h"
 
 /*
  * Add @count samples of stack @st (NULL: it could not be built) to @t. A target whose owner
@@ -17,7 +18,7 @@
  * samples are lost, and counted as such.
  */
 static void charge(struct sample_g *g, struct target *t, const struct agg_stack *st,
-		   uint64_t count, uint64_t ns)
+		   uint64_t count, uint64_t ns, uint32_t tset)
 {
 	struct sample *sp = sample_of(t);
 	uint32_t id;
@@ -33,6 +34,9 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 		/* the whole-life count has it: a slice that cannot is told in status */
 		if (slices_add(sp->slices, id, v, g->charge_wall))
 			sp->slices_lost += count;
+		/* taken while the thread had tailed legs open: theirs too */
+		if (tset && sp->tails)
+			tails_sample(sp->tails, tset, id, count, now_ns());
 	}
 	if (r == -ENOENT)
 		sp->lost_memory += count;
@@ -56,7 +60,7 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 	if (!t)
 		return; /* dropped while its last samples were in flight */
 	st = sample_convert(g, k, us, ks);
-	charge(g, t, st, v->count, v->ns);
+	charge(g, t, st, v->count, v->ns, k->tset);
 }
 
 /* The time slice what is read now goes to (g->charge_wall). */
@@ -179,7 +183,7 @@ static void charge_kind(struct sample_g *g, struct target *t, const struct agg_s
 	}
 	memcpy(c, st, sz);
 	c->kind = kind;
-	charge(g, t, c, count, 0);
+	charge(g, t, c, count, 0, 0);
 	free(c);
 }
 
@@ -198,13 +202,13 @@ static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_
 
 	switch (h->type) {
 	case PCMON_DS_SAMPLE:
-		charge(g, t, sample_convert_dwarf(g, data, len), 1, 0);
+		charge(g, t, sample_convert_dwarf(g, data, len), 1, 0, h->key.tset);
 		break;
 	case PCMON_DS_OFF:
-		charge(g, t, sample_convert_dwarf(g, data, len), 1, h->ns);
+		charge(g, t, sample_convert_dwarf(g, data, len), 1, h->ns, 0);
 		break;
 	case PCMON_DS_OWED:
-		charge(g, t, sample_convert_dwarf(g, data, len), h->ns, 0);
+		charge(g, t, sample_convert_dwarf(g, data, len), h->ns, 0, 0);
 		break;
 	case PCMON_DS_OFF_START:
 		st = sample_convert_dwarf(g, data, len);
@@ -234,7 +238,7 @@ static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_
 		p = pending_find(g, h->tid);
 		if (!p)
 			return; /* its start was lost with a full ring: counted there */
-		charge(g, t, p->st, 1, h->ns);
+		charge(g, t, p->st, 1, h->ns, 0);
 		sample_drain_pending_drop(g, p);
 		break;
 	}

@@ -16,12 +16,13 @@
 #include "cgpath.h"
 #include "groups.h"
 #include "lines.h"
-#include "profil.h"
 #include "probes.h"
+#include "profil.h"
 #include "python.h"
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
+#include "tail.h"
 
 /* ---- the ops */
 
@@ -139,7 +140,8 @@ static size_t bytes(const void *st)
 {
 	const struct sample *sp = st;
 
-	return agg_bytes(sp->agg) + slices_bytes(sp->slices);
+	return agg_bytes(sp->agg) + slices_bytes(sp->slices) +
+	       (sp->tails ? tails_bytes(sp->tails) : 0);
 }
 
 static void facts_json(void *g, const struct target *t, const void *st, cJSON *o)
@@ -278,6 +280,9 @@ static const struct proto_field list_fields[] = {
 	F_BOOL("drop_mark"),
 	F_BOOL("remark"),	/* ... or move it to now: windows back to back (push.c) */
 	F_BOOL("labels"),	/* with stacks: every sample's comm and cgroup, the host */
+	/* a tailed leg's profile (tail.h) */
+	{ .name = "tail", .type = PT_UINT, .min = 1, .max = 1000000, .opt = "--tail" },
+	{ .name = "tail_part", .type = PT_ENUM, .values = "tail|body|abandoned" },
 };
 
 static const struct proto_field mark_fields[] = {

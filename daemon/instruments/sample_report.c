@@ -3,6 +3,7 @@
  * LIST as JSON: a listing of a target's samples (agg_list) turned into the reply the CLI
  * renders as text (cli/format.c) and prints as it is with --json, so the two never disagree.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "sample.h"
 #include "stacks.h"
 #include "sym.h"
+#include "tail.h"
 #include "target.h"
 #include "util.h"
 
@@ -207,6 +209,36 @@ void sample_list_json(const struct sample_listing *ls, struct agg_list *l, const
 	add_procedures(l->rows, l->nrows, l->counted, 0, s, out);
 }
 
+/*
+ * Each tailed leg's figures and the listing of its tail, rows as the target's: "tails" of
+ * a listing of the whole (docs/tail.md). 0, or -ENOMEM.
+ */
+static int tails_json(const struct sample_listing *ls, const struct sym *s, cJSON *rep)
+{
+	struct tails *tl = ls->sp->tails;
+	cJSON *arr = tl && tl->nlegs ? cJSON_AddArrayToObject(rep, "tails") : NULL;
+
+	for (size_t i = 0; arr && i < tl->nlegs; i++) {
+		struct sample_listing one = *ls;
+		cJSON *o = cJSON_CreateObject();
+		struct agg_list l;
+
+		if (!o || !cJSON_AddItemToArray(arr, o))
+			return -ENOMEM;
+		/* the tail's samples alone: the open off-CPU intervals are the whole's */
+		one.agg = tl->leg[i].prof[TAIL_SLOW];
+		one.lo.visit = NULL;
+		one.lo.extra = NULL;
+		one.lo.nextra = 0;
+		tail_leg_json(tl, &tl->leg[i], o);
+		if (agg_list(one.agg, s, &one.lo, &l))
+			return -ENOMEM;
+		sample_list_json(&one, &l, s, o);
+		agg_list_free(&l);
+	}
+	return 0;
+}
+
 int sample_check_list(const struct list_req *lr, cJSON **rep)
 {
 	/* (the stacks and the timeline go together: diff and save take both, the slices for
@@ -306,6 +338,20 @@ int sample_list(void *g, struct target *t, void *st, const struct list_req *lr, 
 					      "when_unseen", un);
 	}
 	sample_window_json(&ls, rep);
+	/* the tails beside the whole, in its plain listing */
+	if (!ls.tail && !ls.windowed && !w.agg && !x && by < 0 && !lines && !offset &&
+	    !lr->timeline && tails_json(&ls, env->sym, rep)) {
+		agg_list_free(&l);
+		goto out;
+	}
+	if (ls.tail) {
+		cJSON *o = cJSON_AddObjectToObject(rep, "tail");
+
+		if (o) {
+			tail_leg_json(ls.sp->tails, ls.tail, o);
+			cJSON_AddStringToObject(o, "part", tail_part_names[ls.tail_part]);
+		}
+	}
 	agg_list_free(&l);
 	if (w.agg) { /* a window: what it covered */
 		cJSON *o = cJSON_AddObjectToObject(rep, "window"), *sum;

@@ -44,6 +44,7 @@
 #include "slices.h"
 #include "stfile.h"
 #include "sym.h"
+#include "tail.h"
 #include "target.h"
 #include "timed.h"
 #include "util.h"
@@ -316,6 +317,7 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 	}
 	/* each stack by its index in "stacks", which lists the aggregate's in order */
 	timed_save(sw, sp->slices, o);
+	tail_save(sp->tails, sw, o); /* the tails' profiles, by those indices too */
 	free(w.procs.idx);
 	free(w.locs.idx);
 }
@@ -779,7 +781,8 @@ int sample_load(struct sf_rd *rd, const cJSON *o, struct sym *s, void **out)
 		}
 		rd->at[0] = '\0';
 	}
-	if ((r = read_slices(rd, o, nstacks, true, sid, sp)))
+	if ((r = read_slices(rd, o, nstacks, true, sid, sp)) ||
+	    (r = tail_load(rd, o, sp->agg, sid, nstacks, &sp->tails)))
 		goto out;
 	*out = sp;
 	sp = NULL;

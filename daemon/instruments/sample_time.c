@@ -12,6 +12,7 @@
 #include "sample.h"
 #include "slices.h"
 #include "sym.h"
+#include "tail.h"
 #include "target.h"
 #include "timed.h"
 #include "util.h"
@@ -39,6 +40,26 @@ int sample_window_begin(struct sample_listing *ls, const struct list_req *lr, cJ
 	ls->agg = ls->sp->agg;
 	if (timed_window_parse(lr, ls->t->start_wall, &w, rep))
 		return -1;
+	if (lr->tail) { /* a tailed leg's profile (tail.h): not kept by time */
+		struct tail_leg *l = tails_leg(ls->sp->tails, lr->tail);
+		int part = 0;
+
+		while (part < TAIL_PARTS - 1 && strcmp(tail_part_names[part], lr->tail_part))
+			part++;
+		if (!l) {
+			*rep = proto_error(1, "--tail %u: target %u tails no leg %u (start it with --tail LEG)",
+					   lr->tail, ls->t->id, lr->tail);
+			return -1;
+		}
+		if (w.on) {
+			*rep = proto_error(2, "--tail: tail profiles are not kept by time (no --since or --until)");
+			return -1;
+		}
+		ls->agg = l->prof[part];
+		ls->tail = l;
+		ls->tail_part = part;
+		return 0;
+	}
 	if (!w.on)
 		return 0;
 	ls->view = agg_view(ls->sp->agg);

@@ -226,6 +226,7 @@ static const struct {
 	{ "hist", NEEDS_PID("probe nodes") },
 	{ "track", NEEDS_PID("probe nodes") },
 	{ "add", NEEDS_PID("probe nodes") },
+	{ "tail", NEEDS_PID("probe nodes, and so tail profiles,") },
 	{ "alloc", NEEDS_PID("allocations") },
 	{ "alloc-rate", NEEDS_PID("allocations") },
 	{ "alloc-functions", NEEDS_PID("allocations") },

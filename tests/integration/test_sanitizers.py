@@ -38,6 +38,12 @@ SCENARIOS = [
     ["--node", "legs.req_begin", "--hist-arg", "0", "--node", "legs.end_small", "--node",
      "legs:tick", "--node", f"legs.c:{LEGS_LINE}", "--leg", "1:2", "--hist", "node:1,log", "--hist",
      "leg:1,linear,8,1000000,0", "--add", "successor", "--", workload("legs")],
+    # tail profiles: samples held and filed, a percentile, abandoned instances, dwarf's
+    # samples before their records
+    ["--interval", "1000", "--node", "tailreq.req_begin", "--node", "tailreq.req_end", "--leg",
+     "1:2", "--tail", "1", "--", workload("tailreq"), "300", "5", "abandon"],
+    ["--unwind", "dwarf", "--interval", "1000", "--node", "tailreq.req_begin", "--node",
+     "tailreq.req_end", "--leg", "1:2", "--tail", "1:3ms", "--", workload("tailreq"), "300"],
     # allocations beside sampling: sampled blocks freed, kept, reallocated
     ["--alloc", "--alloc-rate", "65536", "--interval", "500", "--", workload("allocs"), "0.5"],
 ]

@@ -203,6 +203,10 @@ int procs_cgroup_add(struct procs *s, uint64_t cgid, uint32_t target)
 
 void procs_all_set(struct procs *s, uint32_t target) { (void)s; (void)target; }
 
+void procs_tails(struct procs *s, int delta) { (void)s; (void)delta; }
+
+void procs_tail_gen(struct procs *s, uint32_t target) { (void)s; (void)target; }
+
 void procs_tstat(struct procs *s, uint32_t target, struct pcmon_tstat *sum)
 {
 	(void)s;
