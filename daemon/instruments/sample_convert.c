@@ -12,6 +12,7 @@
 #include "sample_int.h"
 #include "sampler.h"
 #include "unwind.h"
+#include "v8.h"
 
 /* ---- symbolizing a sample */
 
@@ -166,6 +167,64 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 	return n;
 }
 
+/* Where a user stack's JavaScript frames start (their marker), @n if it has none. */
+static uint32_t js_start(const __u64 *upc, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((upc[i] & PCMON_JS_MARK_MASK) == PCMON_JS_MARK)
+			return i;
+	return n;
+}
+
+/* Where a user stack's native frames end: at its first marker, JavaScript's or Python's. */
+static uint32_t runtime_start(const __u64 *upc, uint32_t n)
+{
+	return MIN(js_start(upc, n), python_start(upc, n));
+}
+
+/*
+ * The JavaScript frames of a user stack (docs/node.md): @jsw is the marker BPF put after the
+ * native frames and the frames after it. The native pcs are named, then each JavaScript
+ * frame takes the place of V8's code at its pc (v8_merge()), written to @st outermost
+ * first; a frame that could not be named leaves the stack flagged `js`. Returns the user
+ * locations written.
+ */
+static uint32_t merge_js(struct sample_g *g, const struct pcmon_key *k, const __u64 *upc,
+			 uint32_t nu, const __u64 *jsw, uint32_t njs, struct agg_stack *st)
+{
+	static const enum agg_unwalk cut_reason[] = {
+		[PCMON_JS_FAULT] = AGG_UNWALK_JS,
+		[PCMON_JS_DEPTH] = AGG_UNWALK_DEPTH,
+	};
+	struct v8_merge_in in = { .pc = (const uint64_t *)upc, .nn = nu,
+				  .jw = (const uint64_t *)jsw + 1, .nj = njs - 1, .pid = k->pid };
+	uint32_t status = jsw[0] & ~PCMON_JS_MARK_MASK, n, cut;
+
+	if (GROW(g->natlocs, g->cap_natlocs, nu + njs + 1)) {
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_JS);
+		return 0;
+	}
+	free(g->mergelocs);
+	g->mergelocs = malloc(g->cap_natlocs * sizeof(*g->mergelocs));
+	if (!g->mergelocs) {
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_JS);
+		return 0;
+	}
+	for (uint32_t i = 0; i < nu; i++)
+		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+	in.nat = g->natlocs;
+	n = v8_merge(g->v8, &in, g->mergelocs, &cut);
+	for (uint32_t i = 0; i < n; i++)
+		st->locs[n - 1 - i] = g->mergelocs[i];
+	if (status > PCMON_JS_DEPTH)
+		status = PCMON_JS_FAULT;
+	if (status == PCMON_JS_OK)
+		status = cut;
+	if (status != PCMON_JS_OK)
+		cut_for(st, cut_reason[status]);
+	return n;
+}
+
 /*
  * A new stack came down the stacks ring: read its Python frames' code objects now, while the
  * process is there to read (sampler_py_hook()). Their names exist only in the process's
@@ -182,8 +241,12 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 void sample_convert_python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
 {
 	struct sample_g *g = ctx;
+	uint32_t js = js_start(ip, n), py = python_start(ip, n);
 
-	for (uint32_t i = python_start(ip, n) + 1; i < n; i++)
+	for (uint32_t i = js + 2; i < py && i < n; i += 2)
+		if (v8_sfi_early(g->v8, pid, ip[i]))
+			break;
+	for (uint32_t i = py + 1; i < n; i++)
 		if (py_code_early(g->py, pid, ip[i]))
 			break;
 }
@@ -221,14 +284,21 @@ static uint32_t kthread_loc(struct sample_g *g, uint32_t tid)
  */
 static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy, bool whole)
+				     enum agg_unwalk unwalk, const __u64 *rtw, uint32_t nrt, bool whole)
 {
+	uint32_t js = js_start(rtw, nrt), pys = python_start(rtw, nrt);
+	const __u64 *pyw = rtw ? rtw + pys : NULL, *jsw = rtw ? rtw + js : NULL;
+	uint32_t npy = nrt - pys, njs = js < pys ? pys - js : 0;
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	bool kthread = k->uerr == PCMON_SERR_KTHREAD;
 	struct sym *sym = g->env.sym;
 	struct agg_stack *st;
-	size_t need = agg_stack_size(nu + (npy ? npy - 1 : 0) + nk + kthread);
+	size_t need;
 
+	/* (a V8's stack carries its JavaScript frames: a Python marker after them is dropped) */
+	if (njs)
+		npy = 0;
+	need = agg_stack_size(nu + (npy ? npy - 1 : 0) + njs / 2 + nk + kthread);
 	if (need > g->scratch_cap) {
 		free(g->scratch);
 		g->scratch = malloc(need);
@@ -259,6 +329,8 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	if (kthread) {
 		st->locs[0] = kthread_loc(g, k->tid);
 		nu = st->locs[0] ? 1 : 0;
+	} else if (njs) {
+		nu = merge_js(g, k, upc, nu, jsw, njs, st);
 	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
@@ -288,7 +360,7 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	uint32_t nall = us ? us->len : 0, nk = ks ? ks->len : 0;
-	uint32_t nu = us ? python_start(us->ip, nall) : 0;
+	uint32_t nu = us ? runtime_start(us->ip, nall) : 0;
 	uint32_t cut = 0;
 	struct agg_stack *st;
 
@@ -416,4 +488,34 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 	else if (!again)
 		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", pid,
 			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+}
+
+/*
+ * Is there a V8 pcmon reads in process @pid (image @epoch)? BPF is told, and reads its
+ * JavaScript frames from then on; a V8 of another version is said once per process, and its
+ * samples keep their native frames.
+ */
+void sample_convert_js_look(struct sample_g *g, uint32_t pid, uint32_t epoch)
+{
+	struct pcmon_v8proc vp;
+	char why[4400];
+	uint32_t live;
+	int r;
+
+	if (!procs_proc_epoch(g->env.procs, pid, &live) && live != epoch)
+		return;
+	r = v8_add(g->v8, g->env.sym, pid, epoch, &vp, why, sizeof(why));
+	if (r == -ENOTSUP && v8_tell_once(g->v8, pid))
+		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
+	if (r) {
+		sampler_js_set(g->smp, pid, NULL);
+		return;
+	}
+	vp.epoch = epoch;
+	r = sampler_js_set(g->smp, pid, &vp);
+	if (r)
+		pr_warn("pid %u: JavaScript frames: %s", pid, strerror(-r));
+	else
+		pr_debug("pid %u: V8 %u.%u.%u, its JavaScript frames are read", pid, vp.version >> 24,
+			 vp.version >> 16 & 0xff, vp.version & 0xffff);
 }

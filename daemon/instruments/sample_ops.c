@@ -19,6 +19,7 @@
 #include "profil.h"
 #include "probes.h"
 #include "python.h"
+#include "v8.h"
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
@@ -46,7 +47,8 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 	}
 	g->name_gen = 1; /* (0: a name slot never read) */
 	g->py = py_new(env->sym);
-	if (!g->py) {
+	g->v8 = v8_new(env->sym);
+	if (!g->py || !g->v8) {
 		close_g(g);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -76,6 +78,7 @@ static void close_g(void *gp)
 	free(g->section_names);
 	cgpath_free(g->cgroups);
 	py_free(g->py);
+	v8_free(g->v8);
 	free(g->natlocs);
 	free(g->mergelocs);
 	probes_stop(g->probes);
@@ -101,6 +104,7 @@ static bool stream(void *gp)
 
 	g->name_gen++;
 	py_next_gen(g->py);
+	v8_next_gen(g->v8);
 	sample_drain_clock(g);
 	sampler_poll(g->smp, sample_drain_record, g);
 	return sampler_drain_wanted(g->smp);
@@ -125,11 +129,15 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	 */
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
+		sampler_js_set(g->smp, ev->pid, NULL);
 		py_exited(g->py, ev->pid, now_ns());
+		v8_exited(g->v8, ev->pid, now_ns());
 		return;
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
+	if (ev->type == PCMON_EV_SAMPLED && v8_first_look(g->v8, ev->pid, ev->epoch))
+		sample_convert_js_look(g, ev->pid, ev->epoch);
 	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;
 	sample_convert_python_look(g, ev->pid, ev->epoch, ev->type == PCMON_EV_DLOPEN);

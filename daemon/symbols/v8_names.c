@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * JavaScript frames named from a V8 process's heap (docs/node.md): the processes looked at,
+ * the SharedFunctionInfos and Scripts read with process_vm_readv() and cached by (pid,
+ * address), checked once per drain, and the frames merged into the native stacks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sym.h"
+#include "util.h"
+#include "v8.h"
+#include "v8_int.h"
+
+/* Longest name read, in UTF-16 units; a source scanned for its lines, in bytes. */
+#define V8_NAME_MAX 256
+#define V8_SOURCE_MAX (64u << 20)
+#define V8_CONS_DEPTH 8
+/* Words of a ScopeInfo read at most (its header, locals, then names and positions). */
+#define V8_SCOPE_WORDS 256
+/* Entries cached at most before they are all forgotten and read again. */
+#define V8_FNS_MAX (256u << 10)
+#define V8_SCRIPTS_MAX (16u << 10)
+#define V8_PIDS_MAX 4096
+#define V8_BINS_MAX 64
+
+/* A binary looked at, known by its file. */
+struct v8_bin {
+	uint64_t dev, ino, size;
+	int64_t mtime;
+	int r;			/* v8_layout_of_file()'s */
+	struct v8_layout l;
+	char why[200];
+};
+
+/* A process found to run a V8 pcmon reads. */
+struct v8_pid {
+	uint32_t pid;
+	uint64_t gone;		/* when it exited (ns), 0: running */
+	struct v8_layout l;
+};
+
+/* A SharedFunctionInfo of a process, as last read. */
+struct v8_fn {
+	uint64_t sum;		/* the fields that say what it is: unchanged, same function */
+	uint32_t gen;		/* the drain it was last checked in (0: never read) */
+	uint32_t name, file;	/* sym string ids: the procedure, the script's name */
+	uint32_t line;		/* its first line, 0: not known */
+};
+
+/* A Script's line ends, as last read. */
+struct v8_script {
+	uint64_t sum;
+	uint32_t gen;
+	uint32_t nends;
+	uint32_t *ends;
+	bool tried;
+};
+
+struct v8 {
+	struct sym *sym;
+	struct itab *fkeys;	/* (pid, sfi) */
+	struct v8_fn *fns;
+	size_t cap_fns;
+	struct itab *skeys;	/* (pid, script) */
+	struct v8_script *scripts;
+	size_t cap_scripts;
+	struct v8_pid *pids;
+	size_t npids, cap_pids;
+	struct v8_bin *bins;
+	size_t nbins, cap_bins;
+	struct itab *looked, *told;
+	uint32_t gen;
+	uint32_t jit_module;	/* string id of SYM_JIT_MODULE */
+	struct v8_stats st;
+};
+
+struct v8 *v8_new(struct sym *s)
+{
+	struct v8 *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v->sym = s;
+	v->gen = 1;
+	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->looked = itab_new()) ||
+	    !(v->told = itab_new()) || sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
+		v8_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static void scripts_clear(struct v8 *v)
+{
+	for (uint32_t i = 0; v->skeys && i < itab_count(v->skeys); i++)
+		free(v->scripts[i].ends);
+}
+
+void v8_free(struct v8 *v)
+{
+	if (!v)
+		return;
+	scripts_clear(v);
+	itab_free(v->fkeys);
+	itab_free(v->skeys);
+	itab_free(v->looked);
+	itab_free(v->told);
+	free(v->fns);
+	free(v->scripts);
+	free(v->pids);
+	free(v->bins);
+	free(v);
+}
+
+void v8_next_gen(struct v8 *v)
+{
+	if (++v->gen == 0)
+		v->gen = 1;
+}
+
+void v8_stats(const struct v8 *v, struct v8_stats *st)
+{
+	*st = v->st;
+	st->procs = v->npids;
+}
+
+/* ---- processes */
+
+static struct v8_pid *pid_find(struct v8 *v, uint32_t pid)
+{
+	for (size_t i = 0; i < v->npids; i++)
+		if (v->pids[i].pid == pid)
+			return &v->pids[i];
+	return NULL;
+}
+
+bool v8_is_v8(struct v8 *v, uint32_t pid)
+{
+	struct v8_pid *p = pid_find(v, pid);
+
+	return p && !p->gone;
+}
+
+bool v8_first_look(struct v8 *v, uint32_t pid, uint32_t epoch)
+{
+	uint32_t key[2] = { pid, epoch }, id;
+
+	if (itab_count(v->looked) > V8_FNS_MAX) {
+		itab_free(v->looked);
+		if (!(v->looked = itab_new()))
+			return false;
+	}
+	return itab_intern(v->looked, key, sizeof(key), &id) == 1;
+}
+
+bool v8_tell_once(struct v8 *v, uint32_t pid)
+{
+	uint32_t id;
+
+	if (itab_count(v->told) > V8_FNS_MAX) {
+		itab_free(v->told);
+		if (!(v->told = itab_new()))
+			return false;
+	}
+	return itab_intern(v->told, &pid, sizeof(pid), &id) == 1;
+}
+
+/* Forget what was read of every process gone for V8_FORGET_NS (the caches whole: few). */
+static void forget_gone(struct v8 *v, uint64_t now)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < v->npids;) {
+		if (v->pids[i].gone && v->pids[i].gone + V8_FORGET_NS < now) {
+			v->pids[i] = v->pids[--v->npids];
+			any = true;
+		} else {
+			i++;
+		}
+	}
+	if (!any)
+		return;
+	/* (cached entries of live processes are read again: cheaper than a table by pid) */
+	for (uint32_t i = 0; i < itab_count(v->fkeys); i++)
+		v->fns[i].gen = 0;
+	for (uint32_t i = 0; i < itab_count(v->skeys); i++)
+		v->scripts[i].gen = 0;
+}
+
+void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
+{
+	struct v8_pid *p = pid_find(v, pid);
+
+	if (p && !p->gone)
+		p->gone = now;
+	forget_gone(v, now);
+}
+
+/* The layout of the binary open at @fd, read once per file. */
+static const struct v8_bin *bin_of(struct v8 *v, int fd)
+{
+	struct v8_bin *b;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return NULL;
+	for (size_t i = 0; i < v->nbins; i++) {
+		b = &v->bins[i];
+		if (b->dev == st.st_dev && b->ino == st.st_ino && b->size == (uint64_t)st.st_size &&
+		    b->mtime == st.st_mtim.tv_sec)
+			return b;
+	}
+	if (v->nbins >= V8_BINS_MAX)
+		v->nbins = 0;
+	if (GROW(v->bins, v->cap_bins, v->nbins + 1))
+		return NULL;
+	b = &v->bins[v->nbins++];
+	*b = (struct v8_bin){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+			      .mtime = st.st_mtim.tv_sec };
+	elf_version(EV_CURRENT);
+	b->r = v8_layout_of_file(fd, &b->l, b->why, sizeof(b->why));
+	return b;
+}
+
+static bool v8ish(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "node", 4) || !strncmp(base, "libnode", 7);
+}
+
+struct find_ctx {
+	struct v8 *v;
+	uint32_t pid;
+	const struct v8_bin *found;
+	const char *last;
+	char *path;
+	size_t plen;
+};
+
+static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
+{
+	struct find_ctx *c = ctx;
+	char file[4200];
+	const struct v8_bin *b;
+	int fd;
+
+	if (pgoff || path[0] != '/' || !v8ish(path) || (c->last && !strcmp(c->last, path)))
+		return 0;
+	c->last = path;
+	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", c->pid,
+		 (unsigned long long)start, (unsigned long long)end);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(file, sizeof(file), "/proc/%u/root%s", c->pid, path);
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return 0;
+	b = bin_of(c->v, fd);
+	close(fd);
+	if (!b || b->r == -ENOENT)
+		return 0;
+	c->found = b;
+	snprintf(c->path, c->plen, "%s", path);
+	return 1;
+}
+
+int v8_add(struct v8 *v, struct sym *s, uint32_t pid, uint32_t epoch, struct pcmon_v8proc *out,
+	   char *why, size_t len)
+{
+	char path[4096] = "";
+	struct find_ctx c = { v, pid, NULL, NULL, path, sizeof(path) };
+	struct v8_pid *p = pid_find(v, pid);
+
+	sym_proc_files(s, pid, epoch, find_cb, &c);
+	if (!c.found || c.found->r) {
+		if (p) /* (an exec into another image) */
+			*p = v->pids[--v->npids];
+		if (!c.found)
+			return -ENOENT;
+		snprintf(why, len, "%s: %s", path, c.found->why);
+		return c.found->r;
+	}
+	if (!p) {
+		if (v->npids >= V8_PIDS_MAX)
+			forget_gone(v, UINT64_MAX);
+		if (v->npids >= V8_PIDS_MAX || GROW(v->pids, v->cap_pids, v->npids + 1))
+			return -ENOMEM;
+		p = &v->pids[v->npids++];
+	}
+	*p = (struct v8_pid){ .pid = pid, .l = c.found->l };
+	*out = (struct pcmon_v8proc){ .version = c.found->l.version, .o = c.found->l.o };
+	return 0;
+}
+
+/* ---- reading the heap */
+
+static int mem_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+	ssize_t n;
+
+	if (!addr || addr > PCMON_JS_ADDR_MASK)
+		return -EFAULT;
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EFAULT;
+}
+
+static uint64_t u64_at(const uint8_t *b, size_t off)
+{
+	uint64_t x;
+
+	memcpy(&x, b + off, sizeof(x));
+	return x;
+}
+
+static bool tagged(uint64_t w)
+{
+	return (w & 3) == 1 && w <= PCMON_JS_ADDR_MASK;
+}
+
+/* The instance type of heap object @obj (tagged), -1 if it cannot be read. */
+static int type_of(uint32_t pid, const struct v8_layout *l, uint64_t obj)
+{
+	uint64_t map;
+	uint16_t t;
+
+	if (!tagged(obj) || mem_read(pid, obj - 1 + l->o.map, &map, sizeof(map)) || !tagged(map) ||
+	    mem_read(pid, map - 1 + l->o.map_type, &t, sizeof(t)))
+		return -1;
+	return t;
+}
+
+/* UTF-16 units [@from, @from + @n) of string @obj (tagged) into @out: units read, or -errno. */
+static int str_units(uint32_t pid, const struct v8_layout *l, uint64_t obj, uint32_t from,
+		     uint32_t n, uint16_t *out, int depth)
+{
+	int t = type_of(pid, l, obj), repr;
+	int32_t len;
+	uint64_t a, b;
+	bool one;
+
+	if (t < 0 || t >= l->type_first_nonstring || depth <= 0 ||
+	    mem_read(pid, obj - 1 + l->str_length, &len, sizeof(len)) || len < 0)
+		return -EFAULT;
+	if (from >= (uint32_t)len)
+		return 0;
+	if (n > (uint32_t)len - from)
+		n = len - from;
+	repr = t & l->str_repr_mask;
+	one = (t & l->str_enc_mask) == l->str_one_byte;
+	if (repr == l->str_thin)
+		return mem_read(pid, obj - 1 + l->thin_actual, &a, 8) ? -EFAULT
+			: str_units(pid, l, a, from, n, out, depth - 1);
+	if (repr == l->str_sliced) {
+		if (mem_read(pid, obj - 1 + l->sliced_parent, &a, 8) ||
+		    mem_read(pid, obj - 1 + l->sliced_offset, &b, 8) || (b & 1))
+			return -EFAULT;
+		return str_units(pid, l, a, from + (uint32_t)(b >> 32), n, out, depth - 1);
+	}
+	if (repr == l->str_cons) {
+		int32_t flen;
+		int got, more;
+
+		if (mem_read(pid, obj - 1 + l->cons_first, &a, 8) ||
+		    mem_read(pid, obj - 1 + l->cons_second, &b, 8) ||
+		    mem_read(pid, a - 1 + l->str_length, &flen, sizeof(flen)) || flen < 0)
+			return -EFAULT;
+		got = str_units(pid, l, a, from, n, out, depth - 1);
+		if (got < 0 || (uint32_t)got == n)
+			return got;
+		more = str_units(pid, l, b, from + got > (uint32_t)flen ? from + got - flen : 0,
+				 n - got, out + got, depth - 1);
+		return more < 0 ? more : got + more;
+	}
+	if (repr == l->str_external) {
+		/* (the resource's data, cached after its pointer) */
+		if (mem_read(pid, obj - 1 + l->ext_resource + 8, &a, 8) || !a)
+			return -EFAULT;
+	} else if (repr == 0) {
+		a = obj - 1 + l->str_chars;
+	} else {
+		return -EINVAL;
+	}
+	if (one) {
+		uint8_t raw[V8_NAME_MAX];
+
+		if (n > sizeof(raw))
+			n = sizeof(raw);
+		if (mem_read(pid, a + from, raw, n))
+			return -EFAULT;
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = raw[i];
+		return n;
+	}
+	return mem_read(pid, a + 2ull * from, out, 2ull * n) ? -EFAULT : (int)n;
+}
+
+/* String @obj (tagged) as UTF-8, at most V8_NAME_MAX units: 0, or -errno. */
+static int str_read(uint32_t pid, const struct v8_layout *l, uint64_t obj, char *out, size_t len)
+{
+	uint16_t u[V8_NAME_MAX];
+	int n = str_units(pid, l, obj, 0, V8_NAME_MAX, u, V8_CONS_DEPTH);
+	size_t at = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && at + 4 < len; i++) {
+		uint32_t c = u[i];
+
+		if (c < 0x80) {
+			out[at++] = c;
+		} else if (c < 0x800) {
+			out[at++] = 0xc0 | c >> 6;
+			out[at++] = 0x80 | (c & 0x3f);
+		} else {
+			out[at++] = 0xe0 | c >> 12;
+			out[at++] = 0x80 | (c >> 6 & 0x3f);
+			out[at++] = 0x80 | (c & 0x3f);
+		}
+	}
+	out[at] = 0;
+	return 0;
+}
+
+/*
+ * The line ends of a script's source @src (a flat string: sequential or external), scanned
+ * here: V8 computes its own (Script.line_ends) only when something asks for a line.
+ */
+static int scan_source(uint32_t pid, const struct v8_layout *l, uint64_t src,
+		       struct v8_script *s)
+{
+	int t = type_of(pid, l, src), repr;
+	uint8_t buf[64 << 10];
+	int32_t len;
+	uint64_t a;
+	uint32_t unit, n = 0, *ends = NULL;
+	size_t cap = 0;
+
+	if (t < 0 || t >= l->type_first_nonstring ||
+	    mem_read(pid, src - 1 + l->str_length, &len, sizeof(len)) || len < 0)
+		return -EFAULT;
+	repr = t & l->str_repr_mask;
+	unit = (t & l->str_enc_mask) == l->str_one_byte ? 1 : 2;
+	if (repr == l->str_thin)
+		return mem_read(pid, src - 1 + l->thin_actual, &a, 8) ? -EFAULT
+			: scan_source(pid, l, a, s);
+	if (repr == l->str_external) {
+		if (mem_read(pid, src - 1 + l->ext_resource + 8, &a, 8) || !a)
+			return -EFAULT;
+	} else if (repr == 0) {
+		a = src - 1 + l->str_chars;
+	} else {
+		return -EINVAL;
+	}
+	if ((uint64_t)len * unit > V8_SOURCE_MAX)
+		return -E2BIG;
+	for (uint64_t at = 0; at < (uint64_t)len * unit;) {
+		size_t chunk = MIN(sizeof(buf), (uint64_t)len * unit - at);
+
+		if (mem_read(pid, a + at, buf, chunk)) {
+			free(ends);
+			return -EFAULT;
+		}
+		for (size_t i = 0; i + unit <= chunk; i += unit) {
+			uint16_t c = unit == 1 ? buf[i] : (uint16_t)(buf[i] | buf[i + 1] << 8);
+
+			if (c != '\n')
+				continue;
+			if (GROW(ends, cap, n + 1)) {
+				free(ends);
+				return -ENOMEM;
+			}
+			ends[n++] = (at + i) / unit;
+		}
+		at += chunk;
+	}
+	if (GROW(ends, cap, n + 1)) {
+		free(ends);
+		return -ENOMEM;
+	}
+	ends[n++] = len; /* the last line's end */
+	free(s->ends);
+	s->ends = ends;
+	s->nends = n;
+	return 0;
+}
+
+/* The line ends of script @script (tagged), cached by (pid, address). */
+static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struct v8_layout *l,
+					 uint64_t script)
+{
+	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, script };
+	struct v8_script *s;
+	uint64_t src;
+	uint32_t slot;
+	int r;
+
+	if (itab_count(v->skeys) >= V8_SCRIPTS_MAX) {
+		scripts_clear(v);
+		itab_free(v->skeys);
+		if (!(v->skeys = itab_new()))
+			return NULL;
+	}
+	r = itab_intern(v->skeys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(v->scripts, v->cap_scripts, slot + 1))
+		return NULL;
+	s = &v->scripts[slot];
+	if (r == 1)
+		*s = (struct v8_script){ 0 };
+	if (mem_read(pid, script - 1 + l->script_source, &src, sizeof(src)))
+		return s->tried ? s : NULL;
+	if (s->tried && s->sum == src)
+		return s;
+	s->tried = true;
+	s->sum = src;
+	s->nends = 0;
+	scan_source(pid, l, src, s);
+	return s;
+}
+
+/* ---- SharedFunctionInfos */
+
+#define V8_SFI_HDR 64
+
+/* What says which function an SFI is: its map, name or scope, script. */
+static uint64_t sfi_sum(const struct v8_layout *l, const uint8_t *h)
+{
+	uint64_t f[3] = { u64_at(h, l->o.map), u64_at(h, l->sfi_name_or_scope),
+			  u64_at(h, l->sfi_script) };
+
+	return hash_bytes(f, sizeof(f));
+}
+
+/* The name and start position of the function whose name or ScopeInfo is @nos. */
+static void fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *name,
+		    size_t len, int64_t *start)
+{
+	uint64_t w[V8_SCOPE_WORDS];
+	struct v8_scope sc;
+	int t = type_of(pid, l, nos);
+	size_t n = l->scope_first_vars;
+
+	name[0] = 0;
+	*start = -1;
+	if (t >= 0 && t < l->type_first_nonstring) {
+		str_read(pid, l, nos, name, len);
+		return;
+	}
+	if (t != l->type_scope_info)
+		return;
+	/* the header, then exactly the words the flags say are there: no more (a ScopeInfo
+	 * may end the last page of the heap that is mapped) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (mem_read(pid, nos - 1 + 8, w, n * 8) || v8_scope_decode(w, n, l, &sc))
+			return;
+		if (sc.need <= n)
+			break;
+		if (sc.need > V8_SCOPE_WORDS)
+			return;
+		n = sc.need;
+	}
+	if (sc.need > n)
+		return;
+	if (sc.pos >= 0)
+		*start = (int64_t)w[sc.pos] >> 32;
+	if (sc.name >= 0 && tagged(w[sc.name]))
+		str_read(pid, l, w[sc.name], name, len);
+}
+
+/*
+ * The cached SFI @sfi (untagged) of process @pid, checked once per drain: its header is read
+ * again, and if what says which function it is changed (freed and another object took its
+ * place) it is read whole again. A process gone keeps what was read while it ran.
+ */
+static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
+{
+	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, sfi };
+	char name[V8_NAME_MAX * 3 + 1], script[V8_NAME_MAX * 3 + 1] = "", proc[1024];
+	struct v8_pid *p = pid_find(v, pid);
+	const struct v8_layout *l;
+	const struct v8_script *s;
+	uint8_t h[V8_SFI_HDR];
+	struct v8_fn *f;
+	uint64_t sc;
+	int64_t start;
+	uint32_t slot, line = 0;
+	int r;
+
+	if (itab_count(v->fkeys) >= V8_FNS_MAX) {
+		itab_free(v->fkeys);
+		if (!(v->fkeys = itab_new()))
+			return NULL;
+	}
+	r = itab_intern(v->fkeys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(v->fns, v->cap_fns, slot + 1))
+		return NULL;
+	f = &v->fns[slot];
+	if (r == 1)
+		*f = (struct v8_fn){ 0 };
+	if (f->gen == v->gen)
+		return f;
+	if (!p)
+		return f->gen ? f : NULL;
+	l = &p->l;
+	if (mem_read(pid, sfi, h, V8_SFI_HDR))
+		return f->gen ? f : NULL; /* gone: what was read stands */
+	if (type_of(pid, l, sfi + 1) != l->o.type_sfi)
+		return NULL; /* not an SFI (any more) */
+	if (f->gen && f->sum == sfi_sum(l, h)) {
+		f->gen = v->gen;
+		return f;
+	}
+	fn_name(pid, l, u64_at(h, l->sfi_name_or_scope), name, sizeof(name), &start);
+	sc = u64_at(h, l->sfi_script);
+	if (type_of(pid, l, sc) == l->type_script) {
+		uint64_t sn;
+
+		if (!mem_read(pid, sc - 1 + l->script_name, &sn, sizeof(sn)))
+			str_read(pid, l, sn, script, sizeof(script));
+		s = script_of(v, pid, l, sc);
+		if (s && s->nends && start >= 0)
+			line = v8_line_of(s->ends, s->nends, (uint32_t)start) + 1;
+	}
+	v8_proc_name(script, name, line, proc, sizeof(proc));
+	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line };
+	if (sym_intern_str(v->sym, proc, &f->name) ||
+	    sym_intern_str(v->sym, script[0] ? script : "(unknown)", &f->file)) {
+		f->gen = 0;
+		return NULL;
+	}
+	return f;
+}
+
+int v8_sfi_early(struct v8 *v, uint32_t pid, uint64_t word)
+{
+	return fn_of(v, pid, word & PCMON_JS_ADDR_MASK) ? 0 : -EFAULT;
+}
+
+/* A location of its own per (name, file, line), shared by every process. */
+static int frame_loc(struct v8 *v, uint32_t pid, uint64_t word, uint32_t *loc)
+{
+	struct v8_fn *f = fn_of(v, pid, word & PCMON_JS_ADDR_MASK);
+	char key[2048], *n, *file;
+	const char *procs[1], *files[1];
+	uint32_t line;
+	int kl, r;
+
+	if (!f)
+		return -EFAULT;
+	line = f->line;
+	/* (strings of the symbolizer's table, which interning may move: copied first) */
+	n = strdup(sym_str(v->sym, f->name));
+	file = strdup(sym_str(v->sym, f->file));
+	if (!n || !file) {
+		free(n);
+		free(file);
+		return -ENOMEM;
+	}
+	kl = snprintf(key, sizeof(key), "%s:%s:%u", n, file, line);
+	procs[0] = n;
+	files[0] = file;
+	r = sym_intern_loc(v->sym, V8_MODULE, hash_bytes(key, MIN((size_t)kl, sizeof(key))), procs,
+			   files, &line, 1, loc);
+	free(n);
+	free(file);
+	return r;
+}
+
+/* ---- merging */
+
+/*
+ * Is native location @loc V8's own machine code, which a JavaScript frame at its pc takes the
+ * place of: code in no object (JIT code, the builtins mapped again near it), a perf map's
+ * name (node --perf-basic-prof: not doubled), or an embedded builtin (Builtins_*, the
+ * interpreter's handlers among them)?
+ */
+static bool v8_code(struct v8 *v, uint32_t loc)
+{
+	const struct sym_loc *l = sym_loc(v->sym, loc);
+	const struct sym_procinfo *pi;
+	const uint32_t *f;
+
+	if (!l || l->module == SYM_MOD_UNKNOWN || !l->nframes)
+		return true;
+	f = sym_frames(v->sym, l);
+	pi = sym_proc(v->sym, f[l->nframes - 1]);
+	if (!pi || !pi->name || pi->module == v->jit_module)
+		return true;
+	return !strncmp(sym_str(v->sym, pi->name), "Builtins_", 9);
+}
+
+uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uint32_t *cut)
+{
+	uint32_t nf = in->nj / 2, n = 0, from = 0, *at, *locs;
+
+	*cut = PCMON_JS_OK;
+	at = malloc(2 * (nf + 1) * sizeof(*at));
+	if (!at) {
+		memcpy(out, in->nat, in->nn * sizeof(*out));
+		return in->nn;
+	}
+	locs = at + nf + 1;
+	/* each frame at the native frame of its pc: at its position in the chain, or found
+	 * further out (a native walk that took other frames: dwarf) */
+	for (uint32_t j = 0; j < nf; j++) {
+		uint64_t w = in->jw[2 * j];
+		uint64_t pc = w & PCMON_JS_ADDR_MASK;
+		uint32_t pos = w >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK, i;
+
+		if (frame_loc(v, in->pid, in->jw[2 * j + 1], &locs[j])) {
+			v->st.unnamed++;
+			*cut = PCMON_JS_FAULT;
+			at[j] = UINT32_MAX;
+			continue;
+		}
+		v->st.named++;
+		if (pos >= from && pos < in->nn && in->pc[pos] == pc) {
+			i = pos;
+		} else {
+			for (i = from; i < in->nn && in->pc[i] != pc; i++)
+				;
+		}
+		at[j] = i;
+		if (i < in->nn)
+			from = i + 1;
+	}
+	for (uint32_t i = 0, j = 0; i < in->nn; i++) {
+		while (j < nf && (at[j] == UINT32_MAX || at[j] >= in->nn))
+			j++;
+		if (j < nf && at[j] == i) {
+			if (!v8_code(v, in->nat[i]))
+				out[n++] = in->nat[i]; /* (a native leaf V8 called: its caller) */
+			out[n++] = locs[j++];
+			continue;
+		}
+		out[n++] = in->nat[i];
+	}
+	/* frames past the native walk's end */
+	for (uint32_t j = 0; j < nf; j++)
+		if (at[j] != UINT32_MAX && at[j] >= in->nn)
+			out[n++] = locs[j];
+	free(at);
+	return n;
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// A Node workload that measures itself (tests/integration/test_node.py).
+//
+// Runs random blocks of three functions over a shared leaf for SECONDS: two loops (workA,
+// workB) and a recursion 8 deep into a closure that maps an array with
+// Array.prototype.map (rec). Each block is timed with process.cpuUsage() (the process's CPU
+// clock: its one JavaScript thread, and V8's helpers while it runs). At the end one JSON
+// line: each function's share of the process's CPU time, and its calls.
+//
+// usage: node jsphases.js SECONDS
+'use strict';
+
+const secs = Number(process.argv[2] || 4);
+const weights = { workA: 0.45, workB: 0.35, rec: 0.2 };
+const cpu = { workA: 0, workB: 0, rec: 0 };
+const calls = { workA: 0, workB: 0, rec: 0 };
+let sink = 0;
+
+function leaf(x) {
+	let s = x;
+	for (let i = 0; i < 400; i++)
+		s = (s * 31 + i) % 1000003;
+	return s;
+}
+
+function workA(n) {
+	let t = 0;
+	for (let i = 0; i < n; i++)
+		t = (t + leaf(i)) | 0;
+	return t;
+}
+
+function workB(n) {
+	let t = 1;
+	for (let i = 0; i < n; i++)
+		t = (t ^ leaf(i + 7)) | 0;
+	return t;
+}
+
+function makeRec() {
+	const items = Array.from({ length: 40 }, (_, i) => i);
+
+	return function rec(depth) {
+		if (depth > 0)
+			return rec(depth - 1) + 1;
+		return items.map((x) => leaf(x)).reduce((a, b) => (a + b) | 0, 0);
+	};
+}
+const rec = makeRec();
+
+function usec(d) {
+	return d.user + d.system;
+}
+
+// One block of @name, timed: each function has a call site of its own.
+function block(name) {
+	const t0 = process.cpuUsage();
+	let r = 0;
+
+	for (let k = 0; k < 4; k++) {
+		if (name === 'workA')
+			r ^= workA(60);
+		else if (name === 'workB')
+			r ^= workB(60);
+		else
+			r ^= rec(8);
+	}
+	cpu[name] += usec(process.cpuUsage(t0));
+	calls[name]++;
+	sink ^= r;
+}
+
+const start = process.cpuUsage();
+const t0 = Date.now();
+const names = Object.keys(weights);
+while (Date.now() - t0 < secs * 1000) {
+	let u = Math.random(), name = names[names.length - 1];
+
+	for (const n of names) {
+		if (u < weights[n]) {
+			name = n;
+			break;
+		}
+		u -= weights[n];
+	}
+	block(name);
+}
+const total = usec(process.cpuUsage(start)) + usec(start);
+const out = { cpu: {}, calls, total_us: total, sink };
+for (const n of names)
+	out.cpu[n] = cpu[n] / total;
+console.log(JSON.stringify(out));
