@@ -64,7 +64,7 @@ static long js_step(__u32 i, void *data)
 {
 	struct js_walk *w = data;
 	__u64 win[16] = {};
-	__u64 fn, sfi = 0, boff, next, fp = w->fp;
+	__u64 fn, sfi = 0, code = 0, boff, next, fp = w->fp;
 	__u32 n;
 	__u16 t;
 
@@ -92,7 +92,7 @@ static long js_step(__u32 i, void *data)
 	/* (the words written so far: the stack's own length, which as a map value's the verifier
 	 * does not track, so that it sees the loop converge) */
 	n = w->st->len;
-	if (n + 2 > w->end || n > PCMON_STACK_MAX - 2) {
+	if (n + PCMON_JS_FRAME_WORDS > w->end || n > PCMON_STACK_MAX - PCMON_JS_FRAME_WORDS) {
 		w->status = PCMON_JS_DEPTH;
 		return 1;
 	}
@@ -104,10 +104,16 @@ static long js_step(__u32 i, void *data)
 	boff = js_win(win, w->o.fp_bytecode_offset);
 	/* an interpreted frame's offset is a Smi (a baseline frame keeps its feedback there) */
 	boff = (boff & 1) ? 0 : (boff >> 32) + 1;
+	/* the code its function has: the frame's unless it was replaced since the frame was
+	 * entered, and optimized code has no bytecode offset (a spill slot is where an
+	 * interpreted frame has it): the engine checks the pc is in it */
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + w->o.fn_code)))
+		code = 0;
 	/* (its position: the loop's index, which the verifier does not track as a constant) */
 	w->st->ip[js_slot(n)] = pcmon_js_pc_word(w->pc, i);
 	w->st->ip[js_slot(n + 1)] = pcmon_js_sfi_word(sfi - 1, boff);
-	w->st->len = n + 2;
+	w->st->ip[js_slot(n + 2)] = code & PCMON_JS_ADDR_MASK;
+	w->st->len = n + PCMON_JS_FRAME_WORDS;
 next:
 	next = win[8];
 	w->pc = win[9];

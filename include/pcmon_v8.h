@@ -7,8 +7,8 @@
  *
  * A sample of a registered process (v8procs) carries its JavaScript frames after its native
  * ones, in the same stack record and before any Python marker: a marker word (PCMON_JS_MARK |
- * enum pcmon_js_status), then two words per JavaScript frame, innermost first. No word after
- * the marker has its top bit set, so none reads as a marker of either kind.
+ * enum pcmon_js_status), then three words per JavaScript frame, innermost first. No word
+ * after the marker has its top bit set, so none reads as a marker of either kind.
  */
 #ifndef PCMON_V8_H
 #define PCMON_V8_H
@@ -19,9 +19,10 @@
 
 /* Frames of the chain walked per sample at most, and JavaScript frames kept of them. */
 #define PCMON_JS_CHAIN_MAX 128
-#define PCMON_JS_FRAMES_MAX 63
-/* Words the JavaScript part of a stack takes at most: the marker and two per frame. */
-#define PCMON_JS_WORDS_MAX (1 + 2 * PCMON_JS_FRAMES_MAX)
+#define PCMON_JS_FRAMES_MAX 42
+/* Words a JavaScript frame takes, and the JavaScript part of a stack at most (its marker). */
+#define PCMON_JS_FRAME_WORDS 3
+#define PCMON_JS_WORDS_MAX (1 + PCMON_JS_FRAME_WORDS * PCMON_JS_FRAMES_MAX)
 
 #define PCMON_JS_MARK 0xfffd000000000000ULL
 #define PCMON_JS_MARK_MASK 0xffffffffffff0000ULL
@@ -40,17 +41,19 @@ enum pcmon_js_status {
 };
 
 /*
- * A frame's first word: the pc it is at (user space: 47 bits), its position in the
- * frame-pointer chain (0: the innermost, at the sampled pc) and its kind; the second: its
+ * A frame's first word: the pc it is at (user space: 47 bits) and its position in the
+ * frame-pointer chain (0: the innermost, at the sampled pc); the second: its
  * SharedFunctionInfo's address (untagged) and, for an interpreted frame, the bytecode offset
- * it is at, plus one (0: not interpreted, PCMON_JS_BOFF_FAR: too far to say).
+ * it is at as the frame keeps it, plus one (0: not interpreted, PCMON_JS_BOFF_FAR: too far to
+ * say); the third, for a frame not interpreted, the code its function had then (a tagged
+ * Code: the engine checks the pc is in it, and reads what it inlined), else 0.
  */
 #define PCMON_JS_ADDR_MASK ((1ULL << 47) - 1)
 #define PCMON_JS_POS_SHIFT 48
 #define PCMON_JS_POS_MASK 0xffULL
 #define PCMON_JS_BOFF_SHIFT 48
 #define PCMON_JS_BOFF_FAR 0x7fffu
-/* (set on the outermost frame's second word: a stack ending with it wakes the engine soon) */
+/* (set on the outermost frame's last word: a stack ending with it wakes the engine soon) */
 #define PCMON_JS_OUTERMOST (1ULL << 47)
 
 static inline __u64 pcmon_js_pc_word(__u64 pc, __u32 pos)
@@ -81,7 +84,8 @@ struct pcmon_v8offs {
 	__u16 type_fn_lo;	/* the JSFunction instance types, [lo, hi] */
 	__u16 type_fn_hi;
 	__u16 type_sfi;		/* SHARED_FUNCTION_INFO_TYPE */
-	__u16 pad[3];
+	__u16 fn_code;		/* JSFunction.code */
+	__u16 pad[2];
 };
 
 /* A process the engine looked at for a V8 (v8procs, by tgid). */

@@ -243,8 +243,8 @@ void sample_convert_python_early(void *ctx, uint32_t pid, const __u64 *ip, uint3
 	struct sample_g *g = ctx;
 	uint32_t js = js_start(ip, n), py = python_start(ip, n);
 
-	for (uint32_t i = js + 2; i < py && i < n; i += 2)
-		if (v8_sfi_early(g->v8, pid, ip[i]))
+	for (uint32_t i = js + 1; i + PCMON_JS_FRAME_WORDS <= MIN(py, n); i += PCMON_JS_FRAME_WORDS)
+		if (v8_frame_early(g->v8, pid, (const uint64_t *)&ip[i]))
 			break;
 	for (uint32_t i = py + 1; i < n; i++)
 		if (py_code_early(g->py, pid, ip[i]))
@@ -298,7 +298,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	/* (a V8's stack carries its JavaScript frames: a Python marker after them is dropped) */
 	if (njs)
 		npy = 0;
-	need = agg_stack_size(nu + (npy ? npy - 1 : 0) + njs / 2 + nk + kthread);
+	need = agg_stack_size(nu + (npy ? npy - 1 : 0) + njs / PCMON_JS_FRAME_WORDS + nk + kthread);
 	if (need > g->scratch_cap) {
 		free(g->scratch);
 		g->scratch = malloc(need);

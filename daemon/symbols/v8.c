@@ -28,6 +28,9 @@ enum v8c {
 	C_T_FUNCTION, C_T_SFI, C_T_FIRST_NONSTRING, C_T_SCOPE_INFO, C_T_SCRIPT, C_T_FIXED_ARRAY,
 	C_REPR_MASK, C_ENC_MASK, C_ONE_BYTE, C_CONS_TAG, C_SLICED_TAG, C_THIN_TAG, C_EXT_TAG,
 	C_SCOPE_FIRST_VARS, C_SCOPE_NLOCALS, C_HEAP_TAG, C_SMI_SHIFT, C_TAGGED_SIZE,
+	C_SFI_FUNCTION_DATA, C_T_BYTECODE_ARRAY, C_T_CODE, C_CODE_DEOPT, C_CODE_SPT,
+	C_KIND_MASK, C_KIND_INTERPRETED, C_KIND_BASELINE, C_DEOPT_NINLINED, C_DEOPT_SFI,
+	C_BCA_DATA,
 	C_MAX
 };
 
@@ -76,9 +79,22 @@ static const struct {
 	[C_HEAP_TAG] = { "v8dbg_HeapObjectTag", INT64_MIN },
 	[C_SMI_SHIFT] = { "v8dbg_SmiShiftSize", INT64_MIN },
 	[C_TAGGED_SIZE] = { "v8dbg_TaggedSize", INT64_MIN },
+	[C_SFI_FUNCTION_DATA] = { "v8dbg_class_SharedFunctionInfo__function_data__Object",
+				  INT64_MIN },
+	[C_T_BYTECODE_ARRAY] = { "v8dbg_type_BytecodeArray__BYTECODE_ARRAY_TYPE", INT64_MIN },
+	[C_T_CODE] = { "v8dbg_type_Code__CODE_TYPE", INT64_MIN },
+	[C_CODE_DEOPT] = { "v8dbg_class_Code__deoptimization_data__FixedArray", INT64_MIN },
+	[C_CODE_SPT] = { "v8dbg_class_Code__source_position_table__ByteArray", INT64_MIN },
+	[C_KIND_MASK] = { "v8dbg_CodeKindFieldMask", INT64_MIN },
+	[C_KIND_INTERPRETED] = { "v8dbg_CodeKindInterpretedFunction", INT64_MIN },
+	[C_KIND_BASELINE] = { "v8dbg_CodeKindBaseline", INT64_MIN },
+	[C_DEOPT_NINLINED] = { "v8dbg_DeoptimizationDataInlinedFunctionCountIndex", INT64_MIN },
+	[C_DEOPT_SFI] = { "v8dbg_DeoptimizationDataSharedFunctionInfoIndex", INT64_MIN },
+	[C_BCA_DATA] = { "v8dbg_class_BytecodeArray__data__uintptr_t", INT64_MIN },
 };
 
 #define V8_TYPE_PREFIX "v8dbg_type_"
+#define V8_FUNCTION_TYPES 15
 
 /* The largest object offset the engine takes (it reads headers of at most 128 bytes). */
 #define V8_OFF_MAX 120
@@ -86,7 +102,7 @@ static const struct {
 int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_t version,
 	      struct v8_layout *l, char *why, size_t wlen)
 {
-	int64_t c[C_MAX], next_type = INT64_MAX;
+	int64_t c[C_MAX], next_type;
 	bool any = false;
 
 	for (int i = 0; i < C_MAX; i++)
@@ -114,15 +130,15 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 		return -ENOTSUP;
 	}
 	/*
-	 * JSFunction's subtypes (class constructors and the like) follow JS_FUNCTION_TYPE up to
-	 * the next type published: those are what a frame's function slot may hold.
+	 * JSFunction's subtypes (class constructors, the builtin constructors: 14 of them in
+	 * 11.x) follow JS_FUNCTION_TYPE, unpublished: what a frame's function slot may hold.
+	 * None of the types published may fall among them.
 	 */
+	next_type = c[C_T_FUNCTION] + V8_FUNCTION_TYPES;
 	for (size_t i = 0; i < n; i++)
 		if (!strncmp(names[i], V8_TYPE_PREFIX, strlen(V8_TYPE_PREFIX)) &&
 		    values[i] > c[C_T_FUNCTION] && values[i] < next_type)
 			next_type = values[i];
-	if (next_type == INT64_MAX || next_type - c[C_T_FUNCTION] > 64)
-		next_type = c[C_T_FUNCTION] + 1;
 	/* everything bounded before use: frame slots in BPF's window, offsets in a header read */
 	if (c[C_HEAP_TAG] != 1 || c[C_SMI_SHIFT] != 31 || c[C_TAGGED_SIZE] != 8 ||
 	    c[C_FP_FUNCTION] >= 0 || c[C_FP_FUNCTION] < -PCMON_JS_WIN_BELOW ||
@@ -133,6 +149,15 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 	    c[C_T_SFI] > 0xffff || c[C_SCOPE_FIRST_VARS] < 1 || c[C_SCOPE_FIRST_VARS] > 8 ||
 	    c[C_SCOPE_NLOCALS] < 0 || c[C_SCOPE_NLOCALS] >= c[C_SCOPE_FIRST_VARS]) {
 		snprintf(why, wlen, "V8 %u.%u.%u: its v8dbg_ constants are not what pcmon reads",
+			 version >> 24, version >> 16 & 0xff, version & 0xffff);
+		return -ENOTSUP;
+	}
+	if (c[C_KIND_MASK] != 15 || c[C_DEOPT_NINLINED] < 0 || c[C_DEOPT_NINLINED] > 16 ||
+	    c[C_DEOPT_SFI] < 0 || c[C_DEOPT_SFI] > 16 || c[C_CODE_DEOPT] < 0 ||
+	    c[C_CODE_DEOPT] > V8_OFF_MAX || c[C_CODE_SPT] < 0 || c[C_CODE_SPT] > V8_OFF_MAX - 40 ||
+	    c[C_BCA_DATA] < 0 || c[C_BCA_DATA] > V8_OFF_MAX || c[C_SFI_FUNCTION_DATA] < 0 ||
+	    c[C_SFI_FUNCTION_DATA] > V8_OFF_MAX || c[C_FN_SHARED] > V8_OFF_MAX - 24) {
+		snprintf(why, wlen, "V8 %u.%u.%u: its code's v8dbg_ constants are not what pcmon reads",
 			 version >> 24, version >> 16 & 0xff, version & 0xffff);
 		return -ENOTSUP;
 	}
@@ -186,7 +211,33 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 		.str_external = c[C_EXT_TAG],
 		.scope_first_vars = c[C_SCOPE_FIRST_VARS],
 		.scope_nlocals = c[C_SCOPE_NLOCALS],
+		/*
+		 * 11.1 to 11.3's Code (what JSFunction.code points at) has its source position
+		 * table, then the InstructionStream, then instruction_start, the flags (its kind in
+		 * the low bits), builtin id and kind-specific flags, and instruction_size; a
+		 * BytecodeArray, its length, constant pool, handler table and then its source
+		 * position table. DeoptimizationData's literals follow the inlined function count,
+		 * the inlining positions the function's own SharedFunctionInfo.
+		 */
+		.sfi_function_data = c[C_SFI_FUNCTION_DATA],
+		.type_bytecode_array = c[C_T_BYTECODE_ARRAY],
+		.type_code = c[C_T_CODE],
+		.code_deopt = c[C_CODE_DEOPT],
+		.code_spt = c[C_CODE_SPT],
+		.code_start = c[C_CODE_SPT] + 16,
+		.code_flags = c[C_CODE_SPT] + 24,
+		.code_size = c[C_CODE_SPT] + 32,
+		.kind_mask = c[C_KIND_MASK],
+		.kind_interpreted = c[C_KIND_INTERPRETED],
+		.kind_baseline = c[C_KIND_BASELINE],
+		.deopt_ninlined = c[C_DEOPT_NINLINED],
+		.deopt_literals = c[C_DEOPT_NINLINED] + 1,
+		.deopt_sfi = c[C_DEOPT_SFI],
+		.deopt_inlining = c[C_DEOPT_SFI] + 1,
+		.bca_spt = c[C_FIXED_LENGTH] + 24,
+		.bca_data = c[C_BCA_DATA],
 	};
+	l->o.fn_code = l->o.fn_shared + 24; /* (after the context and the feedback cell) */
 	return 0;
 }
 
@@ -281,6 +332,44 @@ void v8_proc_name(const char *script, const char *fn, unsigned int line, char *o
 		snprintf(out, len, "%s.%s", s, fn);
 	else
 		snprintf(out, len, "%s.(anonymous:%u)", s, line);
+}
+
+/* A zigzag VLQ of @t at *@at. */
+static bool vlq(const uint8_t *t, size_t len, size_t *at, int64_t *out)
+{
+	uint64_t bits = 0;
+	unsigned int shift = 0;
+	uint8_t b;
+
+	do {
+		if (*at >= len || shift > 63)
+			return false;
+		b = t[(*at)++];
+		bits |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*out = (int64_t)(bits >> 1) ^ -(int64_t)(bits & 1);
+	return true;
+}
+
+int v8_spt_find(const uint8_t *t, size_t len, uint32_t off, int64_t *pos)
+{
+	int64_t code = 0, src = 0, d, s;
+	size_t at = 0;
+	bool found = false;
+
+	while (at < len) {
+		if (!vlq(t, len, &at, &d) || !vlq(t, len, &at, &s))
+			break;
+		/* (the sign says whether the entry is a statement: the delta is never negative) */
+		code += d >= 0 ? d : -(d + 1);
+		src += s;
+		if (code > off)
+			break;
+		*pos = src;
+		found = true;
+	}
+	return found ? 0 : -ENOENT;
 }
 
 unsigned int v8_line_of(const uint32_t *ends, size_t n, uint32_t pos)
@@ -395,3 +484,4 @@ int v8_layout_of_file(int fd, struct v8_layout *l, char *why, size_t wlen)
 	free(f.values);
 	return r;
 }
+

@@ -37,6 +37,13 @@ struct v8_layout {
 	uint16_t str_repr_mask, str_enc_mask, str_one_byte, str_cons, str_sliced, str_thin,
 		 str_external;
 	uint16_t scope_first_vars, scope_nlocals;
+	/* code (not all published by 11.x: filled in by version, as V8's own layout has them) */
+	uint16_t sfi_function_data;
+	uint16_t type_bytecode_array, type_code;
+	uint16_t code_deopt, code_spt, code_start, code_flags, code_size;
+	uint16_t kind_mask, kind_interpreted, kind_baseline;
+	uint16_t deopt_ninlined, deopt_literals, deopt_sfi, deopt_inlining;
+	uint16_t bca_spt, bca_data;
 };
 
 /*
@@ -62,6 +69,22 @@ int v8_scope_decode(const uint64_t *w, size_t n, const struct v8_layout *l, stru
  * its extension; "(anonymous:LINE)" for a function with no name. */
 void v8_proc_name(const char *script, const char *fn, unsigned int line, char *out, size_t len);
 
+/*
+ * A source position table (@t, @len bytes: V8's deltas of code offset and source position,
+ * each a zigzag VLQ): the source position of the last entry at or before code offset @off,
+ * 0; -ENOENT if none is.
+ */
+int v8_spt_find(const uint8_t *t, size_t len, uint32_t off, int64_t *pos);
+/* A source position's script offset (-1: none) and inlining id (-1: not inlined). */
+static inline int32_t v8_pos_offset(int64_t pos)
+{
+	return (int32_t)((uint64_t)pos >> 1 & ((1u << 30) - 1)) - 1;
+}
+static inline int32_t v8_pos_inlining(int64_t pos)
+{
+	return (int32_t)((uint64_t)pos >> 31 & 0xffff) - 1;
+}
+
 /* The 0-based line of source position @pos, from the positions of the line ends @ends. */
 unsigned int v8_line_of(const uint32_t *ends, size_t n, uint32_t pos);
 
@@ -85,17 +108,18 @@ bool v8_tell_once(struct v8 *v, uint32_t pid);
 void v8_exited(struct v8 *v, uint32_t pid, uint64_t now);
 bool v8_is_v8(struct v8 *v, uint32_t pid);
 
-/* Read the SharedFunctionInfo of the JavaScript frame whose second word is @word now. */
-int v8_sfi_early(struct v8 *v, uint32_t pid, uint64_t word);
+/* Read what names JavaScript frame @w (its PCMON_JS_FRAME_WORDS words) now, while @pid runs. */
+int v8_frame_early(struct v8 *v, uint32_t pid, const uint64_t *w);
 
 /*
  * Merge the JavaScript frames @jw (the words after a marker, @nj of them) into the native user
- * locations @nat (innermost first, pcs @pc, @nn of them), into @out (room for @nn + @nj / 2):
+ * locations @nat (innermost first, pcs @pc, @nn of them), into @out (room for @nn + @nj / PCMON_JS_FRAME_WORDS):
  * each frame goes where the native frame at its pc is, in place of V8's code, or after (as
  * its caller) a native frame that is not V8's. Returns how many were written; *@cut: 0, or
  * PCMON_JS_FAULT (a frame that could not be named: the stack is flagged).
  */
 struct v8_merge_in {
+	/* (the frames' words: PCMON_JS_FRAME_WORDS each) */
 	const uint32_t *nat;
 	const uint64_t *pc;
 	uint32_t nn;

@@ -53,6 +53,25 @@ struct v8_fn {
 	uint32_t gen;		/* the drain it was last checked in (0: never read) */
 	uint32_t name, file;	/* sym string ids: the procedure, the script's name */
 	uint32_t line;		/* its first line, 0: not known */
+	uint64_t script;	/* its Script (tagged), 0: none */
+	uint8_t *spt;		/* its bytecode's source position table, NULL: none read */
+	uint32_t nspt;
+};
+
+/* A Code object of a process (optimized code: what it inlined), as last read. */
+struct v8_code {
+	uint64_t sum;
+	uint32_t gen;
+	uint64_t start;		/* its instructions [start, start + size) */
+	uint32_t size;
+	uint32_t kind;
+	uint64_t sfi;		/* the function it is the code of (untagged), 0: not optimized */
+	uint64_t *inl_sfi;	/* the functions it inlined (untagged) */
+	uint32_t ninl_sfi;
+	struct v8_inl { int64_t pos; int32_t fn; } *inl;	/* where each inlining is */
+	uint32_t ninl;
+	uint8_t *spt;		/* pc offsets to source positions */
+	uint32_t nspt;
 };
 
 /* A Script's line ends, as last read. */
@@ -72,6 +91,9 @@ struct v8 {
 	struct itab *skeys;	/* (pid, script) */
 	struct v8_script *scripts;
 	size_t cap_scripts;
+	struct itab *ckeys;	/* (pid, code) */
+	struct v8_code *codes;
+	size_t cap_codes;
 	struct v8_pid *pids;
 	size_t npids, cap_pids;
 	struct v8_bin *bins;
@@ -90,7 +112,8 @@ struct v8 *v8_new(struct sym *s)
 		return NULL;
 	v->sym = s;
 	v->gen = 1;
-	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->looked = itab_new()) ||
+	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->ckeys = itab_new()) ||
+	    !(v->looked = itab_new()) ||
 	    !(v->told = itab_new()) || sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
 		v8_free(v);
 		return NULL;
@@ -104,11 +127,35 @@ static void scripts_clear(struct v8 *v)
 		free(v->scripts[i].ends);
 }
 
+static void fns_clear(struct v8 *v)
+{
+	for (uint32_t i = 0; v->fkeys && i < itab_count(v->fkeys); i++)
+		free(v->fns[i].spt);
+}
+
+static void code_free(struct v8_code *c)
+{
+	free(c->inl_sfi);
+	free(c->inl);
+	free(c->spt);
+	*c = (struct v8_code){ 0 };
+}
+
+static void codes_clear(struct v8 *v)
+{
+	for (uint32_t i = 0; v->ckeys && i < itab_count(v->ckeys); i++)
+		code_free(&v->codes[i]);
+}
+
 void v8_free(struct v8 *v)
 {
 	if (!v)
 		return;
 	scripts_clear(v);
+	fns_clear(v);
+	codes_clear(v);
+	itab_free(v->ckeys);
+	free(v->codes);
 	itab_free(v->fkeys);
 	itab_free(v->skeys);
 	itab_free(v->looked);
@@ -193,6 +240,8 @@ static void forget_gone(struct v8 *v, uint64_t now)
 		v->fns[i].gen = 0;
 	for (uint32_t i = 0; i < itab_count(v->skeys); i++)
 		v->scripts[i].gen = 0;
+	for (uint32_t i = 0; i < itab_count(v->ckeys); i++)
+		v->codes[i].gen = 0;
 }
 
 void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
@@ -532,6 +581,8 @@ static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struc
 /* ---- SharedFunctionInfos */
 
 #define V8_SFI_HDR 64
+/* The most of an object's header read (the offsets are bounded by V8_OFF_MAX in v8.c). */
+#define V8_OFF_HDR 256
 
 /* What says which function an SFI is: its map, name or scope, script. */
 static uint64_t sfi_sum(const struct v8_layout *l, const uint8_t *h)
@@ -578,6 +629,46 @@ static void fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char 
 		str_read(pid, l, w[sc.name], name, len);
 }
 
+/* A ByteArray @ba (tagged) of process @pid, at most @max bytes: malloc'ed, or NULL. */
+static uint8_t *byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
+			   uint32_t *n)
+{
+	uint64_t len;
+	uint8_t *b;
+
+	*n = 0;
+	if (!tagged(ba) || mem_read(pid, ba - 1 + l->fixed_length, &len, sizeof(len)) || (len & 1))
+		return NULL;
+	len = (int64_t)len >> 32;
+	if (!len || len > max || !(b = malloc(len)))
+		return NULL;
+	if (mem_read(pid, ba - 1 + l->fixed_length + 8, b, len)) {
+		free(b);
+		return NULL;
+	}
+	*n = len;
+	return b;
+}
+
+#define V8_SPT_MAX (1u << 20)
+
+/* The source position table of the bytecode of function data @fd (tagged). */
+static uint8_t *bytecode_spt(uint32_t pid, const struct v8_layout *l, uint64_t fd, uint32_t *n)
+{
+	int t = type_of(pid, l, fd);
+	uint64_t spt;
+
+	*n = 0;
+	if (t == l->type_code && mem_read(pid, fd - 1 + l->code_deopt, &fd, sizeof(fd)))
+		return NULL; /* (baseline code: its bytecode is where optimized code has its deopt data) */
+	if (t == l->type_code)
+		t = type_of(pid, l, fd);
+	if (t != l->type_bytecode_array ||
+	    mem_read(pid, fd - 1 + l->bca_spt, &spt, sizeof(spt)))
+		return NULL;
+	return byte_array(pid, l, spt, V8_SPT_MAX, n);
+}
+
 /*
  * The cached SFI @sfi (untagged) of process @pid, checked once per drain: its header is read
  * again, and if what says which function it is changed (freed and another object took its
@@ -598,6 +689,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	int r;
 
 	if (itab_count(v->fkeys) >= V8_FNS_MAX) {
+		fns_clear(v);
 		itab_free(v->fkeys);
 		if (!(v->fkeys = itab_new()))
 			return NULL;
@@ -631,9 +723,13 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 		s = script_of(v, pid, l, sc);
 		if (s && s->nends && start >= 0)
 			line = v8_line_of(s->ends, s->nends, (uint32_t)start) + 1;
+	} else {
+		sc = 0;
 	}
 	v8_proc_name(script, name, line, proc, sizeof(proc));
-	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line };
+	free(f->spt);
+	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line, .script = sc };
+	f->spt = bytecode_spt(pid, l, u64_at(h, l->sfi_function_data), &f->nspt);
 	if (sym_intern_str(v->sym, proc, &f->name) ||
 	    sym_intern_str(v->sym, script[0] ? script : "(unknown)", &f->file)) {
 		f->gen = 0;
@@ -642,38 +738,258 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	return f;
 }
 
-int v8_sfi_early(struct v8 *v, uint32_t pid, uint64_t word)
+/* The line of script offset @off in @f's script, its first line if not known. */
+static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32_t off)
 {
-	return fn_of(v, pid, word & PCMON_JS_ADDR_MASK) ? 0 : -EFAULT;
+	struct v8_pid *p = pid_find(v, pid);
+	const struct v8_script *s;
+
+	if (off < 0 || !f->script || !p)
+		return f->line;
+	s = script_of(v, pid, &p->l, f->script);
+	if (!s || !s->nends)
+		return f->line;
+	return v8_line_of(s->ends, s->nends, (uint32_t)off) + 1;
 }
 
-/* A location of its own per (name, file, line), shared by every process. */
-static int frame_loc(struct v8 *v, uint32_t pid, uint64_t word, uint32_t *loc)
-{
-	struct v8_fn *f = fn_of(v, pid, word & PCMON_JS_ADDR_MASK);
-	char key[2048], *n, *file;
-	const char *procs[1], *files[1];
-	uint32_t line;
-	int kl, r;
+#define V8_INLINED_MAX 4096
+#define V8_CODES_MAX (64u << 10)
 
+/* Read Code @code (tagged) of @pid into @c: its instructions, and if optimized what it inlined. */
+static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, struct v8_code *c)
+{
+	uint8_t h[V8_OFF_HDR];
+	uint64_t deopt, arr[16], lit, ipos;
+	uint32_t n, flags;
+	int64_t cnt;
+	int32_t size;
+
+	if (type_of(pid, l, code) != l->type_code ||
+	    mem_read(pid, code - 1, h, (size_t)l->code_size + 4))
+		return -EFAULT;
+	memcpy(&flags, h + l->code_flags, sizeof(flags));
+	memcpy(&size, h + l->code_size, sizeof(size));
+	if (size <= 0)
+		return -EINVAL;
+	c->start = u64_at(h, l->code_start);
+	c->size = size;
+	c->kind = flags & l->kind_mask;
+	c->spt = byte_array(pid, l, u64_at(h, l->code_spt), V8_SPT_MAX, &c->nspt);
+	if (c->kind == l->kind_interpreted || c->kind == l->kind_baseline)
+		return 0;
+	/* optimized: DeoptimizationData, a FixedArray */
+	deopt = u64_at(h, l->code_deopt);
+	if (type_of(pid, l, deopt) != l->type_fixed_array ||
+	    mem_read(pid, deopt - 1 + l->fixed_length + 8, arr,
+		     ((size_t)l->deopt_inlining + 1) * sizeof(arr[0])))
+		return 0;
+	c->sfi = tagged(arr[l->deopt_sfi]) ? arr[l->deopt_sfi] - 1 : 0;
+	cnt = (arr[l->deopt_ninlined] & 1) ? -1 : (int64_t)arr[l->deopt_ninlined] >> 32;
+	lit = arr[l->deopt_literals];
+	ipos = arr[l->deopt_inlining];
+	if (cnt <= 0 || cnt > V8_INLINED_MAX)
+		return 0;
+	/* the literals' first cnt: the functions inlined */
+	c->inl_sfi = malloc(cnt * sizeof(*c->inl_sfi));
+	if (!c->inl_sfi || !tagged(lit) ||
+	    mem_read(pid, lit - 1 + l->fixed_length + 8, c->inl_sfi, cnt * sizeof(*c->inl_sfi)))
+		return 0;
+	for (int64_t i = 0; i < cnt; i++)
+		c->inl_sfi[i] = tagged(c->inl_sfi[i]) ? c->inl_sfi[i] - 1 : 0;
+	c->ninl_sfi = cnt;
+	/* InliningPositions: a ByteArray of { SourcePosition, int function id } */
+	{
+		uint8_t *b = byte_array(pid, l, ipos, V8_INLINED_MAX * 16, &n);
+
+		if (!b)
+			return 0;
+		c->inl = malloc((n / 16 + 1) * sizeof(*c->inl));
+		if (c->inl) {
+			for (uint32_t i = 0; i + 16 <= n; i += 16) {
+				memcpy(&c->inl[i / 16].pos, b + i, 8);
+				memcpy(&c->inl[i / 16].fn, b + i + 8, 4);
+			}
+			c->ninl = n / 16;
+		}
+		free(b);
+	}
+	return 0;
+}
+
+/* The cached Code @code (tagged) of @pid, read once per drain (its instructions moved: read again). */
+static struct v8_code *code_of(struct v8 *v, uint32_t pid, uint64_t code)
+{
+	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, code };
+	struct v8_pid *p = pid_find(v, pid);
+	struct v8_code *c;
+	uint64_t start;
+	uint32_t slot;
+	int r;
+
+	if (!code)
+		return NULL;
+	if (itab_count(v->ckeys) >= V8_CODES_MAX) {
+		codes_clear(v);
+		itab_free(v->ckeys);
+		if (!(v->ckeys = itab_new()))
+			return NULL;
+	}
+	r = itab_intern(v->ckeys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(v->codes, v->cap_codes, slot + 1))
+		return NULL;
+	c = &v->codes[slot];
+	if (r == 1)
+		*c = (struct v8_code){ 0 };
+	if (c->gen == v->gen)
+		return c->size ? c : NULL;
+	if (!p)
+		return c->gen && c->size ? c : NULL;
+	if (c->gen && !mem_read(pid, code - 1 + p->l.code_start, &start, sizeof(start)) &&
+	    start == c->start && type_of(pid, &p->l, code) == p->l.type_code) {
+		c->gen = v->gen;
+		return c;
+	}
+	if (c->gen && mem_read(pid, code - 1, &start, sizeof(start)))
+		return c->size ? c : NULL; /* gone: what was read stands */
+	code_free(c);
+	c->gen = v->gen;
+	read_code(pid, &p->l, code, c);
+	return c->size ? c : NULL;
+}
+
+int v8_frame_early(struct v8 *v, uint32_t pid, const uint64_t *w)
+{
+	struct v8_code *c;
+
+	if (!fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK))
+		return -EFAULT;
+	c = code_of(v, pid, w[2] & PCMON_JS_ADDR_MASK);
+	for (uint32_t i = 0; c && i < c->ninl_sfi; i++)
+		fn_of(v, pid, c->inl_sfi[i]);
+	return 0;
+}
+
+/* A JavaScript frame's functions, innermost first, with their lines. */
+#define V8_CHAIN_MAX 16
+struct v8_chain {
+	uint32_t name[V8_CHAIN_MAX], file[V8_CHAIN_MAX];
+	uint32_t line[V8_CHAIN_MAX];
+	uint32_t n;
+};
+
+/* (the cache's entries move as it grows: what a chain needs is copied at once) */
+static void chain_put(struct v8 *v, uint32_t pid, struct v8_chain *ch, const struct v8_fn *f,
+		      int32_t off)
+{
+	ch->name[ch->n] = f->name;
+	ch->file[ch->n] = f->file;
+	ch->line[ch->n++] = fn_line(v, pid, f, off);
+}
+
+/* Optimized code @c at offset @off: the function at its source position, and those inlined. */
+static int optimized_chain(struct v8 *v, uint32_t pid, const struct v8_code *c, uint64_t off,
+			   struct v8_chain *ch)
+{
+	const struct v8_fn *g;
+	int64_t pos;
+
+	if (!c->spt || v8_spt_find(c->spt, c->nspt, off, &pos)) {
+		/* (no position: the function alone, at its first line) */
+		if (!(g = fn_of(v, pid, c->sfi)))
+			return -EFAULT;
+		chain_put(v, pid, ch, g, -1);
+		return 0;
+	}
+	for (uint32_t k = 0; k < V8_CHAIN_MAX; k++) {
+		int32_t id = v8_pos_inlining(pos), at = v8_pos_offset(pos);
+
+		if (id < 0) {
+			g = fn_of(v, pid, c->sfi);
+		} else if ((uint32_t)id >= c->ninl || c->inl[id].fn < 0 ||
+			   (uint32_t)c->inl[id].fn >= c->ninl_sfi) {
+			return -EFAULT;
+		} else {
+			g = fn_of(v, pid, c->inl_sfi[c->inl[id].fn]);
+		}
+		if (!g)
+			return -EFAULT;
+		chain_put(v, pid, ch, g, at);
+		if (id < 0)
+			return 0;
+		pos = c->inl[id].pos;
+	}
+	return -EFAULT; /* (deeper than V8 inlines) */
+}
+
+/*
+ * The functions frame @w (its three words) runs: an interpreted frame's function at the line of
+ * its bytecode offset; optimized code's at the pc, with the functions it inlined there, each at
+ * its line (the source position table at the pc, then each inlining's position in its
+ * caller); any other (baseline code, code that is not the frame's) the function alone, at its
+ * first line.
+ */
+static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_chain *ch)
+{
+	const struct v8_fn *f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK);
+	uint32_t boff1 = w[1] >> PCMON_JS_BOFF_SHIFT & PCMON_JS_BOFF_FAR;
+	uint64_t pc = w[0] & PCMON_JS_ADDR_MASK;
+	bool inner = !(w[0] >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK);
+	struct v8_pid *p = pid_find(v, pid);
+	const struct v8_code *c;
+	int64_t pos;
+
+	ch->n = 0;
 	if (!f)
 		return -EFAULT;
-	line = f->line;
-	/* (strings of the symbolizer's table, which interning may move: copied first) */
-	n = strdup(sym_str(v->sym, f->name));
-	file = strdup(sym_str(v->sym, f->file));
-	if (!n || !file) {
-		free(n);
-		free(file);
-		return -ENOMEM;
+	c = code_of(v, pid, w[2] & PCMON_JS_ADDR_MASK);
+	/* (a return address is one past its call) */
+	if (c && c->sfi && c->sfi == (w[1] & PCMON_JS_ADDR_MASK) && pc >= c->start + !inner &&
+	    pc - c->start - !inner < c->size)
+		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
+	f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK);
+	if (!f)
+		return -EFAULT;
+	if (boff1 && boff1 != PCMON_JS_BOFF_FAR && p) {
+		int64_t off = (int64_t)boff1 - 1 - (p->l.bca_data - 1);
+
+		if (off < 0 || !f->spt || v8_spt_find(f->spt, f->nspt, off, &pos))
+			pos = 0;
+		chain_put(v, pid, ch, f, v8_pos_offset(pos));
+		return 0;
 	}
-	kl = snprintf(key, sizeof(key), "%s:%s:%u", n, file, line);
-	procs[0] = n;
-	files[0] = file;
-	r = sym_intern_loc(v->sym, V8_MODULE, hash_bytes(key, MIN((size_t)kl, sizeof(key))), procs,
-			   files, &line, 1, loc);
-	free(n);
-	free(file);
+	chain_put(v, pid, ch, f, -1);
+	return 0;
+}
+
+/* A location of its own per chain of (name, file, line), shared by every process. */
+static int frame_loc(struct v8 *v, uint32_t pid, const uint64_t *w, uint32_t *loc)
+{
+	char key[4096], *names[V8_CHAIN_MAX], *files[V8_CHAIN_MAX];
+	struct v8_chain ch;
+	size_t kl = 0;
+	int r;
+
+	if (frame_chain(v, pid, w, &ch) || !ch.n)
+		return -EFAULT;
+	/* (strings of the symbolizer's table, which interning may move: copied first) */
+	for (uint32_t i = 0; i < ch.n; i++) {
+		names[i] = strdup(sym_str(v->sym, ch.name[i]));
+		files[i] = strdup(sym_str(v->sym, ch.file[i]));
+		if (kl < sizeof(key))
+			kl += snprintf(key + kl, sizeof(key) - kl, "%s:%s:%u;", names[i] ? names[i] : "",
+				       files[i] ? files[i] : "", ch.line[i]);
+	}
+	r = -ENOMEM;
+	for (uint32_t i = 0; i < ch.n; i++)
+		if (!names[i] || !files[i])
+			goto out;
+	r = sym_intern_loc(v->sym, V8_MODULE, hash_bytes(key, MIN(kl, sizeof(key))),
+			   (const char *const *)names, (const char *const *)files, ch.line, ch.n, loc);
+out:
+	for (uint32_t i = 0; i < ch.n; i++) {
+		free(names[i]);
+		free(files[i]);
+	}
 	return r;
 }
 
@@ -702,7 +1018,7 @@ static bool v8_code(struct v8 *v, uint32_t loc)
 
 uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uint32_t *cut)
 {
-	uint32_t nf = in->nj / 2, n = 0, from = 0, *at, *locs;
+	uint32_t nf = in->nj / PCMON_JS_FRAME_WORDS, n = 0, from = 0, *at, *locs;
 
 	*cut = PCMON_JS_OK;
 	at = malloc(2 * (nf + 1) * sizeof(*at));
@@ -714,11 +1030,11 @@ uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uin
 	/* each frame at the native frame of its pc: at its position in the chain, or found
 	 * further out (a native walk that took other frames: dwarf) */
 	for (uint32_t j = 0; j < nf; j++) {
-		uint64_t w = in->jw[2 * j];
+		uint64_t w = in->jw[PCMON_JS_FRAME_WORDS * j];
 		uint64_t pc = w & PCMON_JS_ADDR_MASK;
 		uint32_t pos = w >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK, i;
 
-		if (frame_loc(v, in->pid, in->jw[2 * j + 1], &locs[j])) {
+		if (frame_loc(v, in->pid, &in->jw[PCMON_JS_FRAME_WORDS * j], &locs[j])) {
 			v->st.unnamed++;
 			*cut = PCMON_JS_FAULT;
 			at[j] = UINT32_MAX;
