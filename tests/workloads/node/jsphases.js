@@ -7,10 +7,16 @@
 // clock: its one JavaScript thread, and V8's helpers while it runs). At the end one JSON
 // line: each function's share of the process's CPU time, and its calls.
 //
-// usage: node jsphases.js SECONDS
+// With --wait FILE it first prints its pid as a JSON line, then waits for FILE to exist before
+// it starts (a profiler attached meanwhile sees all of its time).
+//
+// usage: node jsphases.js SECONDS [--wait FILE]
 'use strict';
 
+const fs = require('fs');
+
 const secs = Number(process.argv[2] || 4);
+const waitAt = process.argv.indexOf('--wait');
 const weights = { workA: 0.45, workB: 0.35, rec: 0.2 };
 const cpu = { workA: 0, workB: 0, rec: 0 };
 const calls = { workA: 0, workB: 0, rec: 0 };
@@ -70,6 +76,14 @@ function block(name) {
 	sink ^= r;
 }
 
+if (waitAt > 0) {
+	const flag = process.argv[waitAt + 1];
+
+	console.log(JSON.stringify({ pid: process.pid }));
+	while (!fs.existsSync(flag))
+		Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+}
+
 const start = process.cpuUsage();
 const t0 = Date.now();
 const names = Object.keys(weights);
@@ -85,7 +99,9 @@ while (Date.now() - t0 < secs * 1000) {
 	}
 	block(name);
 }
-const total = usec(process.cpuUsage(start)) + usec(start);
+// (the process's CPU time: since its start, or with --wait since it was let go, when a
+// profiler attached meanwhile starts counting)
+const total = usec(process.cpuUsage(start)) + (waitAt > 0 ? 0 : usec(start));
 const out = { cpu: {}, calls, total_us: total, sink };
 for (const n of names)
 	out.cpu[n] = cpu[n] / total;

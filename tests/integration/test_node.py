@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""JavaScript frames of Node (V8) processes (docs/node.md) against
+tests/workloads/node/jsphases.js, a Node program that times its own functions with
+process.cpuUsage(): shares per JavaScript function with either unwinder, and attached by --pid
+to a node started before pcmond; how much of the work is named; --no-python keeps the native
+frames; a V8 pcmon does not read is said once and keeps its native frames. Skipped, saying
+so, where there is no node."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import (Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests,
+                 share_tolerance_pp)
+
+NODE = shutil.which("node") or "/usr/bin/node"
+WORK = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jsphases.js")
+FNS = ("workA", "workB", "rec")
+NOSOCK = "/nonexistent/pcmond.sock"  # (pcmon runs an engine of its own)
+
+
+def need_node():
+    if not os.path.exists(NODE):
+        raise Skip(f"no node (apt-get install nodejs): {NODE}")
+    v = subprocess.run([NODE, "-p", "process.versions.v8"], capture_output=True,
+                       text=True).stdout.strip()
+    major, minor = (int(x) for x in v.split(".")[:2])
+    if (major, minor) not in ((11, 1), (11, 2), (11, 3)):
+        raise Skip(f"node's V8 is {v}; pcmon reads 11.1.204 to 11.3 (node 20)")
+
+
+def run(*opts, secs=4, node=None):
+    need_node()
+    listing, p = pcmon_json("run", "--interval", 1000, *opts, "--", node or NODE, WORK, secs,
+                            sock=NOSOCK)
+    return listing, first_json_line(p.stdout), p
+
+
+def check_shares(listing, own, floor_pp=3.0):
+    """Each function's deep share within 3 pp of the program's own clock (wider for few
+    samples); at least 85 % of the samples named as the program's JavaScript."""
+    n = listing["summary"]["counted"]
+    assert n >= 500, f"only {n} samples"
+    p = procs(listing)
+    for fn in FNS:
+        got = p.get(f"js.jsphases.{fn}", {"deep": 0})["deep"] / n
+        want = own["cpu"][fn]
+        tol = share_tolerance_pp(want, n, floor_pp)
+        assert abs(got - want) * 100 <= tol, \
+            f"{fn}: pcmon {got:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n} samples)"
+    work = sum(own["cpu"].values())
+    named = sum(p.get(f"js.jsphases.{fn}", {"deep": 0})["deep"] for fn in FNS) / n
+    assert named >= 0.85 * work, f"named {named:.3f} of the samples, the work is {work:.3f}"
+
+
+def test_shares_default_unwinder():
+    listing, own, _ = run()
+    check_shares(listing, own)
+    # the shared leaf, inlined by TurboFan into its callers, is named under each of them
+    assert procs(listing)["js.jsphases.leaf"]["deep"] > 0.5 * listing["summary"]["counted"]
+
+
+def test_shares_fp():
+    listing, own, _ = run("--unwind", "fp")
+    check_shares(listing, own)
+
+
+def body(src, fn):
+    """The lines [first, last] of function @fn in jsphases.js."""
+    first = next(i for i, l in enumerate(src) if l.startswith(f"function {fn}("))
+    last = next(i for i in range(first, len(src)) if src[i] == "}")
+    return first + 1, last + 1
+
+
+def test_names_and_lines():
+    """Functions named SCRIPT.FUNCTION; an arrow function with no name is (anonymous:LINE),
+    at the line it is written on; --lines of a function TurboFan inlined into its callers
+    lists lines of its own body, in its script."""
+    need_node()
+    src = open(WORK).read().splitlines()
+    arrow = next(i + 1 for i, l in enumerate(src) if "items.map((x) => leaf(x))" in l)
+    d = Daemon().start()
+    try:
+        listing, _ = pcmon_json("run", "--interval", 1000, "--", NODE, WORK, 2, sock=d.sock)
+        p = procs(listing)
+        assert f"js.jsphases.(anonymous:{arrow})" in p, [k for k in p if k.startswith("js.")]
+        tid = listing["target"]["id"]
+        for fn in ("leaf", "workA"):
+            lines = pcmon_json("list", tid, "--lines", f"js.jsphases.{fn}", sock=d.sock)[0]
+            rows = [(l["file"], l["line"], l["count"]) for l in lines["lines"]["lines"]]
+            lo, hi = body(src, fn)
+            inside = sum(c for f, ln, c in rows if f.endswith("jsphases.js") and lo <= ln <= hi)
+            assert inside >= 0.9 * sum(c for _, _, c in rows), (fn, lo, hi, rows)
+            # (lines from the code's positions, not the function's first line for all)
+            assert max(rows, key=lambda r: r[2])[1] != lo, (fn, lo, rows)
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+def test_pid_attach():
+    """A node started before pcmond, attached by --pid, then let go."""
+    need_node()
+    d = Daemon().start()
+    flag = tempfile.mktemp(prefix="pcmon-js-go-")
+    proc = subprocess.Popen([NODE, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pid = first_json_line(proc.stdout.readline())["pid"]
+        time.sleep(0.5)
+        tid = pcmon("start", "--pid", pid, "--interval", 1000, sock=d.sock,
+                    check=0).stdout.strip()
+        time.sleep(0.3)
+        open(flag, "w").close()
+        out, _ = proc.communicate(timeout=120)
+        own = first_json_line(out)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        check_shares(listing, own)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(flag):
+            os.unlink(flag)
+        assert d.stop() == 0, d.logtext()
+
+
+def test_no_python_keeps_native_frames():
+    """--no-python (no runtime frames): node lists as the native program it is."""
+    listing, _, _ = run("--no-python", secs=2)
+    assert not [k for k in procs(listing) if k.startswith("js.")]
+
+
+def test_unknown_v8_said_once():
+    """A node whose binary lacks a v8dbg_ constant pcmon needs (a copy with one renamed: it
+    still runs) is said once, and its samples keep their native frames; the same run of
+    the real node reads its frames (the control)."""
+    need_node()
+    tmp = tempfile.mkdtemp(prefix="pcmon-js-")
+    try:
+        copy = os.path.join(tmp, "node")
+        data = open(NODE, "rb").read()
+        old = b"v8dbg_class_Map__instance_type__uint16_t\0"
+        assert data.count(old) >= 1, "no such v8dbg_ symbol to rename"
+        open(copy, "wb").write(data.replace(old, b"v8dbg_class_Map__instance_tyqe__uint16_t\0"))
+        os.chmod(copy, 0o755)
+        d = Daemon().start()
+        try:
+            p = pcmon("run", "--json", "--interval", 1000, "--", copy, WORK, 2, sock=d.sock,
+                      check=0)
+            own = first_json_line(p.stdout)
+            assert own["cpu"]["workA"] > 0, own
+            tid = pcmon("targets", "--json", sock=d.sock, check=0)
+            listing = pcmon_json("list", "1", sock=d.sock)[0]
+            assert not [k for k in procs(listing) if k.startswith("js.")], \
+                [k for k in procs(listing) if k.startswith("js.")]
+            log = d.logtext()
+            said = [l for l in log.splitlines() if "v8dbg_class_Map__instance_type" in l]
+            assert len(said) == 1, (said, log[-3000:], tid.stdout[-500:])
+            assert "keep their native frames" in said[0], said
+        finally:
+            assert d.stop() == 0, d.logtext()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    listing, _, _ = run(secs=1)
+    assert "js.jsphases.workA" in procs(listing)
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
