@@ -220,9 +220,15 @@ static void status_json(void *gp, cJSON *o)
 	struct sample_g *g = gp;
 	struct probes_stats ps;
 	const char *how = sampler_blocked_stacks(g->smp);
+	struct v8_stats vs;
 	cJSON *c;
 
 	cJSON_AddNumberToObject(o, "max_stack_depth", sampler_max_depth(g->smp));
+	/* JavaScript frames (docs/node.md): named, or not (flagged js); V8 processes read */
+	v8_stats(g->v8, &vs);
+	cJSON_AddNumberToObject(o, "js_frames_named", vs.named);
+	cJSON_AddNumberToObject(o, "js_frames_unnamed", vs.unnamed);
+	cJSON_AddNumberToObject(o, "js_processes", vs.procs);
 	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
 	sampler_backlog_json(g->smp, o);
 	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);

@@ -580,9 +580,17 @@ static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struc
 
 /* ---- SharedFunctionInfos */
 
-#define V8_SFI_HDR 64
+#define V8_SFI_HDR 128
 /* The most of an object's header read (the offsets are bounded by V8_OFF_MAX in v8.c). */
 #define V8_OFF_HDR 256
+
+/* The bytes of an SFI read: up to the last field read. */
+static size_t sfi_hdr(const struct v8_layout *l)
+{
+	size_t n = MAX(l->sfi_name_or_scope, MAX(l->sfi_script, l->sfi_function_data));
+
+	return MIN(MAX(n, (size_t)l->o.map) + 8, (size_t)V8_SFI_HDR);
+}
 
 /* What says which function an SFI is: its map, name or scope, script. */
 static uint64_t sfi_sum(const struct v8_layout *l, const uint8_t *h)
@@ -705,7 +713,8 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	if (!p)
 		return f->gen ? f : NULL;
 	l = &p->l;
-	if (mem_read(pid, sfi, h, V8_SFI_HDR))
+	/* (no more than its fields span: an SFI may end the last page of the heap mapped) */
+	if (mem_read(pid, sfi, h, sfi_hdr(l)))
 		return f->gen ? f : NULL; /* gone: what was read stands */
 	if (type_of(pid, l, sfi + 1) != l->o.type_sfi)
 		return NULL; /* not an SFI (any more) */
@@ -738,17 +747,21 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	return f;
 }
 
-/* The line of script offset @off in @f's script, its first line if not known. */
+/*
+ * The line of script offset @off in @f's script: 0 if not known (no position: the frame's
+ * code says none, or it is code pcmon does not read positions from, baseline code), never
+ * another line in its place.
+ */
 static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32_t off)
 {
 	struct v8_pid *p = pid_find(v, pid);
 	const struct v8_script *s;
 
 	if (off < 0 || !f->script || !p)
-		return f->line;
+		return 0;
 	s = script_of(v, pid, &p->l, f->script);
 	if (!s || !s->nends)
-		return f->line;
+		return 0;
 	return v8_line_of(s->ends, s->nends, (uint32_t)off) + 1;
 }
 
@@ -759,7 +772,7 @@ static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32
 static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, struct v8_code *c)
 {
 	uint8_t h[V8_OFF_HDR];
-	uint64_t deopt, arr[16], lit, ipos;
+	uint64_t deopt, arr[24], lit, ipos;
 	uint32_t n, flags;
 	int64_t cnt;
 	int32_t size;
