@@ -90,6 +90,19 @@ static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const u
 }
 
 /*
+ * A stack BPF read no JavaScript frames for (no marker: taken before the engine looked at
+ * its process), of a target that reads them, in a process since found to run a V8, whose
+ * native frames run V8's code: flagged js, not silently native.
+ */
+static bool js_unread(struct sample_g *g, const struct pcmon_key *k, const uint32_t *locs,
+		      uint32_t n)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && sample_of(t)->python && v8_unread(g->v8, k->pid, locs, n);
+}
+
+/*
  * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
  * native frames and the frames after it. The native pcs are named, then each activation of
  * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
@@ -338,6 +351,8 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
+		else if (js_unread(g, k, st->locs, nu))
+			cut_for(st, AGG_UNWALK_JS);
 	}
 	st->nuser = nu;
 	st->nkern = nk;

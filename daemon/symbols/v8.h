@@ -129,6 +129,13 @@ struct v8_merge_in {
 };
 uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uint32_t *cut);
 
+/*
+ * A stack BPF read no JavaScript frames for, of a process found to run a V8 pcmon reads
+ * (sampled before the engine looked at it), whose native locations @locs run V8's code:
+ * JavaScript ran, and is missing (the stack is flagged js).
+ */
+bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n);
+
 /* Counters for status. */
 struct v8_stats {
 	uint64_t named, unnamed, procs;

@@ -1029,6 +1029,16 @@ static bool v8_code(struct v8 *v, uint32_t loc)
 	return !strncmp(sym_str(v->sym, pi->name), "Builtins_", 9);
 }
 
+bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n)
+{
+	if (!v8_is_v8(v, pid))
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (v8_code(v, locs[i]))
+			return true;
+	return false;
+}
+
 uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uint32_t *cut)
 {
 	uint32_t nf = in->nj / PCMON_JS_FRAME_WORDS, n = 0, from = 0, *at, *locs;
