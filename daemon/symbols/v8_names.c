@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * JavaScript frames named from a V8 process's heap (docs/node.md): the processes looked at,
- * the SharedFunctionInfos and Scripts read with process_vm_readv() and cached by (pid,
- * address), checked once per drain, and the frames merged into the native stacks.
+ * the SharedFunctionInfos, Scripts and Code objects read (v8_heap.c) and cached by (pid,
+ * address), checked once per drain, each frame's inline chain and lines, and the frames
+ * merged into the native stacks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "sym.h"
@@ -19,12 +19,6 @@
 #include "v8.h"
 #include "v8_int.h"
 
-/* Longest name read, in UTF-16 units; a source scanned for its lines, in bytes. */
-#define V8_NAME_MAX 256
-#define V8_SOURCE_MAX (64u << 20)
-#define V8_CONS_DEPTH 8
-/* Words of a ScopeInfo read at most (its header, locals, then names and positions). */
-#define V8_SCOPE_WORDS 256
 /* Entries cached at most before they are all forgotten and read again. */
 #define V8_FNS_MAX (256u << 10)
 #define V8_SCRIPTS_MAX (16u << 10)
@@ -352,199 +346,6 @@ int v8_add(struct v8 *v, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 	return 0;
 }
 
-/* ---- reading the heap */
-
-static int mem_read(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)addr, len };
-	ssize_t n;
-
-	if (!addr || addr > PCMON_JS_ADDR_MASK)
-		return -EFAULT;
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EFAULT;
-}
-
-static uint64_t u64_at(const uint8_t *b, size_t off)
-{
-	uint64_t x;
-
-	memcpy(&x, b + off, sizeof(x));
-	return x;
-}
-
-static bool tagged(uint64_t w)
-{
-	return (w & 3) == 1 && w <= PCMON_JS_ADDR_MASK;
-}
-
-/* The instance type of heap object @obj (tagged), -1 if it cannot be read. */
-static int type_of(uint32_t pid, const struct v8_layout *l, uint64_t obj)
-{
-	uint64_t map;
-	uint16_t t;
-
-	if (!tagged(obj) || mem_read(pid, obj - 1 + l->o.map, &map, sizeof(map)) || !tagged(map) ||
-	    mem_read(pid, map - 1 + l->o.map_type, &t, sizeof(t)))
-		return -1;
-	return t;
-}
-
-/* UTF-16 units [@from, @from + @n) of string @obj (tagged) into @out: units read, or -errno. */
-static int str_units(uint32_t pid, const struct v8_layout *l, uint64_t obj, uint32_t from,
-		     uint32_t n, uint16_t *out, int depth)
-{
-	int t = type_of(pid, l, obj), repr;
-	int32_t len;
-	uint64_t a, b;
-	bool one;
-
-	if (t < 0 || t >= l->type_first_nonstring || depth <= 0 ||
-	    mem_read(pid, obj - 1 + l->str_length, &len, sizeof(len)) || len < 0)
-		return -EFAULT;
-	if (from >= (uint32_t)len)
-		return 0;
-	if (n > (uint32_t)len - from)
-		n = len - from;
-	repr = t & l->str_repr_mask;
-	one = (t & l->str_enc_mask) == l->str_one_byte;
-	if (repr == l->str_thin)
-		return mem_read(pid, obj - 1 + l->thin_actual, &a, 8) ? -EFAULT
-			: str_units(pid, l, a, from, n, out, depth - 1);
-	if (repr == l->str_sliced) {
-		if (mem_read(pid, obj - 1 + l->sliced_parent, &a, 8) ||
-		    mem_read(pid, obj - 1 + l->sliced_offset, &b, 8) || (b & 1))
-			return -EFAULT;
-		return str_units(pid, l, a, from + (uint32_t)(b >> 32), n, out, depth - 1);
-	}
-	if (repr == l->str_cons) {
-		int32_t flen;
-		int got, more;
-
-		if (mem_read(pid, obj - 1 + l->cons_first, &a, 8) ||
-		    mem_read(pid, obj - 1 + l->cons_second, &b, 8) ||
-		    mem_read(pid, a - 1 + l->str_length, &flen, sizeof(flen)) || flen < 0)
-			return -EFAULT;
-		got = str_units(pid, l, a, from, n, out, depth - 1);
-		if (got < 0 || (uint32_t)got == n)
-			return got;
-		more = str_units(pid, l, b, from + got > (uint32_t)flen ? from + got - flen : 0,
-				 n - got, out + got, depth - 1);
-		return more < 0 ? more : got + more;
-	}
-	if (repr == l->str_external) {
-		/* (the resource's data, cached after its pointer) */
-		if (mem_read(pid, obj - 1 + l->ext_resource + 8, &a, 8) || !a)
-			return -EFAULT;
-	} else if (repr == 0) {
-		a = obj - 1 + l->str_chars;
-	} else {
-		return -EINVAL;
-	}
-	if (one) {
-		uint8_t raw[V8_NAME_MAX];
-
-		if (n > sizeof(raw))
-			n = sizeof(raw);
-		if (mem_read(pid, a + from, raw, n))
-			return -EFAULT;
-		for (uint32_t i = 0; i < n; i++)
-			out[i] = raw[i];
-		return n;
-	}
-	return mem_read(pid, a + 2ull * from, out, 2ull * n) ? -EFAULT : (int)n;
-}
-
-/* String @obj (tagged) as UTF-8, at most V8_NAME_MAX units: 0, or -errno. */
-static int str_read(uint32_t pid, const struct v8_layout *l, uint64_t obj, char *out, size_t len)
-{
-	uint16_t u[V8_NAME_MAX];
-	int n = str_units(pid, l, obj, 0, V8_NAME_MAX, u, V8_CONS_DEPTH);
-	size_t at = 0;
-
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n && at + 4 < len; i++) {
-		uint32_t c = u[i];
-
-		if (c < 0x80) {
-			out[at++] = c;
-		} else if (c < 0x800) {
-			out[at++] = 0xc0 | c >> 6;
-			out[at++] = 0x80 | (c & 0x3f);
-		} else {
-			out[at++] = 0xe0 | c >> 12;
-			out[at++] = 0x80 | (c >> 6 & 0x3f);
-			out[at++] = 0x80 | (c & 0x3f);
-		}
-	}
-	out[at] = 0;
-	return 0;
-}
-
-/*
- * The line ends of a script's source @src (a flat string: sequential or external), scanned
- * here: V8 computes its own (Script.line_ends) only when something asks for a line.
- */
-static int scan_source(uint32_t pid, const struct v8_layout *l, uint64_t src,
-		       struct v8_script *s)
-{
-	int t = type_of(pid, l, src), repr;
-	uint8_t buf[64 << 10];
-	int32_t len;
-	uint64_t a;
-	uint32_t unit, n = 0, *ends = NULL;
-	size_t cap = 0;
-
-	if (t < 0 || t >= l->type_first_nonstring ||
-	    mem_read(pid, src - 1 + l->str_length, &len, sizeof(len)) || len < 0)
-		return -EFAULT;
-	repr = t & l->str_repr_mask;
-	unit = (t & l->str_enc_mask) == l->str_one_byte ? 1 : 2;
-	if (repr == l->str_thin)
-		return mem_read(pid, src - 1 + l->thin_actual, &a, 8) ? -EFAULT
-			: scan_source(pid, l, a, s);
-	if (repr == l->str_external) {
-		if (mem_read(pid, src - 1 + l->ext_resource + 8, &a, 8) || !a)
-			return -EFAULT;
-	} else if (repr == 0) {
-		a = src - 1 + l->str_chars;
-	} else {
-		return -EINVAL;
-	}
-	if ((uint64_t)len * unit > V8_SOURCE_MAX)
-		return -E2BIG;
-	for (uint64_t at = 0; at < (uint64_t)len * unit;) {
-		size_t chunk = MIN(sizeof(buf), (uint64_t)len * unit - at);
-
-		if (mem_read(pid, a + at, buf, chunk)) {
-			free(ends);
-			return -EFAULT;
-		}
-		for (size_t i = 0; i + unit <= chunk; i += unit) {
-			uint16_t c = unit == 1 ? buf[i] : (uint16_t)(buf[i] | buf[i + 1] << 8);
-
-			if (c != '\n')
-				continue;
-			if (GROW(ends, cap, n + 1)) {
-				free(ends);
-				return -ENOMEM;
-			}
-			ends[n++] = (at + i) / unit;
-		}
-		at += chunk;
-	}
-	if (GROW(ends, cap, n + 1)) {
-		free(ends);
-		return -ENOMEM;
-	}
-	ends[n++] = len; /* the last line's end */
-	free(s->ends);
-	s->ends = ends;
-	s->nends = n;
-	return 0;
-}
-
 /* The line ends of script @script (tagged), cached by (pid, address). */
 static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struct v8_layout *l,
 					 uint64_t script)
@@ -567,14 +368,23 @@ static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struc
 	s = &v->scripts[slot];
 	if (r == 1)
 		*s = (struct v8_script){ 0 };
-	if (mem_read(pid, script - 1 + l->script_source, &src, sizeof(src)))
+	if (v8_mem_read(pid, script - 1 + l->script_source, &src, sizeof(src)))
 		return s->tried ? s : NULL;
 	if (s->tried && s->sum == src)
 		return s;
 	s->tried = true;
 	s->sum = src;
-	s->nends = 0;
-	scan_source(pid, l, src, s);
+	{
+		uint32_t *ends, n;
+
+		if (!v8_scan_source(pid, l, src, &ends, &n)) {
+			free(s->ends);
+			s->ends = ends;
+			s->nends = n;
+		} else {
+			s->nends = 0;
+		}
+	}
 	return s;
 }
 
@@ -595,86 +405,10 @@ static size_t sfi_hdr(const struct v8_layout *l)
 /* What says which function an SFI is: its map, name or scope, script. */
 static uint64_t sfi_sum(const struct v8_layout *l, const uint8_t *h)
 {
-	uint64_t f[3] = { u64_at(h, l->o.map), u64_at(h, l->sfi_name_or_scope),
-			  u64_at(h, l->sfi_script) };
+	uint64_t f[3] = { v8_u64_at(h, l->o.map), v8_u64_at(h, l->sfi_name_or_scope),
+			  v8_u64_at(h, l->sfi_script) };
 
 	return hash_bytes(f, sizeof(f));
-}
-
-/* The name and start position of the function whose name or ScopeInfo is @nos. */
-static void fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *name,
-		    size_t len, int64_t *start)
-{
-	uint64_t w[V8_SCOPE_WORDS];
-	struct v8_scope sc;
-	int t = type_of(pid, l, nos);
-	size_t n = l->scope_first_vars;
-
-	name[0] = 0;
-	*start = -1;
-	if (t >= 0 && t < l->type_first_nonstring) {
-		str_read(pid, l, nos, name, len);
-		return;
-	}
-	if (t != l->type_scope_info)
-		return;
-	/* the header, then exactly the words the flags say are there: no more (a ScopeInfo
-	 * may end the last page of the heap that is mapped) */
-	for (int pass = 0; pass < 2; pass++) {
-		if (mem_read(pid, nos - 1 + 8, w, n * 8) || v8_scope_decode(w, n, l, &sc))
-			return;
-		if (sc.need <= n)
-			break;
-		if (sc.need > V8_SCOPE_WORDS)
-			return;
-		n = sc.need;
-	}
-	if (sc.need > n)
-		return;
-	if (sc.pos >= 0)
-		*start = (int64_t)w[sc.pos] >> 32;
-	if (sc.name >= 0 && tagged(w[sc.name]))
-		str_read(pid, l, w[sc.name], name, len);
-}
-
-/* A ByteArray @ba (tagged) of process @pid, at most @max bytes: malloc'ed, or NULL. */
-static uint8_t *byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
-			   uint32_t *n)
-{
-	uint64_t len;
-	uint8_t *b;
-
-	*n = 0;
-	if (!tagged(ba) || mem_read(pid, ba - 1 + l->fixed_length, &len, sizeof(len)) || (len & 1))
-		return NULL;
-	len = (int64_t)len >> 32;
-	if (!len || len > max || !(b = malloc(len)))
-		return NULL;
-	if (mem_read(pid, ba - 1 + l->fixed_length + 8, b, len)) {
-		free(b);
-		return NULL;
-	}
-	*n = len;
-	return b;
-}
-
-#define V8_SPT_MAX (1u << 20)
-
-/* The source position table of the bytecode of function data @fd (tagged). */
-static uint8_t *bytecode_spt(uint32_t pid, const struct v8_layout *l, uint64_t fd, uint32_t *n)
-{
-	int t = type_of(pid, l, fd);
-	uint64_t spt;
-
-	*n = 0;
-	if (t == l->type_code && mem_read(pid, fd - 1 + l->code_deopt, &fd, sizeof(fd)))
-		return NULL; /* (baseline code: its bytecode is where optimized code has its deopt data) */
-	if (t == l->type_code)
-		t = type_of(pid, l, fd);
-	if (t != l->type_bytecode_array ||
-	    mem_read(pid, fd - 1 + l->bca_spt, &spt, sizeof(spt)))
-		return NULL;
-	return byte_array(pid, l, spt, V8_SPT_MAX, n);
 }
 
 /*
@@ -714,21 +448,21 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 		return f->gen ? f : NULL;
 	l = &p->l;
 	/* (no more than its fields span: an SFI may end the last page of the heap mapped) */
-	if (mem_read(pid, sfi, h, sfi_hdr(l)))
+	if (v8_mem_read(pid, sfi, h, sfi_hdr(l)))
 		return f->gen ? f : NULL; /* gone: what was read stands */
-	if (type_of(pid, l, sfi + 1) != l->o.type_sfi)
+	if (v8_type_of(pid, l, sfi + 1) != l->o.type_sfi)
 		return NULL; /* not an SFI (any more) */
 	if (f->gen && f->sum == sfi_sum(l, h)) {
 		f->gen = v->gen;
 		return f;
 	}
-	fn_name(pid, l, u64_at(h, l->sfi_name_or_scope), name, sizeof(name), &start);
-	sc = u64_at(h, l->sfi_script);
-	if (type_of(pid, l, sc) == l->type_script) {
+	v8_fn_name(pid, l, v8_u64_at(h, l->sfi_name_or_scope), name, sizeof(name), &start);
+	sc = v8_u64_at(h, l->sfi_script);
+	if (v8_type_of(pid, l, sc) == l->type_script) {
 		uint64_t sn;
 
-		if (!mem_read(pid, sc - 1 + l->script_name, &sn, sizeof(sn)))
-			str_read(pid, l, sn, script, sizeof(script));
+		if (!v8_mem_read(pid, sc - 1 + l->script_name, &sn, sizeof(sn)))
+			v8_str_read(pid, l, sn, script, sizeof(script));
 		s = script_of(v, pid, l, sc);
 		if (s && s->nends && start >= 0)
 			line = v8_line_of(s->ends, s->nends, (uint32_t)start) + 1;
@@ -738,7 +472,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	v8_proc_name(script, name, line, proc, sizeof(proc));
 	free(f->spt);
 	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line, .script = sc };
-	f->spt = bytecode_spt(pid, l, u64_at(h, l->sfi_function_data), &f->nspt);
+	f->spt = v8_bytecode_spt(pid, l, v8_u64_at(h, l->sfi_function_data), &f->nspt);
 	if (sym_intern_str(v->sym, proc, &f->name) ||
 	    sym_intern_str(v->sym, script[0] ? script : "(unknown)", &f->file)) {
 		f->gen = 0;
@@ -777,26 +511,26 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 	int64_t cnt;
 	int32_t size;
 
-	if (type_of(pid, l, code) != l->type_code ||
-	    mem_read(pid, code - 1, h, (size_t)l->code_size + 4))
+	if (v8_type_of(pid, l, code) != l->type_code ||
+	    v8_mem_read(pid, code - 1, h, (size_t)l->code_size + 4))
 		return -EFAULT;
 	memcpy(&flags, h + l->code_flags, sizeof(flags));
 	memcpy(&size, h + l->code_size, sizeof(size));
 	if (size <= 0)
 		return -EINVAL;
-	c->start = u64_at(h, l->code_start);
+	c->start = v8_u64_at(h, l->code_start);
 	c->size = size;
 	c->kind = flags & l->kind_mask;
-	c->spt = byte_array(pid, l, u64_at(h, l->code_spt), V8_SPT_MAX, &c->nspt);
+	c->spt = v8_byte_array(pid, l, v8_u64_at(h, l->code_spt), V8_SPT_MAX, &c->nspt);
 	if (c->kind == l->kind_interpreted || c->kind == l->kind_baseline)
 		return 0;
 	/* optimized: DeoptimizationData, a FixedArray */
-	deopt = u64_at(h, l->code_deopt);
-	if (type_of(pid, l, deopt) != l->type_fixed_array ||
-	    mem_read(pid, deopt - 1 + l->fixed_length + 8, arr,
+	deopt = v8_u64_at(h, l->code_deopt);
+	if (v8_type_of(pid, l, deopt) != l->type_fixed_array ||
+	    v8_mem_read(pid, deopt - 1 + l->fixed_length + 8, arr,
 		     ((size_t)l->deopt_inlining + 1) * sizeof(arr[0])))
 		return 0;
-	c->sfi = tagged(arr[l->deopt_sfi]) ? arr[l->deopt_sfi] - 1 : 0;
+	c->sfi = v8_tagged(arr[l->deopt_sfi]) ? arr[l->deopt_sfi] - 1 : 0;
 	cnt = (arr[l->deopt_ninlined] & 1) ? -1 : (int64_t)arr[l->deopt_ninlined] >> 32;
 	lit = arr[l->deopt_literals];
 	ipos = arr[l->deopt_inlining];
@@ -804,15 +538,15 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 		return 0;
 	/* the literals' first cnt: the functions inlined */
 	c->inl_sfi = malloc(cnt * sizeof(*c->inl_sfi));
-	if (!c->inl_sfi || !tagged(lit) ||
-	    mem_read(pid, lit - 1 + l->fixed_length + 8, c->inl_sfi, cnt * sizeof(*c->inl_sfi)))
+	if (!c->inl_sfi || !v8_tagged(lit) ||
+	    v8_mem_read(pid, lit - 1 + l->fixed_length + 8, c->inl_sfi, cnt * sizeof(*c->inl_sfi)))
 		return 0;
 	for (int64_t i = 0; i < cnt; i++)
-		c->inl_sfi[i] = tagged(c->inl_sfi[i]) ? c->inl_sfi[i] - 1 : 0;
+		c->inl_sfi[i] = v8_tagged(c->inl_sfi[i]) ? c->inl_sfi[i] - 1 : 0;
 	c->ninl_sfi = cnt;
 	/* InliningPositions: a ByteArray of { SourcePosition, int function id } */
 	{
-		uint8_t *b = byte_array(pid, l, ipos, V8_INLINED_MAX * 16, &n);
+		uint8_t *b = v8_byte_array(pid, l, ipos, V8_INLINED_MAX * 16, &n);
 
 		if (!b)
 			return 0;
@@ -857,12 +591,12 @@ static struct v8_code *code_of(struct v8 *v, uint32_t pid, uint64_t code)
 		return c->size ? c : NULL;
 	if (!p)
 		return c->gen && c->size ? c : NULL;
-	if (c->gen && !mem_read(pid, code - 1 + p->l.code_start, &start, sizeof(start)) &&
-	    start == c->start && type_of(pid, &p->l, code) == p->l.type_code) {
+	if (c->gen && !v8_mem_read(pid, code - 1 + p->l.code_start, &start, sizeof(start)) &&
+	    start == c->start && v8_type_of(pid, &p->l, code) == p->l.type_code) {
 		c->gen = v->gen;
 		return c;
 	}
-	if (c->gen && mem_read(pid, code - 1, &start, sizeof(start)))
+	if (c->gen && v8_mem_read(pid, code - 1, &start, sizeof(start)))
 		return c->size ? c : NULL; /* gone: what was read stands */
 	code_free(c);
 	c->gen = v->gen;
