@@ -129,6 +129,36 @@ def test_pid_attach():
         assert d.stop() == 0, d.logtext()
 
 
+def test_perf_map_not_doubled():
+    """node --perf-basic-prof: where pcmon reads V8's frames, the map's names do not list
+    them a second time; with --no-python (the control) the map names the JIT code. Run in a
+    directory of its own (node leaves an isolate-*-v8.log where it runs), its map removed."""
+    need_node()
+    tmp = tempfile.mkdtemp(prefix="pcmon-js-")
+    old = os.getcwd()
+    try:
+        os.chdir(tmp)
+        found = {}
+        for opts in ((), ("--no-python",)):
+            listing, p = pcmon_json("run", "--interval", 1000, *opts, "--", NODE,
+                                    "--perf-basic-prof", os.path.join(old, WORK), 2,
+                                    sock=NOSOCK)
+            pid = listing["target"]["pid"]
+            if os.path.exists(f"/tmp/perf-{pid}.map"):
+                os.unlink(f"/tmp/perf-{pid}.map")
+            n = listing["summary"]["counted"]
+            jit = sum(e["deep"] for e in listing["procedures"]
+                      if e["module"] == "[jit]" and "jsphases" in e["name"])
+            js = procs(listing).get("js.jsphases.workA", {"deep": 0})["deep"]
+            found[opts] = (jit / n, js / n)
+        # (the map names only samples taken before pcmon looked at the process: flagged js)
+        assert found[()][0] < 0.01 and found[()][1] > 0.2, found
+        assert found[("--no-python",)][0] > 0.2 and found[("--no-python",)][1] == 0, found
+    finally:
+        os.chdir(old)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def test_no_python_keeps_native_frames():
     """--no-python (no runtime frames): node lists as the native program it is."""
     listing, _, _ = run("--no-python", secs=2)
