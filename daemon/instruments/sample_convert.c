@@ -394,6 +394,34 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 }
 
 /*
+ * A dwarf record's runtime words (@d->py), unless BPF read no JavaScript frame though its
+ * process runs a V8 (rbp held no frame pointer: code without them was running, a system
+ * call's wrapper): then the frames the unwinder found V8 frame pointers for, read from the
+ * record's copy of the stack (v8_frame_of_copy()), in @buf, their number in *@n.
+ */
+static const __u64 *js_from_copy(struct sample_g *g, const struct pcmon_dsample *d, uint32_t nu,
+				 __u64 *buf, uint32_t *n)
+{
+	uint32_t np = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), js = js_start(d->py, np), k = 1;
+
+	*n = np;
+	if (js + 1 != np && (js + 1 >= np ||
+			     (d->py[js + 1] & PCMON_PY_MARK_MASK) != PCMON_PY_MARK))
+		return d->py; /* (frames read, or no marker: not a V8 BPF knows) */
+	if (d->py[js] != PCMON_JS_MARK || !v8_is_v8(g->v8, d->h.key.pid))
+		return d->py;
+	buf[0] = PCMON_JS_MARK;
+	for (uint32_t i = 0; i < nu && k + PCMON_JS_FRAME_WORDS <= PCMON_JS_WORDS_MAX; i++)
+		if (!v8_frame_of_copy(g->v8, d->h.key.pid, g->ubps[i], g->upcs[i], i, d->stack,
+				      d->regs[7], d->ulen, (uint64_t *)&buf[k]))
+			k += PCMON_JS_FRAME_WORDS;
+	if (k == 1)
+		return d->py;
+	*n = k;
+	return buf;
+}
+
+/*
  * A --unwind dwarf record: unwind its copied stack with the objects' CFI. A walk that stops
  * short of a root keeps the frames it walked (cut short, with why); only a stack of which
  * not even the innermost frame could be placed is unwalkable.
@@ -407,22 +435,29 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 		[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
 		[UNW_END_FAULT] = AGG_UNWALK_FAULT,
 	};
-	uint32_t depth = sampler_max_depth(g->smp), nu = 0;
+	uint32_t depth = sampler_max_depth(g->smp), nu = 0, nrt;
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
+	__u64 jsw[PCMON_JS_WORDS_MAX];
+	const __u64 *rtw;
 	enum unw_end end = UNW_END_ROOT;
 	uint64_t t0 = now_ns();
 	struct agg_stack *st;
 
 	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
 		return NULL;
+	rtw = d->py;
+	nrt = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1);
 	if (GROW(g->upcs, g->cap_upcs, depth))
 		return NULL;
 	sym_sample_taken(g->env.sym, d->taken);
 	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
 		; /* a whole stack of kernel frames (convert_pcs()) */
 	} else if (uw == AGG_WALK_OK) {
-		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
-			      d->stack, d->ulen, g->upcs, depth, &end);
+		if (GROW(g->ubps, g->cap_ubps, depth))
+			return NULL;
+		nu = unw_walk_bp(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
+				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
+		rtw = js_from_copy(g, d, nu, jsw, &nrt);
 	} else if (uw == AGG_UNWALK_FAULT) {
 		/*
 		 * Nothing could be copied. A thread the kernel has just created has no frame but
@@ -446,7 +481,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
-			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), end == UNW_END_ROOT);
+			 rtw, nrt, end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
 		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);

@@ -68,6 +68,8 @@ struct sample_g {
 	size_t scratch_cap;
 	__u64 *upcs;			/* unwinder output */
 	size_t cap_upcs;
+	__u64 *ubps;			/* ... and each frame's rbp (V8's frame pointers) */
+	size_t cap_ubps;
 #define SAMPLE_STATUS_FIELD(f, key, unit, part) uint64_t f;
 	SAMPLE_STATUS_FIELDS(SAMPLE_STATUS_FIELD)
 #undef SAMPLE_STATUS_FIELD

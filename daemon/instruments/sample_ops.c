@@ -71,6 +71,7 @@ static void close_g(void *gp)
 		return;
 	free(g->scratch);
 	free(g->upcs);
+	free(g->ubps);
 	while (g->npending)
 		sample_drain_pending_drop(g, &g->pending[0]);
 	free(g->pending);

@@ -136,6 +136,16 @@ uint32_t v8_merge(struct v8 *v, const struct v8_merge_in *in, uint32_t *out, uin
  */
 bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n);
 
+/*
+ * A --unwind dwarf record BPF read no JavaScript frame for (rbp held no frame pointer: code
+ * without them, a system call's wrapper, was running): the frame whose frame pointer the
+ * unwinder found to be @fp, at @pc, position @pos, read from the record's copy of the stack
+ * (@len bytes from @sp), its JSFunction's SharedFunctionInfo and code read now (a function
+ * moved since is not one any more: no frame). 0 and @w filled, or -ENOENT.
+ */
+int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint32_t pos,
+		     const uint8_t *stack, uint64_t sp, uint32_t len, uint64_t w[3]);
+
 /* Counters for status. */
 struct v8_stats {
 	uint64_t named, unnamed, procs;

@@ -763,6 +763,42 @@ static bool v8_code(struct v8 *v, uint32_t loc)
 	return !strncmp(sym_str(v->sym, pi->name), "Builtins_", 9);
 }
 
+int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint32_t pos,
+		     const uint8_t *stack, uint64_t sp, uint32_t len, uint64_t w[3])
+{
+	struct v8_pid *p = pid_find(v, pid);
+	const struct v8_layout *l;
+	uint64_t slot[3], sfi, code = 0;
+	const uint16_t *below;
+	int t;
+
+	if (!p || p->gone || !fp || !pc)
+		return -ENOENT;
+	l = &p->l;
+	below = (const uint16_t[]){ l->o.fp_context, l->o.fp_function, l->o.fp_bytecode_offset };
+	for (int i = 0; i < 3; i++) {
+		uint64_t at = fp - below[i];
+
+		/* (outside the copy: the stack has moved on since) */
+		if (fp < below[i] || at < sp || len < 8 || at - sp > len - 8)
+			return -ENOENT;
+		memcpy(&slot[i], stack + (at - sp), 8);
+	}
+	if (!v8_tagged(slot[0]) || !v8_tagged(slot[1]))
+		return -ENOENT;
+	t = v8_type_of(pid, l, slot[1]);
+	if (t < l->o.type_fn_lo || t > l->o.type_fn_hi ||
+	    v8_mem_read(pid, slot[1] - 1 + l->o.fn_shared, &sfi, sizeof(sfi)) ||
+	    v8_type_of(pid, l, sfi) != l->o.type_sfi)
+		return -ENOENT;
+	if (v8_mem_read(pid, slot[1] - 1 + l->o.fn_code, &code, sizeof(code)))
+		code = 0;
+	w[0] = pcmon_js_pc_word(pc, pos);
+	w[1] = pcmon_js_sfi_word(sfi - 1, (slot[2] & 1) ? 0 : (slot[2] >> 32) + 1);
+	w[2] = code & PCMON_JS_ADDR_MASK;
+	return 0;
+}
+
 bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n)
 {
 	if (!v8_is_v8(v, pid))
