@@ -101,6 +101,27 @@ def test_names_and_lines():
         assert d.stop() == 0, d.logtext()
 
 
+NAP = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jsnap.js")
+
+
+def test_real_blocked_in_javascript():
+    """REAL: a function blocked in Atomics.wait (a system call, whose wrapper in glibc keeps
+    data in rbp: the frames are found from the unwinder's frame pointers) holds its share of
+    the main thread's time, within 3 pp of the program's own clock."""
+    need_node()
+    for unwind in ("auto",):
+        listing, p = pcmon_json("run", "--real", "--unwind", unwind, "--interval", 1000,
+                                "--by", "thread", "--", NODE, NAP, 3, sock=NOSOCK)
+        own = first_json_line(p.stdout)
+        main = next(g for g in listing["groups"] if g["tid"] == listing["target"]["pid"])
+        n = main["counted"]
+        got = next((e["deep"] for e in main["procedures"] if e["procedure"] == "js.jsnap.nap"),
+                   0) / n
+        tol = share_tolerance_pp(own["nap"], n, 3.0)
+        assert abs(got - own["nap"]) * 100 <= tol, (unwind, got, own, n)
+        print(f"  REAL, --unwind {unwind}: nap {got:.1%} of {n} samples, its own {own['nap']:.1%}")
+
+
 def test_pid_attach():
     """A node started before pcmond, attached by --pid, then let go."""
     need_node()
