@@ -14,8 +14,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests,
-                 share_tolerance_pp)
+from lib import (Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
+                 run_tests, share_tolerance_pp)
 
 NODE = shutil.which("node") or "/usr/bin/node"
 WORK = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jsphases.js")
@@ -178,6 +178,71 @@ def test_perf_map_not_doubled():
     finally:
         os.chdir(old)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def watched(d, *how, into=None):
+    """jsphases.js for 4 s, held until a target started with @how (after it was put in
+    cgroup @into) runs: the listing, the program's own figures."""
+    flag = tempfile.mktemp(prefix="pcmon-js-go-")
+    proc = subprocess.Popen([NODE, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pid = first_json_line(proc.stdout.readline())["pid"]
+        if into:
+            with open(os.path.join(into, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        tid = pcmon("start", *how, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        time.sleep(0.3)
+        open(flag, "w").close()
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(flag):
+            os.unlink(flag)
+    time.sleep(0.5)
+    listing = pcmon_json("list", tid, sock=d.sock)[0]
+    pcmon("stop", tid, sock=d.sock, check=0)
+    pcmon("drop", tid, sock=d.sock, check=0)
+    return listing, first_json_line(out)
+
+
+def check_shares_among(listing, own, what):
+    """The functions' shares of the three's time, each within its tolerance of the
+    program's: an --all target's samples are every process's."""
+    p = procs(listing)
+    got = {fn: p.get(f"js.jsphases.{fn}", {"deep": 0})["deep"] for fn in FNS}
+    n, total = sum(got.values()), sum(own["cpu"][fn] for fn in FNS)
+    assert n >= 500, (what, got)
+    for fn in FNS:
+        want = own["cpu"][fn] / total
+        tol = share_tolerance_pp(want, n, 3.0)
+        assert abs(got[fn] / n - want) * 100 <= tol, \
+            f"{what}: {fn} pcmon {got[fn] / n:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp)"
+
+
+def test_cgroup_target():
+    """A --cgroup target reads the JavaScript frames of a node in its cgroup."""
+    need_node()
+    cg = os.path.join(cgroup2_root(), f"pcmon-js-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    try:
+        check_shares(*watched(d, "--cgroup", cg, into=cg))
+    finally:
+        assert d.stop() == 0, d.logtext()
+        os.rmdir(cg)
+
+
+def test_all_target():
+    """An --all target reads the JavaScript frames of a node among everything else."""
+    need_node()
+    d = Daemon().start()
+    try:
+        check_shares_among(*watched(d, "--all"), "--all")
+    finally:
+        assert d.stop() == 0, d.logtext()
 
 
 def test_no_python_keeps_native_frames():
