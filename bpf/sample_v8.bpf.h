@@ -64,7 +64,7 @@ static long js_step(__u32 i, void *data)
 {
 	struct js_walk *w = data;
 	__u64 win[16] = {};
-	__u64 fn, sfi = 0, code = 0, boff, next, fp = w->fp;
+	__u64 fn, sfi = 0, code = 0, cell = 0, boff, next, fp = w->fp;
 	__u32 n;
 	__u16 t;
 
@@ -109,10 +109,13 @@ static long js_step(__u32 i, void *data)
 	 * interpreted frame has it): the engine checks the pc is in it */
 	if (bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + w->o.fn_code)))
 		code = 0;
+	if (bpf_probe_read_user(&cell, sizeof(cell), (void *)(fn - 1 + w->o.fn_feedback)))
+		cell = 0;
 	/* (its position: the loop's index, which the verifier does not track as a constant) */
 	w->st->ip[js_slot(n)] = pcmon_js_pc_word(w->pc, i);
 	w->st->ip[js_slot(n + 1)] = pcmon_js_sfi_word(sfi - 1, boff);
 	w->st->ip[js_slot(n + 2)] = code & PCMON_JS_ADDR_MASK;
+	w->st->ip[js_slot(n + 3)] = cell & PCMON_JS_ADDR_MASK;
 	w->st->len = n + PCMON_JS_FRAME_WORDS;
 next:
 	next = win[8];

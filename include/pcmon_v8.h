@@ -7,7 +7,7 @@
  *
  * A sample of a registered process (v8procs) carries its JavaScript frames after its native
  * ones, in the same stack record and before any Python marker: a marker word (PCMON_JS_MARK |
- * enum pcmon_js_status), then three words per JavaScript frame, innermost first. No word
+ * enum pcmon_js_status), then four words per JavaScript frame, innermost first. No word
  * after the marker has its top bit set, so none reads as a marker of either kind.
  */
 #ifndef PCMON_V8_H
@@ -19,9 +19,9 @@
 
 /* Frames of the chain walked per sample at most, and JavaScript frames kept of them. */
 #define PCMON_JS_CHAIN_MAX 128
-#define PCMON_JS_FRAMES_MAX 42
+#define PCMON_JS_FRAMES_MAX 31
 /* Words a JavaScript frame takes, and the JavaScript part of a stack at most (its marker). */
-#define PCMON_JS_FRAME_WORDS 3
+#define PCMON_JS_FRAME_WORDS 4
 #define PCMON_JS_WORDS_MAX (1 + PCMON_JS_FRAME_WORDS * PCMON_JS_FRAMES_MAX)
 
 #define PCMON_JS_MARK 0xfffd000000000000ULL
@@ -45,8 +45,9 @@ enum pcmon_js_status {
  * frame-pointer chain (0: the innermost, at the sampled pc); the second: its
  * SharedFunctionInfo's address (untagged) and, for an interpreted frame, the bytecode offset
  * it is at as the frame keeps it, plus one (0: not interpreted, PCMON_JS_BOFF_FAR: too far to
- * say); the third, for a frame not interpreted, the code its function had then (a tagged
- * Code: the engine checks the pc is in it, and reads what it inlined), else 0.
+ * say); the third, the code its function had then (a tagged Code: the engine checks the pc
+ * is in it, and reads what it inlined); the fourth, its function's feedback cell (tagged:
+ * where the code a running loop was replaced with is, on-stack replacement).
  */
 #define PCMON_JS_ADDR_MASK ((1ULL << 47) - 1)
 #define PCMON_JS_POS_SHIFT 48
@@ -85,7 +86,8 @@ struct pcmon_v8offs {
 	__u16 type_fn_hi;
 	__u16 type_sfi;		/* SHARED_FUNCTION_INFO_TYPE */
 	__u16 fn_code;		/* JSFunction.code */
-	__u16 pad[2];
+	__u16 fn_feedback;	/* JSFunction.raw_feedback_cell */
+	__u16 pad;
 };
 
 /* A process the engine looked at for a V8 (v8procs, by tgid). */

@@ -30,7 +30,7 @@ enum v8c {
 	C_SCOPE_FIRST_VARS, C_SCOPE_NLOCALS, C_HEAP_TAG, C_SMI_SHIFT, C_TAGGED_SIZE,
 	C_SFI_FUNCTION_DATA, C_T_BYTECODE_ARRAY, C_T_CODE, C_CODE_DEOPT, C_CODE_SPT,
 	C_KIND_MASK, C_KIND_INTERPRETED, C_KIND_BASELINE, C_DEOPT_NINLINED, C_DEOPT_SFI,
-	C_BCA_DATA,
+	C_BCA_DATA, C_FN_FEEDBACK, C_CELL_VALUE, C_T_FEEDBACK_VECTOR,
 	C_MAX
 };
 
@@ -91,6 +91,9 @@ static const struct {
 	[C_DEOPT_NINLINED] = { "v8dbg_DeoptimizationDataInlinedFunctionCountIndex", INT64_MIN },
 	[C_DEOPT_SFI] = { "v8dbg_DeoptimizationDataSharedFunctionInfoIndex", INT64_MIN },
 	[C_BCA_DATA] = { "v8dbg_class_BytecodeArray__data__uintptr_t", INT64_MIN },
+	[C_FN_FEEDBACK] = { "v8dbg_class_JSFunction__raw_feedback_cell__FeedbackCell", INT64_MIN },
+	[C_CELL_VALUE] = { "v8dbg_class_FeedbackCell__value__HeapObject", INT64_MIN },
+	[C_T_FEEDBACK_VECTOR] = { "v8dbg_type_FeedbackVector__FEEDBACK_VECTOR_TYPE", INT64_MIN },
 };
 
 #define V8_TYPE_PREFIX "v8dbg_type_"
@@ -156,7 +159,9 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 	    c[C_DEOPT_SFI] < 0 || c[C_DEOPT_SFI] > 16 || c[C_CODE_DEOPT] < 0 ||
 	    c[C_CODE_DEOPT] > V8_OFF_MAX || c[C_CODE_SPT] < 0 || c[C_CODE_SPT] > V8_OFF_MAX - 40 ||
 	    c[C_BCA_DATA] < 0 || c[C_BCA_DATA] > V8_OFF_MAX || c[C_SFI_FUNCTION_DATA] < 0 ||
-	    c[C_SFI_FUNCTION_DATA] > V8_OFF_MAX || c[C_FN_SHARED] > V8_OFF_MAX - 24) {
+	    c[C_SFI_FUNCTION_DATA] > V8_OFF_MAX || c[C_FN_SHARED] > V8_OFF_MAX - 24 ||
+	    c[C_FN_FEEDBACK] < 0 || c[C_FN_FEEDBACK] > V8_OFF_MAX || c[C_CELL_VALUE] < 0 ||
+	    c[C_CELL_VALUE] > V8_OFF_MAX) {
 		snprintf(why, wlen, "V8 %u.%u.%u: its code's v8dbg_ constants are not what pcmon reads",
 			 version >> 24, version >> 16 & 0xff, version & 0xffff);
 		return -ENOTSUP;
@@ -236,7 +241,10 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 		.deopt_inlining = c[C_DEOPT_SFI] + 1,
 		.bca_spt = c[C_FIXED_LENGTH] + 24,
 		.bca_data = c[C_BCA_DATA],
+		.cell_value = c[C_CELL_VALUE],
+		.type_feedback_vector = c[C_T_FEEDBACK_VECTOR],
 	};
+	l->o.fn_feedback = c[C_FN_FEEDBACK];
 	l->o.fn_code = l->o.fn_shared + 24; /* (after the context and the feedback cell) */
 	return 0;
 }

@@ -44,6 +44,7 @@ struct v8_layout {
 	uint16_t kind_mask, kind_interpreted, kind_baseline;
 	uint16_t deopt_ninlined, deopt_literals, deopt_sfi, deopt_inlining;
 	uint16_t bca_spt, bca_data;
+	uint16_t cell_value, type_feedback_vector;
 };
 
 /*
@@ -144,7 +145,7 @@ bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n);
  * moved since is not one any more: no frame). 0 and @w filled, or -ENOENT.
  */
 int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint32_t pos,
-		     const uint8_t *stack, uint64_t sp, uint32_t len, uint64_t w[3]);
+		     const uint8_t *stack, uint64_t sp, uint32_t len, uint64_t w[PCMON_JS_FRAME_WORDS]);
 
 /* Counters for status. */
 struct v8_stats {

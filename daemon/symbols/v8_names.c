@@ -68,6 +68,12 @@ struct v8_code {
 	uint32_t nspt;
 };
 
+/* Where the code that replaced a running loop was found (osr_code()). */
+struct v8_osr {
+	uint32_t gen;
+	uint64_t code;		/* tagged, 0: none */
+};
+
 /* A Script's line ends, as last read. */
 struct v8_script {
 	uint64_t sum;
@@ -85,6 +91,9 @@ struct v8 {
 	struct itab *skeys;	/* (pid, script) */
 	struct v8_script *scripts;
 	size_t cap_scripts;
+	struct itab *okeys;	/* (pid, feedback cell, pc) */
+	struct v8_osr *osrs;
+	size_t cap_osrs;
 	struct itab *ckeys;	/* (pid, code) */
 	struct v8_code *codes;
 	size_t cap_codes;
@@ -107,6 +116,7 @@ struct v8 *v8_new(struct sym *s)
 	v->sym = s;
 	v->gen = 1;
 	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->ckeys = itab_new()) ||
+	    !(v->okeys = itab_new()) ||
 	    !(v->looked = itab_new()) ||
 	    !(v->told = itab_new()) || sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
 		v8_free(v);
@@ -150,6 +160,8 @@ void v8_free(struct v8 *v)
 	codes_clear(v);
 	itab_free(v->ckeys);
 	free(v->codes);
+	itab_free(v->okeys);
+	free(v->osrs);
 	itab_free(v->fkeys);
 	itab_free(v->skeys);
 	itab_free(v->looked);
@@ -236,6 +248,8 @@ static void forget_gone(struct v8 *v, uint64_t now)
 		v->scripts[i].gen = 0;
 	for (uint32_t i = 0; i < itab_count(v->ckeys); i++)
 		v->codes[i].gen = 0;
+	for (uint32_t i = 0; i < itab_count(v->okeys); i++)
+		v->osrs[i].gen = 0;
 }
 
 void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
@@ -541,8 +555,12 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 	if (!c->inl_sfi || !v8_tagged(lit) ||
 	    v8_mem_read(pid, lit - 1 + l->fixed_length + 8, c->inl_sfi, cnt * sizeof(*c->inl_sfi)))
 		return 0;
-	for (int64_t i = 0; i < cnt; i++)
-		c->inl_sfi[i] = v8_tagged(c->inl_sfi[i]) ? c->inl_sfi[i] - 1 : 0;
+	/* (a WeakFixedArray: a reference may be weak, its low bits 11) */
+	for (int64_t i = 0; i < cnt; i++) {
+		uint64_t x = c->inl_sfi[i] & ~2ULL;
+
+		c->inl_sfi[i] = v8_tagged(x) ? x - 1 : 0;
+	}
 	c->ninl_sfi = cnt;
 	/* InliningPositions: a ByteArray of { SourcePosition, int function id } */
 	{
@@ -614,6 +632,69 @@ int v8_frame_early(struct v8 *v, uint32_t pid, const uint64_t *w)
 	for (uint32_t i = 0; c && i < c->ninl_sfi; i++)
 		fn_of(v, pid, c->inl_sfi[i]);
 	return 0;
+}
+
+/*
+ * Code a running loop was replaced with (on-stack replacement), which no JSFunction holds:
+ * V8 keeps it in the function's FeedbackVector, a weak reference in the slot of the loop's
+ * jump back. The vector of feedback cell @cell (tagged) is looked through for one to code
+ * holding @pc of function @sfi; what was found is kept by (pid, cell, pc) for the drain.
+ */
+#define V8_FV_MAX 4096
+static const struct v8_code *osr_code(struct v8 *v, uint32_t pid, uint64_t cell, uint64_t pc,
+				      uint64_t sfi, uint32_t adj)
+{
+	struct { uint32_t pid, pad; uint64_t cell, pc; } key = { pid, 0, cell, pc };
+	struct v8_pid *p = pid_find(v, pid);
+	const struct v8_layout *l;
+	uint64_t fv, words[V8_FV_MAX / 8];
+	const struct v8_code *c;
+	struct v8_osr *o;
+	uint32_t slot;
+	int32_t len;
+	size_t n;
+	int r;
+
+	if (!p || !cell)
+		return NULL;
+	l = &p->l;
+	if (itab_count(v->okeys) >= V8_CODES_MAX) {
+		itab_free(v->okeys);
+		if (!(v->okeys = itab_new()))
+			return NULL;
+	}
+	r = itab_intern(v->okeys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(v->osrs, v->cap_osrs, slot + 1))
+		return NULL;
+	o = &v->osrs[slot];
+	if (r == 1)
+		*o = (struct v8_osr){ 0 };
+	if (o->gen == v->gen || (o->gen && p->gone))
+		return o->code ? code_of(v, pid, o->code) : NULL;
+	o->gen = v->gen;
+	o->code = 0;
+	if (v8_mem_read(pid, cell - 1 + l->cell_value, &fv, sizeof(fv)) ||
+	    v8_type_of(pid, l, fv) != l->type_feedback_vector ||
+	    v8_mem_read(pid, fv - 1 + l->fixed_length, &len, sizeof(len)) || len < 0)
+		return NULL;
+	/* (its header and slots, as far as they go: it may end the last page mapped) */
+	n = MIN((size_t)len * 8 + 64, sizeof(words));
+	while (n >= 64 && v8_mem_read(pid, fv - 1, words, n))
+		n /= 2;
+	if (n < 64)
+		return NULL;
+	for (size_t i = 1; i < n / 8; i++) {
+		uint64_t w = words[i];
+
+		if ((w & 3) != 3 || w <= 3)
+			continue;
+		c = code_of(v, pid, w & ~2ULL);
+		if (c && c->sfi == sfi && pc >= c->start + adj && pc - c->start - adj < c->size) {
+			o->code = w & ~2ULL;
+			return c;
+		}
+	}
+	return NULL;
 }
 
 /* A JavaScript frame's functions, innermost first, with their lines. */
@@ -693,6 +774,10 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	if (c && c->sfi && c->sfi == (w[1] & PCMON_JS_ADDR_MASK) && pc >= c->start + !inner &&
 	    pc - c->start - !inner < c->size)
 		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
+	/* not in its function's code: code that replaced a running loop? (not interpreted) */
+	if (!(boff1 && boff1 != PCMON_JS_BOFF_FAR) &&
+	    (c = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK, !inner)))
+		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
 	f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK);
 	if (!f)
 		return -EFAULT;
@@ -764,11 +849,12 @@ static bool v8_code(struct v8 *v, uint32_t loc)
 }
 
 int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint32_t pos,
-		     const uint8_t *stack, uint64_t sp, uint32_t len, uint64_t w[3])
+		     const uint8_t *stack, uint64_t sp, uint32_t len,
+		     uint64_t w[PCMON_JS_FRAME_WORDS])
 {
 	struct v8_pid *p = pid_find(v, pid);
 	const struct v8_layout *l;
-	uint64_t slot[3], sfi, code = 0;
+	uint64_t slot[3], sfi, code = 0, cell = 0;
 	const uint16_t *below;
 	int t;
 
@@ -793,6 +879,9 @@ int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint3
 		return -ENOENT;
 	if (v8_mem_read(pid, slot[1] - 1 + l->o.fn_code, &code, sizeof(code)))
 		code = 0;
+	if (v8_mem_read(pid, slot[1] - 1 + l->o.fn_feedback, &cell, sizeof(cell)))
+		cell = 0;
+	w[3] = cell & PCMON_JS_ADDR_MASK;
 	w[0] = pcmon_js_pc_word(pc, pos);
 	w[1] = pcmon_js_sfi_word(sfi - 1, (slot[2] & 1) ? 0 : (slot[2] >> 32) + 1);
 	w[2] = code & PCMON_JS_ADDR_MASK;

@@ -33,10 +33,10 @@ def need_node():
         raise Skip(f"node's V8 is {v}; pcmon reads 11.1.204 to 11.3 (node 20)")
 
 
-def run(*opts, secs=4, node=None):
+def run(*opts, secs=4, node=None, args=()):
     need_node()
     listing, p = pcmon_json("run", "--interval", 1000, *opts, "--", node or NODE, WORK, secs,
-                            sock=NOSOCK)
+                            *args, sock=NOSOCK)
     return listing, first_json_line(p.stdout), p
 
 
@@ -62,6 +62,14 @@ def test_shares_default_unwinder():
     check_shares(listing, own)
     # the shared leaf, inlined by TurboFan into its callers, is named under each of them
     assert procs(listing)["js.jsphases.leaf"]["deep"] > 0.5 * listing["summary"]["counted"]
+
+
+def test_shares_on_stack_replaced_loop():
+    """The three functions called from the top-level loop itself: V8 replaces the loop's
+    code while it runs (OSR) with code that inlines them, which no JSFunction holds (read
+    from the feedback vector)."""
+    listing, own, _ = run(args=("--flat",))
+    check_shares(listing, own)
 
 
 def test_shares_fp():

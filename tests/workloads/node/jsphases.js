@@ -10,13 +10,17 @@
 // With --wait FILE it first prints its pid as a JSON line, then waits for FILE to exist before
 // it starts (a profiler attached meanwhile sees all of its time).
 //
-// usage: node jsphases.js SECONDS [--wait FILE]
+// With --flat the blocks run in the top-level loop itself rather than in a function of their
+// own (V8 replaces the loop's code while it runs, and inlines the three into it).
+//
+// usage: node jsphases.js SECONDS [--wait FILE] [--flat]
 'use strict';
 
 const fs = require('fs');
 
 const secs = Number(process.argv[2] || 4);
 const waitAt = process.argv.indexOf('--wait');
+const flat = process.argv.includes('--flat');
 const weights = { workA: 0.45, workB: 0.35, rec: 0.2 };
 const cpu = { workA: 0, workB: 0, rec: 0 };
 const calls = { workA: 0, workB: 0, rec: 0 };
@@ -97,7 +101,26 @@ while (Date.now() - t0 < secs * 1000) {
 		}
 		u -= weights[n];
 	}
-	block(name);
+	if (!flat) {
+		block(name);
+		continue;
+	}
+	// --flat: the block in this loop itself, which V8 replaces while it runs (on-stack
+	// replacement) with code that has the three functions inlined
+	const c0 = process.cpuUsage();
+	let r = 0;
+
+	for (let k = 0; k < 4; k++) {
+		if (name === 'workA')
+			r ^= workA(60);
+		else if (name === 'workB')
+			r ^= workB(60);
+		else
+			r ^= rec(8);
+	}
+	cpu[name] += usec(process.cpuUsage(c0));
+	calls[name]++;
+	sink ^= r;
 }
 // (the process's CPU time: since its start, or with --wait since it was let go, when a
 // profiler attached meanwhile starts counting)
