@@ -701,7 +701,7 @@ static const struct v8_code *osr_code(struct v8 *v, uint32_t pid, uint64_t cell,
 #define V8_CHAIN_MAX 16
 struct v8_chain {
 	uint32_t name[V8_CHAIN_MAX], file[V8_CHAIN_MAX];
-	uint32_t line[V8_CHAIN_MAX];
+	uint32_t line[V8_CHAIN_MAX], first[V8_CHAIN_MAX];
 	uint32_t n;
 };
 
@@ -711,6 +711,7 @@ static void chain_put(struct v8 *v, uint32_t pid, struct v8_chain *ch, const str
 {
 	ch->name[ch->n] = f->name;
 	ch->file[ch->n] = f->file;
+	ch->first[ch->n] = f->line;
 	ch->line[ch->n++] = fn_line(v, pid, f, off);
 }
 
@@ -812,9 +813,15 @@ static int frame_loc(struct v8 *v, uint32_t pid, const uint64_t *w, uint32_t *lo
 				       files[i] ? files[i] : "", ch.line[i]);
 	}
 	r = -ENOMEM;
-	for (uint32_t i = 0; i < ch.n; i++)
+	for (uint32_t i = 0; i < ch.n; i++) {
+		uint32_t proc;
+
 		if (!names[i] || !files[i])
 			goto out;
+		/* the procedure carries its script and first line (pprof's functions) */
+		if (sym_intern_proc(v->sym, V8_MODULE, names[i], files[i], ch.first[i], &proc) < 0)
+			goto out;
+	}
 	r = sym_intern_loc(v->sym, V8_MODULE, hash_bytes(key, MIN(kl, sizeof(key))),
 			   (const char *const *)names, (const char *const *)files, ch.line, ch.n, loc);
 out:

@@ -96,6 +96,11 @@ def test_names_and_lines():
         listing, _ = pcmon_json("run", "--interval", 1000, "--", NODE, WORK, 2, sock=d.sock)
         p = procs(listing)
         assert f"js.jsphases.(anonymous:{arrow})" in p, [k for k in p if k.startswith("js.")]
+        # each procedure carries its script and the line it starts on
+        for fn in ("leaf", "workA"):
+            e = p[f"js.jsphases.{fn}"]
+            assert e.get("file", "").endswith("jsphases.js"), e
+            assert e.get("line") == body(src, fn)[0], (e, body(src, fn))
         tid = listing["target"]["id"]
         for fn in ("leaf", "workA"):
             lines = pcmon_json("list", tid, "--lines", f"js.jsphases.{fn}", sock=d.sock)[0]
