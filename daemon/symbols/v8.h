@@ -114,7 +114,8 @@ int v8_frame_early(struct v8 *v, uint32_t pid, const uint64_t *w);
 
 /*
  * Merge the JavaScript frames @jw (the words after a marker, @nj of them) into the native user
- * locations @nat (innermost first, pcs @pc, @nn of them), into @out (room for @nn + @nj / PCMON_JS_FRAME_WORDS):
+ * locations @nat (innermost first, pcs @pc, @nn of them), into @out (room for @nn +
+ * @nj / PCMON_JS_FRAME_WORDS):
  * each frame goes where the native frame at its pc is, in place of V8's code, or after (as
  * its caller) a native frame that is not V8's. Returns how many were written; *@cut: 0, or
  * PCMON_JS_FAULT (a frame that could not be named: the stack is flagged).

@@ -46,8 +46,8 @@ int v8_type_of(uint32_t pid, const struct v8_layout *l, uint64_t obj)
 	uint64_t map;
 	uint16_t t;
 
-	if (!v8_tagged(obj) || v8_mem_read(pid, obj - 1 + l->o.map, &map, sizeof(map)) || !v8_tagged(map) ||
-	    v8_mem_read(pid, map - 1 + l->o.map_type, &t, sizeof(t)))
+	if (!v8_tagged(obj) || v8_mem_read(pid, obj - 1 + l->o.map, &map, sizeof(map)) ||
+	    !v8_tagged(map) || v8_mem_read(pid, map - 1 + l->o.map_type, &t, sizeof(t)))
 		return -1;
 	return t;
 }
@@ -71,8 +71,9 @@ static int str_units(uint32_t pid, const struct v8_layout *l, uint64_t obj, uint
 	repr = t & l->str_repr_mask;
 	one = (t & l->str_enc_mask) == l->str_one_byte;
 	if (repr == l->str_thin)
-		return v8_mem_read(pid, obj - 1 + l->thin_actual, &a, 8) ? -EFAULT
-			: str_units(pid, l, a, from, n, out, depth - 1);
+		return v8_mem_read(pid, obj - 1 + l->thin_actual, &a, 8)
+			       ? -EFAULT
+			       : str_units(pid, l, a, from, n, out, depth - 1);
 	if (repr == l->str_sliced) {
 		if (v8_mem_read(pid, obj - 1 + l->sliced_parent, &a, 8) ||
 		    v8_mem_read(pid, obj - 1 + l->sliced_offset, &b, 8) || (b & 1))
@@ -164,8 +165,9 @@ int v8_scan_source(uint32_t pid, const struct v8_layout *l, uint64_t src, uint32
 	repr = t & l->str_repr_mask;
 	unit = (t & l->str_enc_mask) == l->str_one_byte ? 1 : 2;
 	if (repr == l->str_thin)
-		return v8_mem_read(pid, src - 1 + l->thin_actual, &a, 8) ? -EFAULT
-			: v8_scan_source(pid, l, a, out, nout);
+		return v8_mem_read(pid, src - 1 + l->thin_actual, &a, 8)
+			       ? -EFAULT
+			       : v8_scan_source(pid, l, a, out, nout);
 	if (repr == l->str_external) {
 		if (v8_mem_read(pid, src - 1 + l->ext_resource + 8, &a, 8) || !a)
 			return -EFAULT;
@@ -207,8 +209,8 @@ int v8_scan_source(uint32_t pid, const struct v8_layout *l, uint64_t src, uint32
 }
 
 /* The name and start position of the function whose name or ScopeInfo is @nos. */
-void v8_fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *name,
-		    size_t len, int64_t *start)
+void v8_fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *name, size_t len,
+		int64_t *start)
 {
 	uint64_t w[V8_SCOPE_WORDS];
 	struct v8_scope sc;
@@ -244,13 +246,14 @@ void v8_fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *nam
 
 /* A ByteArray @ba (tagged) of process @pid, at most @max bytes: malloc'ed, or NULL. */
 uint8_t *v8_byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
-			   uint32_t *n)
+		       uint32_t *n)
 {
 	uint64_t len;
 	uint8_t *b;
 
 	*n = 0;
-	if (!v8_tagged(ba) || v8_mem_read(pid, ba - 1 + l->fixed_length, &len, sizeof(len)) || (len & 1))
+	if (!v8_tagged(ba) || v8_mem_read(pid, ba - 1 + l->fixed_length, &len, sizeof(len)) ||
+	    (len & 1))
 		return NULL;
 	len = (int64_t)len >> 32;
 	if (!len || len > max || !(b = malloc(len)))
@@ -274,9 +277,7 @@ uint8_t *v8_bytecode_spt(uint32_t pid, const struct v8_layout *l, uint64_t fd, u
 		return NULL; /* (baseline code: its bytecode is where optimized code has its deopt data) */
 	if (t == l->type_code)
 		t = v8_type_of(pid, l, fd);
-	if (t != l->type_bytecode_array ||
-	    v8_mem_read(pid, fd - 1 + l->bca_spt, &spt, sizeof(spt)))
+	if (t != l->type_bytecode_array || v8_mem_read(pid, fd - 1 + l->bca_spt, &spt, sizeof(spt)))
 		return NULL;
 	return v8_byte_array(pid, l, spt, V8_SPT_MAX, n);
 }
-

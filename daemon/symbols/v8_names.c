@@ -581,7 +581,7 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 	return 0;
 }
 
-/* The cached Code @code (tagged) of @pid, read once per drain (its instructions moved: read again). */
+/* The cached Code @code (tagged) of @pid, checked once per drain (moved: read again). */
 static struct v8_code *code_of(struct v8 *v, uint32_t pid, uint64_t code)
 {
 	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, code };
