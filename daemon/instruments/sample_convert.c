@@ -103,6 +103,21 @@ static bool js_unread(struct sample_g *g, const struct pcmon_key *k, const uint3
 }
 
 /*
+ * A stack with no runtime marker, of a process not looked at for a V8 yet (its native pcs
+ * just named: its address map is read): look now rather than when its first-sample event is
+ * handled, after the rest of a dwarf stream (as merge_python() does for Python). This stack
+ * stays native, flagged if it ran V8's code (js_unread()).
+ */
+static void js_look_early(struct sample_g *g, const struct pcmon_key *k)
+{
+	const struct target *t = target_of(g, k->target);
+
+	if (t && sample_of(t)->python && k->uerr != PCMON_SERR_KTHREAD &&
+	    v8_first_look(g->v8, k->pid, k->epoch))
+		sample_convert_js_look(g, k->pid, k->epoch);
+}
+
+/*
  * The Python frames of a user stack (docs/python.md): @pyw is the marker BPF put after the
  * native frames and the frames after it. The native pcs are named, then each activation of
  * the interpreter's loop is replaced by the Python frames it runs (py_merge()), written to
@@ -349,6 +364,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+		js_look_early(g, k);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 		else if (js_unread(g, k, st->locs, nu))
