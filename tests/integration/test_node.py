@@ -6,6 +6,7 @@ process.cpuUsage(): shares per JavaScript function with either unwinder, and att
 to a node started before pcmond; how much of the work is named; --no-python keeps the native
 frames; a V8 pcmon does not read is said once and keeps its native frames. Skipped, saying
 so, where there is no node."""
+import gzip
 import os
 import shutil
 import subprocess
@@ -256,6 +257,58 @@ def test_all_target():
         check_shares_among(*watched(d, "--all"), "--all")
     finally:
         assert d.stop() == 0, d.logtext()
+
+
+def test_views_over_javascript():
+    """WHEN, a critical section, the exports (folded, pprof with files), the flame graph and
+    diff over JavaScript names, each against the program's own clocks: a second run with
+    other odds moves rec's share, which diff finds."""
+    need_node()
+    tmp = tempfile.mkdtemp(prefix="pcmon-js-")
+    d = Daemon().start()
+    try:
+        owns = []
+        for odds in ("0.45,0.35,0.2", "0.35,0.25,0.4"):
+            env = dict(os.environ, JSPHASES_WEIGHTS=odds)
+            listing, p = pcmon_json("run", "--interval", 1000, "--", NODE, WORK, 4,
+                                    sock=d.sock, env=env)
+            owns.append(first_json_line(p.stdout))
+        a, b = "1", "2"
+        own = owns[0]
+        # WHEN: every sample with rec active, no other
+        s = pcmon_json("list", a, "--when", "js.jsphases.rec->*", sock=d.sock)[0]["summary"]
+        got, want = s["counted"] / s["interrupts"], own["cpu"]["rec"]
+        assert abs(got - want) * 100 <= share_tolerance_pp(want, s["interrupts"], 3.0), \
+            ("when", got, want, s)
+        # a critical section over rec: its samples charged to it, rec gone from the table
+        listing = pcmon_json("list", a, "--critical", "recursion=*->js.jsphases.rec->*",
+                             sock=d.sock)[0]
+        s = listing["summary"]
+        crit = {c["name"]: c["count"] for c in s.get("critical", [])}
+        got = crit.get("recursion", 0) / s["interrupts"]
+        assert abs(got - want) * 100 <= share_tolerance_pp(want, s["interrupts"], 3.0), \
+            ("critical", got, want, crit)
+        assert "js.jsphases.rec" not in procs(listing)
+        # exports and the flame graph name the functions; pprof carries their script
+        folded = pcmon("export", a, "--format", "folded", sock=d.sock, check=0).stdout
+        assert any("jsphases.workA" in l and "jsphases.leaf" in l for l in folded.splitlines())
+        pb = os.path.join(tmp, "a.pb")
+        pcmon("export", a, "--format", "pprof", "-o", pb, sock=d.sock, check=0)
+        raw = open(pb, "rb").read()
+        raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        assert b"jsphases.workA" in raw and b"jsphases.js" in raw
+        svg = os.path.join(tmp, "a.svg")
+        pcmon("flamegraph", a, "-o", svg, sock=d.sock, check=0)
+        assert "jsphases.workA" in open(svg).read()
+        # diff: rec grew by what the program measured
+        diff = pcmon_json("diff", a, b, sock=d.sock)[0]
+        rec = next(p for p in diff["procedures"] if p["procedure"] == "jsphases.rec")
+        moved = (owns[1]["cpu"]["rec"] - owns[0]["cpu"]["rec"]) * 100
+        assert abs(rec["deep_pp"] - moved) <= 3, (rec["deep_pp"], moved)
+        print(f"  diff: rec {rec['deep_pp']:+.1f} pp, the program {moved:+.1f} pp")
+    finally:
+        assert d.stop() == 0, d.logtext()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_no_python_keeps_native_frames():
