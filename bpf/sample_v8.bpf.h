@@ -96,11 +96,12 @@ static long js_step(__u32 i, void *data)
 		w->status = PCMON_JS_DEPTH;
 		return 1;
 	}
-	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + w->o.fn_shared)) ||
-	    js_type(w, sfi) != w->o.type_sfi) {
-		w->status = PCMON_JS_FAULT; /* (moved under us: the frame is left native) */
+	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + w->o.fn_shared))) {
+		w->status = PCMON_JS_FAULT; /* (the frame is left native, the stack flagged) */
 		goto next;
 	}
+	if (js_type(w, sfi) != w->o.type_sfi)
+		goto next; /* (an object of another type in the function's slot: not JavaScript) */
 	boff = js_win(win, w->o.fp_bytecode_offset);
 	/* an interpreted frame's offset is a Smi (a baseline frame keeps its feedback there) */
 	boff = (boff & 1) ? 0 : (boff >> 32) + 1;
