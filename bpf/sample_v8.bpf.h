@@ -19,9 +19,16 @@ struct {
 	__type(value, struct pcmon_v8proc);
 } v8procs SEC(".maps");
 
+/* Where the thread was: its frame pointer and pc, and the interpreter's registers (which
+ * hold the live bytecode offset and array while a bytecode handler runs). */
+struct js_regs {
+	__u64 fp, pc, r9, r12;
+};
+
 struct js_walk {
 	struct pcmon_stack *st;
 	__u64 fp, pc;
+	__u64 r9, r12;
 	__u32 end;		/* the first word of st not to write */
 	__u32 status;
 	__u32 done;		/* the chain ended */
@@ -43,7 +50,7 @@ static __always_inline __u64 js_win(const __u64 *win, __u16 below)
 		return 0;
 	i = ((__u32)PCMON_JS_WIN_BELOW - below) >> 3;
 	asm volatile("" : "+r"(i));
-	return win[i & 15];
+	return i < 8 ? win[i] : 0;
 }
 
 /* The instance type of the heap object @tagged (0: not one, or unreadable). */
@@ -63,7 +70,7 @@ static __always_inline __u16 js_type(const struct js_walk *w, __u64 tagged)
 static long js_step(__u32 i, void *data)
 {
 	struct js_walk *w = data;
-	__u64 win[16] = {};
+	__u64 win[10] = {};
 	__u64 fn, sfi = 0, code = 0, cell = 0, boff, next, fp = w->fp;
 	__u32 n;
 	__u16 t;
@@ -105,6 +112,12 @@ static long js_step(__u32 i, void *data)
 	boff = js_win(win, w->o.fp_bytecode_offset);
 	/* an interpreted frame's offset is a Smi (a baseline frame keeps its feedback there) */
 	boff = (boff & 1) ? 0 : (boff >> 32) + 1;
+	/* the innermost frame, while one of the interpreter's handlers runs it (the bytecode
+	 * array register holds the frame's array): the live offset, where the frame's slot
+	 * holds the one of its last call */
+	if (boff && i == 0 && w->r12 && w->r12 == js_win(win, w->o.fp_bytecode_array) &&
+	    w->r9 < PCMON_JS_BOFF_FAR)
+		boff = w->r9 + 1;
 	/* the code its function has: the frame's unless it was replaced since the frame was
 	 * entered, and optimized code has no bytecode offset (a spill slot is where an
 	 * interpreted frame has it): the engine checks the pc is in it */
@@ -142,18 +155,19 @@ static __always_inline void js_mark(struct pcmon_stack *st, __u32 status)
 }
 
 /* A function of its own, verified once for all the places that read a chain. */
-__noinline int js_walk_frames(struct pcmon_stack *st, const struct pcmon_v8proc *vp, __u64 fp,
-			      __u64 pc)
+__noinline int js_walk_frames(struct pcmon_stack *st, const struct pcmon_v8proc *vp,
+			      const struct js_regs *r)
 {
 	struct js_walk w;
 	__u32 n;
 
-	if (!st || !vp)
+	if (!st || !vp || !r)
 		return 0;
 	n = st->len;
 	if (n >= PCMON_STACK_MAX - 1)
 		return 0;
-	w = (struct js_walk){ .st = st, .o = vp->o, .fp = fp, .pc = pc };
+	w = (struct js_walk){ .st = st, .o = vp->o, .fp = r->fp, .pc = r->pc, .r9 = r->r9,
+			      .r12 = r->r12 };
 	st->ip[js_slot(n)] = PCMON_JS_MARK;
 	st->len = n + 1;
 	w.end = n + PCMON_JS_WORDS_MAX;
@@ -199,13 +213,16 @@ static __always_inline void js_append(struct task_struct *task, const struct pcm
 				      struct pcmon_stack *st)
 {
 	const struct pcmon_v8proc *vp = js_proc(key);
+	struct js_regs regs;
 	struct pt_regs *r;
 
 	if (!vp)
 		return;
 	/* (the thread's user registers: where it was when it entered the kernel) */
 	r = (struct pt_regs *)bpf_task_pt_regs(task);
-	js_walk_frames(st, vp, BPF_CORE_READ(r, bp), BPF_CORE_READ(r, ip));
+	regs = (struct js_regs){ BPF_CORE_READ(r, bp), BPF_CORE_READ(r, ip), BPF_CORE_READ(r, r9),
+				 BPF_CORE_READ(r, r12) };
+	js_walk_frames(st, vp, &regs);
 }
 
 #endif /* PCMON_SAMPLE_V8_BPF_H */

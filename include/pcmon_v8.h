@@ -87,7 +87,7 @@ struct pcmon_v8offs {
 	__u16 type_sfi;		/* SHARED_FUNCTION_INFO_TYPE */
 	__u16 fn_code;		/* JSFunction.code */
 	__u16 fn_feedback;	/* JSFunction.raw_feedback_cell */
-	__u16 pad;
+	__u16 fp_bytecode_array; /* -v8dbg_off_fp_bytecode_array (interpreted frames) */
 };
 
 /* A process the engine looked at for a V8 (v8procs, by tgid). */

@@ -30,7 +30,7 @@ enum v8c {
 	C_SCOPE_FIRST_VARS, C_SCOPE_NLOCALS, C_HEAP_TAG, C_SMI_SHIFT, C_TAGGED_SIZE,
 	C_SFI_FUNCTION_DATA, C_T_BYTECODE_ARRAY, C_T_CODE, C_CODE_DEOPT, C_CODE_SPT,
 	C_KIND_MASK, C_KIND_INTERPRETED, C_KIND_BASELINE, C_DEOPT_NINLINED, C_DEOPT_SFI,
-	C_BCA_DATA, C_FN_FEEDBACK, C_CELL_VALUE, C_T_FEEDBACK_VECTOR,
+	C_BCA_DATA, C_FN_FEEDBACK, C_CELL_VALUE, C_T_FEEDBACK_VECTOR, C_FP_BCA,
 	C_MAX
 };
 
@@ -94,6 +94,7 @@ static const struct {
 	[C_FN_FEEDBACK] = { "v8dbg_class_JSFunction__raw_feedback_cell__FeedbackCell", INT64_MIN },
 	[C_CELL_VALUE] = { "v8dbg_class_FeedbackCell__value__HeapObject", INT64_MIN },
 	[C_T_FEEDBACK_VECTOR] = { "v8dbg_type_FeedbackVector__FEEDBACK_VECTOR_TYPE", INT64_MIN },
+	[C_FP_BCA] = { "v8dbg_off_fp_bytecode_array", INT64_MIN },
 };
 
 #define V8_TYPE_PREFIX "v8dbg_type_"
@@ -147,7 +148,8 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 	    c[C_FP_FUNCTION] >= 0 || c[C_FP_FUNCTION] < -PCMON_JS_WIN_BELOW ||
 	    c[C_FP_CONTEXT] >= 0 || c[C_FP_CONTEXT] < -PCMON_JS_WIN_BELOW ||
 	    c[C_FP_BOFF] >= 0 || c[C_FP_BOFF] < -PCMON_JS_WIN_BELOW ||
-	    (c[C_FP_FUNCTION] | c[C_FP_CONTEXT] | c[C_FP_BOFF]) & 7 ||
+	    c[C_FP_BCA] >= 0 || c[C_FP_BCA] < -PCMON_JS_WIN_BELOW ||
+	    (c[C_FP_FUNCTION] | c[C_FP_CONTEXT] | c[C_FP_BOFF] | c[C_FP_BCA]) & 7 ||
 	    c[C_T_FUNCTION] <= 0 || c[C_T_FUNCTION] > 0xffff || c[C_T_SFI] <= 0 ||
 	    c[C_T_SFI] > 0xffff || c[C_SCOPE_FIRST_VARS] < 1 || c[C_SCOPE_FIRST_VARS] > 8 ||
 	    c[C_SCOPE_NLOCALS] < 0 || c[C_SCOPE_NLOCALS] >= c[C_SCOPE_FIRST_VARS]) {
@@ -245,6 +247,7 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 		.type_feedback_vector = c[C_T_FEEDBACK_VECTOR],
 	};
 	l->o.fn_feedback = c[C_FN_FEEDBACK];
+	l->o.fp_bytecode_array = -c[C_FP_BCA];
 	l->o.fn_code = l->o.fn_shared + 24; /* (after the context and the feedback cell) */
 	return 0;
 }

@@ -136,6 +136,33 @@ def test_real_blocked_in_javascript():
         print(f"  REAL, --unwind {unwind}: nap {got:.1%} of {n} samples, its own {own['nap']:.1%}")
 
 
+LINES = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jslines.js")
+
+
+def test_lines_of_a_function():
+    """--lines of a function with two loops, each on a line of its own: each line's share of
+    the function within 3 pp of the program's own; no address rows (a JavaScript frame's
+    address is a key, not code's)."""
+    need_node()
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 1000, "--", NODE, LINES, 3, sock=d.sock)
+        own = first_json_line(p.stdout)["lines"]
+        tid = listing["target"]["id"]
+        lines = pcmon_json("list", tid, "--lines", "js.jslines.lined", sock=d.sock)[0]["lines"]
+        n = lines["count"]
+        rows = {str(l["line"]): l["count"] for l in lines["lines"]
+                if l["file"].endswith("jslines.js")}
+        for line, want in own.items():
+            got = rows.get(line, 0) / n
+            assert abs(got - want) * 100 <= share_tolerance_pp(want, n, 3.0), (line, got, want, rows)
+        assert not [a for l in lines["lines"] for a in l.get("addresses", [])], lines["lines"][:2]
+        text = pcmon("list", tid, "--lines", "js.jslines.lined", sock=d.sock, check=0).stdout
+        assert "no code" not in text, text
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
 def test_pid_attach():
     """A node started before pcmond, attached by --pid, then let go."""
     need_node()

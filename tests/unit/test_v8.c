@@ -75,6 +75,7 @@ static const struct {
 	{ "v8dbg_class_JSFunction__raw_feedback_cell__FeedbackCell", 40 },
 	{ "v8dbg_class_FeedbackCell__value__HeapObject", 8 },
 	{ "v8dbg_type_FeedbackVector__FEEDBACK_VECTOR_TYPE", 249 },
+	{ "v8dbg_off_fp_bytecode_array", -32 },
 	{ "v8dbg_frametype_InterpretedFrame", 13 },
 };
 #define N20 (sizeof(node20) / sizeof(node20[0]))
@@ -124,6 +125,7 @@ static void layout_node20(void **state)
 	assert_int_equal(l.o.fn_shared, 24);
 	assert_int_equal(l.o.fn_code, 48);
 	assert_int_equal(l.o.fn_feedback, 40);
+	assert_int_equal(l.o.fp_bytecode_array, 32);
 	assert_int_equal(l.cell_value, 8);
 	assert_int_equal(l.type_feedback_vector, 249);
 	assert_int_equal(l.o.type_sfi, 262);
