@@ -68,6 +68,11 @@ struct v8_code {
 	uint32_t nspt;
 };
 
+/* A frame's location, as named in drain gen (frame_loc()). */
+struct v8_floc {
+	uint32_t gen, loc;
+};
+
 /* Where the code that replaced a running loop was found (osr_code()). */
 struct v8_osr {
 	uint32_t gen;
@@ -77,7 +82,7 @@ struct v8_osr {
 /* A Script's line ends, as last read. */
 struct v8_script {
 	uint64_t sum;
-	uint32_t gen;
+	uint32_t gen;		/* the drain it was last checked in */
 	uint32_t nends;
 	uint32_t *ends;
 	bool tried;
@@ -91,6 +96,9 @@ struct v8 {
 	struct itab *skeys;	/* (pid, script) */
 	struct v8_script *scripts;
 	size_t cap_scripts;
+	struct itab *lkeys;	/* (pid, a frame's words) */
+	struct v8_floc *flocs;
+	size_t cap_flocs;
 	struct itab *okeys;	/* (pid, feedback cell, pc) */
 	struct v8_osr *osrs;
 	size_t cap_osrs;
@@ -116,7 +124,7 @@ struct v8 *v8_new(struct sym *s)
 	v->sym = s;
 	v->gen = 1;
 	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->ckeys = itab_new()) ||
-	    !(v->okeys = itab_new()) ||
+	    !(v->okeys = itab_new()) || !(v->lkeys = itab_new()) ||
 	    !(v->looked = itab_new()) ||
 	    !(v->told = itab_new()) || sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
 		v8_free(v);
@@ -162,6 +170,8 @@ void v8_free(struct v8 *v)
 	free(v->codes);
 	itab_free(v->okeys);
 	free(v->osrs);
+	itab_free(v->lkeys);
+	free(v->flocs);
 	itab_free(v->fkeys);
 	itab_free(v->skeys);
 	itab_free(v->looked);
@@ -250,6 +260,8 @@ static void forget_gone(struct v8 *v, uint64_t now)
 		v->codes[i].gen = 0;
 	for (uint32_t i = 0; i < itab_count(v->okeys); i++)
 		v->osrs[i].gen = 0;
+	for (uint32_t i = 0; i < itab_count(v->lkeys); i++)
+		v->flocs[i].gen = 0;
 }
 
 void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
@@ -382,6 +394,9 @@ static const struct v8_script *script_of(struct v8 *v, uint32_t pid, const struc
 	s = &v->scripts[slot];
 	if (r == 1)
 		*s = (struct v8_script){ 0 };
+	if (s->tried && s->gen == v->gen)
+		return s; /* (checked once per drain) */
+	s->gen = v->gen;
 	if (v8_mem_read(pid, script - 1 + l->script_source, &src, sizeof(src)))
 		return s->tried ? s : NULL;
 	if (s->tried && s->sum == src)
@@ -794,8 +809,46 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	return 0;
 }
 
-/* A location of its own per chain of (name, file, line), shared by every process. */
+static int frame_loc_new(struct v8 *v, uint32_t pid, const uint64_t *w, uint32_t *loc);
+
+/*
+ * The location of frame @w of @pid, kept by the frame's words for the drain: a stack's frames
+ * come again and again (every --unwind dwarf sample is converted), and what names them is
+ * checked once per drain anyway.
+ */
 static int frame_loc(struct v8 *v, uint32_t pid, const uint64_t *w, uint32_t *loc)
+{
+	struct { uint32_t pid, pad; uint64_t w[PCMON_JS_FRAME_WORDS]; } key = { pid, 0, { 0 } };
+	struct v8_floc *f;
+	uint32_t slot;
+	int r;
+
+	/* (the outermost frame's mark is no part of what it is) */
+	for (int i = 0; i < PCMON_JS_FRAME_WORDS; i++)
+		key.w[i] = w[i] & ~(i == PCMON_JS_FRAME_WORDS - 1 ? PCMON_JS_OUTERMOST : 0);
+	if (itab_count(v->lkeys) >= V8_FNS_MAX) {
+		itab_free(v->lkeys);
+		if (!(v->lkeys = itab_new()))
+			return frame_loc_new(v, pid, key.w, loc);
+	}
+	r = itab_intern(v->lkeys, &key, sizeof(key), &slot);
+	if (r < 0 || GROW(v->flocs, v->cap_flocs, slot + 1))
+		return frame_loc_new(v, pid, key.w, loc);
+	f = &v->flocs[slot];
+	if (r == 1)
+		*f = (struct v8_floc){ 0 };
+	if (f->gen == v->gen) {
+		*loc = f->loc;
+		return 0;
+	}
+	r = frame_loc_new(v, pid, key.w, loc);
+	if (!r)
+		*f = (struct v8_floc){ .gen = v->gen, .loc = *loc };
+	return r;
+}
+
+/* A location of its own per chain of (name, file, line), shared by every process. */
+static int frame_loc_new(struct v8 *v, uint32_t pid, const uint64_t *w, uint32_t *loc)
 {
 	char key[4096], *names[V8_CHAIN_MAX], *files[V8_CHAIN_MAX];
 	struct v8_chain ch;
