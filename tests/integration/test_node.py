@@ -286,6 +286,17 @@ def test_all_target():
         assert d.stop() == 0, d.logtext()
 
 
+def walk(o):
+    """Every (key, value) of a JSON document, depth first."""
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield k, v
+            yield from walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from walk(v)
+
+
 def test_views_over_javascript():
     """WHEN, a critical section, the exports (folded, pprof with files), the flame graph and
     diff over JavaScript names, each against the program's own clocks: a second run with
@@ -302,6 +313,11 @@ def test_views_over_javascript():
             owns.append(first_json_line(p.stdout))
         a, b = "1", "2"
         own = owns[0]
+        # status counts the frames named, and the V8 processes read (gone by now: 0 or more)
+        st = pcmon_json("status", sock=d.sock)[0]
+        sampling = st.get("sampling", st)
+        named = next((v for k, v in walk(sampling) if k == "js_frames_named"), None)
+        assert named and named > 1000, ("status", named)
         # WHEN: every sample with rec active, no other
         s = pcmon_json("list", a, "--when", "js.jsphases.rec->*", sock=d.sock)[0]["summary"]
         got, want = s["counted"] / s["interrupts"], own["cpu"]["rec"]
