@@ -73,6 +73,23 @@ def test_shares_on_stack_replaced_loop():
     check_shares(listing, own)
 
 
+def test_exec_into_node():
+    """A shell that runs a moment, then execs node: the new image is looked at anew, and its
+    JavaScript frames are read."""
+    need_node()
+    listing, p = pcmon_json("run", "--interval", 1000, "--", "sh", "-c",
+                            f"i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec {NODE} {WORK} 3",
+                            sock=NOSOCK)
+    own = first_json_line(p.stdout)
+    n = listing["summary"]["counted"]
+    p = procs(listing)
+    for fn in FNS:
+        got = p.get(f"js.jsphases.{fn}", {"deep": 0})["deep"] / n
+        # (the shell's own time is in n, not in the program's figures: looser)
+        assert abs(got - own["cpu"][fn]) * 100 <= share_tolerance_pp(own["cpu"][fn], n, 6.0), \
+            (fn, got, own)
+
+
 def test_shares_fp():
     listing, own, _ = run("--unwind", "fp")
     check_shares(listing, own)
