@@ -377,35 +377,45 @@ def test_no_python_keeps_native_frames():
     assert not [k for k in procs(listing) if k.startswith("js.")]
 
 
+def unread_node(tmp, old, new, said_with, says):
+    """A copy of node with symbol @old renamed @new (it still runs: node does not look its
+    own symbols up) runs jsphases.js under a pcmond: pcmond says so once, naming @said_with
+    and saying @says, and its samples keep their native frames."""
+    copy = os.path.join(tmp, "node")
+    data = open(NODE, "rb").read()
+    assert len(old) == len(new) and data.count(old) >= 1, f"no symbol {old} to rename"
+    open(copy, "wb").write(data.replace(old, new))
+    os.chmod(copy, 0o755)
+    d = Daemon().start()
+    try:
+        p = pcmon("run", "--json", "--interval", 1000, "--", copy, WORK, 2, sock=d.sock, check=0)
+        own = first_json_line(p.stdout)
+        assert own["cpu"]["workA"] > 0, own  # (JavaScript ran)
+        listing = pcmon_json("list", "1", sock=d.sock)[0]
+        js = [k for k in procs(listing) if k.startswith("js.")]
+        assert not js, js
+        said = [l for l in d.logtext().splitlines() if said_with in l]
+        assert len(said) == 1, (said, d.logtext()[-3000:])
+        assert says in said[0] and "keep their native frames" in said[0], said
+    finally:
+        assert d.stop() == 0, d.logtext()
+        os.unlink(copy)
+
+
 def test_unknown_v8_said_once():
-    """A node whose binary lacks a v8dbg_ constant pcmon needs (a copy with one renamed: it
-    still runs) is said once, and its samples keep their native frames; the same run of
-    the real node reads its frames (the control)."""
+    """A node whose V8 pcmon does not read is said once per process, its samples native: one
+    that lacks a v8dbg_ constant pcmon needs, and one whose version is not 11.1.204 to 11.3
+    (its minor number's symbol renamed: it reads as 11.0); the real node's frames are read
+    (the control)."""
     need_node()
     tmp = tempfile.mkdtemp(prefix="pcmon-js-")
     try:
-        copy = os.path.join(tmp, "node")
-        data = open(NODE, "rb").read()
-        old = b"v8dbg_class_Map__instance_type__uint16_t\0"
-        assert data.count(old) >= 1, "no such v8dbg_ symbol to rename"
-        open(copy, "wb").write(data.replace(old, b"v8dbg_class_Map__instance_tyqe__uint16_t\0"))
-        os.chmod(copy, 0o755)
-        d = Daemon().start()
-        try:
-            p = pcmon("run", "--json", "--interval", 1000, "--", copy, WORK, 2, sock=d.sock,
-                      check=0)
-            own = first_json_line(p.stdout)
-            assert own["cpu"]["workA"] > 0, own
-            tid = pcmon("targets", "--json", sock=d.sock, check=0)
-            listing = pcmon_json("list", "1", sock=d.sock)[0]
-            assert not [k for k in procs(listing) if k.startswith("js.")], \
-                [k for k in procs(listing) if k.startswith("js.")]
-            log = d.logtext()
-            said = [l for l in log.splitlines() if "v8dbg_class_Map__instance_type" in l]
-            assert len(said) == 1, (said, log[-3000:], tid.stdout[-500:])
-            assert "keep their native frames" in said[0], said
-        finally:
-            assert d.stop() == 0, d.logtext()
+        unread_node(tmp, b"v8dbg_class_Map__instance_type__uint16_t\0",
+                    b"v8dbg_class_Map__instance_tyqe__uint16_t\0",
+                    "v8dbg_class_Map__instance_type", "without")
+        unread_node(tmp, b"_ZN2v88internal7Version6minor_E\0",
+                    b"_ZN2v88internal7Version6minox_E\0", "which pcmon does not read",
+                    "V8 11.0.")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     listing, _, _ = run(secs=1)
