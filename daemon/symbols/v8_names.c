@@ -535,7 +535,7 @@ static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32
 static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, struct v8_code *c)
 {
 	uint8_t h[V8_OFF_HDR];
-	uint64_t deopt, arr[24], lit, ipos;
+	uint64_t deopt, dlen, arr[24], lit, ipos;
 	uint32_t n, flags;
 	int64_t cnt;
 	int32_t size;
@@ -555,7 +555,10 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 		return 0;
 	/* optimized: DeoptimizationData, a FixedArray */
 	deopt = v8_u64_at(h, l->code_deopt);
+	/* (as long as the entries read: an empty one is code with nothing to deoptimize) */
 	if (v8_type_of(pid, l, deopt) != l->type_fixed_array ||
+	    v8_mem_read(pid, deopt - 1 + l->fixed_length, &dlen, sizeof(dlen)) || (dlen & 1) ||
+	    (int64_t)dlen >> 32 < (int64_t)l->deopt_inlining + 1 ||
 	    v8_mem_read(pid, deopt - 1 + l->fixed_length + 8, arr,
 		     ((size_t)l->deopt_inlining + 1) * sizeof(arr[0])))
 		return 0;
