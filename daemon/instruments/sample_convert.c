@@ -241,6 +241,10 @@ static uint32_t merge_js(struct sample_g *g, const struct pcmon_key *k, const __
 	for (uint32_t i = 0; i < nu; i++)
 		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
 	in.nat = g->natlocs;
+	/* no frame read, though V8's code ran: JavaScript frames are missing (a dwarf record
+	 * whose process was gone before its frames could be read from the copy) */
+	if (njs == 1 && status == PCMON_JS_OK && v8_unread(g->v8, k->pid, g->natlocs, nu))
+		status = PCMON_JS_FAULT;
 	n = v8_merge(g->v8, &in, g->mergelocs, &cut);
 	for (uint32_t i = 0; i < n; i++)
 		st->locs[n - 1 - i] = g->mergelocs[i];
@@ -412,19 +416,24 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 /*
  * A dwarf record's runtime words (@d->py), unless BPF read no JavaScript frame though its
  * process runs a V8 (rbp held no frame pointer: code without them was running, a system
- * call's wrapper): then the frames the unwinder found V8 frame pointers for, read from the
- * record's copy of the stack (v8_frame_of_copy()), in @buf, their number in *@n.
+ * call's wrapper; or BPF did not walk: a stack copied from outside the thread): then the
+ * frames the unwinder found V8 frame pointers for, read from the record's copy of the stack
+ * (v8_frame_of_copy()), in @buf, their number in *@n.
  */
 static const __u64 *js_from_copy(struct sample_g *g, const struct pcmon_dsample *d, uint32_t nu,
 				 __u64 *buf, uint32_t *n)
 {
 	uint32_t np = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), js = js_start(d->py, np), k = 1;
+	const struct target *t = target_of(g, d->h.key.target);
 
 	*n = np;
-	if (js + 1 != np && (js + 1 >= np ||
-			     (d->py[js + 1] & PCMON_PY_MARK_MASK) != PCMON_PY_MARK))
-		return d->py; /* (frames read, or no marker: not a V8 BPF knows) */
-	if (d->py[js] != PCMON_JS_MARK || !v8_is_v8(g->v8, d->h.key.pid))
+	/* a marker with frames after it (BPF read them), or saying the walk failed */
+	if (js < np && (d->py[js] != PCMON_JS_MARK ||
+			(js + 1 < np && (d->py[js + 1] & PCMON_PY_MARK_MASK) != PCMON_PY_MARK)))
+		return d->py;
+	/* (no marker at all: a stack copied from outside the thread, REAL's open intervals,
+	 * or one taken before the engine looked at the process) */
+	if (!t || !sample_of(t)->python || !v8_is_v8(g->v8, d->h.key.pid))
 		return d->py;
 	buf[0] = PCMON_JS_MARK;
 	for (uint32_t i = 0; i < nu && k + PCMON_JS_FRAME_WORDS <= PCMON_JS_WORDS_MAX; i++)

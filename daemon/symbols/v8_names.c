@@ -953,7 +953,7 @@ int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint3
 
 bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n)
 {
-	if (!v8_is_v8(v, pid))
+	if (!pid_find(v, pid)) /* (one gone since is still one) */
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		if (v8_code(v, locs[i]))
