@@ -137,7 +137,9 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
-	if (ev->type == PCMON_EV_SAMPLED && v8_first_look(g->v8, ev->pid, ev->epoch))
+	/* (a library loaded later may be the V8: libnode.so, dlopen'ed by an embedder) */
+	if ((ev->type == PCMON_EV_SAMPLED && v8_first_look(g->v8, ev->pid, ev->epoch)) ||
+	    (ev->type == PCMON_EV_DLOPEN && !v8_is_v8(g->v8, ev->pid)))
 		sample_convert_js_look(g, ev->pid, ev->epoch);
 	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;
