@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "dbginfo.h"
 #include "procs.h"
@@ -102,18 +104,43 @@ static bool js_unread(struct sample_g *g, const struct pcmon_key *k, const uint3
 	return t && sample_of(t)->python && v8_unread(g->v8, k->pid, locs, n);
 }
 
+/* Does process @pid run a node (its executable's name says so)? */
+bool js_node_exe(uint32_t pid)
+{
+	char exe[64], path[4096];
+	const char *base;
+	ssize_t n;
+
+	snprintf(exe, sizeof(exe), "/proc/%u/exe", pid);
+	n = readlink(exe, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = 0;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "node", 4);
+}
+
 /*
- * A stack with no runtime marker, of a process not looked at for a V8 yet (its native pcs
- * just named: its address map is read): look now rather than when its first-sample event is
- * handled, after the rest of a dwarf stream (as merge_python() does for Python). This stack
- * stays native, flagged if it ran V8's code (js_unread()).
+ * A stack with no JavaScript marker, of a process not looked at for a V8 yet: look now
+ * rather than when its first-sample event is handled, after the rest of a dwarf stream (as
+ * merge_python() does for Python). A node is looked at before its native pcs are named (the
+ * first naming of node's frames reads its symbols, a while during which its samples would
+ * not be known), its address map read first; any other process once they are (its map is
+ * read then: looking through a map not read yet would leave it empty). This stack stays
+ * native, flagged if it ran V8's code (js_unread()).
  */
-static void js_look_early(struct sample_g *g, const struct pcmon_key *k)
+static void js_look_early(struct sample_g *g, const struct pcmon_key *k, bool named)
 {
 	const struct target *t = target_of(g, k->target);
 
-	if (t && sample_of(t)->python && k->uerr != PCMON_SERR_KTHREAD &&
-	    v8_first_look(g->v8, k->pid, k->epoch))
+	if (!t || !sample_of(t)->python || k->uerr == PCMON_SERR_KTHREAD ||
+	    v8_looked(g->v8, k->pid, k->epoch))
+		return;
+	if (!named) {
+		if (!js_node_exe(k->pid))
+			return;
+		sym_proc_load(g->env.sym, k->pid, k->epoch);
+	}
+	if (v8_first_look(g->v8, k->pid, k->epoch))
 		sample_convert_js_look(g, k->pid, k->epoch);
 }
 
@@ -358,6 +385,8 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		kpc++;
 		nk--;
 	}
+	if (!njs)
+		js_look_early(g, k, false);
 	if (kthread) {
 		st->locs[0] = kthread_loc(g, k->tid);
 		nu = st->locs[0] ? 1 : 0;
@@ -365,10 +394,11 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		nu = merge_js(g, k, upc, nu, jsw, njs, st);
 	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
+		js_look_early(g, k, true);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
-		js_look_early(g, k);
+		js_look_early(g, k, true);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 		else if (js_unread(g, k, st->locs, nu))

@@ -127,6 +127,8 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_dsample *d,
 				       size_t len);
 void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again);
+/* Does process @pid run a node (its executable's name says so)? */
+bool js_node_exe(uint32_t pid);
 /* Is there a V8 in process @pid (image @epoch)? BPF is told (docs/node.md). */
 void sample_convert_js_look(struct sample_g *g, uint32_t pid, uint32_t epoch);
 

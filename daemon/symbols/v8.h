@@ -102,6 +102,8 @@ int v8_add(struct v8 *v, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 	   char *why, size_t len);
 /* True the first time it is asked about image @epoch of @pid (looked at once). */
 bool v8_first_look(struct v8 *v, uint32_t pid, uint32_t epoch);
+/* Was image @epoch of @pid looked at (v8_first_look() said so once)? */
+bool v8_looked(const struct v8 *v, uint32_t pid, uint32_t epoch);
 /* True the first time it is asked about @pid (said once per process). */
 bool v8_tell_once(struct v8 *v, uint32_t pid);
 /* Process @pid exited at @now (ns): what was read of it is forgotten V8_FORGET_NS later. */

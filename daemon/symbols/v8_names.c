@@ -224,6 +224,13 @@ bool v8_first_look(struct v8 *v, uint32_t pid, uint32_t epoch)
 	return itab_intern(v->looked, key, sizeof(key), &id) == 1;
 }
 
+bool v8_looked(const struct v8 *v, uint32_t pid, uint32_t epoch)
+{
+	uint32_t key[2] = { pid, epoch };
+
+	return itab_find(v->looked, key, sizeof(key)) >= 0;
+}
+
 bool v8_tell_once(struct v8 *v, uint32_t pid)
 {
 	uint32_t id;
