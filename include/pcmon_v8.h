@@ -32,13 +32,11 @@ enum pcmon_js_status {
 	PCMON_JS_OK = 0,	/* at the chain's end */
 	PCMON_JS_FAULT,		/* a frame that looked like JavaScript could not be read whole */
 	PCMON_JS_DEPTH,		/* more than PCMON_JS_CHAIN_MAX frames, or PCMON_JS_FRAMES_MAX */
-	/*
-	 * No frame follows: the engine had not yet said whether the process runs a V8 (no
-	 * v8procs entry for its image: its first milliseconds). The engine flags those whose
-	 * native frames run V8's code.
-	 */
-	PCMON_JS_UNKNOWN,
 };
+/*
+ * (A process not looked at yet, its first milliseconds, has no v8procs entry: its stacks
+ * carry no marker, and the engine flags those whose native frames run V8's code.)
+ */
 
 /*
  * A frame's first word: the pc it is at (user space: 47 bits) and its position in the
