@@ -186,8 +186,8 @@ __noinline int js_walk_frames(struct pcmon_stack *st, const struct pcmon_v8proc 
 
 /*
  * The V8 BPF reads @key's process with: NULL if its target does not read runtime frames or
- * the engine found none in it. A process not looked at yet gets a marker saying so
- * (PCMON_JS_UNKNOWN) only once it was found to be one: before, it is not known to be.
+ * the engine found none in it. A process not looked at yet gets no marker: no process is
+ * known to run a V8 before it was looked at (the engine flags what it missed then).
  */
 static __always_inline const struct pcmon_v8proc *js_proc(const struct pcmon_key *key)
 {
