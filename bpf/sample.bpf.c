@@ -28,6 +28,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #include "sample_maps.bpf.h"
+#include "sample_v8.bpf.h"
 #include "sample_python.bpf.h"
 #include "sample_dwarf.bpf.h"
 #include "sample_real.bpf.h"

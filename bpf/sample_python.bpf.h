@@ -359,6 +359,7 @@ static __always_inline __u32 native_depth(const struct pcmon_key *key)
 		return max_depth;
 	pp = bpf_map_lookup_elem(&pyprocs, &key->pid);
 	keep = pp && pp->epoch == key->epoch && pp->runtime ? PCMON_PY_FRAMES_MAX + 1 : 1;
+	keep += js_keep(key);
 	return max_depth > keep ? max_depth - keep : 1;
 }
 
@@ -388,9 +389,13 @@ static __always_inline __u8 capture_user(void *ctx, struct pcmon_key *key, struc
 static __always_inline void py_append_from(struct task_struct *task, const struct pcmon_key *key,
 					   __u32 tid, struct pcmon_stack *st, bool outside)
 {
-	const struct pcmon_pyproc *pp = py_proc(key, st);
+	const struct pcmon_pyproc *pp;
 	struct pcmon_pythread *pt;
 
+	/* (a V8's JavaScript frames first: read through the current address space only) */
+	if (!outside)
+		js_append(task, key, st);
+	pp = py_proc(key, st);
 	if (!pp)
 		return;
 	pt = bpf_task_storage_get(&pythreads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);

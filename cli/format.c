@@ -852,6 +852,9 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(sy, "processes_forgotten"), num(sy, "maps_reads"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	/* (docs/node.md) */
+	fprintf(f, "JavaScript: %.0f frames named, %.0f not (flagged js), %.0f V8 processes read\n",
+		num(rep, "js_frames_named"), num(rep, "js_frames_unnamed"), num(rep, "js_processes"));
 	{
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(rep, "limits");
 

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "dbginfo.h"
 #include "procs.h"
@@ -12,6 +14,7 @@
 #include "sample_int.h"
 #include "sampler.h"
 #include "unwind.h"
+#include "v8.h"
 
 /* ---- symbolizing a sample */
 
@@ -86,6 +89,59 @@ static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const u
 
 	return t && sample_of(t)->python && !py_unsupported(g->py, k->pid) &&
 	       py_runs_eval(g->py, locs, n);
+}
+
+/*
+ * A stack BPF read no JavaScript frames for (no marker: taken before the engine looked at
+ * its process), of a target that reads them, in a process since found to run a V8, whose
+ * native frames run V8's code: flagged js, not silently native.
+ */
+static bool js_unread(struct sample_g *g, const struct pcmon_key *k, const uint32_t *locs,
+		      uint32_t n)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && sample_of(t)->python && v8_unread(g->v8, k->pid, locs, n);
+}
+
+/* Does process @pid run a node (its executable's name says so)? */
+bool js_node_exe(uint32_t pid)
+{
+	char exe[64], path[4096];
+	const char *base;
+	ssize_t n;
+
+	snprintf(exe, sizeof(exe), "/proc/%u/exe", pid);
+	n = readlink(exe, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = 0;
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return !strncmp(base, "node", 4);
+}
+
+/*
+ * A stack with no JavaScript marker, of a process not looked at for a V8 yet: look now
+ * rather than when its first-sample event is handled, after the rest of a dwarf stream (as
+ * merge_python() does for Python). A node is looked at before its native pcs are named (the
+ * first naming of node's frames reads its symbols, a while during which its samples would
+ * not be known), its address map read first; any other process once they are (its map is
+ * read then: looking through a map not read yet would leave it empty). This stack stays
+ * native, flagged if it ran V8's code (js_unread()).
+ */
+static void js_look_early(struct sample_g *g, const struct pcmon_key *k, bool named)
+{
+	const struct target *t = target_of(g, k->target);
+
+	if (!t || !sample_of(t)->python || k->uerr == PCMON_SERR_KTHREAD ||
+	    v8_looked(g->v8, k->pid, k->epoch))
+		return;
+	if (!named) {
+		if (!js_node_exe(k->pid))
+			return;
+		sym_proc_load(g->env.sym, k->pid, k->epoch);
+	}
+	if (v8_first_look(g->v8, k->pid, k->epoch))
+		sample_convert_js_look(g, k->pid, k->epoch);
 }
 
 /*
@@ -166,6 +222,68 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 	return n;
 }
 
+/* Where a user stack's JavaScript frames start (their marker), @n if it has none. */
+static uint32_t js_start(const __u64 *upc, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((upc[i] & PCMON_JS_MARK_MASK) == PCMON_JS_MARK)
+			return i;
+	return n;
+}
+
+/* Where a user stack's native frames end: at its first marker, JavaScript's or Python's. */
+static uint32_t runtime_start(const __u64 *upc, uint32_t n)
+{
+	return MIN(js_start(upc, n), python_start(upc, n));
+}
+
+/*
+ * The JavaScript frames of a user stack (docs/node.md): @jsw is the marker BPF put after the
+ * native frames and the frames after it. The native pcs are named, then each JavaScript
+ * frame takes the place of V8's code at its pc (v8_merge()), written to @st outermost
+ * first; a frame that could not be named leaves the stack flagged `js`. Returns the user
+ * locations written.
+ */
+static uint32_t merge_js(struct sample_g *g, const struct pcmon_key *k, const __u64 *upc,
+			 uint32_t nu, const __u64 *jsw, uint32_t njs, struct agg_stack *st)
+{
+	static const enum agg_unwalk cut_reason[] = {
+		[PCMON_JS_FAULT] = AGG_UNWALK_JS,
+		[PCMON_JS_DEPTH] = AGG_UNWALK_DEPTH,
+	};
+	struct v8_merge_in in = { .pc = (const uint64_t *)upc, .nn = nu,
+				  .jw = (const uint64_t *)jsw + 1, .nj = njs - 1, .pid = k->pid };
+	uint32_t status = jsw[0] & ~PCMON_JS_MARK_MASK, n, cut;
+
+	if (GROW(g->natlocs, g->cap_natlocs, nu + njs + 1)) {
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_JS);
+		return 0;
+	}
+	free(g->mergelocs);
+	g->mergelocs = malloc(g->cap_natlocs * sizeof(*g->mergelocs));
+	if (!g->mergelocs) {
+		st->flags |= AGG_SF_CUT(AGG_UNWALK_JS);
+		return 0;
+	}
+	for (uint32_t i = 0; i < nu; i++)
+		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+	in.nat = g->natlocs;
+	/* no frame read, though V8's code ran: JavaScript frames are missing (a dwarf record
+	 * whose process was gone before its frames could be read from the copy) */
+	if (njs == 1 && status == PCMON_JS_OK && v8_unread(g->v8, k->pid, g->natlocs, nu))
+		status = PCMON_JS_FAULT;
+	n = v8_merge(g->v8, &in, g->mergelocs, &cut);
+	for (uint32_t i = 0; i < n; i++)
+		st->locs[n - 1 - i] = g->mergelocs[i];
+	if (status > PCMON_JS_DEPTH)
+		status = PCMON_JS_FAULT;
+	if (status == PCMON_JS_OK)
+		status = cut;
+	if (status != PCMON_JS_OK)
+		cut_for(st, cut_reason[status]);
+	return n;
+}
+
 /*
  * A new stack came down the stacks ring: read its Python frames' code objects now, while the
  * process is there to read (sampler_py_hook()). Their names exist only in the process's
@@ -182,8 +300,12 @@ static uint32_t python_start(const __u64 *upc, uint32_t n)
 void sample_convert_python_early(void *ctx, uint32_t pid, const __u64 *ip, uint32_t n)
 {
 	struct sample_g *g = ctx;
+	uint32_t js = js_start(ip, n), py = python_start(ip, n);
 
-	for (uint32_t i = python_start(ip, n) + 1; i < n; i++)
+	for (uint32_t i = js + 1; i + PCMON_JS_FRAME_WORDS <= MIN(py, n); i += PCMON_JS_FRAME_WORDS)
+		if (v8_frame_early(g->v8, pid, (const uint64_t *)&ip[i]))
+			break;
+	for (uint32_t i = py + 1; i < n; i++)
 		if (py_code_early(g->py, pid, ip[i]))
 			break;
 }
@@ -221,14 +343,21 @@ static uint32_t kthread_loc(struct sample_g *g, uint32_t tid)
  */
 static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key *k,
 				     const __u64 *upc, uint32_t nu, const __u64 *kpc, uint32_t nk,
-				     enum agg_unwalk unwalk, const __u64 *pyw, uint32_t npy, bool whole)
+				     enum agg_unwalk unwalk, const __u64 *rtw, uint32_t nrt, bool whole)
 {
+	uint32_t js = js_start(rtw, nrt), pys = python_start(rtw, nrt);
+	const __u64 *pyw = rtw ? rtw + pys : NULL, *jsw = rtw ? rtw + js : NULL;
+	uint32_t npy = nrt - pys, njs = js < pys ? pys - js : 0;
 	bool oncpu = k->kind == PCMON_KIND_ONCPU || k->kind == PCMON_KIND_ONCPU_KMODE;
 	bool kthread = k->uerr == PCMON_SERR_KTHREAD;
 	struct sym *sym = g->env.sym;
 	struct agg_stack *st;
-	size_t need = agg_stack_size(nu + (npy ? npy - 1 : 0) + nk + kthread);
+	size_t need;
 
+	/* (a V8's stack carries its JavaScript frames: a Python marker after them is dropped) */
+	if (njs)
+		npy = 0;
+	need = agg_stack_size(nu + (npy ? npy - 1 : 0) + njs / PCMON_JS_FRAME_WORDS + nk + kthread);
 	if (need > g->scratch_cap) {
 		free(g->scratch);
 		g->scratch = malloc(need);
@@ -256,16 +385,24 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		kpc++;
 		nk--;
 	}
+	if (!njs)
+		js_look_early(g, k, false);
 	if (kthread) {
 		st->locs[0] = kthread_loc(g, k->tid);
 		nu = st->locs[0] ? 1 : 0;
+	} else if (njs) {
+		nu = merge_js(g, k, upc, nu, jsw, njs, st);
 	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
+		js_look_early(g, k, true);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
 			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+		js_look_early(g, k, true);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
+		else if (js_unread(g, k, st->locs, nu))
+			cut_for(st, AGG_UNWALK_JS);
 	}
 	st->nuser = nu;
 	st->nkern = nk;
@@ -288,7 +425,7 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 				 const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	uint32_t nall = us ? us->len : 0, nk = ks ? ks->len : 0;
-	uint32_t nu = us ? python_start(us->ip, nall) : 0;
+	uint32_t nu = us ? runtime_start(us->ip, nall) : 0;
 	uint32_t cut = 0;
 	struct agg_stack *st;
 
@@ -307,6 +444,39 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 }
 
 /*
+ * A dwarf record's runtime words (@d->py), unless BPF read no JavaScript frame though its
+ * process runs a V8 (rbp held no frame pointer: code without them was running, a system
+ * call's wrapper; or BPF did not walk: a stack copied from outside the thread): then the
+ * frames the unwinder found V8 frame pointers for, read from the record's copy of the stack
+ * (v8_frame_of_copy()), in @buf, their number in *@n.
+ */
+static const __u64 *js_from_copy(struct sample_g *g, const struct pcmon_dsample *d, uint32_t nu,
+				 __u64 *buf, uint32_t *n)
+{
+	uint32_t np = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), js = js_start(d->py, np), k = 1;
+	const struct target *t = target_of(g, d->h.key.target);
+
+	*n = np;
+	/* a marker with frames after it (BPF read them), or saying the walk failed */
+	if (js < np && (d->py[js] != PCMON_JS_MARK ||
+			(js + 1 < np && (d->py[js + 1] & PCMON_PY_MARK_MASK) != PCMON_PY_MARK)))
+		return d->py;
+	/* (no marker at all: a stack copied from outside the thread, REAL's open intervals,
+	 * or one taken before the engine looked at the process) */
+	if (!t || !sample_of(t)->python || !v8_is_v8(g->v8, d->h.key.pid))
+		return d->py;
+	buf[0] = PCMON_JS_MARK;
+	for (uint32_t i = 0; i < nu && k + PCMON_JS_FRAME_WORDS <= PCMON_JS_WORDS_MAX; i++)
+		if (!v8_frame_of_copy(g->v8, d->h.key.pid, g->ubps[i], g->upcs[i], i, d->stack,
+				      d->regs[7], d->ulen, (uint64_t *)&buf[k]))
+			k += PCMON_JS_FRAME_WORDS;
+	if (k == 1)
+		return d->py;
+	*n = k;
+	return buf;
+}
+
+/*
  * A --unwind dwarf record: unwind its copied stack with the objects' CFI. A walk that stops
  * short of a root keeps the frames it walked (cut short, with why); only a stack of which
  * not even the innermost frame could be placed is unwalkable.
@@ -320,22 +490,29 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 		[UNW_END_NOCFI] = AGG_UNWALK_NOCFI,
 		[UNW_END_FAULT] = AGG_UNWALK_FAULT,
 	};
-	uint32_t depth = sampler_max_depth(g->smp), nu = 0;
+	uint32_t depth = sampler_max_depth(g->smp), nu = 0, nrt;
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
+	__u64 jsw[PCMON_JS_WORDS_MAX];
+	const __u64 *rtw;
 	enum unw_end end = UNW_END_ROOT;
 	uint64_t t0 = now_ns();
 	struct agg_stack *st;
 
 	if (len < sizeof(*d) || d->ulen > len - sizeof(*d))
 		return NULL;
+	rtw = d->py;
+	nrt = MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1);
 	if (GROW(g->upcs, g->cap_upcs, depth))
 		return NULL;
 	sym_sample_taken(g->env.sym, d->taken);
 	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
 		; /* a whole stack of kernel frames (convert_pcs()) */
 	} else if (uw == AGG_WALK_OK) {
-		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
-			      d->stack, d->ulen, g->upcs, depth, &end);
+		if (GROW(g->ubps, g->cap_ubps, depth))
+			return NULL;
+		nu = unw_walk_bp(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
+				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
+		rtw = js_from_copy(g, d, nu, jsw, &nrt);
 	} else if (uw == AGG_UNWALK_FAULT) {
 		/*
 		 * Nothing could be copied. A thread the kernel has just created has no frame but
@@ -359,7 +536,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	g->copied += d->ulen;
 	g->unwind_ns += now_ns() - t0;
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
-			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), end == UNW_END_ROOT);
+			 rtw, nrt, end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
 		st->flags |= AGG_SF_CUT(cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
@@ -416,4 +593,34 @@ void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch
 	else if (!again)
 		pr_debug("pid %u: CPython %u.%u.%u, its Python frames are read", pid,
 			 pp.version >> 24, pp.version >> 16 & 0xff, pp.version >> 8 & 0xff);
+}
+
+/*
+ * Is there a V8 pcmon reads in process @pid (image @epoch)? BPF is told, and reads its
+ * JavaScript frames from then on; a V8 of another version is said once per process, and its
+ * samples keep their native frames.
+ */
+void sample_convert_js_look(struct sample_g *g, uint32_t pid, uint32_t epoch)
+{
+	struct pcmon_v8proc vp;
+	char why[4400];
+	uint32_t live;
+	int r;
+
+	if (!procs_proc_epoch(g->env.procs, pid, &live) && live != epoch)
+		return;
+	r = v8_add(g->v8, g->env.sym, pid, epoch, &vp, why, sizeof(why));
+	if (r == -ENOTSUP && v8_tell_once(g->v8, pid))
+		pr_warn("pid %u: %s: its samples keep their native frames", pid, why);
+	if (r) {
+		sampler_js_set(g->smp, pid, NULL);
+		return;
+	}
+	vp.epoch = epoch;
+	r = sampler_js_set(g->smp, pid, &vp);
+	if (r)
+		pr_warn("pid %u: JavaScript frames: %s", pid, strerror(-r));
+	else
+		pr_debug("pid %u: V8 %u.%u.%u, its JavaScript frames are read", pid, vp.version >> 24,
+			 vp.version >> 16 & 0xff, vp.version & 0xffff);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "python.h"
+#include "v8.h"
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
@@ -77,6 +78,7 @@ static bool drain(struct sample_g *g)
 
 	g->name_gen++;
 	py_next_gen(g->py);
+	v8_next_gen(g->v8);
 	sample_drain_clock(g);
 	/* every sample taken before t0 is read after this: exited processes' maps may go */
 	if (!sampler_pending(g->smp, &entries)) {

@@ -68,6 +68,8 @@ struct sample_g {
 	size_t scratch_cap;
 	__u64 *upcs;			/* unwinder output */
 	size_t cap_upcs;
+	__u64 *ubps;			/* ... and each frame's rbp (V8's frame pointers) */
+	size_t cap_ubps;
 #define SAMPLE_STATUS_FIELD(f, key, unit, part) uint64_t f;
 	SAMPLE_STATUS_FIELDS(SAMPLE_STATUS_FIELD)
 #undef SAMPLE_STATUS_FIELD
@@ -102,6 +104,7 @@ struct sample_g {
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
 	struct py *py;			/* Python frames: interpreters found, code objects named */
+	struct v8 *v8;			/* JavaScript frames: V8s found, functions named */
 	uint32_t *natlocs, *mergelocs;	/* a user stack's native locations, merged with them */
 	size_t cap_natlocs;
 };
@@ -124,6 +127,10 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_dsample *d,
 				       size_t len);
 void sample_convert_python_look(struct sample_g *g, uint32_t pid, uint32_t epoch, bool again);
+/* Does process @pid run a node (its executable's name says so)? */
+bool js_node_exe(uint32_t pid);
+/* Is there a V8 in process @pid (image @epoch)? BPF is told (docs/node.md). */
+void sample_convert_js_look(struct sample_g *g, uint32_t pid, uint32_t epoch);
 
 /* sample_drain.c */
 void sample_drain_clock(struct sample_g *g);

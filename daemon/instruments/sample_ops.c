@@ -19,6 +19,7 @@
 #include "probes.h"
 #include "profil.h"
 #include "python.h"
+#include "v8.h"
 #include "sample_int.h"
 #include "sampler.h"
 #include "slices.h"
@@ -47,7 +48,8 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 	}
 	g->name_gen = 1; /* (0: a name slot never read) */
 	g->py = py_new(env->sym);
-	if (!g->py) {
+	g->v8 = v8_new(env->sym);
+	if (!g->py || !g->v8) {
 		close_g(g);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -70,6 +72,7 @@ static void close_g(void *gp)
 		return;
 	free(g->scratch);
 	free(g->upcs);
+	free(g->ubps);
 	while (g->npending)
 		sample_drain_pending_drop(g, &g->pending[0]);
 	free(g->pending);
@@ -77,6 +80,7 @@ static void close_g(void *gp)
 	free(g->section_names);
 	cgpath_free(g->cgroups);
 	py_free(g->py);
+	v8_free(g->v8);
 	free(g->natlocs);
 	free(g->mergelocs);
 	probes_stop(g->probes);
@@ -102,6 +106,7 @@ static bool stream(void *gp)
 
 	g->name_gen++;
 	py_next_gen(g->py);
+	v8_next_gen(g->v8);
 	sample_drain_clock(g);
 	sampler_poll(g->smp, sample_drain_record, g);
 	return sampler_drain_wanted(g->smp);
@@ -126,11 +131,17 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	 */
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
+		sampler_js_set(g->smp, ev->pid, NULL);
 		py_exited(g->py, ev->pid, now_ns());
+		v8_exited(g->v8, ev->pid, now_ns());
 		return;
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
 		return;
+	/* (a library loaded later may be the V8: libnode.so, dlopen'ed by an embedder) */
+	if ((ev->type == PCMON_EV_SAMPLED && v8_first_look(g->v8, ev->pid, ev->epoch)) ||
+	    (ev->type == PCMON_EV_DLOPEN && !v8_is_v8(g->v8, ev->pid)))
+		sample_convert_js_look(g, ev->pid, ev->epoch);
 	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;
 	sample_convert_python_look(g, ev->pid, ev->epoch, ev->type == PCMON_EV_DLOPEN);
@@ -214,9 +225,15 @@ static void status_json(void *gp, cJSON *o)
 	struct sample_g *g = gp;
 	struct probes_stats ps;
 	const char *how = sampler_blocked_stacks(g->smp);
+	struct v8_stats vs;
 	cJSON *c;
 
 	cJSON_AddNumberToObject(o, "max_stack_depth", sampler_max_depth(g->smp));
+	/* JavaScript frames (docs/node.md): named, or not (flagged js); V8 processes read */
+	v8_stats(g->v8, &vs);
+	cJSON_AddNumberToObject(o, "js_frames_named", vs.named);
+	cJSON_AddNumberToObject(o, "js_frames_unnamed", vs.unnamed);
+	cJSON_AddNumberToObject(o, "js_processes", vs.procs);
 	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
 	sampler_backlog_json(g->smp, o);
 	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);

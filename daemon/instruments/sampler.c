@@ -21,6 +21,7 @@
 #include "procs.h"
 #include "sample.skel.h"
 #include "sampler.h"
+#include "pcmon_v8.h"
 #include "stab.h"
 #include "util.h"
 
@@ -281,6 +282,15 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 	if (!pp)
 		return bpf_map_delete_elem(fd, &pid) ? -errno : 0;
 	return bpf_map_update_elem(fd, &pid, pp, BPF_ANY) ? -errno : 0;
+}
+
+int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *vp)
+{
+	int fd = bpf_map__fd(s->skel->maps.v8procs);
+
+	if (!vp)
+		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(fd, &pid, vp, BPF_ANY) ? -errno : 0;
 }
 
 /*

@@ -97,6 +97,9 @@ int sampler_usdt_attach(struct sampler *s, const char *path);
  * frames at sample time (@pp NULL: no longer). 0 or -errno. */
 struct pcmon_pyproc;
 int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp);
+/* The same for a V8 (docs/node.md): @vp NULL removes the entry. */
+struct pcmon_v8proc;
+int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *vp);
 /*
  * Called with each new stack as the ring brings it, before its samples are drained: the
  * code objects of its Python frames are read while the process is there to read (its

@@ -279,6 +279,13 @@ int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON
 	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
 	     enum unw_end *end)
 {
+	return unw_walk_bp(s, pid, epoch, regs, start_sp, stack, len, pcs, NULL, max, end);
+}
+
+int unw_walk_bp(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
+		uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, __u64 *bps,
+		uint32_t max, enum unw_end *end)
+{
 	struct walk w = { .stack = stack, .base = regs[REG_RSP], .len = len };
 	bool after_signal = true; /* the first pc is exact, not a return address */
 	uint32_t n = 0;
@@ -295,6 +302,8 @@ int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON
 			*end = UNW_END_DEPTH;
 			return n;
 		}
+		if (bps) /* (the frame's rbp, as its callees left it: 0 if not known) */
+			bps[n] = w.valid & (1u << REG_RBP) ? w.r[REG_RBP] : 0;
 		pcs[n++] = pc;
 		/* a return address is one past the call: look the caller's frame up at the call */
 		cfi = sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0;

@@ -41,6 +41,11 @@ enum unw_end {
 int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
 	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
 	     enum unw_end *end);
+/* The same, and in @bps (room for @max) each frame's rbp as the walk found it (0: not
+ * known): a V8 frame's frame pointer (docs/node.md). */
+int unw_walk_bp(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
+		uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, __u64 *bps,
+		uint32_t max, enum unw_end *end);
 
 /*
  * Evaluate a CFI expression (the rules' DWARF operations) over registers @regs (bit i of

@@ -43,7 +43,9 @@
 	X(PYTHON, python, 1)                                                               \
 	/* Python code ran but its frames were not known: sampled before the engine */     \
 	/* found the interpreter, or before the thread's state was on its list */          \
-	X(PYTHON_UNKNOWN, python_unknown, 1)
+	X(PYTHON_UNKNOWN, python_unknown, 1)                                               \
+	/* a JavaScript frame could not be read or named (docs/node.md) */                  \
+	X(JS, js, 1)
 
 enum agg_unwalk {
 	AGG_WALK_OK = 0,

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "lines.h"
+#include "python.h"
+#include "v8.h"
 #include "profil.h"
 #include "proto.h"
 #include "sym.h"
@@ -135,6 +137,15 @@ static void add_code(const struct sym *s, const struct sym_loc *l, cJSON *o)
 	cJSON_AddStringToObject(o, "code", hex);
 }
 
+/* A procedure of a runtime's frames (Python's, JavaScript's): its locations' addresses are
+ * keys, not code's. */
+static bool runtime_module(const struct sym *s, uint32_t proc)
+{
+	const char *m = sym_str(s, sym_proc(s, proc)->module);
+
+	return !strcmp(m, PY_MODULE) || !strcmp(m, V8_MODULE);
+}
+
 struct line_row {
 	uint32_t file, line;
 	uint64_t count;
@@ -203,6 +214,8 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 							   cJSON_CreateArray() };
 		}
 		rows[r].count += x->counts[i];
+		if (runtime_module(s, fr[j]))
+			continue; /* (its address is a key, not code's: no address rows) */
 		a = cJSON_CreateObject();
 		if (!a || !cJSON_AddItemToArray(rows[r].addrs, a)) {
 			cJSON_Delete(a);

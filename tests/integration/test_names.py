@@ -235,15 +235,18 @@ def check_jit(listing, own):
 
 
 # V8's JIT frames have no CFI but keep frame pointers: the default unwinding steps them by
-# frame pointer, and the kernel's walk (--unwind fp) follows them too.
+# frame pointer, and the kernel's walk (--unwind fp) follows them too. (--no-python: pcmon
+# reads no runtime's frames, so the perf map names the JIT code; where it reads V8's, the
+# frames are JavaScript's and the map's names are not doubled: test_node.py.)
 def test_jit_named_from_perf_map():
     tmp = tempfile.mkdtemp()
     try:
         node, js = node_script(tmp, 2)
         for unwind in ("auto", "fp"):
             with cwd(tmp):
-                listing, p = pcmon_json("run", "--unwind", unwind, "--interval", 1000, "--",
-                                        node, "--perf-basic-prof", js, sock=NODAEMON)
+                listing, p = pcmon_json("run", "--unwind", unwind, "--interval", 1000,
+                                        "--no-python", "--", node, "--perf-basic-prof", js,
+                                        sock=NODAEMON)
             os.unlink(f"/tmp/perf-{listing['target']['pid']}.map")  # node leaves it
             own = first_json_line(p.stdout)
             shallow, deep = check_jit(listing, own)
@@ -263,9 +266,9 @@ def test_jit_in_container_reads_its_own_tmp():
         node, js = node_script(tmp, 2, linger=1)
         script = f"mount -t tmpfs none /tmp && exec {node} --perf-basic-prof {js}"
         with cwd(tmp):
-            listing, p = pcmon_json("run", "--interval", 1000, "--", "unshare", "--mount",
-                                    "--pid", "--fork", "--propagation", "private", "sh", "-c",
-                                    script, sock=NODAEMON)
+            listing, p = pcmon_json("run", "--interval", 1000, "--no-python", "--", "unshare",
+                                    "--mount", "--pid", "--fork", "--propagation", "private",
+                                    "sh", "-c", script, sock=NODAEMON)
         check_jit(listing, first_json_line(p.stdout))
     finally:
         shutil.rmtree(tmp)

@@ -4,6 +4,7 @@
 over workloads that take every path: fp and dwarf, REAL, kernel frames, inlines, split
 debug info, marked and declared sections, dlopen, WHEN, forks, truncation."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +48,14 @@ SCENARIOS = [
     # allocations beside sampling: sampled blocks freed, kept, reallocated
     ["--alloc", "--alloc-rate", "65536", "--interval", "500", "--", workload("allocs"), "0.5"],
 ]
+# JavaScript frames (docs/node.md), where there is a node: V8's heap read, inlining, REAL
+NODE = shutil.which("node")
+JSPHASES = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jsphases.js")
+if NODE:
+    SCENARIOS += [
+        ["--real", "--interval", "500", "--", NODE, JSPHASES, "0.5"],
+        ["--unwind", "fp", "--interval", "500", "--", NODE, JSPHASES, "0.5"],
+    ]
 
 
 def test_engine_paths_are_clean_under_sanitizers():

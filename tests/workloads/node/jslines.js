@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// A Node workload for lines (tests/integration/test_node.py): `lined` runs two loops, each
+// on a line of its own, and times each with process.cpuUsage(); at the end one JSON line
+// with each loop's line and its share of lined's time.
+//
+// usage: node jslines.js SECONDS
+'use strict';
+
+const secs = Number(process.argv[2] || 3);
+const spent = [0, 0];
+let sink = 0;
+
+function us(d) {
+	return d.user + d.system;
+}
+
+function lined(n) {
+	let s = 0, t = process.cpuUsage();
+	for (let i = 0; i < 2 * n; i++) s = (s * 31 + i) % 1000003; // LOOP1
+	spent[0] += us(process.cpuUsage(t));
+	t = process.cpuUsage();
+	for (let i = 0; i < n; i++) s = (s * 17 + i) % 999983; // LOOP2
+	spent[1] += us(process.cpuUsage(t));
+	return s;
+}
+
+const end = Date.now() + secs * 1000;
+while (Date.now() < end)
+	sink += lined(20000);
+const src = require('fs').readFileSync(__filename, 'utf8').split('\n');
+const line = (tag) => src.findIndex((l) => l.includes(tag + '\n') || l.endsWith(tag)) + 1;
+const total = spent[0] + spent[1];
+console.log(JSON.stringify({ lines: { [line('// LOOP1')]: spent[0] / total,
+	[line('// LOOP2')]: spent[1] / total }, sink }));
