@@ -405,7 +405,7 @@ uint64_t tail_threshold(const struct tail_leg *l)
 }
 
 /* The samples held for @i, filed where it went. */
-static void file(struct tails *t, struct tail_leg *l, enum tail_part part, uint32_t stack,
+static void file_sample(struct tails *t, struct tail_leg *l, enum tail_part part, uint32_t stack,
 		 uint64_t count)
 {
 	uint64_t c, ns;
@@ -423,7 +423,7 @@ static void file_held(struct tails *t, struct tinst *i)
 	struct tail_leg *l = &t->leg[i->slot - 1];
 
 	for (size_t k = 0; k < i->held.n; k++)
-		file(t, l, i->part, i->held.stack[k], i->held.count[k]);
+		file_sample(t, l, i->part, i->held.stack[k], i->held.count[k]);
 	t->held -= MIN(t->held, i->held.n);
 	held_free(&i->held);
 }
@@ -442,7 +442,7 @@ static void to_set(struct tails *t, const struct tset *s, uint32_t stack, uint64
 			continue;
 		}
 		if (i->state == V_DONE && i->slot >= 1 && i->slot <= t->nlegs)
-			file(t, &t->leg[i->slot - 1], i->part, stack, count);
+			file_sample(t, &t->leg[i->slot - 1], i->part, stack, count);
 		else
 			held_add(t, &i->held, stack, count);
 	}
@@ -463,7 +463,7 @@ void tails_sample(struct tails *t, uint32_t set, uint32_t stack, uint64_t count,
 		if (!i)
 			t->overflow += count;
 		else if (i->state == V_DONE && i->slot >= 1 && i->slot <= t->nlegs)
-			file(t, &t->leg[i->slot - 1], i->part, stack, count);
+			file_sample(t, &t->leg[i->slot - 1], i->part, stack, count);
 		else
 			held_add(t, &i->held, stack, count);
 		return;
