@@ -283,8 +283,8 @@ static __always_inline void tail_newset(struct pcmon_tailth *th, __u32 tid)
 
 /* Leg slot @slot's instance open on thread @th ends after @dur ns net (@how 0; 1: it is
  * abandoned), or a new one opens (@how 2, abandoning one open). */
-static __always_inline void tail_leg(struct pcmon_tailth *th, __u32 slot, __u32 tid, __u64 dur,
-				     __u32 how)
+static __always_inline void tail_slot_hit(struct pcmon_tailth *th, __u32 slot, __u32 tid, __u64 dur,
+					  __u32 how)
 {
 	__u32 i = slot - 1, old;
 
@@ -328,9 +328,9 @@ __noinline int tail_hit(__u32 target, __u32 node, __u64 now, __u64 cost, __u32 s
 			return 0;
 		fl = bpf_map_lookup_elem(&lflight, &fk);
 		if (fk.to == node && fl)
-			tail_leg(th, s + 1, tid, pcmon_leg_net(now - fl->ts, cost - fl->cost), 0);
+			tail_slot_hit(th, s + 1, tid, pcmon_leg_net(now - fl->ts, cost - fl->cost), 0);
 		if (starts && fk.from == node)
-			tail_leg(th, s + 1, tid, 0, 2);
+			tail_slot_hit(th, s + 1, tid, 0, 2);
 	}
 	return 0;
 }
@@ -494,7 +494,7 @@ static __always_inline int hit(__u64 cookie, __u64 arg_value[6], __u64 ret, bool
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
 		/* tailed legs first: they read the legs in flight as they were before the hit */
-		if (lc->tails)
+		if (lc->ntailed)
 			tail_hit(target, node, now, cost, w == W_MATCH);
 		end_legs(target, node, tid, now, hits, cost, pre, steal);
 		end_legs(target, PCMON_ANY_NODE, tid, now, hits, cost, pre, steal);

@@ -45,7 +45,7 @@ static __always_inline __u32 tail_set(struct task_struct *task, __u32 target)
 	__u32 zero = 0, *gen;
 
 	pg = bpf_map_lookup_elem(&pglobal, &zero);
-	if (!pg || !pg->tails || !task->bpf_storage)
+	if (!pg || !pg->ntailed || !task->bpf_storage)
 		return 0;
 	th = bpf_task_storage_get(&tailth, task, NULL, 0);
 	gen = bpf_map_lookup_elem(&tailgen, &target);

@@ -107,7 +107,7 @@ struct pcmon_lcfg {
 	__u32 track;		/* enum pcmon_track: which hits start a leg */
 	__u32 add;		/* 1: a leg from the thread's last node to this one is added */
 	__u32 when;		/* 1: a hit counts, and starts legs, only if its stack matches wpat */
-	__u32 tails;		/* legs of the target tailed (ltails, pcmon_tail.h): 0, none */
+	__u32 ntailed;		/* legs of the target tailed (ltails, pcmon_tail.h): 0, none */
 	struct pcmon_wpat wpat;	/* from the call counter's shadow stack (pcmon_when.h) */
 };
 

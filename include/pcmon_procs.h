@@ -124,7 +124,7 @@ struct pcmon_exit_maps {
 struct pcmon_pglobal {
 	__u32 all_target;	/* target id of an --all target, 0 if none */
 	__u32 cgroup_targets;	/* number of entries in cgroup_target */
-	__u32 tails;		/* tailed legs of every target (pcmon_tail.h): 0, samples skip them */
+	__u32 ntailed;		/* tailed legs of every target (pcmon_tail.h): 0, samples skip them */
 	__u32 pad;
 };
 

@@ -407,7 +407,7 @@ void procs_tails(struct procs *p, int delta)
 	struct pcmon_pglobal g = { 0 };
 
 	pglobal_get(p, &g);
-	g.tails = delta < 0 && (uint32_t)-delta > g.tails ? 0 : g.tails + delta;
+	g.ntailed = delta < 0 && (uint32_t)-delta > g.ntailed ? 0 : g.ntailed + delta;
 	pglobal_put(p, &g);
 }
 

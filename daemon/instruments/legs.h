@@ -98,7 +98,7 @@ struct legs {
 		double pct;		/* ... a percentile of its durations */
 	} tails[PCMON_TAIL_LEGS];
 	size_t ntails;
-	size_t tails_on;	/* of them, counted in BPF's pglobal.tails (procs_tails()) */
+	size_t tails_on;	/* of them, counted in BPF's pglobal.ntailed (procs_tails()) */
 };
 
 extern const struct inst_ops legs_ops;

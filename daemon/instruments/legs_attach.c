@@ -335,7 +335,7 @@ out:
 int legs_attach_configure(struct legs_g *g, struct target *t, struct legs *lg, bool reset)
 {
 	struct pcmon_lcfg lc = { .track = lg->track, .add = lg->add, .when = lg->when != NULL,
-				 .tails = (uint32_t)lg->ntails, .wpat = lg->wpat };
+				 .ntailed = (uint32_t)lg->ntails, .wpat = lg->wpat };
 	__u64 how = reset ? BPF_ANY : BPF_NOEXIST;
 	int r = 0;
 

@@ -503,7 +503,7 @@ static struct tinst *inst_get(struct tails *t, uint32_t id)
 }
 
 /* Where an instance of leg @l that took @dur ns goes. */
-static enum tail_part decide(struct tail_leg *l, uint64_t dur)
+static enum tail_part part_of(struct tail_leg *l, uint64_t dur)
 {
 	uint64_t thr;
 
@@ -567,7 +567,7 @@ void tails_event(struct tails *t, const struct pcmon_tail_ev *e, uint64_t now)
 		i->state = V_DONE;
 		i->at = now;
 		i->part = e->type == PCMON_TAIL_ABANDON ? TAIL_ABANDONED
-							: decide(&t->leg[e->slot - 1], e->dur);
+							: part_of(&t->leg[e->slot - 1], e->dur);
 		t->leg[e->slot - 1].instances[i->part]++;
 		file_held(t, i);
 		break;

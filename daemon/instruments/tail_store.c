@@ -15,7 +15,7 @@
 #include "tail.h"
 #include "util.h"
 
-static cJSON *pair(uint64_t a, uint64_t b)
+static cJSON *json_pair(uint64_t a, uint64_t b)
 {
 	cJSON *p = cJSON_CreateArray();
 
@@ -60,7 +60,7 @@ void tail_save(const struct tails *t, struct sf_wr *w, cJSON *o)
 		h = sf_chk(w, cJSON_AddArrayToObject(x, "hist"));
 		for (uint32_t b = 0; h && l->hist && b < TAIL_HBUCKETS; b++)
 			if (l->hist[b])
-				sf_push(w, h, pair(b, MIN(l->hist[b], SF_EXACT_MAX)));
+				sf_push(w, h, json_pair(b, MIN(l->hist[b], SF_EXACT_MAX)));
 		for (int p = 0; p < TAIL_PARTS && !w->oom; p++) {
 			cJSON *pa = sf_chk(w, cJSON_AddArrayToObject(x, tail_part_names[p]));
 
@@ -72,7 +72,7 @@ void tail_save(const struct tails *t, struct sf_wr *w, cJSON *o)
 				/* its index in "stacks": its id in the target's aggregate (a count
 				 * of 0 adds nothing) */
 				if (!agg_bump_id(t->main, st, 0, 0, &id))
-					sf_push(w, pa, pair(id, MIN(c, SF_EXACT_MAX)));
+					sf_push(w, pa, json_pair(id, MIN(c, SF_EXACT_MAX)));
 			}
 		}
 	}
