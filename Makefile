@@ -290,7 +290,15 @@ $(OUTPUT)/tests/pyoffsets_check.o: tests/unit/pyoffsets_check.c daemon/symbols/p
 unit: $(UNIT_BINS) $(OUTPUT)/tests/pyoffsets_check.o
 	@tests/run.sh --unit
 fuzz: $(FUZZ_BINS)
-workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)
+# the Java workloads (test_java.py), with the JDK's javac if there is one
+JAVA_SRCS := $(wildcard tests/workloads/java/*.java)
+JAVA_WORK := $(OUTPUT)/workloads/java/.built
+$(JAVA_WORK): $(JAVA_SRCS) | $(OUTPUT)/workloads
+	@if command -v javac >/dev/null; then \
+		mkdir -p $(OUTPUT)/workloads/java && \
+		javac -g -d $(OUTPUT)/workloads/java $(JAVA_SRCS) && touch $@; \
+	else echo "javac not found: the Java workloads are not built (test_java.py skips)"; fi
+workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART) $(JAVA_WORK)
 
 check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan $(OTLP_ENCODE)
 	@tests/run.sh

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "dbginfo.h"
+#include "hotspot.h"
 #include "procs.h"
 #include "python.h"
 #include "sample_int.h"
@@ -262,8 +263,11 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
+		/* (Java frames come named from the walk: hs_walk()) */
 		for (uint32_t i = 0; i < nu; i++)
-			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+			st->locs[nu - 1 - i] = upc[i] & HS_LOC_TAG
+						       ? (uint32_t)upc[i]
+						       : sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 	}
@@ -323,6 +327,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	uint32_t depth = sampler_max_depth(g->smp), nu = 0;
 	enum agg_unwalk uw = unwalk_of(d->h.key.uerr);
 	enum unw_end end = UNW_END_ROOT;
+	enum hs_end hend = HS_END_NATIVE;
 	uint64_t t0 = now_ns();
 	struct agg_stack *st;
 
@@ -333,6 +338,13 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	sym_sample_taken(g->env.sym, d->taken);
 	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
 		; /* a whole stack of kernel frames (convert_pcs()) */
+	} else if (uw == AGG_WALK_OK && hs_is_jvm(g->hs, d->h.key.pid, d->h.key.epoch)) {
+		int e;
+
+		/* a JVM: Java frames walked and named as the stack is (docs/java.md) */
+		nu = hs_walk(g->hs, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
+			     d->ulen, g->upcs, depth, &e, &hend);
+		end = e;
 	} else if (uw == AGG_WALK_OK) {
 		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 			      d->stack, d->ulen, g->upcs, depth, &end);
@@ -361,7 +373,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
 			 d->py, MIN(d->pylen, PCMON_PY_FRAMES_MAX + 1), end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
-		st->flags |= AGG_SF_CUT(cut_reason[end]);
+		st->flags |= AGG_SF_CUT(hend == HS_END_JAVA ? AGG_UNWALK_JAVA : cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
 	return st;
 }

@@ -102,6 +102,7 @@ struct sample_g {
 	uint32_t *section_names;	/* ... and the string id of each name */
 	size_t cap_sections;
 	struct py *py;			/* Python frames: interpreters found, code objects named */
+	struct hs *hs;			/* Java frames: HotSpot JVMs found, methods named */
 	uint32_t *natlocs, *mergelocs;	/* a user stack's native locations, merged with them */
 	size_t cap_natlocs;
 };

@@ -18,6 +18,7 @@
 #include "lines.h"
 #include "profil.h"
 #include "probes.h"
+#include "hotspot.h"
 #include "python.h"
 #include "sample_int.h"
 #include "sampler.h"
@@ -46,7 +47,8 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 	}
 	g->name_gen = 1; /* (0: a name slot never read) */
 	g->py = py_new(env->sym);
-	if (!g->py) {
+	g->hs = hs_new(env->sym);
+	if (!g->py || !g->hs) {
 		close_g(g);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -76,6 +78,7 @@ static void close_g(void *gp)
 	free(g->section_names);
 	cgpath_free(g->cgroups);
 	py_free(g->py);
+	hs_free(g->hs);
 	free(g->natlocs);
 	free(g->mergelocs);
 	probes_stop(g->probes);
@@ -126,6 +129,7 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
 		py_exited(g->py, ev->pid, now_ns());
+		hs_exited(g->hs, ev->pid, now_ns());
 		return;
 	}
 	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
@@ -230,6 +234,16 @@ static void status_json(void *gp, cJSON *o)
 	sampler_programs_json(g->smp, cJSON_GetObjectItemCaseSensitive(o, "programs"));
 
 	add_status(g, 1, o);
+	{
+		struct hs_stats hst;
+
+		/* Java frames (docs/java.md) */
+		hs_stats(g->hs, &hst);
+		c = cJSON_AddObjectToObject(o, "java");
+#define ADD_HS(f) cJSON_AddNumberToObject(c, #f, hst.f);
+		HS_STATS_FIELDS(ADD_HS)
+#undef ADD_HS
+	}
 	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->smp));
 	add_status(g, 2, o);
 }

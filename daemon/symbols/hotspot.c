@@ -102,6 +102,10 @@ static int dump_read(const struct hs_rd *rd, const struct hs_tables *t, struct d
 			if (t->shape[tb][k] && !rd->read(rd->ctx, t->shape[tb][k], &base, 8) && base)
 				sh[k] = base;
 		}
+		/* the stride is set by libjvm's initializers: 0, they have not run yet */
+		if (t->shape[tb][SH_STRIDE] &&
+		    (rd->read(rd->ctx, t->shape[tb][SH_STRIDE], &base, 8) || !base))
+			return -EAGAIN;
 		if (sh[SH_STRIDE] > sizeof(ent) || sh[SH_STRIDE] < 16)
 			return -EPROTO;
 		for (int k = 0; k < 7; k++)
@@ -231,7 +235,7 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	if (r) {
 		snprintf(why, wlen, "its published tables could not be read (%s)", strerror(-r));
 		dump_free(&d);
-		return -ENOTSUP;
+		return r == -EAGAIN || r == -EFAULT ? -EAGAIN : -ENOTSUP;
 	}
 	memset(l, 0, sizeof(*l));
 	vaddr = static_of(&d, "Abstract_VM_Version", "_vm_major_version");
@@ -331,6 +335,11 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 #undef NEED
 		};
 
+		if (!l->m_const || !l->cb_name || !l->k_name) {
+			/* (not set yet: libjvm's initializers fill the tables in) */
+			snprintf(why, wlen, "its tables are not filled in yet");
+			return -EAGAIN;
+		}
 		if (!l->cc_heaps || !l->cc_low || !l->cc_high) {
 			snprintf(why, wlen, "it publishes no CodeCache::_heaps, _low_bound, _high_bound");
 			return -ENOTSUP;
@@ -382,6 +391,7 @@ int hs_heaps_read(struct hs_proc *p)
 	uint8_t hb[512];
 	int32_t n;
 
+	p->heaps_read = now_coarse_ns();
 	if (hs_mem(p->pid, l->cc_low, &p->cc_lo, 8) || hs_mem(p->pid, l->cc_high, &p->cc_hi, 8) ||
 	    hs_mem(p->pid, l->cc_heaps, &arr, 8) || !arr)
 		return -EAGAIN;
@@ -394,7 +404,7 @@ int hs_heaps_read(struct hs_proc *p)
 	p->nheaps = 0;
 	for (int i = 0; i < n; i++) {
 		struct hs_heap *hp = &p->heaps[p->nheaps];
-		uint32_t need = MAX(l->heap_memory, l->heap_segmap) + 64;
+		uint32_t need = MAX(MAX(l->heap_memory, l->heap_segmap) + 64, l->heap_log2seg + 4);
 
 		if (need > sizeof(hb) || hs_mem(p->pid, heap[i], hb, need))
 			continue;
@@ -402,7 +412,8 @@ int hs_heaps_read(struct hs_proc *p)
 		hp->hi = hs_u64(hb, l->heap_memory + l->vs_high);
 		hp->segmap = hs_u64(hb, l->heap_segmap + l->vs_low);
 		hp->log2seg = hs_u32(hb, l->heap_log2seg);
-		if (hp->lo < hp->hi && hp->segmap && hp->log2seg && hp->log2seg < 16)
+		if (hp->lo < hp->hi && hp->segmap && hp->log2seg && hp->log2seg < 16 &&
+		    !hs_mem(p->pid, hp->segmap, hb, 1))
 			p->nheaps++;
 	}
 	/* the interpreter's code, a StubQueue */
@@ -519,6 +530,8 @@ static void look(struct hs *h, struct hs_proc *p)
 	if (!c.found)
 		return;
 	r = hs_layout_read(&rd, &c.t, &p->l, why, sizeof(why));
+	if (r == -EAGAIN)
+		return; /* libjvm is being loaded: looked at again a moment later */
 	p->looks = HS_LOOK_TRIES; /* a libjvm: looked at for good */
 	if (r) {
 		if (!p->told)
@@ -559,10 +572,25 @@ void hs_forget(struct hs *h, uint32_t pid)
 	for (size_t i = 0; i < h->nprocs; i++) {
 		if (h->procs[i].pid != pid)
 			continue;
+		free(h->procs[i].seen);
 		h->procs[i] = h->procs[--h->nprocs];
 		break;
 	}
 	hs_names_forget(h->names, pid);
+}
+
+void hs_exited(struct hs *h, uint32_t pid, uint64_t now)
+{
+	struct hs_proc *p = hs_proc_of(h, pid);
+
+	if (p)
+		p->gone_at = now;
+	for (size_t i = 0; i < h->nprocs;) {
+		if (h->procs[i].gone_at && now - h->procs[i].gone_at > HS_FORGET_NS)
+			hs_forget(h, h->procs[i].pid); /* (moves the last one here) */
+		else
+			i++;
+	}
 }
 
 struct hs *hs_new(struct sym *s)
@@ -585,6 +613,8 @@ void hs_free(struct hs *h)
 	if (!h)
 		return;
 	hs_names_free(h->names);
+	for (size_t i = 0; i < h->nprocs; i++)
+		free(h->procs[i].seen);
 	free(h->procs);
 	free(h);
 }

@@ -79,8 +79,9 @@ struct hs_layout {
 };
 
 /*
- * Read the tables through @rd into *@l: 0, or -ENOTSUP with @why (a table or a field pcmon
- * cannot do without is missing).
+ * Read the tables through @rd into *@l: 0, -ENOTSUP with @why (a table or a field pcmon
+ * cannot do without is missing), or -EAGAIN (libjvm's initializers have not filled them in
+ * yet: a JVM starting).
  */
 int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_layout *l,
 		   char *why, size_t wlen);
@@ -101,6 +102,10 @@ void hs_free(struct hs *h);
 bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
 /* @pid exited or exec'ed: what was kept of it goes. */
 void hs_forget(struct hs *h, uint32_t pid);
+/* @pid exited at @now (ns): forgotten HS_FORGET_NS later (its records may still be on their
+ * way, named from what was read while it ran). */
+#define HS_FORGET_NS (30 * 1000000000ull)
+void hs_exited(struct hs *h, uint32_t pid, uint64_t now);
 
 /* How a HotSpot walk ended beyond the CFI walk's reasons (unwind.h). */
 enum hs_end {
@@ -120,8 +125,19 @@ int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_N
 	    int *end, enum hs_end *hend);
 
 /* Counters for `pcmon status`. */
+#define HS_STATS_FIELDS(X)                                                                 \
+	X(jvms)        /* JVMs found */                                                    \
+	X(frames)      /* Java frames walked */                                            \
+	X(compiled)    /* of them, compiled */                                             \
+	X(inlined)     /* methods inlined into those */                                    \
+	X(interpreted) /* interpreted frames */                                            \
+	X(stubs)       /* stubs and adapters */                                            \
+	X(stale)       /* frames refused: their code blob freed or not what it was */      \
+	X(unwalked)    /* walks stopped at a Java frame (cut short, java) */
 struct hs_stats {
-	uint64_t jvms, frames, compiled, inlined, interpreted, stubs, stale, unwalked;
+#define HS_STAT(f) uint64_t f;
+	HS_STATS_FIELDS(HS_STAT)
+#undef HS_STAT
 };
 void hs_stats(const struct hs *h, struct hs_stats *st);
 

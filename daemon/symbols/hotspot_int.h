@@ -7,6 +7,7 @@
 #include "util.h"
 
 #define HS_MAX_HEAPS 4
+#define HS_SEEN_MAX 512
 
 /* What a code blob is, as the walk needs it. */
 enum hs_kind {
@@ -35,13 +36,18 @@ struct hs_heap {
 struct hs_proc {
 	uint32_t pid, epoch;
 	bool jvm, told;
+	uint64_t gone_at;	/* when it exited (0: it runs) */
 	uint32_t looks;
 	uint64_t last_look;
 	struct hs_layout l;
 	uint64_t cc_lo, cc_hi;	/* the code cache, once the JVM made it */
 	struct hs_heap heaps[HS_MAX_HEAPS];
 	uint32_t nheaps;
+	uint64_t heaps_read;	/* when they were last read */
 	uint64_t interp_lo, interp_hi;
+	/* the blobs read last, to walk a process's last records after it is gone */
+	struct hs_blob *seen;
+	uint32_t nseen, next_seen;
 	/* the name string addresses of blobs seen, by kind (0: not seen yet) */
 	uint64_t nm_name, interp_name;
 };

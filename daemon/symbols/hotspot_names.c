@@ -375,7 +375,8 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 		*loc = *slot;
 		return 0;
 	}
-	if (!hs_method_ok(p, b->method))
+	/* (a Method read before, while the process ran, is good for its last records) */
+	if (!meth_of(h, p, b->method))
 		return -ESTALE;
 	e = l->scopes ? nm_of(h, p, b) : NULL;
 	if (e) {

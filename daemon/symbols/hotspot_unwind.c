@@ -5,6 +5,7 @@
  * ones by their frame pointer), native frames by the CFI walk (unwind.c's cursor).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hotspot_int.h"
@@ -79,7 +80,7 @@ static enum hs_kind kind_of(struct hs_proc *p, struct hs_blob *b)
 		return b->frame_size > 0 ? HS_BLOB_FRAMED : HS_BLOB_STUB;
 	if (!memchr(b->name, 0, 16))
 		hs_mem(p->pid, b->name_ptr + 16, b->name + 16, sizeof(b->name) - 17);
-	if (!strcmp(b->name, "nmethod")) {
+	if (!strcmp(b->name, "nmethod") || !strcmp(b->name, "native nmethod")) {
 		p->nm_name = b->name_ptr;
 		return HS_BLOB_NMETHOD;
 	}
@@ -90,7 +91,57 @@ static enum hs_kind kind_of(struct hs_proc *p, struct hs_blob *b)
 	return b->frame_size > 0 ? HS_BLOB_FRAMED : HS_BLOB_STUB;
 }
 
+/* Keep @b: the last records of a process that has exited are walked with what was read. */
+static void remember(struct hs_proc *p, const struct hs_blob *b)
+{
+	for (uint32_t i = 0; i < p->nseen; i++) {
+		if (p->seen[i].addr == b->addr) {
+			p->seen[i] = *b;
+			return;
+		}
+	}
+	if (!p->seen && !(p->seen = calloc(HS_SEEN_MAX, sizeof(*p->seen))))
+		return;
+	if (p->nseen < HS_SEEN_MAX) {
+		p->seen[p->nseen++] = *b;
+	} else {
+		p->seen[p->next_seen] = *b;
+		p->next_seen = (p->next_seen + 1) % HS_SEEN_MAX;
+	}
+}
+
+/* A blob read before, when the process's memory is gone (it exited): 0 or -ENOENT. */
+static int recall(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
+{
+	uint64_t v;
+
+	if (!hs_mem(p->pid, p->l.cc_low, &v, 8))
+		return -ENOENT; /* it is there: what was read then is not what is there now */
+	for (uint32_t i = 0; i < p->nseen; i++) {
+		const struct hs_blob *s = &p->seen[i];
+
+		if (pc >= s->code_begin && pc < s->code_end) {
+			*b = *s;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b);
+
 int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
+{
+	int r = blob_read(p, pc, b);
+
+	if (!r)
+		remember(p, b);
+	else if (!recall(p, pc, b))
+		r = 0;
+	return r;
+}
+
+static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 {
 	const struct hs_layout *l = &p->l;
 	struct hs_heap *hp = heap_of(p, pc);
@@ -98,8 +149,23 @@ int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 	uint64_t blk;
 	uint32_t need;
 
-	if (!hp || !(blk = block_of(p, hp, pc)))
+	blk = hp ? block_of(p, hp, pc) : 0;
+	if (hp && !blk && now_coarse_ns() - p->heaps_read > 50000000ull) {
+		/*
+		 * The heaps as read early in the JVM's life may not be the ones it made in the end
+		 * (a segment map not set up yet): read them again, at most every 50 ms.
+		 */
+		hs_heaps_read(p);
+		hp = heap_of(p, pc);
+		blk = hp ? block_of(p, hp, pc) : 0;
+	}
+	if (!blk) {
+		if (log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: pc %#llx: %s of the code cache (%#llx-%#llx, %u heaps)", p->pid,
+				 (unsigned long long)pc, hp ? "in no block" : "in no heap",
+				 (unsigned long long)p->cc_lo, (unsigned long long)p->cc_hi, p->nheaps);
 		return -ENOENT;
+	}
 	if (l->hb_used != HS_NONE) {
 		uint8_t used = 0;
 
@@ -126,8 +192,12 @@ int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 	if (!b->code_end)
 		b->code_end = b->addr + hs_u32(hdr, l->cb_size);
 	b->kind = kind_of(p, b);
-	if (b->kind == HS_BLOB_INTERP)
-		return 0; /* the interpreter's buffer: its code is the whole queue */
+	if (b->kind == HS_BLOB_INTERP) {
+		/* the interpreter's buffer: its code is the whole queue */
+		b->code_begin = b->addr;
+		b->code_end = b->addr + hs_u32(hdr, l->cb_size);
+		return 0;
+	}
 	if (pc < b->code_begin || pc >= b->code_end)
 		return -ENOENT;
 	if (b->kind == HS_BLOB_NMETHOD) {
@@ -290,8 +360,15 @@ int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_N
 		if (w.p && in_code_cache(w.p, pc)) {
 			uint32_t before = n;
 
-			if (java_step(&w, pcs, &n)) {
+			int r = java_step(&w, pcs, &n);
+
+			if (r) {
 				h->st.unwalked++;
+				if (log_verbosity >= LOG_DEBUG)
+					pr_debug("pid %u: Java frame at pc %#llx (frame %u, sp %#llx, bp %#llx): %s",
+						 pid, (unsigned long long)pc, n,
+						 (unsigned long long)w.c.r[REG_RSP],
+						 (unsigned long long)w.c.r[REG_RBP], strerror(-r));
 				if (n == before)
 					pcs[n++] = pc; /* (the frame, unnamed, where the walk stopped) */
 				*hend = HS_END_JAVA;

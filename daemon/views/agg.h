@@ -43,7 +43,10 @@
 	X(PYTHON, python, 1)                                                               \
 	/* Python code ran but its frames were not known: sampled before the engine */     \
 	/* found the interpreter, or before the thread's state was on its list */          \
-	X(PYTHON_UNKNOWN, python_unknown, 1)
+	X(PYTHON_UNKNOWN, python_unknown, 1)                                               \
+	/* a Java frame could not be walked or named: its code blob freed or moved since */ \
+	/* the sample, or its frame unreadable */                                          \
+	X(JAVA, java, 1)
 
 enum agg_unwalk {
 	AGG_WALK_OK = 0,
