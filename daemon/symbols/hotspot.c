@@ -525,13 +525,16 @@ static void look(struct hs *h, struct hs_proc *p)
 	int r;
 
 	p->looks++;
-	p->last_look = now_ns();
+	p->last_look = now_coarse_ns();
 	sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
 	if (!c.found)
 		return;
 	r = hs_layout_read(&rd, &c.t, &p->l, why, sizeof(why));
-	if (r == -EAGAIN)
-		return; /* libjvm is being loaded: looked at again a moment later */
+	if (r == -EAGAIN) {
+		/* libjvm is being loaded: looked at again a moment later */
+		pr_debug("pid %u: libjvm.so not ready (%s), look %u", p->pid, why, p->looks);
+		return;
+	}
 	p->looks = HS_LOOK_TRIES; /* a libjvm: looked at for good */
 	if (r) {
 		if (!p->told)
@@ -562,7 +565,7 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 		*p = (struct hs_proc){ .pid = pid, .epoch = epoch };
 	}
 	if (!p->jvm && p->looks < HS_LOOK_TRIES &&
-	    (!p->looks || now_coarse_ns() - p->last_look > 100000000ull))
+	    (!p->looks || now_coarse_ns() > p->last_look + 100000000ull))
 		look(h, p);
 	return p->jvm;
 }

@@ -150,7 +150,7 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 	uint32_t need;
 
 	blk = hp ? block_of(p, hp, pc) : 0;
-	if (hp && !blk && now_coarse_ns() - p->heaps_read > 50000000ull) {
+	if (hp && !blk && now_coarse_ns() > p->heaps_read + 50000000ull) {
 		/*
 		 * The heaps as read early in the JVM's life may not be the ones it made in the end
 		 * (a segment map not set up yet): read them again, at most every 50 ms.

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Java frames (docs/java.md) against tests/workloads/java/Phases.java, a program that times
+its own methods with the JVM's thread CPU clock, on the JDK there is (Debian's OpenJDK 17):
+with no JVM flag, launched by `pcmon run` and attached by --pid after it started, each of
+alpha, beta (through an interface) and gamma (through a lambda) within 3 pp of its own
+share, the work's samples named and walked to main, their lines from the class's line
+table; what could not be walked flagged `java`, never misnamed."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp
+
+CLASSES = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "workloads", "java")
+METHODS = ("alpha", "beta", "gamma")
+
+
+def java():
+    exe = shutil.which("java")
+    if not exe:
+        raise Skip("no java (apt-get install openjdk-17-jdk-headless)")
+    if not os.path.exists(os.path.join(CLASSES, "Phases.class")):
+        raise Skip(f"no Phases.class under {CLASSES} (make workloads, with javac)")
+    return exe
+
+
+def check_shares(listing, own, what):
+    """alpha, beta and gamma's shares among themselves, within 3 pp (wider only where the
+    samples are too few for it: 4 sigma) of what the program measured."""
+    p = procs(listing)
+    got = {m: p.get(f"java.Phases.{m}", {"deep": 0})["deep"] for m in METHODS}
+    n = sum(got.values())
+    assert n >= 500, f"{what}: only {n} samples of the three methods ({got})"
+    for m in METHODS:
+        want = own[m]
+        tol = share_tolerance_pp(want, n, 3.0)
+        assert abs(got[m] / n - want) * 100 <= tol, \
+            f"{what}: {m} pcmon {got[m] / n:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n})"
+    return n
+
+
+def check_named(listing, what):
+    """The Java main thread's samples (those under libjli's JavaMain): at least 85 % of them
+    walked through their Java frames to Phases.main, and what was not walked flagged."""
+    p = procs(listing)
+    thread = p["libjli.so.JavaMain"]["deep"]
+    named = p["java.Phases.main"]["deep"]
+    work = sum(p.get(f"java.Phases.{m}", {"deep": 0})["deep"] for m in METHODS)
+    assert named >= 0.85 * thread, f"{what}: {named} of {thread} samples of the main thread reach Phases.main"
+    assert work <= named, (work, named)
+    cut = listing["summary"]["cut_short_by_reason"]
+    assert "java" in cut, cut
+    # (a stack cut short at a Java frame keeps what was walked: never more than a few)
+    assert cut["java"] <= 0.05 * listing["summary"]["counted"], cut
+
+
+def test_run_no_flags():
+    """`pcmon run -- java -cp DIR Phases`: the three methods' shares, named and walked."""
+    exe = java()
+    listing, p = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "Phases", 6)
+    own = first_json_line(p.stdout)
+    n = check_shares(listing, own, "run")
+    check_named(listing, "run")
+    names = procs(listing)
+    # the JIT's own threads keep their native frames
+    assert not [k for k in names if k.startswith("java.") and "Phases" not in k and
+                names[k]["shallow"] > 0.05 * n], [k for k in names if k.startswith("java.")][:20]
+    print(f"  run: {n} samples of the three, "
+          + ", ".join(f"{m} {names[f'java.Phases.{m}']['deep'] / n:.3f} (own {own[m]:.3f})" for m in METHODS))
+
+
+def test_pid_attach_and_lines():
+    """A JVM started before pcmond (warm: its methods compiled), attached by --pid with no
+    flag; then --lines on a Java method gives lines of Phases.java."""
+    exe = java()
+    d = Daemon().start()
+    proc = subprocess.Popen([exe, "-cp", CLASSES, "Phases", "7"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        tid = pcmon("start", "--pid", proc.pid, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        out, _ = proc.communicate(timeout=120)
+        own = first_json_line(out)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        # (the program's shares are of its whole run; the target saw all but its first 1.5 s,
+        # whose blocks are picked at random as the rest)
+        n = check_shares(listing, own, "--pid")
+        check_named(listing, "--pid")
+        lines = pcmon_json("list", tid, "--lines", "java.Phases.alpha", sock=d.sock)[0]["lines"]
+        rows = {l["line"]: l["count"] for l in lines["lines"] if l["file"].endswith("Phases.java")}
+        assert rows and sum(rows.values()) >= 0.8 * lines["count"], lines
+        # alpha's lines (Phases.java 38-43; 0: a pc with no line, at most a few), most of
+        # them its loop's, line 40: leaf, inlined into it, runs there
+        assert all(l == 0 or 38 <= l <= 43 for l in rows), rows
+        assert rows.get(0, 0) <= 0.05 * lines["count"], rows
+        assert max(rows, key=rows.get) == 40, rows
+        print(f"  --pid: {n} samples of the three; alpha's lines {sorted(rows.items())}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert d.stop() == 0, d.logtext()
+
+
+def test_status_counts_java_frames():
+    """`pcmon status` says how many Java frames were walked, and how many refused."""
+    exe = java()
+    d = Daemon().start()
+    try:
+        pcmon("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "Phases", 2, sock=d.sock, check=0)
+        st = json.loads(pcmon("status", "--json", sock=d.sock, check=0).stdout)
+        j = st["java"]
+        assert j["jvms"] >= 1 and j["frames"] > 100 and j["compiled"] > 0, j
+        assert j["stale"] <= j["frames"] * 0.05, j
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
