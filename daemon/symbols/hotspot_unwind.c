@@ -317,8 +317,14 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		    !unw_read(&w->c, bp + w->p->l.if_bcp * 8, &bcp))
 			return -EINVAL;
 		r = hs_interp_loc(w->h, w->p, method, bcp, &loc);
-		if (r)
+		if (r) {
+			if (log_verbosity >= LOG_DEBUG)
+				pr_debug("pid %u: interpreted frame at %#llx, bp %#llx: Method %#llx "
+					 "unreadable%s", w->p->pid, (unsigned long long)pc,
+					 (unsigned long long)bp, (unsigned long long)method,
+					 top ? " (on top)" : "");
 			return r;
+		}
 		st->interpreted++;
 		pcs[(*n)++] = HS_LOC_TAG | loc;
 		return step_fp(w, &bcp);

@@ -7,11 +7,15 @@
  * lambda). Each block is timed with the JVM's own thread CPU clock (ThreadMXBean), so the
  * three shares printed at the end, one JSON line, are what the JVM measured, JIT and all.
  *
- * usage: java -cp DIR Phases SECONDS
+ * With --nap, a second thread, "napper", parks in nap() (LockSupport.parkNanos, 1 ms at a
+ * time) for as long: with REAL it is charged to nap, its Java caller.
+ *
+ * usage: java -cp DIR Phases SECONDS [--nap]
  */
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.Random;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongUnaryOperator;
 
 public class Phases {
@@ -56,7 +60,14 @@ public class Phases {
 		return s;
 	}
 
-	public static void main(String[] args) {
+	static volatile boolean done;
+
+	static void nap() {
+		while (!done)
+			LockSupport.parkNanos(1000000);
+	}
+
+	public static void main(String[] args) throws InterruptedException {
 		double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 5;
 		ThreadMXBean mx = ManagementFactory.getThreadMXBean();
 		Random rnd = new Random(40);
@@ -65,6 +76,12 @@ public class Phases {
 		long[] cpu = new long[3];
 		long end = System.nanoTime() + (long)(seconds * 1e9);
 		int n = 20000;
+		Thread napper = null;
+
+		if (args.length > 1 && args[1].equals("--nap")) {
+			napper = new Thread(Phases::nap, "napper");
+			napper.start();
+		}
 
 		while (System.nanoTime() < end) {
 			int r = rnd.nextInt(6), which = r < 3 ? 0 : r < 4 ? 1 : 2;
@@ -78,6 +95,9 @@ public class Phases {
 				sink += gamma(n, f);
 			cpu[which] += mx.getCurrentThreadCpuTime() - t0;
 		}
+		done = true;
+		if (napper != null)
+			napper.join();
 		long total = cpu[0] + cpu[1] + cpu[2];
 		System.out.printf("{\"alpha\": %.4f, \"beta\": %.4f, \"gamma\": %.4f, \"cpu_ns\": %d, \"sink\": %d}%n",
 				  (double)cpu[0] / total, (double)cpu[1] / total, (double)cpu[2] / total,
