@@ -6,6 +6,7 @@ with no JVM flag, launched by `pcmon run` and attached by --pid after it started
 alpha, beta (through an interface) and gamma (through a lambda) within 3 pp of its own
 share, the work's samples named and walked to main, their lines from the class's line
 table; what could not be walked flagged `java`, never misnamed."""
+import glob
 import json
 import os
 import shutil
@@ -105,6 +106,45 @@ def test_pid_attach_and_lines():
             proc.kill()
             proc.wait()
         assert d.stop() == 0, d.logtext()
+
+
+def test_real_parked_thread_charged_to_java_caller():
+    """With REAL, a thread parked in LockSupport.parkNanos (Phases --nap) is charged to nap,
+    its Java caller, through Unsafe.park's native frames: about its whole wall time."""
+    exe = java()
+    listing, p = pcmon_json("run", "--real", "--", exe, "-cp", CLASSES, "Phases", 3, "--nap")
+    names = procs(listing)
+    nap = names.get("java.Phases.nap", {"deep": 0})["deep"]
+    park = names.get("java.jdk.internal.misc.Unsafe.park", {"deep": 0})["deep"]
+    # (10 ms ticks over some 3 s: the napper's own, about 300)
+    assert nap >= 200 and park >= 0.9 * nap, (nap, park)
+    check_shares_rough(names)
+
+
+def check_shares_rough(names):
+    got = {m: names.get(f"java.Phases.{m}", {"deep": 0})["deep"] for m in METHODS}
+    assert all(got.values()), got
+
+
+def test_other_jdks():
+    """Each other JDK under /usr/lib/jvm (Temurin 25 here): walked and named, the three
+    shares as the program measured (compiled frames without their inlined methods from JDK
+    23 on: docs/java.md)."""
+    seen = set()
+    ran = 0
+    for exe in sorted(glob.glob("/usr/lib/jvm/*/bin/java")):
+        real = os.path.realpath(exe)
+        if real in seen or real == os.path.realpath(shutil.which("java") or ""):
+            continue
+        seen.add(real)
+        listing, p = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "Phases", 5)
+        own = first_json_line(p.stdout)
+        n = check_shares(listing, own, exe)
+        check_named(listing, exe)
+        print(f"  {exe}: {n} samples of the three")
+        ran += 1
+    if not ran:
+        raise Skip("no JDK under /usr/lib/jvm but the default one")
 
 
 def test_status_counts_java_frames():
