@@ -128,11 +128,17 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	 */
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
+		sampler_jvm_set(g->smp, ev->pid, 0, false);
 		py_exited(g->py, ev->pid, now_ns());
 		hs_exited(g->hs, ev->pid, now_ns());
 		return;
 	}
-	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
+	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
+		return;
+	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
+	if (hs_is_jvm(g->hs, ev->pid, ev->epoch) && hs_new_jvm(g->hs, ev->pid))
+		sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
+	if (!sp->python)
 		return;
 	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
 		return;

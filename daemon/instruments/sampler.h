@@ -97,6 +97,9 @@ int sampler_usdt_attach(struct sampler *s, const char *path);
  * frames at sample time (@pp NULL: no longer). 0 or -errno. */
 struct pcmon_pyproc;
 int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *pp);
+/* Java frames (docs/java.md): image @epoch of @pid is a JVM, whose samples BPF sends as dwarf
+ * records whatever the target's --unwind (@on false: no longer). 0 or -errno. */
+int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on);
 /*
  * Called with each new stack as the ring brings it, before its samples are drained: the
  * code objects of its Python frames are read while the process is there to read (its

@@ -478,6 +478,8 @@ struct look {
 	uint32_t pid;
 	struct hs_tables t;
 	bool found;
+	bool launcher;	/* libjli.so, the java launcher's library: a libjvm may be on its way */
+	uint32_t files;	/* mappings of files seen */
 };
 
 static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
@@ -489,6 +491,9 @@ static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 	char file[4200];
 	int fd;
 
+	c->files++;
+	if (!pgoff && b && (!strcmp(b + 1, "libjli.so") || !strcmp(b + 1, "java")))
+		c->launcher = true;
 	if (pgoff || !b || strcmp(b + 1, "libjvm.so"))
 		return 0;
 	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", c->pid,
@@ -527,8 +532,13 @@ static void look(struct hs *h, struct hs_proc *p)
 	p->looks++;
 	p->last_look = now_coarse_ns();
 	sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
-	if (!c.found)
+	if (!c.found) {
+		/* no libjvm, and no java launcher to load one: not looked at again (unless its
+		 * address map was not read yet) */
+		if (!c.launcher && c.files)
+			p->looks = HS_LOOK_TRIES;
 		return;
+	}
 	r = hs_layout_read(&rd, &c.t, &p->l, why, sizeof(why));
 	if (r == -EAGAIN) {
 		/* libjvm is being loaded: looked at again a moment later */
@@ -568,6 +578,29 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 	    (!p->looks || now_coarse_ns() > p->last_look + 100000000ull))
 		look(h, p);
 	return p->jvm;
+}
+
+void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
+		     void *ctx)
+{
+	for (size_t i = 0; i < h->nprocs; i++) {
+		struct hs_proc *p = &h->procs[i];
+
+		if (p->jvm || p->looks >= HS_LOOK_TRIES || p->gone_at)
+			continue;
+		if (hs_is_jvm(h, p->pid, p->epoch) && hs_new_jvm(h, p->pid))
+			found(ctx, p->pid, p->epoch);
+	}
+}
+
+bool hs_new_jvm(struct hs *h, uint32_t pid)
+{
+	struct hs_proc *p = hs_proc_of(h, pid);
+
+	if (!p || !p->jvm || p->marked)
+		return false;
+	p->marked = true;
+	return true;
 }
 
 void hs_forget(struct hs *h, uint32_t pid)

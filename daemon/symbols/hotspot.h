@@ -94,12 +94,22 @@ struct hs *hs_new(struct sym *s);
 void hs_free(struct hs *h);
 
 /*
- * Is image @epoch of @pid a HotSpot JVM pcmon can read? Looked at its first time and again
- * (at most every 100 ms, HS_LOOK_TRIES times) while it is not, since the launcher maps
- * libjvm.so a moment after exec. A JVM pcmon cannot read is said once in the log.
+ * Is image @epoch of @pid a HotSpot JVM pcmon can read? Looked at its first time and, while
+ * it maps the java launcher's libjli.so but no libjvm.so yet (the launcher loads it a moment
+ * after exec), again at most every 100 ms, HS_LOOK_TRIES times. A JVM pcmon cannot read is
+ * said once in the log.
  */
 #define HS_LOOK_TRIES 100
 bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
+/*
+ * Look again at the processes that may still become JVMs (a launcher whose libjvm was not
+ * ready): @found for each found now. For the samples that wait in BPF (--unwind fp), whose
+ * conversion comes too late to look.
+ */
+void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
+		     void *ctx);
+/* True once for each JVM found: the caller tells BPF (sampler_jvm_set()). */
+bool hs_new_jvm(struct hs *h, uint32_t pid);
 /* @pid exited or exec'ed: what was kept of it goes. */
 void hs_forget(struct hs *h, uint32_t pid);
 /* @pid exited at @now (ns): forgotten HS_FORGET_NS later (its records may still be on their

@@ -35,7 +35,7 @@ struct hs_heap {
 
 struct hs_proc {
 	uint32_t pid, epoch;
-	bool jvm, told;
+	bool jvm, told, marked;
 	uint64_t gone_at;	/* when it exited (0: it runs) */
 	uint32_t looks;
 	uint64_t last_look;

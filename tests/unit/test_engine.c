@@ -278,6 +278,12 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 	return 0;
 }
 void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx) { (void)s; (void)cb; (void)ctx; }
+/* Nor a JVM. */
+int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
+{
+	(void)s; (void)pid; (void)epoch; (void)on;
+	return 0;
+}
 
 /* The probe thread reads BPF's probe ring: there is none here. */
 static struct probes *the_probes = (struct probes *)&the_sampler;
