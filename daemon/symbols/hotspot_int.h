@@ -25,6 +25,7 @@ struct hs_blob {
 	int32_t frame_complete;	/* bytes from code_begin */
 	int32_t compile_id;
 	enum hs_kind kind;
+	bool native;		/* a native method's wrapper (no debug info but its method) */
 	char name[48];
 };
 
@@ -49,7 +50,7 @@ struct hs_proc {
 	struct hs_blob *seen;
 	uint32_t nseen, next_seen;
 	/* the name string addresses of blobs seen, by kind (0: not seen yet) */
-	uint64_t nm_name, interp_name;
+	uint64_t nm_name, native_name, interp_name;
 };
 
 struct hs {

@@ -390,6 +390,12 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 			}
 		}
 	}
+	/*
+	 * A caller's frame returns to a call: its nmethod has a PcDesc exactly there. One that
+	 * has none is not the code that made the call (freed and replaced since the sample).
+	 */
+	if (e && exact && best < 0 && !b->native)
+		return -ESTALE;
 	if (best >= 0) {
 		uint32_t dec = hs_u32(e->debug, e->pcs_off + best * l->pc_size + l->pc_scope_decode);
 		const uint8_t *sd = e->debug + e->scopes_off;

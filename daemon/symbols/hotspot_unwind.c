@@ -73,6 +73,10 @@ static enum hs_kind kind_of(struct hs_proc *p, struct hs_blob *b)
 {
 	if (b->name_ptr && b->name_ptr == p->nm_name)
 		return HS_BLOB_NMETHOD;
+	if (b->name_ptr && b->name_ptr == p->native_name) {
+		b->native = true;
+		return HS_BLOB_NMETHOD;
+	}
 	if (b->name_ptr && b->name_ptr == p->interp_name)
 		return HS_BLOB_INTERP;
 	memset(b->name, 0, sizeof(b->name));
@@ -80,8 +84,13 @@ static enum hs_kind kind_of(struct hs_proc *p, struct hs_blob *b)
 		return b->frame_size > 0 ? HS_BLOB_FRAMED : HS_BLOB_STUB;
 	if (!memchr(b->name, 0, 16))
 		hs_mem(p->pid, b->name_ptr + 16, b->name + 16, sizeof(b->name) - 17);
-	if (!strcmp(b->name, "nmethod") || !strcmp(b->name, "native nmethod")) {
+	if (!strcmp(b->name, "nmethod")) {
 		p->nm_name = b->name_ptr;
+		return HS_BLOB_NMETHOD;
+	}
+	if (!strcmp(b->name, "native nmethod")) {
+		p->native_name = b->name_ptr;
+		b->native = true;
 		return HS_BLOB_NMETHOD;
 	}
 	if (!strcmp(b->name, "Interpreter")) {
