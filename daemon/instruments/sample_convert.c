@@ -52,6 +52,18 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 }
 
 /*
+ * The location of user frame @pc of a walked stack (@call_site: a return address): a Java
+ * frame comes named from the walk (hs_walk(): HS_LOC_TAG and its location).
+ */
+static uint32_t user_loc(struct sample_g *g, const struct pcmon_key *k, uint64_t pc,
+			 bool call_site)
+{
+	if (pc & HS_LOC_TAG)
+		return (uint32_t)pc;
+	return sym_user(g->env.sym, k->pid, k->epoch, pc, call_site);
+}
+
+/*
  * A marker with no frame (PCMON_PY_UNKNOWN, PCMON_PY_NOSTATE): were Python frames missed? A
  * thread whose native frames run the interpreter's loop was running Python code (whether
  * pcmon can read that CPython or not: it was not known then); so was, as far as anyone can
@@ -131,7 +143,7 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 		sample_convert_python_look(g, k->pid, k->epoch, false);
 	}
 	for (uint32_t i = 0; i < nu; i++)
-		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+		g->natlocs[i] = user_loc(g, k, upc[i], i > 0);
 	in.nat = g->natlocs;
 	/*
 	 * A dwarf record is converted as it streams, before the lifecycle events that came with
@@ -263,11 +275,8 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 	} else if (npy) {
 		nu = merge_python(g, k, upc, nu, pyw, npy, whole, st);
 	} else {
-		/* (Java frames come named from the walk: hs_walk()) */
 		for (uint32_t i = 0; i < nu; i++)
-			st->locs[nu - 1 - i] = upc[i] & HS_LOC_TAG
-						       ? (uint32_t)upc[i]
-						       : sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+			st->locs[nu - 1 - i] = user_loc(g, k, upc[i], i > 0);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
 	}

@@ -387,13 +387,19 @@ struct hs_proc *hs_proc_of(struct hs *h, uint32_t pid)
 int hs_heaps_read(struct hs_proc *p)
 {
 	const struct hs_layout *l = &p->l;
-	uint64_t arr, data, heap[HS_MAX_HEAPS];
+	uint64_t arr, data, lo, hi, heap[HS_MAX_HEAPS];
+	struct hs_heap got[HS_MAX_HEAPS];
+	uint32_t ngot = 0;
 	uint8_t hb[512];
 	int32_t n;
 
+	/*
+	 * Into a copy: the heaps as read before stay when this read fails (a process gone: its
+	 * last records are walked with what was read while it ran).
+	 */
 	p->heaps_read = now_coarse_ns();
-	if (hs_mem(p->pid, l->cc_low, &p->cc_lo, 8) || hs_mem(p->pid, l->cc_high, &p->cc_hi, 8) ||
-	    hs_mem(p->pid, l->cc_heaps, &arr, 8) || !arr)
+	if (hs_mem(p->pid, l->cc_low, &lo, 8) || hs_mem(p->pid, l->cc_high, &hi, 8) ||
+	    hs_mem(p->pid, l->cc_heaps, &arr, 8) || !arr || lo >= hi)
 		return -EAGAIN;
 	if (hs_mem(p->pid, arr + l->ga_len, &n, 4) || hs_mem(p->pid, arr + l->ga_data, &data, 8) ||
 	    n <= 0 || !data)
@@ -401,9 +407,8 @@ int hs_heaps_read(struct hs_proc *p)
 	n = MIN(n, HS_MAX_HEAPS);
 	if (hs_mem(p->pid, data, heap, n * 8))
 		return -EFAULT;
-	p->nheaps = 0;
 	for (int i = 0; i < n; i++) {
-		struct hs_heap *hp = &p->heaps[p->nheaps];
+		struct hs_heap *hp = &got[ngot];
 		uint32_t need = MAX(MAX(l->heap_memory, l->heap_segmap) + 64, l->heap_log2seg + 4);
 
 		if (need > sizeof(hb) || hs_mem(p->pid, heap[i], hb, need))
@@ -414,8 +419,14 @@ int hs_heaps_read(struct hs_proc *p)
 		hp->log2seg = hs_u32(hb, l->heap_log2seg);
 		if (hp->lo < hp->hi && hp->segmap && hp->log2seg && hp->log2seg < 16 &&
 		    !hs_mem(p->pid, hp->segmap, hb, 1))
-			p->nheaps++;
+			ngot++;
 	}
+	if (!ngot)
+		return -EAGAIN;
+	memcpy(p->heaps, got, ngot * sizeof(got[0]));
+	p->nheaps = ngot;
+	p->cc_lo = lo;
+	p->cc_hi = hi;
 	/* the interpreter's code, a StubQueue */
 	if (l->interp_code && l->sq_buffer != HS_NONE && l->sq_limit != HS_NONE &&
 	    !hs_mem(p->pid, l->interp_code, &arr, 8) && arr) {
@@ -427,7 +438,7 @@ int hs_heaps_read(struct hs_proc *p)
 			p->interp_hi = data + lim;
 		}
 	}
-	return p->nheaps ? 0 : -EAGAIN;
+	return 0;
 }
 
 /* The address of each name of @names in @fd's .dynsym (0: not there). */
@@ -532,6 +543,15 @@ static void look(struct hs *h, struct hs_proc *p)
 	p->looks++;
 	p->last_look = now_coarse_ns();
 	sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
+	if (!c.files && !sym_proc_load(h->sym, p->pid, p->epoch)) {
+		/* its map not read yet (a process attached by --pid: its records stream in before
+		 * the event of its first sample is handled): read now, not 100 ms of samples later */
+		c = (struct look){ .pid = p->pid };
+		sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
+	}
+	if (!c.found && log_verbosity >= LOG_DEBUG)
+		pr_debug("pid %u: no libjvm.so in %u file mappings (look %u%s)", p->pid, c.files,
+			 p->looks, c.launcher ? ", a java launcher" : "");
 	if (!c.found) {
 		/* no libjvm, and no java launcher to load one: not looked at again (unless its
 		 * address map was not read yet) */
