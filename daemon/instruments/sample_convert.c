@@ -310,9 +310,11 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 	 * told once the engine found it (hs_is_jvm(), looked at only where the kernel's walk was
 	 * cut short, as in JIT code), and its later samples come as dwarf records.
 	 */
-	if (nu && us && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1) &&
-	    hs_is_jvm(g->hs, k->pid, k->epoch) && hs_new_jvm(g->hs, k->pid))
-		sampler_jvm_set(g->smp, k->pid, k->epoch, true);
+	if (nu && us && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1)) {
+		hs_is_jvm(g->hs, k->pid, k->epoch);
+		if (hs_new_jvm(g->hs, k->pid))
+			sampler_jvm_set(g->smp, k->pid, k->epoch, true);
+	}
 	/* (the native walk's end, known first: the Python frames' own cut is said over it) */
 	if (nu && ((k->flags & PCMON_KF_USER_DEPTH) || nu >= sampler_max_depth(g->smp)))
 		cut = AGG_SF_CUT(AGG_UNWALK_DEPTH);
@@ -359,8 +361,6 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 		int e;
 
 		/* a JVM: Java frames walked and named as the stack is (docs/java.md) */
-		if (hs_new_jvm(g->hs, d->h.key.pid))
-			sampler_jvm_set(g->smp, d->h.key.pid, d->h.key.epoch, true);
 		nu = hs_walk(g->hs, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
 			     d->ulen, g->upcs, depth, &e, &hend);
 		end = e;

@@ -136,7 +136,11 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
 		return;
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
-	if (hs_is_jvm(g->hs, ev->pid, ev->epoch) && hs_new_jvm(g->hs, ev->pid))
+	if (ev->type == PCMON_EV_DLOPEN)
+		hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
+	else
+		hs_is_jvm(g->hs, ev->pid, ev->epoch);
+	if (hs_new_jvm(g->hs, ev->pid))
 		sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
 	if (!sp->python)
 		return;

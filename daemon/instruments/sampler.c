@@ -289,6 +289,7 @@ int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
 
 	if (!on)
 		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno : 0;
+	pr_debug("pid %u: a JVM, its samples sent with their stacks", pid);
 	return bpf_map_update_elem(fd, &pid, &epoch, BPF_ANY) ? -errno : 0;
 }
 

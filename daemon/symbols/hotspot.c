@@ -235,7 +235,8 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	if (r) {
 		snprintf(why, wlen, "its published tables could not be read (%s)", strerror(-r));
 		dump_free(&d);
-		return r == -EAGAIN || r == -EFAULT ? -EAGAIN : -ENOTSUP;
+		/* (a table half filled in reads as garbage: looked at again, up to HS_LOOK_TRIES) */
+		return r == -ENOENT ? -ENOTSUP : -EAGAIN;
 	}
 	memset(l, 0, sizeof(*l));
 	vaddr = static_of(&d, "Abstract_VM_Version", "_vm_major_version");
@@ -543,12 +544,17 @@ static void look(struct hs *h, struct hs_proc *p)
 	p->looks++;
 	p->last_look = now_coarse_ns();
 	sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
-	if (!c.files && !sym_proc_load(h->sym, p->pid, p->epoch)) {
-		/* its map not read yet (a process attached by --pid: its records stream in before
-		 * the event of its first sample is handled): read now, not 100 ms of samples later */
+	if ((!c.files || (c.launcher && !c.found && p->looks > 1)) &&
+	    !sym_proc_load(h->sym, p->pid, p->epoch)) {
+		/*
+		 * Its map not read yet (a process attached by --pid: its records stream in before
+		 * the event of its first sample is handled), or a java launcher's as it was before
+		 * it loaded libjvm (the event that says it did is not prompt): read now.
+		 */
 		c = (struct look){ .pid = p->pid };
 		sym_proc_files(h->sym, p->pid, p->epoch, look_cb, &c);
 	}
+	p->launcher |= c.launcher;
 	if (!c.found && log_verbosity >= LOG_DEBUG)
 		pr_debug("pid %u: no libjvm.so in %u file mappings (look %u%s)", p->pid, c.files,
 			 p->looks, c.launcher ? ", a java launcher" : "");
@@ -559,8 +565,9 @@ static void look(struct hs *h, struct hs_proc *p)
 			p->looks = HS_LOOK_TRIES;
 		return;
 	}
+	p->libjvm = true;
 	r = hs_layout_read(&rd, &c.t, &p->l, why, sizeof(why));
-	if (r == -EAGAIN) {
+	if (r == -EAGAIN && p->looks < HS_LOOK_TRIES) {
 		/* libjvm is being loaded: looked at again a moment later */
 		pr_debug("pid %u: libjvm.so not ready (%s), look %u", p->pid, why, p->looks);
 		return;
@@ -600,6 +607,17 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 	return p->jvm;
 }
 
+void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts)
+{
+	struct hs_proc *p;
+
+	if (!hs_is_jvm(h, pid, epoch) && (p = hs_proc_of(h, pid)) && p->looks < HS_LOOK_TRIES) {
+		/* (the map as of the event: the engine's own re-read may come after this) */
+		sym_proc_reload(h->sym, pid, epoch, ts);
+		look(h, p);
+	}
+}
+
 void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
 		     void *ctx)
 {
@@ -608,7 +626,8 @@ void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32
 
 		if (p->jvm || p->looks >= HS_LOOK_TRIES || p->gone_at)
 			continue;
-		if (hs_is_jvm(h, p->pid, p->epoch) && hs_new_jvm(h, p->pid))
+		hs_is_jvm(h, p->pid, p->epoch);
+		if (hs_new_jvm(h, p->pid))
 			found(ctx, p->pid, p->epoch);
 	}
 }
@@ -617,7 +636,7 @@ bool hs_new_jvm(struct hs *h, uint32_t pid)
 {
 	struct hs_proc *p = hs_proc_of(h, pid);
 
-	if (!p || !p->jvm || p->marked)
+	if (!p || !(p->libjvm || p->launcher) || p->marked)
 		return false;
 	p->marked = true;
 	return true;

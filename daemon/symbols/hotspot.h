@@ -101,6 +101,8 @@ void hs_free(struct hs *h);
  */
 #define HS_LOOK_TRIES 100
 bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
+/* Image @epoch of @pid loaded objects at @ts: looked at again now (libjvm.so, maybe). */
+void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts);
 /*
  * Look again at the processes that may still become JVMs (a launcher whose libjvm was not
  * ready): @found for each found now. For the samples that wait in BPF (--unwind fp), whose
@@ -108,7 +110,12 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
  */
 void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
 		     void *ctx);
-/* True once for each JVM found: the caller tells BPF (sampler_jvm_set()). */
+/*
+ * True once for each process found to map libjvm.so (its tables filled in or not yet) or the
+ * java launcher (libjli.so, or an executable named java): the caller tells BPF
+ * (sampler_jvm_set()), so that its samples come with their stacks from then on, walked
+ * through their Java frames as soon as the JVM's tables can be read.
+ */
 bool hs_new_jvm(struct hs *h, uint32_t pid);
 /* @pid exited or exec'ed: what was kept of it goes. */
 void hs_forget(struct hs *h, uint32_t pid);

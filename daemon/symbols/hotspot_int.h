@@ -37,6 +37,8 @@ struct hs_heap {
 struct hs_proc {
 	uint32_t pid, epoch;
 	bool jvm, told, marked;
+	bool libjvm;		/* it maps libjvm.so (its tables may not be filled in yet) */
+	bool launcher;		/* it maps the java launcher (a libjvm on its way) */
 	uint64_t gone_at;	/* when it exited (0: it runs) */
 	uint32_t looks;
 	uint64_t last_look;

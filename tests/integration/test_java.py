@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp
+from lib import Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp
 
 CLASSES = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "workloads", "java")
 METHODS = ("alpha", "beta", "gamma")
@@ -54,6 +54,8 @@ def check_named(listing, what):
     work = sum(p.get(f"java.Phases.{m}", {"deep": 0})["deep"] for m in METHODS)
     assert named >= 0.85 * thread, f"{what}: {named} of {thread} samples of the main thread reach Phases.main"
     assert work <= named, (work, named)
+    # (foreign: a sample charged to no named procedure; JIT code unwalked would be)
+    assert listing["summary"]["foreign"] <= 0.03 * listing["summary"]["counted"], listing["summary"]
     cut = listing["summary"]["cut_short_by_reason"]
     assert "java" in cut, cut
     # (a stack cut short at a Java frame keeps what was walked: never more than a few)
@@ -162,6 +164,33 @@ def test_other_jdks():
         ran += 1
     if not ran:
         raise Skip("no JDK under /usr/lib/jvm but the default one")
+
+
+def test_cgroup_target():
+    """A --cgroup target over a JVM moved into its cgroup after it started: the same."""
+    exe = java()
+    root = cgroup2_root()
+    cg = os.path.join(root, f"pcmon-java-{os.getpid()}")
+    os.mkdir(cg)
+    d = Daemon().start()
+    proc = subprocess.Popen([exe, "-cp", CLASSES, "Phases", "6"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(proc.pid))
+        tid = pcmon("start", "--cgroup", cg, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        out, _ = proc.communicate(timeout=120)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        n = check_shares(listing, first_json_line(out), "--cgroup")
+        check_named(listing, "--cgroup")
+        print(f"  --cgroup: {n} samples of the three")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert d.stop() == 0, d.logtext()
+        os.rmdir(cg)
 
 
 def test_status_counts_java_frames():
