@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Unit tests for daemon/symbols/hotspot*.c (docs/java.md): HotSpot's compressed ints, line
- * number tables and debug-info scopes as the JVM encodes them, the names Java frames get,
- * and the layout read by name from the tables a real libjvm.so publishes (each JDK under
+ * number tables and debug-info scopes as the JVM encodes them, the names Java frames get, a
+ * walk through a compiled, an interpreted and a compiled frame with an inlined method laid
+ * out by hand in this process's memory (a code heap and its segment map, code blobs, Methods,
+ * constant pools, symbols: read as a JVM's are), with a blob replaced and one freed since
+ * the sample, and the layout read by name from the tables a real libjvm.so publishes (each JDK under
  * /usr/lib/jvm, loaded with dlopen in a child of its own, which runs its static
  * initializers: what a JVM's memory holds. Skipped when there is none.)
  */
@@ -20,7 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #include "hotspot.h"
+#include "hotspot_int.h"
+#include "sym.h"
 
 /* CompressedWriteStream::write_int as JDK 17 (@x1 false) and 21 on (UNSIGNED5) write it. */
 static size_t put_int(uint8_t *b, uint32_t v, bool x1)
@@ -167,6 +174,281 @@ static void names(void **state)
 	assert_string_equal(out, "Phases.la");
 }
 
+/* ---- a walk over a JVM made by hand in this process's memory (read as any JVM's) */
+
+/* The layout this test's structures follow (what the tables would say). */
+static void fake_layout(struct hs_layout *l)
+{
+	memset(l, 0xff, sizeof(*l)); /* HS_NONE everywhere */
+	l->version = 17;
+	l->ga_len = 0, l->ga_data = 8;
+	l->heap_memory = 0, l->heap_segmap = 64, l->heap_log2seg = 128;
+	l->vs_low_boundary = 0, l->vs_high_boundary = 8, l->vs_low = 16, l->vs_high = 24;
+	l->hb_size = 16, l->hb_used = 8;
+	l->cb_name = 8, l->cb_size = 16, l->cb_frame_complete = 20, l->cb_frame_size = 24;
+	l->cb_code_begin = 32, l->cb_code_end = 40, l->cb_size_bytes = 128;
+	l->cb_frame_complete_2 = false;
+	l->nm_method = 48, l->nm_compile_id = 56, l->nm_scopes_data = 64, l->nm_metadata = 72;
+	l->nm_scopes_pcs = 76, l->nm_deps = 80;
+	l->pc_pc_offset = 0, l->pc_scope_decode = 4, l->pc_size = 16;
+	l->m_const = 8;
+	l->cm_constants = 8, l->cm_flags = 16, l->cm_code_size = 18, l->cm_name_index = 20;
+	l->cm_sig_index = 22, l->cm_size = 48, l->cm_flags_4 = false, l->cm_has_lines = 1;
+	l->cp_holder = 8, l->cp_source_file = 16, l->cp_size = 48;
+	l->k_name = 16;
+	l->sym_length = 4, l->sym_body = 6;
+	l->if_method = -3, l->if_bcp = -7, l->if_sender_sp = -1;
+	l->invocation_entry_bci = -1;
+	l->scopes = true;
+	l->unsigned5_x1 = false;
+}
+
+#define SEG 64 /* bytes a segment (log2 6) */
+#define NSEG 256
+static _Alignas(4096) uint8_t heap[SEG * NSEG];
+static uint8_t segmap[NSEG];
+static uint8_t world[16384]; /* Methods, constant pools, symbols */
+static size_t world_at;
+
+static uint64_t put(const void *p, size_t len)
+{
+	uint64_t a;
+
+	world_at = (world_at + 7) & ~7ul;
+	assert_true(world_at + len <= sizeof(world));
+	a = (uint64_t)(world + world_at);
+	memcpy(world + world_at, p, len);
+	world_at += len;
+	return a;
+}
+
+static uint64_t put_symbol(const char *str)
+{
+	uint8_t b[128] = { 0 };
+	uint16_t n = strlen(str);
+
+	memcpy(b + 4, &n, 2);
+	memcpy(b + 6, str, n);
+	return put(b, 6 + n + 1);
+}
+
+static void put64(uint8_t *b, size_t at, uint64_t v) { memcpy(b + at, &v, 8); }
+static void put32(uint8_t *b, size_t at, uint32_t v) { memcpy(b + at, &v, 4); }
+static void put16(uint8_t *b, size_t at, uint16_t v) { memcpy(b + at, &v, 2); }
+
+/*
+ * A Method of class @klass named @name, in @file, with @code_size bytes of bytecode and a
+ * line table of one line per 10 bytecodes from @first_line. Its ConstMethod's address in
+ * *@cm (its bytecodes follow it).
+ */
+static uint64_t put_method(const char *klass, const char *name, const char *file,
+			   uint16_t code_size, int first_line, uint64_t *cm)
+{
+	uint8_t kb[32] = { 0 }, cp[48 + 3 * 8] = { 0 }, cmb[48 + 256 + 64] = { 0 }, mb[16] = { 0 };
+	uint64_t k, cpa;
+	size_t n = 48 + code_size;
+	int bci = 0, line = 0;
+
+	put64(kb, 16, put_symbol(klass));
+	k = put(kb, sizeof(kb));
+	put64(cp, 8, k);
+	put16(cp, 16, 2);			/* source file: slot 2 */
+	put64(cp, 48 + 1 * 8, put_symbol(name)); /* name: slot 1 */
+	put64(cp, 48 + 2 * 8, put_symbol(file));
+	cpa = put(cp, sizeof(cp));
+	put64(cmb, 8, cpa);
+	put16(cmb, 16, 1); /* has a line number table */
+	put16(cmb, 18, code_size);
+	put16(cmb, 20, 1);
+	for (int b = 0; b < code_size; b += 10)
+		n += put_pair(cmb + n, &bci, &line, b, first_line + b / 10, false);
+	cmb[n++] = 0;
+	*cm = put(cmb, n);
+	put64(mb, 8, *cm);
+	return put(mb, sizeof(mb));
+}
+
+/* A blob at segment @seg of @nseg segments; its header's fields as given. */
+static uint8_t *put_blob(uint32_t seg, uint32_t nseg, uint64_t name, int32_t frame_size,
+			 int32_t frame_complete)
+{
+	uint8_t *blk = heap + seg * SEG, *cb = blk + 16;
+
+	for (uint32_t i = 0; i < nseg; i++)
+		segmap[seg + i] = i < 255 ? i : 254;
+	blk[8] = 1; /* used */
+	put64(cb, 8, name);
+	put32(cb, 16, nseg * SEG - 16);
+	put32(cb, 20, frame_complete);
+	put32(cb, 24, frame_size);
+	put64(cb, 32, (uint64_t)(cb + 128));		/* code after the 128-byte header */
+	put64(cb, 40, (uint64_t)(blk + nseg * SEG - 512)); /* debug info in the last 512 */
+	return cb;
+}
+
+static const char nm_name[] = "nmethod", interp_name[] = "Interpreter";
+static uint64_t cc_bounds[2];
+
+static void walk_synthetic(void **state)
+{
+	struct hs_layout l;
+	struct sym *s = sym_new(0);
+	struct hs *h = hs_new(s);
+	struct hs_proc *p;
+	uint64_t cm_a, cm_b, cm_c, cm_main, m_a, m_b, m_c, m_main;
+	uint8_t *a, *in, *b, *d;
+	uint64_t stack[64] = { 0 }, base = (uint64_t)stack;
+	__u64 regs[PCMON_NREGS] = { 0 };
+	__u64 pcs[16];
+	int end;
+	enum hs_end hend;
+	int n;
+
+	(void)state;
+	assert_non_null(h);
+	fake_layout(&l);
+	memset(segmap, 0xff, sizeof(segmap));
+	world_at = 0;
+	m_a = put_method("pkg/A", "a", "A.java", 40, 10, &cm_a);
+	m_b = put_method("pkg/B", "b", "B.java", 60, 20, &cm_b);
+	m_c = put_method("pkg/C", "inl", "C.java", 30, 30, &cm_c);
+	m_main = put_method("pkg/Main", "main", "Main.java", 50, 40, &cm_main);
+	(void)cm_c;
+	(void)cm_main;
+
+	/* A: compiled, a frame of 4 words, complete at 16; pc 100 bytes into its code */
+	a = put_blob(0, 16, (uint64_t)nm_name, 4, 16);
+	put64(a, 48, m_a);
+	put32(a, 56, 7); /* compile id */
+	/* (no debug info: named after its method) */
+	put64(a, 64, (uint64_t)(heap + 16 * SEG - 512));
+	put32(a, 72, 16 * SEG - 16 - 512), put32(a, 76, 16 * SEG - 16 - 512), put32(a, 80, 16 * SEG - 16 - 512);
+	/* the interpreter, 300 segments' worth would not fit: 8 */
+	in = put_blob(16, 8, (uint64_t)interp_name, 0, 0);
+	/* B: compiled, 6 words, with debug info: at code offset 40 (a call's return), scope
+	 * inl@bci 12 inlined into main@bci 25 */
+	b = put_blob(24, 32, (uint64_t)nm_name, 6, 8);
+	put64(b, 48, m_b);
+	put32(b, 56, 9);
+	{
+		uint8_t *dbg = heap + 56 * SEG - 512; /* metadata, scopes, PcDescs */
+		uint64_t meta[2] = { m_c, m_main };
+		uint8_t sc[32];
+		size_t n1 = 1, outer, inner;
+		uint32_t meta_off = (uint32_t)(dbg - (b));
+
+		memcpy(dbg, meta, sizeof(meta));
+		sc[0] = 0;
+		outer = n1;
+		n1 += put_int(sc + n1, 0, false);
+		n1 += put_int(sc + n1, 2, false);	/* main */
+		n1 += put_int(sc + n1, 25 + 1, false);
+		inner = n1;
+		n1 += put_int(sc + n1, outer, false);
+		n1 += put_int(sc + n1, 1, false);	/* inl */
+		n1 += put_int(sc + n1, 12 + 1, false);
+		memcpy(dbg + 16, sc, n1);
+		put64(b, 64, (uint64_t)(dbg + 16));	/* scopes data */
+		put32(b, 72, meta_off);			/* metadata */
+		put32(b, 76, meta_off + 16 + 64);	/* PcDescs */
+		put32(b, 80, meta_off + 16 + 64 + 2 * 16);
+		put32(dbg + 16 + 64, 0, -1);		/* the sentinel PcDesc */
+		put32(dbg + 16 + 64 + 16, 0, 40);
+		put32(dbg + 16 + 64 + 16, 4, inner);
+	}
+
+	p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	h->procs = p;
+	h->nprocs = h->cap_procs = 1;
+	p->pid = getpid();
+	p->jvm = true;
+	/* (the code cache's bounds, where the process is read to tell it is still there) */
+	l.cc_low = (uint64_t)&cc_bounds[0];
+	l.cc_high = (uint64_t)&cc_bounds[1];
+	p->l = l;
+	p->cc_lo = (uint64_t)heap;
+	p->cc_hi = (uint64_t)heap + sizeof(heap);
+	p->heaps[0] = (struct hs_heap){ (uint64_t)heap, (uint64_t)heap + sizeof(heap), (uint64_t)segmap, 6 };
+	p->nheaps = 1;
+	p->heaps_read = now_coarse_ns() + 60000000000ull; /* (not read again) */
+
+	/*
+	 * The stack, from the top: A's frame (4 words: 2 of its own, its caller's rbp, the
+	 * return address into the interpreter); the interpreted frame that runs pkg.B.b at bci 31
+	 * (line 23), its frame pointer at stack[12]; its caller B (compiled), returned to at its
+	 * code offset 40, where inl is inlined into main.
+	 */
+	regs[16] = (uint64_t)(a + 128 + 100);	/* pc */
+	regs[7] = base;				/* rsp */
+	regs[6] = 0x1234;			/* rbp: A's own use of it */
+	stack[2] = base + 12 * 8;		/* A's saved rbp: the interpreter's frame */
+	stack[3] = (uint64_t)(in + 128 + 50);	/* return into the interpreter */
+	stack[12] = 0;				/* the interpreted frame's caller's rbp */
+	stack[13] = (uint64_t)(b + 128 + 40);	/* its return address: B, at offset 40 */
+	stack[12 - 1] = base + 14 * 8;		/* sender sp: B's frame starts right above */
+	stack[12 - 3] = m_b;			/* Method */
+	stack[12 - 7] = cm_b + 48 + 31;		/* bcp: bci 31 */
+	/* B's frame: 6 words from stack[14]; its return address 0 ends the walk */
+	{
+		struct hs_blob bb;
+
+		assert_int_equal(hs_blob_of(p, (uint64_t)(in + 128 + 50), &bb), 0);
+		assert_int_equal(bb.kind, HS_BLOB_INTERP);
+		assert_int_equal(hs_blob_of(p, regs[16], &bb), 0);
+		assert_int_equal(bb.kind, HS_BLOB_NMETHOD);
+		assert_int_equal(bb.frame_size, 4);
+	}
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+		    &hend);
+	assert_true(n >= 3);
+	for (int i = 0; i < 3; i++)
+		assert_true(pcs[i] & HS_LOC_TAG);
+	{
+		const struct sym_loc *la = sym_loc(s, (uint32_t)pcs[0]), *lb = sym_loc(s, (uint32_t)pcs[1]),
+				     *lc = sym_loc(s, (uint32_t)pcs[2]);
+		const struct sym_line *ln;
+
+		assert_int_equal(la->nframes, 1);
+		assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, la)[0])->full), "java.pkg.A.a");
+		assert_int_equal(lb->nframes, 1);
+		assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, lb)[0])->full), "java.pkg.B.b");
+		ln = sym_frame_lines(s, lb);
+		assert_string_equal(sym_str(s, ln[0].file), "pkg/B.java");
+		assert_int_equal(ln[0].line, 23); /* bci 31: the pair at 30 */
+		/* B's frame: inl inlined into main, innermost first */
+		assert_int_equal(lc->nframes, 2);
+		assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, lc)[0])->full), "java.pkg.C.inl");
+		assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, lc)[1])->full), "java.pkg.Main.main");
+		ln = sym_frame_lines(s, lc);
+		assert_int_equal(ln[0].line, 31);
+		assert_int_equal(ln[1].line, 42);
+	}
+	/*
+	 * B freed and another compilation at its address since the sample (another compile id),
+	 * with no PcDesc at the return address: not the code that made the call, refused
+	 */
+	put32(heap + 56 * SEG - 512 + 16 + 64 + 16, 0, 44);
+	put32(b, 56, 10);
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+		    &hend);
+	assert_int_equal(hend, HS_END_JAVA);
+	assert_int_equal(n, 3); /* A, B's callee, and B's pc unnamed where it stopped */
+	assert_false(pcs[2] & HS_LOC_TAG);
+	put32(heap + 56 * SEG - 512 + 16 + 64 + 16, 0, 40);
+	put32(b, 56, 9);
+	/* A freed since the sample: the walk stops at once, flagged */
+	d = heap;
+	d[8] = 0;
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+		    &hend);
+	assert_int_equal(hend, HS_END_JAVA);
+	assert_int_equal(n, 1);
+	d[8] = 1;
+	hs_free(h);
+	sym_free(s);
+}
+
 /* ---- a real libjvm.so's published tables */
 
 static int self_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -268,6 +550,7 @@ int main(void)
 		cmocka_unit_test(line_tables),
 		cmocka_unit_test(scopes),
 		cmocka_unit_test(names),
+		cmocka_unit_test(walk_synthetic),
 		cmocka_unit_test(published_tables),
 	};
 
