@@ -7,7 +7,7 @@
 #include "util.h"
 
 #define HS_MAX_HEAPS 4
-#define HS_SEEN_MAX 512
+#define HS_SEEN_MAX 1024
 
 /* What a code blob is, as the walk needs it. */
 enum hs_kind {
@@ -19,7 +19,7 @@ enum hs_kind {
 
 /* A code blob as read from the process (hotspot_unwind.c). */
 struct hs_blob {
-	uint64_t addr, code_begin, code_end, name_ptr;
+	uint64_t addr, code_begin, code_end, name_ptr, pc;	/* pc: the one it was read for */
 	uint64_t method;	/* nmethods */
 	int32_t frame_size;	/* words */
 	int32_t frame_complete;	/* bytes from code_begin */
@@ -48,9 +48,12 @@ struct hs_proc {
 	uint32_t nheaps;
 	uint64_t heaps_read;	/* when they were last read */
 	uint64_t interp_lo, interp_hi;
-	/* the blobs read last, to walk a process's last records after it is gone */
+	/*
+	 * The blobs read, by pc (direct-mapped, HS_SEEN_MAX): found again with one read of
+	 * their header (checked to be the same blob), and what a process's last records are
+	 * walked with after it is gone.
+	 */
 	struct hs_blob *seen;
-	uint32_t nseen, next_seen;
 	/* the name string addresses of blobs seen, by kind (0: not seen yet) */
 	uint64_t nm_name, native_name, interp_name;
 };

@@ -100,93 +100,51 @@ static enum hs_kind kind_of(struct hs_proc *p, struct hs_blob *b)
 	return b->frame_size > 0 ? HS_BLOB_FRAMED : HS_BLOB_STUB;
 }
 
-/* Keep @b: the last records of a process that has exited are walked with what was read. */
-static void remember(struct hs_proc *p, const struct hs_blob *b)
+static struct hs_blob *slot_of(struct hs_proc *p, uint64_t pc)
 {
-	for (uint32_t i = 0; i < p->nseen; i++) {
-		if (p->seen[i].addr == b->addr) {
-			p->seen[i] = *b;
-			return;
-		}
-	}
 	if (!p->seen && !(p->seen = calloc(HS_SEEN_MAX, sizeof(*p->seen))))
-		return;
-	if (p->nseen < HS_SEEN_MAX) {
-		p->seen[p->nseen++] = *b;
-	} else {
-		p->seen[p->next_seen] = *b;
-		p->next_seen = (p->next_seen + 1) % HS_SEEN_MAX;
-	}
+		return NULL;
+	return &p->seen[(pc >> 4) % HS_SEEN_MAX];
 }
 
 /* A blob read before, when the process's memory is gone (it exited): 0 or -ENOENT. */
 static int recall(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 {
+	struct hs_blob *s = slot_of(p, pc);
 	uint64_t v;
 
-	if (!hs_mem(p->pid, p->l.cc_low, &v, 8))
+	if (!s || !hs_mem(p->pid, p->l.cc_low, &v, 8))
 		return -ENOENT; /* it is there: what was read then is not what is there now */
-	for (uint32_t i = 0; i < p->nseen; i++) {
-		const struct hs_blob *s = &p->seen[i];
-
-		if (pc >= s->code_begin && pc < s->code_end) {
+	/* its own slot, else any other that covers it */
+	for (uint32_t i = 0; i <= HS_SEEN_MAX; i++) {
+		if (s->addr && pc >= s->code_begin && pc < s->code_end) {
 			*b = *s;
 			return 0;
 		}
+		if (i < HS_SEEN_MAX)
+			s = &p->seen[i];
 	}
 	return -ENOENT;
 }
 
-static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b);
-
-int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
-{
-	int r = blob_read(p, pc, b);
-
-	if (!r)
-		remember(p, b);
-	else if (!recall(p, pc, b))
-		r = 0;
-	return r;
-}
-
-static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
+/* The blob at block @blk, if it holds @pc: 0, or -ENOENT (a free block, or another blob). */
+static int blob_at(struct hs_proc *p, uint64_t blk, uint64_t pc, struct hs_blob *b)
 {
 	const struct hs_layout *l = &p->l;
-	struct hs_heap *hp = heap_of(p, pc);
-	uint8_t hdr[1024];
-	uint64_t blk;
+	uint8_t buf[1024], *hdr;
 	uint32_t need;
 
-	blk = hp ? block_of(p, hp, pc) : 0;
-	if (hp && !blk && now_coarse_ns() > p->heaps_read + 50000000ull) {
-		/*
-		 * The heaps as read early in the JVM's life may not be the ones it made in the end
-		 * (a segment map not set up yet): read them again, at most every 50 ms.
-		 */
-		hs_heaps_read(p);
-		hp = heap_of(p, pc);
-		blk = hp ? block_of(p, hp, pc) : 0;
-	}
-	if (!blk) {
-		if (log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: pc %#llx: %s of the code cache (%#llx-%#llx, %u heaps)", p->pid,
-				 (unsigned long long)pc, hp ? "in no block" : "in no heap",
-				 (unsigned long long)p->cc_lo, (unsigned long long)p->cc_hi, p->nheaps);
-		return -ENOENT;
-	}
-	if (l->hb_used != HS_NONE) {
-		uint8_t used = 0;
-
-		if (hs_mem(p->pid, blk + l->hb_used, &used, 1) || !used)
-			return -ENOENT; /* a free block: the code that was there is gone */
-	}
+	need = l->cb_size_bytes != HS_NONE ? l->cb_size_bytes : 128;
+	need = MIN(need, (uint32_t)sizeof(buf) - l->hb_size);
+	/* the block's header and the blob's, in one read */
+	if (l->hb_size > 64 || hs_mem(p->pid, blk, buf, l->hb_size + need))
+		return -EFAULT;
+	if (l->hb_used != HS_NONE && l->hb_used < l->hb_size && !buf[l->hb_used])
+		return -ENOENT; /* a free block: the code that was there is gone */
+	hdr = buf + l->hb_size;
 	memset(b, 0, sizeof(*b));
 	b->addr = blk + l->hb_size;
-	need = l->cb_size_bytes != HS_NONE ? l->cb_size_bytes : 128;
-	need = MIN(need, (uint32_t)sizeof(hdr));
-	if (hs_mem(p->pid, b->addr, hdr, need))
-		return -EFAULT;
+	b->pc = pc;
 	b->name_ptr = hs_u64(hdr, l->cb_name);
 	b->frame_size = (int32_t)hs_u32(hdr, l->cb_frame_size);
 	b->frame_complete = l->cb_frame_complete_2 ? (int16_t)hs_u16(hdr, l->cb_frame_complete)
@@ -205,7 +163,6 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 		/* the interpreter's buffer: its code is the whole queue */
 		b->code_begin = b->addr;
 		b->code_end = b->addr + hs_u32(hdr, l->cb_size);
-		return 0;
 	}
 	if (pc < b->code_begin || pc >= b->code_end)
 		return -ENOENT;
@@ -214,6 +171,55 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 		b->compile_id = l->nm_compile_id != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_compile_id) : 0;
 	}
 	return 0;
+}
+
+static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b);
+
+int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
+{
+	struct hs_blob *s = slot_of(p, pc);
+	int r;
+
+	/*
+	 * The blob read for a pc that falls in the same slot, if it covers this one: its header
+	 * read again, and taken if it is still that blob (used, same name, same code, same
+	 * compilation); else found through the segment map.
+	 */
+	if (s && s->addr && pc >= s->code_begin && pc < s->code_end &&
+	    !blob_at(p, s->addr - p->l.hb_size, pc, b) && b->name_ptr == s->name_ptr &&
+	    b->code_begin == s->code_begin && b->compile_id == s->compile_id)
+		return 0;
+	r = blob_read(p, pc, b);
+	if (!r && s)
+		*s = *b;
+	else if (r && !recall(p, pc, b))
+		r = 0;
+	return r;
+}
+
+static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
+{
+	struct hs_heap *hp = heap_of(p, pc);
+	uint64_t blk;
+
+	blk = hp ? block_of(p, hp, pc) : 0;
+	if (hp && !blk && now_coarse_ns() > p->heaps_read + 50000000ull) {
+		/*
+		 * The heaps as read early in the JVM's life may not be the ones it made in the end
+		 * (a segment map not set up yet): read them again, at most every 50 ms.
+		 */
+		hs_heaps_read(p);
+		hp = heap_of(p, pc);
+		blk = hp ? block_of(p, hp, pc) : 0;
+	}
+	if (!blk) {
+		if (log_verbosity >= LOG_DEBUG)
+			pr_debug("pid %u: pc %#llx: %s of the code cache (%#llx-%#llx, %u heaps)", p->pid,
+				 (unsigned long long)pc, hp ? "in no block" : "in no heap",
+				 (unsigned long long)p->cc_lo, (unsigned long long)p->cc_hi, p->nheaps);
+		return -ENOENT;
+	}
+	return blob_at(p, blk, pc, b);
 }
 
 /* Could @ra be a return address: in the code cache, or in code the CFI walk knows? */
