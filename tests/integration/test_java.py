@@ -166,6 +166,37 @@ def test_other_jdks():
         raise Skip("no JDK under /usr/lib/jvm but the default one")
 
 
+def test_perf_map_and_frame_pointers_change_nothing():
+    """A JVM run with -XX:+PreserveFramePointer that wrote a perf map (jcmd Compiler.perfmap)
+    lists as one with neither: its Java frames walked and named the same way."""
+    exe = java()
+    jcmd = shutil.which("jcmd")
+    if not jcmd:
+        raise Skip("no jcmd")
+    d = Daemon().start()
+    proc = subprocess.Popen([exe, "-XX:+PreserveFramePointer", "-cp", CLASSES, "Phases", "6"],
+                            stdout=subprocess.PIPE, text=True)
+    perf_map = f"/tmp/perf-{proc.pid}.map"
+    try:
+        time.sleep(1.5)
+        subprocess.run([jcmd, str(proc.pid), "Compiler.perfmap"], capture_output=True, timeout=60)
+        assert os.path.exists(perf_map), "jcmd wrote no perf map"
+        tid = pcmon("start", "--pid", proc.pid, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        out, _ = proc.communicate(timeout=120)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        n = check_shares(listing, first_json_line(out), "perf map")
+        check_named(listing, "perf map")
+        print(f"  with a perf map and frame pointers: {n} samples of the three")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(perf_map):
+            os.unlink(perf_map)
+        assert d.stop() == 0, d.logtext()
+
+
 def test_cgroup_target():
     """A --cgroup target over a JVM moved into its cgroup after it started: the same."""
     exe = java()
