@@ -78,6 +78,7 @@ int hs_blob_of(struct hs_proc *p, uint64_t pc, struct hs_blob *b);
 struct hs_names *hs_names_new(void);
 void hs_names_free(struct hs_names *n);
 void hs_names_forget(struct hs_names *n, uint32_t pid);
+void hs_names_trim(struct hs_names *n);
 /* The location of an interpreted frame running @method at @bcp: 0, or -errno. */
 int hs_interp_loc(struct hs *h, struct hs_proc *p, uint64_t method, uint64_t bcp, uint32_t *loc);
 /* The location of compiled frame @b at @pc (@exact: a return address, its PcDesc exact). */

@@ -115,6 +115,35 @@ void hs_names_forget(struct hs_names *n, uint32_t pid)
 	}
 }
 
+/*
+ * The caches are bounded: past HS_LOCS_MAX frames or HS_METHS_MAX methods (a long run of
+ * JVMs that make code without end) they start again empty, what they held read anew as
+ * needed. Called between walks, when no pointer into them is held.
+ */
+#define HS_LOCS_MAX (1u << 20)
+#define HS_METHS_MAX (1u << 18)
+void hs_names_trim(struct hs_names *n)
+{
+	if (itab_count(n->locs) > HS_LOCS_MAX) {
+		struct itab *t = itab_new();
+
+		if (t) {
+			itab_free(n->locs);
+			n->locs = t;
+		}
+	}
+	if (itab_count(n->meths) > HS_METHS_MAX) {
+		struct itab *t = itab_new();
+
+		if (t) {
+			for (uint32_t i = 0; i < itab_count(n->meths); i++)
+				meth_clear(&n->m[i]);
+			itab_free(n->meths);
+			n->meths = t;
+		}
+	}
+}
+
 /* A Symbol's text: its length, or -errno. */
 static int read_symbol(struct hs_proc *p, uint64_t sym, char *out, size_t len)
 {

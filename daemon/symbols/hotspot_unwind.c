@@ -369,6 +369,7 @@ int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_N
 	uint32_t n = 0;
 
 	*hend = HS_END_NATIVE;
+	hs_names_trim(h->names);
 	unw_init(&w.c, h->sym, pid, epoch, regs, start_sp, stack, len);
 	w.usp = regs[REG_RSP];
 	for (;;) {
