@@ -16,10 +16,18 @@
 #define REG_RSP 7
 #define REG_RA 16
 
+/* The code cache's heaps read again, at most every 50 ms: 0 if they were. */
+static int heaps_again(struct hs_proc *p)
+{
+	if (now_coarse_ns() < p->heaps_read + 50000000ull)
+		return -EAGAIN;
+	return hs_heaps_read(p);
+}
+
 static bool in_code_cache(struct hs_proc *p, uint64_t pc)
 {
 	if (!p->nheaps)
-		hs_heaps_read(p);
+		heaps_again(p);
 	return p->nheaps && pc >= p->cc_lo && pc < p->cc_hi;
 }
 
@@ -30,7 +38,7 @@ static struct hs_heap *heap_of(struct hs_proc *p, uint64_t pc)
 			if (pc >= p->heaps[i].lo && pc < p->heaps[i].hi)
 				return &p->heaps[i];
 		/* a heap grows as it commits memory: read the bounds again, once */
-		if (pass == 0 && hs_heaps_read(p))
+		if (pass == 0 && heaps_again(p))
 			break;
 	}
 	return NULL;
@@ -203,12 +211,11 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 	uint64_t blk;
 
 	blk = hp ? block_of(p, hp, pc) : 0;
-	if (hp && !blk && now_coarse_ns() > p->heaps_read + 50000000ull) {
+	if (hp && !blk && !heaps_again(p)) {
 		/*
 		 * The heaps as read early in the JVM's life may not be the ones it made in the end
-		 * (a segment map not set up yet): read them again, at most every 50 ms.
+		 * (a segment map not set up yet): read again, at most every 50 ms.
 		 */
-		hs_heaps_read(p);
 		hp = heap_of(p, pc);
 		blk = hp ? block_of(p, hp, pc) : 0;
 	}
