@@ -224,6 +224,24 @@ def test_cgroup_target():
         os.rmdir(cg)
 
 
+def test_all_target():
+    """An --all target: the JVM's samples beside everything else's, the three methods' shares
+    among themselves as the program measured."""
+    exe = java()
+    d = Daemon().start()
+    try:
+        tid = pcmon("start", "--all", "--interval", 1000, sock=d.sock, check=0).stdout.strip()
+        p = subprocess.run([exe, "-cp", CLASSES, "Phases", "6"], capture_output=True, text=True,
+                           timeout=120)
+        time.sleep(0.5)
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        pcmon("stop", tid, sock=d.sock, check=0)
+        n = check_shares(listing, first_json_line(p.stdout), "--all")
+        print(f"  --all: {n} samples of the three")
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
 def test_status_counts_java_frames():
     """`pcmon status` says how many Java frames were walked, and how many refused."""
     exe = java()
