@@ -144,15 +144,17 @@ void hs_names_trim(struct hs_names *n)
 	}
 }
 
-/* A Symbol's text: its length, or -errno. */
+/* A Symbol's text (cut to @len - 1 bytes): its length, or -errno. */
 static int read_symbol(struct hs_proc *p, uint64_t sym, char *out, size_t len)
 {
 	uint16_t n;
 
 	if (!sym || hs_mem(p->pid, sym + p->l.sym_length, &n, 2))
 		return -EFAULT;
-	if (!n || n >= len)
+	if (!n)
 		return -EINVAL;
+	if (n >= len)
+		n = len - 1;
 	if (hs_mem(p->pid, sym + p->l.sym_body, out, n))
 		return -EFAULT;
 	out[n] = 0;
