@@ -66,7 +66,9 @@ static char *read_string(const struct hs_rd *rd, uint64_t addr)
 
 	if (!addr)
 		return NULL;
-	/* in pieces of 16, so that a string near the end of a mapping still reads */
+	/* most at once; in pieces of 16 if that fails, a string near the end of a mapping */
+	if (!rd->read(rd->ctx, addr, buf, 64) && memchr(buf, 0, 64))
+		return strdup(buf);
 	while (at + 16 <= sizeof(buf)) {
 		if (rd->read(rd->ctx, addr + at, buf + at, 16))
 			return NULL;
@@ -95,7 +97,7 @@ static int dump_read(const struct hs_rd *rd, const struct hs_tables *t, struct d
 	memset(d, 0, sizeof(*d));
 	for (int tb = 0; tb < HS_NTABLES; tb++) {
 		uint64_t sh[8], base;
-		uint8_t ent[256];
+		uint8_t ent[256], chunk[32 * 256];
 
 		for (int k = 0; k < 8; k++) {
 			sh[k] = shape_default[tb][k];
@@ -113,12 +115,20 @@ static int dump_read(const struct hs_rd *rd, const struct hs_tables *t, struct d
 				return -EPROTO;
 		if (!t->table[tb] || rd->read(rd->ctx, t->table[tb], &base, 8) || !base)
 			return -ENOENT;
-		for (size_t i = 0; i < HS_MAX_ENTRIES; i++) {
+		for (size_t i = 0, first = 0, got = 0; i < HS_MAX_ENTRIES; i++) {
 			struct ent e = { 0 };
 			uint64_t np;
 			int32_t st;
 
-			if (rd->read(rd->ctx, base + i * sh[SH_STRIDE], ent, sh[SH_STRIDE]))
+			/* 32 entries a read, one at a time where that fails (the end of a mapping) */
+			if (i >= first + got) {
+				first = i;
+				got = rd->read(rd->ctx, base + i * sh[SH_STRIDE], chunk,
+					       32 * sh[SH_STRIDE]) ? 0 : 32;
+			}
+			if (i < first + got)
+				memcpy(ent, chunk + (i - first) * sh[SH_STRIDE], sh[SH_STRIDE]);
+			else if (rd->read(rd->ctx, base + i * sh[SH_STRIDE], ent, sh[SH_STRIDE]))
 				return -EFAULT;
 			np = hs_u64(ent, sh[SH_NAME]);
 			if (!np)
@@ -539,6 +549,7 @@ static void look(struct hs *h, struct hs_proc *p)
 	struct look c = { .pid = p->pid };
 	char why[200];
 	struct hs_rd rd = { proc_read, &p->pid };
+	uint64_t t0;
 	int r;
 
 	p->looks++;
@@ -566,6 +577,7 @@ static void look(struct hs *h, struct hs_proc *p)
 		return;
 	}
 	p->libjvm = true;
+	t0 = now_ns();
 	r = hs_layout_read(&rd, &c.t, &p->l, why, sizeof(why));
 	if (r == -EAGAIN && p->looks < HS_LOOK_TRIES) {
 		/* libjvm is being loaded: looked at again a moment later */
@@ -583,7 +595,8 @@ static void look(struct hs *h, struct hs_proc *p)
 	p->jvm = true;
 	h->st.jvms++;
 	hs_heaps_read(p);
-	pr_debug("pid %u: HotSpot JVM, JDK %u; its Java frames are walked%s", p->pid, p->l.version,
+	pr_debug("pid %u: HotSpot JVM, JDK %u, its tables read in %.1f ms; its Java frames are "
+		 "walked%s", p->pid, p->l.version, (now_ns() - t0) / 1e6,
 		 p->l.scopes ? "" : " (compiled frames without their inlined methods)");
 }
 
