@@ -286,10 +286,16 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	l->nm_compile_id = OFF("nmethod::_compile_id");
 	l->nm_state = OFF("nmethod::_state");
 	l->nm_entry_bci = OFF("nmethod::_entry_bci");
-	l->nm_scopes_data = OFF("CompiledMethod::_scopes_data_begin", "nmethod::_scopes_data_begin");
+	l->nm_scopes_data = OFF("CompiledMethod::_scopes_data_begin", "nmethod::_scopes_data_begin",
+				"nmethod::_scopes_data_offset");
 	l->nm_scopes_pcs = OFF("nmethod::_scopes_pcs_offset");
 	l->nm_deps = OFF("nmethod::_dependencies_offset");
 	l->nm_metadata = OFF("nmethod::_metadata_offset");
+	l->nm_immutable = OFF("nmethod::_immutable_data");
+	l->nm_immutable_size = OFF("nmethod::_immutable_data_size");
+	l->cb_mutable = OFF("CodeBlob::_mutable_data");
+	l->cb_mutable_size = OFF("CodeBlob::_mutable_data_size");
+	l->cb_relocation_size = OFF("CodeBlob::_relocation_size");
 	l->pc_pc_offset = OFF("PcDesc::_pc_offset");
 	l->pc_scope_decode = OFF("PcDesc::_scope_decode_offset");
 	l->pc_size = OFF("PcDesc");
@@ -320,10 +326,13 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	u = OFF("InvocationEntryBci");
 	l->invocation_entry_bci = u != HS_NONE ? (int32_t)u : -1;
 	l->unsigned5_x1 = l->version >= 21;
+	l->nm_immutable_layout = l->nm_immutable != HS_NONE && l->nm_immutable_size != HS_NONE &&
+				 l->cb_mutable != HS_NONE && l->cb_mutable_size != HS_NONE &&
+				 l->cb_relocation_size != HS_NONE;
 	l->scopes = l->nm_scopes_data != HS_NONE && l->nm_scopes_pcs != HS_NONE &&
-		    l->nm_deps != HS_NONE && l->nm_metadata != HS_NONE &&
 		    l->pc_pc_offset != HS_NONE && l->pc_scope_decode != HS_NONE &&
-		    l->pc_size != HS_NONE && l->version && l->version < 23;
+		    l->pc_size != HS_NONE && l->version &&
+		    (l->nm_immutable_layout || (l->nm_deps != HS_NONE && l->nm_metadata != HS_NONE));
 	dump_free(&d);
 	{
 		static const struct { const char *name; size_t at; } need[] = {

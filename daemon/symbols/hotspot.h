@@ -62,6 +62,9 @@ struct hs_layout {
 	/* nmethod (with CompiledMethod's fields up to JDK 22) */
 	uint32_t nm_method, nm_compile_id, nm_state, nm_scopes_data, nm_scopes_pcs, nm_deps,
 		nm_metadata, nm_entry_bci;
+	/* from JDK 23: the debug info out of the nmethod, in its immutable and mutable data */
+	uint32_t nm_immutable, nm_immutable_size, cb_mutable, cb_mutable_size, cb_relocation_size;
+	bool nm_immutable_layout;
 	uint32_t pc_pc_offset, pc_scope_decode, pc_size;
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol */
 	uint32_t m_const;

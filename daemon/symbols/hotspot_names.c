@@ -31,8 +31,8 @@ struct nm {
 	uint32_t pid;
 	uint64_t addr, method;
 	int32_t compile_id;
-	uint64_t hdr, code_begin;
-	uint8_t *debug;		/* metadata, scopes data, PcDescs: one read */
+	uint64_t code_begin;
+	uint8_t *debug;		/* metadata, scopes data, PcDescs, one after another */
 	uint32_t meta_len, scopes_off, scopes_len, pcs_off, npcs;
 };
 
@@ -339,8 +339,8 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 	struct hs_names *n = h->names;
 	const struct hs_layout *l = &p->l;
 	uint8_t hdr[1024];
-	uint64_t sdata;
-	int32_t meta, pcs, deps;
+	struct span { uint64_t at, len; } part[3]; /* metadata, scopes data, PcDescs */
+	uint64_t total = 0;
 	struct nm e = { .pid = p->pid, .addr = b->addr, .method = b->method,
 			.compile_id = b->compile_id, .code_begin = b->code_begin };
 	size_t i;
@@ -359,24 +359,52 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 	}
 	if (l->cb_size_bytes > sizeof(hdr) || hs_mem(p->pid, b->addr, hdr, l->cb_size_bytes))
 		return NULL;
-	sdata = hs_u64(hdr, l->nm_scopes_data);
-	meta = (int32_t)hs_u32(hdr, l->nm_metadata);
-	pcs = (int32_t)hs_u32(hdr, l->nm_scopes_pcs);
-	deps = (int32_t)hs_u32(hdr, l->nm_deps);
-	/* metadata, then scopes data, then PcDescs: one span */
-	if (meta <= 0 || sdata < b->addr + meta || sdata > b->addr + pcs || pcs > deps ||
-	    (uint32_t)(deps - meta) > HS_DEBUG_MAX)
+	if (!l->nm_immutable_layout) {
+		/* up to JDK 22: metadata, scopes data, PcDescs in the nmethod, one after another */
+		uint64_t sdata = hs_u64(hdr, l->nm_scopes_data);
+		int32_t meta = (int32_t)hs_u32(hdr, l->nm_metadata);
+		int32_t pcs = (int32_t)hs_u32(hdr, l->nm_scopes_pcs);
+		int32_t deps = (int32_t)hs_u32(hdr, l->nm_deps);
+
+		if (meta <= 0 || sdata < b->addr + meta || sdata > b->addr + pcs || pcs > deps)
+			return NULL;
+		part[0] = (struct span){ b->addr + meta, sdata - (b->addr + meta) };
+		part[1] = (struct span){ sdata, b->addr + pcs - sdata };
+		part[2] = (struct span){ b->addr + pcs, (uint64_t)(deps - pcs) };
+	} else {
+		/*
+		 * From JDK 23: PcDescs then scopes data in the immutable data block, the metadata
+		 * after the relocations in the mutable data block (both out of the code cache)
+		 */
+		uint64_t imm = hs_u64(hdr, l->nm_immutable), mut = hs_u64(hdr, l->cb_mutable);
+		uint32_t imm_size = hs_u32(hdr, l->nm_immutable_size);
+		uint32_t spo = hs_u32(hdr, l->nm_scopes_pcs), sdo = hs_u32(hdr, l->nm_scopes_data);
+		uint32_t mut_size = hs_u32(hdr, l->cb_mutable_size);
+		uint32_t reloc = hs_u32(hdr, l->cb_relocation_size);
+
+		if (!imm || !mut || spo > sdo || sdo > imm_size || reloc > mut_size)
+			return NULL;
+		part[0] = (struct span){ mut + reloc, mut_size - reloc };
+		part[1] = (struct span){ imm + sdo, imm_size - sdo };
+		part[2] = (struct span){ imm + spo, sdo - spo };
+	}
+	for (i = 0; i < 3; i++)
+		total += part[i].len;
+	if (total > HS_DEBUG_MAX || part[0].len % 8)
 		return NULL;
-	e.hdr = b->addr;
-	e.meta_len = sdata - (b->addr + meta);
-	e.scopes_off = e.meta_len;
-	e.scopes_len = (b->addr + pcs) - sdata;
-	e.pcs_off = pcs - meta;
-	e.npcs = (deps - pcs) / l->pc_size;
-	e.debug = malloc(deps - meta);
-	if (!e.debug || hs_mem(p->pid, b->addr + meta, e.debug, deps - meta)) {
-		free(e.debug);
+	e.meta_len = part[0].len;
+	e.scopes_off = part[0].len;
+	e.scopes_len = part[1].len;
+	e.pcs_off = part[0].len + part[1].len;
+	e.npcs = part[2].len / l->pc_size;
+	e.debug = malloc(total + 1);
+	if (!e.debug)
 		return NULL;
+	for (i = 0, total = 0; i < 3; total += part[i].len, i++) {
+		if (part[i].len && hs_mem(p->pid, part[i].at, e.debug + total, part[i].len)) {
+			free(e.debug);
+			return NULL;
+		}
 	}
 	if (n->nnms >= 256) {
 		free(n->nms[0].debug);

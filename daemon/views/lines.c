@@ -168,8 +168,12 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 
 	if (x->err)
 		return *err = proto_error(1, "out of memory while listing"), -1;
+	bool no_addresses;
+
 	if (find_proc(s, name, &proc, err))
 		return -1;
+	/* a Java method's locations are no addresses of code, but of frames (docs/java.md) */
+	no_addresses = !strcmp(sym_str(s, sym_proc(s, proc)->module), "java");
 	order = malloc((itab_count(x->locs) + 1) * sizeof(*order));
 	if (!order)
 		goto oom;
@@ -203,6 +207,8 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 							   cJSON_CreateArray() };
 		}
 		rows[r].count += x->counts[i];
+		if (no_addresses)
+			continue;
 		a = cJSON_CreateObject();
 		if (!a || !cJSON_AddItemToArray(rows[r].addrs, a)) {
 			cJSON_Delete(a);

@@ -201,6 +201,7 @@ static void fake_layout(struct hs_layout *l)
 	l->invocation_entry_bci = -1;
 	l->scopes = true;
 	l->unsigned5_x1 = false;
+	l->nm_immutable_layout = false;
 }
 
 #define SEG 64 /* bytes a segment (log2 6) */
@@ -501,7 +502,8 @@ static int check_jvm(const char *path)
 	CHECK(!hs_lookup(&rd, &t, "Method", NULL, &v) && v); /* a type's size */
 	CHECK(hs_lookup(&rd, &t, "NoSuchType", "_x", &v));
 	/* what the JDKs pcmon decodes compiled frames of must say so */
-	CHECK(!(l.version >= 11 && l.version < 23) || l.scopes);
+	CHECK(l.version < 11 || l.scopes);
+	CHECK(l.version < 23 || l.nm_immutable_layout); /* (the debug info out of the nmethod) */
 	CHECK(l.version != 17 || (l.hb_size == 16 && l.if_sender_sp == -1 && !l.unsigned5_x1));
 	return 0;
 }
