@@ -242,6 +242,41 @@ def test_all_target():
         assert d.stop() == 0, d.logtext()
 
 
+def test_inlined_chain_every_jdk():
+    """JavaWork's chain of eight calls, which C2 inlines into one another, on each JDK under
+    /usr/lib/jvm: every level on the stacks of leaf's samples (inline frames from the
+    nmethod's debug info), leaf's line one of its own, and pcmond saying it decoded inlined
+    methods."""
+    java()
+    src = open(os.path.join(os.path.dirname(__file__), "..", "workloads", "java",
+                            "JavaWork.java")).read().splitlines()
+    first = next(i for i, l in enumerate(src, 1) if "static long leaf()" in l)
+    seen = set()
+    for exe in sorted(glob.glob("/usr/lib/jvm/*/bin/java")):
+        real = os.path.realpath(exe)
+        if real in seen:
+            continue
+        seen.add(real)
+        d = Daemon().start()
+        try:
+            listing, _ = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "JavaWork",
+                                    10**9, 3, sock=d.sock)
+            names = procs(listing)
+            leaf = names["java.JavaWork.leaf"]["deep"]
+            assert leaf >= 0.8 * listing["summary"]["counted"], (exe, leaf)
+            for lv in range(1, 8):
+                assert names[f"java.JavaWork.level{lv}"]["deep"] >= 0.98 * leaf, (exe, lv, names[f"java.JavaWork.level{lv}"])
+            lines = pcmon_json("list", listing["target"]["id"], "--lines", "java.JavaWork.leaf",
+                               sock=d.sock)[0]["lines"]
+            rows = {l["line"]: l["count"] for l in lines["lines"]}
+            assert max(rows, key=rows.get) in range(first, first + 5), (exe, rows)
+            st = json.loads(pcmon("status", "--json", sock=d.sock, check=0).stdout)["java"]
+            assert st["inlined"] > 0, (exe, st)
+            print(f"  {exe}: {leaf} samples in leaf under its 7 levels; {st['inlined']} inlined methods")
+        finally:
+            assert d.stop() == 0, d.logtext()
+
+
 def test_status_counts_java_frames():
     """`pcmon status` says how many Java frames were walked, and how many refused."""
     exe = java()
