@@ -458,6 +458,7 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 	if (best >= 0) {
 		uint32_t dec = hs_u32(e->debug, e->pcs_off + best * l->pc_size + l->pc_scope_decode);
 		const uint8_t *sd = e->debug + e->scopes_off;
+		uint64_t outer = 0;
 
 		while (dec && nf < HS_INLINE_MAX) {
 			uint32_t sender, mi;
@@ -471,14 +472,23 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 				break;
 			mp = hs_u64(e->debug, (mi - 1) * 8);
 			m = meth_of(h, p, mp);
-			if (!m)
+			if (!m || bci < -1 || bci > (int)m->code_size)
 				break;
+			outer = mp;
 			procs[nf] = m->name;
 			files[nf] = m->file[0] ? m->file : NULL;
 			lines[nf] = line_of(p, m, bci);
 			nf++;
 			dec = sender;
 		}
+		/*
+		 * The chain ends with the method the nmethod was compiled for: one that does not, or
+		 * stops short, was not read right (the stream's encoding not the one its JDK was
+		 * taken to use, a scope past what was read): not trusted, the frame named after the
+		 * nmethod's method alone.
+		 */
+		if (dec || outer != b->method)
+			nf = 0;
 		if (nf > 1)
 			h->st.inlined += nf - 1;
 	}

@@ -329,7 +329,7 @@ static void walk_synthetic(void **state)
 	/* B: compiled, 6 words, with debug info: at code offset 40 (a call's return), scope
 	 * inl@bci 12 inlined into main@bci 25 */
 	b = put_blob(24, 32, (uint64_t)nm_name, 6, 8);
-	put64(b, 48, m_b);
+	put64(b, 48, m_main); /* (compiled for main: its outermost scope) */
 	put32(b, 56, 9);
 	{
 		uint8_t *dbg = heap + 56 * SEG - 512; /* metadata, scopes, PcDescs */
@@ -425,6 +425,21 @@ static void walk_synthetic(void **state)
 		assert_int_equal(ln[0].line, 31);
 		assert_int_equal(ln[1].line, 42);
 	}
+	/* scopes that do not end with the nmethod's own method are not trusted: its name alone */
+	put64(b, 48, m_c);
+	put32(b, 56, 11);
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+		    &hend);
+	assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
+	{
+		const struct sym_loc *lc = sym_loc(s, (uint32_t)pcs[2]);
+
+		assert_int_equal(lc->nframes, 1);
+		assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, lc)[0])->full), "java.pkg.C.inl");
+		assert_int_equal(sym_frame_lines(s, lc)[0].line, 0);
+	}
+	put64(b, 48, m_main);
+	put32(b, 56, 9);
 	/*
 	 * B freed and another compilation at its address since the sample (another compile id),
 	 * with no PcDesc at the return address: not the code that made the call, refused
