@@ -418,6 +418,45 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 	return &n->nms[n->nnms++];
 }
 
+/*
+ * The methods of scope chain @dec of nmethod @e, innermost first, into @procs, @files and
+ * @lines, read with encoding @x1: how many, or 0 if the chain is not trusted. It must end
+ * with @method, the one the nmethod was compiled for, and each bytecode index must lie in
+ * its method: one that does not, or stops short, was not read right (another encoding than
+ * its JDK's, a scope past what was read).
+ */
+static uint32_t scope_chain(struct hs *h, struct hs_proc *p, const struct nm *e, uint32_t dec,
+			    uint64_t method, bool x1, const char **procs, const char **files,
+			    uint32_t *lines)
+{
+	const uint8_t *sd = e->debug + e->scopes_off;
+	uint64_t outer = 0;
+	uint32_t nf = 0;
+
+	while (dec && nf < HS_INLINE_MAX) {
+		uint32_t sender, mi;
+		uint64_t mp;
+		struct meth *m;
+		int bci;
+
+		if (!hs_scope_at(sd, e->scopes_len, x1, dec, p->l.invocation_entry_bci, &sender, &mi,
+				 &bci) ||
+		    !mi || mi * 8 > e->meta_len)
+			return 0;
+		mp = hs_u64(e->debug, (mi - 1) * 8);
+		m = meth_of(h, p, mp);
+		if (!m || bci < -1 || bci > (int)m->code_size)
+			return 0;
+		outer = mp;
+		procs[nf] = m->name;
+		files[nf] = m->file[0] ? m->file : NULL;
+		lines[nf] = m->lines ? (uint32_t)MAX(hs_line_of(m->lines, m->nlines, x1, bci), 0) : 0;
+		nf++;
+		dec = sender;
+	}
+	return dec || outer != method ? 0 : nf;
+}
+
 int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, uint64_t pc,
 		    bool exact, uint32_t *loc)
 {
@@ -457,38 +496,18 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 		return -ESTALE;
 	if (best >= 0) {
 		uint32_t dec = hs_u32(e->debug, e->pcs_off + best * l->pc_size + l->pc_scope_decode);
-		const uint8_t *sd = e->debug + e->scopes_off;
-		uint64_t outer = 0;
 
-		while (dec && nf < HS_INLINE_MAX) {
-			uint32_t sender, mi;
-			uint64_t mp;
-			struct meth *m;
-			int bci;
-
-			if (!hs_scope_at(sd, e->scopes_len, l->unsigned5_x1, dec,
-					 l->invocation_entry_bci, &sender, &mi, &bci) ||
-			    !mi || mi * 8 > e->meta_len)
-				break;
-			mp = hs_u64(e->debug, (mi - 1) * 8);
-			m = meth_of(h, p, mp);
-			if (!m || bci < -1 || bci > (int)m->code_size)
-				break;
-			outer = mp;
-			procs[nf] = m->name;
-			files[nf] = m->file[0] ? m->file : NULL;
-			lines[nf] = line_of(p, m, bci);
-			nf++;
-			dec = sender;
+		nf = scope_chain(h, p, e, dec, b->method, l->unsigned5_x1, procs, files, lines);
+		if (!nf && scope_chain(h, p, e, dec, b->method, !l->unsigned5_x1, procs, files, lines)) {
+			/*
+			 * Read right with the other encoding of HotSpot's streams (the JDK that moved
+			 * to UNSIGNED5 not the one pcmon took it to be): this JVM's, from now on.
+			 */
+			p->l.unsigned5_x1 = !p->l.unsigned5_x1;
+			pr_info("pid %u: JDK %u's debug info is %s-encoded", p->pid, l->version,
+				l->unsigned5_x1 ? "UNSIGNED5" : "CompressedStream");
+			nf = scope_chain(h, p, e, dec, b->method, l->unsigned5_x1, procs, files, lines);
 		}
-		/*
-		 * The chain ends with the method the nmethod was compiled for: one that does not, or
-		 * stops short, was not read right (the stream's encoding not the one its JDK was
-		 * taken to use, a scope past what was read): not trusted, the frame named after the
-		 * nmethod's method alone.
-		 */
-		if (dec || outer != b->method)
-			nf = 0;
 		if (nf > 1)
 			h->st.inlined += nf - 1;
 	}
