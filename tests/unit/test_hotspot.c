@@ -440,6 +440,29 @@ static void walk_synthetic(void **state)
 	}
 	put64(b, 48, m_main);
 	put32(b, 56, 9);
+	/* scopes written as UNSIGNED5 in a JVM taken to use the older encoding: read all the same */
+	{
+		uint8_t *dbg = heap + 56 * SEG - 512, sc[32];
+		size_t n1 = 1, outer, inner;
+
+		sc[0] = 0;
+		outer = n1;
+		n1 += put_int(sc + n1, 0, true);
+		n1 += put_int(sc + n1, 2, true);
+		n1 += put_int(sc + n1, 25 + 1, true);
+		inner = n1;
+		n1 += put_int(sc + n1, outer, true);
+		n1 += put_int(sc + n1, 1, true);
+		n1 += put_int(sc + n1, 12 + 1, true);
+		memcpy(dbg + 16, sc, n1);
+		put32(dbg + 16 + 64 + 16, 4, inner);
+		put32(b, 56, 12);
+		n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16,
+			    &end, &hend);
+		assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
+		assert_int_equal(sym_loc(s, (uint32_t)pcs[2])->nframes, 2);
+		assert_true(p->l.unsigned5_x1);
+	}
 	/*
 	 * B freed and another compilation at its address since the sample (another compile id),
 	 * with no PcDesc at the return address: not the code that made the call, refused
