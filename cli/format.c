@@ -797,6 +797,13 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(sy, "processes_forgotten"), num(sy, "maps_reads"));
 	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	it = cJSON_GetObjectItemCaseSensitive(rep, "java");
+	if (it && num(it, "jvms") > 0)
+		fprintf(f, "java: %.0f JVMs, %.0f Java frames walked (%.0f compiled, %.0f methods inlined "
+			"in them, %.0f interpreted, %.0f stubs), %.0f refused as stale, %.0f walks stopped "
+			"at a Java frame\n",
+			num(it, "jvms"), num(it, "frames"), num(it, "compiled"), num(it, "inlined"),
+			num(it, "interpreted"), num(it, "stubs"), num(it, "stale"), num(it, "unwalked"));
 	{
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(rep, "limits");
 
