@@ -291,6 +291,9 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	l->nm_scopes_pcs = OFF("nmethod::_scopes_pcs_offset");
 	l->nm_deps = OFF("nmethod::_dependencies_offset");
 	l->nm_metadata = OFF("nmethod::_metadata_offset");
+	l->nm_deopt_begin = OFF("CompiledMethod::_deopt_handler_begin", "nmethod::_deopt_handler_begin");
+	l->nm_deopt_offset = OFF("nmethod::_deopt_handler_offset");
+	l->nm_orig_pc = OFF("nmethod::_orig_pc_offset");
 	l->nm_immutable = OFF("nmethod::_immutable_data");
 	l->nm_immutable_size = OFF("nmethod::_immutable_data_size");
 	l->cb_mutable = OFF("CodeBlob::_mutable_data");

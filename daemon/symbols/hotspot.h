@@ -62,6 +62,8 @@ struct hs_layout {
 	/* nmethod (with CompiledMethod's fields up to JDK 22) */
 	uint32_t nm_method, nm_compile_id, nm_state, nm_scopes_data, nm_scopes_pcs, nm_deps,
 		nm_metadata, nm_entry_bci;
+	/* a frame being deoptimized: its return address the handler's, its pc saved in it */
+	uint32_t nm_deopt_begin, nm_deopt_offset, nm_orig_pc;
 	/* from JDK 23: the debug info out of the nmethod, in its immutable and mutable data */
 	uint32_t nm_immutable, nm_immutable_size, cb_mutable, cb_mutable_size, cb_relocation_size;
 	bool nm_immutable_layout;

@@ -21,6 +21,8 @@ enum hs_kind {
 struct hs_blob {
 	uint64_t addr, code_begin, code_end, name_ptr, pc;	/* pc: the one it was read for */
 	uint64_t method;	/* nmethods */
+	uint64_t deopt;		/* nmethods: where their deoptimization handler starts (0: not known) */
+	int32_t orig_pc;	/* ... and where in a frame the pc it had is kept (HS_NONE: not) */
 	int32_t frame_size;	/* words */
 	int32_t frame_complete;	/* bytes from code_begin */
 	int32_t compile_id;

@@ -177,6 +177,11 @@ static int blob_at(struct hs_proc *p, uint64_t blk, uint64_t pc, struct hs_blob 
 	if (b->kind == HS_BLOB_NMETHOD) {
 		b->method = hs_u64(hdr, l->nm_method);
 		b->compile_id = l->nm_compile_id != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_compile_id) : 0;
+		b->orig_pc = l->nm_orig_pc != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_orig_pc) : (int32_t)HS_NONE;
+		if (l->nm_deopt_begin != HS_NONE)
+			b->deopt = hs_u64(hdr, l->nm_deopt_begin);
+		else if (l->nm_deopt_offset != HS_NONE)
+			b->deopt = b->addr + hs_u32(hdr, l->nm_deopt_offset);
 	}
 	return 0;
 }
@@ -322,8 +327,18 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		return r;
 	}
 	switch (b.kind) {
-	case HS_BLOB_NMETHOD:
-		r = hs_compiled_loc(w->h, w->p, &b, pc, !top, &loc);
+	case HS_BLOB_NMETHOD: {
+		uint64_t at = pc;
+
+		/*
+		 * A frame being deoptimized returns to its nmethod's deoptimization handler: the pc
+		 * it had, the call it made, is kept in the frame (HotSpot's orig_pc_addr()).
+		 */
+		if (!top && b.deopt && pc == b.deopt && b.orig_pc != (int32_t)HS_NONE &&
+		    (!unw_read(&w->c, w->usp + b.orig_pc, &at) || at < b.code_begin ||
+		     at >= b.code_end))
+			at = pc;
+		r = hs_compiled_loc(w->h, w->p, &b, at, !top, &loc);
 		if (r) {
 			st->stale++;
 			return r;
@@ -331,6 +346,7 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		st->compiled++;
 		pcs[(*n)++] = HS_LOC_TAG | loc;
 		return step_sized(w, &b, pc, top);
+	}
 	case HS_BLOB_INTERP: {
 		uint64_t bp = w->c.r[REG_RBP], method, bcp;
 

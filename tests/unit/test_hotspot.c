@@ -190,6 +190,7 @@ static void fake_layout(struct hs_layout *l)
 	l->cb_frame_complete_2 = false;
 	l->nm_method = 48, l->nm_compile_id = 56, l->nm_scopes_data = 64, l->nm_metadata = 72;
 	l->nm_scopes_pcs = 76, l->nm_deps = 80;
+	l->nm_deopt_begin = 88, l->nm_orig_pc = 96;
 	l->pc_pc_offset = 0, l->pc_scope_decode = 4, l->pc_size = 16;
 	l->m_const = 8;
 	l->cm_constants = 8, l->cm_flags = 16, l->cm_code_size = 18, l->cm_name_index = 20;
@@ -425,6 +426,21 @@ static void walk_synthetic(void **state)
 		assert_int_equal(ln[0].line, 31);
 		assert_int_equal(ln[1].line, 42);
 	}
+	/* B being deoptimized: its callee returns to B's handler, B's pc kept in its frame */
+	put64(b, 88, (uint64_t)(b + 128 + 300));
+	put32(b, 96, 16);
+	stack[13] = (uint64_t)(b + 128 + 300);
+	stack[14 + 2] = (uint64_t)(b + 128 + 40);
+	put32(b, 56, 13);
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+		    &hend);
+	assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
+	assert_int_equal(sym_loc(s, (uint32_t)pcs[2])->nframes, 2);
+	assert_string_equal(sym_str(s, sym_proc(s, sym_frames(s, sym_loc(s, (uint32_t)pcs[2]))[0])->full),
+			    "java.pkg.C.inl");
+	stack[13] = (uint64_t)(b + 128 + 40);
+	stack[14 + 2] = 0;
+	put32(b, 56, 9);
 	/* scopes that do not end with the nmethod's own method are not trusted: its name alone */
 	put64(b, 48, m_c);
 	put32(b, 56, 11);
