@@ -45,13 +45,13 @@ def check_shares(listing, own, what):
     return n
 
 
-def check_named(listing, what):
+def check_named(listing, what, cls="Phases", methods=METHODS):
     """The Java main thread's samples (those under libjli's JavaMain): at least 85 % of them
-    walked through their Java frames to Phases.main, and what was not walked flagged."""
+    walked through their Java frames to CLASS.main, and what was not walked flagged."""
     p = procs(listing)
     thread = p["libjli.so.JavaMain"]["deep"]
-    named = p["java.Phases.main"]["deep"]
-    work = sum(p.get(f"java.Phases.{m}", {"deep": 0})["deep"] for m in METHODS)
+    named = p[f"java.{cls}.main"]["deep"]
+    work = sum(p.get(f"java.{cls}.{m}", {"deep": 0})["deep"] for m in methods)
     assert named >= 0.85 * thread, f"{what}: {named} of {thread} samples of the main thread reach Phases.main"
     assert work <= named, (work, named)
     # (foreign: a sample charged to no named procedure; JIT code unwalked would be)
@@ -275,6 +275,32 @@ def test_inlined_chain_every_jdk():
             print(f"  {exe}: {leaf} samples in leaf under its 7 levels; {st['inlined']} inlined methods")
         finally:
             assert d.stop() == 0, d.logtext()
+
+
+def test_code_that_moves():
+    """Churn: a call site that meets a new receiver class every 250 ms, its code deoptimized
+    and compiled again all along: work and other within 3 pp of their own shares, the work's
+    samples walked to main, and few frames refused as stale (flagged, never misnamed)."""
+    exe = java()
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "Churn", 5,
+                                sock=d.sock)
+        own = first_json_line(p.stdout)
+        names = procs(listing)
+        got = {m: names.get(f"java.Churn.{m}", {"deep": 0})["deep"] for m in ("work", "other")}
+        n = sum(got.values())
+        assert n >= 500, got
+        for m in got:
+            tol = share_tolerance_pp(own[m], n, 3.0)
+            assert abs(got[m] / n - own[m]) * 100 <= tol, (m, got[m] / n, own[m], tol)
+        check_named(listing, "Churn", "Churn", ("work", "other"))
+        st = json.loads(pcmon("status", "--json", sock=d.sock, check=0).stdout)["java"]
+        assert st["stale"] + st["unwalked"] <= 0.02 * st["frames"], st
+        print(f"  Churn: {n} samples, work {got['work'] / n:.3f} (own {own['work']:.3f}); "
+              f"{st['stale']} frames refused as stale of {st['frames']}")
+    finally:
+        assert d.stop() == 0, d.logtext()
 
 
 def test_status_counts_java_frames():
