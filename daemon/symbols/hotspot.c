@@ -17,7 +17,10 @@
 #include "sym.h"
 
 const char *const hs_table_syms[HS_NTABLES] = {
-	"gHotSpotVMStructs", "gHotSpotVMTypes", "gHotSpotVMIntConstants", "gHotSpotVMLongConstants",
+	"gHotSpotVMStructs",
+	"gHotSpotVMTypes",
+	"gHotSpotVMIntConstants",
+	"gHotSpotVMLongConstants",
 };
 
 /*
@@ -26,14 +29,16 @@ const char *const hs_table_syms[HS_NTABLES] = {
  */
 enum { SH_NAME, SH_FIELD, SH_STATIC, SH_OFFSET, SH_ADDRESS, SH_SIZE, SH_VALUE, SH_STRIDE };
 const char *const hs_shape_syms[HS_NTABLES][8] = {
-	[HS_STRUCTS] = { "gHotSpotVMStructEntryTypeNameOffset", "gHotSpotVMStructEntryFieldNameOffset",
+	[HS_STRUCTS] = { "gHotSpotVMStructEntryTypeNameOffset",
+			 "gHotSpotVMStructEntryFieldNameOffset",
 			 "gHotSpotVMStructEntryIsStaticOffset", "gHotSpotVMStructEntryOffsetOffset",
 			 "gHotSpotVMStructEntryAddressOffset", NULL, NULL,
 			 "gHotSpotVMStructEntryArrayStride" },
 	[HS_TYPES] = { "gHotSpotVMTypeEntryTypeNameOffset", NULL, NULL, NULL, NULL,
 		       "gHotSpotVMTypeEntrySizeOffset", NULL, "gHotSpotVMTypeEntryArrayStride" },
 	[HS_INTS] = { "gHotSpotVMIntConstantEntryNameOffset", NULL, NULL, NULL, NULL, NULL,
-		      "gHotSpotVMIntConstantEntryValueOffset", "gHotSpotVMIntConstantEntryArrayStride" },
+		      "gHotSpotVMIntConstantEntryValueOffset",
+		      "gHotSpotVMIntConstantEntryArrayStride" },
 	[HS_LONGS] = { "gHotSpotVMLongConstantEntryNameOffset", NULL, NULL, NULL, NULL, NULL,
 		       "gHotSpotVMLongConstantEntryValueOffset",
 		       "gHotSpotVMLongConstantEntryArrayStride" },
@@ -49,8 +54,8 @@ static const uint64_t shape_default[HS_NTABLES][8] = {
 /* ---- the tables, read whole */
 
 struct ent {
-	char *name, *field;	/* field NULL for types and constants */
-	uint64_t val;		/* offset, static address, size or value */
+	char *name, *field; /* field NULL for types and constants */
+	uint64_t val;	    /* offset, static address, size or value */
 	bool is_static;
 };
 
@@ -101,7 +106,8 @@ static int dump_read(const struct hs_rd *rd, const struct hs_tables *t, struct d
 
 		for (int k = 0; k < 8; k++) {
 			sh[k] = shape_default[tb][k];
-			if (t->shape[tb][k] && !rd->read(rd->ctx, t->shape[tb][k], &base, 8) && base)
+			if (t->shape[tb][k] && !rd->read(rd->ctx, t->shape[tb][k], &base, 8) &&
+			    base)
 				sh[k] = base;
 		}
 		/* the stride is set by libjvm's initializers: 0, they have not run yet */
@@ -124,7 +130,9 @@ static int dump_read(const struct hs_rd *rd, const struct hs_tables *t, struct d
 			if (i >= first + got) {
 				first = i;
 				got = rd->read(rd->ctx, base + i * sh[SH_STRIDE], chunk,
-					       32 * sh[SH_STRIDE]) ? 0 : 32;
+					       32 * sh[SH_STRIDE])
+					      ? 0
+					      : 32;
 			}
 			if (i < first + got)
 				memcpy(ent, chunk + (i - first) * sh[SH_STRIDE], sh[SH_STRIDE]);
@@ -172,7 +180,8 @@ static int find(const struct dump *d, const char *type, const char *field, uint6
 		for (size_t i = 0; i < d->n[tb]; i++) {
 			const struct ent *e = &d->e[tb][i];
 
-			if (strcmp(e->name, type) || (field && (!e->field || strcmp(e->field, field))))
+			if (strcmp(e->name, type) ||
+			    (field && (!e->field || strcmp(e->field, field))))
 				continue;
 			*val = e->val;
 			return 0;
@@ -291,7 +300,8 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	l->nm_scopes_pcs = OFF("nmethod::_scopes_pcs_offset");
 	l->nm_deps = OFF("nmethod::_dependencies_offset");
 	l->nm_metadata = OFF("nmethod::_metadata_offset");
-	l->nm_deopt_begin = OFF("CompiledMethod::_deopt_handler_begin", "nmethod::_deopt_handler_begin");
+	l->nm_deopt_begin =
+		OFF("CompiledMethod::_deopt_handler_begin", "nmethod::_deopt_handler_begin");
 	l->nm_deopt_offset = OFF("nmethod::_deopt_handler_offset");
 	l->nm_orig_pc = OFF("nmethod::_orig_pc_offset");
 	l->nm_immutable = OFF("nmethod::_immutable_data");
@@ -332,29 +342,41 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 	l->nm_immutable_layout = l->nm_immutable != HS_NONE && l->nm_immutable_size != HS_NONE &&
 				 l->cb_mutable != HS_NONE && l->cb_mutable_size != HS_NONE &&
 				 l->cb_relocation_size != HS_NONE;
-	l->scopes = l->nm_scopes_data != HS_NONE && l->nm_scopes_pcs != HS_NONE &&
-		    l->pc_pc_offset != HS_NONE && l->pc_scope_decode != HS_NONE &&
-		    l->pc_size != HS_NONE && l->version &&
-		    (l->nm_immutable_layout || (l->nm_deps != HS_NONE && l->nm_metadata != HS_NONE));
+	l->scopes =
+		l->nm_scopes_data != HS_NONE && l->nm_scopes_pcs != HS_NONE &&
+		l->pc_pc_offset != HS_NONE && l->pc_scope_decode != HS_NONE &&
+		l->pc_size != HS_NONE && l->version &&
+		(l->nm_immutable_layout || (l->nm_deps != HS_NONE && l->nm_metadata != HS_NONE));
 	dump_free(&d);
 	{
-		static const struct { const char *name; size_t at; } need[] = {
+		static const struct {
+			const char *name;
+			size_t at;
+		} need[] = {
 #define NEED(f, n) { n, offsetof(struct hs_layout, f) }
-			NEED(ga_len, "GrowableArrayBase::_len"), NEED(ga_data, "GrowableArray<int>::_data"),
-			NEED(heap_memory, "CodeHeap::_memory"), NEED(heap_segmap, "CodeHeap::_segmap"),
+			NEED(ga_len, "GrowableArrayBase::_len"),
+			NEED(ga_data, "GrowableArray<int>::_data"),
+			NEED(heap_memory, "CodeHeap::_memory"),
+			NEED(heap_segmap, "CodeHeap::_segmap"),
 			NEED(heap_log2seg, "CodeHeap::_log2_segment_size"),
 			NEED(vs_low_boundary, "VirtualSpace::_low_boundary"),
-			NEED(vs_high, "VirtualSpace::_high"), NEED(vs_low, "VirtualSpace::_low"),
-			NEED(hb_size, "HeapBlock"), NEED(cb_name, "CodeBlob::_name"),
+			NEED(vs_high, "VirtualSpace::_high"),
+			NEED(vs_low, "VirtualSpace::_low"),
+			NEED(hb_size, "HeapBlock"),
+			NEED(cb_name, "CodeBlob::_name"),
 			NEED(cb_frame_size, "CodeBlob::_frame_size"),
 			NEED(cb_frame_complete, "CodeBlob::_frame_complete_offset"),
-			NEED(cb_size, "CodeBlob::_size"), NEED(nm_method, "nmethod::_method"),
+			NEED(cb_size, "CodeBlob::_size"),
+			NEED(nm_method, "nmethod::_method"),
 			NEED(m_const, "Method::_constMethod"),
 			NEED(cm_constants, "ConstMethod::_constants"),
 			NEED(cm_name_index, "ConstMethod::_name_index"),
-			NEED(cm_size, "ConstMethod"), NEED(cp_holder, "ConstantPool::_pool_holder"),
-			NEED(cp_size, "ConstantPool"), NEED(k_name, "Klass::_name"),
-			NEED(sym_length, "Symbol::_length"), NEED(sym_body, "Symbol::_body"),
+			NEED(cm_size, "ConstMethod"),
+			NEED(cp_holder, "ConstantPool::_pool_holder"),
+			NEED(cp_size, "ConstantPool"),
+			NEED(k_name, "Klass::_name"),
+			NEED(sym_length, "Symbol::_length"),
+			NEED(sym_body, "Symbol::_body"),
 #undef NEED
 		};
 
@@ -364,11 +386,13 @@ int hs_layout_read(const struct hs_rd *rd, const struct hs_tables *t, struct hs_
 			return -EAGAIN;
 		}
 		if (!l->cc_heaps || !l->cc_low || !l->cc_high) {
-			snprintf(why, wlen, "it publishes no CodeCache::_heaps, _low_bound, _high_bound");
+			snprintf(why, wlen,
+				 "it publishes no CodeCache::_heaps, _low_bound, _high_bound");
 			return -ENOTSUP;
 		}
 		if (l->cb_code_begin == HS_NONE && l->cb_code_offset == HS_NONE) {
-			snprintf(why, wlen, "it publishes neither CodeBlob::_code_begin nor _code_offset");
+			snprintf(why, wlen,
+				 "it publishes neither CodeBlob::_code_begin nor _code_offset");
 			return -ENOTSUP;
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(need); i++) {
@@ -513,7 +537,7 @@ struct look {
 	struct hs_tables t;
 	bool found;
 	bool launcher;	/* libjli.so, the java launcher's library: a libjvm may be on its way */
-	uint32_t files;	/* mappings of files seen */
+	uint32_t files; /* mappings of files seen */
 };
 
 static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
@@ -550,7 +574,8 @@ static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 	for (int t = 0; t < HS_NTABLES; t++) {
 		c->t.table[t] = addr[t * 9] ? addr[t * 9] - base + start : 0;
 		for (int k = 0; k < 8; k++)
-			c->t.shape[t][k] = addr[t * 9 + 1 + k] ? addr[t * 9 + 1 + k] - base + start : 0;
+			c->t.shape[t][k] =
+				addr[t * 9 + 1 + k] ? addr[t * 9 + 1 + k] - base + start : 0;
 	}
 	c->found = c->t.table[HS_STRUCTS] != 0;
 	return c->found;
@@ -600,7 +625,8 @@ static void look(struct hs *h, struct hs_proc *p)
 	if (r) {
 		if (!p->told)
 			pr_warn("pid %u: a HotSpot JVM pcmon cannot read (JDK %u: %s): its samples keep "
-				"their native frames", p->pid, p->l.version, why);
+				"their native frames",
+				p->pid, p->l.version, why);
 		p->told = true;
 		return;
 	}
@@ -608,7 +634,8 @@ static void look(struct hs *h, struct hs_proc *p)
 	h->st.jvms++;
 	hs_heaps_read(p);
 	pr_debug("pid %u: HotSpot JVM, JDK %u, its tables read in %.1f ms; its Java frames are "
-		 "walked%s", p->pid, p->l.version, (now_ns() - t0) / 1e6,
+		 "walked%s",
+		 p->pid, p->l.version, (now_ns() - t0) / 1e6,
 		 p->l.scopes ? "" : " (compiled frames without their inlined methods)");
 }
 

@@ -31,7 +31,7 @@ struct hs_rd {
 /* Where the published tables are in the reader's address space (libjvm's dynamic symbols). */
 enum hs_table { HS_STRUCTS, HS_TYPES, HS_INTS, HS_LONGS, HS_NTABLES };
 struct hs_tables {
-	uint64_t table[HS_NTABLES];	/* the address of gHotSpotVMStructs etc. (the pointer's) */
+	uint64_t table[HS_NTABLES]; /* the address of gHotSpotVMStructs etc. (the pointer's) */
 	/* the address of each gHotSpotVM*Entry*Offset and *ArrayStride (0: the usual layout) */
 	uint64_t shape[HS_NTABLES][8];
 };
@@ -45,7 +45,7 @@ extern const char *const hs_shape_syms[HS_NTABLES][8];
  */
 #define HS_NONE 0xffffffffu
 struct hs_layout {
-	uint32_t version;	/* the JDK's feature version, as far as the tables tell (11, 17, ...) */
+	uint32_t version; /* the JDK's feature version, as far as the tables tell (11, 17, ...) */
 	/* statics: addresses in the process */
 	uint64_t cc_heaps, cc_low, cc_high, interp_code;
 	/* GrowableArray<CodeHeap*>, CodeHeap, VirtualSpace, HeapBlock */
@@ -71,16 +71,16 @@ struct hs_layout {
 	/* Method, ConstMethod, ConstantPool, Klass, Symbol */
 	uint32_t m_const;
 	uint32_t cm_constants, cm_flags, cm_code_size, cm_name_index, cm_sig_index, cm_size;
-	uint8_t cm_flags_4;	/* ConstMethod's flags are 4 bytes (ConstMethodFlags, JDK 21 on) */
-	uint32_t cm_has_lines;	/* the flag bit saying it has a line number table */
+	uint8_t cm_flags_4;    /* ConstMethod's flags are 4 bytes (ConstMethodFlags, JDK 21 on) */
+	uint32_t cm_has_lines; /* the flag bit saying it has a line number table */
 	uint32_t cp_holder, cp_source_file, cp_size;
 	uint32_t k_name;
 	uint32_t sym_length, sym_body;
 	/* the interpreter's frame, in words from its frame pointer (x86-64's, unless published) */
 	int32_t if_method, if_bcp, if_sender_sp;
 	int32_t invocation_entry_bci;
-	bool scopes;		/* the debug info of compiled frames can be decoded (inlining, lines) */
-	bool unsigned5_x1;	/* compressed streams exclude a zero byte (UNSIGNED5, JDK 21 on) */
+	bool scopes;	   /* the debug info of compiled frames can be decoded (inlining, lines) */
+	bool unsigned5_x1; /* compressed streams exclude a zero byte (UNSIGNED5, JDK 21 on) */
 };
 
 /*
@@ -131,8 +131,8 @@ void hs_exited(struct hs *h, uint32_t pid, uint64_t now);
 
 /* How a HotSpot walk ended beyond the CFI walk's reasons (unwind.h). */
 enum hs_end {
-	HS_END_NATIVE = 0,	/* the native walk's end (*@end) says */
-	HS_END_JAVA,		/* a Java frame could not be walked or named (stale, unreadable) */
+	HS_END_NATIVE = 0, /* the native walk's end (*@end) says */
+	HS_END_JAVA,	   /* a Java frame could not be walked or named (stale, unreadable) */
 };
 
 /*
@@ -147,14 +147,14 @@ int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_N
 	    int *end, enum hs_end *hend);
 
 /* Counters for `pcmon status`. */
-#define HS_STATS_FIELDS(X)                                                                 \
-	X(jvms)        /* JVMs found */                                                    \
-	X(frames)      /* Java frames walked */                                            \
-	X(compiled)    /* of them, compiled */                                             \
-	X(inlined)     /* methods inlined into those */                                    \
-	X(interpreted) /* interpreted frames */                                            \
-	X(stubs)       /* stubs and adapters */                                            \
-	X(stale)       /* frames refused: their code blob freed or not what it was */      \
+#define HS_STATS_FIELDS(X)                                                            \
+	X(jvms)	       /* JVMs found */                                               \
+	X(frames)      /* Java frames walked */                                       \
+	X(compiled)    /* of them, compiled */                                        \
+	X(inlined)     /* methods inlined into those */                               \
+	X(interpreted) /* interpreted frames */                                       \
+	X(stubs)       /* stubs and adapters */                                       \
+	X(stale)       /* frames refused: their code blob freed or not what it was */ \
 	X(unwalked)    /* walks stopped at a Java frame (cut short, java) */
 struct hs_stats {
 #define HS_STAT(f) uint64_t f;

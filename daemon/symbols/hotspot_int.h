@@ -7,27 +7,27 @@
 #include "util.h"
 
 #define HS_MAX_HEAPS 4
-#define HS_SEEN_MAX 1024
+#define HS_SEEN_MAX  1024
 
 /* What a code blob is, as the walk needs it. */
 enum hs_kind {
-	HS_BLOB_NMETHOD,	/* compiled Java code: a frame of frame_size words */
-	HS_BLOB_INTERP,		/* the interpreter: frames on the frame pointer */
-	HS_BLOB_FRAMED,		/* a stub with a frame of its own size (RuntimeStub, ...) */
-	HS_BLOB_STUB,		/* a stub without (StubRoutines, adapters): frame pointer */
+	HS_BLOB_NMETHOD, /* compiled Java code: a frame of frame_size words */
+	HS_BLOB_INTERP,	 /* the interpreter: frames on the frame pointer */
+	HS_BLOB_FRAMED,	 /* a stub with a frame of its own size (RuntimeStub, ...) */
+	HS_BLOB_STUB,	 /* a stub without (StubRoutines, adapters): frame pointer */
 };
 
 /* A code blob as read from the process (hotspot_unwind.c). */
 struct hs_blob {
-	uint64_t addr, code_begin, code_end, name_ptr, pc;	/* pc: the one it was read for */
-	uint64_t method;	/* nmethods */
-	uint64_t deopt;		/* nmethods: where their deoptimization handler starts (0: not known) */
-	int32_t orig_pc;	/* ... and where in a frame the pc it had is kept (HS_NONE: not) */
-	int32_t frame_size;	/* words */
-	int32_t frame_complete;	/* bytes from code_begin */
+	uint64_t addr, code_begin, code_end, name_ptr, pc; /* pc: the one it was read for */
+	uint64_t method;				   /* nmethods */
+	uint64_t deopt;	    /* nmethods: where their deoptimization handler starts (0: not known) */
+	int32_t orig_pc;    /* ... and where in a frame the pc it had is kept (HS_NONE: not) */
+	int32_t frame_size; /* words */
+	int32_t frame_complete; /* bytes from code_begin */
 	int32_t compile_id;
 	enum hs_kind kind;
-	bool native;		/* a native method's wrapper (no debug info but its method) */
+	bool native; /* a native method's wrapper (no debug info but its method) */
 	char name[48];
 };
 
@@ -39,16 +39,16 @@ struct hs_heap {
 struct hs_proc {
 	uint32_t pid, epoch;
 	bool jvm, told, marked;
-	bool libjvm;		/* it maps libjvm.so (its tables may not be filled in yet) */
-	bool launcher;		/* it maps the java launcher (a libjvm on its way) */
-	uint64_t gone_at;	/* when it exited (0: it runs) */
+	bool libjvm;	  /* it maps libjvm.so (its tables may not be filled in yet) */
+	bool launcher;	  /* it maps the java launcher (a libjvm on its way) */
+	uint64_t gone_at; /* when it exited (0: it runs) */
 	uint32_t looks;
 	uint64_t last_look;
 	struct hs_layout l;
-	uint64_t cc_lo, cc_hi;	/* the code cache, once the JVM made it */
+	uint64_t cc_lo, cc_hi; /* the code cache, once the JVM made it */
 	struct hs_heap heaps[HS_MAX_HEAPS];
 	uint32_t nheaps;
-	uint64_t heaps_read;	/* when they were last read */
+	uint64_t heaps_read; /* when they were last read */
 	uint64_t interp_lo, interp_hi;
 	/*
 	 * The blobs read, by pc (direct-mapped, HS_SEEN_MAX): found again with one read of
@@ -64,7 +64,7 @@ struct hs {
 	struct sym *sym;
 	struct hs_proc *procs;
 	size_t nprocs, cap_procs;
-	struct hs_names *names;	/* hotspot_names.c's caches */
+	struct hs_names *names; /* hotspot_names.c's caches */
 	struct hs_stats st;
 };
 

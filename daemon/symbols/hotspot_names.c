@@ -13,17 +13,17 @@
 #include "hotspot_int.h"
 #include "sym.h"
 
-#define HS_NAME_MAX 512
-#define HS_LINES_MAX 4096
-#define HS_DEBUG_MAX (4u << 20)
+#define HS_NAME_MAX   512
+#define HS_LINES_MAX  4096
+#define HS_DEBUG_MAX  (4u << 20)
 #define HS_INLINE_MAX 32
 
 struct meth {
-	char *name;		/* "java.util.HashMap.get" */
-	char *file;		/* "java/util/HashMap.java" */
-	uint64_t code;		/* its bytecodes' address */
+	char *name;    /* "java.util.HashMap.get" */
+	char *file;    /* "java/util/HashMap.java" */
+	uint64_t code; /* its bytecodes' address */
 	uint32_t code_size;
-	uint8_t *lines;		/* its compressed line number table (NULL: none) */
+	uint8_t *lines; /* its compressed line number table (NULL: none) */
 	uint32_t nlines;
 };
 
@@ -32,18 +32,18 @@ struct nm {
 	uint64_t addr, method;
 	int32_t compile_id;
 	uint64_t code_begin;
-	uint8_t *debug;		/* metadata, scopes data, PcDescs, one after another */
+	uint8_t *debug; /* metadata, scopes data, PcDescs, one after another */
 	uint32_t meta_len, scopes_off, scopes_len, pcs_off, npcs;
 };
 
 struct hs_names {
-	struct itab *meths;	/* (pid, Method*) */
+	struct itab *meths; /* (pid, Method*) */
 	struct meth *m;
 	size_t cap_m;
-	struct itab *locs;	/* (pid, kind, address, id, pc): a frame's location */
+	struct itab *locs; /* (pid, kind, address, id, pc): a frame's location */
 	uint32_t *loc;
 	size_t cap_loc;
-	struct nm *nms;		/* a small cache of nmethods' debug info, by address */
+	struct nm *nms; /* a small cache of nmethods' debug info, by address */
 	size_t nnms, cap_nms;
 };
 
@@ -120,7 +120,7 @@ void hs_names_forget(struct hs_names *n, uint32_t pid)
  * JVMs that make code without end) they start again empty, what they held read anew as
  * needed. Called between walks, when no pointer into them is held.
  */
-#define HS_LOCS_MAX (1u << 20)
+#define HS_LOCS_MAX  (1u << 20)
 #define HS_METHS_MAX (1u << 18)
 void hs_names_trim(struct hs_names *n)
 {
@@ -214,8 +214,9 @@ static int meth_read(struct hs_proc *p, uint64_t method, struct meth *m)
 	}
 	m->code = cmp + l->cm_size;
 	m->code_size = hs_u16(cm, l->cm_code_size);
-	flags = l->cm_flags == HS_NONE ? 0 : l->cm_flags_4 ? hs_u32(cm, l->cm_flags)
-							   : hs_u16(cm, l->cm_flags);
+	flags = l->cm_flags == HS_NONE ? 0
+		: l->cm_flags_4	       ? hs_u32(cm, l->cm_flags)
+				       : hs_u16(cm, l->cm_flags);
 	if (l->cm_has_lines != HS_NONE && (flags & l->cm_has_lines)) {
 		uint8_t buf[HS_LINES_MAX];
 		uint32_t got = 0;
@@ -239,7 +240,10 @@ static int meth_read(struct hs_proc *p, uint64_t method, struct meth *m)
 static struct meth *meth_of(struct hs *h, struct hs_proc *p, uint64_t method)
 {
 	struct hs_names *n = h->names;
-	struct { uint32_t pid, pad; uint64_t m; } key = { p->pid, 0, method };
+	struct {
+		uint32_t pid, pad;
+		uint64_t m;
+	} key = { p->pid, 0, method };
 	struct meth m;
 	uint32_t id;
 	int r;
@@ -285,8 +289,8 @@ static int intern(struct hs *h, const char *const *procs, const char *const *fil
 	size_t at = 0;
 
 	for (size_t i = 0; i < n && at < sizeof(key); i++)
-		at += snprintf(key + at, sizeof(key) - at, "%s:%s:%u|", procs[i], files[i] ? files[i] : "",
-			       lines[i]);
+		at += snprintf(key + at, sizeof(key) - at, "%s:%s:%u|", procs[i],
+			       files[i] ? files[i] : "", lines[i]);
 	at = MIN(at, sizeof(key));
 	return sym_intern_loc(h->sym, HS_MODULE, hash_bytes(key, at) & ~HS_LOC_TAG, procs, files,
 			      lines, n, loc);
@@ -297,7 +301,10 @@ static uint32_t *loc_slot(struct hs *h, uint32_t pid, uint32_t kind, uint64_t a,
 			  uint64_t c)
 {
 	struct hs_names *n = h->names;
-	struct { uint32_t pid, kind; uint64_t a, b, c; } key = { pid, kind, a, b, c };
+	struct {
+		uint32_t pid, kind;
+		uint64_t a, b, c;
+	} key = { pid, kind, a, b, c };
 	uint32_t id;
 	int r = itab_intern(n->locs, &key, sizeof(key), &id);
 
@@ -339,10 +346,15 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 	struct hs_names *n = h->names;
 	const struct hs_layout *l = &p->l;
 	uint8_t hdr[1024];
-	struct span { uint64_t at, len; } part[3]; /* metadata, scopes data, PcDescs */
+	struct span {
+		uint64_t at, len;
+	} part[3]; /* metadata, scopes data, PcDescs */
 	uint64_t total = 0;
-	struct nm e = { .pid = p->pid, .addr = b->addr, .method = b->method,
-			.compile_id = b->compile_id, .code_begin = b->code_begin };
+	struct nm e = { .pid = p->pid,
+			.addr = b->addr,
+			.method = b->method,
+			.compile_id = b->compile_id,
+			.code_begin = b->code_begin };
 	size_t i;
 
 	for (i = 0; i < n->nnms; i++) {
@@ -439,8 +451,8 @@ static uint32_t scope_chain(struct hs *h, struct hs_proc *p, const struct nm *e,
 		struct meth *m;
 		int bci;
 
-		if (!hs_scope_at(sd, e->scopes_len, x1, dec, p->l.invocation_entry_bci, &sender, &mi,
-				 &bci) ||
+		if (!hs_scope_at(sd, e->scopes_len, x1, dec, p->l.invocation_entry_bci, &sender,
+				 &mi, &bci) ||
 		    !mi || mi * 8 > e->meta_len)
 			return 0;
 		mp = hs_u64(e->debug, (mi - 1) * 8);
@@ -450,7 +462,8 @@ static uint32_t scope_chain(struct hs *h, struct hs_proc *p, const struct nm *e,
 		outer = mp;
 		procs[nf] = m->name;
 		files[nf] = m->file[0] ? m->file : NULL;
-		lines[nf] = m->lines ? (uint32_t)MAX(hs_line_of(m->lines, m->nlines, x1, bci), 0) : 0;
+		lines[nf] =
+			m->lines ? (uint32_t)MAX(hs_line_of(m->lines, m->nlines, x1, bci), 0) : 0;
 		nf++;
 		dec = sender;
 	}
@@ -480,7 +493,8 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 	if (e) {
 		/* the PcDesc at a return address; for the frame on top, the next one after pc */
 		for (uint32_t i = 0; i < e->npcs; i++) {
-			int32_t off = (int32_t)hs_u32(e->debug, e->pcs_off + i * l->pc_size + l->pc_pc_offset);
+			int32_t off = (int32_t)hs_u32(e->debug, e->pcs_off + i * l->pc_size +
+									l->pc_pc_offset);
 
 			if (exact ? off == rel : off > rel) {
 				best = i;
@@ -495,10 +509,12 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 	if (e && exact && best < 0 && !b->native)
 		return -ESTALE;
 	if (best >= 0) {
-		uint32_t dec = hs_u32(e->debug, e->pcs_off + best * l->pc_size + l->pc_scope_decode);
+		uint32_t dec =
+			hs_u32(e->debug, e->pcs_off + best * l->pc_size + l->pc_scope_decode);
 
 		nf = scope_chain(h, p, e, dec, b->method, l->unsigned5_x1, procs, files, lines);
-		if (!nf && scope_chain(h, p, e, dec, b->method, !l->unsigned5_x1, procs, files, lines)) {
+		if (!nf &&
+		    scope_chain(h, p, e, dec, b->method, !l->unsigned5_x1, procs, files, lines)) {
 			/*
 			 * Read right with the other encoding of HotSpot's streams (the JDK that moved
 			 * to UNSIGNED5 not the one pcmon took it to be): this JVM's, from now on.
@@ -506,7 +522,8 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 			p->l.unsigned5_x1 = !p->l.unsigned5_x1;
 			pr_info("pid %u: JDK %u's debug info is %s-encoded", p->pid, l->version,
 				l->unsigned5_x1 ? "UNSIGNED5" : "CompressedStream");
-			nf = scope_chain(h, p, e, dec, b->method, l->unsigned5_x1, procs, files, lines);
+			nf = scope_chain(h, p, e, dec, b->method, l->unsigned5_x1, procs, files,
+					 lines);
 		}
 		if (nf > 1)
 			h->st.inlined += nf - 1;

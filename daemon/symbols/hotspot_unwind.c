@@ -14,7 +14,7 @@
 
 #define REG_RBP 6
 #define REG_RSP 7
-#define REG_RA 16
+#define REG_RA	16
 
 /* The code cache's heaps read again, at most every 50 ms: 0 if they were. */
 static int heaps_again(struct hs_proc *p)
@@ -162,7 +162,8 @@ static int blob_at(struct hs_proc *p, uint64_t blk, uint64_t pc, struct hs_blob 
 		b->code_end = l->cb_code_end != HS_NONE ? hs_u64(hdr, l->cb_code_end) : 0;
 	} else {
 		b->code_begin = b->addr + hs_u32(hdr, l->cb_code_offset);
-		b->code_end = l->cb_data_offset != HS_NONE ? b->addr + hs_u32(hdr, l->cb_data_offset) : 0;
+		b->code_end =
+			l->cb_data_offset != HS_NONE ? b->addr + hs_u32(hdr, l->cb_data_offset) : 0;
 	}
 	if (!b->code_end)
 		b->code_end = b->addr + hs_u32(hdr, l->cb_size);
@@ -176,8 +177,10 @@ static int blob_at(struct hs_proc *p, uint64_t blk, uint64_t pc, struct hs_blob 
 		return -ENOENT;
 	if (b->kind == HS_BLOB_NMETHOD) {
 		b->method = hs_u64(hdr, l->nm_method);
-		b->compile_id = l->nm_compile_id != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_compile_id) : 0;
-		b->orig_pc = l->nm_orig_pc != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_orig_pc) : (int32_t)HS_NONE;
+		b->compile_id =
+			l->nm_compile_id != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_compile_id) : 0;
+		b->orig_pc = l->nm_orig_pc != HS_NONE ? (int32_t)hs_u32(hdr, l->nm_orig_pc)
+						      : (int32_t)HS_NONE;
 		if (l->nm_deopt_begin != HS_NONE)
 			b->deopt = hs_u64(hdr, l->nm_deopt_begin);
 		else if (l->nm_deopt_offset != HS_NONE)
@@ -226,9 +229,10 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 	}
 	if (!blk) {
 		if (log_verbosity >= LOG_DEBUG)
-			pr_debug("pid %u: pc %#llx: %s of the code cache (%#llx-%#llx, %u heaps)", p->pid,
-				 (unsigned long long)pc, hp ? "in no block" : "in no heap",
-				 (unsigned long long)p->cc_lo, (unsigned long long)p->cc_hi, p->nheaps);
+			pr_debug("pid %u: pc %#llx: %s of the code cache (%#llx-%#llx, %u heaps)",
+				 p->pid, (unsigned long long)pc, hp ? "in no block" : "in no heap",
+				 (unsigned long long)p->cc_lo, (unsigned long long)p->cc_hi,
+				 p->nheaps);
 		return -ENOENT;
 	}
 	return blob_at(p, blk, pc, b);
@@ -253,7 +257,7 @@ struct jwalk {
 	struct hs *h;
 	struct hs_proc *p;
 	struct unw_cursor c;
-	uint64_t usp;		/* the unextended stack pointer: where a compiled frame starts */
+	uint64_t usp; /* the unextended stack pointer: where a compiled frame starts */
 };
 
 /*
@@ -270,7 +274,8 @@ static int step_unframed(struct jwalk *w, uint64_t sp)
 		w->usp = sp + 8;
 		return 0;
 	}
-	if (unw_read(&w->c, sp + 8, &ra) && unw_read(&w->c, sp, &bp) && plausible(w->p, &w->c, ra)) {
+	if (unw_read(&w->c, sp + 8, &ra) && unw_read(&w->c, sp, &bp) &&
+	    plausible(w->p, &w->c, ra)) {
 		unw_set_caller(&w->c, ra, sp + 16, bp, true);
 		w->usp = sp + 16;
 		return 0;
@@ -357,10 +362,11 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		r = hs_interp_loc(w->h, w->p, method, bcp, &loc);
 		if (r) {
 			if (log_verbosity >= LOG_DEBUG)
-				pr_debug("pid %u: interpreted frame at %#llx, bp %#llx: Method %#llx "
-					 "unreadable%s", w->p->pid, (unsigned long long)pc,
-					 (unsigned long long)bp, (unsigned long long)method,
-					 top ? " (on top)" : "");
+				pr_debug(
+					"pid %u: interpreted frame at %#llx, bp %#llx: Method %#llx "
+					"unreadable%s",
+					w->p->pid, (unsigned long long)pc, (unsigned long long)bp,
+					(unsigned long long)method, top ? " (on top)" : "");
 			return r;
 		}
 		st->interpreted++;
@@ -410,12 +416,14 @@ int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_N
 			if (r) {
 				h->st.unwalked++;
 				if (log_verbosity >= LOG_DEBUG)
-					pr_debug("pid %u: Java frame at pc %#llx (frame %u, sp %#llx, bp %#llx): %s",
-						 pid, (unsigned long long)pc, n,
-						 (unsigned long long)w.c.r[REG_RSP],
-						 (unsigned long long)w.c.r[REG_RBP], strerror(-r));
+					pr_debug(
+						"pid %u: Java frame at pc %#llx (frame %u, sp %#llx, bp %#llx): %s",
+						pid, (unsigned long long)pc, n,
+						(unsigned long long)w.c.r[REG_RSP],
+						(unsigned long long)w.c.r[REG_RBP], strerror(-r));
 				if (n == before)
-					pcs[n++] = pc; /* (the frame, unnamed, where the walk stopped) */
+					pcs[n++] =
+						pc; /* (the frame, unnamed, where the walk stopped) */
 				*hend = HS_END_JAVA;
 				*end = UNW_END_FAULT;
 				return n;
