@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Java frames (docs/java.md) against tests/workloads/java/Phases.java, a program that times
 its own methods with the JVM's thread CPU clock, on the JDK there is (Debian's OpenJDK 17):
-with no JVM flag, launched by `pcmon run` and attached by --pid after it started, each of
-alpha, beta (through an interface) and gamma (through a lambda) within 3 pp of its own
-share, the work's samples named and walked to main, their lines from the class's line
-table; what could not be walked flagged `java`, never misnamed."""
+with no JVM flag, launched by `pcmon run`, attached by --pid after it started, in a
+--cgroup, beside everything (--all), with --unwind fp, with frame pointers and a perf map,
+each of alpha, beta (through an interface) and gamma (through a lambda) within 3 pp of its
+own share, the work's samples named and walked to main, their lines from the class's line
+table; every other JDK under /usr/lib/jvm (Temurin 25); REAL time of a parked thread
+charged to its Java caller; C2's inlined methods (JavaWork's chain of eight calls); code
+deoptimized and compiled again all along (Churn); what could not be walked flagged `java`,
+never misnamed."""
 import glob
 import json
 import os
