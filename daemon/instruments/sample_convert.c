@@ -92,6 +92,14 @@ static void cut_for(struct agg_stack *st, enum agg_unwalk why)
  * libpython's debug information, had not yet found it in a process started a moment before),
  * so it is flagged, not silently native.
  */
+/* Does the target of @k walk Java frames (not --no-java)? */
+static bool walks_java(struct sample_g *g, const struct pcmon_key *k)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && sample_of(t)->java;
+}
+
 static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const uint32_t *locs,
 			  uint32_t n)
 {
@@ -310,7 +318,8 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 	 * told once the engine found it (hs_is_jvm(), looked at only where the kernel's walk was
 	 * cut short, as in JIT code), and its later samples come as dwarf records.
 	 */
-	if (nu && us && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1)) {
+	if (nu && us && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1) &&
+	    walks_java(g, k)) {
 		hs_is_jvm(g->hs, k->pid, k->epoch);
 		if (hs_new_jvm(g->hs, k->pid))
 			sampler_jvm_set(g->smp, k->pid, k->epoch, true);
@@ -357,7 +366,8 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	sym_sample_taken(g->env.sym, d->taken);
 	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
 		; /* a whole stack of kernel frames (convert_pcs()) */
-	} else if (uw == AGG_WALK_OK && hs_is_jvm(g->hs, d->h.key.pid, d->h.key.epoch)) {
+	} else if (uw == AGG_WALK_OK && walks_java(g, &d->h.key) &&
+		   hs_is_jvm(g->hs, d->h.key.pid, d->h.key.epoch)) {
 		int e;
 
 		/* a JVM: Java frames walked and named as the stack is (docs/java.md) */

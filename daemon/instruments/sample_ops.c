@@ -136,11 +136,13 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
 		return;
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
-	if (ev->type == PCMON_EV_DLOPEN)
+	if (!sp->java)
+		;
+	else if (ev->type == PCMON_EV_DLOPEN)
 		hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
 	else
 		hs_is_jvm(g->hs, ev->pid, ev->epoch);
-	if (hs_new_jvm(g->hs, ev->pid))
+	if (sp->java && hs_new_jvm(g->hs, ev->pid))
 		sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
 	if (!sp->python)
 		return;
@@ -166,6 +168,7 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
 	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
 	cJSON_AddBoolToObject(o, "python", sp->python);
+	cJSON_AddBoolToObject(o, "java", sp->java);
 	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
 	if (sp->when_text)
 		cJSON_AddStringToObject(o, "when", sp->when_text);
@@ -270,6 +273,7 @@ static const struct proto_field fields[] = {
 	F_BOOL("kernel"),
 	F_BOOL("no_inline"),
 	F_BOOL("no_python"),
+	F_BOOL("no_java"),
 	F_STR("when", PROTO_MAX_LINE),
 	F_BOOL("when_from_file"),
 	F_BOOL("icase"),

@@ -307,6 +307,17 @@ def test_code_that_moves():
         assert d.stop() == 0, d.logtext()
 
 
+def test_no_java_lists_native_frames():
+    """--no-java: the JVM lists as a native program, no Java frame, no `java` cut."""
+    exe = java()
+    listing, _ = pcmon_json("run", "--no-java", "--interval", 1000, "--", exe, "-cp", CLASSES,
+                            "Phases", 2)
+    names = procs(listing)
+    assert not [k for k in names if k.startswith("java.")], [k for k in names if k.startswith("java.")][:10]
+    assert listing["summary"]["cut_short_by_reason"]["java"] == 0, listing["summary"]
+    assert listing["target"].get("java") is False, listing["target"]
+
+
 def test_status_counts_java_frames():
     """`pcmon status` says how many Java frames were walked, and how many refused."""
     exe = java()
