@@ -20,7 +20,8 @@ libbpf-tools (key in results.json; * = make bench-full only, FULL_ONLY):
  11. python*       a CPython 3.11 program's slowdown and pcmond's CPU per 1000 samples,
                    with Python frames and --no-python, beside perf record -g
  12. java*         a Java program's slowdown and pcmond's CPU per 1000 samples with its
-                   Java frames (default unwinder and --unwind fp), beside perf record -g
+                   Java frames (default unwinder, --unwind fp) and --no-java, beside perf
+                   record -g
 
 Everything is a ratio or a cost measured in this run; nothing is a constant typed in here.
 A form (BENCH_FORM: default, or full for make bench-full) runs every cell it has; a cell that
@@ -2121,9 +2122,11 @@ def table(res):
         add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
         session_header(add)
         for key, c in jv.get("sessions", {}).items():
-            session_row(add, key.replace("pcmon, Java frames", "pcmond java").replace("perf record -g", "perf -g"), c)
+            session_row(add, key.replace("pcmon, Java frames", "pcmond java").replace("pcmon --no-java", "pcmond no-java")
+                        .replace("perf record -g", "perf -g"), c)
         add("   (prof CPU ms/1k smp is the headline: what walking and naming Java frames costs the daemon")
-        add("   per 1000 samples; perf -g walks frame pointers, which JIT code has not: its stacks stop there)")
+        add("   per 1000 samples, beside --no-java; perf -g walks frame pointers, which JIT code has not:")
+        add("   its stacks stop there)")
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
@@ -2465,16 +2468,19 @@ def python_frames():
 
 
 JAVA_CLASSES = os.path.join(ROOT, ".output", "workloads", "java")
-J_CONFIGS = [("pcmon", "java"), ("pcmon", "fp"), ("perf", None)]
+J_CONFIGS = [("pcmon", "java"), ("pcmon", "no-java"), ("pcmon", "fp"), ("perf", None)]
 
 
 def javawork_cmd(units, max_wall=None):
     return ["java", "-cp", JAVA_CLASSES, "JavaWork", str(units)] + ([str(max_wall)] if max_wall else [])
 
 
+J_LABELS = {"java": "pcmon, Java frames", "no-java": "pcmon --no-java", "fp": "pcmon --unwind fp",
+            None: "perf record -g"}
+
+
 def j_key(tool, what, hz):
-    return (f"{'pcmon, Java frames' if what == 'java' else 'pcmon --unwind fp' if what else 'perf record -g'}"
-            f" @{hz}Hz")
+    return f"{J_LABELS[what]} @{hz}Hz"
 
 
 def java_pct(doc):
@@ -2515,7 +2521,8 @@ def java_frames():
                     continue
                 if tool == "pcmon":
                     cmd = [PCMON, "run", "--virtual", "--interval", str(us), "--json",
-                           *(["--unwind", "fp"] if what == "fp" else []), "--", *javawork_cmd(units)]
+                           *(["--unwind", "fp"] if what == "fp" else []),
+                           *(["--no-java"] if what == "no-java" else []), "--", *javawork_cmd(units)]
                     env = pcmon_env(NO_DAEMON)
                 else:
                     cmd, env = perf_record_cmd(hz, os.path.join(TMP, "java.perf.data"), javawork_cmd(units)), None
@@ -2555,9 +2562,11 @@ def java_frames():
     # the profilers' own cost, attached by pid to a long run of the same program
     long_run = javawork_cmd(10**12, WINDOW_S + 60)
     for hz, us in rates:
-        key = j_key("pcmon", "java", hz)
-        log(f"java: pcmond session, {key}")
-        out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto")
+        for what, opts in (("java", ()), ("no-java", ("--no-java",))):
+            key = j_key("pcmon", what, hz)
+            log(f"java: pcmond session, {key}")
+            out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto",
+                                           opts=opts)
         log(f"java: perf record session at {hz} Hz")
         out["sessions"][j_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
                                                    else guarded(perf_session, hz, long_run))
