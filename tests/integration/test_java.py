@@ -318,6 +318,23 @@ def test_no_java_lists_native_frames():
     assert listing["target"].get("java") is False, listing["target"]
 
 
+def test_unreadable_jvm_said_once():
+    """A libjvm.so whose published tables lack what pcmon needs (tests/workloads/special/
+    fakejvm.c, a "JDK 99" without the code cache's fields): said once, with what is missing,
+    and its samples keep their native frames, not flagged."""
+    exe = os.path.join(CLASSES, "..", "fakejvm", "fakejvm")
+    if not os.path.exists(exe):
+        raise Skip(f"no {exe} (make workloads)")
+    p = pcmon("run", "-v", "--interval", 1000, "--json", "--", exe, 2, sock="/nonexistent/pcmond.sock",
+              check=0)
+    said = [l for l in p.stderr.splitlines() if "a HotSpot JVM pcmon cannot read" in l]
+    assert len(said) == 1 and "JDK 99" in said[0] and "CodeCache::_heaps" in said[0], p.stderr[-2000:]
+    listing = pcmon_json("run", "--interval", 1000, "--", exe, 2, sock="/nonexistent/pcmond.sock")[0]
+    names = procs(listing)
+    assert names["fakejvm.spin"]["deep"] >= 0.9 * listing["summary"]["counted"], names["fakejvm.spin"]
+    assert listing["summary"]["cut_short_by_reason"]["java"] == 0, listing["summary"]
+
+
 def test_status_counts_java_frames():
     """`pcmon status` says how many Java frames were walked, and how many refused."""
     exe = java()
