@@ -136,14 +136,14 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
 		return;
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
-	if (!sp->java)
-		;
-	else if (ev->type == PCMON_EV_DLOPEN)
-		hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
-	else
-		hs_is_jvm(g->hs, ev->pid, ev->epoch);
-	if (sp->java && hs_new_jvm(g->hs, ev->pid))
-		sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
+	if (sp->java) {
+		if (ev->type == PCMON_EV_DLOPEN)
+			hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
+		else
+			hs_is_jvm(g->hs, ev->pid, ev->epoch);
+		if (hs_new_jvm(g->hs, ev->pid))
+			sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
+	}
 	if (!sp->python)
 		return;
 	if (ev->type == PCMON_EV_SAMPLED && !py_first_look(g->py, ev->pid, ev->epoch))
