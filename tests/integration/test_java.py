@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp
+from lib import Daemon, Skip, cgroup2_root, charged, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp
 
 CLASSES = os.path.join(os.path.dirname(__file__), "..", "..", ".output", "workloads", "java")
 METHODS = ("alpha", "beta", "gamma")
@@ -123,6 +123,15 @@ def test_pid_attach_and_lines():
         assert rows.get(0, 0) <= 0.05 * lines["count"], rows
         # (the `for` line, whose back edge is the debug-info point that follows the loop's code)
         assert max(rows, key=rows.get) in (loop - 1, loop), (loop, rows)
+        # WHEN over Java names: gamma's samples, all and only (the unwalkable, which match no
+        # pattern, counted apart)
+        when = pcmon_json("list", tid, "--when", "java.Phases.gamma->*", sock=d.sock)[0]
+        assert charged(when) == procs(listing)["java.Phases.gamma"]["deep"], \
+            (charged(when), procs(listing)["java.Phases.gamma"])
+        # the exports: folded stacks run from the native root through Phases.main
+        folded = pcmon("export", "--format", "folded", tid, sock=d.sock, check=0).stdout
+        alpha = [l for l in folded.splitlines() if ";Phases.alpha" in l]
+        assert alpha and all(";Phases.main;" in l and l.startswith("clone3;") for l in alpha), alpha[:3]
         print(f"  --pid: {n} samples of the three; alpha's lines {sorted(rows.items())}")
     finally:
         if proc.poll() is None:
