@@ -15,7 +15,8 @@
 
 #define HS_NAME_MAX   512
 #define HS_LINES_MAX  4096
-#define HS_DEBUG_MAX  (4u << 20)
+#define HS_DEBUG_MAX  (1u << 20)	/* an nmethod's debug info read, at most */
+#define HS_NMS_BYTES  (16u << 20)	/* what the cache of them holds, at most */
 #define HS_INLINE_MAX 32
 
 struct meth {
@@ -33,6 +34,7 @@ struct nm {
 	int32_t compile_id;
 	uint64_t code_begin;
 	uint8_t *debug; /* metadata, scopes data, PcDescs, one after another */
+	uint64_t size; /* its bytes */
 	uint32_t meta_len, scopes_off, scopes_len, pcs_off, npcs;
 };
 
@@ -44,7 +46,7 @@ struct hs_names {
 	uint32_t *loc;
 	size_t cap_loc;
 	struct nm *nms; /* a small cache of nmethods' debug info, by address */
-	size_t nnms, cap_nms;
+	size_t nnms, cap_nms, nms_bytes;
 };
 
 struct hs_names *hs_names_new(void)
@@ -107,6 +109,7 @@ void hs_names_forget(struct hs_names *n, uint32_t pid)
 	}
 	for (size_t i = 0; i < n->nnms;) {
 		if (n->nms[i].pid == pid) {
+			n->nms_bytes -= n->nms[i].size;
 			free(n->nms[i].debug);
 			n->nms[i] = n->nms[--n->nnms];
 		} else {
@@ -364,6 +367,7 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 			if (c->method == b->method && c->compile_id == b->compile_id &&
 			    c->code_begin == b->code_begin)
 				return c;
+			n->nms_bytes -= c->size;
 			free(c->debug);
 			n->nms[i] = n->nms[--n->nnms];
 			break;
@@ -418,7 +422,9 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 			return NULL;
 		}
 	}
-	if (n->nnms >= 256) {
+	/* (room made at random: the first entry, another each time, as the last moves there) */
+	while (n->nnms && (n->nnms >= 256 || n->nms_bytes + total > HS_NMS_BYTES)) {
+		n->nms_bytes -= n->nms[0].size;
 		free(n->nms[0].debug);
 		n->nms[0] = n->nms[--n->nnms];
 	}
@@ -426,6 +432,8 @@ static struct nm *nm_of(struct hs *h, struct hs_proc *p, const struct hs_blob *b
 		free(e.debug);
 		return NULL;
 	}
+	e.size = total;
+	n->nms_bytes += total;
 	n->nms[n->nnms] = e;
 	return &n->nms[n->nnms++];
 }
