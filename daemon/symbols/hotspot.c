@@ -663,9 +663,15 @@ void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts)
 {
 	struct hs_proc *p;
 
-	if (!hs_is_jvm(h, pid, epoch) && (p = hs_proc_of(h, pid)) && p->looks < HS_LOOK_TRIES) {
-		/* (the map as of the event: the engine's own re-read may come after this) */
+	if (!hs_is_jvm(h, pid, epoch) && (p = hs_proc_of(h, pid)) && !p->libjvm) {
+		/*
+		 * Looked at again whatever its looks so far: what it loaded may be a libjvm (a
+		 * program that makes a JVM itself, or loads the one it links at start-up after
+		 * its first sample). (The map as of the event: the engine's own re-read may come
+		 * after this.)
+		 */
 		sym_proc_reload(h->sym, pid, epoch, ts);
+		p->looks = MIN(p->looks, HS_LOOK_TRIES - 1);
 		look(h, p);
 	}
 }
