@@ -291,9 +291,15 @@ static int intern(struct hs *h, const char *const *procs, const char *const *fil
 	char key[4096];
 	size_t at = 0;
 
-	for (size_t i = 0; i < n && at < sizeof(key); i++)
+	for (size_t i = 0; i < n && at < sizeof(key); i++) {
+		uint32_t proc;
+
+		/* each method a procedure with its source file, as the exports' functions say */
+		if (files[i] && sym_intern_proc(h->sym, HS_MODULE, procs[i], files[i], 0, &proc) < 0)
+			return -ENOMEM;
 		at += snprintf(key + at, sizeof(key) - at, "%s:%s:%u|", procs[i],
 			       files[i] ? files[i] : "", lines[i]);
+	}
 	at = MIN(at, sizeof(key));
 	return sym_intern_loc(h->sym, HS_MODULE, hash_bytes(key, at) & ~HS_LOC_TAG, procs, files,
 			      lines, n, loc);
