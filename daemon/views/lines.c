@@ -121,6 +121,18 @@ static void add_hex(cJSON *o, const char *k, uint64_t v)
 	cJSON_AddStringToObject(o, k, buf);
 }
 
+/*
+ * Is @l a location of Java frames (docs/java.md), whose address is no address of code: its
+ * module is the one pcmon made for them, "java" with no file (the java launcher's own
+ * executable, also named java, has its path)?
+ */
+static bool frames_only(const struct sym *s, const struct sym_loc *l)
+{
+	struct sym_module_info mi;
+
+	return !sym_module_info(s, l->module, &mi) && mi.path && !strcmp(mi.path, "java");
+}
+
 /* Up to 16 bytes of the code at a location, as hex; nothing if its object is not open. */
 static void add_code(const struct sym *s, const struct sym_loc *l, cJSON *o)
 {
@@ -168,12 +180,9 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 
 	if (x->err)
 		return *err = proto_error(1, "out of memory while listing"), -1;
-	bool no_addresses;
 
 	if (find_proc(s, name, &proc, err))
 		return -1;
-	/* a Java method's locations are no addresses of code, but of frames (docs/java.md) */
-	no_addresses = !strcmp(sym_str(s, sym_proc(s, proc)->module), "java");
 	order = malloc((itab_count(x->locs) + 1) * sizeof(*order));
 	if (!order)
 		goto oom;
@@ -207,7 +216,7 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 							   cJSON_CreateArray() };
 		}
 		rows[r].count += x->counts[i];
-		if (no_addresses)
+		if (frames_only(s, l))
 			continue;
 		a = cJSON_CreateObject();
 		if (!a || !cJSON_AddItemToArray(rows[r].addrs, a)) {
