@@ -300,19 +300,23 @@ static int step_sized(struct jwalk *w, const struct hs_blob *b, uint64_t pc, boo
 	return 0;
 }
 
-/* A frame on the frame pointer (the interpreter's, the call stub's). */
-static int step_fp(struct jwalk *w, uint64_t *sender_sp)
+/*
+ * A frame on the frame pointer (the interpreter's, the call stub's). An interpreted frame
+ * (@interp) keeps its caller's stack pointer as it was before the callee's arguments were
+ * pushed (its sender sp): where a compiled caller's frame starts.
+ */
+static int step_fp(struct jwalk *w, bool interp)
 {
 	uint64_t bp = w->c.r[REG_RBP], ra, nbp, ssp = 0;
 
 	if (!(w->c.valid & (1u << REG_RBP)) || !unw_read(&w->c, bp + 8, &ra) ||
 	    !unw_read(&w->c, bp, &nbp) || bp + 16 <= w->c.r[REG_RSP])
 		return -EINVAL;
-	if (sender_sp && (!unw_read(&w->c, bp + w->p->l.if_sender_sp * 8, &ssp) || ssp < bp + 16 ||
-			  ssp > bp + 16 + (1u << 20)))
+	if (!interp || !unw_read(&w->c, bp + w->p->l.if_sender_sp * 8, &ssp) || ssp < bp + 16 ||
+	    ssp > bp + 16 + (1u << 20))
 		ssp = bp + 16;
 	unw_set_caller(&w->c, ra, bp + 16, nbp, true);
-	w->usp = sender_sp ? ssp : bp + 16;
+	w->usp = ssp;
 	return 0;
 }
 
@@ -371,7 +375,7 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		}
 		st->interpreted++;
 		pcs[(*n)++] = HS_LOC_TAG | loc;
-		return step_fp(w, &bcp);
+		return step_fp(w, true);
 	}
 	case HS_BLOB_FRAMED:
 		if (!hs_stub_loc(w->h, w->p, &b, &loc))
@@ -385,7 +389,7 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		/* a leaf stub has pushed nothing: its caller's return address is on top */
 		if (top && !step_unframed(w, w->c.r[REG_RSP]))
 			return 0;
-		return step_fp(w, NULL);
+		return step_fp(w, false);
 	}
 }
 
