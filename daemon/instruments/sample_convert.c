@@ -372,7 +372,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 
 		/* a JVM: Java frames walked and named as the stack is (docs/java.md) */
 		nu = hs_walk(g->hs, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
-			     d->ulen, g->upcs, depth, &e, &hend);
+			     d->ulen, d->code, g->upcs, depth, &e, &hend);
 		end = e;
 	} else if (uw == AGG_WALK_OK) {
 		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,

@@ -136,15 +136,17 @@ enum hs_end {
 };
 
 /*
- * Walk a copied stack of a JVM (as unw_walk()), stepping through Java frames: @pcs gets
+ * Walk a copied stack of a JVM (as unw_walk()), stepping through Java frames: @code is the
+ * first 4 bytes of code at the sampled pc as they were then (0: not known), which the code
+ * there must still be for its frame to be named. @pcs gets
  * native pcs as they are and, for each Java frame, HS_LOC_TAG | a location (sym.h), one per
  * physical frame (its inlined methods are that location's inline frames). *@hend says if
  * Java frames stopped it.
  */
 #define HS_LOC_TAG (1ull << 63)
 int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
-	    uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
-	    int *end, enum hs_end *hend);
+	    uint64_t start_sp, const uint8_t *stack, uint32_t len, uint32_t code, __u64 *pcs,
+	    uint32_t max, int *end, enum hs_end *hend);
 
 /* Counters for `pcmon status`. */
 #define HS_STATS_FIELDS(X)                                                            \

@@ -258,6 +258,7 @@ struct jwalk {
 	struct hs_proc *p;
 	struct unw_cursor c;
 	uint64_t usp; /* the unextended stack pointer: where a compiled frame starts */
+	uint32_t code; /* the code at the sampled pc then (0: not known) */
 };
 
 /*
@@ -335,6 +336,19 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 		st->stale++;
 		return r;
 	}
+	/*
+	 * The frame on top: the code at its pc must be what ran there (a blob freed and another
+	 * compiled into its space since, at the same pc, is not what was sampled). Not told
+	 * once the process is gone: what was read while it ran stands.
+	 */
+	if (top && w->code && b.kind != HS_BLOB_INTERP) {
+		uint32_t now;
+
+		if (!hs_mem(w->p->pid, pc, &now, sizeof(now)) && now != w->code) {
+			st->stale++;
+			return -ESTALE;
+		}
+	}
 	switch (b.kind) {
 	case HS_BLOB_NMETHOD: {
 		uint64_t at = pc;
@@ -394,10 +408,10 @@ static int java_step(struct jwalk *w, __u64 *pcs, uint32_t *n)
 }
 
 int hs_walk(struct hs *h, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
-	    uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
-	    int *end, enum hs_end *hend)
+	    uint64_t start_sp, const uint8_t *stack, uint32_t len, uint32_t code, __u64 *pcs,
+	    uint32_t max, int *end, enum hs_end *hend)
 {
-	struct jwalk w = { .h = h, .p = hs_proc_of(h, pid) };
+	struct jwalk w = { .h = h, .p = hs_proc_of(h, pid), .code = code };
 	enum unw_end e = UNW_END_ROOT;
 	uint32_t n = 0;
 

@@ -401,7 +401,7 @@ static void walk_synthetic(void **state)
 		assert_int_equal(bb.kind, HS_BLOB_NMETHOD);
 		assert_int_equal(bb.frame_size, 4);
 	}
-	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16, &end,
 		    &hend);
 	assert_true(n >= 3);
 	for (int i = 0; i < 3; i++)
@@ -432,7 +432,7 @@ static void walk_synthetic(void **state)
 	stack[13] = (uint64_t)(b + 128 + 300);
 	stack[14 + 2] = (uint64_t)(b + 128 + 40);
 	put32(b, 56, 13);
-	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16, &end,
 		    &hend);
 	assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
 	assert_int_equal(sym_loc(s, (uint32_t)pcs[2])->nframes, 2);
@@ -444,7 +444,7 @@ static void walk_synthetic(void **state)
 	/* scopes that do not end with the nmethod's own method are not trusted: its name alone */
 	put64(b, 48, m_c);
 	put32(b, 56, 11);
-	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16, &end,
 		    &hend);
 	assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
 	{
@@ -473,7 +473,7 @@ static void walk_synthetic(void **state)
 		memcpy(dbg + 16, sc, n1);
 		put32(dbg + 16 + 64 + 16, 4, inner);
 		put32(b, 56, 12);
-		n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16,
+		n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16,
 			    &end, &hend);
 		assert_true(n >= 3 && (pcs[2] & HS_LOC_TAG));
 		assert_int_equal(sym_loc(s, (uint32_t)pcs[2])->nframes, 2);
@@ -485,17 +485,27 @@ static void walk_synthetic(void **state)
 	 */
 	put32(heap + 56 * SEG - 512 + 16 + 64 + 16, 0, 44);
 	put32(b, 56, 10);
-	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16, &end,
 		    &hend);
 	assert_int_equal(hend, HS_END_JAVA);
 	assert_int_equal(n, 3); /* A, B's callee, and B's pc unnamed where it stopped */
 	assert_false(pcs[2] & HS_LOC_TAG);
 	put32(heap + 56 * SEG - 512 + 16 + 64 + 16, 0, 40);
 	put32(b, 56, 9);
+	/* the code at the sampled pc: as it was then, named; other than it was, refused */
+	put32(a + 128 + 100, 0, 0x12345678);
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0x12345678, pcs,
+		    16, &end, &hend);
+	assert_true(n >= 3 && (pcs[0] & HS_LOC_TAG));
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0x9abcdef0, pcs,
+		    16, &end, &hend);
+	assert_int_equal(hend, HS_END_JAVA);
+	assert_int_equal(n, 1);
+	assert_false(pcs[0] & HS_LOC_TAG);
 	/* A freed since the sample: the walk stops at once, flagged */
 	d = heap;
 	d[8] = 0;
-	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), pcs, 16, &end,
+	n = hs_walk(h, getpid(), 1, regs, 0, (const uint8_t *)stack, sizeof(stack), 0, pcs, 16, &end,
 		    &hend);
 	assert_int_equal(hend, HS_END_JAVA);
 	assert_int_equal(n, 1);
