@@ -377,6 +377,10 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	} else if (uw == AGG_WALK_OK) {
 		nu = unw_walk(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 			      d->stack, d->ulen, g->upcs, depth, &end);
+		/* a JVM not readable yet whose walk stopped short (in its JIT code): flagged */
+		if (end != UNW_END_ROOT && walks_java(g, &d->h.key) &&
+		    hs_starting(g->hs, d->h.key.pid))
+			hend = HS_END_JAVA;
 	} else if (uw == AGG_UNWALK_FAULT) {
 		/*
 		 * Nothing could be copied. A thread the kernel has just created has no frame but

@@ -690,6 +690,13 @@ void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32
 	}
 }
 
+bool hs_starting(struct hs *h, uint32_t pid)
+{
+	struct hs_proc *p = hs_proc_of(h, pid);
+
+	return p && !p->jvm && !p->told && (p->libjvm || p->launcher) && p->looks < HS_LOOK_TRIES;
+}
+
 bool hs_new_jvm(struct hs *h, uint32_t pid)
 {
 	struct hs_proc *p = hs_proc_of(h, pid);

@@ -122,6 +122,11 @@ void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32
  * through their Java frames as soon as the JVM's tables can be read.
  */
 bool hs_new_jvm(struct hs *h, uint32_t pid);
+/*
+ * Is @pid a JVM whose tables cannot be read yet (a libjvm.so mapped, or the java launcher's,
+ * its initializers still at work)? Its samples' Java frames cannot be walked yet.
+ */
+bool hs_starting(struct hs *h, uint32_t pid);
 /* @pid exited or exec'ed: what was kept of it goes. */
 void hs_forget(struct hs *h, uint32_t pid);
 /* @pid exited at @now (ns): forgotten HS_FORGET_NS later (its records may still be on their
