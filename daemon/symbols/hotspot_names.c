@@ -261,6 +261,18 @@ static struct meth *meth_of(struct hs *h, struct hs_proc *p, uint64_t method)
 	if (meth_read(p, method, &m))
 		return NULL;
 	n->m[id] = m;
+	/*
+	 * The method a procedure with its source file and first line (its bytecode 0's), as
+	 * the exports' functions say, before any location names it (which gives neither).
+	 */
+	if (m.file[0]) {
+		int first = m.lines ? hs_line_of(m.lines, m.nlines, p->l.unsigned5_x1, 0) : 0;
+		uint32_t proc;
+
+		if (sym_intern_proc(h->sym, HS_MODULE, m.name, m.file, first > 0 ? first : 0,
+				    &proc) >= 0)
+			sym_set_proc_file(h->sym, proc, m.file, first > 0 ? first : 0);
+	}
 	return &n->m[id];
 }
 
@@ -291,15 +303,9 @@ static int intern(struct hs *h, const char *const *procs, const char *const *fil
 	char key[4096];
 	size_t at = 0;
 
-	for (size_t i = 0; i < n && at < sizeof(key); i++) {
-		uint32_t proc;
-
-		/* each method a procedure with its source file, as the exports' functions say */
-		if (files[i] && sym_intern_proc(h->sym, HS_MODULE, procs[i], files[i], 0, &proc) < 0)
-			return -ENOMEM;
+	for (size_t i = 0; i < n && at < sizeof(key); i++)
 		at += snprintf(key + at, sizeof(key) - at, "%s:%s:%u|", procs[i],
 			       files[i] ? files[i] : "", lines[i]);
-	}
 	at = MIN(at, sizeof(key));
 	return sym_intern_loc(h->sym, HS_MODULE, hash_bytes(key, at) & ~HS_LOC_TAG, procs, files,
 			      lines, n, loc);

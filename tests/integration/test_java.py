@@ -132,6 +132,12 @@ def test_pid_attach_and_lines():
         folded = pcmon("export", "--format", "folded", tid, sock=d.sock, check=0).stdout
         alpha = [l for l in folded.splitlines() if ";Phases.alpha" in l]
         assert alpha and all(";Phases.main;" in l and l.startswith("clone3;") for l in alpha), alpha[:3]
+        # the exports' functions: each method with its source file and first line
+        prof = pcmon_json("export", "--format", "json", tid, sock=d.sock)[0]["profile"]
+        fns = {f["name"]: f for f in prof["functions"] if f["module"] == "java"}
+        first = next(i for i, l in enumerate(src, 1) if "static long alpha(" in l)
+        assert fns["Phases.alpha"]["file"] == "Phases.java" and \
+            first <= fns["Phases.alpha"]["line"] <= first + 2, fns["Phases.alpha"]
         print(f"  --pid: {n} samples of the three; alpha's lines {sorted(rows.items())}")
     finally:
         if proc.poll() is None:
