@@ -128,6 +128,10 @@ def test_pid_attach_and_lines():
         when = pcmon_json("list", tid, "--when", "java.Phases.gamma->*", sock=d.sock)[0]
         assert charged(when) == procs(listing)["java.Phases.gamma"]["deep"], \
             (charged(when), procs(listing)["java.Phases.gamma"])
+        # a critical section over a Java method: alpha's samples
+        crit = pcmon_json("list", tid, "--critical", "hot=*->java.Phases.alpha->*", sock=d.sock)[0]
+        got = {c["name"]: c["count"] for c in crit["summary"]["critical"]}
+        assert got.get("hot") == procs(listing)["java.Phases.alpha"]["deep"], (got, procs(listing)["java.Phases.alpha"])
         # the exports: folded stacks run from the native root through Phases.main
         folded = pcmon("export", "--format", "folded", tid, sock=d.sock, check=0).stdout
         alpha = [l for l in folded.splitlines() if ";Phases.alpha" in l]
