@@ -222,6 +222,12 @@ class Daemon:
         return [json.loads(l) for l in data.splitlines() if l.strip()]
 
 
+def oncpu_ns(pid):
+    """Process @pid's main thread's time on a CPU (ns, /proc/PID/schedstat)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
 def check_environment():
     if os.geteuid() != 0:
         raise Skip("integration tests need root (BPF, perf events)")

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
+from lib import (oncpu_ns, Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
                  run_tests, share_tolerance_pp)
 
 PY = "/usr/bin/python3.11"
@@ -520,12 +520,6 @@ def waiting_python(*then):
         f.write(WAIT_THEN)
     proc = subprocess.Popen([PY, script, flag, *map(str, then)], stdout=subprocess.PIPE, text=True)
     return proc, int(proc.stdout.readline()), flag
-
-
-def oncpu_ns(pid):
-    """Process @pid's main thread's time on a CPU (ns, /proc/PID/schedstat)."""
-    with open(f"/proc/{pid}/schedstat") as f:
-        return int(f.read().split()[0])
 
 
 def test_startup_samples_flagged():

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMON, Daemon, pcmon, pcmon_json, run_tests, workload
+from lib import oncpu_ns, PCMON, Daemon, pcmon, pcmon_json, run_tests, workload
 
 SERVE_BOUND_S = 1.0
 # a python the test users may run (root's own may live under /root)
@@ -302,17 +302,13 @@ class Abused:
             self.tid = pcmon("start", "--pid", self.sp.pid, "--interval", 200,
                              sock=self.d.sock, check=0).stdout.strip()
             time.sleep(0.5)
-            self.before, self.cpu0 = self.target(), self.spinner_cpu_ns()
+            self.before, self.cpu0 = self.target(), oncpu_ns(self.sp.pid)
             self.probe = RootProbe(self.d)
             self.probe.start()
         except BaseException:
             self.cleanup()
             raise
         return self
-
-    def spinner_cpu_ns(self):
-        with open(f"/proc/{self.sp.pid}/schedstat") as f:
-            return int(f.read().split()[0])
 
     def target(self):
         ts = pcmon_json("targets", sock=self.d.sock)[0]["targets"]
@@ -322,7 +318,7 @@ class Abused:
         try:
             if exc_type is None:
                 self.probe.finish()
-                cpu = self.spinner_cpu_ns() - self.cpu0
+                cpu = oncpu_ns(self.sp.pid) - self.cpu0
                 after = self.target()
                 got = after["samples"] - self.before["samples"]
                 # a sample every 200 us of the spinner's CPU time while it lasted (2 % for the
