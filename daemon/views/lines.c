@@ -22,6 +22,8 @@ struct pcs {
 	uint64_t *counts;	/* samples at each */
 	size_t cap;
 	uint64_t total;		/* every sample gathered */
+	signed char *runtime;	/* per sym module: 1 a runtime's frames, 0 not, -1 not asked */
+	size_t nruntime;
 	int err;
 };
 
@@ -62,27 +64,68 @@ void pcs_free(struct pcs *x)
 		return;
 	itab_free(x->locs);
 	free(x->counts);
+	free(x->runtime);
 	free(x);
 }
 
-void pcs_visit(void *ctx, const struct agg_visit *v)
+static bool runtime_name(const char *m)
 {
-	struct pcs *x = ctx;
-	uint32_t loc, id;
-	int r;
+	return !strcmp(m, PY_MODULE) || !strcmp(m, V8_MODULE);
+}
 
-	if ((v->cls != AGG_C_PROC && v->cls != AGG_C_FOREIGN) || !v->st->nuser || x->err)
-		return;
-	loc = v->st->locs[v->st->nuser - 1]; /* the innermost user pc */
-	r = itab_intern(x->locs, &loc, sizeof(loc), &id);
+/* Whether sym module @module holds a runtime's frames (Python's, JavaScript's). */
+static bool runtime_loc_module(struct pcs *x, uint32_t module)
+{
+	struct sym_module_info mi;
+	size_t n = x->nruntime;
+
+	if (module >= n) {
+		if (GROW(x->runtime, x->nruntime, (size_t)module + 1)) {
+			x->err = -ENOMEM;
+			return false;
+		}
+		memset(x->runtime + n, -1, x->nruntime - n);
+	}
+	if (x->runtime[module] < 0)
+		x->runtime[module] = !sym_module_info(x->s, module, &mi) && runtime_name(mi.name);
+	return x->runtime[module];
+}
+
+static void pcs_add(struct pcs *x, uint32_t loc, uint64_t weight)
+{
+	uint32_t id;
+	int r = itab_intern(x->locs, &loc, sizeof(loc), &id);
+
 	if (r < 0 || (r == 1 && GROW(x->counts, x->cap, (size_t)id + 1))) {
 		x->err = -ENOMEM;
 		return;
 	}
 	if (r == 1)
 		x->counts[id] = 0;
-	x->counts[id] += v->weight;
+	x->counts[id] += weight;
+}
+
+/*
+ * Each sample counts at its innermost user pc. A runtime's frame with native code below it
+ * (the interpreter's helpers, a C extension, V8's builtins) counts as well, at its own line:
+ * a Python or JavaScript function's lines are where its code was, whatever ran for it, as
+ * the program sees them. (Only the runtime's procedures read those counts; a native
+ * procedure's lines are its shallow samples.)
+ */
+void pcs_visit(void *ctx, const struct agg_visit *v)
+{
+	struct pcs *x = ctx;
+	int i, n = v->st->nuser;
+
+	if ((v->cls != AGG_C_PROC && v->cls != AGG_C_FOREIGN) || !n || x->err)
+		return;
+	pcs_add(x, v->st->locs[n - 1], v->weight);
 	x->total += v->weight;
+	for (i = n - 1; i >= 0; i--)
+		if (runtime_loc_module(x, sym_loc(x->s, v->st->locs[i])->module))
+			break;
+	if (i >= 0 && i < n - 1)
+		pcs_add(x, v->st->locs[i], v->weight);
 }
 
 /* The procedure @name names: "module.name" exactly, else "name" in one module only. */
@@ -141,9 +184,7 @@ static void add_code(const struct sym *s, const struct sym_loc *l, cJSON *o)
  * keys, not code's. */
 static bool runtime_module(const struct sym *s, uint32_t proc)
 {
-	const char *m = sym_str(s, sym_proc(s, proc)->module);
-
-	return !strcmp(m, PY_MODULE) || !strcmp(m, V8_MODULE);
+	return runtime_name(sym_str(s, sym_proc(s, proc)->module));
 }
 
 struct line_row {
@@ -283,6 +324,11 @@ static int profil_origin(struct pcs *x, const char *spec, const char *program, c
 		if (*end || end == plus + 3)
 			goto bad;
 		snprintf(module, modlen, "%.*s", (int)(plus - spec), spec);
+		if (runtime_name(module)) {
+			*err = proto_error(2, "--offset %s: %s frames have no code addresses: use list --lines",
+					   spec, module);
+			return -1;
+		}
 		return 0;
 	}
 	if (!strncmp(spec, "0x", 2) || (spec[0] >= '0' && spec[0] <= '9')) {

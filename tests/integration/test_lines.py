@@ -211,6 +211,7 @@ def test_without_line_tables_and_errors():
                 (["profil", tid, "--offset", "work", "--scale", "0x10001"], 2, "--scale"),
                 (["profil", tid, "--offset", "0x1000", "--scale", "0x8000"], 2, "--bufsiz"),
                 (["profil", tid, "--offset", "x+0xzz", "--scale", "2"], 2, "--offset"),
+                (["profil", tid, "--offset", "py+0x10", "--scale", "2"], 2, "list --lines"),
                 (["profil", tid, "--offset", "0x1000", "--scale", "2", "--bufsiz", "1"], 2,
                  "--bufsiz")):
             p = pcmon(*args, sock=d.sock, check=status)

@@ -147,11 +147,19 @@ def test_every_version_shares_and_lines():
         p = procs(listing)
         shares = " ".join(f"{fn} {p.get(f'py.pyphases.{fn}', {'deep': 0})['deep'] / n * 100:.1f}"
                           f"/{own['cpu'][fn] * 100:.1f}" for fn in FNS)
+        rows = {str(l["line"]): l["count"] for l in lines["lines"]}
+        shares += "; lines " + " ".join(f"{k} {rows.get(k, 0) / max(lines['count'], 1) * 100:.1f}"
+                                        f"/{w * 100:.1f}" for k, w in own["lines"].items())
         print(f"  {v} ({os.path.basename(os.path.dirname(os.path.dirname(py)))}): {n} samples, "
               f"pcmon/own %: {shares}")
         try:
             check_shares(listing, own)
             check_lines(lines, own)
+            # every sample inside `lined` is on one of its lines, the interpreter's helpers
+            # and thread_time() included: its lines add up to its deep count (it calls no
+            # Python function)
+            deep = p.get("py.pyphases.lined", {"deep": 0})["deep"]
+            assert lines["count"] == deep, (v, "lines of lined", lines["count"], deep)
             ev = sum(c["deep"] for k, c in p.items() if k.endswith("._PyEval_EvalFrameDefault"))
             assert ev <= 0.05 * n, (v, "the loop left in", ev, n)
         except AssertionError as e:
