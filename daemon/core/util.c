@@ -265,6 +265,7 @@ uint32_t itab_count(const struct itab *t)
 
 struct pidtab_slot {
 	uint32_t key;	/* pid + 1, 0 = empty */
+	uint32_t serial; /* which put this value came by */
 	void *v;
 };
 
@@ -272,6 +273,10 @@ struct pidtab {
 	struct pidtab_slot *s;
 	size_t n;	/* slots: 0 or a power of two, at least 16 */
 	uint32_t count;
+	uint32_t serial;
+	/* exited processes, oldest first from head (exits come in order) */
+	struct { uint32_t pid, serial; uint64_t at; } *gone;
+	size_t head, ngone, cap_gone;
 };
 
 static size_t pidtab_home(uint32_t key, size_t n)
@@ -286,8 +291,10 @@ struct pidtab *pidtab_new(void)
 
 void pidtab_free(struct pidtab *t)
 {
-	if (t)
+	if (t) {
 		free(t->s);
+		free(t->gone);
+	}
 	free(t);
 }
 
@@ -338,6 +345,7 @@ int pidtab_put(struct pidtab *t, uint32_t pid, void *v)
 
 	if (e) {
 		e->v = v;
+		e->serial = ++t->serial;
 		return 0;
 	}
 	/* at most half full */
@@ -345,7 +353,7 @@ int pidtab_put(struct pidtab *t, uint32_t pid, void *v)
 		return -ENOMEM;
 	for (i = pidtab_home(pid + 1, t->n); t->s[i].key; i = (i + 1) & (t->n - 1))
 		;
-	t->s[i] = (struct pidtab_slot){ pid + 1, v };
+	t->s[i] = (struct pidtab_slot){ pid + 1, ++t->serial, v };
 	t->count++;
 	return 0;
 }
@@ -385,7 +393,43 @@ uint32_t pidtab_count(const struct pidtab *t)
 
 size_t pidtab_bytes(const struct pidtab *t)
 {
-	return t ? t->n * sizeof(*t->s) : 0;
+	return t ? t->n * sizeof(*t->s) + t->cap_gone * sizeof(*t->gone) : 0;
+}
+
+int pidtab_exited(struct pidtab *t, uint32_t pid, uint64_t now)
+{
+	struct pidtab_slot *e = pidtab_slot(t, pid + 1);
+
+	if (!e)
+		return 0;
+	if (t->head > t->ngone / 2) { /* (the expired half gone: move the rest down) */
+		memmove(t->gone, t->gone + t->head, (t->ngone - t->head) * sizeof(*t->gone));
+		t->ngone -= t->head;
+		t->head = 0;
+	}
+	if (GROW(t->gone, t->cap_gone, t->ngone + 1))
+		return -ENOMEM;
+	t->gone[t->ngone].pid = pid;
+	t->gone[t->ngone].serial = e->serial;
+	t->gone[t->ngone++].at = now;
+	return 0;
+}
+
+void *pidtab_expire(struct pidtab *t, uint64_t before, uint32_t *pid)
+{
+	while (t->head < t->ngone && t->gone[t->head].at < before) {
+		typeof(*t->gone) g = t->gone[t->head++];
+		struct pidtab_slot *e = pidtab_slot(t, g.pid + 1);
+
+		/* (a value put since, for a new process of the pid, stays) */
+		if (e && e->serial == g.serial) {
+			*pid = g.pid;
+			return pidtab_del(t, g.pid);
+		}
+	}
+	if (t->head == t->ngone)
+		t->head = t->ngone = 0;
+	return NULL;
 }
 
 void *pidtab_next(const struct pidtab *t, size_t *it)

@@ -84,6 +84,18 @@ uint32_t pidtab_count(const struct pidtab *t);
 size_t pidtab_bytes(const struct pidtab *t);	/* memory it holds */
 /* Every value, in no order: start *@it at 0; NULL at the end. */
 void *pidtab_next(const struct pidtab *t, size_t *it);
+/*
+ * Process @pid exited at @now (nanoseconds, never less than an earlier call's): its value is
+ * kept until pidtab_expire() lets it go. No value: nothing to do. 0, or -ENOMEM (then the
+ * value stays until the caller deletes it, or its pid comes back).
+ */
+int pidtab_exited(struct pidtab *t, uint32_t pid, uint64_t now);
+/*
+ * The value of a process that exited before @before, deleted from the table (its pid in
+ * *@pid), oldest first: the caller frees it and asks again; NULL when there is none. A value
+ * deleted or replaced since its exit is not given back.
+ */
+void *pidtab_expire(struct pidtab *t, uint64_t before, uint32_t *pid);
 
 /* Read a whole (small) file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
 char *read_file(const char *path, size_t *len);

@@ -160,8 +160,6 @@ struct py_proc {
 struct py {
 	struct sym *sym;
 	struct pidtab *procs;	/* struct py_proc by pid */
-	struct { uint32_t pid; uint64_t at; } *gone;	/* exited, oldest first, from head */
-	size_t head, ngone, cap_gone;
 	struct { uint32_t pid, epoch, tries; uint64_t at; } *pending;	/* py_look_pending() */
 	size_t npending, cap_pending;
 	uint32_t gen;
@@ -202,7 +200,6 @@ void py_free(struct py *p)
 	while (p->procs && (e = pidtab_next(p->procs, &it)))
 		proc_free(e);
 	pidtab_free(p->procs);
-	free(p->gone);
 	free(p->pending);
 	free(p);
 }
@@ -244,19 +241,14 @@ void py_forget(struct py *p, uint32_t pid)
 
 void py_exited(struct py *p, uint32_t pid, uint64_t now)
 {
+	struct py_proc *e;
+	uint32_t gone;
+
 	py_set_pending(p, pid, 0, false);
-	/* (exits come in order: the oldest are at the head) */
-	while (p->head < p->ngone && p->gone[p->head].at + PY_FORGET_NS < now)
-		py_forget(p, p->gone[p->head++].pid);
-	if (p->head > p->ngone / 2) {
-		memmove(p->gone, p->gone + p->head, (p->ngone - p->head) * sizeof(*p->gone));
-		p->ngone -= p->head;
-		p->head = 0;
-	}
-	if (!proc_of(p, pid) || GROW(p->gone, p->cap_gone, p->ngone + 1))
-		return; /* (no memory: it is let go when its pid comes back) */
-	p->gone[p->ngone].pid = pid;
-	p->gone[p->ngone++].at = now;
+	while ((e = pidtab_expire(p->procs, now - MIN(now, PY_FORGET_NS), &gone)))
+		proc_free(e);
+	/* (no memory: it is let go when its pid comes back) */
+	pidtab_exited(p->procs, pid, now);
 }
 
 uint32_t py_procs_kept(const struct py *p)

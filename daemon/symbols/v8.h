@@ -110,6 +110,8 @@ bool v8_tell_once(struct v8 *v, uint32_t pid);
 #define V8_FORGET_NS (15 * 1000000000ull)
 void v8_exited(struct v8 *v, uint32_t pid, uint64_t now);
 bool v8_is_v8(struct v8 *v, uint32_t pid);
+/* Processes it keeps anything of (looked at, running or exited less than V8_FORGET_NS ago). */
+uint32_t v8_procs_kept(const struct v8 *v);
 
 /* Read what names JavaScript frame @w (its PCMON_JS_FRAME_WORDS words) now, while @pid runs. */
 int v8_frame_early(struct v8 *v, uint32_t pid, const uint64_t *w);

@@ -22,7 +22,6 @@
 /* Entries cached at most before they are all forgotten and read again. */
 #define V8_FNS_MAX (256u << 10)
 #define V8_SCRIPTS_MAX (16u << 10)
-#define V8_PIDS_MAX 4096
 #define V8_BINS_MAX 64
 
 /* A binary looked at, known by its file. */
@@ -34,10 +33,16 @@ struct v8_bin {
 	char why[200];
 };
 
-/* A process found to run a V8 pcmon reads. */
+/*
+ * All pcmon keeps of one process besides the caches (which are keyed by pid and checked
+ * again each drain): made at its first look, let go V8_FORGET_NS after it exits, so that a
+ * machine's churn of processes leaves nothing behind.
+ */
 struct v8_pid {
-	uint32_t pid;
-	uint64_t gone;		/* when it exited (ns), 0: running */
+	uint32_t looked[2];	/* the last two images looked at, epoch + 1 */
+	bool told;		/* a warning was given about it */
+	bool found;		/* a V8 pcmon reads, laid out as l says */
+	bool gone;		/* exited */
 	struct v8_layout l;
 };
 
@@ -105,11 +110,10 @@ struct v8 {
 	struct itab *ckeys;	/* (pid, code) */
 	struct v8_code *codes;
 	size_t cap_codes;
-	struct v8_pid *pids;
-	size_t npids, cap_pids;
+	struct pidtab *pids;	/* struct v8_pid by pid */
+	uint32_t nfound;	/* of them V8s, running or not yet forgotten */
 	struct v8_bin *bins;
 	size_t nbins, cap_bins;
-	struct itab *looked, *told;
 	uint32_t gen;
 	uint32_t jit_module;	/* string id of SYM_JIT_MODULE */
 	struct v8_stats st;
@@ -124,9 +128,8 @@ struct v8 *v8_new(struct sym *s)
 	v->sym = s;
 	v->gen = 1;
 	if (!(v->fkeys = itab_new()) || !(v->skeys = itab_new()) || !(v->ckeys = itab_new()) ||
-	    !(v->okeys = itab_new()) || !(v->lkeys = itab_new()) ||
-	    !(v->looked = itab_new()) ||
-	    !(v->told = itab_new()) || sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
+	    !(v->okeys = itab_new()) || !(v->lkeys = itab_new()) || !(v->pids = pidtab_new()) ||
+	    sym_intern_str(s, SYM_JIT_MODULE, &v->jit_module)) {
 		v8_free(v);
 		return NULL;
 	}
@@ -161,6 +164,9 @@ static void codes_clear(struct v8 *v)
 
 void v8_free(struct v8 *v)
 {
+	struct v8_pid *p;
+	size_t it = 0;
+
 	if (!v)
 		return;
 	scripts_clear(v);
@@ -174,11 +180,11 @@ void v8_free(struct v8 *v)
 	free(v->flocs);
 	itab_free(v->fkeys);
 	itab_free(v->skeys);
-	itab_free(v->looked);
-	itab_free(v->told);
 	free(v->fns);
 	free(v->scripts);
-	free(v->pids);
+	while (v->pids && (p = pidtab_next(v->pids, &it)))
+		free(p);
+	pidtab_free(v->pids);
 	free(v->bins);
 	free(v);
 }
@@ -192,73 +198,107 @@ void v8_next_gen(struct v8 *v)
 void v8_stats(const struct v8 *v, struct v8_stats *st)
 {
 	*st = v->st;
-	st->procs = v->npids;
+	st->procs = v->nfound;
 }
 
 /* ---- processes */
 
-static struct v8_pid *pid_find(struct v8 *v, uint32_t pid)
+static struct v8_pid *pid_find(const struct v8 *v, uint32_t pid)
 {
-	for (size_t i = 0; i < v->npids; i++)
-		if (v->pids[i].pid == pid)
-			return &v->pids[i];
-	return NULL;
+	return pidtab_get(v->pids, pid);
+}
+
+/* @pid's entry, made if it has none: NULL only without memory. */
+static struct v8_pid *pid_make(struct v8 *v, uint32_t pid)
+{
+	struct v8_pid *p = pid_find(v, pid);
+
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p || pidtab_put(v->pids, pid, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* @pid's entry if it runs (or ran) a V8 pcmon reads. */
+static struct v8_pid *v8_of(const struct v8 *v, uint32_t pid)
+{
+	struct v8_pid *p = pid_find(v, pid);
+
+	return p && p->found ? p : NULL;
 }
 
 bool v8_is_v8(struct v8 *v, uint32_t pid)
 {
 	struct v8_pid *p = pid_find(v, pid);
 
-	return p && !p->gone;
+	return p && p->found && !p->gone;
 }
 
 bool v8_first_look(struct v8 *v, uint32_t pid, uint32_t epoch)
 {
-	uint32_t key[2] = { pid, epoch }, id;
+	struct v8_pid *p = pid_make(v, pid);
 
-	if (itab_count(v->looked) > V8_FNS_MAX) {
-		itab_free(v->looked);
-		if (!(v->looked = itab_new()))
-			return false;
-	}
-	return itab_intern(v->looked, key, sizeof(key), &id) == 1;
+	if (!p || p->looked[0] == epoch + 1 || p->looked[1] == epoch + 1)
+		return false; /* (no memory: no look, its samples stay native) */
+	p->looked[1] = p->looked[0];
+	p->looked[0] = epoch + 1;
+	return true;
 }
 
 bool v8_looked(const struct v8 *v, uint32_t pid, uint32_t epoch)
 {
-	uint32_t key[2] = { pid, epoch };
+	struct v8_pid *p = pid_find(v, pid);
 
-	return itab_find(v->looked, key, sizeof(key)) >= 0;
+	return p && (p->looked[0] == epoch + 1 || p->looked[1] == epoch + 1);
 }
 
 bool v8_tell_once(struct v8 *v, uint32_t pid)
 {
-	uint32_t id;
+	struct v8_pid *p = pid_make(v, pid);
 
-	if (itab_count(v->told) > V8_FNS_MAX) {
-		itab_free(v->told);
-		if (!(v->told = itab_new()))
-			return false;
-	}
-	return itab_intern(v->told, &pid, sizeof(pid), &id) == 1;
+	if (!p || p->told)
+		return false;
+	return p->told = true;
 }
 
-/* Forget what was read of every process gone for V8_FORGET_NS (the caches whole: few). */
-static void forget_gone(struct v8 *v, uint64_t now)
+uint32_t v8_procs_kept(const struct v8 *v)
 {
-	bool any = false;
+	return pidtab_count(v->pids);
+}
 
-	for (size_t i = 0; i < v->npids;) {
-		if (v->pids[i].gone && v->pids[i].gone + V8_FORGET_NS < now) {
-			v->pids[i] = v->pids[--v->npids];
-			any = true;
-		} else {
-			i++;
-		}
+/* @p found to run a V8 (@l its layout), or not (@l NULL). */
+static void pid_set_found(struct v8 *v, struct v8_pid *p, const struct v8_layout *l)
+{
+	v->nfound += (l != NULL) - p->found;
+	p->found = l != NULL;
+	if (l)
+		p->l = *l;
+}
+
+void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
+{
+	struct v8_pid *p;
+	bool any = false;
+	uint32_t gone;
+
+	while ((p = pidtab_expire(v->pids, now - MIN(now, V8_FORGET_NS), &gone))) {
+		any |= p->found;
+		pid_set_found(v, p, NULL);
+		free(p);
+	}
+	p = pid_find(v, pid);
+	if (p && !p->gone) {
+		p->gone = true;
+		pidtab_exited(v->pids, pid, now); /* (no memory: kept until its pid comes back) */
 	}
 	if (!any)
 		return;
-	/* (cached entries of live processes are read again: cheaper than a table by pid) */
+	/* A V8 forgotten: its cache entries go with the next check of each (a table by pid
+	 * would cost more than reading live processes' entries again, at most once a drain). */
 	for (uint32_t i = 0; i < itab_count(v->fkeys); i++)
 		v->fns[i].gen = 0;
 	for (uint32_t i = 0; i < itab_count(v->skeys); i++)
@@ -269,15 +309,6 @@ static void forget_gone(struct v8 *v, uint64_t now)
 		v->osrs[i].gen = 0;
 	for (uint32_t i = 0; i < itab_count(v->lkeys); i++)
 		v->flocs[i].gen = 0;
-}
-
-void v8_exited(struct v8 *v, uint32_t pid, uint64_t now)
-{
-	struct v8_pid *p = pid_find(v, pid);
-
-	if (p && !p->gone)
-		p->gone = now;
-	forget_gone(v, now);
 }
 
 /* The layout of the binary open at @fd, read once per file. */
@@ -356,25 +387,20 @@ int v8_add(struct v8 *v, struct sym *s, uint32_t pid, uint32_t epoch, struct pcm
 {
 	char path[4096] = "";
 	struct find_ctx c = { v, pid, NULL, NULL, path, sizeof(path) };
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = pid_make(v, pid);
 
+	if (!p)
+		return -ENOMEM;
 	sym_proc_files(s, pid, epoch, find_cb, &c);
 	if (!c.found || c.found->r) {
-		if (p) /* (an exec into another image) */
-			*p = v->pids[--v->npids];
+		pid_set_found(v, p, NULL); /* (an exec into another image) */
 		if (!c.found)
 			return -ENOENT;
 		snprintf(why, len, "%s: %s", path, c.found->why);
 		return c.found->r;
 	}
-	if (!p) {
-		if (v->npids >= V8_PIDS_MAX)
-			forget_gone(v, UINT64_MAX);
-		if (v->npids >= V8_PIDS_MAX || GROW(v->pids, v->cap_pids, v->npids + 1))
-			return -ENOMEM;
-		p = &v->pids[v->npids++];
-	}
-	*p = (struct v8_pid){ .pid = pid, .l = c.found->l };
+	pid_set_found(v, p, &c.found->l);
+	p->gone = false;
 	*out = (struct pcmon_v8proc){ .version = c.found->l.version, .o = c.found->l.o };
 	return 0;
 }
@@ -456,7 +482,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 {
 	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, sfi };
 	char name[V8_NAME_MAX * 3 + 1], script[V8_NAME_MAX * 3 + 1] = "", proc[1024];
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_layout *l;
 	const struct v8_script *s;
 	uint8_t h[V8_SFI_HDR];
@@ -524,7 +550,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
  */
 static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32_t off)
 {
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_script *s;
 
 	if (off < 0 || !f->script || !p)
@@ -610,7 +636,7 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 static struct v8_code *code_of(struct v8 *v, uint32_t pid, uint64_t code)
 {
 	struct { uint32_t pid, pad; uint64_t addr; } key = { pid, 0, code };
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	struct v8_code *c;
 	uint64_t start;
 	uint32_t slot;
@@ -670,7 +696,7 @@ static const struct v8_code *osr_code(struct v8 *v, uint32_t pid, uint64_t cell,
 				      uint64_t sfi, uint32_t adj)
 {
 	struct { uint32_t pid, pad; uint64_t cell, pc; } key = { pid, 0, cell, pc };
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_layout *l;
 	uint64_t fv, words[V8_FV_MAX / 8];
 	const struct v8_code *c;
@@ -788,7 +814,7 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	uint32_t boff1 = w[1] >> PCMON_JS_BOFF_SHIFT & PCMON_JS_BOFF_FAR;
 	uint64_t pc = w[0] & PCMON_JS_ADDR_MASK;
 	bool inner = !(w[0] >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK);
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_code *c;
 	int64_t pos;
 
@@ -922,7 +948,7 @@ int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint3
 		     const uint8_t *stack, uint64_t sp, uint32_t len,
 		     uint64_t w[PCMON_JS_FRAME_WORDS])
 {
-	struct v8_pid *p = pid_find(v, pid);
+	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_layout *l;
 	uint64_t slot[3], sfi, code = 0, cell = 0;
 	const uint16_t *below;
@@ -960,7 +986,7 @@ int v8_frame_of_copy(struct v8 *v, uint32_t pid, uint64_t fp, uint64_t pc, uint3
 
 bool v8_unread(struct v8 *v, uint32_t pid, const uint32_t *locs, uint32_t n)
 {
-	if (!pid_find(v, pid)) /* (one gone since is still one) */
+	if (!v8_of(v, pid)) /* (one gone since is still one) */
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		if (v8_code(v, locs[i]))

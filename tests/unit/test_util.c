@@ -119,6 +119,71 @@ static void test_pidtab_model(void **state)
 	pidtab_free(t);
 }
 
+/*
+ * Exits let go after a delay, oldest first, against a model: a pid put again after its exit
+ * (a new process) keeps its value; a value deleted by hand is not given back; the queue of
+ * exits does not grow past what is pending.
+ */
+static void test_pidtab_exits(void **state)
+{
+	enum { SPACE = 3000, KEEP = 100 };
+	static uint64_t exited[SPACE];	/* when, + 1; 0: running or not there */
+	static uint32_t vals[SPACE];	/* the value's serial, 0: none */
+	struct pidtab *t = pidtab_new();
+	uint64_t rnd = 2463534242ull, now = 0;
+	uint32_t serial = 0, pid, given = 0;
+	void *v;
+
+	(void)state;
+	assert_null(pidtab_expire(t, 1000, &pid));
+	assert_int_equal(pidtab_exited(t, 5, 1), 0); /* (nothing to keep) */
+	for (int step = 0; step < 100000; step++) {
+		uint32_t q;
+
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 17;
+		rnd ^= rnd << 5;
+		q = (uint32_t)(rnd >> 8) % SPACE;
+		now += rnd % 3;
+		switch (rnd % 5) {
+		case 0: case 1: /* a process of pid q starts (a new value, whatever was there) */
+			vals[q] = ++serial;
+			exited[q] = 0;
+			assert_int_equal(pidtab_put(t, q, (void *)(uintptr_t)serial), 0);
+			break;
+		case 2: case 3: /* it exits */
+			if (vals[q] && !exited[q]) {
+				exited[q] = now + 1;
+				assert_int_equal(pidtab_exited(t, q, now), 0);
+			}
+			break;
+		default: /* its state let go by hand */
+			assert_ptr_equal(pidtab_del(t, q), (void *)(uintptr_t)vals[q]);
+			vals[q] = 0;
+			exited[q] = 0;
+		}
+		while ((v = pidtab_expire(t, now - MIN(now, KEEP), &pid))) {
+			assert_true(pid < SPACE);
+			assert_ptr_equal(v, (void *)(uintptr_t)vals[pid]);
+			assert_true(exited[pid] && exited[pid] - 1 < now - MIN(now, KEEP));
+			vals[pid] = 0;
+			exited[pid] = 0;
+			given++;
+		}
+		/* nothing exited long enough ago is left */
+		if (step % 499 == 0)
+			for (q = 0; q < SPACE; q++) {
+				assert_false(exited[q] && exited[q] - 1 < now - MIN(now, KEEP));
+				assert_ptr_equal(pidtab_get(t, q), (void *)(uintptr_t)vals[q]);
+			}
+	}
+	assert_true(given > 1000);
+	/* the exit queue holds what is pending, not the whole history (~40,000 exits, 640 KB):
+	 * slots for SPACE pids at most a quarter full, and twice SPACE exits queued */
+	assert_true(pidtab_bytes(t) <= 4 * SPACE * 16 + 2 * SPACE * 16);
+	pidtab_free(t);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* itab */
 
@@ -791,6 +856,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pidtab_model),
+		cmocka_unit_test(test_pidtab_exits),
 		cmocka_unit_test(test_itab_basic),
 		cmocka_unit_test(test_itab_many),
 		cmocka_unit_test(test_itab_binary),
@@ -811,7 +877,7 @@ int main(void)
 		cmocka_unit_test(test_online_cpus),
 		cmocka_unit_test(test_clocks),
 		cmocka_unit_test(test_log),
-			cmocka_unit_test(test_utf8_len),
+		cmocka_unit_test(test_utf8_len),
 		cmocka_unit_test(test_str_printable),
 		cmocka_unit_test(test_str_escape),
 		cmocka_unit_test(test_str_sanitize),

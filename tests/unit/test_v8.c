@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sym.h"
 #include "v8.h"
 
 /* What node 20.20.2 (V8 11.3.244.8) publishes of what pcmon reads, and two types beside. */
@@ -353,9 +354,48 @@ static void lines_and_names(void **state)
 	assert_string_equal(out, "x.(anonymous:3)");
 }
 
+/*
+ * A machine's churn of processes, each looked at, warned about and gone: what is kept of
+ * them is let go V8_FORGET_NS after each exit, and nothing of them is said twice meanwhile.
+ */
+static void churn_leaves_nothing(void **state)
+{
+	enum { N = 200000, STEP_NS = 1000000 }; /* an exit a millisecond, 200 s */
+	struct sym *s = sym_new(0);
+	struct v8 *v = s ? v8_new(s) : NULL;
+	uint32_t most = 0;
+
+	(void)state;
+	assert_non_null(v);
+	for (uint32_t pid = 1; pid <= N; pid++) {
+		assert_true(v8_first_look(v, pid, 0));
+		assert_false(v8_first_look(v, pid, 0));
+		assert_true(v8_looked(v, pid, 0));
+		assert_true(v8_first_look(v, pid, 1)); /* an exec */
+		assert_false(v8_first_look(v, pid, 0)); /* the old image's samples, late */
+		assert_true(v8_tell_once(v, pid));
+		assert_false(v8_tell_once(v, pid));
+		assert_false(v8_is_v8(v, pid));
+		v8_exited(v, pid, (uint64_t)pid * STEP_NS);
+		/* an exited process is still known (its samples stream in after its exit) */
+		if (pid > 10)
+			assert_false(v8_tell_once(v, pid - 10));
+		if (v8_procs_kept(v) > most)
+			most = v8_procs_kept(v);
+	}
+	/* kept: those that exited within V8_FORGET_NS of the last exit, and a few */
+	assert_true(most <= V8_FORGET_NS / STEP_NS + 2);
+	assert_true(most >= V8_FORGET_NS / STEP_NS);
+	assert_false(v8_looked(v, 1, 0)); /* forgotten long ago */
+	assert_true(v8_first_look(v, 1, 0));
+	v8_free(v);
+	sym_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(churn_leaves_nothing),
 		cmocka_unit_test(layout_node20),
 		cmocka_unit_test(layout_refused),
 		cmocka_unit_test(scope_info),
