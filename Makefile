@@ -214,6 +214,7 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/cxxallocs \
 	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 \
 	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published \
+	$(OUTPUT)/workloads/fakejvm/fakejvm \
 	$(OUTPUT)/workloads/whenleaf_nofp
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
@@ -232,6 +233,13 @@ $(OUTPUT)/workloads/fakepy: tests/workloads/special/fakepy.c tests/workloads/wor
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer $< -o $@
 $(OUTPUT)/workloads/fakepy_published: tests/workloads/special/fakepy.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -DPUBLISH $< -o $@
+# a HotSpot JVM pcmon cannot read: a libjvm.so whose tables lack the code cache (test_java.py)
+$(OUTPUT)/workloads/fakejvm/libjvm.so: tests/workloads/special/fakejvm.c | $(OUTPUT)/workloads
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -shared -fPIC $< -o $@
+$(OUTPUT)/workloads/fakejvm/fakejvm: tests/workloads/special/fakejvm.c tests/workloads/workload.h $(OUTPUT)/workloads/fakejvm/libjvm.so
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -DMAIN $< \
+		-L$(dir $@) -ljvm -Wl,-rpath,'$$ORIGIN' -o $@
 $(OUTPUT)/workloads/bigframe_nofp: tests/workloads/bigframe.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fomit-frame-pointer $< -o $@
 # WHEN at probes: the stack walk cut short
@@ -290,7 +298,15 @@ $(OUTPUT)/tests/pyoffsets_check.o: tests/unit/pyoffsets_check.c daemon/symbols/p
 unit: $(UNIT_BINS) $(OUTPUT)/tests/pyoffsets_check.o
 	@tests/run.sh --unit
 fuzz: $(FUZZ_BINS)
-workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART)
+# the Java workloads (test_java.py), with the JDK's javac if there is one
+JAVA_SRCS := $(wildcard tests/workloads/java/*.java)
+JAVA_WORK := $(OUTPUT)/workloads/java/.built
+$(JAVA_WORK): $(JAVA_SRCS) | $(OUTPUT)/workloads
+	@if command -v javac >/dev/null; then \
+		mkdir -p $(OUTPUT)/workloads/java && \
+		javac -g -d $(OUTPUT)/workloads/java $(JAVA_SRCS) && touch $@; \
+	else echo "javac not found: the Java workloads are not built (test_java.py skips)"; fi
+workloads: $(WORK_BINS) $(OUTPUT)/workloads/libcritlib.so $(BUILT_APART) $(JAVA_WORK)
 
 check: all $(UNIT_BINS) fuzz workloads $(OUTPUT)/pcmon-asan $(OUTPUT)/pcmond-asan $(OTLP_ENCODE)
 	@tests/run.sh

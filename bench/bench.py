@@ -19,6 +19,9 @@ libbpf-tools (key in results.json; * = make bench-full only, FULL_ONLY):
  10. fleet*        what serving (scrapes, pushes) costs the target
  11. python*       a CPython 3.11 program's slowdown and pcmond's CPU per 1000 samples,
                    with Python frames and --no-python, beside perf record -g
+ 12. java*         a Java program's slowdown and pcmond's CPU per 1000 samples with its
+                   Java frames (default unwinder, --unwind fp) and --no-java, beside perf
+                   record -g
 
 Everything is a ratio or a cost measured in this run; nothing is a constant typed in here.
 A form (BENCH_FORM: default, or full for make bench-full) runs every cell it has; a cell that
@@ -92,7 +95,7 @@ THREAD_COUNTS = [1, 16, 256]
 # and the run exits 1. The sections a form does not run keep their figures from the last
 # run that measured them, and the table says when that was.
 FORM = os.environ.get("BENCH_FORM", "default")
-FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "fleet", "churn")
+FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "java", "fleet", "churn")
 # The churn section (9) runs pcmond --all and then perf record -a -g on a compile loop for
 # BENCH_CHURN_S each (0: not run, its figures kept like a section of the other form)
 CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
@@ -2113,6 +2116,46 @@ def table(res):
                 "that build's libpython): " + ", ".join(f"{v} {fmt(c.get('steady_ms_per_s'), '.1f')}"
                                                        for v, c in vers.items()))
     add("")
+
+    jv = res.get("java", {})
+    add("12. JAVA FRAMES — JavaWork (Java, eight calls deep) on the JDK there is, no JVM flag: its own "
+        f"CPU time for the fixed work / bare (median [min-max] of {REPS} runs)")
+    origin("java")
+    if not jv or "error" in jv:
+        add(f"   {missing(res, 'java')}")
+    else:
+        add(f"   bare: {fmt_stat(jv['bare_cpu_s'], 3)} s CPU, {fmt_stat(jv['bare_wall_s'], 3)} s wall, "
+            f"{jv['units']} units")
+        add_bare_failed(jv)
+        add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
+        for tool, what in J_CONFIGS:
+            label = j_key(tool, what, 0).rsplit(" @", 1)[0]
+            cells = [jv["cells"].get(j_key(tool, what, hz), {}) for hz, _ in RATES[:2]]
+            add(f"   {label:<26}" + "".join(
+                f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
+                for c in cells))
+            for c in cells:
+                for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
+                    add(f"   {failed(f'{label}: {e[:100]}')}")
+        add("   samples per run (median): " + "   ".join(
+            f"{j_key(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
+                fmt((jv["cells"].get(j_key(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
+                for hz, _ in RATES[:2]) for t, w in J_CONFIGS))
+        for what in ("java", "fp"):
+            add(f"   samples walked to JavaWork.main ({j_key('pcmon', what, 0).rsplit(' @', 1)[0]}, median %): "
+                + "/".join(fmt((jv["cells"].get(j_key("pcmon", what, hz), {}).get("java_pct") or {}).get("median"), ".1f")
+                           for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); cut short `java`: "
+                + "/".join(fmt((jv["cells"].get(j_key("pcmon", what, hz), {}).get("cut_pct") or {}).get("median"), ".1f")
+                           for hz, _ in RATES[:2]) + " %")
+        add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
+        session_header(add)
+        for key, c in jv.get("sessions", {}).items():
+            session_row(add, key.replace("pcmon, Java frames", "pcmond java").replace("pcmon --no-java", "pcmond no-java")
+                        .replace("perf record -g", "perf -g"), c)
+        add("   (prof CPU ms/1k smp is the headline: what walking and naming Java frames costs the daemon")
+        add("   per 1000 samples, beside --no-java; perf -g walks frame pointers, which JIT code has not:")
+        add("   its stacks stop there)")
+    add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
         + (f", over the {DEFAULT_FORM_S / 60:g} minutes it should take" if form == "make bench"
@@ -2452,6 +2495,112 @@ def python_frames():
     return out
 
 
+JAVA_CLASSES = os.path.join(ROOT, ".output", "workloads", "java")
+J_CONFIGS = [("pcmon", "java"), ("pcmon", "no-java"), ("pcmon", "fp"), ("perf", None)]
+
+
+def javawork_cmd(units, max_wall=None):
+    return ["java", "-cp", JAVA_CLASSES, "JavaWork", str(units)] + ([str(max_wall)] if max_wall else [])
+
+
+J_LABELS = {"java": "pcmon, Java frames", "no-java": "pcmon --no-java", "fp": "pcmon --unwind fp",
+            None: "perf record -g"}
+
+
+def j_key(tool, what, hz):
+    return f"{J_LABELS[what]} @{hz}Hz"
+
+
+def java_pct(doc):
+    """% of a listing's counted samples that carry Java frames (JavaWork.main's deep count:
+    all of its work runs under it)."""
+    n = doc["summary"].get("counted") if doc else None
+    deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"] == "java.JavaWork.main"] if n else []
+    return 100 * max(deep) / n if n and deep else (0.0 if n else None)
+
+
+def java_frames():
+    """A Java program (tests/workloads/java/JavaWork.java, eight calls deep) on the JDK there
+    is, under pcmon (default unwinder, and --unwind fp) at 100 Hz and 1 kHz beside perf record
+    -g in the same run: its own CPU time for a fixed amount of work over bare, the share of
+    samples with Java frames; then a fresh pcmond and perf record attached by pid to a long
+    run for BENCH_WINDOW_S: their CPU per second and per 1000 samples, memory."""
+    if not shutil.which("java") or not os.path.exists(os.path.join(JAVA_CLASSES, "JavaWork.class")):
+        return {"error": "no java, or no JavaWork.class (make workloads, with a JDK)"}
+    per_unit = []
+    for _ in range(2):
+        d = doc_with(run(javawork_cmd(20000)).out, "units")
+        per_unit.append(d["cpu_s"] / d["units"])
+    units = max(20000, int(WORK_S / min(per_unit)))
+    rates = RATES[:2]
+    cells = [(c, hz, us) for c in J_CONFIGS for hz, us in rates]
+    runs = {"bare": [], **{j_key(*c, hz): [] for c, hz, _ in cells}}
+    for rep in range(REPS):
+        log(f"java: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
+        order = cells[rep * 2 % len(cells):] + cells[:rep * 2 % len(cells)]
+        for cell in [None] + order:
+            if cell is None:
+                key, cmd, env, tool = "bare", javawork_cmd(units), None, None
+            else:
+                (tool, what), hz, us = cell
+                key = j_key(tool, what, hz)
+                if tool_missing(tool):
+                    runs[key].append({"error": tool_missing(tool)})
+                    continue
+                if tool == "pcmon":
+                    cmd = [PCMON, "run", "--virtual", "--interval", str(us), "--json",
+                           *(["--unwind", "fp"] if what == "fp" else []),
+                           *(["--no-java"] if what == "no-java" else []), "--", *javawork_cmd(units)]
+                    env = pcmon_env(NO_DAEMON)
+                else:
+                    cmd, env = perf_record_cmd(hz, os.path.join(TMP, "java.perf.data"), javawork_cmd(units)), None
+            r = run(cmd, env=env)
+            d = doc_with(r.out, "units")
+            if r.rc != 0 or d is None:
+                runs[key].append({"error": r.why()})
+                continue
+            x = {"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]}
+            if tool:
+                x["samples"] = samples_of(tool, r)
+            if tool == "pcmon":
+                doc = doc_with(r.out, "summary")
+                x["java_pct"] = java_pct(doc)
+                n = doc["summary"].get("counted") if doc else None
+                x["cut_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("java", 0) / n if n else None)
+            runs[key].append(x)
+    bare = [x for x in runs["bare"] if "cpu_s" in x]
+    if not bare:
+        raise RuntimeError("JavaWork failed to run bare: " + runs["bare"][0].get("error", "?"))
+    bare_cpu = statistics.median(x["cpu_s"] for x in bare)
+    bare_wall = statistics.median(x["wall_s"] for x in bare)
+    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
+           "bare_wall_s": stats([x["wall_s"] for x in bare]), "cells": {}, "sessions": {}, "runs": runs}
+    for key, rs in runs.items():
+        if key == "bare":
+            continue
+        ok = [x for x in rs if "cpu_s" in x]
+        out["cells"][key] = {
+            "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
+            "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
+            "samples": stats([x.get("samples") for x in ok]),
+            "java_pct": stats([x.get("java_pct") for x in ok]),
+            "cut_pct": stats([x.get("cut_pct") for x in ok]),
+            "errors": [x["error"] for x in rs if "error" in x],
+        }
+    # the profilers' own cost, attached by pid to a long run of the same program
+    long_run = javawork_cmd(10**12, WINDOW_S + 60)
+    for hz, us in rates:
+        for what, opts in (("java", ()), ("no-java", ("--no-java",))):
+            key = j_key("pcmon", what, hz)
+            log(f"java: pcmond session, {key}")
+            out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto",
+                                           opts=opts)
+        log(f"java: perf record session at {hz} Hz")
+        out["sessions"][j_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
+                                                   else guarded(perf_session, hz, long_run))
+    return out
+
+
 PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
 PY_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 # after a version's window, pcmond's CPU over this many more seconds: its steady cost, apart
@@ -2647,6 +2796,7 @@ def main():
         section("scale_bpftrace", scale_bpftrace)
         section("fleet", fleet, cal)
         section("python", python_frames)
+        section("java", java_frames)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START

@@ -94,7 +94,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.flags = marks_pending(p);
 	key.cgroup = bpf_get_current_cgroup_id();
 	key.tset = tail_set(bpf_get_current_task_btf(), p->target);
-	if (cfg->flags & PCMON_TF_DWARF) {
+	if ((cfg->flags & PCMON_TF_DWARF) || is_jvm(key.pid, key.epoch)) {
 		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
 			   cfg->flags & PCMON_TF_KERNEL);
 		return 0;

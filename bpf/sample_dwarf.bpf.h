@@ -188,8 +188,12 @@ static __always_inline void emit_dwarf_from(void *ctx, struct task_struct *task,
 	if (kthread)
 		d->h.key.uerr = PCMON_SERR_KTHREAD;
 	d->pylen = 0;
-	if (!kthread)
+	d->code = 0;
+	if (!kthread) {
 		py_append_dwarf(task, key, d->h.tid, d, type != PCMON_DS_SAMPLE);
+		if (bpf_probe_read_user(&d->code, sizeof(d->code), (void *)d->regs[16]))
+			d->code = 0;
+	}
 	d->klen = 0;
 	if (kernel) {
 		got = bpf_get_stack(ctx, d->kstack, sizeof(d->kstack), 0);

@@ -80,6 +80,25 @@ struct {
 	__type(value, struct pcmon_tname);
 } tnames SEC(".maps");
 
+/*
+ * HotSpot JVMs the engine found (docs/java.md), by tgid: the image (epoch) it found one in.
+ * Their samples are sent as dwarf records whatever the target's --unwind, since their Java
+ * frames are walked from the copied stack.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} jvmprocs SEC(".maps");
+
+static __always_inline bool is_jvm(__u32 tgid, __u32 epoch)
+{
+	__u32 *e = bpf_map_lookup_elem(&jvmprocs, &tgid);
+
+	return e && *e == epoch;
+}
+
 static __always_inline void note_thread(__u32 tid, struct task_struct *task)
 {
 	struct pcmon_tname n = {}, *old = bpf_map_lookup_elem(&tnames, &tid);

@@ -588,7 +588,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		left->ts = o->ts;
 		left->tid = prev->pid;
 	}
-	if (cfg->flags & PCMON_TF_DWARF) {
+	/* (a JVM's stacks are copied whatever --unwind: its Java frames are walked from them) */
+	if ((cfg->flags & PCMON_TF_DWARF) || is_jvm(o->key.pid, o->key.epoch)) {
 		o->key.ustack = o->key.kstack = 0;
 		o->dwarf = 1;
 		/*

@@ -855,6 +855,13 @@ void fmt_status(FILE *f, const cJSON *rep)
 	/* (docs/node.md) */
 	fprintf(f, "JavaScript: %.0f frames named, %.0f not (flagged js), %.0f V8 processes read\n",
 		num(rep, "js_frames_named"), num(rep, "js_frames_unnamed"), num(rep, "js_processes"));
+	it = cJSON_GetObjectItemCaseSensitive(rep, "java");
+	if (it && num(it, "jvms") > 0)
+		fprintf(f, "java: %.0f JVMs, %.0f Java frames walked (%.0f compiled, %.0f methods inlined "
+			"in them, %.0f interpreted, %.0f stubs), %.0f refused as stale, %.0f walks stopped "
+			"at a Java frame\n",
+			num(it, "jvms"), num(it, "frames"), num(it, "compiled"), num(it, "inlined"),
+			num(it, "interpreted"), num(it, "stubs"), num(it, "stale"), num(it, "unwalked"));
 	{
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(rep, "limits");
 

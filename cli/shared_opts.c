@@ -104,6 +104,8 @@ const struct opt sampling_opts[] = {
 	{ "unwind", 0, "METHOD", OPT_STR, "unwind", .help = "how user stacks are walked" },
 	{ "no-python", 0, NULL, OPT_TRUE, "no_python",
 	  .help = "CPython processes list their interpreter's C frames (docs/python.md)" },
+	{ "no-java", 0, NULL, OPT_TRUE, "no_java",
+	  .help = "HotSpot JVMs list their native frames only (docs/java.md)" },
 	{ "no-children", 0, NULL, OPT_FALSE, "children",
 	  .help = "processes started later are not watched" },
 	{ "no-sample", 0, NULL, OPT_TRUE, "no_sample",

@@ -145,7 +145,9 @@ struct pcmon_dsample {
 	__u64 kstack[PCMON_KSTACK_MAX];
 	/* Python frames (docs/python.md): a marker and the frames after it, 0: none */
 	__u32 pylen;
-	__u32 pypad;
+	/* the first 4 bytes of code at regs[16] when the stack was copied (0: not read): a
+	 * JIT's code there replaced since is told from what ran (docs/java.md) */
+	__u32 code;
 	__u64 py[PCMON_PY_FRAMES_MAX + 1];
 	__u8 stack[];	/* ulen bytes; the record has room for a size class >= ulen */
 };

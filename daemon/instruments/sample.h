@@ -91,6 +91,7 @@ struct sample_marks {
 struct sample {
 	bool real, kernel, icase, no_inline;
 	bool python;		/* read CPython processes' frames (not --no-python) */
+	bool java;		/* walk HotSpot JVMs' Java frames (not --no-java) */
 	bool when_from_file;	/* when_text spans lines, ';'-terminated */
 	bool dwarf;		/* user stacks unwound by the engine with CFI */
 	char unwind[8];		/* as asked: fp, dwarf or auto */

@@ -80,6 +80,7 @@ int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void *
 	sp->kernel = proto_bool(req, "kernel", 0);
 	sp->no_inline = proto_bool(req, "no_inline", 0);
 	sp->python = !proto_bool(req, "no_python", 0);
+	sp->java = !proto_bool(req, "no_java", 0);
 	/* auto: frame pointers are not whole even where kept (leaf functions have no frame),
 	 * so CFI unwinding is the cheapest method that gives whole stacks; see README */
 	snprintf(sp->unwind, sizeof(sp->unwind), "%s", unwind);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dbginfo.h"
+#include "hotspot.h"
 #include "procs.h"
 #include "python.h"
 #include "sample_int.h"
@@ -54,6 +55,18 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 }
 
 /*
+ * The location of user frame @pc of a walked stack (@call_site: a return address): a Java
+ * frame comes named from the walk (hs_walk(): HS_LOC_TAG and its location).
+ */
+static uint32_t user_loc(struct sample_g *g, const struct pcmon_key *k, uint64_t pc,
+			 bool call_site)
+{
+	if (pc & HS_LOC_TAG)
+		return (uint32_t)pc;
+	return sym_user(g->env.sym, k->pid, k->epoch, pc, call_site);
+}
+
+/*
  * A marker with no frame (PCMON_PY_UNKNOWN, PCMON_PY_NOSTATE): were Python frames missed? A
  * thread whose native frames run the interpreter's loop was running Python code (whether
  * pcmon can read that CPython or not: it was not known then); so was, as far as anyone can
@@ -82,6 +95,14 @@ static void cut_for(struct agg_stack *st, enum agg_unwalk why)
  * libpython's debug information, had not yet found it in a process started a moment before),
  * so it is flagged, not silently native.
  */
+/* Does the target of @k walk Java frames (not --no-java)? */
+static bool walks_java(struct sample_g *g, const struct pcmon_key *k)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && sample_of(t)->java;
+}
+
 static bool python_unread(struct sample_g *g, const struct pcmon_key *k, const uint32_t *locs,
 			  uint32_t n)
 {
@@ -186,7 +207,7 @@ static uint32_t merge_python(struct sample_g *g, const struct pcmon_key *k, cons
 		sample_convert_python_look(g, k->pid, k->epoch, false);
 	}
 	for (uint32_t i = 0; i < nu; i++)
-		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+		g->natlocs[i] = user_loc(g, k, upc[i], i > 0);
 	in.nat = g->natlocs;
 	/*
 	 * A dwarf record is converted as it streams, before the lifecycle events that came with
@@ -266,7 +287,7 @@ static uint32_t merge_js(struct sample_g *g, const struct pcmon_key *k, const __
 		return 0;
 	}
 	for (uint32_t i = 0; i < nu; i++)
-		g->natlocs[i] = sym_user(g->env.sym, k->pid, k->epoch, upc[i], i > 0);
+		g->natlocs[i] = user_loc(g, k, upc[i], i > 0);
 	in.nat = g->natlocs;
 	/* no frame read, though V8's code ran: JavaScript frames are missing (a dwarf record
 	 * whose process was gone before its frames could be read from the copy) */
@@ -397,7 +418,7 @@ static struct agg_stack *convert_pcs(struct sample_g *g, const struct pcmon_key 
 		js_look_early(g, k, true);
 	} else {
 		for (uint32_t i = 0; i < nu; i++)
-			st->locs[nu - 1 - i] = sym_user(sym, k->pid, k->epoch, upc[i], i > 0);
+			st->locs[nu - 1 - i] = user_loc(g, k, upc[i], i > 0);
 		js_look_early(g, k, true);
 		if (python_unread(g, k, st->locs, nu))
 			cut_for(st, AGG_UNWALK_PYTHON_UNKNOWN);
@@ -429,6 +450,17 @@ struct agg_stack *sample_convert(struct sample_g *g, const struct pcmon_key *k,
 	uint32_t cut = 0;
 	struct agg_stack *st;
 
+	/*
+	 * A JVM's samples are walked from a copy of its stack, whatever --unwind says: BPF is
+	 * told once the engine found it (hs_is_jvm(), looked at only where the kernel's walk was
+	 * cut short, as in JIT code), and its later samples come as dwarf records.
+	 */
+	if (nu && us && !unw_is_root(g->env.sym, k->pid, k->epoch, us->ip[nu - 1], nu > 1) &&
+	    walks_java(g, k)) {
+		hs_is_jvm(g->hs, k->pid, k->epoch);
+		if (hs_new_jvm(g->hs, k->pid))
+			sampler_jvm_set(g->smp, k->pid, k->epoch, true);
+	}
 	/* (the native walk's end, known first: the Python frames' own cut is said over it) */
 	if (nu && ((k->flags & PCMON_KF_USER_DEPTH) || nu >= sampler_max_depth(g->smp)))
 		cut = AGG_SF_CUT(AGG_UNWALK_DEPTH);
@@ -495,6 +527,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	__u64 jsw[PCMON_JS_WORDS_MAX];
 	const __u64 *rtw;
 	enum unw_end end = UNW_END_ROOT;
+	enum hs_end hend = HS_END_NATIVE;
 	uint64_t t0 = now_ns();
 	struct agg_stack *st;
 
@@ -507,12 +540,24 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	sym_sample_taken(g->env.sym, d->taken);
 	if (d->h.key.uerr == PCMON_SERR_KTHREAD) {
 		; /* a whole stack of kernel frames (convert_pcs()) */
+	} else if (uw == AGG_WALK_OK && walks_java(g, &d->h.key) &&
+		   hs_is_jvm(g->hs, d->h.key.pid, d->h.key.epoch)) {
+		int e;
+
+		/* a JVM: Java frames walked and named as the stack is (docs/java.md) */
+		nu = hs_walk(g->hs, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack, d->stack,
+			     d->ulen, d->code, g->upcs, depth, &e, &hend);
+		end = e;
 	} else if (uw == AGG_WALK_OK) {
 		if (GROW(g->ubps, g->cap_ubps, depth))
 			return NULL;
 		nu = unw_walk_bp(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
 		rtw = js_from_copy(g, d, nu, jsw, &nrt);
+		/* a JVM not readable yet whose walk stopped short (in its JIT code): flagged */
+		if (end != UNW_END_ROOT && walks_java(g, &d->h.key) &&
+		    hs_starting(g->hs, d->h.key.pid))
+			hend = HS_END_JAVA;
 	} else if (uw == AGG_UNWALK_FAULT) {
 		/*
 		 * Nothing could be copied. A thread the kernel has just created has no frame but
@@ -538,7 +583,7 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 	st = convert_pcs(g, &d->h.key, g->upcs, nu, d->kstack, MIN(d->klen, PCMON_KSTACK_MAX), uw,
 			 rtw, nrt, end == UNW_END_ROOT);
 	if (st && st->unwalk == AGG_WALK_OK && end != UNW_END_ROOT && !(st->flags & AGG_SF_CUT_SHORT))
-		st->flags |= AGG_SF_CUT(cut_reason[end]);
+		st->flags |= AGG_SF_CUT(hend == HS_END_JAVA ? AGG_UNWALK_JAVA : cut_reason[end]);
 	sym_sample_taken(g->env.sym, 0);
 	return st;
 }

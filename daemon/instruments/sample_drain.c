@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "hotspot.h"
 #include "python.h"
 #include "v8.h"
 #include "sample_int.h"
@@ -138,12 +139,21 @@ static void tick_slices(struct sample_g *g)
 	}
 }
 
+static void jvm_found(void *ctx, uint32_t pid, uint32_t epoch)
+{
+	struct sample_g *g = ctx;
+
+	sampler_jvm_set(g->smp, pid, epoch, true);
+}
+
 void sample_drain_tick(void *gp)
 {
 	struct sample_g *g = gp;
 	uint32_t entries;
 
 	tick_slices(g);
+	/* JVMs still starting, whose samples wait in BPF (--unwind fp): looked at again */
+	hs_look_pending(g->hs, jvm_found, g);
 
 	/*
 	 * A new target's first samples are drained at once, so that the costliest naming (its

@@ -105,6 +105,7 @@ struct sample_g {
 	size_t cap_sections;
 	struct py *py;			/* Python frames: interpreters found, code objects named */
 	struct v8 *v8;			/* JavaScript frames: V8s found, functions named */
+	struct hs *hs;			/* Java frames: HotSpot JVMs found, methods named */
 	uint32_t *natlocs, *mergelocs;	/* a user stack's native locations, merged with them */
 	size_t cap_natlocs;
 };

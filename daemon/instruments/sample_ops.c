@@ -16,6 +16,7 @@
 #include "cgpath.h"
 #include "groups.h"
 #include "lines.h"
+#include "hotspot.h"
 #include "probes.h"
 #include "profil.h"
 #include "python.h"
@@ -49,7 +50,8 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 	g->name_gen = 1; /* (0: a name slot never read) */
 	g->py = py_new(env->sym);
 	g->v8 = v8_new(env->sym);
-	if (!g->py || !g->v8) {
+	g->hs = hs_new(env->sym);
+	if (!g->py || !g->v8 || !g->hs) {
 		close_g(g);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -81,6 +83,7 @@ static void close_g(void *gp)
 	cgpath_free(g->cgroups);
 	py_free(g->py);
 	v8_free(g->v8);
+	hs_free(g->hs);
 	free(g->natlocs);
 	free(g->mergelocs);
 	probes_stop(g->probes);
@@ -132,11 +135,24 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	if (ev->type == PCMON_EV_EXIT) {
 		sampler_py_set(g->smp, ev->pid, NULL);
 		sampler_js_set(g->smp, ev->pid, NULL);
+		sampler_jvm_set(g->smp, ev->pid, 0, false);
 		py_exited(g->py, ev->pid, now_ns());
 		v8_exited(g->v8, ev->pid, now_ns());
+		hs_exited(g->hs, ev->pid, now_ns());
 		return;
 	}
-	if (!sp->python || (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN))
+	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
+		return;
+	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
+	if (sp->java) {
+		if (ev->type == PCMON_EV_DLOPEN)
+			hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
+		else
+			hs_is_jvm(g->hs, ev->pid, ev->epoch);
+		if (hs_new_jvm(g->hs, ev->pid))
+			sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
+	}
+	if (!sp->python)
 		return;
 	/* (a library loaded later may be the V8: libnode.so, dlopen'ed by an embedder) */
 	if ((ev->type == PCMON_EV_SAMPLED && v8_first_look(g->v8, ev->pid, ev->epoch)) ||
@@ -165,6 +181,7 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
 	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
 	cJSON_AddBoolToObject(o, "python", sp->python);
+	cJSON_AddBoolToObject(o, "java", sp->java);
 	cJSON_AddStringToObject(o, "unwind", sp->unwind[0] ? sp->unwind : "fp");
 	if (sp->when_text)
 		cJSON_AddStringToObject(o, "when", sp->when_text);
@@ -249,6 +266,16 @@ static void status_json(void *gp, cJSON *o)
 	sampler_programs_json(g->smp, cJSON_GetObjectItemCaseSensitive(o, "programs"));
 
 	add_status(g, 1, o);
+	{
+		struct hs_stats hst;
+
+		/* Java frames (docs/java.md) */
+		hs_stats(g->hs, &hst);
+		c = cJSON_AddObjectToObject(o, "java");
+#define ADD_HS(f) cJSON_AddNumberToObject(c, #f, hst.f);
+		HS_STATS_FIELDS(ADD_HS)
+#undef ADD_HS
+	}
 	cJSON_AddNumberToObject(o, "drain_capacity", sampler_capacity(g->smp));
 	add_status(g, 2, o);
 }
@@ -265,6 +292,7 @@ static const struct proto_field fields[] = {
 	F_BOOL("kernel"),
 	F_BOOL("no_inline"),
 	F_BOOL("no_python"),
+	F_BOOL("no_java"),
 	F_STR("when", PROTO_MAX_LINE),
 	F_BOOL("when_from_file"),
 	F_BOOL("icase"),

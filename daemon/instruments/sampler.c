@@ -293,6 +293,16 @@ int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *v
 	return bpf_map_update_elem(fd, &pid, vp, BPF_ANY) ? -errno : 0;
 }
 
+int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
+{
+	int fd = bpf_map__fd(s->skel->maps.jvmprocs);
+
+	if (!on)
+		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno : 0;
+	pr_debug("pid %u: a JVM, its samples sent with their stacks", pid);
+	return bpf_map_update_elem(fd, &pid, &epoch, BPF_ANY) ? -errno : 0;
+}
+
 /*
  * What the engine reads of a stack record (dsring_copy_fn): its header and registers, its
  * kernel and runtime frames and its copy of stack, not the rest of the room BPF reserved for

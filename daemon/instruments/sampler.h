@@ -100,6 +100,10 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 /* The same for a V8 (docs/node.md): @vp NULL removes the entry. */
 struct pcmon_v8proc;
 int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *vp);
+
+/* Java frames (docs/java.md): image @epoch of @pid is a JVM, whose samples BPF sends as dwarf
+ * records whatever the target's --unwind (@on false: no longer). 0 or -errno. */
+int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on);
 /*
  * Called with each new stack as the ring brings it, before its samples are drained: the
  * code objects of its Python frames are read while the process is there to read (its

@@ -91,6 +91,17 @@ void sym_set_proc_extent(struct sym *s, uint32_t proc, uint64_t lo, uint64_t hi)
 	}
 }
 
+void sym_set_proc_file(struct sym *s, uint32_t proc, const char *file, uint32_t line)
+{
+	uint32_t fid;
+
+	if (proc >= itab_count(s->proc_keys) || s->procs[proc].file || !file)
+		return;
+	fid = sym_str_id(s, file);
+	s->procs[proc].file = fid;
+	s->procs[proc].line = line;
+}
+
 const struct sym_procinfo *sym_proc(const struct sym *s, uint32_t proc)
 {
 	return proc < itab_count(s->proc_keys) ? &s->procs[proc] : NULL;

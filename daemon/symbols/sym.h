@@ -122,6 +122,9 @@ int sym_intern_proc(struct sym *s, const char *module, const char *name, const c
 int sym_intern_loc(struct sym *s, const char *module, uint64_t addr, const char *const *procs,
 		   const char *const *files, const uint32_t *lines, size_t n, uint32_t *loc);
 int sym_intern_str(struct sym *s, const char *str, uint32_t *id);
+/* A procedure's file and first line, if it has none yet (one interned from results loaded
+ * from disk, named again by a runtime that knows them: docs/java.md). */
+void sym_set_proc_file(struct sym *s, uint32_t proc, const char *file, uint32_t line);
 /* Where a procedure's code is (symbolization finds it; results loaded from disk say it). */
 void sym_set_proc_extent(struct sym *s, uint32_t proc, uint64_t lo, uint64_t hi);
 /* The directory @vaddr of @module's compilation unit was compiled in (DW_AT_comp_dir): where

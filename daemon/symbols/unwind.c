@@ -13,16 +13,7 @@
 #define REG_RSP 7
 #define REG_RA 16
 
-struct walk {
-	uint64_t r[PCMON_NREGS];
-	uint32_t valid;		/* bit per register */
-	const uint8_t *stack;
-	uint64_t base;		/* address of stack[0] */
-	uint32_t len;
-	bool short_read;	/* a read fell past the end of the copy */
-};
-
-static bool mem_read(struct walk *w, uint64_t addr, uint64_t *val)
+static bool mem_read(struct unw_cursor *w, uint64_t addr, uint64_t *val)
 {
 	if (addr < w->base || addr + 8 > w->base + w->len || addr + 8 < addr) {
 		if (addr >= w->base + w->len)
@@ -34,7 +25,7 @@ static bool mem_read(struct walk *w, uint64_t addr, uint64_t *val)
 }
 
 /* A DWARF expression, as CFI uses them: small, integer-only. */
-static bool eval(struct walk *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa, bool push_cfa,
+static bool eval(struct unw_cursor *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa, bool push_cfa,
 		 uint64_t *out, bool *is_value)
 {
 	uint64_t st[16];
@@ -169,7 +160,7 @@ enum step {
  * address means the root: a return address that cannot be computed (its slot lies past the
  * copy, say) is a broken step, never a root, or cut-off stacks would pass for whole ones.
  */
-static enum step cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame)
+static enum step cfi_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *signal_frame)
 {
 	uint64_t cfa, nr[PCMON_NREGS];
 	uint32_t nvalid = 0;
@@ -235,7 +226,7 @@ static enum step cfi_step(struct walk *w, Dwarf_Frame *frame, bool *signal_frame
  * pointer ends the chain, but without CFI nothing says this is the outermost frame: the
  * caller reports such a stack as cut short (no CFI), not as whole.
  */
-static enum step fp_step(struct walk *w)
+static enum step fp_step(struct unw_cursor *w)
 {
 	uint64_t bp = w->r[REG_RBP], ra, nbp;
 
@@ -253,7 +244,7 @@ bool unw_eval(const Dwarf_Op *ops, size_t nops, const uint64_t regs[PCMON_NREGS]
 	      uint32_t valid, const uint8_t *stack, uint64_t base, uint32_t len, uint64_t cfa,
 	      uint64_t *out, bool *is_value)
 {
-	struct walk w = { .valid = valid, .stack = stack, .base = base, .len = len };
+	struct unw_cursor w = { .valid = valid, .stack = stack, .base = base, .len = len };
 
 	memcpy(w.r, regs, sizeof(w.r));
 	return eval(&w, ops, nops, cfa, false, out, is_value);
@@ -275,6 +266,65 @@ bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool 
 	return root;
 }
 
+void unw_init(struct unw_cursor *c, struct sym *s, uint32_t pid, uint32_t epoch,
+	      const __u64 regs[PCMON_NREGS], uint64_t start_sp, const uint8_t *stack, uint32_t len)
+{
+	*c = (struct unw_cursor){ .stack = stack, .base = regs[REG_RSP], .len = len, .s = s,
+				  .pid = pid, .epoch = epoch, .start_sp = start_sp,
+				  .after_signal = true /* the first pc is exact, not a return address */ };
+	memcpy(c->r, regs, sizeof(c->r));
+	c->valid = (1u << PCMON_NREGS) - 1;
+}
+
+bool unw_read(struct unw_cursor *c, uint64_t addr, uint64_t *val)
+{
+	return mem_read(c, addr, val);
+}
+
+void unw_set_caller(struct unw_cursor *c, uint64_t pc, uint64_t sp, uint64_t bp, bool bp_known)
+{
+	c->r[REG_RA] = pc;
+	c->r[REG_RSP] = sp;
+	c->r[REG_RBP] = bp;
+	c->valid = (1u << REG_RA) | (1u << REG_RSP) | (bp_known ? 1u << REG_RBP : 0);
+	c->after_signal = false;
+}
+
+int unw_step(struct unw_cursor *c, uint32_t n, enum unw_end *end)
+{
+	uint64_t pc = c->r[REG_RA], sp = c->r[REG_RSP];
+	Dwarf_Frame *frame = NULL;
+	bool sig = false, cfi;
+	enum step r;
+
+	/* a return address is one past the call: look the caller's frame up at the call */
+	cfi = sym_cfi_frame(c->s, c->pid, c->epoch, c->after_signal ? pc : pc - 1, &frame) == 0;
+	if (cfi) {
+		r = cfi_step(c, frame, &sig);
+	} else if (c->start_sp && sp == c->start_sp) {
+		r = STEP_ROOT; /* the entry point's frame: the kernel put rsp here at exec */
+	} else if (n == 1 && sym_thread_entry(c->s, c->pid, c->epoch, pc)) {
+		r = STEP_ROOT; /* a new thread that has not yet run user code */
+	} else {
+		r = fp_step(c);
+	}
+	if (r == STEP_ROOT) {
+		*end = UNW_END_ROOT;
+		return 0;
+	}
+	if (r == STEP_BROKEN) {
+		*end = c->short_read ? UNW_END_TRUNCATED : cfi ? UNW_END_FAULT : UNW_END_NOCFI;
+		return 0;
+	}
+	/* the stack grows down: a caller's frame is above its callee's */
+	if (c->r[REG_RSP] <= sp && !sig) {
+		*end = UNW_END_FAULT;
+		return 0;
+	}
+	c->after_signal = sig;
+	return 1;
+}
+
 int unw_walk(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PCMON_NREGS],
 	     uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, uint32_t max,
 	     enum unw_end *end)
@@ -286,49 +336,19 @@ int unw_walk_bp(struct sym *s, uint32_t pid, uint32_t epoch, const __u64 regs[PC
 		uint64_t start_sp, const uint8_t *stack, uint32_t len, __u64 *pcs, __u64 *bps,
 		uint32_t max, enum unw_end *end)
 {
-	struct walk w = { .stack = stack, .base = regs[REG_RSP], .len = len };
-	bool after_signal = true; /* the first pc is exact, not a return address */
+	struct unw_cursor c;
 	uint32_t n = 0;
 
-	memcpy(w.r, regs, sizeof(w.r));
-	w.valid = (1u << PCMON_NREGS) - 1;
+	unw_init(&c, s, pid, epoch, regs, start_sp, stack, len);
 	for (;;) {
-		uint64_t pc = w.r[REG_RA], sp = w.r[REG_RSP];
-		Dwarf_Frame *frame = NULL;
-		bool sig = false, cfi;
-		enum step r;
-
 		if (n == max) {
 			*end = UNW_END_DEPTH;
 			return n;
 		}
 		if (bps) /* (the frame's rbp, as its callees left it: 0 if not known) */
-			bps[n] = w.valid & (1u << REG_RBP) ? w.r[REG_RBP] : 0;
-		pcs[n++] = pc;
-		/* a return address is one past the call: look the caller's frame up at the call */
-		cfi = sym_cfi_frame(s, pid, epoch, after_signal ? pc : pc - 1, &frame) == 0;
-		if (cfi) {
-			r = cfi_step(&w, frame, &sig);
-		} else if (start_sp && sp == start_sp) {
-			r = STEP_ROOT; /* the entry point's frame: the kernel put rsp here at exec */
-		} else if (n == 1 && sym_thread_entry(s, pid, epoch, pc)) {
-			r = STEP_ROOT; /* a new thread that has not yet run user code */
-		} else {
-			r = fp_step(&w);
-		}
-		if (r == STEP_ROOT) {
-			*end = UNW_END_ROOT;
+			bps[n] = c.valid & (1u << REG_RBP) ? c.r[REG_RBP] : 0;
+		pcs[n++] = c.r[REG_RA];
+		if (!unw_step(&c, n, end))
 			return n;
-		}
-		if (r == STEP_BROKEN) {
-			*end = w.short_read ? UNW_END_TRUNCATED : cfi ? UNW_END_FAULT : UNW_END_NOCFI;
-			return n;
-		}
-		/* the stack grows down: a caller's frame is above its callee's */
-		if (w.r[REG_RSP] <= sp && !sig) {
-			*end = UNW_END_FAULT;
-			return n;
-		}
-		after_signal = sig;
 	}
 }

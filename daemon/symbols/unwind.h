@@ -32,6 +32,34 @@ enum unw_end {
 };
 
 /*
+ * A walk in progress, for walkers of their own that hand native frames to the CFI walk
+ * (hotspot_unwind.c): r[16] is the current frame's pc, r[7] its stack pointer.
+ */
+struct unw_cursor {
+	uint64_t r[PCMON_NREGS];
+	uint32_t valid;		/* bit per register */
+	const uint8_t *stack;
+	uint64_t base;		/* address of stack[0] */
+	uint32_t len;
+	bool short_read;	/* a read fell past the end of the copy */
+	bool after_signal;	/* r[16] is exact (the first frame, or after a signal frame) */
+	struct sym *s;
+	uint32_t pid, epoch;
+	uint64_t start_sp;
+};
+void unw_init(struct unw_cursor *c, struct sym *s, uint32_t pid, uint32_t epoch,
+	      const __u64 regs[PCMON_NREGS], uint64_t start_sp, const uint8_t *stack, uint32_t len);
+/*
+ * One step of the CFI walk from the cursor's frame, the @n-th one walked: 1, the caller is
+ * in the cursor; 0, the walk ended there, *@end says why.
+ */
+int unw_step(struct unw_cursor *c, uint32_t n, enum unw_end *end);
+/* A word of the copied stack: false if @addr is not in the copy (short_read if past it). */
+bool unw_read(struct unw_cursor *c, uint64_t addr, uint64_t *val);
+/* The caller a walker of its own found: @pc a return address, its stack and frame pointer. */
+void unw_set_caller(struct unw_cursor *c, uint64_t pc, uint64_t sp, uint64_t bp, bool bp_known);
+
+/*
  * Walk from @regs (DWARF numbering) over @stack, a copy of @len bytes of user memory that
  * starts at regs[7] (rsp). @start_sp is the process's initial stack pointer (0: unknown):
  * code without CFI whose frame sits exactly there is the entry point (the dynamic linker's

@@ -45,7 +45,10 @@
 	/* found the interpreter, or before the thread's state was on its list */          \
 	X(PYTHON_UNKNOWN, python_unknown, 1)                                               \
 	/* a JavaScript frame could not be read or named (docs/node.md) */                  \
-	X(JS, js, 1)
+	X(JS, js, 1)                                                                       \
+	/* a Java frame could not be walked or named: its code blob freed or moved since */ \
+	/* the sample, or its frame unreadable */                                          \
+	X(JAVA, java, 1)
 
 enum agg_unwalk {
 	AGG_WALK_OK = 0,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lines.h"
+#include "hotspot.h"
 #include "python.h"
 #include "v8.h"
 #include "profil.h"
@@ -70,10 +71,14 @@ void pcs_free(struct pcs *x)
 
 static bool runtime_name(const char *m)
 {
-	return !strcmp(m, PY_MODULE) || !strcmp(m, V8_MODULE);
+	return !strcmp(m, PY_MODULE) || !strcmp(m, V8_MODULE) || !strcmp(m, HS_MODULE);
 }
 
-/* Whether sym module @module holds a runtime's frames (Python's, JavaScript's). */
+/*
+ * Whether sym module @module holds a runtime's frames (Python's, JavaScript's, Java's), whose
+ * addresses are keys, not code's: the module pcmon made for them has no file, its path is its
+ * name (the java launcher, an ELF object also named java, has a path of its own).
+ */
 static bool runtime_loc_module(struct pcs *x, uint32_t module)
 {
 	struct sym_module_info mi;
@@ -87,7 +92,8 @@ static bool runtime_loc_module(struct pcs *x, uint32_t module)
 		memset(x->runtime + n, -1, x->nruntime - n);
 	}
 	if (x->runtime[module] < 0)
-		x->runtime[module] = !sym_module_info(x->s, module, &mi) && runtime_name(mi.name);
+		x->runtime[module] = !sym_module_info(x->s, module, &mi) && mi.path &&
+				     !strcmp(mi.path, mi.name) && runtime_name(mi.name);
 	return x->runtime[module];
 }
 
@@ -180,13 +186,6 @@ static void add_code(const struct sym *s, const struct sym_loc *l, cJSON *o)
 	cJSON_AddStringToObject(o, "code", hex);
 }
 
-/* A procedure of a runtime's frames (Python's, JavaScript's): its locations' addresses are
- * keys, not code's. */
-static bool runtime_module(const struct sym *s, uint32_t proc)
-{
-	return runtime_name(sym_str(s, sym_proc(s, proc)->module));
-}
-
 struct line_row {
 	uint32_t file, line;
 	uint64_t count;
@@ -255,7 +254,7 @@ int pcs_lines_json(struct pcs *x, const char *name, uint64_t counted, cJSON *out
 							   cJSON_CreateArray() };
 		}
 		rows[r].count += x->counts[i];
-		if (runtime_module(s, fr[j]))
+		if (runtime_loc_module(x, l->module))
 			continue; /* (its address is a key, not code's: no address rows) */
 		a = cJSON_CreateObject();
 		if (!a || !cJSON_AddItemToArray(rows[r].addrs, a)) {
@@ -324,7 +323,7 @@ static int profil_origin(struct pcs *x, const char *spec, const char *program, c
 		if (*end || end == plus + 3)
 			goto bad;
 		snprintf(module, modlen, "%.*s", (int)(plus - spec), spec);
-		if (runtime_name(module)) {
+		if (!strcmp(module, PY_MODULE) || !strcmp(module, V8_MODULE)) {
 			*err = proto_error(2, "--offset %s: %s frames have no code addresses: use list --lines",
 					   spec, module);
 			return -1;
@@ -386,7 +385,7 @@ int pcs_profil_json(struct pcs *x, const char *spec, uint32_t scale, uint64_t bu
 		const struct sym_loc *l = sym_loc(s, loc_at(x, i));
 		uint64_t c;
 
-		if (strcmp(loc_module(s, l), module) ||
+		if (strcmp(loc_module(s, l), module) || runtime_loc_module(x, l->module) ||
 		    !profil_cell(l->addr, offset, scale, ncells, &c))
 			continue;
 		if (!cells[c] || x->counts[i] > x->counts[hottest[c]])

@@ -282,10 +282,16 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 	return 0;
 }
 void sampler_py_hook(struct sampler *s, sampler_py_cb cb, void *ctx) { (void)s; (void)cb; (void)ctx; }
-/* ... nor a V8. */
+/* ... nor a V8 ... */
 int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *vp)
 {
 	(void)s; (void)pid; (void)vp;
+	return 0;
+}
+/* ... nor a JVM. */
+int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
+{
+	(void)s; (void)pid; (void)epoch; (void)on;
 	return 0;
 }
 
