@@ -95,7 +95,7 @@ THREAD_COUNTS = [1, 16, 256]
 # and the run exits 1. The sections a form does not run keep their figures from the last
 # run that measured them, and the table says when that was.
 FORM = os.environ.get("BENCH_FORM", "default")
-FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "java", "fleet", "churn")
+FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "java", "node", "fleet", "churn")
 # The churn section (9) runs pcmond --all and then perf record -a -g on a compile loop for
 # BENCH_CHURN_S each (0: not run, its figures kept like a section of the other form)
 CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
@@ -1654,18 +1654,19 @@ def fmt(x, spec=".1f", none="-"):
     return none if x is None else format(x, spec)
 
 
-def session_header(add, scale=False):
-    add(f"   {'session':<{40 if scale else 18}}{'samples':>8}{'deliv':>6}{'lost':>6}"
+def session_header(add, scale=False, w=None):
+    w = w or (40 if scale else 18)
+    add(f"   {'session':<{w}}{'samples':>8}{'deliv':>6}{'lost':>6}"
         + (f"{'unwalk':>7}" if scale else "")
         + f"{'prof CPU':>9}{'CPU ms':>8}{'peak RSS':>9}{'listing':>9}{'listing':>9}"
         + (f"{'drain':>7}{'entries':>8}" if scale else f"{'BPF':>6}{'BPF':>6}"))
-    add(f"   {'':<{40 if scale else 18}}{'':>8}{'':>6}{'':>6}" + (f"{'':>7}" if scale else "")
+    add(f"   {'':<{w}}{'':>8}{'':>6}{'':>6}" + (f"{'':>7}" if scale else "")
         + f"{'ms/s':>9}{'/1k smp':>8}{'MB':>9}{'wall ms':>9}{'CPU ms':>9}"
         + (f"{'ms':>7}{'':>8}" if scale else f"{'ns':>6}{'ms/s':>6}"))
 
 
-def session_row(add, key, c, scale=False):
-    w = 40 if scale else 18
+def session_row(add, key, c, scale=False, w=None):
+    w = w or (40 if scale else 18)
     if "error" in c:
         add(f"   {key:<{w}}{failed(c['error'][:100])}")
         return
@@ -2117,45 +2118,50 @@ def table(res):
                                                        for v, c in vers.items()))
     add("")
 
-    jv = res.get("java", {})
-    add("12. JAVA FRAMES — JavaWork (Java, eight calls deep) on the JDK there is, no JVM flag: its own "
-        f"CPU time for the fixed work / bare (median [min-max] of {REPS} runs)")
-    origin("java")
-    if not jv or "error" in jv:
-        add(f"   {missing(res, 'java')}")
-    else:
+    for no, rt, program in ((12, JAVA, "JavaWork (Java, eight calls deep) on the JDK there is, no JVM flag"),
+                            (13, NODE, "bench/jswork.js (JavaScript, eight calls deep) on the node there is, "
+                                       "no node flag")):
+        jv = res.get(rt.key, {})
+        add(f"{no}. {rt.name.upper()} FRAMES — {program}: its own CPU time for the fixed work / bare "
+            f"(median [min-max] of {REPS} runs)")
+        origin(rt.key)
+        if not jv or "error" in jv:
+            add(f"   {missing(res, rt.key)}")
+            add("")
+            continue
+        label = lambda t, w: rt.cell(t, w, 0).rsplit(" @", 1)[0]  # noqa: E731
+        cell = lambda t, w, hz: jv["cells"].get(rt.cell(t, w, hz), {})  # noqa: E731
         add(f"   bare: {fmt_stat(jv['bare_cpu_s'], 3)} s CPU, {fmt_stat(jv['bare_wall_s'], 3)} s wall, "
             f"{jv['units']} units")
         add_bare_failed(jv)
-        add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
-        for tool, what in J_CONFIGS:
-            label = j_key(tool, what, 0).rsplit(" @", 1)[0]
-            cells = [jv["cells"].get(j_key(tool, what, hz), {}) for hz, _ in RATES[:2]]
-            add(f"   {label:<26}" + "".join(
+        add(f"   {'profiler':<30}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
+        for tool, what in rt.configs:
+            cells = [cell(tool, what, hz) for hz, _ in RATES[:2]]
+            add(f"   {label(tool, what):<30}" + "".join(
                 f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
                 for c in cells))
             for c in cells:
                 for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
-                    add(f"   {failed(f'{label}: {e[:100]}')}")
+                    add(f"   {failed(f'{label(tool, what)}: {e[:100]}')}")
         add("   samples per run (median): " + "   ".join(
-            f"{j_key(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
-                fmt((jv["cells"].get(j_key(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
-                for hz, _ in RATES[:2]) for t, w in J_CONFIGS))
-        for what in ("java", "fp"):
-            add(f"   samples walked to JavaWork.main ({j_key('pcmon', what, 0).rsplit(' @', 1)[0]}, median %): "
-                + "/".join(fmt((jv["cells"].get(j_key("pcmon", what, hz), {}).get("java_pct") or {}).get("median"), ".1f")
-                           for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); cut short `java`: "
-                + "/".join(fmt((jv["cells"].get(j_key("pcmon", what, hz), {}).get("cut_pct") or {}).get("median"), ".1f")
+            f"{label(t, w)} " + "/".join(fmt((cell(t, w, hz).get("samples") or {}).get("median"), ".0f")
+                                         for hz, _ in RATES[:2]) for t, w in rt.configs))
+        for what in (rt.key, "fp"):
+            add(f"   samples walked to {rt.main.split('.', 1)[1]} ({label('pcmon', what)}, median %): "
+                + "/".join(fmt((cell("pcmon", what, hz).get(f"{rt.key}_pct") or {}).get("median"), ".1f")
+                           for hz, _ in RATES[:2]) + f" (100 Hz/1000 Hz); cut short `{rt.cut}`: "
+                + "/".join(fmt((cell("pcmon", what, hz).get("cut_pct") or {}).get("median"), ".1f")
                            for hz, _ in RATES[:2]) + " %")
         add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
-        session_header(add)
+        session_header(add, w=27)
         for key, c in jv.get("sessions", {}).items():
-            session_row(add, key.replace("pcmon, Java frames", "pcmond java").replace("pcmon --no-java", "pcmond no-java")
-                        .replace("perf record -g", "perf -g"), c)
-        add("   (prof CPU ms/1k smp is the headline: what walking and naming Java frames costs the daemon")
-        add("   per 1000 samples, beside --no-java; perf -g walks frame pointers, which JIT code has not:")
-        add("   its stacks stop there)")
-    add("")
+            session_row(add, key.replace(rt.labels[rt.key], f"pcmond {rt.cut}")
+                        .replace(rt.labels["no-" + rt.key], f"pcmond {rt.off}")
+                        .replace("perf record -g", "perf -g"), c, w=27)
+        add(f"   (prof CPU ms/1k smp is the headline: what walking and naming {rt.name} frames costs the")
+        add(f"   daemon per 1000 samples, beside {rt.off}; perf -g walks frame pointers, which JIT code")
+        add("   has not: its stacks stop there)")
+        add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
         + (f", over the {DEFAULT_FORM_S / 60:g} minutes it should take" if form == "make bench"
@@ -2496,64 +2502,78 @@ def python_frames():
 
 
 JAVA_CLASSES = os.path.join(ROOT, ".output", "workloads", "java")
-J_CONFIGS = [("pcmon", "java"), ("pcmon", "no-java"), ("pcmon", "fp"), ("perf", None)]
+JSWORK = os.path.join(ROOT, "bench", "jswork.js")
 
 
-def javawork_cmd(units, max_wall=None):
-    return ["java", "-cp", JAVA_CLASSES, "JavaWork", str(units)] + ([str(max_wall)] if max_wall else [])
+class Runtime:
+    """A JIT runtime's section (Java, Node): a program of eight calls deep that times its own
+    fixed work, under pcmon with its frames, without them (@off, pcmon's option) and with
+    --unwind fp, beside perf record -g; @main is the procedure every sample of the work runs
+    under, @cut the cut-short reason that flags a frame of the runtime's not walked."""
+
+    def __init__(self, key, name, cmd, missing, off, main, cut, probe_units):
+        self.key, self.name, self.cmd, self.ready = key, name, cmd, missing
+        self.off, self.main, self.cut, self.probe_units = off, main, cut, probe_units
+        self.configs = [("pcmon", key), ("pcmon", "no-" + key), ("pcmon", "fp"), ("perf", None)]
+        self.labels = {key: f"pcmon, {name} frames", "no-" + key: f"pcmon {off}",
+                       "fp": "pcmon --unwind fp", None: "perf record -g"}
+
+    def cell(self, tool, what, hz):
+        return f"{self.labels[what]} @{hz}Hz"
+
+    def pct(self, doc):
+        """% of a listing's counted samples walked to @main (its deep count)."""
+        n = doc["summary"].get("counted") if doc else None
+        deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"] == self.main] if n else []
+        return 100 * max(deep) / n if n and deep else (0.0 if n else None)
 
 
-J_LABELS = {"java": "pcmon, Java frames", "no-java": "pcmon --no-java", "fp": "pcmon --unwind fp",
-            None: "perf record -g"}
+JAVA = Runtime("java", "Java",
+               lambda units, max_wall=None: ["java", "-cp", JAVA_CLASSES, "JavaWork", str(units)]
+               + ([str(max_wall)] if max_wall else []),
+               lambda: None if shutil.which("java") and os.path.exists(os.path.join(JAVA_CLASSES, "JavaWork.class"))
+               else "no java, or no JavaWork.class (make workloads, with a JDK)",
+               "--no-java", "java.JavaWork.main", "java", 20000)
+NODE = Runtime("node", "JavaScript",
+               lambda units, max_wall=None: ["node", JSWORK, str(units)] + ([str(max_wall)] if max_wall else []),
+               lambda: None if shutil.which("node") else "no node (make deps installs nodejs)",
+               "--no-python", "js.jswork.main", "js", 200000)
 
 
-def j_key(tool, what, hz):
-    return f"{J_LABELS[what]} @{hz}Hz"
-
-
-def java_pct(doc):
-    """% of a listing's counted samples that carry Java frames (JavaWork.main's deep count:
-    all of its work runs under it)."""
-    n = doc["summary"].get("counted") if doc else None
-    deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"] == "java.JavaWork.main"] if n else []
-    return 100 * max(deep) / n if n and deep else (0.0 if n else None)
-
-
-def java_frames():
-    """A Java program (tests/workloads/java/JavaWork.java, eight calls deep) on the JDK there
-    is, under pcmon (default unwinder, and --unwind fp) at 100 Hz and 1 kHz beside perf record
-    -g in the same run: its own CPU time for a fixed amount of work over bare, the share of
-    samples with Java frames; then a fresh pcmond and perf record attached by pid to a long
-    run for BENCH_WINDOW_S: their CPU per second and per 1000 samples, memory."""
-    if not shutil.which("java") or not os.path.exists(os.path.join(JAVA_CLASSES, "JavaWork.class")):
-        return {"error": "no java, or no JavaWork.class (make workloads, with a JDK)"}
+def runtime_frames(rt):
+    """@rt's program under pcmon (its frames, @rt.off, --unwind fp) at 100 Hz and 1 kHz beside
+    perf record -g in the same run: its own CPU time for a fixed amount of work over bare, the
+    share of samples walked to its main; then a fresh pcmond and perf record attached by pid
+    to a long run for BENCH_WINDOW_S: their CPU per second and per 1000 samples, memory."""
+    if rt.ready():  # (what is missing)
+        return {"error": rt.ready()}
     per_unit = []
     for _ in range(2):
-        d = doc_with(run(javawork_cmd(20000)).out, "units")
+        d = doc_with(run(rt.cmd(rt.probe_units)).out, "units")
         per_unit.append(d["cpu_s"] / d["units"])
-    units = max(20000, int(WORK_S / min(per_unit)))
+    units = max(rt.probe_units, int(WORK_S / min(per_unit)))
     rates = RATES[:2]
-    cells = [(c, hz, us) for c in J_CONFIGS for hz, us in rates]
-    runs = {"bare": [], **{j_key(*c, hz): [] for c, hz, _ in cells}}
+    cells = [(c, hz, us) for c in rt.configs for hz, us in rates]
+    runs = {"bare": [], **{rt.cell(*c, hz): [] for c, hz, _ in cells}}
     for rep in range(REPS):
-        log(f"java: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
+        log(f"{rt.key}: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
         order = cells[rep * 2 % len(cells):] + cells[:rep * 2 % len(cells)]
         for cell in [None] + order:
             if cell is None:
-                key, cmd, env, tool = "bare", javawork_cmd(units), None, None
+                key, cmd, env, tool = "bare", rt.cmd(units), None, None
             else:
                 (tool, what), hz, us = cell
-                key = j_key(tool, what, hz)
+                key = rt.cell(tool, what, hz)
                 if tool_missing(tool):
                     runs[key].append({"error": tool_missing(tool)})
                     continue
                 if tool == "pcmon":
                     cmd = [PCMON, "run", "--virtual", "--interval", str(us), "--json",
                            *(["--unwind", "fp"] if what == "fp" else []),
-                           *(["--no-java"] if what == "no-java" else []), "--", *javawork_cmd(units)]
+                           *([rt.off] if what == "no-" + rt.key else []), "--", *rt.cmd(units)]
                     env = pcmon_env(NO_DAEMON)
                 else:
-                    cmd, env = perf_record_cmd(hz, os.path.join(TMP, "java.perf.data"), javawork_cmd(units)), None
+                    cmd, env = perf_record_cmd(hz, os.path.join(TMP, f"{rt.key}.perf.data"), rt.cmd(units)), None
             r = run(cmd, env=env)
             d = doc_with(r.out, "units")
             if r.rc != 0 or d is None:
@@ -2564,13 +2584,13 @@ def java_frames():
                 x["samples"] = samples_of(tool, r)
             if tool == "pcmon":
                 doc = doc_with(r.out, "summary")
-                x["java_pct"] = java_pct(doc)
+                x[f"{rt.key}_pct"] = rt.pct(doc)
                 n = doc["summary"].get("counted") if doc else None
-                x["cut_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("java", 0) / n if n else None)
+                x["cut_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get(rt.cut, 0) / n if n else None)
             runs[key].append(x)
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
-        raise RuntimeError("JavaWork failed to run bare: " + runs["bare"][0].get("error", "?"))
+        raise RuntimeError(f"{rt.key}: the program failed to run bare: " + runs["bare"][0].get("error", "?"))
     bare_cpu = statistics.median(x["cpu_s"] for x in bare)
     bare_wall = statistics.median(x["wall_s"] for x in bare)
     out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
@@ -2583,22 +2603,30 @@ def java_frames():
             "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
             "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
             "samples": stats([x.get("samples") for x in ok]),
-            "java_pct": stats([x.get("java_pct") for x in ok]),
+            f"{rt.key}_pct": stats([x.get(f"{rt.key}_pct") for x in ok]),
             "cut_pct": stats([x.get("cut_pct") for x in ok]),
             "errors": [x["error"] for x in rs if "error" in x],
         }
     # the profilers' own cost, attached by pid to a long run of the same program
-    long_run = javawork_cmd(10**12, WINDOW_S + 60)
+    long_run = rt.cmd(10**12, WINDOW_S + 60)
     for hz, us in rates:
-        for what, opts in (("java", ()), ("no-java", ("--no-java",))):
-            key = j_key("pcmon", what, hz)
-            log(f"java: pcmond session, {key}")
+        for what, opts in ((rt.key, ()), ("no-" + rt.key, (rt.off,))):
+            key = rt.cell("pcmon", what, hz)
+            log(f"{rt.key}: pcmond session, {key}")
             out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto",
                                            opts=opts)
-        log(f"java: perf record session at {hz} Hz")
-        out["sessions"][j_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
-                                                   else guarded(perf_session, hz, long_run))
+        log(f"{rt.key}: perf record session at {hz} Hz")
+        out["sessions"][rt.cell("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
+                                                     else guarded(perf_session, hz, long_run))
     return out
+
+
+def java_frames():
+    return runtime_frames(JAVA)
+
+
+def node_frames():
+    return runtime_frames(NODE)
 
 
 PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
@@ -2797,6 +2825,7 @@ def main():
         section("fleet", fleet, cal)
         section("python", python_frames)
         section("java", java_frames)
+        section("node", node_frames)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
