@@ -69,7 +69,6 @@ struct hs {
 };
 
 struct hs_proc *hs_proc_of(struct hs *h, uint32_t pid);
-int hs_mem(uint32_t pid, uint64_t addr, void *buf, size_t len);
 /* The code cache's heaps read (again) from the process: 0 or -errno. */
 int hs_heaps_read(struct hs_proc *p);
 
@@ -90,29 +89,5 @@ int hs_compiled_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, ui
 int hs_stub_loc(struct hs *h, struct hs_proc *p, const struct hs_blob *b, uint32_t *loc);
 /* Does @method look like a Method of the process (its ConstMethod points back)? */
 bool hs_method_ok(struct hs_proc *p, uint64_t method);
-
-static inline uint64_t hs_u64(const uint8_t *b, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static inline uint32_t hs_u32(const uint8_t *b, uint32_t off)
-{
-	uint32_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
-static inline uint16_t hs_u16(const uint8_t *b, uint32_t off)
-{
-	uint16_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
 
 #endif
