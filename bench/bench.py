@@ -1242,7 +1242,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         "unwound": s1.get("dwarf_samples_unwound", 0) - s0.get("dwarf_samples_unwound", 0),
         "unwind_ms": s1.get("dwarf_unwind_ms_total", 0) - s0.get("dwarf_unwind_ms_total", 0),
         "stack_bytes": s1.get("dwarf_stack_bytes_total", 0) - s0.get("dwarf_stack_bytes_total", 0),
-        "python_pct": python_pct(doc),
+        "python_pct": PYTHON.pct(doc),
     }
 
 
@@ -2078,9 +2078,9 @@ def table(res):
             f"{py['units']} units")
         add_bare_failed(py)
         add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
-        for tool, what in PY_CONFIGS:
-            label = py_key(tool, what, 0).rsplit(" @", 1)[0]
-            cells = [py["cells"].get(py_key(tool, what, hz), {}) for hz, _ in RATES[:2]]
+        for tool, what in PYTHON.configs:
+            label = PYTHON.cell(tool, what, 0).rsplit(" @", 1)[0]
+            cells = [py["cells"].get(PYTHON.cell(tool, what, hz), {}) for hz, _ in RATES[:2]]
             add(f"   {label:<26}" + "".join(
                 f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
                 for c in cells))
@@ -2088,13 +2088,13 @@ def table(res):
                 for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
                     add(f"   {failed(f'{label}: {e[:100]}')}")
         add("   samples per run (median): " + "   ".join(
-            f"{py_key(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
-                fmt((py["cells"].get(py_key(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
-                for hz, _ in RATES[:2]) for t, w in PY_CONFIGS))
+            f"{PYTHON.cell(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
+                fmt((py["cells"].get(PYTHON.cell(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
+                for hz, _ in RATES[:2]) for t, w in PYTHON.configs))
         add("   samples with Python frames (pcmon, median %): " + "/".join(
-            fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("python_pct") or {}).get("median"), ".1f")
+            fmt((py["cells"].get(PYTHON.cell("pcmon", "python", hz), {}).get("python_pct") or {}).get("median"), ".1f")
             for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); flagged python_unknown (not known yet): "
-            + "/".join(fmt((py["cells"].get(py_key("pcmon", "python", hz), {}).get("unknown_pct") or {}).get("median"), ".1f")
+            + "/".join(fmt((py["cells"].get(PYTHON.cell("pcmon", "python", hz), {}).get("unknown_pct") or {}).get("median"), ".1f")
                        for hz, _ in RATES[:2]) + " %")
         add(f"   the profiler attached by pid for ~{WINDOW_S:g} s (pcmond: a fresh one, default unwinder):")
         session_header(add)
@@ -2391,118 +2391,12 @@ PY311 = "/usr/bin/python3.11"
 PYWORK = os.path.join(ROOT, "bench", "pywork.py")
 
 
-def python_pct(doc):
-    """% of a listing's counted samples that carry Python frames (the outermost Python
-    procedure's deep count: every sample of pywork's work runs under main)."""
-    n = doc["summary"].get("counted") if doc else None
-    deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"].startswith("py.")] if n else []
-    return 100 * max(deep) / n if n and deep else (0.0 if n else None)
-
-
 def pywork_cmd(units, max_wall=None):
     return [PY311, PYWORK, str(units)] + ([str(max_wall)] if max_wall else [])
 
 
-PY_CONFIGS = [("pcmon", "python"), ("pcmon", "no-python"), ("perf", None)]
-
-
-def py_key(tool, what, hz):
-    return f"{'pcmon, Python frames' if what == 'python' else 'pcmon --no-python' if what else 'perf record -g'} @{hz}Hz"
-
-
-def python_frames():
-    """A CPython 3.11 program of pure Python work (bench/pywork.py, eight calls deep) under
-    pcmon with its Python frames and with --no-python, at 100 Hz and 1 kHz, beside perf
-    record -g on the same program in the same run: the program's own CPU time for a fixed
-    amount of work over bare (its work rate), then a fresh pcmond (default unwinder) and perf
-    record attached by pid for BENCH_WINDOW_S: their CPU per second and per 1000 samples."""
-    if not os.path.exists(PY311):
-        return {"error": f"no {PY311} (make deps installs python3.11)"}
-    per_unit = []
-    for _ in range(2):
-        d = doc_with(run(pywork_cmd(5000)).out, "units")
-        per_unit.append(d["cpu_s"] / d["units"])
-    units = max(1000, int(WORK_S / min(per_unit)))
-    rates = RATES[:2]
-    cells = [(c, hz, us) for c in PY_CONFIGS for hz, us in rates]
-    runs = {"bare": [], **{py_key(*c, hz): [] for c, hz, _ in cells}}
-    for rep in range(REPS):
-        log(f"python: repetition {rep + 1}/{REPS} ({len(cells) + 1} runs)")
-        order = cells[rep * 2 % len(cells):] + cells[:rep * 2 % len(cells)]
-        for cell in [None] + order:
-            if cell is None:
-                key, cmd, env, tool = "bare", pywork_cmd(units), None, None
-            else:
-                (tool, what), hz, us = cell
-                key = py_key(tool, what, hz)
-                if tool_missing(tool):
-                    runs[key].append({"error": tool_missing(tool)})
-                    continue
-                if tool == "pcmon":
-                    cmd = [PCMON, "run", "--virtual", "--interval", str(us), "--json",
-                           *(["--no-python"] if what == "no-python" else []), "--", *pywork_cmd(units)]
-                    env = pcmon_env(NO_DAEMON)
-                else:
-                    cmd, env = perf_record_cmd(hz, os.path.join(TMP, "py.perf.data"), pywork_cmd(units)), None
-            r = run(cmd, env=env)
-            d = doc_with(r.out, "units")
-            if r.rc != 0 or d is None:
-                runs[key].append({"error": r.why()})
-                continue
-            x = {"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]}
-            if tool:
-                x["samples"] = samples_of(tool, r)
-            if tool == "pcmon":
-                doc = doc_with(r.out, "summary")
-                x["python_pct"] = python_pct(doc)
-                n = doc["summary"].get("counted") if doc else None
-                x["unknown_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get("python_unknown", 0) / n
-                                    if n else None)
-            runs[key].append(x)
-    r = run(pywork_cmd(units))
-    d = doc_with(r.out, "units")
-    runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]} if d
-                        else {"error": r.why()})
-    bare = [x for x in runs["bare"] if "cpu_s" in x]
-    if not bare:
-        raise RuntimeError("pywork.py failed to run bare: " + runs["bare"][0].get("error", "?"))
-    bare_cpu = statistics.median(x["cpu_s"] for x in bare)
-    bare_wall = statistics.median(x["wall_s"] for x in bare)
-    out = {"units": units, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
-           "bare_wall_s": stats([x["wall_s"] for x in bare]), "cells": {}, "sessions": {}, "runs": runs}
-    for key, rs in runs.items():
-        if key == "bare":
-            continue
-        ok = [x for x in rs if "cpu_s" in x]
-        out["cells"][key] = {
-            "cpu_ratio": stats([x["cpu_s"] / bare_cpu for x in ok]),
-            "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
-            "samples": stats([x.get("samples") for x in ok]),
-            "python_pct": stats([x.get("python_pct") for x in ok]),
-            "unknown_pct": stats([x.get("unknown_pct") for x in ok]),
-            "errors": [x["error"] for x in rs if "error" in x],
-        }
-    # the profilers' own cost, attached by pid to a long run of the same program
-    long_run = pywork_cmd(10**9, WINDOW_S + 60)
-    for hz, us in rates:
-        for what, opts in (("python", ()), ("no-python", ("--no-python",))):
-            key = py_key("pcmon", what, hz)
-            log(f"python: pcmond session, {key}")
-            out["sessions"][key] = guarded(pcmond_session, long_run, "virtual", us, unwind="auto", opts=opts)
-        log(f"python: perf record session at {hz} Hz")
-        out["sessions"][py_key("perf", None, hz)] = ({"error": tool_missing("perf")} if tool_missing("perf")
-                                                    else guarded(perf_session, hz, long_run))
-    # one row a version: each of pyenv's CPython builds there is, the same session at 1 kHz
-    out["versions"] = {}
-    for v, py in pyenv_pythons().items():
-        log(f"python: pcmond session, CPython {v} ({py})")
-        out["versions"][v] = guarded(pcmond_session, [py, PYWORK, str(10**9), str(WINDOW_S + 60)],
-                                     "virtual", RATES[1][1], unwind="auto", settle=1, steady=PY_STEADY_S)
-    return out
-
-
-JAVA_CLASSES = os.path.join(ROOT, ".output", "workloads", "java")
 JSWORK = os.path.join(ROOT, "bench", "jswork.js")
+JAVA_CLASSES = os.path.join(ROOT, ".output", "workloads", "java")
 
 
 class Runtime:
@@ -2511,10 +2405,13 @@ class Runtime:
     --unwind fp, beside perf record -g; @main is the procedure every sample of the work runs
     under, @cut the cut-short reason that flags a frame of the runtime's not walked."""
 
-    def __init__(self, key, name, cmd, missing, off, main, cut, probe_units):
+    def __init__(self, key, name, cmd, missing, off, main, cut, probe_units, min_units=0, fp=True,
+                 cut_key="cut_pct", bare_last=False):
         self.key, self.name, self.cmd, self.ready = key, name, cmd, missing
         self.off, self.main, self.cut, self.probe_units = off, main, cut, probe_units
-        self.configs = [("pcmon", key), ("pcmon", "no-" + key), ("pcmon", "fp"), ("perf", None)]
+        self.min_units, self.cut_key, self.bare_last = min_units or probe_units, cut_key, bare_last
+        self.configs = ([("pcmon", key), ("pcmon", "no-" + key)] + ([("pcmon", "fp")] if fp else [])
+                        + [("perf", None)])
         self.labels = {key: f"pcmon, {name} frames", "no-" + key: f"pcmon {off}",
                        "fp": "pcmon --unwind fp", None: "perf record -g"}
 
@@ -2522,9 +2419,12 @@ class Runtime:
         return f"{self.labels[what]} @{hz}Hz"
 
     def pct(self, doc):
-        """% of a listing's counted samples walked to @main (its deep count)."""
+        """% of a listing's counted samples walked to @main (its deep count; @main ending in
+        a dot: the deepest of the procedures it starts)."""
         n = doc["summary"].get("counted") if doc else None
-        deep = [p["deep"] for p in doc.get("procedures", []) if p["procedure"] == self.main] if n else []
+        deep = [p["deep"] for p in doc.get("procedures", [])
+                if (p["procedure"].startswith(self.main) if self.main.endswith(".")
+                    else p["procedure"] == self.main)] if n else []
         return 100 * max(deep) / n if n and deep else (0.0 if n else None)
 
 
@@ -2551,7 +2451,7 @@ def runtime_frames(rt):
     for _ in range(2):
         d = doc_with(run(rt.cmd(rt.probe_units)).out, "units")
         per_unit.append(d["cpu_s"] / d["units"])
-    units = max(rt.probe_units, int(WORK_S / min(per_unit)))
+    units = max(rt.min_units, int(WORK_S / min(per_unit)))
     rates = RATES[:2]
     cells = [(c, hz, us) for c in rt.configs for hz, us in rates]
     runs = {"bare": [], **{rt.cell(*c, hz): [] for c, hz, _ in cells}}
@@ -2586,8 +2486,13 @@ def runtime_frames(rt):
                 doc = doc_with(r.out, "summary")
                 x[f"{rt.key}_pct"] = rt.pct(doc)
                 n = doc["summary"].get("counted") if doc else None
-                x["cut_pct"] = (100 * doc["summary"]["cut_short_by_reason"].get(rt.cut, 0) / n if n else None)
+                x[rt.cut_key] = (100 * doc["summary"]["cut_short_by_reason"].get(rt.cut, 0) / n if n else None)
             runs[key].append(x)
+    if rt.bare_last:  # (one bare run after the others too)
+        r = run(rt.cmd(units))
+        d = doc_with(r.out, "units")
+        runs["bare"].append({"cpu_s": d["cpu_s"], "wall_s": d["wall_s"], "units": d["units"]} if d
+                            else {"error": r.why()})
     bare = [x for x in runs["bare"] if "cpu_s" in x]
     if not bare:
         raise RuntimeError(f"{rt.key}: the program failed to run bare: " + runs["bare"][0].get("error", "?"))
@@ -2604,7 +2509,7 @@ def runtime_frames(rt):
             "wall_ratio": stats([x["wall_s"] / bare_wall for x in ok]),
             "samples": stats([x.get("samples") for x in ok]),
             f"{rt.key}_pct": stats([x.get(f"{rt.key}_pct") for x in ok]),
-            "cut_pct": stats([x.get("cut_pct") for x in ok]),
+            rt.cut_key: stats([x.get(rt.cut_key) for x in ok]),
             "errors": [x["error"] for x in rs if "error" in x],
         }
     # the profilers' own cost, attached by pid to a long run of the same program
@@ -2627,6 +2532,29 @@ def java_frames():
 
 def node_frames():
     return runtime_frames(NODE)
+
+
+# (the share of samples that carry Python frames: the outermost Python procedure's deep
+# count, every sample of pywork's work running under main; python_unknown flags the rest)
+PYTHON = Runtime("python", "Python", pywork_cmd,
+                 lambda: None if os.path.exists(PY311) else f"no {PY311} (make deps installs python3.11)",
+                 "--no-python", "py.", "python_unknown", 5000, min_units=1000, fp=False,
+                 cut_key="unknown_pct", bare_last=True)
+
+
+def python_frames():
+    """A CPython 3.11 program of pure Python work (bench/pywork.py, eight calls deep) as
+    runtime_frames() runs JavaWork (without --unwind fp); then one row a version: each of
+    pyenv's CPython builds there is, a fresh pcmond at 1 kHz attached by pid."""
+    out = runtime_frames(PYTHON)
+    if "error" in out:
+        return out
+    out["versions"] = {}
+    for v, py in pyenv_pythons().items():
+        log(f"python: pcmond session, CPython {v} ({py})")
+        out["versions"][v] = guarded(pcmond_session, [py, PYWORK, str(10**9), str(WINDOW_S + 60)],
+                                     "virtual", RATES[1][1], unwind="auto", settle=1, steady=PY_STEADY_S)
+    return out
 
 
 PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
