@@ -190,3 +190,16 @@ int procmaps_at(uint32_t pid, uint64_t addr, unsigned flags, procmaps_cb cb, voi
 {
 	return walk(pid, flags, addr, true, cb, ctx);
 }
+
+int procmaps_open(uint32_t pid, uint64_t start, uint64_t end, const char *path)
+{
+	char file[4200];
+	int fd;
+
+	snprintf(file, sizeof(file), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || !path || path[0] != '/')
+		return fd;
+	snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
+	return open(file, O_RDONLY | O_CLOEXEC);
+}

@@ -44,5 +44,11 @@ int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx);
  * @cb returns, 1 if no mapping covers @addr, -errno if the map cannot be opened.
  */
 int procmaps_at(uint32_t pid, uint64_t addr, unsigned flags, procmaps_cb cb, void *ctx);
+/*
+ * Open the file mapped at [@start, @end) in @pid, @path as its map says: by map_files, which
+ * survives a file deleted since and other mount namespaces, else by the process's view of
+ * @path (its root). A read-only, close-on-exec descriptor, or -1 with errno set.
+ */
+int procmaps_open(uint32_t pid, uint64_t start, uint64_t end, const char *path);
 
 #endif

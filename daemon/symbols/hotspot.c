@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hotspot_int.h"
+#include "procmaps.h"
 #include "sym.h"
 
 /* ---- processes */
@@ -24,10 +25,7 @@ static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 struct hs_proc *hs_proc_of(struct hs *h, uint32_t pid)
 {
-	for (size_t i = 0; i < h->nprocs; i++)
-		if (h->procs[i].pid == pid)
-			return &h->procs[i];
-	return NULL;
+	return pidtab_get(h->procs, pid);
 }
 
 int hs_heaps_read(struct hs_proc *p)
@@ -145,7 +143,6 @@ static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 	uint64_t addr[HS_NTABLES * 9] = { 0 }, base;
 	struct look *c = ctx;
 	const char *b = strrchr(path, '/');
-	char file[4200];
 	int fd;
 
 	c->files++;
@@ -153,13 +150,7 @@ static int look_cb(void *ctx, const char *path, uint64_t start, uint64_t end, ui
 		c->launcher = true;
 	if (pgoff || !b || strcmp(b + 1, "libjvm.so"))
 		return 0;
-	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", c->pid,
-		 (unsigned long long)start, (unsigned long long)end);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(file, sizeof(file), "/proc/%u/root%s", c->pid, path);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps_open(c->pid, start, end, path);
 	if (fd < 0)
 		return 0;
 	for (int t = 0; t < HS_NTABLES; t++) {
@@ -247,9 +238,11 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 		p = NULL;
 	}
 	if (!p) {
-		if (GROW(h->procs, h->cap_procs, h->nprocs + 1))
+		p = calloc(1, sizeof(*p));
+		if (!p || pidtab_put(h->procs, pid, p)) {
+			free(p);
 			return false;
-		p = &h->procs[h->nprocs++];
+		}
 		*p = (struct hs_proc){ .pid = pid, .epoch = epoch };
 	}
 	if (!p->jvm && p->looks < HS_LOOK_TRIES &&
@@ -278,9 +271,11 @@ void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts)
 void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
 		     void *ctx)
 {
-	for (size_t i = 0; i < h->nprocs; i++) {
-		struct hs_proc *p = &h->procs[i];
+	struct hs_proc *p;
+	size_t it = 0;
 
+	/* (hs_is_jvm() of a process's own image deletes nothing: the walk holds) */
+	while ((p = pidtab_next(h->procs, &it))) {
 		if (p->jvm || p->looks >= HS_LOOK_TRIES || p->gone_at)
 			continue;
 		hs_is_jvm(h, p->pid, p->epoch);
@@ -306,30 +301,41 @@ bool hs_new_jvm(struct hs *h, uint32_t pid)
 	return true;
 }
 
+/* Let go of @p, deleted from the table, and of the names read in it if it was a JVM (most
+ * processes are not: their exits cost no scan of the names). */
+static void proc_free(struct hs *h, struct hs_proc *p)
+{
+	if (p->jvm || p->libjvm || p->launcher)
+		hs_names_forget(h->names, p->pid);
+	free(p->seen);
+	free(p);
+}
+
 void hs_forget(struct hs *h, uint32_t pid)
 {
-	for (size_t i = 0; i < h->nprocs; i++) {
-		if (h->procs[i].pid != pid)
-			continue;
-		free(h->procs[i].seen);
-		h->procs[i] = h->procs[--h->nprocs];
-		break;
-	}
-	hs_names_forget(h->names, pid);
+	struct hs_proc *p = pidtab_del(h->procs, pid);
+
+	if (p)
+		proc_free(h, p);
 }
 
 void hs_exited(struct hs *h, uint32_t pid, uint64_t now)
 {
-	struct hs_proc *p = hs_proc_of(h, pid);
+	struct hs_proc *p;
+	uint32_t gone;
 
-	if (p)
+	while ((p = pidtab_expire(h->procs, now - MIN(now, HS_FORGET_NS), &gone)))
+		proc_free(h, p);
+	p = hs_proc_of(h, pid);
+	if (p && !p->gone_at) {
 		p->gone_at = now;
-	for (size_t i = 0; i < h->nprocs;) {
-		if (h->procs[i].gone_at && now - h->procs[i].gone_at > HS_FORGET_NS)
-			hs_forget(h, h->procs[i].pid); /* (moves the last one here) */
-		else
-			i++;
+		pidtab_exited(h->procs, pid, now); /* (no memory: kept until its pid comes back) */
 	}
+}
+
+uint32_t hs_procs_kept(const struct hs *h)
+{
+	return pidtab_count(h->procs);
 }
 
 struct hs *hs_new(struct sym *s)
@@ -340,8 +346,9 @@ struct hs *hs_new(struct sym *s)
 		return NULL;
 	h->sym = s;
 	h->names = hs_names_new();
-	if (!h->names) {
-		free(h);
+	h->procs = pidtab_new();
+	if (!h->names || !h->procs) {
+		hs_free(h);
 		return NULL;
 	}
 	return h;
@@ -349,12 +356,17 @@ struct hs *hs_new(struct sym *s)
 
 void hs_free(struct hs *h)
 {
+	struct hs_proc *p;
+	size_t it = 0;
+
 	if (!h)
 		return;
+	while (h->procs && (p = pidtab_next(h->procs, &it))) {
+		free(p->seen);
+		free(p);
+	}
 	hs_names_free(h->names);
-	for (size_t i = 0; i < h->nprocs; i++)
-		free(h->procs[i].seen);
-	free(h->procs);
+	pidtab_free(h->procs);
 	free(h);
 }
 

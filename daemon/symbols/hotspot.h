@@ -58,6 +58,8 @@ void hs_forget(struct hs *h, uint32_t pid);
  * way, named from what was read while it ran). */
 #define HS_FORGET_NS (30 * 1000000000ull)
 void hs_exited(struct hs *h, uint32_t pid, uint64_t now);
+/* Processes it keeps anything of (looked at, running or exited less than HS_FORGET_NS ago). */
+uint32_t hs_procs_kept(const struct hs *h);
 
 /* How a HotSpot walk ended beyond the CFI walk's reasons (unwind.h). */
 enum hs_end {

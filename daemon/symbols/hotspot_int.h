@@ -62,8 +62,7 @@ struct hs_proc {
 
 struct hs {
 	struct sym *sym;
-	struct hs_proc *procs;
-	size_t nprocs, cap_procs;
+	struct pidtab *procs;	/* struct hs_proc by pid: every process looked at */
 	struct hs_names *names; /* hotspot_names.c's caches */
 	struct hs_stats st;
 };

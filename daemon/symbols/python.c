@@ -17,6 +17,7 @@
 
 #include "python.h"
 #include "python_layouts.h"
+#include "procmaps.h"
 #include "sym.h"
 #include "util.h"
 
@@ -659,20 +660,14 @@ static int find_in(uint32_t pid, const char *path, uint64_t start, uint64_t end,
 		   size_t len)
 {
 	uint8_t dbg[PY_DEBUG_OFFSETS_MAX];
-	char file[4200], whyd[200];
+	char whyd[200];
 	const struct py_layout *l;
 	struct found f;
 	uint32_t version = 0;
 	uint64_t bias;
 	int fd;
 
-	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(file, sizeof(file), "/proc/%u/root%s", pid, path);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps_open(pid, start, end, path);
 	if (fd < 0)
 		return -ENOENT;
 	if (!look_in_object(fd, &f)) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "sym.h"
 #include "util.h"
 #include "v8.h"
@@ -357,20 +358,13 @@ struct find_ctx {
 static int find_cb(void *ctx, const char *path, uint64_t start, uint64_t end, uint64_t pgoff)
 {
 	struct find_ctx *c = ctx;
-	char file[4200];
 	const struct v8_bin *b;
 	int fd;
 
 	if (pgoff || path[0] != '/' || !v8ish(path) || (c->last && !strcmp(c->last, path)))
 		return 0;
 	c->last = path;
-	snprintf(file, sizeof(file), "/proc/%u/map_files/%llx-%llx", c->pid,
-		 (unsigned long long)start, (unsigned long long)end);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(file, sizeof(file), "/proc/%u/root%s", c->pid, path);
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-	}
+	fd = procmaps_open(c->pid, start, end, path);
 	if (fd < 0)
 		return 0;
 	b = bin_of(c->v, fd);

@@ -97,6 +97,18 @@ static bool runtime_loc_module(struct pcs *x, uint32_t module)
 	return x->runtime[module];
 }
 
+/* A frame of a runtime's code (not one of its stubs, "[name]", which run for the frame
+ * above them as native code does). */
+static bool runtime_frame(struct pcs *x, const struct sym_loc *l)
+{
+	const uint32_t *fr;
+
+	if (!runtime_loc_module(x, l->module))
+		return false;
+	fr = sym_frames(x->s, l);
+	return sym_str(x->s, sym_proc(x->s, fr[l->nframes - 1])->name)[0] != '[';
+}
+
 static void pcs_add(struct pcs *x, uint32_t loc, uint64_t weight)
 {
 	uint32_t id;
@@ -113,7 +125,8 @@ static void pcs_add(struct pcs *x, uint32_t loc, uint64_t weight)
 
 /*
  * Each sample counts at its innermost user pc. A runtime's frame with native code below it
- * (the interpreter's helpers, a C extension, V8's builtins) counts as well, at its own line:
+ * (the interpreter's helpers, a C extension, V8's builtins, a JVM's stubs) counts as well, at
+ * its own line:
  * a Python or JavaScript function's lines are where its code was, whatever ran for it, as
  * the program sees them. (Only the runtime's procedures read those counts; a native
  * procedure's lines are its shallow samples.)
@@ -128,7 +141,7 @@ void pcs_visit(void *ctx, const struct agg_visit *v)
 	pcs_add(x, v->st->locs[n - 1], v->weight);
 	x->total += v->weight;
 	for (i = n - 1; i >= 0; i--)
-		if (runtime_loc_module(x, sym_loc(x->s, v->st->locs[i])->module))
+		if (runtime_frame(x, sym_loc(x->s, v->st->locs[i])))
 			break;
 	if (i >= 0 && i < n - 1)
 		pcs_add(x, v->st->locs[i], v->weight);

@@ -361,8 +361,7 @@ static void walk_synthetic(void **state)
 
 	p = calloc(1, sizeof(*p));
 	assert_non_null(p);
-	h->procs = p;
-	h->nprocs = h->cap_procs = 1;
+	assert_int_equal(pidtab_put(h->procs, getpid(), p), 0);
 	p->pid = getpid();
 	p->jvm = true;
 	/* (the code cache's bounds, where the process is read to tell it is still there) */
@@ -609,9 +608,42 @@ static void published_tables(void **state)
 		skip();
 }
 
+/*
+ * A machine's churn of processes, each looked at for a JVM (none is: these pids run no
+ * process here, or not a JVM) and gone: what is kept of them is let go HS_FORGET_NS after
+ * each exit; an exec (another image) starts afresh.
+ */
+static void churn_leaves_nothing(void **state)
+{
+	enum { N = 100000, STEP_NS = 1000000, BASE = 1 << 23 }; /* an exit a ms, 100 s */
+	struct sym *s = sym_new(0);
+	struct hs *h = s ? hs_new(s) : NULL;
+	uint32_t most = 0;
+
+	(void)state;
+	assert_non_null(h);
+	for (uint32_t i = 1; i <= N; i++) {
+		uint32_t pid = BASE + i; /* (above the largest pid_max, 2^22: no such process) */
+
+		assert_false(hs_is_jvm(h, pid, 0));
+		assert_false(hs_is_jvm(h, pid, 1)); /* an exec */
+		assert_false(hs_new_jvm(h, pid));
+		assert_false(hs_starting(h, pid));
+		hs_exited(h, pid, (uint64_t)i * STEP_NS);
+		if (hs_procs_kept(h) > most)
+			most = hs_procs_kept(h);
+	}
+	/* kept: those that exited within HS_FORGET_NS of the last exit, and a few */
+	assert_true(most <= HS_FORGET_NS / STEP_NS + 2);
+	assert_true(most >= HS_FORGET_NS / STEP_NS);
+	hs_free(h);
+	sym_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(churn_leaves_nothing),
 		cmocka_unit_test(compressed_ints),
 		cmocka_unit_test(line_tables),
 		cmocka_unit_test(scopes),
