@@ -38,7 +38,6 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     # every worker symbolized: its loop's samples are churn_work's (each sample is 1 in 10
     # ms: a binomial count, 4 sigma of it)
     assert work >= want - 4 * want ** 0.5 - 2, (work, want, s)
-    assert s["foreign"] <= 0.02 * s["counted"] + 1, s
     reads = st["symbols"]["maps_reads"] - before
     # one read a sampled image: the workers', the parent's, and those of the sleepers that
     # were sampled (in their exec: a tenth of them on a quiet machine, a third on a busy one,
@@ -50,6 +49,10 @@ def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():
     sampled = len(listing["groups"])  # processes with samples
     others = sampled - own["workers"]
     assert others >= 0, (sampled, own)
+    # what is left unnamed (foreign: in no object pcmond knows) is only what a sleeper, gone
+    # 2 ms after its exec, ran before its map could be read (a busy machine reads it later):
+    # a sample or two of each sampled sleeper at most, none of a worker's
+    assert s["foreign"] <= 0.02 * s["counted"] + 2 * others + 1, (s, others)
     assert reads <= own["workers"] + 2 * others + 10, (reads, sampled, st["symbols"])
     # in a worker's map, its program, libc and the loader are files pcmond holds open: the
     # kernel is asked for none of their names or build-ids (each read's first of them all)
