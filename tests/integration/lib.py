@@ -7,6 +7,7 @@ skipped by raising Skip (only when not root or without BTF; under CI a skip is a
 import json
 import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -145,10 +146,14 @@ def share_tolerance_pp(p, n, floor_pp=2.0):
 
 
 class Daemon:
-    """A pcmond of our own, on a private socket and state directory."""
+    """A pcmond of our own, on a private socket and state directory (removed after a test
+    that passed; kept, and named, after one that failed)."""
+
+    made = []  # this test's
 
     def __init__(self, state_dir=None, args=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="pcmon-it-")
+        Daemon.made.append(self)
         self.sock = os.path.join(self.dir, "pcmond.sock")
         self.state = state_dir or os.path.join(self.dir, "state")
         self.args = [str(a) for a in args]  # more pcmond options
@@ -254,6 +259,9 @@ def run_tests(module_globals):
             fn()
             passed += 1
             print(f"PASS {name} ({time.time() - t0:.1f}s)", flush=True)
+            for d in Daemon.made:  # what a passed test left: its daemons stopped, dirs gone
+                d.stop()
+                shutil.rmtree(d.dir, ignore_errors=True)
         except Skip as e:
             if in_ci:
                 failed += 1
@@ -263,6 +271,8 @@ def run_tests(module_globals):
                 print(f"SKIP {name}: {e}", flush=True)
         except Exception:
             failed += 1
-            print(f"FAIL {name} ({time.time() - t0:.1f}s)\n" + traceback.format_exc(), flush=True)
+            print(f"FAIL {name} ({time.time() - t0:.1f}s)\n" + traceback.format_exc()
+                  + "".join(f"(kept: {d.dir})\n" for d in Daemon.made), flush=True)
+        Daemon.made.clear()
     print(f"RESULT {passed} {failed} {skipped}")
     return 0 if failed == 0 else 1
