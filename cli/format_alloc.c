@@ -65,6 +65,9 @@ void fmt_alloc(FILE *f, const cJSON *rep)
 		bytes(b[3], sizeof(b[3]), num(s, "inuse_bytes_stderr")), num(s, "inuse_objects"));
 	fprintf(f, "  %.0f samples of %.0f allocation calls seen\n", num(s, "samples"),
 		num(s, "calls"));
+	if (proto_str(s, "not_applied", NULL))
+		fprintf(f, "! %s does not apply to allocations yet: these are the target's whole life\n",
+			proto_str(s, "not_applied", ""));
 	counted_apart(f, s);
 	if (proto_str(a, "procedures_not_saved", NULL)) {
 		fprintf(f, "  (by procedure: not kept in results files yet)\n");

@@ -332,10 +332,10 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON *o = cJSON_AddObjectToObject(rep, "alloc"), *s;
 	double v[A_N];
 
-	if (lr->stacks) { /* the exports' profile */
-		const char *no = lr->by ? "--by" : lr->since || lr->until ? "--since/--until" :
-				 lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
+	const char *no = lr->by ? "--by" : lr->since || lr->until ? "--since/--until" :
+			 lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
 
+	if (lr->stacks) { /* the exports' profile */
 		if (no) {
 			*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
 			return -1;
@@ -349,6 +349,8 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	}
 	alloc_totals(a, v);
 	s = cJSON_AddObjectToObject(o, "summary");
+	if (no) /* (the sampling table above applies it; this one is the target's whole life) */
+		cJSON_AddStringToObject(s, "not_applied", no);
 	cJSON_AddNumberToObject(s, "rate_bytes", a->rate);
 	cJSON_AddNumberToObject(s, "samples", v[A_SAMPLES]);
 	cJSON_AddNumberToObject(s, "alloc_bytes", round(v[A_ALLOC_BYTES]));

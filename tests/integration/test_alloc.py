@@ -113,6 +113,12 @@ def test_pid_target_live_at_exit():
         rows = [p["alloc_bytes"] for p in by_alloc["procedures"]]
         assert by_alloc["sort"] == "alloc" and rows == sorted(rows, reverse=True), rows
         assert by_alloc["procedures"][0]["name"] in ("churn", "grow"), by_alloc["procedures"][0]
+        # a window applies to the sampling table, not (yet) to this one: said, not silent
+        assert "not_applied" not in alloc["summary"], alloc["summary"]
+        win = pcmon_json("list", tid, "--since", 0, "--until", 1, sock=d.sock)[0]["alloc"]
+        assert win["summary"]["not_applied"] == "--since/--until", win["summary"]
+        text = pcmon("list", tid, "--since", 0, "--until", 1, sock=d.sock, check=0).stdout
+        assert "--since/--until does not apply to allocations yet" in text, text
         # its results file keeps the totals and the table by procedure, not the stacks
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
