@@ -26,6 +26,9 @@ struct alloc {
 	bool named;
 	struct agg *stacks;	/* the sampled allocations' stacks (count: samples) */
 	struct alloc_core *core;
+	struct slices *slices;	/* by stack id, AC_N sums (alloc_core.h): NULL read back */
+	uint64_t var_unit;	/* alloc_var_unit(rate) */
+	uint64_t slices_lost;	/* records a slice could not take (out of memory) */
 	uint64_t frees_lost;	/* a sampled block's free whose allocation record was lost */
 	uint64_t zeroed_after;	/* records up to this id came before a zero (1 + it; 0: none) */
 	uint64_t last_id;	/* the last allocation record's id */

@@ -242,7 +242,8 @@ static void live_remove(struct alloc_core *a, size_t k)
 	a->nlive--;
 }
 
-bool alloc_core_free_block(struct alloc_core *a, uint64_t id)
+bool alloc_core_free_block(struct alloc_core *a, uint64_t id, uint32_t *stack,
+			   struct alloc_weight *w)
 {
 	struct alloc_site *s;
 	size_t k;
@@ -253,6 +254,10 @@ bool alloc_core_free_block(struct alloc_core *a, uint64_t id)
 		if (a->live[k].id != id)
 			continue;
 		s = &a->sites[a->live[k].site];
+		if (stack)
+			*stack = s->stack;
+		if (w)
+			*w = a->live[k].w;
 		s->inuse_objects -= a->live[k].w.objects;
 		s->inuse_bytes -= a->live[k].w.bytes;
 		s->inuse_var -= a->live[k].w.var_bytes;
@@ -266,4 +271,21 @@ const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n)
 {
 	*n = itab_count(a->stacks);
 	return a->sites;
+}
+
+uint64_t alloc_var_unit(uint64_t rate)
+{
+	/* (a sample's variance is below rate^2: 2^32 of them to a slice before a sum overflows) */
+	return MAX((uint64_t)1, (uint64_t)((double)rate * (double)rate) >> 32);
+}
+
+void alloc_row(const struct alloc_weight *w, bool freed, uint64_t var_unit, uint64_t *row)
+{
+	int at = freed ? AC_FREES : AC_SAMPLES;
+
+	memset(row, 0, AC_N * sizeof(*row));
+	row[at] = 1;
+	row[at + 1] = (uint64_t)llround(w->bytes);
+	row[at + 2] = (uint64_t)llround(w->objects * 1000);
+	row[at + 3] = (uint64_t)llround(w->var_bytes / (double)var_unit);
 }

@@ -54,10 +54,27 @@ struct alloc_core *alloc_core_new(uint64_t rate);
 void alloc_core_free(struct alloc_core *a);
 /* A sampled allocation (@id, the record's) of @size at @stack: 0, or -ENOMEM. */
 int alloc_core_alloc(struct alloc_core *a, uint64_t id, uint32_t stack, uint64_t size);
-/* Its free: false if @id was not live (sampled before, or its record lost). */
-bool alloc_core_free_block(struct alloc_core *a, uint64_t id);
+/*
+ * Its free: false if @id was not live (sampled before, or its record lost); else its site's
+ * stack and its weights in *@stack and *@w (either NULL: not wanted).
+ */
+bool alloc_core_free_block(struct alloc_core *a, uint64_t id, uint32_t *stack,
+			   struct alloc_weight *w);
 /* The sites, *n of them (valid until the next call). */
 const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n);
 uint64_t alloc_core_rate(const struct alloc_core *a);
+
+/*
+ * By time (slices.h): each sampled allocation and each free of a sampled block adds a row of
+ * AC_N sums to its stack's row in the slice of its time. Slices hold integers: bytes
+ * rounded, objects in thousandths, variances in units of alloc_var_unit(rate) (so that no
+ * sum can overflow, whatever the rate). A window's allocations are its slices' AC_ALLOC_*;
+ * what is live at its end, every slice's allocations up to then less their frees.
+ */
+enum { AC_SAMPLES, AC_ALLOC_BYTES, AC_ALLOC_MOBJ, AC_ALLOC_VAR, AC_FREES, AC_FREE_BYTES,
+       AC_FREE_MOBJ, AC_FREE_VAR, AC_N };
+uint64_t alloc_var_unit(uint64_t rate);
+/* The row of one sampled allocation (@freed false) or of its free, of weights @w. */
+void alloc_row(const struct alloc_weight *w, bool freed, uint64_t var_unit, uint64_t *row);
 
 #endif

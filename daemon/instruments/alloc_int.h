@@ -22,6 +22,7 @@ struct alloc_g {
 	struct allocator *al;	/* opened with the first target that watches allocations */
 	struct agg_stack *st;	/* a record's stack, as it is built */
 	__u64 pcs[PCMON_STACK_MAX]; /* ... its pcs */
+	uint64_t wall_minus_mono;   /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the ring was read */
 	char err[256];
 };
 

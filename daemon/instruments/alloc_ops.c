@@ -21,6 +21,7 @@
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
+#include "timed.h"
 #include "unwind.h"
 #include "util.h"
 
@@ -45,21 +46,25 @@ static void alloc_free_state(void *st)
 		return;
 	alloc_functions_free(a->names);
 	cJSON_Delete(a->saved_procs);
+	slices_free(a->slices);
 	agg_free(a->stacks);
 	alloc_core_free(a->core);
 	free(a);
 }
 
-static struct alloc *alloc_state(uint64_t rate)
+/* A target's state; @cfg: its slices' settings (NULL: read back, no slices). */
+static struct alloc *alloc_state(uint64_t rate, const struct slices_cfg *cfg)
 {
 	struct alloc *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
 	a->rate = rate;
+	a->var_unit = alloc_var_unit(rate);
 	a->stacks = agg_new();
 	a->core = alloc_core_new(rate);
-	if (!a->stacks || !a->core) {
+	a->slices = cfg ? slices_new(cfg, AC_N) : NULL;
+	if (!a->stacks || !a->core || (cfg && !a->slices)) {
 		alloc_free_state(a);
 		return NULL;
 	}
@@ -69,12 +74,16 @@ static struct alloc *alloc_state(uint64_t rate)
 static int alloc_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const char *fns = proto_str(req, "alloc_functions", NULL);
-	struct alloc *a = alloc_state(proto_num(req, "alloc_rate", ALLOC_RATE_DEFAULT));
+	struct slices_cfg cfg;
+	struct alloc *a;
 	char err[256];
 	int r;
 
 	(void)gp;
 	(void)c;
+	if (timed_cfg(req, &cfg, rep))
+		return -EINVAL;
+	a = alloc_state(proto_num(req, "alloc_rate", ALLOC_RATE_DEFAULT), &cfg);
 	if (!a) {
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
@@ -236,38 +245,64 @@ static struct agg_stack *record_stack(struct alloc_g *g, const struct pcmon_arec
 	return st;
 }
 
+/* A record's row, charged to its stack in the slice of the record's own time. */
+static void charge(struct alloc_g *g, struct alloc *a, const struct pcmon_arec *r, uint32_t stack,
+		   const struct alloc_weight *w, bool freed)
+{
+	uint64_t row[AC_N];
+
+	alloc_row(w, freed, a->var_unit, row);
+	if (a->slices && slices_add(a->slices, stack, row, r->ts + g->wall_minus_mono))
+		a->slices_lost++;
+}
+
 static void on_rec(void *ctx, const struct pcmon_arec *r)
 {
 	struct alloc_g *g = ctx;
 	struct target *t = r->target < PCMON_MAX_TARGETS ? g->env.targets[r->target] : NULL;
 	struct alloc *a = t ? alloc_of(t) : NULL;
+	struct alloc_weight w;
 	uint32_t id;
 
 	if (!a)
 		return; /* dropped while its records were in flight */
 	if (r->kind == PCMON_AREC_FREE) {
 		/* (a block sampled before a zero is no longer tracked: its free is not lost) */
-		if (!alloc_core_free_block(a->core, r->id) && r->id >= a->zeroed_after)
+		if (alloc_core_free_block(a->core, r->id, &id, &w))
+			charge(g, a, r, id, &w, true);
+		else if (r->id >= a->zeroed_after)
 			a->frees_lost++;
 		return;
 	}
 	a->last_id = MAX(a->last_id, r->id);
 	if (agg_add_id(a->stacks, record_stack(g, r), 1, 0, &id) ||
-	    alloc_core_alloc(a->core, r->id, id, r->size))
+	    alloc_core_alloc(a->core, r->id, id, r->size)) {
 		a->records_lost++;
+		return;
+	}
+	alloc_weigh(r->size, a->rate, &w);
+	charge(g, a, r, id, &w, false);
 	t->dirty = true;
 }
 
 static void read_ring(struct alloc_g *g)
 {
-	if (g->al)
-		allocator_poll(g->al, on_rec, g);
+	if (!g->al)
+		return;
+	/* (records carry BPF's clock, the monotonic one; slices are by the wall's) */
+	g->wall_minus_mono = wall_ns() - now_ns();
+	allocator_poll(g->al, on_rec, g);
 }
 
 static bool stream(void *gp)
 {
 	read_ring(gp);
 	return false;
+}
+
+static void stream_sync(void *gp)
+{
+	read_ring(gp);
 }
 
 /* ---- the target's life */
@@ -324,7 +359,9 @@ static void alloc_zero(void *gp, struct target *t, void *st)
 	alloc_core_free(a->core);
 	a->core = core;
 	agg_zero(a->stacks);
-	a->frees_lost = a->records_lost = 0;
+	if (a->slices)
+		slices_zero(a->slices);
+	a->frees_lost = a->records_lost = a->slices_lost = 0;
 	a->zeroed_after = a->last_id + 1;
 }
 
@@ -334,7 +371,8 @@ static size_t bytes(const void *st)
 	size_t n;
 
 	alloc_core_sites(a->core, &n);
-	return sizeof(*a) + agg_bytes(a->stacks) + n * sizeof(struct alloc_site);
+	return sizeof(*a) + agg_bytes(a->stacks) + n * sizeof(struct alloc_site) +
+	       (a->slices ? slices_bytes(a->slices) : 0);
 }
 
 /* ---- totals and the listing (alloc_report.c) */
@@ -352,9 +390,13 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 
 static void facts_json(void *gp, const struct target *t, const void *st, cJSON *o)
 {
+	const struct alloc *a = st;
+
 	(void)gp;
 	(void)t;
-	cJSON_AddNumberToObject(o, "alloc_rate", ((const struct alloc *)st)->rate);
+	cJSON_AddNumberToObject(o, "alloc_rate", a->rate);
+	if (a->slices)
+		timed_facts_json(a->slices, cJSON_AddObjectToObject(o, "alloc_slices"));
 }
 
 static int list_json(void *gp, struct target *t, void *st, const struct list_req *lr, cJSON *rep,
@@ -402,7 +444,7 @@ static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **ou
 	(void)s;
 	if ((r = sf_get_u32(rd, section, "rate", SF_ALWAYS, 1u << 30, &rate)))
 		return r;
-	a = alloc_state(rate);
+	a = alloc_state(rate, NULL);
 	if (!a)
 		return sf_bad(rd, "alloc", "out of memory");
 	for (int i = 0; i < A_N && !r; i++)
@@ -446,7 +488,17 @@ static void close_g(void *gp)
 
 static void tick(void *gp)
 {
-	read_ring(gp);
+	struct alloc_g *g = gp;
+	uint64_t now = wall_ns();
+
+	read_ring(g);
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = g->env.targets[i];
+		struct alloc *a = t ? alloc_of(t) : NULL;
+
+		if (a && a->slices && slices_tick(a->slices, now))
+			t->dirty = true;
+	}
 }
 
 static const struct proto_field fields[] = {
@@ -482,7 +534,7 @@ const struct inst_ops alloc_ops = {
 	.missing = "watches no allocations (start it with --alloc)",
 	.stream = stream,
 	.tick = tick,
-	.sync = tick,
+	.sync = stream_sync,
 	.bytes = bytes,
 	.facts_json = facts_json,
 	.summary_json = summary_json,

@@ -17,6 +17,7 @@
 
 #include "alloc_core.h"
 #include "pcmon_alloc.h"
+#include "slices.h"
 
 static void test_weights_at_both_ends(void **state)
 {
@@ -158,9 +159,9 @@ static void test_live_blocks(void **state)
 	for (uint64_t id = 0; id < 20000; id++)
 		assert_int_equal(alloc_core_alloc(a, id, (uint32_t)(id % 2), 5000), 0);
 	for (uint64_t id = 0; id < 20000; id += 3)
-		assert_true(alloc_core_free_block(a, id));
-	assert_false(alloc_core_free_block(a, 0));	  /* (once) */
-	assert_false(alloc_core_free_block(a, 999999)); /* never sampled */
+		assert_true(alloc_core_free_block(a, id, NULL, NULL));
+	assert_false(alloc_core_free_block(a, 0, NULL, NULL));	  /* (once) */
+	assert_false(alloc_core_free_block(a, 999999, NULL, NULL)); /* never sampled */
 	alloc_weigh(5000, 1000, &w);
 	s = alloc_core_sites(a, &n);
 	assert_int_equal(n, 2);
@@ -174,11 +175,110 @@ static void test_live_blocks(void **state)
 	}
 	/* every block left is found */
 	for (uint64_t id = 0; id < 20000; id++)
-		assert_int_equal(alloc_core_free_block(a, id), id % 3 != 0);
+		assert_int_equal(alloc_core_free_block(a, id, NULL, NULL), id % 3 != 0);
 	s = alloc_core_sites(a, &n);
 	for (size_t i = 0; i < n; i++)
 		assert_true(fabs(s[i].inuse_bytes) < 1e-3);
 	alloc_core_free(a);
+}
+
+struct sums {
+	double v[8][AC_N];	/* by stack */
+};
+
+static void add_row(void *ctx, const uint64_t *row)
+{
+	struct sums *x = ctx;
+
+	for (int k = 0; k < AC_N; k++)
+		x->v[row[0]][k] += (double)row[1 + k];
+}
+
+/*
+ * Allocations and frees kept by time: a random stream over 8 sites and 100 s, at a rate of
+ * 512 KiB and of 1 GiB (variances that would overflow in plain units). Every slice's sums
+ * give each site's whole-life figures within rounding; a window gives what the stream did
+ * in it; live at its end is its allocations up to then less their frees.
+ */
+static void test_rows_by_time(void **state)
+{
+	const uint64_t rates[] = { 512u << 10, 1ull << 30 };
+
+	(void)state;
+	for (size_t ri = 0; ri < 2; ri++) {
+		uint64_t rate = rates[ri], unit = alloc_var_unit(rate), rnd = 88172645463325252ull;
+		struct alloc_core *a = alloc_core_new(rate);
+		struct slices_cfg cfg;
+		struct slices *sl;
+		struct sums all = { 0 }, win = { 0 }, upto = { 0 }, want = { 0 }, want_live = { 0 };
+		const struct alloc_site *site;
+		struct slices_span span;
+		uint64_t row[AC_N], id = 0, t0 = 1700000000ull * NS_PER_S;
+		uint64_t w0 = t0 + 30 * NS_PER_S, w1 = t0 + 60 * NS_PER_S;
+		char err[64];
+		size_t n;
+
+		assert_int_equal(slices_cfg_parse("1s", &cfg, err, sizeof(err)), 0);
+		sl = slices_new(&cfg, AC_N);
+		assert_non_null(a);
+		assert_non_null(sl);
+		for (int step = 0; step < 40000; step++) {
+			uint64_t t = t0 + (uint64_t)step * 2500000; /* 100 s */
+			struct alloc_weight w;
+			uint32_t stack;
+
+			rnd ^= rnd << 13;
+			rnd ^= rnd >> 7;
+			rnd ^= rnd << 17;
+			if (rnd % 3 || !id) { /* a sampled allocation */
+				uint64_t size = 1 + (rnd >> 20) % (4 * rate);
+
+				stack = (uint32_t)(rnd >> 8) % 8;
+				assert_int_equal(alloc_core_alloc(a, id++, stack, size), 0);
+				alloc_weigh(size, rate, &w);
+				alloc_row(&w, false, unit, row);
+			} else if (alloc_core_free_block(a, (rnd >> 12) % id, &stack, &w)) {
+				alloc_row(&w, true, unit, row);
+			} else {
+				continue;
+			}
+			assert_int_equal(slices_add(sl, stack, row, t), 0);
+			slices_tick(sl, t);
+			/* what the window [w0, w1) holds, and what is live at its end */
+			for (int k = 0; k < AC_N; k++) {
+				if (t >= w0 && t < w1)
+					want.v[stack][k] += (double)row[k];
+				if (t < w1)
+					want_live.v[stack][k] += (double)row[k];
+			}
+		}
+		slices_window(sl, 0, UINT64_MAX, add_row, &all, &span);
+		slices_window(sl, w0, w1, add_row, &win, &span);
+		assert_int_equal(span.t0, w0);
+		assert_int_equal(span.t1, w1);
+		slices_window(sl, 0, w1, add_row, &upto, &span);
+		site = alloc_core_sites(a, &n);
+		for (size_t i = 0; i < n; i++) {
+			const double *v = all.v[site[i].stack];
+			double ns = (double)site[i].samples;
+
+			assert_true(v[AC_SAMPLES] == ns);
+			/* (each row's rounding: half a byte, half a thousandth, half a unit) */
+			assert_true(fabs(v[AC_ALLOC_BYTES] - site[i].alloc_bytes) <= ns / 2 + 1);
+			assert_true(fabs(v[AC_ALLOC_MOBJ] / 1000 - site[i].alloc_objects) <= ns / 2000 + 1);
+			assert_true(fabs(v[AC_ALLOC_VAR] * (double)unit - site[i].alloc_var) <=
+				    (ns / 2 + 1) * (double)unit + 1e-9 * site[i].alloc_var);
+			assert_true(fabs(v[AC_ALLOC_BYTES] - v[AC_FREE_BYTES] - site[i].inuse_bytes) <=
+				    ns + 1);
+		}
+		for (int st = 0; st < 8; st++)
+			for (int k = 0; k < AC_N; k++) {
+				assert_true(win.v[st][k] == want.v[st][k]);
+				assert_true(upto.v[st][k] == want_live.v[st][k]);
+			}
+		slices_free(sl);
+		alloc_core_free(a);
+	}
 }
 
 int main(void)
@@ -189,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_functions_parsed),
 		cmocka_unit_test(test_totals_are_unbiased),
 		cmocka_unit_test(test_live_blocks),
+		cmocka_unit_test(test_rows_by_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
