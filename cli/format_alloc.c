@@ -58,6 +58,10 @@ void fmt_alloc(FILE *f, const cJSON *rep)
 	s = cJSON_GetObjectItemCaseSensitive(a, "summary");
 	fprintf(f, "\nallocations, sampled every %s allocated on average (± one standard error):\n",
 		bytes(b[0], sizeof(b[0]), num(s, "rate_bytes")));
+	if (cJSON_GetObjectItemCaseSensitive(a, "window")) {
+		fmt_window(f, a);
+		fprintf(f, "  (allocated: in the window; live: at its end)\n");
+	}
 	fprintf(f, "  allocated %s ± %s in %.0f blocks; live %s ± %s in %.0f blocks\n",
 		bytes(b[0], sizeof(b[0]), num(s, "alloc_bytes")),
 		bytes(b[1], sizeof(b[1]), num(s, "alloc_bytes_stderr")), num(s, "alloc_objects"),
@@ -66,8 +70,11 @@ void fmt_alloc(FILE *f, const cJSON *rep)
 	fprintf(f, "  %.0f samples of %.0f allocation calls seen\n", num(s, "samples"),
 		num(s, "calls"));
 	if (proto_str(s, "not_applied", NULL))
-		fprintf(f, "! %s does not apply to allocations yet: these are the target's whole life\n",
+		fprintf(f, "! %s does not apply to allocations yet: these are all of them\n",
 			proto_str(s, "not_applied", ""));
+	if (num(s, "slices_lost"))
+		fprintf(f, "! %.0f sampled allocations or frees not kept by time (out of memory): windows miss them\n",
+			num(s, "slices_lost"));
 	counted_apart(f, s);
 	if (proto_str(a, "procedures_not_saved", NULL)) {
 		fprintf(f, "  (by procedure: not kept in results files yet)\n");

@@ -19,7 +19,96 @@
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
+#include "timed.h"
 #include "util.h"
+
+/* What a table or a profile is made of: by stack id, the A_* values (alloc_int.h). */
+struct avals {
+	double (*v)[A_N];
+	size_t n;
+};
+
+/* The whole life's, from the sites. 0 or -ENOMEM. */
+static int avals_whole(const struct alloc *a, struct avals *x)
+{
+	const struct alloc_site *s;
+	size_t n;
+
+	s = alloc_core_sites(a->core, &n);
+	x->n = agg_count(a->stacks);
+	if (!(x->v = calloc(x->n + 1, sizeof(*x->v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		double *v = x->v[s[i].stack];
+
+		v[A_ALLOC_BYTES] = s[i].alloc_bytes;
+		v[A_ALLOC_OBJECTS] = s[i].alloc_objects;
+		v[A_INUSE_BYTES] = fmax(s[i].inuse_bytes, 0);
+		v[A_INUSE_OBJECTS] = fmax(s[i].inuse_objects, 0);
+		v[A_ALLOC_VAR] = s[i].alloc_var;
+		v[A_INUSE_VAR] = fmax(s[i].inuse_var, 0);
+		v[A_SAMPLES] = s[i].samples;
+	}
+	return 0;
+}
+
+struct wsum {
+	struct avals *x;
+	double unit;	/* a variance sum's unit */
+	bool live;	/* the allocations less the frees, into the A_INUSE_*; else A_ALLOC_* */
+};
+
+static void wsum_row(void *ctx, const uint64_t *row)
+{
+	const struct wsum *c = ctx;
+	const uint64_t *r = row + 1;
+	double *v;
+
+	if (row[0] >= c->x->n)
+		return;
+	v = c->x->v[row[0]];
+	if (c->live) {
+		v[A_INUSE_BYTES] += (double)r[AC_ALLOC_BYTES] - (double)r[AC_FREE_BYTES];
+		v[A_INUSE_OBJECTS] += ((double)r[AC_ALLOC_MOBJ] - (double)r[AC_FREE_MOBJ]) / 1000;
+		v[A_INUSE_VAR] += ((double)r[AC_ALLOC_VAR] - (double)r[AC_FREE_VAR]) * c->unit;
+		return;
+	}
+	v[A_ALLOC_BYTES] += (double)r[AC_ALLOC_BYTES];
+	v[A_ALLOC_OBJECTS] += (double)r[AC_ALLOC_MOBJ] / 1000;
+	v[A_ALLOC_VAR] += (double)r[AC_ALLOC_VAR] * c->unit;
+	v[A_SAMPLES] += (double)r[AC_SAMPLES];
+}
+
+/*
+ * A window's, from the slices: what its slices allocated, and what was live at its end (every
+ * slice up to it, allocations less frees: the end of the last slice taken). 0 or -ENOMEM.
+ */
+static int avals_window(const struct alloc *a, struct timed_window *w, struct avals *x)
+{
+	struct wsum c = { x, (double)a->var_unit, false };
+	struct slices_span span;
+
+	x->n = agg_count(a->stacks);
+	if (!(x->v = calloc(x->n + 1, sizeof(*x->v))))
+		return -ENOMEM;
+	timed_window_take(w, a->slices, wsum_row, &c);
+	c.live = true;
+	slices_window(a->slices, 0, w->span.nslices ? w->span.t1 : w->until, wsum_row, &c, &span);
+	for (size_t i = 0; i < x->n; i++) {
+		x->v[i][A_INUSE_BYTES] = fmax(x->v[i][A_INUSE_BYTES], 0);
+		x->v[i][A_INUSE_OBJECTS] = fmax(x->v[i][A_INUSE_OBJECTS], 0);
+		x->v[i][A_INUSE_VAR] = fmax(x->v[i][A_INUSE_VAR], 0);
+	}
+	return 0;
+}
+
+static void avals_totals(const struct avals *x, double *v)
+{
+	memset(v, 0, A_N * sizeof(*v));
+	for (size_t i = 0; i < x->n; i++)
+		for (int k = 0; k < A_N; k++)
+			v[k] += x->v[i][k];
+}
 
 void alloc_totals(const struct alloc *a, double *v)
 {
@@ -45,10 +134,12 @@ void alloc_totals(const struct alloc *a, double *v)
 
 /*
  * The measures a procedure is listed by, each a view of the stacks whose count is the
- * measure (objects in thousandths: a sample stands for a fraction more than one).
+ * measure (objects in thousandths: a sample stands for a fraction more than one): the
+ * A_* values but the samples.
  */
-enum { M_ALLOC_BYTES, M_ALLOC_OBJECTS, M_INUSE_BYTES, M_INUSE_OBJECTS, M_ALLOC_VAR, M_INUSE_VAR,
-       M_N };
+enum { M_ALLOC_BYTES = A_ALLOC_BYTES, M_ALLOC_OBJECTS = A_ALLOC_OBJECTS,
+       M_INUSE_BYTES = A_INUSE_BYTES, M_INUSE_OBJECTS = A_INUSE_OBJECTS,
+       M_ALLOC_VAR = A_ALLOC_VAR, M_INUSE_VAR = A_INUSE_VAR, M_N };
 static const char *const m_names[M_N] = { "alloc_bytes", "alloc_objects", "inuse_bytes",
 					  "inuse_objects", "alloc_bytes_stderr",
 					  "inuse_bytes_stderr" };
@@ -118,18 +209,15 @@ static int saved_procedures_json(const struct alloc *a, bool alloc_first, cJSON 
 	return arr ? 0 : -ENOMEM;
 }
 
-int alloc_procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
-			  cJSON *out)
+/* The table by procedure of per-stack values @x. */
+static int procedures_json(const struct alloc *a, const struct avals *x, const struct sym *s,
+			   const struct list_req *lr, cJSON *out)
 {
-	const struct alloc_site *sites;
 	struct prow *rows = NULL;
-	size_t nsites, n = 0, cap = 0;
+	size_t n = 0, cap = 0;
 	int r = 0;
 	cJSON *arr;
 
-	if (a->saved_procs)
-		return saved_procedures_json(a, lr->sort && !strcmp(lr->sort, "alloc"), out);
-	sites = alloc_core_sites(a->core, &nsites);
 	for (int m = 0; m < M_N && !r; m++) {
 		struct agg_list_opts o = { .no_inline = lr->no_inline > 0 };
 		struct agg *v = agg_view(a->stacks);
@@ -138,14 +226,10 @@ int alloc_procedures_json(const struct alloc *a, const struct sym *s, const stru
 
 		if (!v)
 			return -ENOMEM;
-		for (size_t i = 0; i < nsites; i++) {
-			/* (the samples are independent: a sum's variance is the sum of theirs) */
-			const double x[M_N] = { sites[i].alloc_bytes, sites[i].alloc_objects,
-						sites[i].inuse_bytes, sites[i].inuse_objects,
-						sites[i].alloc_var, sites[i].inuse_var };
-
-			agg_view_add(v, sites[i].stack, (uint64_t)llround(fmax(x[m], 0) * scale), 0);
-		}
+		/* (the samples are independent: a sum's variance is the sum of theirs) */
+		for (size_t i = 0; i < x->n; i++)
+			if (x->v[i][m] > 0)
+				agg_view_add(v, (uint32_t)i, (uint64_t)llround(x->v[i][m] * scale), 0);
 		r = agg_list(v, s, &o, &l);
 		for (size_t i = 0; !r && i < l.nrows; i++) {
 			struct prow *p = prow_of(&rows, &n, &cap, l.rows[i].proc);
@@ -200,6 +284,21 @@ int alloc_procedures_json(const struct alloc *a, const struct sym *s, const stru
 	return 0;
 }
 
+int alloc_procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
+			  cJSON *out)
+{
+	struct avals x;
+	int r;
+
+	if (a->saved_procs)
+		return saved_procedures_json(a, lr->sort && !strcmp(lr->sort, "alloc"), out);
+	if ((r = avals_whole(a, &x)))
+		return r;
+	r = procedures_json(a, &x, s, lr, out);
+	free(x.v);
+	return r;
+}
+
 /* ---- the profile the exports are made from (views/stacks.h, with four values a sample) */
 
 static const char *const value_types[][2] = {
@@ -251,33 +350,26 @@ static uint32_t no_cgroup(const void *ctx, uint64_t id)
  * "value_types", "default_value" (inuse_space, as Go's heap profiles) and its period.
  */
 static int profile_json(struct sym *sym, const struct target *t, const struct alloc *a,
-			const struct list_req *lr, cJSON *rep)
+			const struct avals *x, const struct list_req *lr, cJSON *rep)
 {
+	static const int of[4] = { A_ALLOC_OBJECTS, A_ALLOC_BYTES, A_INUSE_OBJECTS, A_INUSE_BYTES };
 	const struct groups_namer nm = { no_name, no_name, no_cgroup, NULL };
 	struct agg_list_opts lo = { .no_inline = lr->no_inline > 0 };
 	struct order o = { .stacks = a->stacks };
-	const struct alloc_site *sites;
-	double (*vals)[4] = NULL;
 	struct agg *v = agg_view(a->stacks);
 	struct agg_list l;
-	size_t nsites, k = 0;
+	size_t k = 0;
 	cJSON *prof, *it, *arr;
 	int r = -ENOMEM;
 
-	sites = alloc_core_sites(a->core, &nsites);
 	o.x = stacks_new(sym, &lo, &nm, -1);
-	vals = calloc(agg_count(a->stacks) + 1, sizeof(*vals));
-	if (!v || !o.x || !vals)
+	if (!v || !o.x)
 		goto out;
-	for (size_t i = 0; i < nsites; i++) {
-		const struct alloc_site *si = &sites[i];
-
-		agg_view_add(v, si->stack, si->samples, 0);
-		vals[si->stack][0] = si->alloc_objects;
-		vals[si->stack][1] = si->alloc_bytes;
-		vals[si->stack][2] = fmax(si->inuse_objects, 0);
-		vals[si->stack][3] = fmax(si->inuse_bytes, 0);
-	}
+	/* each stack with a value, its samples its count (at least 1: a block allocated before a
+	 * window and live at its end has no sample in it) */
+	for (size_t i = 0; i < x->n; i++)
+		if (x->v[i][A_SAMPLES] > 0 || x->v[i][A_INUSE_BYTES] > 0)
+			agg_view_add(v, (uint32_t)i, (uint64_t)fmax(x->v[i][A_SAMPLES], 1), 0);
 	lo.visit = order_visit;
 	lo.visit_ctx = &o;
 	if ((r = agg_list(v, sym, &lo, &l)))
@@ -292,7 +384,7 @@ static int profile_json(struct sym *sym, const struct target *t, const struct al
 		cJSON_DeleteItemFromObject(it, "kind"); /* (not a sample of time) */
 		arr = cJSON_AddArrayToObject(it, "values");
 		for (int m = 0; m < 4; m++)
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(round(vals[o.ids[k]][m])));
+			cJSON_AddItemToArray(arr, cJSON_CreateNumber(round(x->v[o.ids[k]][of[m]])));
 		k++;
 	}
 	arr = cJSON_AddArrayToObject(prof, "value_types");
@@ -309,7 +401,6 @@ static int profile_json(struct sym *sym, const struct target *t, const struct al
 	cJSON_AddNumberToObject(prof, "start_wall", t->start_wall);
 	r = 0;
 out:
-	free(vals);
 	free(o.ids);
 	stacks_free(o.x);
 	agg_free(v);
@@ -329,25 +420,40 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
 		      cJSON **err)
 {
-	cJSON *o = cJSON_AddObjectToObject(rep, "alloc"), *s;
+	const char *no = lr->by ? "--by" : lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
+	struct avals x = { 0 };
+	struct timed_window w;
+	cJSON *o, *s;
 	double v[A_N];
+	int r;
 
-	const char *no = lr->by ? "--by" : lr->since || lr->until ? "--since/--until" :
-			 lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
-
-	if (lr->stacks) { /* the exports' profile */
-		if (no) {
-			*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
-			return -1;
-		}
-		if (a->loaded) {
-			*err = proto_error(1, "target %u \"%s\": its allocations' stacks are not kept in its results file: export them before pcmond stops",
-					   t->id, t->name);
-			return -1;
-		}
-		return profile_json(sym, t, a, lr, rep) ? -1 : 0;
+	if (timed_window_parse(lr, t->start_wall, &w, err))
+		return -1;
+	if ((w.on || lr->stacks) && a->loaded) {
+		*err = proto_error(1, "target %u \"%s\": its allocations' stacks and their times are not kept in its results file: %s",
+				   t->id, t->name, lr->stacks ? "export them before pcmond stops"
+							      : "list it without --since/--until");
+		return -1;
 	}
-	alloc_totals(a, v);
+	if (lr->stacks && no) { /* the exports' profile */
+		*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
+		return -1;
+	}
+	if (!a->loaded && (r = w.on ? avals_window(a, &w, &x) : avals_whole(a, &x)))
+		goto oom;
+	o = cJSON_AddObjectToObject(rep, "alloc");
+	if (lr->stacks) {
+		if (profile_json(sym, t, a, &x, lr, rep))
+			goto oom;
+		if (w.on)
+			timed_window_json(&w, o);
+		free(x.v);
+		return 0;
+	}
+	if (a->loaded)
+		alloc_totals(a, v);
+	else
+		avals_totals(&x, v);
 	s = cJSON_AddObjectToObject(o, "summary");
 	if (no) /* (the sampling table above applies it; this one is the target's whole life) */
 		cJSON_AddStringToObject(s, "not_applied", no);
@@ -359,6 +465,7 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON_AddNumberToObject(s, "inuse_bytes", round(v[A_INUSE_BYTES]));
 	cJSON_AddNumberToObject(s, "inuse_bytes_stderr", round(sqrt(v[A_INUSE_VAR])));
 	cJSON_AddNumberToObject(s, "inuse_objects", round(v[A_INUSE_OBJECTS]));
+	/* (BPF's counters and what the engine lost: the whole life's, window or not) */
 	cJSON_AddNumberToObject(s, "calls", bs->entries);
 	cJSON_AddNumberToObject(s, "sampled_calls", bs->sampled);
 	cJSON_AddNumberToObject(s, "frees_unmatched", bs->frees_unmatched);
@@ -367,13 +474,23 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON_AddNumberToObject(s, "stack_errors", bs->stack_errors);
 	cJSON_AddNumberToObject(s, "frees_lost", a->frees_lost);
 	cJSON_AddNumberToObject(s, "records_lost", a->records_lost);
+	cJSON_AddNumberToObject(s, "slices_lost", a->slices_lost);
 	cJSON_AddNumberToObject(s, "probed_files", a->probed_files);
+	if (w.on)
+		timed_window_json(&w, o);
 	if (a->loaded && !a->saved_procs) {
 		cJSON_AddStringToObject(o, "procedures_not_saved",
 					"read back from a results file that kept the totals only");
 		return 0;
 	}
-	return alloc_procedures_json(a, sym, lr, o) ? -1 : 0;
+	if (a->loaded ? alloc_procedures_json(a, sym, lr, o) : procedures_json(a, &x, sym, lr, o))
+		goto oom;
+	free(x.v);
+	return 0;
+oom:
+	free(x.v);
+	*err = proto_error(1, "out of memory");
+	return -1;
 }
 
 

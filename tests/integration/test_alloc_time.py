@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Allocations by time (docs/alloc.md): windows of a target's allocations against what
+tests/workloads/allocphases.c says it did in each second of wall-clock time."""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload  # noqa: E402
+
+RATE = 65536
+
+
+def sites(alloc):
+    return {p["name"]: p for p in alloc["procedures"]}
+
+
+def window(d, tid, since, until, *more):
+    return pcmon_json("list", tid, "--alloc", "--since", f"@{since}", "--until", f"@{until}",
+                      *more, sock=d.sock)[0]["alloc"]
+
+
+def close(got, want, stderr, what):
+    """Within 4 standard errors (pcmon's own) or 5 %, whichever is wider."""
+    assert abs(got - want) <= max(4 * stderr, 0.05 * want) + RATE, (what, got, want, stderr)
+
+
+def test_windows_of_three_phases():
+    """A churning site, and a leak in the middle phase only: a window of whole seconds inside
+    each phase gives each site's bytes allocated in it, and what was live at its end: nothing
+    of the churn, the leak's bytes up to then; a window before the leak holds none of it."""
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
+                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
+        own = first_json_line(p.stdout)
+        tid = listing["target"]["id"]
+        secs = {int(k): v for k, v in own["seconds"].items()}
+        ph = own["phases"]
+        checked = 0
+        for i, name in enumerate("ABC"):
+            since, until = math.ceil(ph[i]), math.floor(ph[i + 1])
+            assert until - since >= 2, (name, ph)
+            a = window(d, tid, since, until)
+            assert a["window"]["from"] == since and a["window"]["to"] == until, a["window"]
+            rows = sites(a)
+            churn = sum(secs.get(s, [0, 0])[0] for s in range(since, until))
+            leak = sum(secs.get(s, [0, 0])[1] for s in range(since, until))
+            live = sum(secs.get(s, [0, 0])[1] for s in secs if s < until)
+            c = rows.get("churn", {"alloc_bytes": 0, "alloc_bytes_stderr": 0, "inuse_bytes": 0})
+            close(c["alloc_bytes"], churn, c["alloc_bytes_stderr"], f"{name}: churn allocated")
+            assert c["inuse_bytes"] <= 4 * RATE, (name, "churn holds nothing", c)
+            k = rows.get("leak", {"alloc_bytes": 0, "alloc_bytes_stderr": 0, "inuse_bytes": 0,
+                                  "inuse_bytes_stderr": 0})
+            if leak:
+                close(k["alloc_bytes"], leak, k["alloc_bytes_stderr"], f"{name}: leak allocated")
+            else:
+                assert k["alloc_bytes"] == 0, (name, "no leak in the window", k)
+            close(k["inuse_bytes"], live, k["inuse_bytes_stderr"], f"{name}: leak live at the end")
+            print(f"  {name} [{since}, {until}): churn {c['alloc_bytes'] / 2**20:.1f} MiB "
+                  f"(own {churn / 2**20:.1f}), leak {k['alloc_bytes'] / 2**20:.1f} MiB "
+                  f"(own {leak / 2**20:.1f}), leak live {k['inuse_bytes'] / 2**20:.1f} MiB "
+                  f"(own {live / 2**20:.1f})")
+            checked += 1
+        assert checked == 3
+        # the text says which window, and what its figures are
+        text = pcmon("list", tid, "--alloc", "--since", f"@{math.ceil(ph[1])}", "--until",
+                     f"@{math.floor(ph[2])}", sock=d.sock, check=0).stdout
+        assert "window:" in text and "allocated: in the window; live: at its end" in text, text
+        # an export of a window holds what its listing does
+        a = window(d, tid, math.ceil(ph[1]), math.floor(ph[2]))
+        folded = pcmon("export", tid, "--alloc", "--alloc-value", "alloc_space", "--format", "folded",
+                       "--since", f"@{math.ceil(ph[1])}", "--until", f"@{math.floor(ph[2])}",
+                       sock=d.sock, check=0).stdout
+        total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines() if line.strip())
+        assert abs(total - a["summary"]["alloc_bytes"]) <= len(folded.splitlines()) + 1, \
+            (total, a["summary"])
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+def test_window_of_a_target_read_back_refused():
+    """A target read back from its results file kept no times: a window is refused, saying
+    why, and the whole-life table still lists."""
+    d = Daemon().start()
+    try:
+        listing, _ = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE, "--",
+                                workload("allocphases"), 1, sock=d.sock)
+        tid = listing["target"]["id"]
+        assert d.stop() == 0, d.logtext()
+        d = Daemon(state_dir=d.state).start()
+        p = pcmon("list", tid, "--alloc", "--since", "+1s", sock=d.sock)
+        assert p.returncode != 0 and "list it without --since/--until" in p.stderr, p
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+        whole = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
+        assert whole["summary"]["alloc_bytes"] > 0, whole["summary"]
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
