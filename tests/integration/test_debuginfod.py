@@ -36,7 +36,9 @@ def check_inline(listing, prog, want):
     assert f"{prog}.hot_inline" in p and f"{prog}.outer" in p, sorted(p)[:20]
     inl, outer = p[f"{prog}.hot_inline"], p[f"{prog}.outer"]
     tol = share_tolerance_pp(want, outer["deep"], 3.0) / 100
-    assert abs(inl["shallow"] / outer["deep"] - want) <= tol, (inl, outer, want, tol)
+    # (the summary says what was lost, cut or not yet named: what a failure needs)
+    assert abs(inl["shallow"] / outer["deep"] - want) <= tol, \
+        (inl, outer, want, tol, listing["summary"], sorted(p.items(), key=lambda kv: -kv[1]["deep"])[:8])
     assert outer["deep"] >= inl["deep"] + outer["shallow"]
     assert inl.get("file", "").endswith("inlined.c") and inl.get("line"), inl
 
