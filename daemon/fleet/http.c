@@ -261,6 +261,8 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 	cJSON_AddStringToObject(req, "target", r->target);
 	if (r->route == HTTP_HEAP) {
 		cJSON_AddBoolToObject(req, "alloc", true);
+		if (since) /* allocated since then; live now */
+			cJSON_AddStringToObject(req, "since", since);
 	} else if (since) {
 		cJSON_AddStringToObject(req, "since", since);
 	} else {

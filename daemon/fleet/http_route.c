@@ -44,8 +44,13 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		return 404;
 	}
 	out->route = routes[i].route;
-	if (out->route == HTTP_HEAP) /* a snapshot of now: no window */
-		goto target;
+	if (out->route == HTTP_HEAP) { /* now, or allocated since=: no scrape's seconds= */
+		if (arg(ctx, "seconds")) {
+			snprintf(why, whylen, "seconds=: a heap is what is live now; give since= for what was allocated since a time");
+			return 400;
+		}
+		goto since;
+	}
 	if (out->route != HTTP_PROFILE && out->route != HTTP_FLAMEGRAPH)
 		return 200;
 	out->seconds = HTTP_DEFAULT_SECONDS;
@@ -64,6 +69,7 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		}
 		out->seconds = n;
 	}
+since:
 	if ((t = arg(ctx, "since"))) {
 		if (!*t || strlen(t) > 32 || arg(ctx, "seconds")) {
 			snprintf(why, whylen, "since=: a time as pcmon list --since takes it (-1m, 14:03), "
@@ -72,7 +78,6 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		}
 		out->since = t;
 	}
-target:
 	if ((t = arg(ctx, "target"))) {
 		if (!*t || strlen(t) > 63) {
 			snprintf(why, whylen, "target=: give a published target's id or name");

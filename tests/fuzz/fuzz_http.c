@@ -117,8 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(!q.target || (strlen(q.target) >= 1 && strlen(q.target) <= 63));
 		}
 		if (q.route == HTTP_HEAP)
-			CHECK(!q.since && (!q.target || (strlen(q.target) >= 1 &&
-							 strlen(q.target) <= 63)));
+			CHECK(!q.seconds && (!q.since || (strlen(q.since) >= 1 &&
+							  strlen(q.since) <= 32)) &&
+			      (!q.target || (strlen(q.target) >= 1 && strlen(q.target) <= 63)));
 	} else {
 		CHECK(st == 400 || st == 404 || st == 405);
 		CHECK(why[0] && !strchr(why, '\n'));

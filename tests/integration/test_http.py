@@ -376,6 +376,21 @@ def test_heap_of_a_published_target():
                 inuse += int(m.group(4))
         assert abs(inuse - alloc["summary"]["inuse_bytes"]) <= len(alloc["procedures"]) + 2, \
             (inuse, alloc["summary"])
+        # since=: what was allocated since then (here its whole life), live now; no seconds=
+        start = int([t for t in pcmon_json("targets", sock=d.sock)[0]["targets"]
+                     if str(t["id"]) == str(tid)][0]["start_wall"]) - 1
+        raw = go_pprof_raw(f"{base}/debug/pprof/heap?target={tid}&since=@{start}")
+        got = [0, 0]
+        for line in raw.split("Samples:", 1)[1].split("Locations", 1)[0].splitlines():
+            m = re.match(r"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+):", line)
+            if m:
+                got[0] += int(m.group(2))
+                got[1] += int(m.group(4))
+        win = pcmon_json("list", tid, "--since", f"@{start}", sock=d.sock)[0]["alloc"]["summary"]
+        assert abs(got[0] - win["alloc_bytes"]) <= len(alloc["procedures"]) + 2, (got, win)
+        assert abs(got[1] - win["inuse_bytes"]) <= len(alloc["procedures"]) + 2, (got, win)
+        st, body, _ = get(f"{base}/debug/pprof/heap?target={tid}&seconds=5")
+        assert st == 400, (st, body)
         st, body, _ = get(base + "/")
         assert f"/debug/pprof/heap?target={tid}".encode() in body, body
         other = pcmon("start", "--pid", os.getpid(), "--publish", sock=d.sock,
