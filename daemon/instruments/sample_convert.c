@@ -61,7 +61,9 @@ static enum agg_unwalk unwalk_of(uint8_t serr)
 static uint32_t user_loc(struct sample_g *g, const struct pcmon_key *k, uint64_t pc,
 			 bool call_site)
 {
-	if (pc & HS_LOC_TAG)
+	/* (the tag and a location there is: no user address has bit 63 set, but a walk that
+	 * read garbage may hand one on, all ones: that is an address, named as none) */
+	if ((pc & ~(uint64_t)UINT32_MAX) == HS_LOC_TAG && sym_loc(g->env.sym, (uint32_t)pc))
 		return (uint32_t)pc;
 	return sym_user(g->env.sym, k->pid, k->epoch, pc, call_site);
 }

@@ -103,7 +103,7 @@ static bool runtime_frame(struct pcs *x, const struct sym_loc *l)
 {
 	const uint32_t *fr;
 
-	if (!runtime_loc_module(x, l->module))
+	if (!l || !runtime_loc_module(x, l->module))
 		return false;
 	fr = sym_frames(x->s, l);
 	return sym_str(x->s, sym_proc(x->s, fr[l->nframes - 1])->name)[0] != '[';
