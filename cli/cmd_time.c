@@ -679,6 +679,10 @@ const struct opt timeline_opts[] = {
 	  .flag = &tl_shallow },
 	{ "svg", 0, "FILE", OPT_TEXT, NULL, .help = "the timeline as an SVG", .text = &tl_svg,
 	  .complete = COMPL_FILE },
+	{ "alloc", 0, NULL, OPT_TRUE, "alloc",
+	  .help = "the allocations': allocated and live bytes by slice (docs/alloc.md)" },
+	{ "sort", 0, "inuse|alloc", OPT_STR, "sort",
+	  .help = "with --alloc: follow what holds the most at the end (default) or allocated the most" },
 	OPT_SOME(pattern_opts, "when when-file ignore-case critical no-inline"),
 	OPT_ALL(window_opts),
 	OPT_TABLE_END,
@@ -724,15 +728,103 @@ static void spark(FILE *f, const double *col, int n, double max, const double *t
 	}
 }
 
+/* As columns(), but each column the value of its last slice (a level, as live bytes, not a
+ * flow); @n slices. */
+static void columns_last(const cJSON *slices, const cJSON *vals, int n, double *col, int ncol)
+{
+	double t0 = proto_num(cJSON_GetArrayItem(slices, 0), "t0", 0);
+	double t1 = proto_num(cJSON_GetArrayItem(slices, n - 1), "t1", 0);
+	const cJSON *s;
+	int i = 0;
+
+	memset(col, 0, SPARK_COLS * sizeof(*col));
+	cJSON_ArrayForEach(s, slices) {
+		double mid = (proto_num(s, "t0", 0) + proto_num(s, "t1", 0)) / 2;
+		int c = t1 > t0 ? (int)((mid - t0) / (t1 - t0) * ncol) : 0;
+		const cJSON *v = cJSON_GetArrayItem(vals, i++);
+
+		col[c < 0 ? 0 : c >= ncol ? ncol - 1 : c] = v ? v->valuedouble : 0;
+	}
+}
+
+/* @v bytes as people read them */
+static const char *mib(char *buf, size_t len, double v)
+{
+	snprintf(buf, len, "%.1f MiB", v / (1 << 20));
+	return buf;
+}
+
+/* The allocations' timeline: allocated in each column, live at its end; then each followed
+ * procedure's live bytes (allocated, --sort alloc), on the target's scale. */
+static void alloc_timeline_table(FILE *f, const cJSON *rep, const cJSON *tl)
+{
+	const cJSON *sl = cJSON_GetObjectItemCaseSensitive(tl, "slices"), *p, *s;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
+	bool by_alloc = !strcmp(proto_str(tl, "sort", "inuse"), "alloc");
+	double col[SPARK_COLS], max = 0, amax = 0, all = 0, end = 0;
+	cJSON *a = cJSON_CreateArray(), *l = cJSON_CreateArray();
+	char x[32], y[32];
+	int n, nc;
+
+	cJSON_ArrayForEach(s, sl) {
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(proto_num(s, "alloc_bytes", 0)));
+		cJSON_AddItemToArray(l, cJSON_CreateNumber(proto_num(s, "inuse_bytes", 0)));
+		all += proto_num(s, "alloc_bytes", 0);
+		end = proto_num(s, "inuse_bytes", 0);
+	}
+	n = columns(sl, a, col, &nc);
+	fmt_clock(x, sizeof(x), proto_num(cJSON_GetArrayItem(sl, 0), "t0", 0));
+	fmt_clock(y, sizeof(y), proto_num(cJSON_GetArrayItem(sl, n - 1), "t1", 0));
+	fprintf(f, "pcmon: target %.0f \"%s\", allocations, %s to %s, %d slice(s) in %d column(s)\n\n",
+		proto_num(t, "id", 0), proto_str(t, "name", "?"), x, y, n, nc);
+	for (int i = 0; i < nc; i++)
+		amax = fmax(amax, col[i]);
+	fprintf(f, "%-28.28s ", "allocated");
+	spark(f, col, nc, amax, NULL);
+	fprintf(f, "  %s in all\n", mib(x, sizeof(x), all));
+	columns_last(sl, l, n, col, nc);
+	for (int i = 0; i < nc; i++)
+		max = fmax(max, col[i]);
+	fprintf(f, "%-28.28s ", "live");
+	spark(f, col, nc, max, NULL);
+	fprintf(f, "  %s at the end\n", mib(x, sizeof(x), end));
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(tl, "procedures")) {
+		const cJSON *vals = cJSON_GetObjectItemCaseSensitive(p, by_alloc ? "alloc_bytes"
+										 : "inuse_bytes");
+		double rmax = 0;
+
+		if (by_alloc)
+			columns(sl, vals, col, &nc);
+		else
+			columns_last(sl, vals, n, col, nc);
+		for (int i = 0; i < nc; i++)
+			rmax = fmax(rmax, col[i]);
+		fprintf(f, "%-28.28s ", proto_str(p, "name", "?"));
+		spark(f, col, nc, by_alloc ? amax : max, NULL);
+		fprintf(f, "  %s\n", mib(x, sizeof(x), rmax));
+	}
+	fprintf(f, "\n(allocated: bytes allocated in each column; live: held at its end; rows: each "
+		   "procedure's own %s bytes, on the %s row's scale, and its most)\n",
+		by_alloc ? "allocated" : "live", by_alloc ? "allocated" : "live");
+	cJSON_Delete(a);
+	cJSON_Delete(l);
+}
+
 static void timeline_table(FILE *f, const cJSON *rep)
 {
-	const cJSON *tl = cJSON_GetObjectItemCaseSensitive(rep, "timeline");
+	const cJSON *atl = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(rep, "alloc"), "timeline");
+	const cJSON *tl = atl ? atl : cJSON_GetObjectItemCaseSensitive(rep, "timeline");
 	const cJSON *sl = cJSON_GetObjectItemCaseSensitive(tl, "slices"), *p, *s;
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rep, "target");
 	double col[SPARK_COLS], counted[SPARK_COLS], all = 0, busiest = 0;
 	char a[32], b[32];
 	int n, nc;
 
+	if (atl && cJSON_GetArraySize(sl)) {
+		alloc_timeline_table(f, rep, atl);
+		return;
+	}
 	if (!cJSON_GetArraySize(sl)) {
 		fprintf(f, "pcmon: target %.0f \"%s\": no time slice\n", proto_num(t, "id", 0),
 			proto_str(t, "name", "?"));
@@ -840,6 +932,10 @@ int cmd_timeline(struct cli *c)
 
 	if (!c->target)
 		return cli_fail(c, 2, "timeline: which target? give its id or name (see pcmon targets)");
+	if (tl_svg && proto_bool(c->req, "alloc", 0))
+		return cli_fail(c, 2, "--svg: not with --alloc yet: give the text timeline, or --json");
+	if (proto_bool(c->req, "alloc", 0) && cJSON_GetObjectItemCaseSensitive(c->req, "timeline_procs"))
+		return cli_fail(c, 2, "--proc: not with --alloc yet: --top N follows the procedures that hold the most");
 	req_cmd(c->req, "list");
 	req_set(c->req, "timeline", cJSON_CreateBool(1));
 	if ((r = session_connect(c, &s)))

@@ -39,6 +39,18 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
 		      cJSON **err);
 
+/*
+ * "timeline": {"sort", "slices": [{"t0", "t1", "alloc_bytes", "alloc_bytes_stderr",
+ * "inuse_bytes", "inuse_bytes_stderr"}], "procedures": [{"procedure", "module", "name",
+ * "alloc_bytes": [...], "inuse_bytes": [...]}]} into @out (alloc_time.c): each slice of
+ * window @w, what it allocated and what was live at its end, and the own bytes of the
+ * lr->timeline_top procedures that hold the most at the window's end (--sort alloc: that
+ * allocated the most in it). 0 or -ENOMEM.
+ */
+struct timed_window;
+int alloc_timeline_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
+			const struct timed_window *w, cJSON *out);
+
 /* The table by procedure into @out ("sort", "procedures"): 0 or -ENOMEM. */
 int alloc_procedures_json(const struct alloc *a, const struct sym *s, const struct list_req *lr,
 			  cJSON *out);

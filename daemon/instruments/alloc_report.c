@@ -478,6 +478,14 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON_AddNumberToObject(s, "probed_files", a->probed_files);
 	if (w.on)
 		timed_window_json(&w, o);
+	if (lr->timeline && (!a->slices || alloc_timeline_json(a, sym, lr, &w, o))) {
+		if (a->slices)
+			goto oom;
+		free(x.v);
+		*err = proto_error(1, "target %u \"%s\": its allocations' times are not kept in its results file",
+				   t->id, t->name);
+		return -1;
+	}
 	if (a->loaded && !a->saved_procs) {
 		cJSON_AddStringToObject(o, "procedures_not_saved",
 					"read back from a results file that kept the totals only");

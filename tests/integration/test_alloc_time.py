@@ -80,6 +80,42 @@ def test_windows_of_three_phases():
         assert d.stop() == 0, d.logtext()
 
 
+def test_timeline_of_a_leak():
+    """timeline --alloc: each slice's allocated bytes and what was live at its end follow the
+    program's own seconds; the leak, followed (it holds the most at the end), rises through B
+    and stays flat through C; the churn holds nothing; --svg is refused, saying so."""
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
+                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
+        own = first_json_line(p.stdout)
+        tid = listing["target"]["id"]
+        secs = {int(k): v for k, v in own["seconds"].items()}
+        ph = own["phases"]
+        tl = pcmon_json("timeline", tid, "--alloc", sock=d.sock)[0]["alloc"]["timeline"]
+        names = [q["name"] for q in tl["procedures"]]
+        assert names and names[0] == "leak", names
+        leak = tl["procedures"][0]["inuse_bytes"]
+        assert len(leak) == len(tl["slices"]), (len(leak), len(tl["slices"]))
+        for i, sl in enumerate(tl["slices"]):
+            t0 = int(sl["t0"])
+            alloc = sum(secs.get(t0, [0, 0]))
+            live = sum(v[1] for t, v in secs.items() if t <= t0)
+            close(sl["alloc_bytes"], alloc, sl["alloc_bytes_stderr"], f"slice {t0}: allocated")
+            close(sl["inuse_bytes"], live, sl["inuse_bytes_stderr"], f"slice {t0}: live")
+            close(leak[i], live, sl["inuse_bytes_stderr"], f"slice {t0}: the leak live")
+        # through C (whole seconds after B's end) the leak's live bytes do not move
+        c = [leak[i] for i, sl in enumerate(tl["slices"]) if sl["t0"] >= math.ceil(ph[2])]
+        assert len(c) >= 2 and max(c) - min(c) <= 4 * RATE, c
+        text = pcmon("timeline", tid, "--alloc", sock=d.sock, check=0).stdout
+        assert "allocated" in text and "live" in text and "leak" in text, text
+        for opt, said in ((["--svg", "/dev/null"], "--svg"), (["--proc", "leak"], "--proc")):
+            p = pcmon("timeline", tid, "--alloc", *opt, sock=d.sock)
+            assert p.returncode == 2 and said in p.stderr, p
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
 def test_window_of_a_target_read_back_refused():
     """A target read back from its results file kept no times: a window is refused, saying
     why, and the whole-life table still lists."""
