@@ -3,9 +3,10 @@
 //
 // Runs random blocks of three functions over a shared leaf for SECONDS: two loops (workA,
 // workB) and a recursion 8 deep into a closure that maps an array with
-// Array.prototype.map (rec). Each block is timed with process.cpuUsage() (the process's CPU
-// clock: its one JavaScript thread, and V8's helpers while it runs). At the end one JSON
-// line: each function's share of the process's CPU time, and its calls.
+// Array.prototype.map (rec). Each block is timed by the main thread's own CPU time (its
+// schedstat), and the whole run by the process's CPU clock (V8's helper threads too, as a
+// profiler's samples count them). At the end one JSON line: each function's share of the
+// process's CPU time, and its calls.
 //
 // With --wait FILE it first prints its pid as a JSON line, then waits for FILE to exist before
 // it starts (a profiler attached meanwhile sees all of its time).
@@ -64,9 +65,21 @@ function usec(d) {
 	return d.user + d.system;
 }
 
+// The main thread's own time on a CPU, in us (/proc's schedstat, ns): what a block of
+// JavaScript costs, without V8's helper threads (a garbage collector's markers, the
+// compiler), whose CPU the process's clock would charge to whichever block runs beside
+// them, and a profiler to their own threads.
+const schedstat = fs.openSync(`/proc/self/task/${process.pid}/schedstat`, 'r');
+const statBuf = Buffer.alloc(128);
+function threadUs() {
+	const n = fs.readSync(schedstat, statBuf, 0, statBuf.length, 0);
+
+	return Number(statBuf.toString('latin1', 0, n).split(' ')[0]) / 1000;
+}
+
 // One block of @name, timed: each function has a call site of its own.
 function block(name) {
-	const t0 = process.cpuUsage();
+	const t0 = threadUs();
 	let r = 0;
 
 	for (let k = 0; k < 4; k++) {
@@ -77,7 +90,7 @@ function block(name) {
 		else
 			r ^= rec(8);
 	}
-	cpu[name] += usec(process.cpuUsage(t0));
+	cpu[name] += threadUs() - t0;
 	calls[name]++;
 	sink ^= r;
 }
@@ -109,7 +122,7 @@ while (Date.now() - t0 < secs * 1000) {
 	}
 	// --flat: the block in this loop itself, which V8 replaces while it runs (on-stack
 	// replacement) with code that has the three functions inlined
-	const c0 = process.cpuUsage();
+	const c0 = threadUs();
 	let r = 0;
 
 	for (let k = 0; k < 4; k++) {
@@ -120,7 +133,7 @@ while (Date.now() - t0 < secs * 1000) {
 		else
 			r ^= rec(8);
 	}
-	cpu[name] += usec(process.cpuUsage(c0));
+	cpu[name] += threadUs() - c0;
 	calls[name]++;
 	sink ^= r;
 }
