@@ -185,6 +185,8 @@ int cmd_status(struct cli *c);
 int cmd_timeline(struct cli *c);
 int cmd_save(struct cli *c);
 int cmd_diff(struct cli *c);
+/* diff --alloc (cmd_adiff.c): @value "inuse" (NULL) or "alloc"; @top rows (0: all). */
+int cmd_diff_alloc(struct cli *c, const char *value, int top);
 
 /* Each command's options (a command with none beyond the global ones has no_opts). */
 extern const struct opt run_opts[], count_opts[], top_opts[], start_opts[];

@@ -546,6 +546,7 @@ static int tint(void *ctx, const char *name, uint64_t a, uint64_t b, char *rgb, 
 
 static const char *diff_svg, *diff_title;
 static long diff_top;
+static const char *diff_alloc_value;
 static enum dstat_model diff_per = DSTAT_AUTO;
 
 static int opt_diff_top(struct cli *c, const char *val)
@@ -571,6 +572,12 @@ const struct opt diff_opts[] = {
 	  .help = "a differential flame graph: A and B merged, red grew, blue shrank",
 	  .text = &diff_svg, .complete = COMPL_FILE },
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &diff_title },
+	{ "alloc", 0, NULL, OPT_TRUE, "alloc",
+	  .help = "the allocations': each procedure's bytes on the two sides, a z test of each (docs/alloc.md)",
+	  .excludes = "per svg tail" },
+	{ "alloc-value", 0, "inuse|alloc", OPT_TEXT, NULL,
+	  .help = "with --alloc: the bytes live at each side's end (default), or allocated a second",
+	  .text = &diff_alloc_value },
 	OPT_ALL(pattern_opts),
 	/* diff TARGET --tail LEG: its body (A) against its tail (B) */
 	OPT_SOME(tail_opts, "tail"),
@@ -592,6 +599,14 @@ int cmd_diff(struct cli *c)
 	int r = 0;
 
 	bool tail = cJSON_GetObjectItemCaseSensitive(c->req, "tail") != NULL;
+
+	if (proto_bool(c->req, "alloc", 0)) {
+		if (c->nwords != 2)
+			return cli_fail(c, 2, "diff --alloc: give two sides A B: targets or TARGET@SINCE..UNTIL");
+		return cmd_diff_alloc(c, diff_alloc_value, diff_top);
+	}
+	if (diff_alloc_value)
+		return cli_fail(c, 2, "--alloc-value: with --alloc");
 
 	if (tail && c->nwords != 1)
 		return cli_fail(c, 2, "diff --tail LEG: give one target: its body (A) against its tail (B)");

@@ -442,14 +442,9 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	if (!a->loaded && (r = w.on ? avals_window(a, &w, &x) : avals_whole(a, &x)))
 		goto oom;
 	o = cJSON_AddObjectToObject(rep, "alloc");
-	if (lr->stacks) {
-		if (profile_json(sym, t, a, &x, lr, rep))
-			goto oom;
-		if (w.on)
-			timed_window_json(&w, o);
-		free(x.v);
-		return 0;
-	}
+	/* (the exports' profile, and the table with it: what diff --alloc compares) */
+	if (lr->stacks && profile_json(sym, t, a, &x, lr, rep))
+		goto oom;
 	if (a->loaded)
 		alloc_totals(a, v);
 	else

@@ -116,6 +116,48 @@ def test_timeline_of_a_leak():
         assert d.stop() == 0, d.logtext()
 
 
+def test_diff_finds_the_leak():
+    """diff --alloc between a window of A and one of B: live at each end, the leak grew beyond
+    noise and the churn did not change; allocated a second, the churn (the same rate in both)
+    did not change and the leak grew; JSON and text say the same."""
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
+                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
+        own = first_json_line(p.stdout)
+        ph, secs = own["phases"], {int(k): v for k, v in own["seconds"].items()}
+        tid = listing["target"]["id"]
+        wa, wb = (math.ceil(ph[0]), math.floor(ph[1])), (math.ceil(ph[1]), math.floor(ph[2]))
+        a, b = f"{tid}@@{wa[0]}..@{wa[1]}", f"{tid}@@{wb[0]}..@{wb[1]}"
+        for value in ("inuse", "alloc"):
+            out, _ = pcmon_json("diff", a, b, "--alloc", "--alloc-value", value, sock=d.sock)
+            rows = {r["procedure"].rsplit(".", 1)[-1]: r for r in out["procedures"]}
+            assert out["value"] == value, out
+            assert rows["leak"]["change"] == "grew", (value, rows["leak"])
+            c = rows["churn"]
+            if value == "inuse":  # (it holds nothing at either end)
+                assert c["change"] in ("no change", "untested"), (value, c)
+            else:
+                # the churn's rate as the program kept it (a busy machine moves it between
+                # windows): the diff's change is that change, within 4 of its errors
+                rate = [sum(secs.get(t, [0, 0])[0] for t in range(*w)) / (w[1] - w[0])
+                        for w in (wa, wb)]
+                se = math.hypot(c["a_bytes_stderr"], c["b_bytes_stderr"])
+                got = c["b_bytes"] - c["a_bytes"]
+                assert abs(got - (rate[1] - rate[0])) <= 4 * se + RATE, (c, rate)
+                assert c["change"] == "no change" or abs(rate[1] - rate[0]) > se, (c, rate)
+            print(f"  --alloc-value {value}: leak {rows['leak']['a_bytes']} -> "
+                  f"{rows['leak']['b_bytes']} (z {rows['leak']['z']:.1f}), churn "
+                  f"{rows['churn']['a_bytes']} -> {rows['churn']['b_bytes']} "
+                  f"(p {rows['churn']['p']:.2f})")
+        text = pcmon("diff", a, b, "--alloc", sock=d.sock, check=0).stdout
+        assert "grew" in text and "allocphases.leak" in text, text
+        p = pcmon("diff", a, b, "--alloc", "--alloc-value", "nope", sock=d.sock)
+        assert p.returncode == 2 and "--alloc-value" in p.stderr, p
+    finally:
+        assert d.stop() == 0, d.logtext()
+
+
 def test_window_of_a_target_read_back_refused():
     """A target read back from its results file kept no times: a window is refused, saying
     why, and the whole-life table still lists."""
