@@ -82,7 +82,7 @@ function block(name) {
 	const t0 = threadUs();
 	let r = 0;
 
-	for (let k = 0; k < 4; k++) {
+	for (let k = 0; k < 16; k++) {
 		if (name === 'workA')
 			r ^= workA(60);
 		else if (name === 'workB')
@@ -125,7 +125,7 @@ while (Date.now() - t0 < secs * 1000) {
 	const c0 = threadUs();
 	let r = 0;
 
-	for (let k = 0; k < 4; k++) {
+	for (let k = 0; k < 16; k++) {
 		if (name === 'workA')
 			r ^= workA(60);
 		else if (name === 'workB')
