@@ -259,12 +259,9 @@ static int procedures_json(const struct alloc *a, const struct avals *x, const s
 	arr = cJSON_AddArrayToObject(out, "procedures");
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = agg_proc_json(s, rows[i].proc);
 		char key[32];
 
-		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
-		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
-		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
 		for (int m = 0; m < M_N; m++) {
 			bool var = m == M_ALLOC_VAR || m == M_INUSE_VAR;
 

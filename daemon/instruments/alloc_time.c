@@ -147,13 +147,9 @@ int alloc_timeline_json(const struct alloc *a, const struct sym *s, const struct
 	cJSON_AddStringToObject(tl, "sort", by_alloc ? "alloc" : "inuse");
 	arr = cJSON_AddArrayToObject(tl, "procedures");
 	for (size_t k = 0; k < np; k++) {
-		const struct sym_procinfo *pi = sym_proc(s, procs[k]);
-		cJSON *p = cJSON_CreateObject();
+		cJSON *p = agg_proc_json(s, procs[k]);
 
 		cJSON_AddItemToArray(arr, p);
-		cJSON_AddStringToObject(p, "procedure", sym_str(s, pi->full));
-		cJSON_AddStringToObject(p, "module", sym_str(s, pi->module));
-		cJSON_AddStringToObject(p, "name", sym_str(s, pi->name));
 		al[k] = cJSON_AddArrayToObject(p, "alloc_bytes");
 		li[k] = cJSON_AddArrayToObject(p, "inuse_bytes");
 	}

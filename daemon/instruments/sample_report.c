@@ -104,10 +104,7 @@ static void add_procedures(struct agg_row *rows, size_t n, uint64_t counted, uin
 	for (size_t i = 0; i < n; i++) {
 		const struct sym_procinfo *pi = sym_proc(s, rows[i].proc);
 
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
-		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
-		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
+		o = agg_proc_json(s, rows[i].proc);
 		cJSON_AddNumberToObject(o, "shallow", rows[i].shallow);
 		cJSON_AddNumberToObject(o, "deep", rows[i].deep);
 		cJSON_AddNumberToObject(o, "shallow_pct", pct(rows[i].shallow, counted));

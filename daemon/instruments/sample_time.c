@@ -175,13 +175,9 @@ int sample_timeline_json(struct sample_listing *ls, const struct sym *s,
 	lo.nextra = 0;
 	arr = cJSON_AddArrayToObject(tl, "procedures");
 	for (size_t k = 0; k < np; k++) {
-		const struct sym_procinfo *pi = sym_proc(s, procs[k]);
-		cJSON *o = cJSON_CreateObject();
+		cJSON *o = agg_proc_json(s, procs[k]);
 
 		cJSON_AddItemToArray(arr, o);
-		cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
-		cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
-		cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
 		sh[k] = cJSON_AddArrayToObject(o, "shallow");
 		dp[k] = cJSON_AddArrayToObject(o, "deep");
 	}

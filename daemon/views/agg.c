@@ -564,3 +564,14 @@ void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym
 	if (n > 1)
 		qsort_r(rows, n, sizeof(*rows), row_cmp, &arg);
 }
+
+cJSON *agg_proc_json(const struct sym *s, uint32_t proc)
+{
+	const struct sym_procinfo *pi = sym_proc(s, proc);
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "procedure", sym_str(s, pi->full));
+	cJSON_AddStringToObject(o, "module", sym_str(s, pi->module));
+	cJSON_AddStringToObject(o, "name", sym_str(s, pi->name));
+	return o;
+}

@@ -255,6 +255,9 @@ cJSON *agg_names_unseen_json(const struct agg *a, const struct sym *s,
 			     const struct pat *const *pats, size_t npats, const char *const *texts);
 void agg_list_free(struct agg_list *l);
 /* Sort rows by shallow (ties: deep, then name) or by deep (ties: shallow, then name). */
+/* A procedure's row in a listing: a new object with its "procedure" (full name), "module"
+ * and "name". */
+cJSON *agg_proc_json(const struct sym *s, uint32_t proc);
 void agg_sort_rows(struct agg_row *rows, size_t n, int by_deep, const struct sym *s);
 /* Off-CPU nanoseconds as interrupts of period_ns, rounded to nearest. */
 uint64_t agg_ns_to_interrupts(uint64_t ns, uint64_t period_ns);
