@@ -2158,9 +2158,15 @@ def table(res):
             session_row(add, key.replace(rt.labels[rt.key], f"pcmond {rt.cut}")
                         .replace(rt.labels["no-" + rt.key], f"pcmond {rt.off}")
                         .replace("perf record -g", "perf -g"), c, w=27)
-        add(f"   (prof CPU ms/1k smp is the headline: what walking and naming {rt.name} frames costs the")
-        add(f"   daemon per 1000 samples, beside {rt.off}; perf -g walks frame pointers, which JIT code")
-        add("   has not: its stacks stop there)")
+        note = (f"(prof CPU ms/1k smp is the headline: what walking and naming {rt.name} frames costs "
+                f"the daemon per 1000 samples, beside {rt.off}; {rt.perf_note})").split()
+        line = "  "
+        for word in note:  # (wrapped at 95 columns)
+            if len(line) + 1 + len(word) > 95:
+                add(line)
+                line = "  "
+            line += " " + word
+        add(line)
         add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
@@ -2406,10 +2412,12 @@ class Runtime:
     under, @cut the cut-short reason that flags a frame of the runtime's not walked."""
 
     def __init__(self, key, name, cmd, missing, off, main, cut, probe_units, min_units=0, fp=True,
-                 cut_key="cut_pct", bare_last=False):
+                 cut_key="cut_pct", bare_last=False,
+                 perf_note="perf -g walks frame pointers, which JIT code has not: its stacks stop there"):
         self.key, self.name, self.cmd, self.ready = key, name, cmd, missing
         self.off, self.main, self.cut, self.probe_units = off, main, cut, probe_units
         self.min_units, self.cut_key, self.bare_last = min_units or probe_units, cut_key, bare_last
+        self.perf_note = perf_note
         self.configs = ([("pcmon", key), ("pcmon", "no-" + key)] + ([("pcmon", "fp")] if fp else [])
                         + [("perf", None)])
         self.labels = {key: f"pcmon, {name} frames", "no-" + key: f"pcmon {off}",
@@ -2437,7 +2445,9 @@ JAVA = Runtime("java", "Java",
 NODE = Runtime("node", "JavaScript",
                lambda units, max_wall=None: ["node", JSWORK, str(units)] + ([str(max_wall)] if max_wall else []),
                lambda: None if shutil.which("node") else "no node (make deps installs nodejs)",
-               "--no-python", "js.jswork.main", "js", 200000)
+               "--no-python", "js.jswork.main", "js", 200000,
+               perf_note="perf -g walks V8's frame pointers too, and names its JIT code only from a "
+                         "perf map (node --perf-basic-prof)")
 
 
 def runtime_frames(rt):

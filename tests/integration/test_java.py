@@ -142,6 +142,15 @@ def test_pid_attach_and_lines():
         first = next(i for i, l in enumerate(src, 1) if "static long alpha(" in l)
         assert fns["Phases.alpha"]["file"] == "Phases.java" and \
             first <= fns["Phases.alpha"]["line"] <= first + 2, fns["Phases.alpha"]
+        # the flame graph and diff over Java frames (the run against itself: nothing changed)
+        svg = os.path.join(d.dir, "java.svg")
+        pcmon("flamegraph", tid, "-o", svg, sock=d.sock, check=0)
+        assert "Phases.alpha" in open(svg).read()
+        same, _ = pcmon_json("diff", tid, tid, sock=d.sock)
+        rows_d = {r["procedure"]: r for r in same["procedures"]}
+        assert any(k.endswith("Phases.alpha") for k in rows_d), sorted(rows_d)[:10]
+        assert not any(r.get("significant") for r in rows_d.values()), \
+            [r for r in rows_d.values() if r.get("significant")][:3]
         print(f"  --pid: {n} samples of the three; alpha's lines {sorted(rows.items())}")
     finally:
         if proc.poll() is None:
