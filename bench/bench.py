@@ -2156,7 +2156,7 @@ def table(res):
         session_header(add, w=27)
         for key, c in jv.get("sessions", {}).items():
             session_row(add, key.replace(rt.labels[rt.key], f"pcmond {rt.cut}")
-                        .replace(rt.labels["no-" + rt.key], f"pcmond {rt.off}")
+                        .replace(rt.labels["no-" + rt.key], f"pcmond no-{rt.cut}")
                         .replace("perf record -g", "perf -g"), c, w=27)
         note = (f"(prof CPU ms/1k smp is the headline: what walking and naming {rt.name} frames costs "
                 f"the daemon per 1000 samples, beside {rt.off}; {rt.perf_note})").split()
