@@ -95,7 +95,7 @@ THREAD_COUNTS = [1, 16, 256]
 # and the run exits 1. The sections a form does not run keep their figures from the last
 # run that measured them, and the table says when that was.
 FORM = os.environ.get("BENCH_FORM", "default")
-FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "java", "node", "fleet", "churn")
+FULL_ONLY = ("deep_stacks", "scale_bpftrace", "python", "java", "node", "alloc", "fleet", "churn")
 # The churn section (9) runs pcmond --all and then perf record -a -g on a compile loop for
 # BENCH_CHURN_S each (0: not run, its figures kept like a section of the other form)
 CHURN_S = float(os.environ.get("BENCH_CHURN_S", "120"))
@@ -2168,6 +2168,28 @@ def table(res):
             line += " " + word
         add(line)
         add("")
+    al = res.get("alloc", {})
+    add("14. ALLOCATIONS — bench/mallocwork.c (malloc and free, a tenth kept a while), at pcmon's default "
+        f"rate: its own time for the same units / bare (median [min-max] of {REPS} runs)")
+    origin("alloc")
+    if not al or "error" in al:
+        add(f"   {missing(res, 'alloc')}")
+    else:
+        for prog, u in al.get("units", {}).items():
+            add(f"   {prog}: {u['units']} units, bare {fmt_stat(u['bare_wall_s'], 3)} s wall")
+            add(f"   {'profiler':<30}{'CPU ratio':>26}{'wall ratio':>26}{'added ns/unit':>16}")
+            for cell, c in al["cells"][prog].items():
+                if c.get("errors") or not c.get("cpu_ratio"):
+                    add(f"   {cell:<30}{failed((c.get('errors') or ['no run'])[0][:100])}")
+                    continue
+                add(f"   {cell:<30}{fmt_stat(c['cpu_ratio']):>26}{fmt_stat(c['wall_ratio']):>26}"
+                    f"{fmt((c.get('ns_per_unit') or {}).get('median'), '.0f'):>16}")
+        add("   memleak (libbpf-tools): " + ("not in this table yet" if al.get("memleak") else
+            "n/a here: Debian's libbpf-tools 0.26 has no memleak, and bcc's needs kernel headers"))
+        add("   (pcmon's uprobes trap at every call of the allocator's functions, sampled or not, and")
+        add("   malloc's return probe too: microseconds a call, which sampling by bytes does not save;")
+        add("   heaptrack runs inside the program, preloaded)")
+    add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
         + (f", over the {DEFAULT_FORM_S / 60:g} minutes it should take" if form == "make bench"
@@ -2544,6 +2566,76 @@ def node_frames():
     return runtime_frames(NODE)
 
 
+HEAPTRACK = shutil.which("heaptrack")
+MEMLEAK = shutil.which("memleak") or (os.path.exists("/usr/sbin/memleak") and "/usr/sbin/memleak")
+# mallocwork's units: each a malloc and a free (a tenth kept a while); with work, 2 us of
+# arithmetic beside each (a program that does something with what it allocates)
+ALLOC_UNITS = {"malloc only": (400000, 0), "2 us of work a malloc": (100000, 2000)}
+ALLOC_CELLS = ("pcmon --alloc", "pcmon --alloc, sampling too", "heaptrack")
+
+
+def alloc_cmd(units, work_ns):
+    return [os.path.join(BENCH, "mallocwork"), str(units), str(work_ns)]
+
+
+def allocations():
+    """mallocwork bare, under pcmon --alloc at the default rate (without and with sampling
+    beside it) and under heaptrack, in the same run: the program's own CPU and wall time for
+    the same units over bare's, for a program that only allocates and one that works between
+    its allocations; libbpf-tools' memleak where there is one."""
+    out = {"units": {}, "cells": {}, "runs": {}}
+    for prog, (units, work) in ALLOC_UNITS.items():
+        cmd = alloc_cmd(units, work)
+        runs = {"bare": [], **{c: [] for c in ALLOC_CELLS}}
+        for rep in range(REPS):
+            log(f"allocations ({prog}): repetition {rep + 1}/{REPS}")
+            for cell in ["bare", *ALLOC_CELLS[rep % 3:], *ALLOC_CELLS[:rep % 3]]:
+                env = None
+                if cell == "bare":
+                    c = cmd
+                elif cell == "heaptrack":
+                    if not HEAPTRACK:
+                        runs[cell].append({"error": "heaptrack not installed (make deps)"})
+                        continue
+                    c = [HEAPTRACK, "-o", os.path.join(TMP, "heaptrack"), *cmd]
+                else:
+                    c = [PCMON, "run", "--json", *(["--no-sample"] if cell == "pcmon --alloc" else []),
+                         "--alloc", "--", *cmd]
+                    env = pcmon_env(NO_DAEMON)
+                r = run(c, env=env)
+                d = doc_with(r.out, "units")
+                if r.rc != 0 or d is None:
+                    runs[cell].append({"error": r.why()})
+                    continue
+                x = {"cpu_s": d["cpu_s"], "wall_s": d["wall_s"]}
+                doc = doc_with(r.out, "alloc") if cell.startswith("pcmon") else None
+                if doc:
+                    x["samples"] = doc["alloc"]["summary"].get("samples")
+                    x["calls"] = doc["alloc"]["summary"].get("calls")
+                runs[cell].append(x)
+        bare = [x for x in runs["bare"] if "cpu_s" in x]
+        if not bare:
+            raise RuntimeError("mallocwork failed to run bare: " + runs["bare"][0].get("error", "?"))
+        bcpu = statistics.median(x["cpu_s"] for x in bare)
+        bwall = statistics.median(x["wall_s"] for x in bare)
+        out["units"][prog] = {"units": units, "work_ns": work, "bare_cpu_s": stats([x["cpu_s"] for x in bare]),
+                              "bare_wall_s": stats([x["wall_s"] for x in bare])}
+        out["cells"][prog] = {}
+        for cell in ALLOC_CELLS:
+            ok = [x for x in runs[cell] if "cpu_s" in x]
+            out["cells"][prog][cell] = {
+                "cpu_ratio": stats([x["cpu_s"] / bcpu for x in ok]),
+                "wall_ratio": stats([x["wall_s"] / bwall for x in ok]),
+                "ns_per_unit": stats([(x["wall_s"] - bwall) * 1e9 / units for x in ok]),
+                "samples": stats([x.get("samples") for x in ok if x.get("samples") is not None]),
+                "calls": stats([x.get("calls") for x in ok if x.get("calls") is not None]),
+                "errors": [x["error"] for x in runs[cell] if "error" in x],
+            }
+        out["runs"][prog] = runs
+    out["memleak"] = MEMLEAK or None
+    return out
+
+
 # (the share of samples that carry Python frames: the outermost Python procedure's deep
 # count, every sample of pywork's work running under main; python_unknown flags the rest)
 PYTHON = Runtime("python", "Python", pywork_cmd,
@@ -2764,6 +2856,7 @@ def main():
         section("python", python_frames)
         section("java", java_frames)
         section("node", node_frames)
+        section("alloc", allocations)
         section("churn", churn)
     finally:
         res["total_s"] = time.monotonic() - T_START
