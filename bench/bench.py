@@ -2067,6 +2067,27 @@ def table(res):
         add("   (RSS growth: over the second half; pcmond's RSS counts its BPF rings' mappings)")
     add("")
 
+    def runtime_cells(rt, sec, width):
+        """A runtime section's bare line, its table of slowdowns by profiler and rate (labels
+        @width wide) and the samples per run."""
+        label = lambda t, w: rt.cell(t, w, 0).rsplit(" @", 1)[0]  # noqa: E731
+        cell = lambda t, w, hz: sec["cells"].get(rt.cell(t, w, hz), {})  # noqa: E731
+        add(f"   bare: {fmt_stat(sec['bare_cpu_s'], 3)} s CPU, {fmt_stat(sec['bare_wall_s'], 3)} s wall, "
+            f"{sec['units']} units")
+        add_bare_failed(sec)
+        add(f"   {'profiler':<{width}}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
+        for tool, what in rt.configs:
+            cells = [cell(tool, what, hz) for hz, _ in RATES[:2]]
+            add(f"   {label(tool, what):<{width}}" + "".join(
+                f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
+                for c in cells))
+            for c in cells:
+                for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
+                    add(f"   {failed(f'{label(tool, what)}: {e[:100]}')}")
+        add("   samples per run (median): " + "   ".join(
+            f"{label(t, w)} " + "/".join(fmt((cell(t, w, hz).get("samples") or {}).get("median"), ".0f")
+                                         for hz, _ in RATES[:2]) for t, w in rt.configs))
+
     py = res.get("python", {})
     add("11. PYTHON FRAMES — bench/pywork.py (pure Python, eight calls deep) on CPython 3.11: its own "
         f"CPU time for the fixed work / bare (median [min-max] of {REPS} runs)")
@@ -2074,23 +2095,7 @@ def table(res):
     if not py or "error" in py:
         add(f"   {missing(res, 'python')}")
     else:
-        add(f"   bare: {fmt_stat(py['bare_cpu_s'], 3)} s CPU, {fmt_stat(py['bare_wall_s'], 3)} s wall, "
-            f"{py['units']} units")
-        add_bare_failed(py)
-        add(f"   {'profiler':<26}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
-        for tool, what in PYTHON.configs:
-            label = PYTHON.cell(tool, what, 0).rsplit(" @", 1)[0]
-            cells = [py["cells"].get(PYTHON.cell(tool, what, hz), {}) for hz, _ in RATES[:2]]
-            add(f"   {label:<26}" + "".join(
-                f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
-                for c in cells))
-            for c in cells:
-                for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
-                    add(f"   {failed(f'{label}: {e[:100]}')}")
-        add("   samples per run (median): " + "   ".join(
-            f"{PYTHON.cell(t, w, 0).rsplit(' @', 1)[0]} " + "/".join(
-                fmt((py["cells"].get(PYTHON.cell(t, w, hz), {}).get("samples") or {}).get("median"), ".0f")
-                for hz, _ in RATES[:2]) for t, w in PYTHON.configs))
+        runtime_cells(PYTHON, py, 26)
         add("   samples with Python frames (pcmon, median %): " + "/".join(
             fmt((py["cells"].get(PYTHON.cell("pcmon", "python", hz), {}).get("python_pct") or {}).get("median"), ".1f")
             for hz, _ in RATES[:2]) + " (100 Hz/1000 Hz); flagged python_unknown (not known yet): "
@@ -2131,21 +2136,7 @@ def table(res):
             continue
         label = lambda t, w: rt.cell(t, w, 0).rsplit(" @", 1)[0]  # noqa: E731
         cell = lambda t, w, hz: jv["cells"].get(rt.cell(t, w, hz), {})  # noqa: E731
-        add(f"   bare: {fmt_stat(jv['bare_cpu_s'], 3)} s CPU, {fmt_stat(jv['bare_wall_s'], 3)} s wall, "
-            f"{jv['units']} units")
-        add_bare_failed(jv)
-        add(f"   {'profiler':<30}" + "".join(f"{f'{hz} Hz':>22}" for hz, _ in RATES[:2]))
-        for tool, what in rt.configs:
-            cells = [cell(tool, what, hz) for hz, _ in RATES[:2]]
-            add(f"   {label(tool, what):<30}" + "".join(
-                f"{'FAILED' if c.get('errors') or not c.get('cpu_ratio') else fmt_stat(c['cpu_ratio']):>22}"
-                for c in cells))
-            for c in cells:
-                for e in c.get("errors", [])[:1] or ([] if c.get("cpu_ratio") else ["no run"]):
-                    add(f"   {failed(f'{label(tool, what)}: {e[:100]}')}")
-        add("   samples per run (median): " + "   ".join(
-            f"{label(t, w)} " + "/".join(fmt((cell(t, w, hz).get("samples") or {}).get("median"), ".0f")
-                                         for hz, _ in RATES[:2]) for t, w in rt.configs))
+        runtime_cells(rt, jv, 30)
         for what in (rt.key, "fp"):
             add(f"   samples walked to {rt.main.split('.', 1)[1]} ({label('pcmon', what)}, median %): "
                 + "/".join(fmt((cell("pcmon", what, hz).get(f"{rt.key}_pct") or {}).get("median"), ".1f")
