@@ -12,6 +12,16 @@ from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload 
 RATE = 65536
 
 
+def run_phases(d, secs=3, *more):
+    """allocphases under pcmon --alloc (no sampling), through daemon @d: the target's id and
+    the program's own figures (its phases' bounds, its bytes by wall second)."""
+    listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE, *more, "--",
+                            workload("allocphases"), secs, sock=d.sock)
+    own = first_json_line(p.stdout)
+    own["seconds"] = {int(k): v for k, v in own["seconds"].items()}
+    return listing["target"]["id"], own
+
+
 def sites(alloc):
     return {p["name"]: p for p in alloc["procedures"]}
 
@@ -32,12 +42,8 @@ def test_windows_of_three_phases():
     of the churn, the leak's bytes up to then; a window before the leak holds none of it."""
     d = Daemon().start()
     try:
-        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
-                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
-        own = first_json_line(p.stdout)
-        tid = listing["target"]["id"]
-        secs = {int(k): v for k, v in own["seconds"].items()}
-        ph = own["phases"]
+        tid, own = run_phases(d, 3, "--slices", "1s")
+        secs, ph = own["seconds"], own["phases"]
         checked = 0
         for i, name in enumerate("ABC"):
             since, until = math.ceil(ph[i]), math.floor(ph[i + 1])
@@ -86,12 +92,8 @@ def test_timeline_of_a_leak():
     and stays flat through C; the churn holds nothing; --svg is refused, saying so."""
     d = Daemon().start()
     try:
-        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
-                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
-        own = first_json_line(p.stdout)
-        tid = listing["target"]["id"]
-        secs = {int(k): v for k, v in own["seconds"].items()}
-        ph = own["phases"]
+        tid, own = run_phases(d, 3, "--slices", "1s")
+        secs, ph = own["seconds"], own["phases"]
         tl = pcmon_json("timeline", tid, "--alloc", sock=d.sock)[0]["alloc"]["timeline"]
         names = [q["name"] for q in tl["procedures"]]
         assert names and names[0] == "leak", names
@@ -122,11 +124,8 @@ def test_diff_finds_the_leak():
     did not change and the leak grew; JSON and text say the same."""
     d = Daemon().start()
     try:
-        listing, p = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE,
-                                "--slices", "1s", "--", workload("allocphases"), 3, sock=d.sock)
-        own = first_json_line(p.stdout)
-        ph, secs = own["phases"], {int(k): v for k, v in own["seconds"].items()}
-        tid = listing["target"]["id"]
+        tid, own = run_phases(d, 3, "--slices", "1s")
+        ph, secs = own["phases"], own["seconds"]
         wa, wb = (math.ceil(ph[0]), math.floor(ph[1])), (math.ceil(ph[1]), math.floor(ph[2]))
         a, b = f"{tid}@@{wa[0]}..@{wa[1]}", f"{tid}@@{wb[0]}..@{wb[1]}"
         for value in ("inuse", "alloc"):
@@ -163,9 +162,7 @@ def test_window_of_a_target_read_back_refused():
     why, and the whole-life table still lists."""
     d = Daemon().start()
     try:
-        listing, _ = pcmon_json("run", "--no-sample", "--alloc", "--alloc-rate", RATE, "--",
-                                workload("allocphases"), 1, sock=d.sock)
-        tid = listing["target"]["id"]
+        tid, _ = run_phases(d, 1)
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
         p = pcmon("list", tid, "--alloc", "--since", "+1s", sock=d.sock)
