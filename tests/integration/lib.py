@@ -4,6 +4,7 @@
 Each test is a function named test_*; it passes by returning, fails by raising, and is
 skipped by raising Skip (only when not root or without BTF; under CI a skip is a failure).
 """
+import contextlib
 import json
 import math
 import os
@@ -225,6 +226,25 @@ class Daemon:
         finally:
             s.close()
         return [json.loads(l) for l in data.splitlines() if l.strip()]
+
+
+@contextlib.contextmanager
+def held(cmd):
+    """@cmd (a workload that takes --wait FILE: it prints its pid as a JSON line, then waits
+    for FILE), held at its start until let go: yields the process, its pid and a function
+    that lets it go (a target started meanwhile sees all of its time, however slowly a
+    loaded machine starts it). The process is killed if it is still there at the end."""
+    flag = tempfile.mktemp(prefix="pcmon-go-")
+    proc = subprocess.Popen([*map(str, cmd), "--wait", flag], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = json.loads(proc.stdout.readline())["pid"]
+        yield proc, pid, lambda: open(flag, "w").close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if os.path.exists(flag):
+            os.unlink(flag)
 
 
 def oncpu_ns(pid):

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
+from lib import (Daemon, Skip, cgroup2_root, first_json_line, held, pcmon, pcmon_json, procs,
                  run_tests, share_tolerance_pp)
 
 NODE = shutil.which("node") or "/usr/bin/node"
@@ -184,27 +184,19 @@ def test_pid_attach():
     """A node started before pcmond, attached by --pid, then let go."""
     need_node()
     d = Daemon().start()
-    flag = tempfile.mktemp(prefix="pcmon-js-go-")
-    proc = subprocess.Popen([NODE, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
-                            text=True)
     try:
-        pid = first_json_line(proc.stdout.readline())["pid"]
-        time.sleep(0.5)
-        tid = pcmon("start", "--pid", pid, "--interval", 1000, sock=d.sock,
-                    check=0).stdout.strip()
-        time.sleep(0.3)
-        open(flag, "w").close()
-        out, _ = proc.communicate(timeout=120)
+        with held([NODE, WORK, 4]) as (proc, pid, go):
+            time.sleep(0.5)
+            tid = pcmon("start", "--pid", pid, "--interval", 1000, sock=d.sock,
+                        check=0).stdout.strip()
+            time.sleep(0.3)
+            go()
+            out, _ = proc.communicate(timeout=120)
         own = first_json_line(out)
         time.sleep(0.5)
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         check_shares(listing, own)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if os.path.exists(flag):
-            os.unlink(flag)
         assert d.stop() == 0, d.logtext()
 
 
@@ -241,24 +233,14 @@ def test_perf_map_not_doubled():
 def watched(d, *how, into=None):
     """jsphases.js for 4 s, held until a target started with @how (after it was put in
     cgroup @into) runs: the listing, the program's own figures."""
-    flag = tempfile.mktemp(prefix="pcmon-js-go-")
-    proc = subprocess.Popen([NODE, WORK, "4", "--wait", flag], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        pid = first_json_line(proc.stdout.readline())["pid"]
+    with held([NODE, WORK, 4]) as (proc, pid, go):
         if into:
             with open(os.path.join(into, "cgroup.procs"), "w") as f:
                 f.write(str(pid))
         tid = pcmon("start", *how, "--interval", 1000, sock=d.sock, check=0).stdout.strip()
         time.sleep(0.3)
-        open(flag, "w").close()
+        go()
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if os.path.exists(flag):
-            os.unlink(flag)
     time.sleep(0.5)
     listing = pcmon_json("list", tid, sock=d.sock)[0]
     pcmon("stop", tid, sock=d.sock, check=0)

@@ -6,7 +6,6 @@ unwinder, VIRTUAL and REAL, three threads, recursion, C extensions under Python 
 process attached after it started, WHEN over Python names, and --no-python; samples taken
 before the interpreter was found (flagged), open off-CPU intervals, and interpreters pcmon
 has no table for (tests/workloads/special/fakepy.c), publishing _Py_DebugOffsets or not."""
-import contextlib
 import glob
 import json
 import math
@@ -19,8 +18,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import (oncpu_ns, Daemon, Skip, cgroup2_root, first_json_line, pcmon, pcmon_json, procs,
-                 run_tests, share_tolerance_pp)
+from lib import (oncpu_ns, Daemon, Skip, cgroup2_root, first_json_line, held, pcmon, pcmon_json,
+                 procs, run_tests, share_tolerance_pp)
 
 PY = "/usr/bin/python3.11"
 WORK = os.path.join(os.path.dirname(__file__), "..", "workloads", "python", "pyphases.py")
@@ -82,25 +81,6 @@ def every_pyenv_python():
     return found
 
 
-@contextlib.contextmanager
-def held(py, secs):
-    """pyphases.py under @py for @secs, held at its start until let go: yields the process,
-    its pid and a function that lets it go (a target started meanwhile sees all of its time,
-    however slowly a loaded machine starts it)."""
-    flag = tempfile.mktemp(prefix="pcmon-py-go-")
-    proc = subprocess.Popen([py, WORK, str(secs), "--wait", flag], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        pid = json.loads(proc.stdout.readline())["pid"]
-        yield proc, pid, lambda: open(flag, "w").close()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if os.path.exists(flag):
-            os.unlink(flag)
-
-
 def attach_and_list(py, secs, *opts):
     """@py runs pyphases.py for @secs, attached by --pid once its interpreter is up (a pyenv
     build's libpython carries full debug info, which pcmon reads while it names the first
@@ -109,7 +89,7 @@ def attach_and_list(py, secs, *opts):
     `lined`."""
     d = Daemon().start()
     try:
-        with held(py, secs) as (proc, pid, go):
+        with held([py, WORK, secs]) as (proc, pid, go):
             time.sleep(0.5)
             tid = pcmon("start", "--pid", pid, "--interval", 1000, *opts, sock=d.sock,
                         check=0).stdout.strip()
@@ -261,7 +241,7 @@ def test_cgroup_and_all_targets_read_python_frames():
     def watched(py, *how, into=None):
         """pyphases.py under @py for 4 s, watched by a target started with @how (put in
         cgroup @into first): the listing, the program's own figures."""
-        with held(py, 4) as (proc, pid, go):
+        with held([py, WORK, 4]) as (proc, pid, go):
             if into:
                 with open(os.path.join(into, "cgroup.procs"), "w") as f:
                     f.write(str(pid))
@@ -347,7 +327,7 @@ def test_fp_chain_astray_keeps_python_frames():
     try:
         # held until the target is on, so that its 4 s (of wall time) are all sampled: it is
         # its CPU time that is, and a loaded machine gives it less (690 samples in a CI run)
-        with held(PY, 4) as (proc, pid, go):
+        with held([PY, WORK, 4]) as (proc, pid, go):
             tid = pcmon("start", "--pid", pid, "--interval", 1000, "--unwind", "fp",
                         sock=d.sock, check=0).stdout.strip()
             go()
