@@ -28,6 +28,18 @@ struct avals {
 	size_t n;
 };
 
+/* A site's A_* values, added to @v (live figures below 0, by rounding, as 0). */
+static void site_add(const struct alloc_site *s, double *v)
+{
+	v[A_ALLOC_BYTES] += s->alloc_bytes;
+	v[A_ALLOC_OBJECTS] += s->alloc_objects;
+	v[A_INUSE_BYTES] += fmax(s->inuse_bytes, 0);
+	v[A_INUSE_OBJECTS] += fmax(s->inuse_objects, 0);
+	v[A_ALLOC_VAR] += s->alloc_var;
+	v[A_INUSE_VAR] += fmax(s->inuse_var, 0);
+	v[A_SAMPLES] += s->samples;
+}
+
 /* The whole life's, from the sites. 0 or -ENOMEM. */
 static int avals_whole(const struct alloc *a, struct avals *x)
 {
@@ -38,17 +50,8 @@ static int avals_whole(const struct alloc *a, struct avals *x)
 	x->n = agg_count(a->stacks);
 	if (!(x->v = calloc(x->n + 1, sizeof(*x->v))))
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		double *v = x->v[s[i].stack];
-
-		v[A_ALLOC_BYTES] = s[i].alloc_bytes;
-		v[A_ALLOC_OBJECTS] = s[i].alloc_objects;
-		v[A_INUSE_BYTES] = fmax(s[i].inuse_bytes, 0);
-		v[A_INUSE_OBJECTS] = fmax(s[i].inuse_objects, 0);
-		v[A_ALLOC_VAR] = s[i].alloc_var;
-		v[A_INUSE_VAR] = fmax(s[i].inuse_var, 0);
-		v[A_SAMPLES] = s[i].samples;
-	}
+	for (size_t i = 0; i < n; i++)
+		site_add(&s[i], x->v[s[i].stack]);
 	return 0;
 }
 
@@ -121,15 +124,8 @@ void alloc_totals(const struct alloc *a, double *v)
 	}
 	memset(v, 0, A_N * sizeof(*v));
 	s = alloc_core_sites(a->core, &n);
-	for (size_t i = 0; i < n; i++) {
-		v[A_ALLOC_BYTES] += s[i].alloc_bytes;
-		v[A_ALLOC_OBJECTS] += s[i].alloc_objects;
-		v[A_INUSE_BYTES] += fmax(s[i].inuse_bytes, 0);
-		v[A_INUSE_OBJECTS] += fmax(s[i].inuse_objects, 0);
-		v[A_ALLOC_VAR] += s[i].alloc_var;
-		v[A_INUSE_VAR] += fmax(s[i].inuse_var, 0);
-		v[A_SAMPLES] += s[i].samples;
-	}
+	for (size_t i = 0; i < n; i++)
+		site_add(&s[i], v);
 }
 
 /*
