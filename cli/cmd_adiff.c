@@ -178,6 +178,16 @@ int cmd_diff_alloc(struct cli *c, const char *value, int top)
 		if (w->t.tested)
 			tests[nt++] = &w->t;
 	}
+	for (int k = 0; !r && k < 2; k++) { /* (what a side missed makes its bytes short: said) */
+		const cJSON *sm = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(rep[k], "alloc"), "summary");
+		double lost = proto_num(sm, "ring_full", 0) + proto_num(sm, "records_lost", 0) +
+			      proto_num(sm, "slices_lost", 0) + proto_num(sm, "live_full", 0);
+
+		if (lost)
+			fprintf(stderr, "pcmon: diff --alloc: %s: %.0f sampled allocations or frees lost or not kept (ring_full, records_lost, slices_lost, live_full): its figures are short\n",
+				c->words[k], lost);
+	}
 	if (!r) {
 		const char *names[2] = { c->words[0], c->words[1] };
 

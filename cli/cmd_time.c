@@ -745,6 +745,16 @@ static void alloc_timeline_table(FILE *f, const cJSON *rep, const cJSON *tl)
 		spark(f, col, nc, by_alloc ? amax : max, NULL);
 		fprintf(f, "  %s\n", mib(x, sizeof(x), rmax));
 	}
+	{
+		const cJSON *sm = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(rep, "alloc"), "summary");
+		double lost = proto_num(sm, "ring_full", 0) + proto_num(sm, "records_lost", 0) +
+			      proto_num(sm, "slices_lost", 0);
+
+		if (lost)
+			fprintf(f, "! %.0f sampled allocations or frees lost or not kept by time: the slices are short\n",
+				lost);
+	}
 	fprintf(f, "\n(allocated: bytes allocated in each column; live: held at its end; rows: each "
 		   "procedure's own %s bytes, on the %s row's scale, and its most)\n",
 		by_alloc ? "allocated" : "live", by_alloc ? "allocated" : "live");
