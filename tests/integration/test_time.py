@@ -298,15 +298,16 @@ def test_diff_same_program_finds_nothing():
 def test_diff_finds_the_slower_function_and_saved_files_diff_elsewhere():
     d, d2 = Daemon().start(), Daemon().start()
     try:
-        # 8 s a side: 4 slices or more, from which the dispersion is estimated well (from 2,
-        # its estimate varies enough to hide the change: 1 CI run of 6)
-        a = run_target(d, [workload("diffwork"), "8"], "before")
-        b = run_target(d, [workload("diffwork"), "8", "20"], "after")
+        # 8 s a side in 1 s slices: 8 or more, from which the dispersion is estimated well.
+        # From 2 (10 s slices, the default), its estimate varies enough to hide the change:
+        # a procedure set aside by the fit takes its own spread, of a degree of freedom a side
+        a = run_target(d, [workload("diffwork"), "8"], "before", "--slices", "1s")
+        b = run_target(d, [workload("diffwork"), "8", "20"], "after", "--slices", "1s")
         print(f"workload: alpha {100 * a['alpha']:.1f} % -> {100 * b['alpha']:.1f} %")
         # (the model named: auto's pick between sample and run is a test of its own)
         diff, _ = pcmon_json("diff", "before", "after", "--per", "sample", sock=d.sock)
         sig = significant(diff)
-        print("significant:", sig, "model:", diff["test"]["model"])
+        print("significant:", sig, "model:", diff["test"]["model"], diff["test"]["dispersion"])
         assert sig.get("alpha") == "grew" and sig.get("outer_a") == "grew", sig
         assert not set(sig) & WHOLE, sig
         # the others, by their own clocks' shares (the workload's CPU in all, by --per run)

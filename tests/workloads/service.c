@@ -3,7 +3,11 @@
  * service SECS [paced|busy] [CHANGE AT]: a service handling requests for SECS seconds, for
  * pcmon diff. Each request runs, through main -> serve -> handle, alpha (60 % of a
  * request's CPU), beta (20 %), gamma (12 %) and eps (5 %), then log_line (3 %); each
- * piece's length varies at random, its mean fixed. paced (the default): 400 requests a
+ * piece's length varies at random, its mean fixed, and so does each request's size: an
+ * exponential factor of mean 1 on all its pieces. A request of 1 ms sampled every 1 ms would
+ * otherwise lock to the timer: each sample falls where the one before fell, give or take
+ * the pieces' jitter, and a run of them lands in one function (the shares of a window
+ * spread four times as far as sampling error). paced (the default): 400 requests a
  * second arriving at random (exponential gaps: requests on a fixed grid would alias with
  * the sampling timer, and their shares would depend on the phase between the two), served
  * as they come, sleeping in between (about 40 % of a CPU); busy: one request after the
@@ -34,6 +38,17 @@ NOINLINE void log_line(uint64_t n) { SPIN_BODY(n); }
 
 static void (*const fns[NFN])(uint64_t) = { alpha, beta, gamma_, eps, log_line };
 
+/* a draw from an exponential distribution of mean @mean (xorshift64) */
+static double exp_draw(double mean)
+{
+	static uint64_t rnd = 0x2545f4914f6cdd1dull;
+
+	rnd ^= rnd << 13;
+	rnd ^= rnd >> 7;
+	rnd ^= rnd << 17;
+	return -log(((rnd >> 11) + 0.5) / 9007199254740992.0) * mean;
+}
+
 /*
  * One request. Its pieces' CPU time is read for one request in TIMED_EVERY and counted that
  * many times over: the clock is a system call (CPU-time clocks have no vDSO path), whose
@@ -46,9 +61,10 @@ NOINLINE void handle(void)
 {
 	static unsigned k;
 	bool timed = k++ % TIMED_EVERY == 0;
+	double size = exp_draw(1);
 
 	for (int i = 0; i < NFN; i++) {
-		uint64_t t0 = 0, n = (uint64_t)(jittered(unit) * part[i] * more[i]);
+		uint64_t t0 = 0, n = (uint64_t)(jittered(unit) * size * part[i] * more[i]);
 
 		if (!n)
 			continue;
@@ -59,17 +75,6 @@ NOINLINE void handle(void)
 			cpu[phase][i] += (cpu_ns() - t0) * TIMED_EVERY;
 	}
 	BARRIER();
-}
-
-/* an exponential gap of mean @mean ns (xorshift64) */
-static uint64_t gap(uint64_t mean)
-{
-	static uint64_t rnd = 0x2545f4914f6cdd1dull;
-
-	rnd ^= rnd << 13;
-	rnd ^= rnd >> 7;
-	rnd ^= rnd << 17;
-	return (uint64_t)(-log(((rnd >> 11) + 0.5) / 9007199254740992.0) * (double)mean);
 }
 
 NOINLINE void serve(double secs, bool paced, double at, const char *change)
@@ -94,7 +99,7 @@ NOINLINE void serve(double secs, bool paced, double at, const char *change)
 		if (paced) {
 			struct timespec ts;
 
-			next += gap(step);
+			next += (uint64_t)exp_draw((double)step);
 			if (next > wall_ns()) {
 				ts.tv_sec = next / 1000000000ull;
 				ts.tv_nsec = next % 1000000000ull;
