@@ -146,7 +146,7 @@ int cmd_diff_alloc(struct cli *c, const char *value, int top)
 		procs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rep[k], "alloc"),
 							 "procedures");
 		if (!r && !procs) {
-			r = cli_fail(c, 1, "diff --alloc: %s: no allocation table (a target started with --alloc, not a saved file)",
+			r = cli_fail(c, 1, "diff --alloc: %s: no allocation table (a target started with --alloc, or a file save --alloc wrote)",
 				     c->words[k]);
 			break;
 		}

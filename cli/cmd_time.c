@@ -28,6 +28,9 @@ const struct opt save_opts[] = {
 	OPT_ALL(window_opts),
 	OPT_ALL(pattern_opts),
 	OPT_ALL(tail_opts),
+	{ "alloc", 0, NULL, OPT_TRUE, "alloc",
+	  .help = "the allocations' stacks and table, for diff --alloc (docs/alloc.md)",
+	  .excludes = "tail when when-file critical" },
 	OPT_TABLE_END,
 };
 
@@ -529,7 +532,7 @@ int cmd_diff(struct cli *c)
 
 	if (proto_bool(c->req, "alloc", 0)) {
 		if (c->nwords != 2)
-			return cli_fail(c, 2, "diff --alloc: give two sides A B: targets or TARGET@SINCE..UNTIL");
+			return cli_fail(c, 2, "diff --alloc: give two sides A B: targets, TARGET@SINCE..UNTIL or files save --alloc wrote");
 		return cmd_diff_alloc(c, diff_alloc_value, diff_top);
 	}
 	if (diff_alloc_value)

@@ -34,10 +34,12 @@ struct alloc {
 	uint64_t last_id;	/* the last allocation record's id */
 	uint64_t records_lost;	/* records of processes no longer the target's */
 	uint64_t probed_files;	/* objects whose allocator functions are probed */
+	struct pcmon_astat bpf;	/* BPF's counters, as last read (kept at stop, and in the file) */
 	bool stopped;
-	/* read back from a results file: its totals and its table by procedure (the stacks
-	 * are not saved: no exports) */
-	bool loaded;
+	bool loaded;		/* read back from a results file */
+	/* read back from a file written before the stacks were kept: its totals and its table
+	 * by procedure only (no windows, no exports) */
+	bool table_only;
 	double saved[8];
 	cJSON *saved_procs;
 };

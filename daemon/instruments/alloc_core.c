@@ -267,6 +267,27 @@ bool alloc_core_free_block(struct alloc_core *a, uint64_t id, uint32_t *stack,
 	return false;
 }
 
+int alloc_core_put_site(struct alloc_core *a, const struct alloc_site *site)
+{
+	uint32_t slot;
+	int r = itab_intern(a->stacks, &site->stack, sizeof(site->stack), &slot);
+
+	if (r < 0 || GROW(a->sites, a->cap_sites, slot + 1))
+		return -ENOMEM;
+	if (r == 1) {
+		a->sites[slot] = *site;
+		return 0;
+	}
+	a->sites[slot].samples += site->samples; /* (a stack twice: merged, as the aggregate does) */
+	a->sites[slot].alloc_objects += site->alloc_objects;
+	a->sites[slot].alloc_bytes += site->alloc_bytes;
+	a->sites[slot].alloc_var += site->alloc_var;
+	a->sites[slot].inuse_objects += site->inuse_objects;
+	a->sites[slot].inuse_bytes += site->inuse_bytes;
+	a->sites[slot].inuse_var += site->inuse_var;
+	return 0;
+}
+
 const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n)
 {
 	*n = itab_count(a->stacks);

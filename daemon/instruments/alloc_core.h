@@ -60,6 +60,9 @@ int alloc_core_alloc(struct alloc_core *a, uint64_t id, uint32_t stack, uint64_t
  */
 bool alloc_core_free_block(struct alloc_core *a, uint64_t id, uint32_t *stack,
 			   struct alloc_weight *w);
+/* A site as a results file gives it, no block of it live (added to one of its stack): 0, or
+ * -ENOMEM. */
+int alloc_core_put_site(struct alloc_core *a, const struct alloc_site *site);
 /* The sites, *n of them (valid until the next call). */
 const struct alloc_site *alloc_core_sites(const struct alloc_core *a, size_t *n);
 uint64_t alloc_core_rate(const struct alloc_core *a);

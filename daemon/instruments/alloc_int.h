@@ -32,12 +32,11 @@ enum { A_ALLOC_BYTES, A_ALLOC_OBJECTS, A_INUSE_BYTES, A_INUSE_OBJECTS, A_ALLOC_V
 void alloc_totals(const struct alloc *a, double *v);
 
 /*
- * Its part of a `list` reply (inst_ops.list_json), with what BPF counted apart @bs: the
- * table, or with @lr->stacks the exports' profile. 0, or -1 with *@err.
+ * Its part of a `list` reply (inst_ops.list_json), with what BPF counted apart (a->bpf, as
+ * last read): the table, or with @lr->stacks the exports' profile. 0, or -1 with *@err.
  */
 int alloc_report_json(struct sym *sym, const struct target *t, const struct alloc *a,
-		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
-		      cJSON **err);
+		      const struct list_req *lr, cJSON *rep, cJSON **err);
 
 /*
  * "timeline": {"sort", "slices": [{"t0", "t1", "alloc_bytes", "alloc_bytes_stderr",

@@ -18,6 +18,8 @@
 #include "allocator.h"
 #include "procmaps.h"
 #include "proto.h"
+#include "slices.h"
+#include "stackfile.h"
 #include "stfile.h"
 #include "sym.h"
 #include "target.h"
@@ -300,9 +302,29 @@ static bool stream(void *gp)
 	return false;
 }
 
+/* BPF's counters of target @t kept in @a: read as the ring is (a stopped target's are what
+ * they were at its stop, a target read back from a file has its file's) */
+static void keep_stats(struct alloc_g *g, const struct target *t, struct alloc *a)
+{
+	if (g->al && !a->stopped)
+		allocator_stats(g->al, t->id, &a->bpf);
+}
+
+static void keep_all_stats(struct alloc_g *g)
+{
+	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
+		struct target *t = g->env.targets[i];
+
+		if (t && alloc_of(t))
+			keep_stats(g, t, alloc_of(t));
+	}
+}
+
+/* (before a results file is written, too) */
 static void stream_sync(void *gp)
 {
 	read_ring(gp);
+	keep_all_stats(gp);
 }
 
 /* ---- the target's life */
@@ -342,6 +364,7 @@ static void alloc_stop(void *gp, struct target *t, void *st)
 	struct alloc *a = st;
 
 	read_ring(g);
+	keep_stats(g, t, a);
 	if (g->al)
 		allocator_target(g->al, t->id, 0, false);
 	a->stopped = true;
@@ -403,54 +426,180 @@ static int list_json(void *gp, struct target *t, void *st, const struct list_req
 		     cJSON **err)
 {
 	struct alloc_g *g = gp;
-	struct alloc *a = st;
-	struct pcmon_astat bs = { 0 };
 
 	read_ring(g);
-	if (g->al && !a->loaded)
-		allocator_stats(g->al, t->id, &bs);
-	return alloc_report_json(g->env.sym, t, a, &bs, lr, rep, err);
+	keep_stats(g, t, st);
+	return alloc_report_json(g->env.sym, t, st, lr, rep, err);
 }
 
-/* ---- results files: the settings and totals (docs/alloc.md) */
+/* ---- results files (docs/alloc.md)
+ *
+ *   "alloc": {"rate": N, "var_unit": N, "alloc_bytes" ... "samples" (the totals), BPF's
+ *    counters ("calls", ...) and the engine's ("frees_lost", ...), "procs", "locs",
+ *    "stacks" (stackfile.h: each sampled allocation's stack, its count the samples),
+ *    "sites": [{"s": STACK_INDEX, "n": SAMPLES, "ab", "ao", "av", "ib", "io", "iv"}]
+ *    (allocated bytes, objects, the bytes' variance; the same of what is live),
+ *    "slices": {... "s": [STACK_INDEX, AC_N sums...]}}
+ *
+ * Files written before the stacks were kept hold the totals and "procedures", the table by
+ * procedure: they list that table only.
+ */
 
 static const char *const saved_names[A_N] = { "alloc_bytes", "alloc_objects", "inuse_bytes",
 					      "inuse_objects", "alloc_var", "inuse_var",
 					      "samples" };
 
+/* what is counted apart from the samples, BPF's and the engine's */
+#define ALLOC_COUNTERS(X)                                        \
+	X(calls, bpf.entries) X(sampled_calls, bpf.sampled)       \
+	X(frees_unmatched, bpf.frees_unmatched)                  \
+	X(live_full, bpf.live_full) X(ring_full, bpf.ring_full)   \
+	X(stack_errors, bpf.stack_errors) X(frees_lost, frees_lost) \
+	X(records_lost, records_lost) X(slices_lost, slices_lost) \
+	X(probed_files, probed_files)
+
+static const char *const site_keys[7] = { "n", "ab", "ao", "av", "ib", "io", "iv" };
+
+static void site_values(const struct alloc_site *x, double *v)
+{
+	v[0] = (double)x->samples;
+	v[1] = x->alloc_bytes;
+	v[2] = x->alloc_objects;
+	v[3] = x->alloc_var;
+	v[4] = x->inuse_bytes;
+	v[5] = x->inuse_objects;
+	v[6] = x->inuse_var;
+}
+
 static void save(const struct target *t, const void *st, const struct sym *s, struct sf_wr *w,
 		 cJSON *section)
 {
 	const struct alloc *a = st;
+	const struct alloc_site *sites;
 	double v[A_N];
+	cJSON *arr;
+	size_t n;
 
 	(void)t;
 	alloc_totals(a, v);
 	sf_put_u64(w, section, "rate", a->rate);
+	sf_put_u64(w, section, "var_unit", a->var_unit);
 	for (int i = 0; i < A_N; i++)
 		sf_put_num(w, section, saved_names[i], v[i]);
-	/* the table by procedure (the stacks are not kept: no exports once read back) */
-	if (alloc_procedures_json(a, s, &(struct list_req){ .no_inline = -1, .icase = -1 },
-				  section))
-		sf_chk(w, NULL);
+#define PUT(key, f) sf_put_u64(w, section, #key, a->f);
+	ALLOC_COUNTERS(PUT)
+#undef PUT
+	if (a->table_only) { /* (read back from a file that kept no more) */
+		if (alloc_procedures_json(a, s, &(struct list_req){ .no_inline = -1, .icase = -1 },
+					  section))
+			sf_chk(w, NULL);
+		return;
+	}
+	/* the stacks, in the aggregate's order: a stack's index in the file is its id */
+	stackfile_save(w, s, a->stacks, section);
+	arr = sf_chk(w, cJSON_AddArrayToObject(section, "sites"));
+	sites = alloc_core_sites(a->core, &n);
+	for (size_t i = 0; arr && !w->oom && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		double x[7];
+
+		sf_push(w, arr, o);
+		if (w->oom)
+			break;
+		site_values(&sites[i], x);
+		sf_put_u64(w, o, "s", sites[i].stack);
+		for (int k = 0; k < 7; k++)
+			sf_put_num(w, o, site_keys[k], x[k]);
+	}
+	if (a->slices)
+		timed_save(w, a->slices, section);
+}
+
+/* The sites, checked (@a NULL) or loaded into @a with @sid the aggregate's id of each of the
+ * file's @nstacks stacks. */
+static int read_sites(struct sf_rd *rd, const cJSON *section, int nstacks, const uint32_t *sid,
+		      struct alloc *a)
+{
+	const cJSON *arr, *it;
+	int r, n, i = 0;
+
+	if ((r = sf_get_array(rd, section, "sites", SF_ALWAYS, 1 << 24, &arr, &n)))
+		return r;
+	cJSON_ArrayForEach(it, arr) {
+		struct alloc_site x = { 0 };
+		double v[7];
+		uint32_t stack;
+
+		if (!cJSON_IsObject(it))
+			return sf_not_object(rd, "sites", i, it);
+		snprintf(rd->at, sizeof(rd->at), "sites[%d].", i++);
+		if ((r = sf_get_u32(rd, it, "s", SF_ALWAYS, nstacks ? nstacks - 1 : 0, &stack)))
+			return r;
+		if (!nstacks)
+			return sf_bad(rd, "s", "there are no stacks");
+		for (int k = 0; k < 7; k++)
+			if ((r = sf_get_double(rd, it, site_keys[k], SF_ALWAYS, 0, 1e30, &v[k])))
+				return r;
+		if (!a)
+			continue;
+		x = (struct alloc_site){ .stack = sid[stack], .samples = (uint64_t)v[0],
+					 .alloc_bytes = v[1], .alloc_objects = v[2],
+					 .alloc_var = v[3], .inuse_bytes = v[4],
+					 .inuse_objects = v[5], .inuse_var = v[6] };
+		if (alloc_core_put_site(a->core, &x))
+			return -ENOMEM;
+	}
+	rd->at[0] = '\0';
+	return 0;
 }
 
 static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **out)
 {
-	uint32_t rate;
+	struct stackfile_rd f = { 0 };
+	struct slices_cfg cfg;
+	uint32_t rate, *sid = NULL;
+	uint64_t vu = 0;
 	struct alloc *a;
 	int r;
 
-	(void)s;
 	if ((r = sf_get_u32(rd, section, "rate", SF_ALWAYS, 1u << 30, &rate)))
 		return r;
-	a = alloc_state(rate, NULL);
+	timed_default_cfg(&cfg); /* (the file's own, if it has slices) */
+	a = alloc_state(rate, &cfg);
 	if (!a)
 		return sf_bad(rd, "alloc", "out of memory");
 	for (int i = 0; i < A_N && !r; i++)
 		r = sf_get_double(rd, section, saved_names[i], SF_ALWAYS, 0, 1e30, &a->saved[i]);
+#define GET(key, f)                                                              \
+	vu = 0; /* (absent: 0) */                                                  \
+	if (!r && !(r = sf_get_u64(rd, section, #key, SF_OPTIONAL, &vu)))          \
+		a->f = vu;
+	ALLOC_COUNTERS(GET)
+#undef GET
 	if (!r)
+		r = sf_get_u64(rd, section, "var_unit", SF_OPTIONAL, &a->var_unit);
+	if (!r && !a->var_unit)
+		r = sf_bad(rd, "var_unit", "0 is not a unit");
+	if (!r)
+		r = stackfile_check(rd, section, SF_OPTIONAL, &f);
+	if (!r && !f.stacks) { /* a file that kept the totals and the table */
+		a->table_only = true;
 		r = alloc_procedures_load(rd, section, &a->saved_procs);
+	} else if (!r && !(r = read_sites(rd, section, f.nstacks, NULL, NULL)) &&
+		   !(r = timed_read(rd, section, AC_N, f.nstacks, NULL, NULL))) {
+		/* everything checked: now load */
+		sid = calloc(f.nstacks + 1, sizeof(*sid));
+		r = !sid ? -ENOMEM : stackfile_load(rd, &f, s, a->stacks, sid);
+		if (!r)
+			r = read_sites(rd, section, f.nstacks, sid, a);
+		if (!r && (r = timed_read(rd, section, AC_N, f.nstacks, a->slices, sid)) > 0) {
+			slices_free(a->slices); /* (none kept: no windows) */
+			a->slices = NULL;
+			r = 0;
+		}
+	}
+	free(sid);
+	stackfile_release(&f);
 	if (r) {
 		alloc_free_state(a);
 		return r;
@@ -492,6 +641,7 @@ static void tick(void *gp)
 	uint64_t now = wall_ns();
 
 	read_ring(g);
+	keep_all_stats(g);
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = g->env.targets[i];
 		struct alloc *a = t ? alloc_of(t) : NULL;

@@ -118,7 +118,7 @@ void alloc_totals(const struct alloc *a, double *v)
 	const struct alloc_site *s;
 	size_t n;
 
-	if (a->loaded) {
+	if (a->table_only) {
 		memcpy(v, a->saved, A_N * sizeof(*v));
 		return;
 	}
@@ -145,18 +145,33 @@ struct prow {
 	double self[M_N], deep[M_N];
 };
 
-/* by live bytes, then allocated (--sort inuse, the default); @arg: by allocated first */
+struct by_bytes_ctx {
+	bool alloc_first;
+	const struct sym *s;
+};
+
+/* by live bytes, then allocated (--sort inuse, the default; alloc_first: the other way), then
+ * deep, then by name: the same order whatever the procedures' ids (a target read back) */
 static int by_bytes(const void *x, const void *y, void *arg)
 {
 	const struct prow *a = x, *b = y;
-	int first = *(const bool *)arg ? M_ALLOC_BYTES : M_INUSE_BYTES;
+	const struct by_bytes_ctx *c = arg;
+	int first = c->alloc_first ? M_ALLOC_BYTES : M_INUSE_BYTES;
 	int then = first == M_ALLOC_BYTES ? M_INUSE_BYTES : M_ALLOC_BYTES;
+	const struct sym_procinfo *pa, *pb;
+	int r;
 
 	if (a->self[first] != b->self[first])
 		return a->self[first] < b->self[first] ? 1 : -1;
 	if (a->self[then] != b->self[then])
 		return a->self[then] < b->self[then] ? 1 : -1;
-	return a->proc < b->proc ? -1 : a->proc > b->proc;
+	if (a->deep[first] != b->deep[first])
+		return a->deep[first] < b->deep[first] ? 1 : -1;
+	pa = sym_proc(c->s, a->proc);
+	pb = sym_proc(c->s, b->proc);
+	if ((r = strcmp(sym_str(c->s, pa->name), sym_str(c->s, pb->name))))
+		return r;
+	return strcmp(sym_str(c->s, pa->module), sym_str(c->s, pb->module));
 }
 
 static struct prow *prow_of(struct prow **rows, size_t *n, size_t *cap, uint32_t proc)
@@ -246,9 +261,9 @@ static int procedures_json(const struct alloc *a, const struct avals *x, const s
 		return r;
 	}
 	if (n) {
-		bool alloc_first = lr->sort && !strcmp(lr->sort, "alloc");
+		struct by_bytes_ctx c = { lr->sort && !strcmp(lr->sort, "alloc"), s };
 
-		qsort_r(rows, n, sizeof(*rows), by_bytes, &alloc_first);
+		qsort_r(rows, n, sizeof(*rows), by_bytes, &c);
 	}
 	cJSON_AddStringToObject(out, "sort", lr->sort && !strcmp(lr->sort, "alloc") ? "alloc"
 										  : "inuse");
@@ -410,7 +425,7 @@ out:
  * live bytes, then allocated bytes (--sort alloc: the other way).
  */
 int alloc_report_json(struct sym *sym, const struct target *t, const struct alloc *a,
-		      const struct pcmon_astat *bs, const struct list_req *lr, cJSON *rep,
+		      const struct list_req *lr, cJSON *rep,
 		      cJSON **err)
 {
 	const char *no = lr->by ? "--by" : lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
@@ -422,9 +437,9 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 
 	if (timed_window_parse(lr, t->start_wall, &w, err))
 		return -1;
-	if ((w.on || lr->stacks) && a->loaded) {
-		*err = proto_error(1, "target %u \"%s\": its allocations' stacks and their times are not kept in its results file: %s",
-				   t->id, t->name, lr->stacks ? "export them before pcmond stops"
+	if ((w.on || lr->stacks) && a->table_only) {
+		*err = proto_error(1, "target %u \"%s\": its results file was written before pcmon kept allocations' stacks and times: %s",
+				   t->id, t->name, lr->stacks ? "it has a table only"
 							      : "list it without --since/--until");
 		return -1;
 	}
@@ -432,13 +447,13 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
 		return -1;
 	}
-	if (!a->loaded && (r = w.on ? avals_window(a, &w, &x) : avals_whole(a, &x)))
+	if (!a->table_only && (r = w.on ? avals_window(a, &w, &x) : avals_whole(a, &x)))
 		goto oom;
 	o = cJSON_AddObjectToObject(rep, "alloc");
 	/* (the exports' profile, and the table with it: what diff --alloc compares) */
 	if (lr->stacks && profile_json(sym, t, a, &x, lr, rep))
 		goto oom;
-	if (a->loaded)
+	if (a->table_only)
 		alloc_totals(a, v);
 	else
 		avals_totals(&x, v);
@@ -454,12 +469,12 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	cJSON_AddNumberToObject(s, "inuse_bytes_stderr", round(sqrt(v[A_INUSE_VAR])));
 	cJSON_AddNumberToObject(s, "inuse_objects", round(v[A_INUSE_OBJECTS]));
 	/* (BPF's counters and what the engine lost: the whole life's, window or not) */
-	cJSON_AddNumberToObject(s, "calls", bs->entries);
-	cJSON_AddNumberToObject(s, "sampled_calls", bs->sampled);
-	cJSON_AddNumberToObject(s, "frees_unmatched", bs->frees_unmatched);
-	cJSON_AddNumberToObject(s, "live_full", bs->live_full);
-	cJSON_AddNumberToObject(s, "ring_full", bs->ring_full);
-	cJSON_AddNumberToObject(s, "stack_errors", bs->stack_errors);
+	cJSON_AddNumberToObject(s, "calls", a->bpf.entries);
+	cJSON_AddNumberToObject(s, "sampled_calls", a->bpf.sampled);
+	cJSON_AddNumberToObject(s, "frees_unmatched", a->bpf.frees_unmatched);
+	cJSON_AddNumberToObject(s, "live_full", a->bpf.live_full);
+	cJSON_AddNumberToObject(s, "ring_full", a->bpf.ring_full);
+	cJSON_AddNumberToObject(s, "stack_errors", a->bpf.stack_errors);
 	cJSON_AddNumberToObject(s, "frees_lost", a->frees_lost);
 	cJSON_AddNumberToObject(s, "records_lost", a->records_lost);
 	cJSON_AddNumberToObject(s, "slices_lost", a->slices_lost);
@@ -474,12 +489,12 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 				   t->id, t->name);
 		return -1;
 	}
-	if (a->loaded && !a->saved_procs) {
+	if (a->table_only && !a->saved_procs) {
 		cJSON_AddStringToObject(o, "procedures_not_saved",
 					"read back from a results file that kept the totals only");
 		return 0;
 	}
-	if (a->loaded ? alloc_procedures_json(a, sym, lr, o) : procedures_json(a, &x, sym, lr, o))
+	if (a->table_only ? alloc_procedures_json(a, sym, lr, o) : procedures_json(a, &x, sym, lr, o))
 		goto oom;
 	free(x.v);
 	return 0;

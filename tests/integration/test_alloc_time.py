@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Allocations by time (docs/alloc.md): windows of a target's allocations against what
 tests/workloads/allocphases.c says it did in each second of wall-clock time."""
+import json
 import math
 import os
 import sys
@@ -121,7 +122,8 @@ def test_timeline_of_a_leak():
 def test_diff_finds_the_leak():
     """diff --alloc between a window of A and one of B: live at each end, the leak grew beyond
     noise and the churn did not change; allocated a second, the churn (the same rate in both)
-    did not change and the leak grew; JSON and text say the same."""
+    did not change and the leak grew; JSON and text say the same, and so do the two windows
+    saved to files."""
     d = Daemon().start()
     try:
         tid, own = run_phases(d, 3, "--slices", "1s")
@@ -151,25 +153,65 @@ def test_diff_finds_the_leak():
                   f"(p {rows['churn']['p']:.2f})")
         text = pcmon("diff", a, b, "--alloc", sock=d.sock, check=0).stdout
         assert "grew" in text and "allocphases.leak" in text, text
+        # the windows saved (save --alloc) diff as they did live
+        fa, fb = (os.path.join(d.dir, n) for n in ("a.json", "b.json"))
+        pcmon("save", a, fa, "--alloc", sock=d.sock)
+        pcmon("save", b, fb, "--alloc", sock=d.sock)
+        live, _ = pcmon_json("diff", a, b, "--alloc", sock=d.sock)
+        saved, _ = pcmon_json("diff", fa, fb, "--alloc", sock=d.sock)
+        assert saved["procedures"] == live["procedures"], (saved["procedures"], live["procedures"])
         p = pcmon("diff", a, b, "--alloc", "--alloc-value", "nope", sock=d.sock)
         assert p.returncode == 2 and "--alloc-value" in p.stderr, p
     finally:
         assert d.stop() == 0, d.logtext()
 
 
-def test_window_of_a_target_read_back_refused():
-    """A target read back from its results file kept no times: a window is refused, saying
-    why, and the whole-life table still lists."""
+def read_views(d, tid, w, pb):
+    """What a target's allocations list as: whole, in window @w, by slice; its pprof to @pb."""
+    whole = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
+    inw = window(d, tid, *w)
+    tl = pcmon_json("timeline", tid, "--alloc", "--since", f"@{w[0]}", "--until", f"@{w[1]}",
+                    sock=d.sock)[0]["alloc"]
+    pcmon("export", tid, "--alloc", "--alloc-value", "inuse_space", "--format", "folded", "-o", pb,
+          sock=d.sock)
+    return whole, inw, tl, sorted(open(pb).read().splitlines())
+
+
+def test_read_back_from_its_results_file():
+    """A target read back from its results file lists its allocations as it did: the whole
+    table and BPF's counters, a window, the timeline and an export, the same to the byte.
+    A file written before the stacks were kept lists its table, and a window of it is refused,
+    saying why."""
     d = Daemon().start()
     try:
-        tid, _ = run_phases(d, 1)
+        tid, own = run_phases(d, 2, "--slices", "1s")
+        w = (math.ceil(own["phases"][1]), math.floor(own["phases"][2]))
+        before = read_views(d, tid, w, os.path.join(d.dir, "a.folded"))
+        assert before[0]["summary"]["calls"] > 0 and before[3], before[0]["summary"]
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
+        after = read_views(d, tid, w, os.path.join(d.dir, "b.folded"))
+        for what, x, y in zip(("whole", "window", "timeline", "export"), before, after):
+            assert x == y, (what, x, y)
+        print(f"  read back: {before[0]['summary']['alloc_bytes']} bytes allocated, "
+              f"{len(before[3])} stacks, {len(before[2]['timeline']['slices'])} slices")
+
+        # the same file as an older pcmon wrote it: the totals and the table
+        path = os.path.join(d.state, f"target-{tid}.json")
+        assert d.stop() == 0, d.logtext()
+        doc = json.load(open(path))
+        sec = doc["alloc"]
+        for k in ("procs", "locs", "stacks", "sites", "slices", "var_unit"):
+            del sec[k]
+        sec["procedures"] = [{k: v for k, v in r.items() if k != "sort"}
+                             for r in before[0]["procedures"]]
+        json.dump(doc, open(path, "w"))
+        d = Daemon(state_dir=d.state).start()
+        old = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
+        assert old["procedures"] == before[0]["procedures"], old
         p = pcmon("list", tid, "--alloc", "--since", "+1s", sock=d.sock)
         assert p.returncode != 0 and "list it without --since/--until" in p.stderr, p
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-        whole = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
-        assert whole["summary"]["alloc_bytes"] > 0, whole["summary"]
     finally:
         assert d.stop() == 0, d.logtext()
 
