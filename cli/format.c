@@ -430,7 +430,7 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(rep, "summary"), *c, *it;
 	double counted = num(s, "counted"), interrupts = num(s, "interrupts");
 	int real = !strcmp(str(t, "mode", ""), "REAL");
-	char state[64], who[64] = "";
+	char state[64], who[64] = "", timer[40] = "";
 	const char *when = proto_str(s, "when", NULL);
 	int both = !v->shallow && !v->deep;
 	bool sections = false, declared = false, declared_before = false;
@@ -440,8 +440,11 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 		snprintf(who, sizeof(who), " pid %.0f", num(t, "pid"));
 	else
 		snprintf(who, sizeof(who), " %s", str(t, "kind", ""));
-	fprintf(f, "pcmon: target %.0f \"%s\"%s, %s t=%.0fus, %.2f s, %s\n", num(t, "id"),
-		str(t, "name", "?"), who, str(t, "mode", "?"), num(t, "interval_us"),
+	/* (the timers' period, a few us off the interval: see docs/sampling.md) */
+	if (num(t, "period_us") && num(t, "period_us") != num(t, "interval_us"))
+		snprintf(timer, sizeof(timer), " (timer %.0fus)", num(t, "period_us"));
+	fprintf(f, "pcmon: target %.0f \"%s\"%s, %s t=%.0fus%s, %.2f s, %s\n", num(t, "id"),
+		str(t, "name", "?"), who, str(t, "mode", "?"), num(t, "interval_us"), timer,
 		num(t, "elapsed_s"), state);
 	fmt_window(f, rep);
 	fprintf(f, "interrupts %.0f   counted %.0f (%.1f%%)", interrupts, counted,

@@ -96,7 +96,8 @@ struct sample {
 	bool dwarf;		/* user stacks unwound by the engine with CFI */
 	char unwind[8];		/* as asked: fp, dwarf or auto */
 	uint32_t flags;		/* PCMON_TF_REAL, _KERNEL, _DWARF as given to BPF */
-	uint64_t period_ns;
+	uint64_t period_ns;	/* the timers': a few us off the interval (sample_attach.c) */
+	uint32_t interval_us;	/* as asked */
 	char *when_text;
 	struct pat *when;
 	struct sample_crit *crit;

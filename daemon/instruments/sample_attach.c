@@ -55,6 +55,28 @@ bool sample_attach_wanted(const cJSON *req)
 	return !proto_bool(req, "no_sample", 0);
 }
 
+/*
+ * The timers' period for a sampling interval @interval_ns, a few microseconds off it: a
+ * per-CPU timer whose period divides the scheduler tick's fires at the same offset after
+ * every switch to a task the tick made, so that on a busy CPU a task is sampled again and
+ * again at the same distance from where it was resumed (a share moved 10 pp from run to
+ * run). A period coprime with the tick drifts through every offset.
+ */
+static uint64_t timer_ns(uint64_t interval_ns)
+{
+	uint64_t us = interval_ns / 1000, floor_us = (sampler_min_period_ns() + 999) / 1000, n;
+
+	/* the nearest whole microseconds below (else above) that are neither even nor a
+	 * multiple of 5: coprime with 1 ms, 4 ms and 10 ms, the kernel's ticks at HZ 1000, 250
+	 * and 100 (1 ms becomes 999 us, as 100 Hz becomes 99 Hz) */
+	for (n = us; n > 1 && (n % 2 == 0 || n % 5 == 0); n--)
+		;
+	if (n < floor_us || n < 1)
+		for (n = MAX(us, 1); n % 2 == 0 || n % 5 == 0; n++)
+			;
+	return n * 1000;
+}
+
 int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void **out, cJSON **rep)
 {
 	const char *mode = proto_str(req, "mode", NULL);
@@ -75,7 +97,8 @@ int sample_attach_new(void *gp, const struct client *c, const cJSON *req, void *
 		*rep = proto_error(1, "out of memory");
 		return -ENOMEM;
 	}
-	sp->period_ns = (uint64_t)usec * 1000;
+	sp->interval_us = (uint32_t)usec;
+	sp->period_ns = timer_ns((uint64_t)usec * 1000);
 	sp->real = mode && !strcmp(mode, "real");
 	sp->kernel = proto_bool(req, "kernel", 0);
 	sp->no_inline = proto_bool(req, "no_inline", 0);

@@ -178,7 +178,8 @@ static void facts_json(void *g, const struct target *t, const void *st, cJSON *o
 	(void)g;
 	(void)t;
 	cJSON_AddStringToObject(o, "mode", sample_mode_name(sp));
-	cJSON_AddNumberToObject(o, "interval_us", sp->period_ns / 1000);
+	cJSON_AddNumberToObject(o, "interval_us", sp->interval_us);
+	cJSON_AddNumberToObject(o, "period_us", sp->period_ns / 1000);
 	cJSON_AddBoolToObject(o, "kernel", sp->kernel);
 	cJSON_AddBoolToObject(o, "python", sp->python);
 	cJSON_AddBoolToObject(o, "java", sp->java);

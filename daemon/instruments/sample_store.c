@@ -2,7 +2,8 @@
 /*
  * The sampling instrument's section of a results file (store.h has the file as a whole):
  *
- *   "sampling": {"real": B, "kernel": B, "icase": B, "interval_us": N, ["when": "...",]
+ *   "sampling": {"real": B, "kernel": B, "icase": B, "interval_us": N, ["period_us": N,]
+ *    ["when": "...",]
  *    "when_from_file": B, "no_inline": B, "unwind": "fp|dwarf|auto",
  *    "critical": ["NAME=PATTERN", ...], "seen": N, "lost_counts_full": N,
  *    "lost_offcpu_full": N, "lost_oom": N, "lost_ring_full": N, "lost_memory": N,
@@ -72,7 +73,8 @@ void sample_save(const struct target *t, const void *state, const struct sym *s,
 	sf_put_bool(sw, o, "real", sp->real);
 	sf_put_bool(sw, o, "kernel", sp->kernel);
 	sf_put_bool(sw, o, "icase", sp->icase);
-	sf_put_num(sw, o, "interval_us", (double)(sp->period_ns / 1000));
+	sf_put_num(sw, o, "interval_us", (double)sp->interval_us);
+	sf_put_num(sw, o, "period_us", (double)(sp->period_ns / 1000));
 	if (sp->when_text)
 		sf_put_str(sw, o, "when", sp->when_text);
 	sf_put_bool(sw, o, "when_from_file", sp->when_from_file);
@@ -137,6 +139,12 @@ static int read_settings(struct sf_rd *rd, const cJSON *o, struct sample *sp)
 		return r;
 	if (!u)
 		return sf_bad(rd, "interval_us", "0 is not an interval");
+	sp->interval_us = u;
+	/* the timer's (files from before it was kept: the interval, as the timer was then) */
+	if ((r = sf_get_u32(rd, o, "period_us", SF_OPTIONAL, STORE_MAX_INTERVAL_US, &u)))
+		return r;
+	if (!u)
+		return sf_bad(rd, "period_us", "0 is not a period");
 	sp->period_ns = (uint64_t)u * 1000;
 	if ((r = sf_get_bool(rd, o, "when_from_file", SF_SINCE2, &sp->when_from_file)) ||
 	    (r = sf_get_bool(rd, o, "no_inline", SF_SINCE2, &sp->no_inline)))

@@ -32,6 +32,7 @@ void sampler_close(struct sampler *s);
 uint32_t sampler_max_depth(const struct sampler *s);
 uint32_t sampler_dwarf_stack(const struct sampler *s);
 uint64_t sampler_min_period_ns(void);
+
 bool sampler_has_offcpu(const struct sampler *s);
 
 /* Reference-counted per-CPU cpu-clock events at @period_ns. */

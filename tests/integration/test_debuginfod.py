@@ -37,6 +37,7 @@ def check_inline(listing, prog, want):
     inl, outer = p[f"{prog}.hot_inline"], p[f"{prog}.outer"]
     tol = share_tolerance_pp(want, outer["deep"], 3.0) / 100
     # (the summary says what was lost, cut or not yet named: what a failure needs)
+    print(f"  inline share: pcmon {inl['shallow'] / outer['deep']:.3f} of {outer['deep']}, program {want:.3f}")
     assert abs(inl["shallow"] / outer["deep"] - want) <= tol, \
         (inl, outer, want, tol, listing["summary"], sorted(p.items(), key=lambda kv: -kv[1]["deep"])[:8])
     assert outer["deep"] >= inl["deep"] + outer["shallow"]

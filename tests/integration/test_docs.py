@@ -318,7 +318,9 @@ class Checker:
             ref, anchor = m.group(1), m.group(2)
             if re.match(r"[a-z]+:", ref):
                 continue  # a URL
-            path = os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), ref or doc))
+            # (a bare #anchor: a heading of the same doc)
+            path = os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), ref) if ref
+                                    else os.path.join(ROOT, doc))
             if ref and not os.path.exists(path):
                 self.bad(doc, i, f"the link to {ref} leads to no file")
             elif anchor and path.endswith(".md") and anchor not in anchors(path):

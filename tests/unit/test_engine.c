@@ -468,11 +468,12 @@ static void test_start_configures_bpf(void **state)
 	open_engine(f);
 	id = start(f, getuid(), "\"mode\":\"real\",\"interval_us\":2000,\"unwind\":\"fp\",\"kernel\":true");
 	assert_int_equal(id, 1);
-	/* the target's own flags and sampling's (Python frames unless --no-python), the period,
+	/* the target's own flags and sampling's (Python frames unless --no-python), the period
+	 * (the timers' is off the interval, coprime with the kernel's tick: 2 ms is 1,999 us),
 	 * the owner */
 	assert_int_equal(fk.cfg_flags[id], PCMON_TF_ACTIVE | PCMON_TF_CHILDREN | PCMON_TF_REAL |
 						   PCMON_TF_KERNEL | PCMON_TF_PYTHON);
-	assert_int_equal(fk.cfg_period[id], 2000000);
+	assert_int_equal(fk.cfg_period[id], 1999000);
 	assert_int_equal(fk.cfg_owner[id], getuid());
 	assert_int_equal(fk.periods, 1);
 	assert_int_equal(fk.offcpu, 1);
@@ -487,6 +488,7 @@ static void test_start_configures_bpf(void **state)
 		assert_string_equal(proto_str(t, "mode", ""), "REAL");
 		assert_string_equal(proto_str(t, "unwind", ""), "fp");
 		assert_int_equal(proto_num(t, "interval_us", 0), 2000);
+		assert_int_equal(proto_num(t, "period_us", 0), 1999);
 		assert_string_equal(proto_str(t, "state", ""), "running");
 		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(t, "children")));
 	}
@@ -656,7 +658,7 @@ static void test_pause_resume_stop_zero_drop(void **state)
 	assert_true(ok(rep));
 	cJSON_Delete(rep);
 	assert_int_equal(fk.cfg_flags[id] & PCMON_TF_ACTIVE, 0);
-	assert_int_equal(fk.cfg_period[id], 10000000); /* sampling's settings kept */
+	assert_int_equal(fk.cfg_period[id], 9999000); /* sampling's settings kept */
 	rep = ask(f, getuid(), "{\"v\":1,\"cmd\":\"pause\",\"target\":1}");
 	assert_int_equal(status_of(rep), 1); /* only a running target can be paused */
 	cJSON_Delete(rep);
@@ -826,7 +828,7 @@ static void test_configured_targets(void **state)
 	assert_int_equal(conf_apply(f->e, NULL, c1), 0);
 	sys = find_named(f, "sys", &st);
 	assert_string_equal(st, "running");
-	assert_int_equal(fk.cfg_period[sys], 2000000);
+	assert_int_equal(fk.cfg_period[sys], 1999000);
 	assert_int_equal(fk.cfg_owner[sys], 0);
 	assert_int_equal(conf_find(c1, "sys")->id, sys);
 	gone = find_named(f, "gone", &st);
@@ -848,7 +850,7 @@ static void test_configured_targets(void **state)
 	id = find_named(f, "sys", &st);
 	assert_true(id && id != sys);
 	assert_string_equal(st, "running");
-	assert_int_equal(fk.cfg_period[id], 4000000);
+	assert_int_equal(fk.cfg_period[id], 3999000);
 	assert_non_null(find_named(f, "new", &st) ? st : NULL);
 	assert_string_equal(st, "running");
 

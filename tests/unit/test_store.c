@@ -143,7 +143,8 @@ static struct target *sample(struct sym *s, uint32_t id)
 	t->kind = TARGET_PID;
 	t->pid = 4242;
 	S(t)->real = S(t)->kernel = t->children = S(t)->icase = true;
-	S(t)->period_ns = 250000;
+	S(t)->interval_us = 250;
+	S(t)->period_ns = 249000; /* (the timers', off the interval) */
 	snprintf(S(t)->unwind, sizeof(S(t)->unwind), "dwarf");
 	S(t)->dwarf = true;
 	S(t)->when_text = strdup("Prog.main->*");
@@ -359,7 +360,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(t->kind, TARGET_PID);
 	assert_int_equal(t->pid, 4242);
 	assert_true(S(t)->real && S(t)->kernel && t->children && S(t)->icase && !S(t)->no_inline);
-	assert_int_equal(S(t)->period_ns, 250000);
+	assert_int_equal(S(t)->period_ns, 249000);
+	assert_int_equal(S(t)->interval_us, 250);
 	assert_string_equal(S(t)->unwind, "dwarf");
 	assert_string_equal(S(t)->when_text, "Prog.main->*");
 	assert_non_null(S(t)->when);

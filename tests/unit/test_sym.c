@@ -128,7 +128,8 @@ static void test_frame_lines_survive_a_restart(void **state)
 	assert_non_null(t->inst[INST_SAMPLE]);
 	assert_int_equal(agg_add(sample_of(t)->agg, st, 5, 0), 0);
 	snprintf(t->name, sizeof(t->name), "prog");
-	sample_of(t)->period_ns = 1000000;
+	sample_of(t)->interval_us = 1000;
+	sample_of(t)->period_ns = 999000;
 	assert_int_equal(store_open(dir, &store), 0);
 	assert_int_equal(store_save(store, s, t, true), 0);
 
