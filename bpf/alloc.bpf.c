@@ -96,7 +96,9 @@ static __always_inline const struct pcmon_acfg *watching(__u32 *target)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	/* (a --cgroup target's process joins it here if nothing of its target saw it yet:
+	 * only its processes are probed) */
+	struct pcmon_proc *p = proc_of(tgid);
 	const struct pcmon_acfg *c;
 	struct pcmon_tcfg *tc;
 

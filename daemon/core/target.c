@@ -12,6 +12,7 @@ struct target *target_new(uint32_t id)
 	if (t) {
 		t->id = id;
 		t->exe_fd = -1;
+		t->cgroup_fd = -1;
 	}
 	return t;
 }

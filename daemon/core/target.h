@@ -27,6 +27,7 @@ struct target {
 	enum target_state state;
 	uint32_t pid;		/* TARGET_PID: the process given or launched */
 	uint64_t cgroup_id;
+	int cgroup_fd;		/* TARGET_CGROUP: its directory, for its processes' list (else -1) */
 	bool children;		/* descendants started later are watched too */
 	bool published;		/* served over pcmond's HTTP server (root's, docs/fleet.md) */
 	bool exec_wait;		/* pcmon run: the process is held before its exec */

@@ -201,7 +201,7 @@ static int start_watched(const struct client *c, const cJSON *req, struct target
 		if (fd < 0)
 			return -1;
 		t->cgroup_id = cgroup_of_fd(c, fd, cg, rep);
-		close(fd);
+		t->cgroup_fd = fd; /* (kept: an instrument may read its processes' list) */
 		if (!t->cgroup_id)
 			return -1;
 		snprintf(t->comm, sizeof(t->comm), "%s", basename_of(cg));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The instruments a target can carry, and what frees their states. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "count.h"
@@ -24,5 +25,7 @@ void target_free(struct target *t)
 	for (int i = 0; i < INST_MAX; i++)
 		if (t->inst[i])
 			inst_table[i]->free(t->inst[i]);
+	if (t->cgroup_fd >= 0)
+		close(t->cgroup_fd);
 	free(t);
 }

@@ -34,6 +34,7 @@ struct alloc {
 	uint64_t last_id;	/* the last allocation record's id */
 	uint64_t records_lost;	/* records of processes no longer the target's */
 	uint64_t probed_files;	/* objects whose allocator functions are probed */
+	struct pidtab *members;	/* --cgroup: the processes of its list probed so far */
 	struct pcmon_astat bpf;	/* BPF's counters, as last read (kept at stop, and in the file) */
 	bool stopped;
 	bool loaded;		/* read back from a results file */

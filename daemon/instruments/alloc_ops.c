@@ -6,11 +6,13 @@
  * results file; its part of `list` is alloc_report.c's (docs/alloc.md).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "agg.h"
 #include "alloc_core.h"
@@ -47,6 +49,7 @@ static void alloc_free_state(void *st)
 	if (!a)
 		return;
 	alloc_functions_free(a->names);
+	pidtab_free(a->members);
 	cJSON_Delete(a->saved_procs);
 	slices_free(a->slices);
 	agg_free(a->stacks);
@@ -138,15 +141,71 @@ static void probe_process(struct alloc_g *g, struct alloc *a, uint32_t pid)
 	procmaps_walk(pid, PROCMAPS_EXEC_FILES | PROCMAPS_ON_ASK, probe_vma, &pc);
 }
 
+static int by_pid(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * A --cgroup target's processes, as its cgroup.procs lists them now: each new one probed
+ * (those it forks later are probed as pcmon sees them fork, and found here too), each gone
+ * let go. Read at the start and once a second.
+ */
+static void probe_members(struct alloc_g *g, struct target *t, struct alloc *a)
+{
+	uint32_t *now = NULL, pid;
+	size_t n = 0, cap = 0, it = 0, ngone = 0;
+	FILE *f = NULL;
+	int fd;
+
+	if (t->cgroup_fd < 0 || !a->members)
+		return;
+	fd = openat(t->cgroup_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !(f = fdopen(fd, "r")))
+		close(fd);
+	while (f && fscanf(f, "%u", &pid) == 1) {
+		if (GROW(now, cap, n + 1))
+			break;
+		now[n++] = pid;
+	}
+	if (f)
+		fclose(f);
+	else
+		return; /* (the cgroup is gone: its processes too, as their exits say) */
+	qsort(now, n, sizeof(*now), by_pid);
+	for (size_t i = 0; i < n; i++) /* (each its own pid as its value) */
+		if (now[i] && !pidtab_get(a->members, now[i]) &&
+		    !pidtab_put(a->members, now[i], (void *)(uintptr_t)now[i]))
+			probe_process(g, a, now[i]);
+	/* a member no longer listed exited or moved out: its probes go (those of a process that
+	 * moved on would count for it no longer) */
+	for (void *v; (v = pidtab_next(a->members, &it));) {
+		pid = (uint32_t)(uintptr_t)v;
+		if (!bsearch(&pid, now, n, sizeof(*now), by_pid) && !GROW(now, cap, n + 1 + ngone))
+			now[n + ngone++] = pid;
+	}
+	for (size_t i = 0; i < ngone; i++) {
+		pidtab_del(a->members, now[n + i]);
+		allocator_forget_pid(g->al, now[n + i]);
+	}
+	free(now);
+}
+
 static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct alloc_g *g = gp;
 	struct alloc *a = st;
 	int r;
 
-	if (t->kind != TARGET_PID) {
-		*rep = proto_error(2, "--alloc needs --pid or a command: give one (a cgroup's or every process's allocations are not watched yet)");
+	if (t->kind == TARGET_ALL) {
+		*rep = proto_error(2, "--alloc watches a process or a cgroup, not every process: each would trap on every allocator call (give --pid, a command or --cgroup)");
 		return -EINVAL;
+	}
+	if (t->kind == TARGET_CGROUP && !(a->members = pidtab_new())) {
+		*rep = proto_error(1, "out of memory");
+		return -ENOMEM;
 	}
 	if (!g->al) {
 		struct epoll_event ev = { .events = EPOLLIN };
@@ -171,7 +230,10 @@ static int alloc_attach(void *gp, struct target *t, void *st, cJSON **rep)
 	 * probed before it runs. Another is probed as the dynamic linker maps it
 	 * (alloc_event()), the command's first allocations unseen.
 	 */
-	probe_process(g, a, t->pid);
+	if (t->kind == TARGET_CGROUP)
+		probe_members(g, t, a);
+	else
+		probe_process(g, a, t->pid);
 	/* named functions may be the command's own: its file, probed before it runs too */
 	if (t->exec_wait && a->named && t->exe_fd >= 0) {
 		char path[64];
@@ -345,8 +407,11 @@ static void alloc_event(void *gp, struct target *t, void *st, const struct pcmon
 		probe_process(g, st, ev->pid);
 	/* its records were read before its events: its blocks still live stay live (at exit),
 	 * and leave BPF's table with its probes */
-	else if (ev->type == PCMON_EV_EXIT)
+	else if (ev->type == PCMON_EV_EXIT) {
 		allocator_forget_pid(g->al, ev->pid);
+		if (((struct alloc *)st)->members)
+			pidtab_del(((struct alloc *)st)->members, ev->pid);
+	}
 }
 
 static void set_active(void *gp, struct target *t, void *st, bool active)
@@ -648,6 +713,8 @@ static void tick(void *gp)
 
 		if (a && a->slices && slices_tick(a->slices, now))
 			t->dirty = true;
+		if (a && a->members && !a->stopped) /* (new members, once a second) */
+			probe_members(g, t, a);
 	}
 }
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon, pcmon_json, run_tests, workload
+from lib import Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, run_tests, workload
 
 SITES = ("churn", "keep", "grow")
 # a sample every 64 KiB: keep() allocates a hundredth of the bytes, some 2 MB in 3 s under
@@ -119,7 +119,8 @@ def test_pid_target_live_at_exit():
         assert by["summary"]["not_applied"] == "--by", by["summary"]
         text = pcmon("list", tid, "--by", "thread", sock=d.sock, check=0).stdout
         assert "--by does not apply to allocations yet" in text, text
-        # its results file keeps the totals and the table by procedure, not the stacks
+        # its results file keeps what it lists from: the table, and the stacks to export
+        folded = pcmon("export", tid, "--alloc", "--format", "folded", sock=d.sock).stdout
         assert d.stop() == 0, d.logtext()
         d = Daemon(state_dir=d.state).start()
         again = pcmon_json("list", tid, sock=d.sock)[0]["alloc"]
@@ -130,7 +131,7 @@ def test_pid_target_live_at_exit():
         resorted = pcmon_json("list", tid, "--sort", "alloc", sock=d.sock)[0]["alloc"]
         assert resorted["procedures"][0]["name"] in ("churn", "grow"), resorted["procedures"][:2]
         p = pcmon("export", tid, "--alloc", "--format", "folded", sock=d.sock)
-        assert p.returncode != 0 and "not kept in its results file" in p.stderr, p
+        assert p.returncode == 0 and p.stdout == folded, (p, folded)
     finally:
         assert d.stop() == 0, d.logtext()
 
@@ -290,6 +291,54 @@ def test_an_allocator_of_its_own_by_name():
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+def test_cgroup_target_probes_its_processes():
+    """start --cgroup DIR --alloc: a process in the cgroup before the start, and one moved in
+    after it (found at the next look at its cgroup.procs, once a second), each have every
+    allocation call seen and weighed, as a --pid target's."""
+    root = cgroup2_root()
+    cg = tempfile.mkdtemp(prefix="pcmon-alloc-", dir=root)
+    d = Daemon().start()
+    flag = tempfile.mktemp(prefix="pcmon-alloc-go-")
+    ws = []
+    try:
+        for _ in range(2):
+            ws.append(subprocess.Popen([workload("allocs"), "2", "--wait", flag],
+                                       stdout=subprocess.PIPE, text=True))
+        pids = [json.loads(w.stdout.readline())["pid"] for w in ws]
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(pids[0]))
+        tid = pcmon("start", "--cgroup", cg, "--alloc", "--alloc-rate", RATE, "--no-sample",
+                    sock=d.sock).stdout.strip()
+        probed = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(pids[1]))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            s = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
+            if s["probed_files"] >= 2 * probed["probed_files"] > 0:
+                break
+            time.sleep(0.2)
+        assert s["probed_files"] >= 2 * probed["probed_files"] > 0, (probed, s)
+        open(flag, "w").close()
+        owns = [json.loads(w.stdout.readline()) for w in ws]
+        for w in ws:
+            w.wait()
+        own = {k: {f: owns[0][k][f] + owns[1][k][f] for f in ("blocks", "bytes", "live_bytes")}
+               for k in SITES}
+        alloc = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
+        assert own_calls(own) <= alloc["summary"]["calls"] <= own_calls(own) + 40, \
+            (alloc["summary"], own)
+        check_sites(alloc, own, "--cgroup")
+    finally:
+        for w in ws:
+            if w.poll() is None:
+                w.kill()
+        if os.path.exists(flag):
+            os.unlink(flag)
+        assert d.stop() == 0, d.logtext()
+        os.rmdir(cg)
+
+
 def test_rate_and_targets_refused_clearly():
     """A rate out of range, and a target whose objects are not known in advance, are refused
     with a line that says what to do."""
@@ -298,7 +347,7 @@ def test_rate_and_targets_refused_clearly():
         p = pcmon("start", "--pid", os.getpid(), "--alloc", "--alloc-rate", 0, sock=d.sock)
         assert p.returncode != 0 and "--alloc-rate" in p.stderr, p
         p = pcmon("start", "--all", "--alloc", sock=d.sock)
-        assert p.returncode != 0 and "--alloc needs --pid or a command" in p.stderr, p
+        assert p.returncode != 0 and "--alloc watches a process or a cgroup" in p.stderr, p
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     finally:
         assert d.stop() == 0, d.logtext()
