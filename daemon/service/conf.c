@@ -172,7 +172,8 @@ void conf_daemon_free(struct conf_daemon *d)
  * The keys of a target section are pcmon start's options, without their dashes: a flag is a
  * key with yes or no, --virtual and --real are mode = virtual|real. What each value may be
  * is the start field's (engine_start_field()): the engine's own check, made here too. Those
- * of sampling only: call counting and probe nodes need a process (not_keys[]).
+ * of sampling and allocations only: call counting and probe nodes need a process
+ * (not_keys[]), and allocations a cgroup (target_end()).
  */
 static const struct target_key {
 	const char *key;
@@ -194,6 +195,10 @@ static const struct target_key {
 	K("critical", "critical"),
 	K("ignore-case", "icase"),
 	K("no-inline", "no_inline"),
+	K("no-sample", "no_sample"),
+	K("alloc", "alloc"),
+	K_NUM("alloc-rate", "alloc_rate", "bytes"),
+	K("alloc-functions", "alloc_functions"),
 #undef K
 #undef K_NUM
 };
@@ -227,10 +232,6 @@ static const struct {
 	{ "track", NEEDS_PID("probe nodes") },
 	{ "add", NEEDS_PID("probe nodes") },
 	{ "tail", NEEDS_PID("probe nodes, and so tail profiles,") },
-	{ "alloc", NEEDS_PID("allocations") },
-	{ "alloc-rate", NEEDS_PID("allocations") },
-	{ "alloc-functions", NEEDS_PID("allocations") },
-	{ "no-sample", "sampling is the one instrument a cgroup or every task can carry" },
 };
 #undef NEEDS_PID
 
@@ -317,6 +318,9 @@ static void target_end(struct rd *rd)
 		conf_err(rd->c, t->line, "[target %s]: all = yes and cgroup: give one of them", t->name);
 	else if (!all && !cg)
 		conf_err(rd->c, t->line, "[target %s]: say what it watches: all = yes, or cgroup = DIR",
+			 t->name);
+	else if (all && proto_bool(t->req, "alloc", 0))
+		conf_err(rd->c, t->line, "[target %s]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)",
 			 t->name);
 	/* BPF has one all target: a second would take the first one's new processes */
 	for (size_t i = 0; all && &rd->c->targets[i] != t; i++)

@@ -5,6 +5,7 @@ section and key, and --check-config exits 1 on it; a daemon starts the file's ta
 root with the settings asked; SIGHUP applies an edit (a section added, removed, changed,
 unchanged) without a target losing results, and refuses a broken file whole; a restart
 keeps the last run's targets apart (NAME@ID) and starts the file's again."""
+import json
 import os
 import re
 import signal
@@ -117,7 +118,7 @@ def test_errors_name_file_line_and_key():
               if l.startswith(("[", ";")) and not l.startswith(";debuginfod")]
     write(f, "".join(on))
     p = check_config(f)
-    assert p.returncode == 0 and "1 target (system)" in p.stdout, (p, on)
+    assert p.returncode == 0 and "2 targets (system, web-heap)" in p.stdout, (p, on)
     # the command line is checked with the file
     p = check_config(f, "--max-user-clients", "100")
     assert p.returncode == 1 and "max-user-clients" in p.stderr, p
@@ -150,6 +151,49 @@ def test_daemon_starts_the_files_targets():
         assert status["limits"]["targets_per_user"] == 5, status["limits"]
     finally:
         dm.stop()
+
+
+def test_a_cgroups_allocations_from_the_file():
+    """[target] cgroup = DIR, alloc = yes, no-sample = yes: pcmond starts it on SIGHUP, and
+    the allocations of a process in the cgroup are seen, every call; all = yes with alloc is
+    refused when the file is checked, naming file, line and why."""
+    cg = os.path.join(cgroup2_root(), f"pcmon-conf-alloc-{os.getpid()}")
+    os.mkdir(cg)
+    d = tempfile.mkdtemp(prefix="pcmon-conf-")
+    f = os.path.join(d, "pcmond.conf")
+    write(f, "[daemon]\nuser-targets = 3\n")
+    flag = tempfile.mktemp(prefix="pcmon-conf-go-")
+    w = subprocess.Popen([workload("allocs"), "1", "--wait", flag], stdout=subprocess.PIPE,
+                         text=True)
+    dm = Daemon(args=["--config", f]).start()
+    try:
+        write(os.path.join(cg, "cgroup.procs"), str(json.loads(w.stdout.readline())["pid"]))
+        write(f, f"[target heap]\ncgroup = {cg}\nalloc = yes\nalloc-rate = 65536\n"
+                 "no-sample = yes\n")
+        hup_and_wait(dm, "reloaded")
+        t = targets(dm)["heap"]
+        assert t["kind"] == "cgroup" and t["alloc_rate"] == 65536 and "mode" not in t, t
+        deadline = time.time() + 10
+        while pcmon_json("list", "heap", "--alloc", sock=dm.sock)[0]["alloc"]["summary"][
+                "probed_files"] == 0 and time.time() < deadline:
+            time.sleep(0.2)
+        open(flag, "w").close()
+        own = json.loads(w.stdout.readline())
+        w.wait()
+        s = pcmon_json("list", "heap", "--alloc", sock=dm.sock)[0]["alloc"]["summary"]
+        calls = sum(v["blocks"] for v in own.values())
+        assert calls <= s["calls"] <= calls + 20 and s["samples"] > 0, (s, own)
+    finally:
+        if w.poll() is None:
+            w.kill()
+        if os.path.exists(flag):
+            os.unlink(flag)
+        dm.stop()
+        os.rmdir(cg)
+    write(f, "[target everything]\nall = yes\nalloc = yes\n")
+    p = check_config(f)
+    assert p.returncode == 1 and f"{f}:1: [target everything]: alloc = yes watches a cgroup" \
+        in p.stderr, p
 
 
 def test_reload_and_restart():
