@@ -485,7 +485,7 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		if (a->slices)
 			goto oom;
 		free(x.v);
-		*err = proto_error(1, "target %u \"%s\": its allocations' times are not kept in its results file",
+		*err = proto_error(1, "target %u \"%s\": its results file was written before pcmon kept allocations' times",
 				   t->id, t->name);
 		return -1;
 	}
