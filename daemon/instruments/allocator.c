@@ -213,7 +213,8 @@ int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
 			twice |= off[j] == off[i];
 		if (!off[i] || twice)
 			continue;
-		r = probe_one(a, &f, i / NAMES_PER_FN, off[i]);
+		/* (every call traps here: where it costs one trap, not two) */
+		r = probe_one(a, &f, i / NAMES_PER_FN, funcs_emulated_at(path, off[i]));
 		found += !r;
 	}
 	if (!found || GROW(a->files, a->cap_files, a->nfiles + 1)) {

@@ -43,15 +43,18 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
  * Does a uprobe at file offset @off step its instruction out of line? The kernel emulates a
  * push of a register (what a frame-pointer prologue starts with), and steps most else.
  */
+static bool stepped_bytes(const unsigned char *b)
+{
+	if (b[0] >= 0x50 && b[0] <= 0x57)
+		return false;			/* push %rax..%rdi */
+	return !(b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57); /* push %r8..%r15 */
+}
+
 static bool stepped(int fd, uint64_t off)
 {
 	unsigned char b[2] = { 0 };
 
-	if (pread(fd, b, sizeof(b), off) != sizeof(b))
-		return true;
-	if (b[0] >= 0x50 && b[0] <= 0x57)
-		return false;			/* push %rax..%rdi */
-	return !(b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57); /* push %r8..%r15 */
+	return pread(fd, b, sizeof(b), off) != sizeof(b) || stepped_bytes(b);
 }
 
 bool funcs_stepped(const char *path, uint64_t off)
@@ -62,6 +65,50 @@ bool funcs_stepped(const char *path, uint64_t off)
 	if (fd >= 0)
 		close(fd);
 	return r;
+}
+
+/* The length of an instruction at @b that sets the flags and nothing else, 0 if it is not
+ * one of those a function may start with: test of two registers, a byte compared in memory
+ * (glibc's memalign asks whether malloc is set up so). */
+static unsigned flags_only(const unsigned char *b)
+{
+	if ((b[0] & 0xf0) == 0x40 && b[1] == 0x85 && (b[2] & 0xc0) == 0xc0)
+		return 3;			/* test %r64, %r64 */
+	if (b[0] == 0x85 && (b[1] & 0xc0) == 0xc0)
+		return 2;			/* test %r32, %r32 */
+	if (b[0] == 0x80 && b[1] == 0x3d)
+		return 7;			/* cmpb $imm8, disp32(%rip) */
+	return 0;
+}
+
+static bool is_jcc(const unsigned char *b)
+{
+	return (b[0] >= 0x70 && b[0] <= 0x7f) || (b[0] == 0x0f && b[1] >= 0x80 && b[1] <= 0x8f);
+}
+
+uint64_t funcs_emulated_at(const char *path, uint64_t off)
+{
+	unsigned char b[16] = { 0 };
+	unsigned at = 0, n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool got = fd >= 0 && pread(fd, b, sizeof(b), off) == sizeof(b);
+
+	if (fd >= 0)
+		close(fd);
+#if defined(__x86_64__)
+	if (!got)
+		return off;
+	if (b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e && b[3] == 0xfa)
+		at = 4;				/* endbr64: nothing but a landing mark */
+	if ((n = flags_only(b + at)) && is_jcc(b + at + n))
+		return off + at + n;		/* the jump, which the kernel emulates */
+	return off + (at && !stepped_bytes(b + at) ? at : 0);
+#else
+	(void)got;
+	(void)at;
+	(void)n;
+	return off;
+#endif
 }
 
 static bool have(const struct func *f, size_t n, dev_t dev, ino_t ino, uint64_t vaddr)
