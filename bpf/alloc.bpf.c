@@ -114,8 +114,20 @@ static __always_inline const struct pcmon_acfg *watching(__u32 *target)
 	return c;
 }
 
-SEC("uprobe")
-int alloc_enter(struct pt_regs *ctx)
+/* (a block sampled before, by (process, address)) */
+static __always_inline bool is_alive(__u32 pid, __u64 addr)
+{
+	struct pcmon_akey k = { .addr = addr, .pid = pid };
+
+	return addr && bpf_map_lookup_elem(&alive, &k);
+}
+
+/*
+ * An allocating function's entry: its size counted down, and whether its return must be
+ * seen (a sampled allocation, or a realloc of a sampled block, which it ends). A session's
+ * entry says so to the kernel, which then skips the return probe of every other call.
+ */
+static __always_inline bool enter(struct pt_regs *ctx)
 {
 	/* (the arguments read first, each from the context as it is: the verifier refuses a
 	 * read through a context pointer the compiler moved) */
@@ -127,7 +139,7 @@ int alloc_enter(struct pt_regs *ctx)
 	__u64 size;
 
 	if (!c || fn >= PCMON_AFN_FREE)
-		return 0;
+		return false;
 	switch (fn) {
 	case PCMON_AFN_CALLOC:
 		size = a1 * a2;
@@ -155,7 +167,7 @@ int alloc_enter(struct pt_regs *ctx)
 	th->old = fn == PCMON_AFN_REALLOC || fn == PCMON_AFN_POSIX_MEMALIGN ? a1 : 0;
 	if (c->paused) { /* (a realloc still ends its sampled block at its return) */
 		th->sampled = 0;
-		return 0;
+		return th->old && fn == PCMON_AFN_REALLOC;
 	}
 	th->left -= (__s64)size;
 	th->sampled = th->left <= 0;
@@ -166,6 +178,21 @@ int alloc_enter(struct pt_regs *ctx)
 		st->entries++;
 		st->sampled += th->sampled;
 	}
+	if (th->sampled)
+		return true;
+	if (fn != PCMON_AFN_REALLOC || !th->old)
+		return false;
+	if (is_alive(bpf_get_current_pid_tgid() >> 32, th->old))
+		return true;
+	if (st) /* (its return will not look: the block it ends was not sampled) */
+		st->frees_unmatched++;
+	return false;
+}
+
+SEC("uprobe")
+int alloc_enter(struct pt_regs *ctx)
+{
+	enter(ctx);
 	return 0;
 }
 
@@ -215,8 +242,9 @@ int alloc_free(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int alloc_return(struct pt_regs *ctx)
+/* An allocating function's return: a sampled allocation's record, a realloc's old block
+ * ended. */
+static __always_inline int leave(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), addr = PT_REGS_RC(ctx);
 	struct pcmon_akey k = { .pid = pid_tgid >> 32 };
@@ -307,4 +335,27 @@ int alloc_return(struct pt_regs *ctx)
 	if (bpf_map_update_elem(&alive, &k, &b, BPF_ANY) && st)
 		st->live_full++;
 	return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+	return leave(ctx);
+}
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * Entry and return in one program, attached as a uprobe session (kernel 6.13 and later,
+ * allocator.c): the return probe runs only for the calls whose entry asked for it, so an
+ * allocation that is not sampled costs one trap, not two.
+ */
+SEC("uprobe")
+int alloc_session(struct pt_regs *ctx)
+{
+	if (bpf_session_is_return()) {
+		leave(ctx);
+		return 0;
+	}
+	return enter(ctx) ? 0 : 1; /* 1: no return probe for this call */
 }

@@ -478,11 +478,13 @@ static void summary_json(void *gp, const struct target *t, void *st, cJSON *o)
 
 static void facts_json(void *gp, const struct target *t, const void *st, cJSON *o)
 {
+	const struct alloc_g *g = gp;
 	const struct alloc *a = st;
 
-	(void)gp;
 	(void)t;
 	cJSON_AddNumberToObject(o, "alloc_rate", a->rate);
+	if (g->al && !a->loaded)
+		cJSON_AddStringToObject(o, "alloc_probes", allocator_probes(g->al));
 	if (a->slices)
 		timed_facts_json(a->slices, cJSON_AddObjectToObject(o, "alloc_slices"));
 }

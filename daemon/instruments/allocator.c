@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -20,6 +22,7 @@
 #include "util.h"
 
 #define NAMES_PER_FN 2
+#define ATTACH_UPROBE_SESSION 57	/* enum bpf_attach_type, 6.13 (BPF_TRACE_UPROBE_SESSION) */
 
 /* glibc's allocator, by enum pcmon_afn; each function may have more than one name */
 static const char *const glibc_names[][NAMES_PER_FN] = {
@@ -39,10 +42,13 @@ struct probed {
 	char *path;
 	struct bpf_link **links;
 	size_t nlinks, cap_links;
+	int *fds;	/* uprobe sessions' links (libbpf 1.1 has no call that makes them) */
+	size_t nfds, cap_fds;
 };
 
 struct allocator {
 	struct alloc_bpf *skel;
+	bool session;	/* allocating functions probed as uprobe sessions (alloc_session) */
 	struct ring_buffer *rb;
 	struct probed *files;
 	size_t nfiles, cap_files;
@@ -84,16 +90,32 @@ int allocator_open(struct procs *p, struct allocator **out, char *err, size_t er
 	*out = NULL;
 	if (!a)
 		return -ENOMEM;
-	a->skel = alloc_bpf__open();
-	if (!a->skel) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open the allocation BPF object: %s", strerror(-r));
-		goto fail;
+	/* with uprobe sessions where the kernel has them (6.13), else entry and return probes
+	 * (PCMON_ALLOC_NO_SESSION: those, to test them where sessions are) */
+	for (int with = !getenv("PCMON_ALLOC_NO_SESSION"); with >= 0; with--) {
+		alloc_bpf__destroy(a->skel);
+		a->skel = alloc_bpf__open();
+		if (!a->skel) {
+			r = -errno;
+			snprintf(err, errlen, "cannot open the allocation BPF object: %s",
+				 strerror(-r));
+			goto fail;
+		}
+		r = procs_share(p, a->skel->obj, err, errlen);
+		if (r)
+			goto fail;
+		if (with)
+			bpf_program__set_expected_attach_type(a->skel->progs.alloc_session,
+							      ATTACH_UPROBE_SESSION);
+		bpf_program__set_autoload(a->skel->progs.alloc_session, with);
+		bpf_program__set_autoload(a->skel->progs.alloc_enter, !with);
+		bpf_program__set_autoload(a->skel->progs.alloc_return, !with);
+		r = alloc_bpf__load(a->skel);
+		if (!r) {
+			a->session = with;
+			break;
+		}
 	}
-	r = procs_share(p, a->skel->obj, err, errlen);
-	if (r)
-		goto fail;
-	r = alloc_bpf__load(a->skel);
 	if (r) {
 		r = -errno;
 		snprintf(err, errlen, "cannot load the allocation BPF programs: %s", strerror(-r));
@@ -118,8 +140,16 @@ static void probed_free(struct probed *f)
 {
 	for (size_t k = 0; k < f->nlinks; k++)
 		bpf_link__destroy(f->links[k]);
+	for (size_t k = 0; k < f->nfds; k++)
+		close(f->fds[k]);
+	free(f->fds);
 	free(f->links);
 	free(f->path);
+}
+
+const char *allocator_probes(const struct allocator *a)
+{
+	return a->session ? "session" : "entry+return";
 }
 
 void allocator_close(struct allocator *a)
@@ -134,8 +164,9 @@ void allocator_close(struct allocator *a)
 	free(a);
 }
 
-/* One probe of @f: @fn at file offset @off of its file (entry, and return but for free). */
-static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, uint64_t off)
+/* @fn at file offset @off of @f's file as a probe at its entry and one at its return (just
+ * the entry for free). */
+static int probe_pair(struct allocator *a, struct probed *f, enum pcmon_afn fn, uint64_t off)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = fn);
 	LIBBPF_OPTS(bpf_uprobe_opts, ro, .bpf_cookie = fn, .retprobe = true);
@@ -168,6 +199,48 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, u
 	}
 	memcpy(f->links + f->nlinks, l, n * sizeof(*l));
 	f->nlinks += n;
+	return 0;
+}
+
+/*
+ * A uprobe session of @prog at file offset @off of @path, for process @pid's threads alone,
+ * with @cookie: the link's descriptor, or -errno. The kernel's BPF_LINK_CREATE for
+ * uprobe_multi links (6.6; sessions 6.13), written out, as Debian's libbpf 1.1 and headers
+ * predate it: the fields after the four every link has, as the kernel's union bpf_attr
+ * lays them out.
+ */
+static int session_link(int prog, const char *path, uint64_t off, uint64_t cookie, uint32_t pid)
+{
+	struct {
+		uint32_t prog_fd, target_fd, attach_type, flags;
+		uint64_t path, offsets, ref_ctr_offsets, cookies;
+		uint32_t cnt, multi_flags, pid, pad;
+	} attr = {
+		.prog_fd = (uint32_t)prog, .attach_type = ATTACH_UPROBE_SESSION,
+		.path = (uintptr_t)path, .offsets = (uintptr_t)&off, .cookies = (uintptr_t)&cookie,
+		.cnt = 1, .pid = pid,
+	};
+	int fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* One probe of @f: @fn at file offset @off of its file (a session, or entry and return). */
+static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, uint64_t off)
+{
+	int fd;
+
+	if (!a->session || fn == PCMON_AFN_FREE)
+		return probe_pair(a, f, fn, off);
+	fd = session_link(bpf_program__fd(a->skel->progs.alloc_session), f->path, off, fn,
+			  f->pid);
+	if (fd < 0)
+		return fd;
+	if (GROW(f->fds, f->cap_fds, f->nfds + 1)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->fds[f->nfds++] = fd;
 	return 0;
 }
 

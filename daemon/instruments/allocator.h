@@ -37,6 +37,9 @@ int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon
 		   void *ctx);
 /* Process @pid is gone: its probes are let go, its live blocks leave BPF's table. */
 void allocator_forget_pid(struct allocator *a, uint32_t pid);
+/* How the allocating functions are probed: "session" (a return probe only for the calls
+ * whose entry asks, kernel 6.13 on) or "entry+return". */
+const char *allocator_probes(const struct allocator *a);
 /* What was counted apart for @target, summed over the CPUs. */
 void allocator_stats(const struct allocator *a, uint32_t target, struct pcmon_astat *out);
 

@@ -57,16 +57,26 @@ def check_sites(alloc, own, what):
 
 def test_run_sees_every_call_and_weighs_sites():
     """pcmon run --alloc: the command's allocator is probed before it runs (a copy of
-    pcmon, held before its exec, maps the same libc), so every allocation call is seen."""
-    listing, p = pcmon_json("run", "--alloc", "--alloc-rate", RATE, "--no-sample", "--",
-                            workload("allocs"), 3)
-    own = first_json_line(p.stdout)
-    alloc = listing["alloc"]
-    s = alloc["summary"]
-    # its calls, and a few of libc's own as the program starts and ends (stdio's buffer)
-    assert own_calls(own) <= s["calls"] <= own_calls(own) + 20, (s["calls"], own)
-    assert s["samples"] >= 100, s
-    check_sites(alloc, own, "run")
+    pcmon, held before its exec, maps the same libc), so every allocation call is seen:
+    with uprobe sessions (a return probe only where the entry asks: kernel 6.13 on), and
+    with a probe at each entry and return, as on older kernels."""
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+    for probes in ("session", "entry+return"):
+        env = dict(os.environ)
+        if probes != "session":
+            env["PCMON_ALLOC_NO_SESSION"] = "1"
+        elif release < (6, 13):
+            continue
+        listing, p = pcmon_json("run", "--alloc", "--alloc-rate", RATE, "--no-sample", "--",
+                                workload("allocs"), 3, env=env)
+        own = first_json_line(p.stdout)
+        alloc = listing["alloc"]
+        s = alloc["summary"]
+        assert listing["target"]["alloc_probes"] == probes, listing["target"]
+        # its calls, and a few of libc's own as the program starts and ends (stdio's buffer)
+        assert own_calls(own) <= s["calls"] <= own_calls(own) + 20, (probes, s["calls"], own)
+        assert s["samples"] >= 100, s
+        check_sites(alloc, own, probes)
 
 
 def held_allocs(d, secs, *opts):
