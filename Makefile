@@ -83,8 +83,8 @@ vpath %.c $(DAEMON_DIRS) $(FLEET_DIR)
 CLI_SRCS    := $(wildcard cli/*.c)
 CLI_OBJS    := $(patsubst cli/%.c,$(OUTPUT)/cli/%.o,$(CLI_SRCS))
 # what the CLI shares with the engine: the protocol, the helpers, the exports' encoders
-# (pcmond serves them too) and diff's statistics
-CLI_ENGINE_OBJS := $(addprefix $(OUTPUT)/pic/,proto.o util.o export.o pprof.o flame.o diffstat.o)
+# (pcmond serves them too) and diff's statistics and document
+CLI_ENGINE_OBJS := $(addprefix $(OUTPUT)/pic/,proto.o util.o export.o pprof.o flame.o diffstat.o diffdoc.o)
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))

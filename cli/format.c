@@ -378,15 +378,6 @@ void fmt_calls(FILE *f, const cJSON *rep)
 	}
 }
 
-void fmt_clock(char *buf, size_t len, double wall)
-{
-	time_t t = (time_t)wall;
-	struct tm tm;
-
-	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
-		snprintf(buf, len, "%.0f", wall);
-}
-
 /* The window a listing was asked for, and what the slices taken cover. */
 void fmt_window(FILE *f, const cJSON *rep)
 {
@@ -399,8 +390,8 @@ void fmt_window(FILE *f, const cJSON *rep)
 		fprintf(f, "window: no time slice in it\n");
 		return;
 	}
-	fmt_clock(a, sizeof(a), num(w, "from"));
-	fmt_clock(b, sizeof(b), num(w, "to"));
+	clock_text(a, sizeof(a), num(w, "from"));
+	clock_text(b, sizeof(b), num(w, "to"));
 	fprintf(f, "window: %s to %s, %.0f slice(s)%s\n", a, b, num(w, "slices"),
 		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "cut")) ?
 			" (the window cuts a slice: whole slices are listed)" : "");

@@ -26,7 +26,6 @@ void fmt_lines(FILE *f, const cJSON *rep, const char *const *dirs, size_t ndirs)
 void fmt_profil(FILE *f, const cJSON *rep);
 /* A listing's "window" line, if it has one; wall seconds as local "YYYY-MM-DD HH:MM:SS". */
 void fmt_window(FILE *f, const cJSON *rep);
-void fmt_clock(char *buf, size_t len, double wall);
 /* Names a --proc or --when gave that no procedure of the target answers to, with those near. */
 void fmt_unseen(FILE *f, const cJSON *arr, const char *opt);
 /* "exited 0", "killed by SIGKILL", "running" ... */

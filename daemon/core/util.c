@@ -133,6 +133,15 @@ double wall_time(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+void clock_text(char *buf, size_t len, double wall)
+{
+	time_t t = (time_t)wall;
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%.0f", wall);
+}
+
 struct itab_ent {
 	uint64_t hash;
 	size_t off;

@@ -42,6 +42,9 @@ uint64_t hash_bytes(const void *p, size_t len);
 uint64_t now_ns(void);		/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns() */
 uint64_t now_coarse_ns(void);	/* the same, as of the last tick: for ages, at every frame */
 double wall_time(void);		/* CLOCK_REALTIME seconds */
+/* Wall-clock time @wall as "YYYY-MM-DD HH:MM:SS" in the local zone (its seconds if it
+ * cannot be told) into @buf. */
+void clock_text(char *buf, size_t len, double wall);
 uint64_t wall_ns(void);		/* CLOCK_REALTIME nanoseconds */
 uint64_t thread_cpu_ns(void);	/* CPU time of the calling thread */
 struct timespec;
