@@ -14,6 +14,7 @@
 #include "session.h"
 
 static const char *format, *output, *title, *alloc_value;
+static bool inverted;
 
 static const struct opt output_opts[] = {
 	{ "output", 'o', "FILE", OPT_TEXT, NULL,
@@ -47,6 +48,9 @@ const struct opt export_opts[] = {
 const struct opt flamegraph_opts[] = {
 	OPT_ALL(output_opts),
 	{ "title", 0, "T", OPT_TEXT, NULL, .help = "the SVG's title", .text = &title },
+	{ "inverted", 0, NULL, OPT_FLAG, NULL,
+	  .help = "callers: each stack drawn from its innermost frame, as a root at the top",
+	  .flag = &inverted },
 	OPT_ALL(pattern_opts),
 	OPT_SOME(listing_opts, "by"),
 	OPT_ALL(window_opts),
@@ -185,7 +189,8 @@ int cmd_flamegraph(struct cli *c)
 		return r;
 	r = out_open(c, &o, false);
 	if (!r)
-		r = out_close(c, &o, export_flamegraph(o.f, &p, title));
+		r = out_close(c, &o, export_flamegraph(o.f, &p, title,
+						       &(struct flame_opts){ .inverted = inverted }));
 	xprof_free(&p);
 	cJSON_Delete(rep);
 	return r;

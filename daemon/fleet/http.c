@@ -289,7 +289,7 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 	f = open_memstream(&buf, &len);
 	fr = !f ? -1
 	     : r->route != HTTP_FLAMEGRAPH ? export_pprof(f, &p, err, sizeof(err))
-					   : export_flamegraph(f, &p, p.target);
+					   : export_flamegraph(f, &p, p.target, NULL);
 	if (f && fclose(f))
 		fr = -1;
 	xprof_free(&p);

@@ -100,8 +100,12 @@ int export_pprof(FILE *f, const struct xprof *p, char *err, size_t errlen);
 int export_gzip(FILE *f, const void *d, size_t len);
 /* @s as XML/HTML text: markup characters escaped, control characters left out. */
 void export_xml_text(FILE *f, const char *s);
-/* A self-contained flamegraph SVG. */
-int export_flamegraph(FILE *f, const struct xprof *p, const char *title);
+/* A self-contained flamegraph SVG; @o NULL: as the options' zeros say. */
+struct flame_opts {
+	bool inverted;		/* callers: each stack drawn leaf first */
+};
+int export_flamegraph(FILE *f, const struct xprof *p, const char *title,
+		      const struct flame_opts *o);
 /*
  * A differential flame graph (pcmon diff): the frames of A's and of B's samples merged,
  * each as wide as the mean of its shares of A and of B, so that what vanished and what

@@ -4,12 +4,16 @@
  * into a tree root first; a frame's width is its samples' share of the whole, and a frame
  * narrower than MIN_PX is left out (its samples still widen its parent). Colours are
  * stable per name and tell user, kernel, inline, critical-section and foreign frames
- * apart. The script gives tooltips, click to zoom, reset, and search with the matched
- * share; the page's query (?search=RE&zoom=ID) drives the same code, for scripts. A
- * differential one (pcmon diff) merges two profiles: a frame's width is the mean of its
- * shares of each, so that a frame only one of them has is drawn too.
+ * apart. Each frame's tooltip is a static <title> (read without the script); the script
+ * gives labels, click to zoom, reset, and search with the matched share; the page's query
+ * (?search=RE&zoom=ID) drives the same code, for scripts. A graph taller than ICICLE_PX is
+ * drawn as an icicle, root at the top, so that it opens on its root, not on blank space; so
+ * is an inverted one (callers: each leaf a root). A differential one (pcmon diff) merges two
+ * profiles: a frame's width is the mean of its shares of each, so that a frame only one of
+ * them has is drawn too.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +24,8 @@
 #define PAD	10.0
 #define FRAME_H 16
 #define MIN_PX	0.1
+#define ICICLE_PX 800	/* taller: drawn root at the top */
+#define TOP	(2 * FRAME_H) /* an icicle's first row: below the title */
 
 struct node {
 	const char *name;
@@ -128,16 +134,30 @@ struct draw {
 	FILE *f;
 	const struct flame_tint *tint;	/* a differential flame graph's colours, or NULL */
 	uint64_t total;
+	uint64_t ta, tb;	/* (differential) A's and B's samples */
 	int height;
+	bool icicle;
 	int id;
 	uint64_t pruned;	/* samples of frames left out (and their callees) */
 };
+
+/* A frame's name as drawn: a critical section's and a group's in brackets. */
+static void frame_name(FILE *f, const struct node *n)
+{
+	if (n->type != XF_CRITICAL && n->type != XF_GROUP) {
+		export_xml_text(f, n->name);
+		return;
+	}
+	fputs(n->type == XF_CRITICAL ? "[critical:" : "[", f);
+	export_xml_text(f, n->name);
+	fputs("]", f);
+}
 
 static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 {
 	double px = PAD + (WIDTH - 2 * PAD) * x / d->total;
 	double w = (WIDTH - 2 * PAD) * n->count / d->total;
-	int y = d->height - (depth + 1) * FRAME_H - 2 * FRAME_H;
+	int y = d->icicle ? TOP + depth * FRAME_H : d->height - (depth + 1) * FRAME_H - 2 * FRAME_H;
 	char fill[32];
 
 	if (w < MIN_PX) {
@@ -152,13 +172,16 @@ static void draw(struct draw *d, const struct node *n, uint64_t x, int depth)
 		fprintf(d->f, "data-a=\"%llu\" data-b=\"%llu\" ", (unsigned long long)n->a,
 			(unsigned long long)n->b);
 	fputs("data-name=\"", d->f);
-	export_xml_text(d->f, n->type == XF_CRITICAL || n->type == XF_GROUP ? "" : n->name);
-	if (n->type == XF_CRITICAL || n->type == XF_GROUP) {
-		fputs(n->type == XF_CRITICAL ? "[critical:" : "[", d->f);
-		export_xml_text(d->f, n->name);
-		fputs("]", d->f);
-	}
-	fprintf(d->f, "\"><title></title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\"></text></g>\n",
+	frame_name(d->f, n);
+	fputs("\"><title>", d->f);
+	frame_name(d->f, n);
+	if (d->tint)
+		fprintf(d->f, " (A %.2f%%, B %.2f%%)", d->ta ? 100.0 * n->a / d->ta : 0,
+			d->tb ? 100.0 * n->b / d->tb : 0);
+	else
+		fprintf(d->f, " (%llu samples, %.2f%%)", (unsigned long long)n->count,
+			100.0 * n->count / d->total);
+	fprintf(d->f, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/><text x=\"%.2f\" y=\"%d\"></text></g>\n",
 		px, y, w, FRAME_H - 1, fill, px + 3, y + FRAME_H - 4);
 	for (size_t i = 0; i < n->nkids; i++) {
 		draw(d, n->kids[i], x, depth + 1);
@@ -246,7 +269,6 @@ static const char script[] =
 	"    var info = TA ? name(g) + ' (A ' + (100 * num(g, 'a') / TA).toFixed(2) + '%%, B ' +\n"
 	"      (100 * num(g, 'b') / TB).toFixed(2) + '%%)'\n"
 	"      : name(g) + ' (' + num(g, 'n') + ' samples, ' + pct(num(g, 'n')) + '%%)';\n"
-	"    g.querySelector('title').textContent = info;\n"
 	"    label(g);\n"
 	"    g.addEventListener('click', function () { zoom(g); });\n"
 	"    g.addEventListener('mouseover', function () { details.textContent = info; });\n"
@@ -259,9 +281,10 @@ static const char script[] =
 	"  document.documentElement.setAttribute('data-ready', '1');\n"
 	"}\n";
 
-/* @p's samples into the tree: as they are (@side < 0), or as side @side of two */
+/* @p's samples into the tree: as they are (@side < 0), or as side @side of two; @inverted:
+ * each stack leaf first (callers) */
 static int add_profile(struct node *root, const struct xprof *p, int side, uint64_t weight,
-		       bool *grouped)
+		       bool inverted, bool *grouped)
 {
 	struct xframe *fr = NULL;
 	size_t cap = 0;
@@ -279,7 +302,7 @@ static int add_profile(struct node *root, const struct xprof *p, int side, uint6
 		*(side ? &root->b : &root->a) += s->count;
 		*grouped |= n && fr[0].type == XF_GROUP;
 		for (int j = 0; j < n && at; j++) {
-			at = child(at, &fr[j]);
+			at = child(at, &fr[inverted ? n - 1 - j : j]);
 			if (at) {
 				at->count += w;
 				*(side ? &at->b : &at->a) += s->count;
@@ -295,19 +318,21 @@ out:
 }
 
 static int flame_write(FILE *f, struct node *root, const struct xprof *p, const char *title,
-		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped);
+		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped,
+		       bool inverted);
 
-int export_flamegraph(FILE *f, const struct xprof *p, const char *title)
+int export_flamegraph(FILE *f, const struct xprof *p, const char *title,
+		      const struct flame_opts *o)
 {
 	struct node *root = calloc(1, sizeof(*root));
-	bool grouped = false;
+	bool grouped = false, inverted = o && o->inverted;
 	int err;
 
 	if (!root)
 		return -ENOMEM;
-	err = add_profile(root, p, -1, 1, &grouped);
+	err = add_profile(root, p, -1, 1, inverted, &grouped);
 	if (!err)
-		err = flame_write(f, root, p, title, NULL, 0, 0, grouped);
+		err = flame_write(f, root, p, title, NULL, 0, 0, grouped, inverted);
 	tree_free(root);
 	return err;
 }
@@ -327,29 +352,33 @@ int export_flamegraph_diff(FILE *f, const struct xprof *a, const struct xprof *b
 	for (int i = 0; i < b->nsamples; i++)
 		tb += b->samples[i].count;
 	/* a frame's width a TB + b TA: its shares' mean, times 2 TA TB */
-	err = add_profile(root, a, 0, tb ? tb : 1, &grouped);
+	err = add_profile(root, a, 0, tb ? tb : 1, false, &grouped);
 	if (!err)
-		err = add_profile(root, b, 1, ta ? ta : 1, &grouped);
+		err = add_profile(root, b, 1, ta ? ta : 1, false, &grouped);
 	if (!err)
-		err = flame_write(f, root, b, title, tint, ta, tb, grouped);
+		err = flame_write(f, root, b, title, tint, ta, tb, grouped, false);
 	tree_free(root);
 	return err;
 }
 
 static int flame_write(FILE *f, struct node *root, const struct xprof *p, const char *title,
-		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped)
+		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped,
+		       bool inverted)
 {
-	struct draw d = { .f = f, .tint = tint };
+	struct draw d = { .f = f, .tint = tint, .ta = ta, .tb = tb };
 	int depth;
 
 	sort_tree(root);
 	depth = depth_of(root) - 1;
 	d.total = root->count ? root->count : 1;
 	d.height = (depth + 5) * FRAME_H;
+	d.icicle = inverted || d.height > ICICLE_PX;
 	fprintf(f, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		   "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
-		   "xmlns=\"http://www.w3.org/2000/svg\" onload=\"init()\" data-total=\"%llu\">\n",
-		WIDTH, d.height, WIDTH, d.height, (unsigned long long)root->count);
+		   "xmlns=\"http://www.w3.org/2000/svg\" onload=\"init()\" data-total=\"%llu\" "
+		   "data-layout=\"%s\" data-inverted=\"%d\">\n",
+		WIDTH, d.height, WIDTH, d.height, (unsigned long long)root->count,
+		d.icicle ? "icicle" : "flame", inverted);
 	fputs("<style>\n"
 	      "text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }\n"
 	      "g.f text { pointer-events: none; }\n"
@@ -370,7 +399,8 @@ static int flame_write(FILE *f, struct node *root, const struct xprof *p, const 
 	} else {
 		fputs("pcmon: ", f);
 		export_xml_text(f, p->target);
-		fprintf(f, " (%llu samples, %s)", (unsigned long long)root->count, p->mode);
+		fprintf(f, " (%llu samples, %s%s)", (unsigned long long)root->count, p->mode,
+			inverted ? ", inverted: callers" : "");
 	}
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" class=\"button hide\" x=\"%.0f\" y=\"24\" onclick=\"unzoom()\">Reset Zoom</text>\n", PAD);

@@ -250,6 +250,42 @@ def test_flamegraph_widths_and_xml():
         mut = [g for g in frames if g.get("data-name") == "mutator"]
         assert sum(int(g.get("data-n")) for g in mut) == unique_names(listing)["mutator"]["deep"]
         assert "a <test> & title" in "".join(root.itertext())
+        # each frame's tooltip is in the file itself (read without the script)
+        for g in frames:
+            t = g.find("s:title", ns).text
+            assert t == f"{g.get('data-name')} ({g.get('data-n')} samples, " \
+                        f"{100 * int(g.get('data-n')) / total:.2f}%)", (t, g.attrib)
+        assert root.get("data-layout") == "flame" and root.get("data-inverted") == "0"
+        # --inverted: callers, each stack from its innermost frame, drawn from the top
+        inv = os.path.join(d.dir, "inv.svg")
+        pcmon("flamegraph", tid, "--inverted", "-o", inv, sock=d.sock, check=0)
+        iroot, iframes, _ = svg_frames(inv)
+        assert iroot.get("data-inverted") == "1" and iroot.get("data-layout") == "icicle"
+        top = [g for g in iframes if g.get("data-d") == "0"]
+        leaf = sum(int(g.get("data-n")) for g in top if g.get("data-name") == "mutator")
+        assert leaf == unique_names(listing)["mutator"]["shallow"], leaf
+        y0 = {float(g.find("s:rect", ns).get("y")) for g in top}
+        y1 = {float(g.find("s:rect", ns).get("y")) for g in iframes if g.get("data-d") == "1"}
+        assert len(y0) == 1 and max(y0) < min(y1), (y0, y1)
+    finally:
+        d.stop()
+
+
+def test_tall_flamegraph_opens_at_its_root():
+    """A graph taller than 800 px (a recursion 40 deep) is an icicle: its root frames in the
+    first row under the title, its deepest at the bottom, so that it opens on its root."""
+    d, tid, _ = profiled(work="rec40", secs=1)
+    try:
+        out = os.path.join(d.dir, "tall.svg")
+        pcmon("flamegraph", tid, "-o", out, sock=d.sock, check=0)
+        root, frames, ns = svg_frames(out)
+        assert root.get("data-layout") == "icicle" and float(root.get("height")) > 800, \
+            root.attrib
+        y = {}
+        for g in frames:
+            y.setdefault(int(g.get("data-d")), set()).add(float(g.find("s:rect", ns).get("y")))
+        assert max(y) >= 40 and y[0] == {32.0}, sorted(y)[:3]
+        assert all(y[k] == {32.0 + 16 * k} for k in y), y
     finally:
         d.stop()
 
