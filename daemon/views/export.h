@@ -119,5 +119,16 @@ struct flame_tint {
 };
 int export_flamegraph_diff(FILE *f, const struct xprof *a, const struct xprof *b,
 			   const char *title, const struct flame_tint *tint);
+/*
+ * The flame graph's tree as JSON, for a page that draws it: {"total", "pruned", "inverted",
+ * ["total_a", "total_b",] "root": NODE}, a NODE {"n": its name, "t": u|k|i|c|f|t|g (user,
+ * kernel, inline, critical, foreign, truncated, group), "v": its width (its samples, with its
+ * callees'; two profiles: a TB + b TA, as the differential graph), ["a", "b": its samples in
+ * A and in B,] "c": [its callees' NODEs, by name]}. The narrowest subtrees are left out until
+ * at most @max_nodes remain (0: all): their samples stay in their caller's "v" and are summed
+ * in "pruned". @b NULL: one profile. 0, or -ENOMEM.
+ */
+int flame_tree_json(const struct xprof *a, const struct xprof *b, bool inverted,
+		    size_t max_nodes, cJSON **out);
 
 #endif

@@ -425,3 +425,106 @@ static int flame_write(FILE *f, struct node *root, const struct xprof *p, const 
 	fputs("</svg>\n", f);
 	return ferror(f) ? -EIO : 0;
 }
+
+/* ---- the tree as JSON, for a page that draws it */
+
+static const char *const type_keys[] = {
+	[XF_USER] = "u", [XF_KERNEL] = "k", [XF_INLINE] = "i", [XF_CRITICAL] = "c",
+	[XF_FOREIGN] = "f", [XF_TRUNCATED] = "t", [XF_GROUP] = "g",
+};
+
+/* The nodes at least @thr wide, @n among them. */
+static size_t wide(const struct node *n, uint64_t thr)
+{
+	size_t k = 1;
+
+	for (size_t i = 0; i < n->nkids; i++)
+		if (n->kids[i]->count >= thr)
+			k += wide(n->kids[i], thr);
+	return k;
+}
+
+static cJSON *node_json(const struct node *n, uint64_t thr, bool two, uint64_t *pruned)
+{
+	cJSON *o = cJSON_CreateObject(), *c;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "n", n->name);
+	cJSON_AddStringToObject(o, "t", type_keys[n->type]);
+	cJSON_AddNumberToObject(o, "v", (double)n->count);
+	if (two) {
+		cJSON_AddNumberToObject(o, "a", (double)n->a);
+		cJSON_AddNumberToObject(o, "b", (double)n->b);
+	}
+	c = cJSON_AddArrayToObject(o, "c");
+	for (size_t i = 0; c && i < n->nkids; i++) {
+		cJSON *k;
+
+		if (n->kids[i]->count < thr) {
+			*pruned += n->kids[i]->count;
+			continue;
+		}
+		k = node_json(n->kids[i], thr, two, pruned);
+		if (!k || !cJSON_AddItemToArray(c, k)) {
+			cJSON_Delete(k);
+			c = NULL;
+		}
+	}
+	if (!c) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int flame_tree_json(const struct xprof *a, const struct xprof *b, bool inverted,
+		    size_t max_nodes, cJSON **out)
+{
+	struct node *root = calloc(1, sizeof(*root));
+	uint64_t ta = 0, tb = 0, thr = 1, pruned = 0;
+	bool grouped = false;
+	cJSON *o = NULL, *r;
+	int err;
+
+	*out = NULL;
+	if (!root)
+		return -ENOMEM;
+	if (b) { /* as the differential graph: a frame's width a TB + b TA */
+		for (int i = 0; i < a->nsamples; i++)
+			ta += a->samples[i].count;
+		for (int i = 0; i < b->nsamples; i++)
+			tb += b->samples[i].count;
+		err = add_profile(root, a, 0, tb ? tb : 1, inverted, &grouped);
+		if (!err)
+			err = add_profile(root, b, 1, ta ? ta : 1, inverted, &grouped);
+	} else {
+		err = add_profile(root, a, -1, 1, inverted, &grouped);
+	}
+	if (err)
+		goto out;
+	sort_tree(root);
+	root->name = "all";
+	while (max_nodes && wide(root, thr) > max_nodes && thr < UINT64_MAX / 2)
+		thr *= 2;
+	err = -ENOMEM;
+	r = node_json(root, thr, b != NULL, &pruned);
+	o = r ? cJSON_CreateObject() : NULL;
+	if (!o) {
+		cJSON_Delete(r);
+		goto out;
+	}
+	cJSON_AddNumberToObject(o, "total", (double)root->count);
+	cJSON_AddNumberToObject(o, "pruned", (double)pruned);
+	cJSON_AddBoolToObject(o, "inverted", inverted);
+	if (b) {
+		cJSON_AddNumberToObject(o, "total_a", (double)ta);
+		cJSON_AddNumberToObject(o, "total_b", (double)tb);
+	}
+	cJSON_AddItemToObject(o, "root", r);
+	*out = o;
+	err = 0;
+out:
+	tree_free(root);
+	return err;
+}
