@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "export.h"
 #include "http.h"
+#include "http_api.h"
 #include "metrics.h"
 #include "proto.h"
 #include "util.h"
@@ -49,99 +50,6 @@ struct http {
 	char host[256];
 	struct metrics_extra st;
 };
-
-static const struct client root = { .uid = 0, .pid = 0 };
-
-/* ---- targets */
-
-static cJSON *request(struct http *h, const char *cmd, const char *target)
-{
-	cJSON *req = cJSON_CreateObject(), *rep;
-
-	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
-	cJSON_AddStringToObject(req, "cmd", cmd);
-	if (target)
-		cJSON_AddStringToObject(req, "target", target);
-	rep = engine_handle(h->e, &root, req);
-	cJSON_Delete(req);
-	return rep;
-}
-
-/*
- * Which targets there are, their totals as they were (not read from BPF first: the listing
- * that follows reads it, and one drain a scrape is enough).
- */
-static cJSON *targets_known(struct http *h)
-{
-	cJSON *req = cJSON_CreateObject(), *rep;
-
-	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
-	cJSON_AddStringToObject(req, "cmd", "targets");
-	cJSON_AddBoolToObject(req, "current", false);
-	rep = engine_handle(h->e, &root, req);
-	cJSON_Delete(req);
-	return rep;
-}
-
-/* The published target @want names (its id or name), or the default: the one published
- * target, or the published system-wide one. Its id into @id; 0 or an HTTP status. */
-static int published_target(struct http *h, const char *want, char *id, size_t idlen,
-			    char *why, size_t whylen)
-{
-	cJSON *rep = targets_known(h), *t, *pick = NULL, *all = NULL;
-	int n = 0, nall = 0;
-
-	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "targets")) {
-		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name"));
-		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind"));
-		char tid[16];
-
-		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "published")))
-			continue;
-		snprintf(tid, sizeof(tid), "%d",
-			 (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id")));
-		if (want) {
-			if (!strcmp(want, tid) || (name && !strcmp(want, name))) {
-				pick = t;
-				break;
-			}
-			continue;
-		}
-		n++;
-		pick = t;
-		if (kind && !strcmp(kind, "all")) {
-			nall++;
-			all = t;
-		}
-	}
-	if (want && !pick) {
-		char shown[64];
-
-		snprintf(shown, sizeof(shown), "%s", want);
-		str_sanitize(shown, sizeof(shown) - 1);
-		snprintf(why, whylen, "no published target '%s': / lists them", shown);
-		goto refuse;
-	}
-	if (!want && n != 1) {
-		if (nall != 1) {
-			if (n)
-				snprintf(why, whylen, "%d targets are published: name one, target=ID|NAME", n);
-			else
-				snprintf(why, whylen, "no target is published (pcmon start --publish, or "
-						      "publish = yes in pcmond.conf)");
-			cJSON_Delete(rep);
-			return n ? 400 : 404;
-		}
-		pick = all;
-	}
-	snprintf(id, idlen, "%d",
-		 (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pick, "id")));
-	cJSON_Delete(rep);
-	return 0;
-refuse:
-	cJSON_Delete(rep);
-	return 404;
-}
 
 /* ---- answers */
 
@@ -177,7 +85,7 @@ static uint64_t rss_bytes(void)
 
 static void answer_metrics(struct http *h, struct hreq *r)
 {
-	cJSON *st = request(h, "status", NULL), *tg = request(h, "targets", NULL);
+	cJSON *st = http_engine_request(h->e, "status", NULL), *tg = http_engine_request(h->e, "targets", NULL);
 	char *text;
 
 	h->st.rss_bytes = rss_bytes();
@@ -193,7 +101,7 @@ static void answer_metrics(struct http *h, struct hreq *r)
 
 static void answer_index(struct http *h, struct hreq *r)
 {
-	cJSON *tg = request(h, "targets", NULL), *t;
+	cJSON *tg = http_engine_request(h->e, "targets", NULL), *t;
 	char *buf = NULL;
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -272,7 +180,7 @@ static void finish_window(struct http *h, struct hreq *r, const char *since)
 	cJSON_AddBoolToObject(req, "stacks", true);
 	if (r->route != HTTP_HEAP)
 		cJSON_AddBoolToObject(req, "labels", true);
-	rep = engine_handle(h->e, &root, req);
+	rep = http_engine_call(h->e, req);
 	cJSON_Delete(req);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		/* (a past window or the heap: what was asked may not be there) */
@@ -317,9 +225,9 @@ static int start_window(struct http *h, struct hreq *r, const struct http_req *q
 			 HTTP_MAX_WINDOWS);
 		return 503;
 	}
-	if ((st = published_target(h, q->target, r->target, sizeof(r->target), why, whylen)))
+	if ((st = http_published_target(h->e, q->target, r->target, sizeof(r->target), why, whylen)))
 		return st;
-	rep = request(h, "mark", r->target);
+	rep = http_engine_request(h->e, "mark", r->target);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		snprintf(why, whylen, "%s",
 			 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
@@ -418,12 +326,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		case HTTP_INDEX:
 			answer_index(h, r);
 			break;
+		case HTTP_API: {
+			char *body = http_api_answer(h->e, h->host, &q, &st, why, sizeof(why));
+
+			if (body)
+				answer_text(r, 200, "application/json", body);
+			break;
+		}
 		case HTTP_PROFILE:
 		case HTTP_FLAMEGRAPH:
 		case HTTP_HEAP:
 			if (q.since || q.route == HTTP_HEAP) { /* answered now: a past window,
 								    * from the slices, or the heap */
-				st = published_target(h, q.target, r->target, sizeof(r->target), why,
+				st = http_published_target(h->e, q.target, r->target, sizeof(r->target), why,
 						      sizeof(why));
 				if (st)
 					break;

@@ -45,12 +45,25 @@ void http_work(struct http *h);
  * error (with @why for the body).
  */
 enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH,
-		  HTTP_HEAP };
+		  HTTP_HEAP, HTTP_API };
+/* HTTP_API's views: /api/targets, /api/targets/ID/{listing,timeline,flame,diff} */
+enum http_api { API_TARGETS, API_LISTING, API_TIMELINE, API_FLAME, API_DIFF };
+#define HTTP_API_MAX_TIME 32	/* a time's text, as pcmon list --since takes it */
+#define HTTP_API_MAX_WHEN 1024	/* a WHEN pattern's */
+#define HTTP_API_MAX_TOP 1000	/* rows, or a timeline's procedures */
+#define HTTP_API_MAX_NODES 20000 /* a flame tree's */
 struct http_req {
 	enum http_route route;
 	uint32_t seconds;	/* HTTP_PROFILE, HTTP_FLAMEGRAPH: the window to come ... */
 	const char *since;	/* ... or one past, from the slices (pcmon list --since) */
 	const char *target;	/* ID or NAME as given, NULL: the default (and HTTP_HEAP's) */
+	/* HTTP_API: the view, its target's id (as digits), and its arguments */
+	enum http_api api;
+	char id[12];
+	const char *until, *when;
+	const char *a, *b;	/* API_DIFF: the two windows, SINCE..UNTIL each */
+	uint32_t top, nodes;	/* 0: the view's default */
+	bool inverted;
 };
 typedef const char *(*http_arg_fn)(void *ctx, const char *key);
 int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,

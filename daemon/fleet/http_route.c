@@ -26,6 +26,97 @@ static const struct {
 	{ "/debug/pprof/heap", HTTP_HEAP },
 };
 
+static const char *const api_views[] = {
+	[API_LISTING] = "listing", [API_TIMELINE] = "timeline", [API_FLAME] = "flame",
+	[API_DIFF] = "diff",
+};
+
+/* A bounded text argument @key (absent: NULL): 0, or 400 with @why. */
+static int text_arg(http_arg_fn arg, void *ctx, const char *key, size_t max, const char **out,
+		    char *why, size_t whylen)
+{
+	const char *v = arg(ctx, key);
+
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!*v || strlen(v) > max) {
+		snprintf(why, whylen, "%s=: give at most %zu characters", key, max);
+		return 400;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A whole number argument @key from 1 to @max (absent: 0): 0, or 400 with @why. */
+static int num_arg(http_arg_fn arg, void *ctx, const char *key, uint32_t max, uint32_t *out,
+		   char *why, size_t whylen)
+{
+	const char *v = arg(ctx, key);
+	unsigned long n;
+	char *end;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	n = strtoul(v, &end, 10);
+	if (!*v || *end || *v == '-' || n < 1 || n > max) {
+		snprintf(why, whylen, "%s=: give a whole number from 1 to %u", key, max);
+		return 400;
+	}
+	*out = (uint32_t)n;
+	return 0;
+}
+
+/* /api/targets, /api/targets/ID/VIEW, and the view's arguments. */
+static int api_route(const char *path, http_arg_fn arg, void *ctx, struct http_req *out,
+		     char *why, size_t whylen)
+{
+	const char *p = path + strlen("/api/targets"), *slash;
+	size_t n;
+	int st;
+
+	out->route = HTTP_API;
+	if (!*p) {
+		out->api = API_TARGETS;
+		return 200;
+	}
+	if (*p != '/')
+		goto none;
+	p++;
+	for (n = 0; p[n] >= '0' && p[n] <= '9'; n++)
+		;
+	slash = p + n;
+	if (!n || n >= sizeof(out->id) || *slash != '/')
+		goto none;
+	memcpy(out->id, p, n);
+	out->id[n] = '\0';
+	for (out->api = API_LISTING; out->api <= API_DIFF; out->api++)
+		if (!strcmp(slash + 1, api_views[out->api]))
+			break;
+	if (out->api > API_DIFF)
+		goto none;
+	if ((st = text_arg(arg, ctx, "since", HTTP_API_MAX_TIME, &out->since, why, whylen)) ||
+	    (st = text_arg(arg, ctx, "until", HTTP_API_MAX_TIME, &out->until, why, whylen)) ||
+	    (st = text_arg(arg, ctx, "when", HTTP_API_MAX_WHEN, &out->when, why, whylen)) ||
+	    (st = text_arg(arg, ctx, "a", 2 * HTTP_API_MAX_TIME + 2, &out->a, why, whylen)) ||
+	    (st = text_arg(arg, ctx, "b", 2 * HTTP_API_MAX_TIME + 2, &out->b, why, whylen)) ||
+	    (st = num_arg(arg, ctx, "top", HTTP_API_MAX_TOP, &out->top, why, whylen)) ||
+	    (st = num_arg(arg, ctx, "nodes", HTTP_API_MAX_NODES, &out->nodes, why, whylen)))
+		return st;
+	out->inverted = arg(ctx, "inverted") && !strcmp(arg(ctx, "inverted"), "1");
+	if (out->api == API_DIFF && (!out->a || !out->b || !strstr(out->a, "..") ||
+				     !strstr(out->b, ".."))) {
+		snprintf(why, whylen, "a= and b=: give the two windows, SINCE..UNTIL each (as pcmon diff takes them)");
+		return 400;
+	}
+	return 200;
+none:
+	snprintf(why, whylen, "no such page: /api/targets lists the targets, /api/targets/ID/VIEW "
+			      "(listing, timeline, flame, diff) shows one");
+	return 404;
+}
+
 int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 	       struct http_req *out, char *why, size_t whylen)
 {
@@ -37,6 +128,8 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 		snprintf(why, whylen, "only GET is served here");
 		return 405;
 	}
+	if (!strncmp(path, "/api/targets", strlen("/api/targets")))
+		return api_route(path, arg, ctx, out, why, whylen);
 	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
 		;
 	if (i == ARRAY_SIZE(routes)) {

@@ -351,6 +351,71 @@ def test_an_unpublished_target_is_never_named_or_counted():
     assert f'target="{hidden}"' not in metrics, metrics
 
 
+def test_api_views_are_the_engines():
+    """/api/targets and a published target's /listing, /timeline, /flame and /diff are what
+    pcmon list, timeline and diff answer for the same windows (the flame tree's total is the
+    listing's count); an unpublished target is answered as one that does not exist; bad
+    arguments are refused with 400 and a reason."""
+    d, port = http_daemon()
+    base = f"http://127.0.0.1:{port}/api/targets"
+    procs_ = []
+    try:
+        procs_.append(subprocess.Popen([workload("threefn"), "5"], stdout=subprocess.DEVNULL))
+        procs_.append(subprocess.Popen([workload("spinner"), "5"], stdout=subprocess.DEVNULL))
+        shown = pcmon("start", "--pid", procs_[0].pid, "--name", "shownjob", "--interval",
+                      1000, "--slices", "1s", "--publish", sock=d.sock, check=0).stdout.strip()
+        hidden = pcmon("start", "--pid", procs_[1].pid, "--name", "secretjob", sock=d.sock,
+                       check=0).stdout.strip()
+        for p in procs_:
+            p.wait()
+        t = pcmon_json("list", shown, sock=d.sock)[0]["target"]
+        t0 = int(t["start_wall"]) + 1
+        t1, t2 = t0 + 2, t0 + 4
+        st, body, ctype = get(base)
+        assert st == 200 and ctype == "application/json", (st, body[:200])
+        ts = json.loads(body)["targets"]
+        assert [x["name"] for x in ts] == ["shownjob"] and b"secretjob" not in body, ts
+        win = f"since=@{t0}&until=@{t2}"
+        st, body, _ = get(f"{base}/{shown}/listing?{win}")
+        want = pcmon_json("list", shown, "--since", f"@{t0}", "--until", f"@{t2}",
+                          sock=d.sock)[0]
+        got = json.loads(body)
+        assert st == 200 and got["procedures"] == want["procedures"], (st, body[:300])
+        assert got["summary"] == want["summary"]
+        st, body, _ = get(f"{base}/{shown}/timeline?{win}&top=3")
+        want = pcmon_json("timeline", shown, "--since", f"@{t0}", "--until", f"@{t2}",
+                          "--top", "3", sock=d.sock)[0]
+        assert st == 200 and json.loads(body)["timeline"] == want["timeline"], body[:300]
+        st, body, _ = get(f"{base}/{shown}/flame?{win}")
+        flame = json.loads(body)["flame"]
+        counted = pcmon_json("list", shown, "--since", f"@{t0}", "--until", f"@{t2}",
+                             sock=d.sock)[0]["summary"]["counted"]
+        assert st == 200 and flame["total"] == counted and flame["root"]["c"], flame["total"]
+        st, body, _ = get(f"{base}/{shown}/diff?a=@{t0}..@{t1}&b=@{t1}..@{t2}")
+        want = pcmon_json("diff", f"{shown}@@{t0}..@{t1}", f"{shown}@@{t1}..@{t2}",
+                          sock=d.sock)[0]
+        got = json.loads(body)
+        assert st == 200 and got["diff"]["procedures"] == want["procedures"], body[:300]
+        assert got["flame"]["total_a"] == want["a"]["samples"], (got["flame"]["total_a"], want["a"])
+        # an unpublished target is one that does not exist; bad arguments say why
+        for view in ("listing", "flame", "timeline"):
+            a = get(f"{base}/{hidden}/{view}")
+            b = get(f"{base}/250/{view}")
+            assert a[0] == 404 and a[1].replace(hidden.encode(), b"X") == \
+                b[1].replace(b"250", b"X"), (a, b)
+        for path, code in ((f"/{shown}/nope", 404), (f"/x/listing", 404),
+                           (f"/{shown}/listing?since=" + "9" * 40, 400),
+                           (f"/{shown}/flame?nodes=0", 400), (f"/{shown}/diff?a=-1m", 400),
+                           (f"/{shown}/listing?since=yesterday", 400)):
+            st, body, _ = get(base + path)
+            assert st == code and body.strip() and b"\n" not in body.strip(), (path, st, body)
+    finally:
+        for p in procs_:
+            if p.poll() is None:
+                p.kill()
+        d.stop()
+
+
 def test_heap_of_a_published_target():
     """/debug/pprof/heap: a published target's allocations (--alloc) now, as a Go heap
     profile that `go tool pprof` reads from the URL, its live bytes the listing's; linked
