@@ -321,6 +321,21 @@ static int flame_write(FILE *f, struct node *root, const struct xprof *p, const 
 		       const struct flame_tint *tint, uint64_t ta, uint64_t tb, bool grouped,
 		       bool inverted);
 
+/* Two profiles merged, their samples in *@ta and *@tb: a frame's width a TB + b TA, the
+ * mean of its shares times 2 TA TB. */
+static int add_two(struct node *root, const struct xprof *a, const struct xprof *b,
+		   bool inverted, uint64_t *ta, uint64_t *tb, bool *grouped)
+{
+	int err;
+
+	for (int i = 0; i < a->nsamples; i++)
+		*ta += a->samples[i].count;
+	for (int i = 0; i < b->nsamples; i++)
+		*tb += b->samples[i].count;
+	err = add_profile(root, a, 0, *tb ? *tb : 1, inverted, grouped);
+	return err ? err : add_profile(root, b, 1, *ta ? *ta : 1, inverted, grouped);
+}
+
 int export_flamegraph(FILE *f, const struct xprof *p, const char *title,
 		      const struct flame_opts *o)
 {
@@ -347,14 +362,7 @@ int export_flamegraph_diff(FILE *f, const struct xprof *a, const struct xprof *b
 
 	if (!root)
 		return -ENOMEM;
-	for (int i = 0; i < a->nsamples; i++)
-		ta += a->samples[i].count;
-	for (int i = 0; i < b->nsamples; i++)
-		tb += b->samples[i].count;
-	/* a frame's width a TB + b TA: its shares' mean, times 2 TA TB */
-	err = add_profile(root, a, 0, tb ? tb : 1, false, &grouped);
-	if (!err)
-		err = add_profile(root, b, 1, ta ? ta : 1, false, &grouped);
+	err = add_two(root, a, b, false, &ta, &tb, &grouped);
 	if (!err)
 		err = flame_write(f, root, b, title, tint, ta, tb, grouped, false);
 	tree_free(root);
@@ -490,17 +498,8 @@ int flame_tree_json(const struct xprof *a, const struct xprof *b, bool inverted,
 	*out = NULL;
 	if (!root)
 		return -ENOMEM;
-	if (b) { /* as the differential graph: a frame's width a TB + b TA */
-		for (int i = 0; i < a->nsamples; i++)
-			ta += a->samples[i].count;
-		for (int i = 0; i < b->nsamples; i++)
-			tb += b->samples[i].count;
-		err = add_profile(root, a, 0, tb ? tb : 1, inverted, &grouped);
-		if (!err)
-			err = add_profile(root, b, 1, ta ? ta : 1, inverted, &grouped);
-	} else {
-		err = add_profile(root, a, -1, 1, inverted, &grouped);
-	}
+	err = b ? add_two(root, a, b, inverted, &ta, &tb, &grouped)
+		: add_profile(root, a, -1, 1, inverted, &grouped);
 	if (err)
 		goto out;
 	sort_tree(root);
