@@ -54,7 +54,9 @@ FLEET_PROTOS := $(wildcard $(FLEET_DIR)/*.proto)
 FLEET_PB_SRCS := $(patsubst $(FLEET_DIR)/%.proto,$(FLEET_GEN)/%.pb-c.c,$(FLEET_PROTOS))
 FLEET_PB_HDRS := $(FLEET_PB_SRCS:.c=.h)
 FLEET_SRCS  := $(wildcard $(FLEET_DIR)/*.c)
-FLEET_NAMES := $(notdir $(FLEET_SRCS:.c=.o) $(FLEET_PB_SRCS:.c=.o))
+# the page pcmond serves, built in (daemon/fleet/web/embed.sh)
+FLEET_WEB   := $(sort $(wildcard $(FLEET_DIR)/web/*.html $(FLEET_DIR)/web/*.js $(FLEET_DIR)/web/*.css))
+FLEET_NAMES := $(notdir $(FLEET_SRCS:.c=.o) $(FLEET_PB_SRCS:.c=.o)) web_assets.o
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) \
 	-I$(FLEET_GEN) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
 LIBS	= $(PKG_LIBS) -liberty -lz -lpthread -lm
@@ -155,6 +157,12 @@ $(FLEET_PB_SRCS) $(FLEET_PB_HDRS): $(FLEET_PROTOS)
 $(OUTPUT)/pic/%.pb-c.o: $(FLEET_GEN)/%.pb-c.c | $(OUTPUT)/pic $(FLEET_PB_HDRS)
 	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 $(OUTPUT)/asan/%.pb-c.o: $(FLEET_GEN)/%.pb-c.c | $(OUTPUT)/asan $(FLEET_PB_HDRS)
+	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+$(FLEET_GEN)/web_assets.c: $(FLEET_WEB) $(FLEET_DIR)/web/embed.sh | $(FLEET_GEN)
+	sh $(FLEET_DIR)/web/embed.sh $(FLEET_WEB) > $@.tmp && mv $@.tmp $@
+$(OUTPUT)/pic/web_assets.o: $(FLEET_GEN)/web_assets.c | $(OUTPUT)/pic
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+$(OUTPUT)/asan/web_assets.o: $(FLEET_GEN)/web_assets.c | $(OUTPUT)/asan
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 $(OUTPUT)/libpcmon.a: $(ENGINE_OBJS)
 	$(AR) rcs $@ $^

@@ -20,6 +20,7 @@
 #include "http.h"
 #include "http_api.h"
 #include "metrics.h"
+#include "web_assets.h"
 #include "proto.h"
 #include "util.h"
 
@@ -266,6 +267,12 @@ static enum MHD_Result queue(struct hreq *r)
 	r->body = NULL;
 	MHD_add_response_header(resp, "Content-Type", r->type);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (!strncmp(r->type, "text/html", 9)) /* its own files, and the API, and no more */
+		MHD_add_response_header(resp, "Content-Security-Policy",
+					"default-src 'none'; script-src 'self'; style-src 'self'; "
+					"connect-src 'self'; img-src 'self'; base-uri 'none'; "
+					"frame-ancestors 'none'; form-action 'self'");
 	if (r->status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"pcmond\"");
 	if (r->status == 200 && (r->route == HTTP_PROFILE || r->route == HTTP_HEAP))
@@ -323,9 +330,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		case HTTP_METRICS:
 			answer_metrics(h, r);
 			break;
-		case HTTP_INDEX:
+		case HTTP_LIST:
 			answer_index(h, r);
 			break;
+		case HTTP_INDEX:
+		case HTTP_ASSET: { /* the page, built in */
+			const struct web_asset *a = web_asset(url);
+			char *copy = a ? malloc(a->len + 1) : NULL;
+
+			if (!a) {
+				st = 404;
+				snprintf(why, sizeof(why), "no such page: / is the page");
+				break;
+			}
+			if (copy) {
+				memcpy(copy, a->data, a->len);
+				copy[a->len] = '\0';
+			}
+			answer_text(r, 200, a->type, copy);
+			break;
+		}
 		case HTTP_API: {
 			char *body = http_api_answer(h->e, h->host, &q, &st, why, sizeof(why));
 

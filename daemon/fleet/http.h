@@ -45,7 +45,7 @@ void http_work(struct http *h);
  * error (with @why for the body).
  */
 enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH,
-		  HTTP_HEAP, HTTP_API };
+		  HTTP_HEAP, HTTP_API, HTTP_ASSET, HTTP_LIST };
 /* HTTP_API's views: /api/targets, /api/targets/ID/{listing,timeline,flame,diff} */
 enum http_api { API_TARGETS, API_LISTING, API_TIMELINE, API_FLAME, API_DIFF };
 #define HTTP_API_MAX_TIME 32	/* a time's text, as pcmon list --since takes it */

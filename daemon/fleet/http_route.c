@@ -19,6 +19,7 @@ static const struct {
 	enum http_route route;
 } routes[] = {
 	{ "/", HTTP_INDEX },
+	{ "/targets.html", HTTP_LIST },
 	{ "/healthz", HTTP_HEALTHZ },
 	{ "/metrics", HTTP_METRICS },
 	{ "/debug/pprof/profile", HTTP_PROFILE },
@@ -30,6 +31,20 @@ static const char *const api_views[] = {
 	[API_LISTING] = "listing", [API_TIMELINE] = "timeline", [API_FLAME] = "flame",
 	[API_DIFF] = "diff",
 };
+
+/* /NAME.js or /NAME.css, NAME of lower-case letters, digits, '-' and '_': one of the page's
+ * files, by its exact name. */
+static bool is_asset(const char *path)
+{
+	size_t n = 1;
+
+	if (path[0] != '/')
+		return false;
+	while ((path[n] >= 'a' && path[n] <= 'z') || (path[n] >= '0' && path[n] <= '9') ||
+	       path[n] == '-' || path[n] == '_')
+		n++;
+	return n > 1 && n < 64 && (!strcmp(path + n, ".js") || !strcmp(path + n, ".css"));
+}
 
 /* A bounded text argument @key (absent: NULL): 0, or 400 with @why. */
 static int text_arg(http_arg_fn arg, void *ctx, const char *key, size_t max, const char **out,
@@ -130,6 +145,10 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 	}
 	if (!strncmp(path, "/api/targets", strlen("/api/targets")))
 		return api_route(path, arg, ctx, out, why, whylen);
+	if (is_asset(path)) { /* the page's files (web_assets.h): found, or 404, by http.c */
+		out->route = HTTP_ASSET;
+		return 200;
+	}
 	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
 		;
 	if (i == ARRAY_SIZE(routes)) {

@@ -180,7 +180,7 @@ def test_past_windows_from_the_slices_and_the_index():
         tid = pcmon("start", "--pid", p.pid, "--publish", "--interval", 2000, "--slices", "1s",
                     "--name", "past", sock=d.sock, check=0).stdout.strip()
         p.wait(30)
-        st, index, ctype = get(f"{base}/")
+        st, index, ctype = get(f"{base}/targets.html")
         link = re.search(rb'href="(/flamegraph\.svg\?target=' + tid.encode() + rb'&amp;since=-1m)"', index)
         assert st == 200 and ctype.startswith("text/html") and link, index
         st, svg, ctype = get(base + link.group(1).decode().replace("&amp;", "&"))
@@ -290,7 +290,7 @@ def test_refusals_and_what_is_never_served():
         r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
                             f"{base}/metrics"], capture_output=True, text=True)
         assert r.stdout == "405", r.stdout
-        st, body, _ = get(f"{base}/")
+        st, body, _ = get(f"{base}/targets.html")
         assert st == 200 and hidden.encode() not in re.sub(rb"<[^>]*>", b" ", body).split(), body
         os.chmod(d.dir, 0o711)  # users reach the socket (0660, group pcmon)
         with Users("pcmon_http_u"):
@@ -320,7 +320,8 @@ def test_an_unpublished_target_is_never_named_or_counted():
         listing, _ = pcmon_json("list", hidden, sock=d.sock)
         assert listing["summary"]["counted"] > 100, listing["summary"]
         bodies = {}
-        for path in ("/", "/metrics", "/healthz", "/debug/pprof/profile?seconds=1",
+        for path in ("/", "/targets.html", "/api/targets", "/metrics", "/healthz",
+                     "/debug/pprof/profile?seconds=1",
                      "/flamegraph.svg?since=-1m", f"/flamegraph.svg?since=-1m&target={shown}"):
             st, body, _ = get(base + path)
             assert st == 200, (path, st, body[:200])
@@ -456,7 +457,7 @@ def test_heap_of_a_published_target():
         assert abs(got[1] - win["inuse_bytes"]) <= len(alloc["procedures"]) + 2, (got, win)
         st, body, _ = get(f"{base}/debug/pprof/heap?target={tid}&seconds=5")
         assert st == 400, (st, body)
-        st, body, _ = get(base + "/")
+        st, body, _ = get(base + "/targets.html")
         assert f"/debug/pprof/heap?target={tid}".encode() in body, body
         other = pcmon("start", "--pid", os.getpid(), "--publish", sock=d.sock,
                       check=0).stdout.strip()

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""pcmond's page (docs/fleet.md, "The page"), in Debian's Chromium, headless, against a real
+pcmond serving a published target: the page loads from pcmond alone, the flame graph's
+frames are the listing's, a search says the share the listing gives, names show as text."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from lib import Daemon, Skip, pcmon, pcmon_json, run_tests, workload  # noqa: E402
+from test_http import free_port, get  # noqa: E402
+
+
+def chromium_dom(url, wait_ms=8000):
+    """The DOM once the page's script ran (Chromium's virtual time: fetches included)."""
+    if not shutil.which("chromium"):
+        raise Skip("chromium is not installed: make deps")
+    p = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        f"--virtual-time-budget={wait_ms}", "--enable-logging=stderr",
+                        "--v=0", "--dump-dom", url],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    errors = [l for l in p.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l or
+              "Content Security Policy" in l]
+    return p.stdout, errors
+
+
+def test_page_draws_the_listing():
+    """/#t=ID&q=RE: the page comes from pcmond (its files built in, a strict CSP), lists the
+    published target, draws the flame graph whose outermost frames' widths are the listing's
+    deep counts, and the search's matched share is the listing's deep share of the match."""
+    port = free_port()
+    d = Daemon(args=["--http", port]).start()
+    try:
+        p = subprocess.Popen([workload("threefn"), "3"], stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", p.pid, "--name", "webjob", "--interval", 1000,
+                    "--publish", sock=d.sock, check=0).stdout.strip()
+        p.wait()
+        time.sleep(1.5)  # (its exit seen: the target stays as it is from now on)
+        base = f"http://127.0.0.1:{port}"
+        st, page, ctype = get(base + "/")
+        assert st == 200 and ctype.startswith("text/html") and b"/app.js" in page, page[:200]
+        dom, errors = chromium_dom(f"{base}/#t={tid}&q=^work_a$")
+        assert not errors, errors
+        assert 'data-ready="1"' in dom, dom[:2000]
+        assert re.search(r'<tr class="target" data-id="%s">' % tid, dom), dom[:2000]
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        deep = {r["name"]: r["deep"] for r in listing["procedures"]}
+        frames = re.findall(r'<g class="f[^"]*" data-name="([^"]*)" data-v="(\d+)"', dom)
+        assert frames, dom[:3000]
+        got = {}
+        for name, v in frames:
+            got.setdefault(name, int(v))  # (a procedure's first frame: its outermost)
+        for name in ("work_a", "work_b", "work_c"):
+            assert got.get(name) == deep[name], (name, got.get(name), deep[name])
+        m = re.search(r'id="matched" data-matched="([\d.]+)"', dom)
+        want = 100 * deep["work_a"] / listing["summary"]["counted"]
+        assert m and abs(float(m.group(1)) - want) < 0.01, (m and m.group(0), want)
+        assert re.search(r'<tr data-name="work_a">', dom), "the listing's rows"
+    finally:
+        d.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
