@@ -127,7 +127,7 @@ static __always_inline bool is_alive(__u32 pid, __u64 addr)
  * seen (a sampled allocation, or a realloc of a sampled block, which it ends). A session's
  * entry says so to the kernel, which then skips the return probe of every other call.
  */
-static __always_inline bool enter(struct pt_regs *ctx)
+static __always_inline bool enter(struct pt_regs *ctx, bool session)
 {
 	/* (the arguments read first, each from the context as it is: the verifier refuses a
 	 * read through a context pointer the compiler moved) */
@@ -178,13 +178,15 @@ static __always_inline bool enter(struct pt_regs *ctx)
 		st->entries++;
 		st->sampled += th->sampled;
 	}
-	if (th->sampled)
+	if (th->sampled || !session)
 		return true;
 	if (fn != PCMON_AFN_REALLOC || !th->old)
 		return false;
 	if (is_alive(bpf_get_current_pid_tgid() >> 32, th->old))
 		return true;
-	if (st) /* (its return will not look: the block it ends was not sampled) */
+	/* its return will not look: the block it ends was not sampled (counted here, whether
+	 * or not the realloc then succeeds; docs/alloc.md) */
+	if (st)
 		st->frees_unmatched++;
 	return false;
 }
@@ -192,7 +194,7 @@ static __always_inline bool enter(struct pt_regs *ctx)
 SEC("uprobe")
 int alloc_enter(struct pt_regs *ctx)
 {
-	enter(ctx);
+	enter(ctx, false);
 	return 0;
 }
 
@@ -357,5 +359,5 @@ int alloc_session(struct pt_regs *ctx)
 		leave(ctx);
 		return 0;
 	}
-	return enter(ctx) ? 0 : 1; /* 1: no return probe for this call */
+	return enter(ctx, true) ? 0 : 1; /* 1: no return probe for this call */
 }

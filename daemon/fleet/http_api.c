@@ -73,7 +73,9 @@ int http_published_target(struct engine *e, const char *want, char *id, size_t i
 		snprintf(tid, sizeof(tid), "%d",
 			 (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "id")));
 		if (want) {
-			if (!strcmp(want, tid) || (name && !strcmp(want, name))) {
+			/* (a want of digits alone is an id: a target named "5" is not target 5) */
+			if (!strcmp(want, tid) ||
+			    (name && !strcmp(want, name) && strspn(want, "0123456789") != strlen(want))) {
 				pick = t;
 				break;
 			}
@@ -176,8 +178,8 @@ static cJSON *flame_json(struct engine *e, const char *id, const struct http_req
 	cJSON_AddBoolToObject(req, "stacks", true);
 	if (!(rep = ask(e, req, status, why, whylen)))
 		return NULL;
-	if (xprof_load(&p, rep, why, whylen)) {
-		*status = 500;
+	if (xprof_load(&p, rep, why, whylen)) { /* (a target that takes no samples) */
+		*status = 400;
 		cJSON_Delete(rep);
 		return NULL;
 	}
@@ -185,6 +187,8 @@ static cJSON *flame_json(struct engine *e, const char *id, const struct http_req
 		*status = 500, snprintf(why, whylen, "out of memory");
 	xprof_free(&p);
 	o = tree ? cJSON_CreateObject() : NULL;
+	if (!o)
+		cJSON_Delete(tree);
 	if (o) {
 		if (cJSON_GetObjectItemCaseSensitive(rep, "window"))
 			cJSON_AddItemToObject(o, "window", cJSON_DetachItemFromObject(rep, "window"));

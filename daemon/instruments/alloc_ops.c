@@ -6,6 +6,7 @@
  * results file; its part of `list` is alloc_report.c's (docs/alloc.md).
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -129,7 +130,7 @@ static int probe_vma(void *ctx, struct procmaps_vma *v)
 				 pc->a->named ? (const char *const *)pc->a->names : NULL);
 	if (!r)
 		pc->a->probed_files++;
-	else if (r != -ENOENT)
+	else if (r < 0 && r != -ENOENT) /* (1: probed before) */
 		pr_warn("--alloc: cannot probe the allocator in %s: %s", v->name, strerror(-r));
 	return 0;
 }
@@ -179,8 +180,7 @@ static void probe_members(struct alloc_g *g, struct target *t, struct alloc *a)
 		if (now[i] && !pidtab_get(a->members, now[i]) &&
 		    !pidtab_put(a->members, now[i], (void *)(uintptr_t)now[i]))
 			probe_process(g, a, now[i]);
-	/* a member no longer listed exited or moved out: its probes go (those of a process that
-	 * moved on would count for it no longer) */
+	/* a member no longer listed exited or moved out */
 	for (void *v; (v = pidtab_next(a->members, &it));) {
 		pid = (uint32_t)(uintptr_t)v;
 		if (!bsearch(&pid, now, n, sizeof(*now), by_pid) && !GROW(now, cap, n + 1 + ngone))
@@ -188,7 +188,10 @@ static void probe_members(struct alloc_g *g, struct target *t, struct alloc *a)
 	}
 	for (size_t i = 0; i < ngone; i++) {
 		pidtab_del(a->members, now[n + i]);
-		allocator_forget_pid(g->al, now[n + i]);
+		/* (one that moved out keeps its probes: another target may watch it too; the
+		 * process's exit lets them go) */
+		if (kill((pid_t)now[n + i], 0) && errno == ESRCH)
+			allocator_forget_pid(g->al, now[n + i]);
 	}
 	free(now);
 }
@@ -604,12 +607,14 @@ static int read_sites(struct sf_rd *rd, const cJSON *section, int nstacks, const
 			return r;
 		if (!nstacks)
 			return sf_bad(rd, "s", "there are no stacks");
-		for (int k = 0; k < 7; k++)
+		if ((r = sf_get_u64(rd, it, "n", SF_ALWAYS, &x.samples)))
+			return r;
+		for (int k = 1; k < 7; k++)
 			if ((r = sf_get_double(rd, it, site_keys[k], SF_ALWAYS, 0, 1e30, &v[k])))
 				return r;
 		if (!a)
 			continue;
-		x = (struct alloc_site){ .stack = sid[stack], .samples = (uint64_t)v[0],
+		x = (struct alloc_site){ .stack = sid[stack], .samples = x.samples,
 					 .alloc_bytes = v[1], .alloc_objects = v[2],
 					 .alloc_var = v[3], .inuse_bytes = v[4],
 					 .inuse_objects = v[5], .inuse_var = v[6] };
@@ -651,9 +656,12 @@ static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **ou
 		r = stackfile_check(rd, section, SF_OPTIONAL, &f);
 	if (!r && !f.stacks) { /* a file that kept the totals and the table */
 		a->table_only = true;
+		slices_free(a->slices); /* (no times: no windows, no timeline) */
+		a->slices = NULL;
 		r = alloc_procedures_load(rd, section, &a->saved_procs);
 	} else if (!r && !(r = read_sites(rd, section, f.nstacks, NULL, NULL)) &&
-		   !(r = timed_read(rd, section, AC_N, f.nstacks, NULL, NULL))) {
+		   (r = timed_read(rd, section, AC_N, f.nstacks, NULL, NULL)) >= 0) {
+		r = 0; /* (1: no slices) */
 		/* everything checked: now load */
 		sid = calloc(f.nstacks + 1, sizeof(*sid));
 		r = !sid ? -ENOMEM : stackfile_load(rd, &f, s, a->stacks, sid);

@@ -437,7 +437,8 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 
 	if (timed_window_parse(lr, t->start_wall, &w, err))
 		return -1;
-	if ((w.on || lr->stacks) && a->table_only) {
+	/* (a file with stacks has slices: but for a hand-made one, no window without them) */
+	if ((w.on && !a->slices) || (lr->stacks && a->table_only)) {
 		*err = proto_error(1, "target %u \"%s\": its results file was written before pcmon kept allocations' stacks and times: %s",
 				   t->id, t->name, lr->stacks ? "it has a table only"
 							      : "list it without --since/--until");

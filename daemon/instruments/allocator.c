@@ -91,8 +91,11 @@ int allocator_open(struct procs *p, struct allocator **out, char *err, size_t er
 	if (!a)
 		return -ENOMEM;
 	/* with uprobe sessions where the kernel has them (6.13), else entry and return probes
-	 * (PCMON_ALLOC_NO_SESSION: those, to test them where sessions are) */
-	for (int with = !getenv("PCMON_ALLOC_NO_SESSION"); with >= 0; with--) {
+	 * (PCMON_ALLOC_NO_SESSION=1: those, to test them where sessions are); the pair is
+	 * loaded either way, for a file whose session link the kernel refuses */
+	const char *no = getenv("PCMON_ALLOC_NO_SESSION");
+
+	for (int with = !(no && strcmp(no, "0")); with >= 0; with--) {
 		alloc_bpf__destroy(a->skel);
 		a->skel = alloc_bpf__open();
 		if (!a->skel) {
@@ -108,8 +111,6 @@ int allocator_open(struct procs *p, struct allocator **out, char *err, size_t er
 			bpf_program__set_expected_attach_type(a->skel->progs.alloc_session,
 							      ATTACH_UPROBE_SESSION);
 		bpf_program__set_autoload(a->skel->progs.alloc_session, with);
-		bpf_program__set_autoload(a->skel->progs.alloc_enter, !with);
-		bpf_program__set_autoload(a->skel->progs.alloc_return, !with);
 		r = alloc_bpf__load(a->skel);
 		if (!r) {
 			a->session = with;
@@ -234,8 +235,11 @@ static int probe_one(struct allocator *a, struct probed *f, enum pcmon_afn fn, u
 		return probe_pair(a, f, fn, off);
 	fd = session_link(bpf_program__fd(a->skel->progs.alloc_session), f->path, off, fn,
 			  f->pid);
-	if (fd < 0)
-		return fd;
+	if (fd < 0) { /* (refused, by a security module say: the pair does the same) */
+		pr_warn("--alloc: a uprobe session in %s: %s: probing entry and return",
+			f->path, strerror(-fd));
+		return probe_pair(a, f, fn, off);
+	}
 	if (GROW(f->fds, f->cap_fds, f->nfds + 1)) {
 		close(fd);
 		return -ENOMEM;
@@ -265,7 +269,7 @@ int allocator_probe_file(struct allocator *a, const char *path, uint32_t pid,
 	for (size_t i = 0; i < a->nfiles; i++)
 		if (a->files[i].dev == st.st_dev && a->files[i].ino == st.st_ino &&
 		    a->files[i].pid == pid)
-			return 0;
+			return 1;
 	f.dev = st.st_dev;
 	f.ino = st.st_ino;
 	f.pid = pid;

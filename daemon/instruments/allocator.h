@@ -19,8 +19,8 @@ int allocator_open(struct procs *p, struct allocator **out, char *err, size_t er
 void allocator_close(struct allocator *a);
 /*
  * Probe the allocator's functions in the object @path (glibc's names, or those of @names,
- * by enum pcmon_afn, NULL where it has none) for process @pid, once: 0 (also when it was
- * probed before), -ENOENT if it has none of them, or -errno. The probes are the process's:
+ * by enum pcmon_afn, NULL where it has none) for process @pid, once: 0, 1 if it was probed
+ * before, -ENOENT if it has none of them, or -errno. The probes are the process's:
  * the kernel plants its breakpoints in that process's memory alone, and the machine's other
  * processes that map the object run on untouched.
  */

@@ -319,6 +319,9 @@ static void target_end(struct rd *rd)
 	else if (!all && !cg)
 		conf_err(rd->c, t->line, "[target %s]: say what it watches: all = yes, or cgroup = DIR",
 			 t->name);
+	else if (proto_bool(t->req, "no_sample", 0) && !proto_bool(t->req, "alloc", 0))
+		conf_err(rd->c, t->line, "[target %s]: no-sample = yes leaves it nothing to do: give alloc = yes too, or leave no-sample out",
+			 t->name);
 	else if (all && proto_bool(t->req, "alloc", 0))
 		conf_err(rd->c, t->line, "[target %s]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)",
 			 t->name);

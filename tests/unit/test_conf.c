@@ -206,6 +206,8 @@ static void test_errors_of_sections_and_lines(void **state)
 		  "t.conf:1: [target a]: say what it watches: all = yes, or cgroup = DIR");
 	one_error("[target a]\nall = yes\ncgroup = /sys/fs/cgroup/x\n",
 		  "t.conf:1: [target a]: all = yes and cgroup: give one of them");
+	one_error("[target a]\ncgroup = /sys/fs/cgroup/x\nno-sample = yes\n",
+		  "t.conf:1: [target a]: no-sample = yes leaves it nothing to do: give alloc = yes too, or leave no-sample out");
 	one_error("[target a]\nall = yes\nalloc = yes\n",
 		  "t.conf:1: [target a]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)");
 	one_error("[target a]\nall = yes\n[target b]\ncgroup = /x\n[target c]\nall = yes\n",
