@@ -55,7 +55,7 @@ FLEET_PB_SRCS := $(patsubst $(FLEET_DIR)/%.proto,$(FLEET_GEN)/%.pb-c.c,$(FLEET_P
 FLEET_PB_HDRS := $(FLEET_PB_SRCS:.c=.h)
 FLEET_SRCS  := $(wildcard $(FLEET_DIR)/*.c)
 # the page pcmond serves, built in (daemon/fleet/web/embed.sh)
-FLEET_WEB   := $(sort $(wildcard $(FLEET_DIR)/web/*.html $(FLEET_DIR)/web/*.js $(FLEET_DIR)/web/*.css))
+FLEET_WEB   := $(sort $(wildcard $(addprefix $(FLEET_DIR)/web/*.,html js css svg)))
 FLEET_NAMES := $(notdir $(FLEET_SRCS:.c=.o) $(FLEET_PB_SRCS:.c=.o)) web_assets.o
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Iinclude $(DAEMON_INC) -I$(FLEET_DIR) \
 	-I$(FLEET_GEN) -I$(OUTPUT) $(PKG_CFLAGS) -MMD -MP
@@ -112,7 +112,9 @@ DEPS_INSTALL = if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-g
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "all build and test dependencies are installed"; fi
+	else echo "all build and test dependencies are installed"; fi; \
+	if command -v npm >/dev/null; then npm ci --prefix tests/web --no-audit --no-fund \
+		--ignore-scripts --loglevel=error; else echo "no npm: test_web's browser test is skipped"; fi
 
 .SECONDARY:
 .PHONY: soak all deps check unit fuzz integration demo bench bench-full install clean format deb

@@ -32,7 +32,7 @@ static const char *const api_views[] = {
 	[API_DIFF] = "diff",
 };
 
-/* /NAME.js or /NAME.css, NAME of lower-case letters, digits, '-' and '_': one of the page's
+/* /NAME.js, /NAME.css or /NAME.svg, NAME of lower-case letters, digits, '-' and '_': one of the page's
  * files, by its exact name. */
 static bool is_asset(const char *path)
 {
@@ -43,7 +43,8 @@ static bool is_asset(const char *path)
 	while ((path[n] >= 'a' && path[n] <= 'z') || (path[n] >= '0' && path[n] <= '9') ||
 	       path[n] == '-' || path[n] == '_')
 		n++;
-	return n > 1 && n < 64 && (!strcmp(path + n, ".js") || !strcmp(path + n, ".css"));
+	return n > 1 && n < 64 && (!strcmp(path + n, ".js") || !strcmp(path + n, ".css") ||
+				   !strcmp(path + n, ".svg"));
 }
 
 /* A bounded text argument @key (absent: NULL): 0, or 400 with @why. */

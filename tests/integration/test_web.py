@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, Skip, pcmon, pcmon_json, run_tests, workload  # noqa: E402
+from lib import ROOT, Daemon, Skip, pcmon, pcmon_json, run_tests, workload  # noqa: E402
 from test_http import free_port, get  # noqa: E402
 
 
@@ -64,6 +64,62 @@ def test_page_draws_the_listing():
         want = 100 * deep["work_a"] / listing["summary"]["counted"]
         assert m and abs(float(m.group(1)) - want) < 0.01, (m and m.group(0), want)
         assert re.search(r'<tr data-name="work_a">', dom), "the listing's rows"
+    finally:
+        d.stop()
+
+
+WEB = os.path.join(os.path.dirname(__file__), "..", "web")
+MARKUP = os.path.join(os.path.dirname(__file__), "..", "workloads", "python", "pymarkup.py")
+
+
+def test_page_in_a_browser_driven():
+    """Playwright (playwright-core, on Debian's Chromium): the outermost frames are the
+    listing's deep counts; a search says the listing's share; a window dragged on the
+    timeline lists what pcmon list lists for it; two windows set as A and B are coloured as
+    pcmon diff calls each procedure; a procedure named as markup shows as text, and its
+    markup does not run. Screenshots of the flame graph and the diff go to docs/."""
+    if not shutil.which("node") or not os.path.isdir(os.path.join(WEB, "node_modules",
+                                                                   "playwright-core")):
+        raise Skip("node or tests/web's playwright-core is missing: make deps")
+    if not shutil.which("chromium"):
+        raise Skip("chromium is not installed: make deps")
+    port = free_port()
+    d = Daemon(args=["--http", port]).start()
+    try:
+        p = subprocess.Popen([workload("threefn"), "6"], stdout=subprocess.DEVNULL)
+        tid = pcmon("start", "--pid", p.pid, "--name", "webjob", "--interval", 1000,
+                    "--slices", "1s", "--publish", sock=d.sock, check=0).stdout.strip()
+        x = subprocess.Popen(["python3.11", MARKUP, "2"], stdout=subprocess.DEVNULL)
+        xid = pcmon("start", "--pid", x.pid, "--name", "markup", "--interval", 1000,
+                    "--publish", sock=d.sock, check=0).stdout.strip()
+        p.wait()
+        x.wait()
+        time.sleep(1.5)
+        shots = os.environ.get("PCMON_WEB_SHOTS", d.dir)  # (docs/web-*.png: this with
+        # PCMON_WEB_SHOTS=docs)
+        r = subprocess.run(["node", os.path.join(WEB, "check.mjs"), f"http://127.0.0.1:{port}",
+                            tid, xid, shots], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        assert not got["errors"], got["errors"]
+        listing = pcmon_json("list", tid, sock=d.sock)[0]
+        deep = {q["name"]: q["deep"] for q in listing["procedures"]}
+        for name in ("work_a", "work_b", "work_c"):
+            assert got["frames"].get(name) == deep[name], (name, got["frames"], deep)
+        want = 100 * deep["work_a"] / listing["summary"]["counted"]
+        assert abs(got["matched"] - want) < 0.01, (got["matched"], want)
+        since, until = got["a"]
+        win = pcmon_json("list", tid, "--since", since, "--until", until, sock=d.sock)[0]
+        assert got["window_total"] == win["summary"]["counted"], (got["a"], win["summary"])
+        diff = pcmon_json("diff", f"{tid}@{got['a'][0]}..{got['a'][1]}",
+                          f"{tid}@{got['b'][0]}..{got['b'][1]}", sock=d.sock)[0]
+        want = {q["procedure"]: q["change"] if q["significant"] else "same"
+                for q in diff["procedures"]}
+        assert got["diff"] == want, (got["diff"], want)
+        print(f"  frames {got['frames']}, matched {got['matched']} %, A {got['a']}, "
+              f"B {got['b']}, diff {got['diff']}")
+        assert any("<img" in n for n in got["xss_names"]), got["xss_names"]
+        assert got["xss_imgs"] == 0 and not got["pwned"], got
     finally:
         d.stop()
 

@@ -21,6 +21,7 @@ for f in "$@"; do
 	*.html) t='text/html; charset=utf-8' ;;
 	*.js) t='text/javascript; charset=utf-8' ;;
 	*.css) t='text/css; charset=utf-8' ;;
+	*.svg) t='image/svg+xml' ;;
 	*) t='application/octet-stream' ;;
 	esac
 	[ "$b" = index.html ] && p=/ || p="/$b"

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Drives Debian's Chromium (playwright-core, no browser of its own) against pcmond's page
+// for tests/integration/test_web.py: node check.mjs BASE TARGET XSS_TARGET SHOT_DIR. Prints
+// one JSON line of what the page showed; the test compares it with pcmon's own answers.
+import { chromium } from 'playwright-core';
+
+const [base, target, xss, shots] = process.argv.slice(2);
+const out = { errors: [] };
+const browser = await chromium.launch({
+	executablePath: '/usr/bin/chromium',
+	args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+	       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+	const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
+	page.on('console', (m) => { if (m.type() === 'error') out.errors.push(m.text()); });
+	page.on('pageerror', (e) => out.errors.push(String(e)));
+	const ready = async () => {
+		await page.waitForFunction(() => document.body.getAttribute('data-ready') === '1');
+		await page.evaluate(() => document.body.removeAttribute('data-ready'));
+	};
+
+	// 1. the whole life: the outermost frame of each procedure, and a search
+	await page.goto(`${base}/#t=${target}`);
+	await ready();
+	out.total = +(await page.getAttribute('#flame svg', 'data-total'));
+	out.frames = await page.$$eval('#flame g.f', (gs) => {
+		const first = {};
+		for (const g of gs)
+			if (!(g.dataset.name in first))
+				first[g.dataset.name] = +g.dataset.v;
+		return first;
+	});
+	await page.fill('#search', '^work_a$');
+	out.matched = +(await page.getAttribute('#matched', 'data-matched'));
+	await page.screenshot({ path: `${shots}/web-flame.png` });
+
+	// 2. a window dragged on the timeline: A the first half, B the second; their diff
+	const box = await (await page.$('#timeline svg')).boundingBox();
+	const drag = async (from, to) => {
+		await page.mouse.move(box.x + box.width * from, box.y + box.height / 3);
+		await page.mouse.down();
+		await page.mouse.move(box.x + box.width * to, box.y + box.height / 3, { steps: 5 });
+		await page.mouse.up();
+		await ready();
+		return [await page.getAttribute('#main', 'data-since'),
+			await page.getAttribute('#main', 'data-until')];
+	};
+	out.a = await drag(0.02, 0.5);
+	out.window_total = +(await page.getAttribute('#flame svg', 'data-total'));
+	await page.click('#setA');
+	out.b = await drag(0.5, 0.98);
+	await page.click('#setB');
+	await page.click('#compare');
+	await page.waitForSelector('#diff tr[data-name]');
+	out.diff = await page.$$eval('#diff tr[data-name]', (rs) =>
+		Object.fromEntries(rs.map((r) => [r.dataset.name, r.dataset.change])));
+	await page.screenshot({ path: `${shots}/web-diff.png` });
+
+	// 3. a procedure whose name is markup shows as text
+	if (xss) {
+		await page.goto(`${base}/#t=${xss}`);
+		await page.reload();
+		await ready();
+		out.xss_names = await page.$$eval('#flame g.f', (gs) => gs.map((g) => g.dataset.name));
+		out.xss_imgs = await page.$$eval('img', (is) => is.length);
+		out.pwned = await page.evaluate(() => window.pwned === 1);
+	}
+} catch (e) {
+	out.errors.push('check.mjs: ' + String(e));
+} finally {
+	await browser.close();
+}
+console.log(JSON.stringify(out));
