@@ -86,7 +86,9 @@ def test_page_in_a_browser_driven():
     port = free_port()
     d = Daemon(args=["--http", port]).start()
     try:
-        p = subprocess.Popen([workload("threefn"), "6"], stdout=subprocess.DEVNULL)
+        # a service whose gamma_ stops being called half way: A and B differ beyond noise
+        p = subprocess.Popen([workload("service"), "8", "busy", "remove", "4"],
+                             stdout=subprocess.DEVNULL)
         tid = pcmon("start", "--pid", p.pid, "--name", "webjob", "--interval", 1000,
                     "--slices", "1s", "--publish", sock=d.sock, check=0).stdout.strip()
         x = subprocess.Popen(["python3.11", MARKUP, "2"], stdout=subprocess.DEVNULL)
@@ -104,9 +106,9 @@ def test_page_in_a_browser_driven():
         assert not got["errors"], got["errors"]
         listing = pcmon_json("list", tid, sock=d.sock)[0]
         deep = {q["name"]: q["deep"] for q in listing["procedures"]}
-        for name in ("work_a", "work_b", "work_c"):
+        for name in ("alpha", "beta", "gamma_"):
             assert got["frames"].get(name) == deep[name], (name, got["frames"], deep)
-        want = 100 * deep["work_a"] / listing["summary"]["counted"]
+        want = 100 * deep["alpha"] / listing["summary"]["counted"]
         assert abs(got["matched"] - want) < 0.01, (got["matched"], want)
         since, until = got["a"]
         win = pcmon_json("list", tid, "--since", since, "--until", until, sock=d.sock)[0]
@@ -116,6 +118,9 @@ def test_page_in_a_browser_driven():
         want = {q["procedure"]: q["change"] if q["significant"] else "same"
                 for q in diff["procedures"]}
         assert got["diff"] == want, (got["diff"], want)
+        assert "shrank" in want.values(), want  # (gamma_, or the phase it was in)
+        for name, change in got["diff_frames"].items():  # the flame graph says the same
+            assert change == want.get(name, "same"), (name, change, want.get(name))
         print(f"  frames {got['frames']}, matched {got['matched']} %, A {got['a']}, "
               f"B {got['b']}, diff {got['diff']}")
         assert any("<img" in n for n in got["xss_names"]), got["xss_names"]

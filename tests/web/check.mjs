@@ -31,7 +31,7 @@ try {
 				first[g.dataset.name] = +g.dataset.v;
 		return first;
 	});
-	await page.fill('#search', '^work_a$');
+	await page.fill('#search', '^alpha$');
 	out.matched = +(await page.getAttribute('#matched', 'data-matched'));
 	await page.screenshot({ path: `${shots}/web-flame.png` });
 
@@ -46,15 +46,18 @@ try {
 		return [await page.getAttribute('#main', 'data-since'),
 			await page.getAttribute('#main', 'data-until')];
 	};
-	out.a = await drag(0.02, 0.5);
+	out.a = await drag(0.02, 0.47);
 	out.window_total = +(await page.getAttribute('#flame svg', 'data-total'));
 	await page.click('#setA');
-	out.b = await drag(0.5, 0.98);
+	out.b = await drag(0.53, 0.98);
 	await page.click('#setB');
 	await page.click('#compare');
 	await page.waitForSelector('#diff tr[data-name]');
 	out.diff = await page.$$eval('#diff tr[data-name]', (rs) =>
 		Object.fromEntries(rs.map((r) => [r.dataset.name, r.dataset.change])));
+	out.diff_frames = await page.$$eval('#flame g.f', (gs) => Object.fromEntries(
+		gs.map((g) => [g.dataset.name, g.classList.contains('grew') ? 'grew'
+			: g.classList.contains('shrank') ? 'shrank' : 'same'])));
 	await page.screenshot({ path: `${shots}/web-diff.png` });
 
 	// 3. a procedure whose name is markup shows as text

@@ -113,7 +113,6 @@ async function loadTimeline() {
 		const b = svg.getBoundingClientRect();
 		return Math.min(W, Math.max(0, ((ev.clientX - b.left) * W) / b.width));
 	};
-	const timeOf = (px) => t0 + ((t1 - t0) * px) / W;
 	svg.addEventListener('mousedown', (ev) => { from = at(ev); ev.preventDefault(); });
 	svg.addEventListener('mousemove', (ev) => {
 		if (from === null) return;
@@ -126,7 +125,11 @@ async function loadTimeline() {
 		const to = at(ev), lo = Math.min(from, to), hi = Math.max(from, to);
 		from = null;
 		if (hi - lo < 2) return;
-		setWindow('@' + Math.floor(timeOf(lo)), '@' + Math.ceil(timeOf(hi)));
+		// the whole slices whose middle the drag covers
+		const mid = (s) => x((s.t0 + s.t1) / 2);
+		const picked = sl.filter((s) => mid(s) >= lo && mid(s) <= hi);
+		if (!picked.length) return;
+		setWindow('@' + Math.floor(picked[0].t0), '@' + Math.ceil(picked[picked.length - 1].t1));
 	});
 	box.appendChild(svg);
 }
