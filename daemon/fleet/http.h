@@ -46,8 +46,8 @@ void http_work(struct http *h);
  */
 enum http_route { HTTP_INDEX, HTTP_HEALTHZ, HTTP_METRICS, HTTP_PROFILE, HTTP_FLAMEGRAPH,
 		  HTTP_HEAP, HTTP_API, HTTP_ASSET, HTTP_LIST };
-/* HTTP_API's views: /api/targets, /api/targets/ID/{listing,timeline,flame,diff} */
-enum http_api { API_TARGETS, API_LISTING, API_TIMELINE, API_FLAME, API_DIFF };
+/* HTTP_API's views: /api/targets, /api/targets/ID/{listing,timeline,flame,diff,lines} */
+enum http_api { API_TARGETS, API_LISTING, API_TIMELINE, API_FLAME, API_DIFF, API_LINES };
 #define HTTP_API_MAX_TIME 32	/* a time's text, as pcmon list --since takes it */
 #define HTTP_API_MAX_WHEN 1024	/* a WHEN pattern's */
 #define HTTP_API_MAX_TOP 1000	/* rows, or a timeline's procedures */
@@ -61,6 +61,7 @@ struct http_req {
 	enum http_api api;
 	char id[12];
 	const char *until, *when;
+	const char *proc;	/* API_LINES: the procedure, as pcmon list --lines names it */
 	const char *a, *b;	/* API_DIFF: the two windows, SINCE..UNTIL each */
 	uint32_t top, nodes;	/* 0: the view's default */
 	bool inverted;

@@ -273,8 +273,10 @@ char *http_api_answer(struct engine *e, const char *host, const struct http_req 
 	*status = 200;
 	if (q->api == API_TARGETS) {
 		o = targets_json(e, host);
-	} else if (q->api == API_LISTING || q->api == API_TIMELINE) {
+	} else if (q->api == API_LISTING || q->api == API_TIMELINE || q->api == API_LINES) {
 		req = list_req(id, q);
+		if (q->api == API_LINES)
+			cJSON_AddStringToObject(req, "lines", q->proc);
 		if (q->api == API_TIMELINE) {
 			cJSON_AddBoolToObject(req, "timeline", true);
 			cJSON_AddNumberToObject(req, "timeline_top", q->top ? q->top : 5);

@@ -29,7 +29,7 @@ static const struct {
 
 static const char *const api_views[] = {
 	[API_LISTING] = "listing", [API_TIMELINE] = "timeline", [API_FLAME] = "flame",
-	[API_DIFF] = "diff",
+	[API_DIFF] = "diff", [API_LINES] = "lines",
 };
 
 /* /NAME.js, /NAME.css or /NAME.svg, NAME of lower-case letters, digits, '-' and '_': one of the page's
@@ -107,16 +107,17 @@ static int api_route(const char *path, http_arg_fn arg, void *ctx, struct http_r
 		goto none;
 	memcpy(out->id, p, n);
 	out->id[n] = '\0';
-	for (out->api = API_LISTING; out->api <= API_DIFF; out->api++)
+	for (out->api = API_LISTING; out->api <= API_LINES; out->api++)
 		if (!strcmp(slash + 1, api_views[out->api]))
 			break;
-	if (out->api > API_DIFF)
+	if (out->api > API_LINES)
 		goto none;
 	if ((st = text_arg(arg, ctx, "since", HTTP_API_MAX_TIME, &out->since, why, whylen)) ||
 	    (st = text_arg(arg, ctx, "until", HTTP_API_MAX_TIME, &out->until, why, whylen)) ||
 	    (st = text_arg(arg, ctx, "when", HTTP_API_MAX_WHEN, &out->when, why, whylen)) ||
 	    (st = text_arg(arg, ctx, "a", 2 * HTTP_API_MAX_TIME + 2, &out->a, why, whylen)) ||
 	    (st = text_arg(arg, ctx, "b", 2 * HTTP_API_MAX_TIME + 2, &out->b, why, whylen)) ||
+	    (st = text_arg(arg, ctx, "proc", HTTP_API_MAX_WHEN, &out->proc, why, whylen)) ||
 	    (st = num_arg(arg, ctx, "top", HTTP_API_MAX_TOP, &out->top, why, whylen)) ||
 	    (st = num_arg(arg, ctx, "nodes", HTTP_API_MAX_NODES, &out->nodes, why, whylen)))
 		return st;
@@ -126,10 +127,14 @@ static int api_route(const char *path, http_arg_fn arg, void *ctx, struct http_r
 		snprintf(why, whylen, "a= and b=: give the two windows, SINCE..UNTIL each (as pcmon diff takes them)");
 		return 400;
 	}
+	if (out->api == API_LINES && !out->proc) {
+		snprintf(why, whylen, "proc=: give the procedure, as pcmon list --lines names it");
+		return 400;
+	}
 	return 200;
 none:
 	snprintf(why, whylen, "no such page: /api/targets lists the targets, /api/targets/ID/VIEW "
-			      "(listing, timeline, flame, diff) shows one");
+			      "(listing, timeline, flame, diff, lines) shows one");
 	return 404;
 }
 

@@ -398,6 +398,10 @@ def test_api_views_are_the_engines():
         got = json.loads(body)
         assert st == 200 and got["diff"]["procedures"] == want["procedures"], body[:300]
         assert got["flame"]["total_a"] == want["a"]["samples"], (got["flame"]["total_a"], want["a"])
+        st, body, _ = get(f"{base}/{shown}/lines?proc=threefn.work_a&{win}")
+        want = pcmon_json("list", shown, "--lines", "threefn.work_a", "--since", f"@{t0}",
+                          "--until", f"@{t2}", sock=d.sock)[0]
+        assert st == 200 and json.loads(body)["lines"] == want["lines"], body[:300]
         # an unpublished target is one that does not exist; bad arguments say why
         for view in ("listing", "flame", "timeline"):
             a = get(f"{base}/{hidden}/{view}")
@@ -407,6 +411,7 @@ def test_api_views_are_the_engines():
         for path, code in ((f"/{shown}/nope", 404), (f"/x/listing", 404),
                            (f"/{shown}/listing?since=" + "9" * 40, 400),
                            (f"/{shown}/flame?nodes=0", 400), (f"/{shown}/diff?a=-1m", 400),
+                           (f"/{shown}/lines", 400),
                            (f"/{shown}/listing?since=yesterday", 400)):
             st, body, _ = get(base + path)
             assert st == code and body.strip() and b"\n" not in body.strip(), (path, st, body)

@@ -74,7 +74,8 @@ MARKUP = os.path.join(os.path.dirname(__file__), "..", "workloads", "python", "p
 
 def test_page_in_a_browser_driven():
     """Playwright (playwright-core, on Debian's Chromium): the outermost frames are the
-    listing's deep counts; a search says the listing's share; a window dragged on the
+    listing's deep counts; a search says the listing's share; a procedure's lines add up to
+    its count; a window dragged on the
     timeline lists what pcmon list lists for it; two windows set as A and B are coloured as
     pcmon diff calls each procedure; a procedure named as markup shows as text, and its
     markup does not run. Screenshots of the flame graph and the diff go to docs/."""
@@ -110,6 +111,10 @@ def test_page_in_a_browser_driven():
             assert got["frames"].get(name) == deep[name], (name, got["frames"], deep)
         want = 100 * deep["alpha"] / listing["summary"]["counted"]
         assert abs(got["matched"] - want) < 0.01, (got["matched"], want)
+        # the timeline follows the hottest procedures; a procedure's lines add up to it
+        assert "alpha" in got["legend"], got["legend"]
+        assert got["lines_count"] == deep["alpha"] == got["lines_sum"], \
+            (got["lines_count"], got["lines_sum"], deep["alpha"])
         since, until = got["a"]
         win = pcmon_json("list", tid, "--since", since, "--until", until, sock=d.sock)[0]
         assert got["window_total"] == win["summary"]["counted"], (got["a"], win["summary"])

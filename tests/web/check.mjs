@@ -33,6 +33,12 @@ try {
 	});
 	await page.fill('#search', '^alpha$');
 	out.matched = +(await page.getAttribute('#matched', 'data-matched'));
+	out.legend = await page.$$eval('#timeline polyline', (ps) => ps.map((p) => p.dataset.name));
+	await page.click('#listing tr[data-name="alpha"]');
+	await page.waitForSelector('#linetable');
+	out.lines_count = +(await page.getAttribute('#linetable', 'data-count'));
+	out.lines_sum = await page.$$eval('#linetable tr[data-count]',
+					  (rs) => rs.reduce((a, r) => a + +r.dataset.count, 0));
 	await page.screenshot({ path: `${shots}/web-flame.png` });
 
 	// 2. a window dragged on the timeline: A the first half, B the second; their diff

@@ -104,6 +104,15 @@ async function loadTimeline() {
 		r.appendChild(el('svg:title', {}, `${fmtTime(s.t0)}: ${s.counted} samples`));
 		svg.appendChild(r);
 	}
+	// the hottest procedures, each a line of its samples per slice, named in the legend
+	const legend = clear($('legend'));
+	doc.timeline.procedures.forEach((p, i) => {
+		const pts = sl.map((s, k) => `${(x(s.t0) + x(s.t1)) / 2},${h - (h * (p.deep[k] || 0)) / max}`);
+		svg.appendChild(el('svg:polyline', { points: pts.join(' '), class: 'p' + (i % 6),
+						     'data-name': p.name }));
+		/* (colours by class: the page's policy allows no inline style) */
+		legend.appendChild(el('span', { class: 'p' + (i % 6) }, '— ' + p.name + ' '));
+	});
 	svg.appendChild(el('svg:text', { x: 2, y: h + 12 }, fmtTime(t0)));
 	svg.appendChild(el('svg:text', { x: W - 2, y: h + 12, 'text-anchor': 'end' }, fmtTime(t1)));
 	const brush = el('svg:rect', { class: 'brush', x: 0, y: 0, width: 0, height: h });
@@ -257,11 +266,76 @@ function drawListing() {
 	});
 	for (const r of rows.slice(0, 200)) {
 		const tr = el('tr', { 'data-name': r.name });
+		tr.addEventListener('click', () => showLines(r.procedure));
 		for (const [k, kind] of cols)
 			tr.appendChild(el('td', kind === 'name' ? { class: 'name' } : {},
 					  typeof r[k] === 'number' && k.endsWith('pct') ? r[k].toFixed(2)
 											: String(r[k])));
 		t.appendChild(tr);
+	}
+}
+
+// ---- a procedure's samples by source line
+
+async function showLines(proc) {
+	const q = windowArgs().concat(['proc=' + encodeURIComponent(proc)]);
+	const box = clear($('lines'));
+	let doc;
+	try {
+		doc = await api('/' + state.target + '/lines?' + q.join('&'));
+	} catch (e) {
+		box.textContent = e.message;
+		return;
+	}
+	const o = doc.lines;
+	box.appendChild(el('h3', {}, `${o.procedure}: ${o.count} samples by line`));
+	const t = el('table', { id: 'linetable', 'data-procedure': o.procedure, 'data-count': o.count });
+	const head = el('tr');
+	for (const h of ['line', 'samples', '% of it', '% of all'])
+		head.appendChild(el('th', h === 'line' ? { class: 'name' } : {}, h));
+	t.appendChild(head);
+	for (const l of o.lines) {
+		const tr = el('tr', { 'data-count': l.count });
+		tr.appendChild(el('td', { class: 'name' }, l.line ? `${l.file}:${l.line}` : '?'));
+		tr.appendChild(el('td', {}, String(l.count)));
+		tr.appendChild(el('td', {}, l.percent_of_procedure.toFixed(1)));
+		tr.appendChild(el('td', {}, l.percent_of_counted.toFixed(1)));
+		t.appendChild(tr);
+	}
+	box.appendChild(t);
+}
+
+// ---- what the target's other instruments list (calls, legs, allocations, tails): each
+// section's first table of rows, as the listing's JSON has it
+
+const PLAIN = new Set(['target', 'summary', 'procedures', 'window', 'timeline', 'critical',
+		       'groups', 'deep_order']);
+
+function drawExtras(listing) {
+	const box = clear($('extras'));
+	for (const key of Object.keys(listing)) {
+		const sec = listing[key];
+		if (PLAIN.has(key) || !sec || typeof sec !== 'object')
+			continue;
+		const rows = Array.isArray(sec) ? sec
+			: Object.values(sec).find((v) => Array.isArray(v) && v.length && typeof v[0] === 'object');
+		if (!rows || !rows.length)
+			continue;
+		const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== 'object');
+		const t = el('table', { 'data-section': key });
+		const head = el('tr');
+		for (const c of cols)
+			head.appendChild(el('th', {}, c));
+		t.appendChild(head);
+		for (const r of rows.slice(0, 100)) {
+			const tr = el('tr');
+			for (const c of cols)
+				tr.appendChild(el('td', typeof r[c] === 'string' ? { class: 'name' } : {},
+						  r[c] === undefined || r[c] === null ? '' : String(r[c])));
+			t.appendChild(tr);
+		}
+		box.appendChild(el('h3', {}, key));
+		box.appendChild(t);
 	}
 }
 
@@ -273,6 +347,7 @@ async function refresh() {
 			api('/' + state.target + '/listing' + (q.length ? '?' + q.join('&') : '')),
 			api('/' + state.target + '/flame' + (fq.length ? '?' + fq.join('&') : ''))]);
 		state.rows = listing.procedures;
+		drawExtras(listing);
 		state.flame = flame.flame;
 		state.zoom = null;
 		drawListing();
