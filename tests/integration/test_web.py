@@ -65,7 +65,7 @@ def test_page_draws_the_listing():
         assert m and abs(float(m.group(1)) - want) < 0.01, (m and m.group(0), want)
         assert re.search(r'<tr data-name="work_a">', dom), "the listing's rows"
     finally:
-        d.stop()
+        assert d.stop() == 0, d.logtext()[-3000:]  # (pcmond-asan: no leak, no error)
 
 
 WEB = os.path.join(os.path.dirname(__file__), "..", "web")
@@ -131,7 +131,7 @@ def test_page_in_a_browser_driven():
         assert any("<img" in n for n in got["xss_names"]), got["xss_names"]
         assert got["xss_imgs"] == 0 and not got["pwned"], got
     finally:
-        d.stop()
+        assert d.stop() == 0, d.logtext()[-3000:]  # (pcmond-asan: no leak, no error)
 
 
 if __name__ == "__main__":
