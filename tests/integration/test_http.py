@@ -518,6 +518,11 @@ def test_token_and_tls():
         assert curl("-H", "Authorization: Bearer wrong", f"https://127.0.0.1:{port}/healthz") == "401"
         assert curl("-H", "Authorization: Bearer s3cret-token-for-the-test",
                     f"https://127.0.0.1:{port}/healthz") == "200"
+        # the page, its files and its API: the same rule
+        for path in ("/", "/app.js", "/api/targets"):
+            assert curl(f"https://127.0.0.1:{port}{path}") == "401", path
+            assert curl("-H", "Authorization: Bearer s3cret-token-for-the-test",
+                        f"https://127.0.0.1:{port}{path}") == "200", path
         # not HTTPS: no answer
         assert curl(f"http://127.0.0.1:{port}/healthz") in ("000", "400")
     finally:
