@@ -32,8 +32,8 @@ static const char *const api_views[] = {
 	[API_DIFF] = "diff", [API_LINES] = "lines",
 };
 
-/* /NAME.js, /NAME.css or /NAME.svg, NAME of lower-case letters, digits, '-' and '_': one of the page's
- * files, by its exact name. */
+/* /NAME.js, /NAME.css or /NAME.svg, NAME of lower-case letters, digits, '-' and '_': one of
+ * the page's files, by its exact name. */
 static bool is_asset(const char *path)
 {
 	size_t n = 1;
