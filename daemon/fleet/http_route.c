@@ -151,12 +151,13 @@ int http_route(const char *method, const char *path, http_arg_fn arg, void *ctx,
 	}
 	if (!strncmp(path, "/api/targets", strlen("/api/targets")))
 		return api_route(path, arg, ctx, out, why, whylen);
-	if (is_asset(path)) { /* the page's files (web_assets.h): found, or 404, by http.c */
+	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
+		;
+	if (i == ARRAY_SIZE(routes) && is_asset(path)) { /* the page's files (web_assets.h):
+							  * found, or 404, by http.c */
 		out->route = HTTP_ASSET;
 		return 200;
 	}
-	for (i = 0; i < ARRAY_SIZE(routes) && strcmp(path, routes[i].path); i++)
-		;
 	if (i == ARRAY_SIZE(routes)) {
 		snprintf(why, whylen, "no such page: / lists what there is");
 		return 404;

@@ -429,6 +429,9 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		      cJSON **err)
 {
 	const char *no = lr->by ? "--by" : lr->when ? "--when" : lr->ncritical ? "--critical" : NULL;
+	/* the exports' profile: the allocations' only when they are asked for (--alloc), else
+	 * the samples' are the profile (a target carrying both) */
+	bool stacks = lr->stacks && lr->alloc;
 	struct avals x = { 0 };
 	struct timed_window w;
 	cJSON *o, *s;
@@ -438,13 +441,13 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 	if (timed_window_parse(lr, t->start_wall, &w, err))
 		return -1;
 	/* (a file with stacks has slices: but for a hand-made one, no window without them) */
-	if ((w.on && !a->slices) || (lr->stacks && a->table_only)) {
+	if ((w.on && !a->slices) || (stacks && a->table_only)) {
 		*err = proto_error(1, "target %u \"%s\": its results file was written before pcmon kept allocations' stacks and times: %s",
-				   t->id, t->name, lr->stacks ? "it has a table only"
+				   t->id, t->name, stacks ? "it has a table only"
 							      : "list it without --since/--until");
 		return -1;
 	}
-	if (lr->stacks && no) { /* the exports' profile */
+	if (stacks && no) {
 		*err = proto_error(2, "%s does not apply to --alloc yet: leave it out", no);
 		return -1;
 	}
@@ -452,7 +455,7 @@ int alloc_report_json(struct sym *sym, const struct target *t, const struct allo
 		goto oom;
 	o = cJSON_AddObjectToObject(rep, "alloc");
 	/* (the exports' profile, and the table with it: what diff --alloc compares) */
-	if (lr->stacks && profile_json(sym, t, a, &x, lr, rep))
+	if (stacks && profile_json(sym, t, a, &x, lr, rep))
 		goto oom;
 	if (a->table_only)
 		alloc_totals(a, v);

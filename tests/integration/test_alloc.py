@@ -129,6 +129,13 @@ def test_pid_target_live_at_exit():
         assert by["summary"]["not_applied"] == "--by", by["summary"]
         text = pcmon("list", tid, "--by", "thread", sock=d.sock, check=0).stdout
         assert "--by does not apply to allocations yet" in text, text
+        # without --alloc, a target that carries both exports its samples (the allocations'
+        # profile is not mixed in), and --when applies to them
+        plain = pcmon("export", tid, "--format", "folded", sock=d.sock).stdout
+        total = sum(int(l.rsplit(" ", 1)[1]) for l in plain.splitlines() if l.strip())
+        assert total == listing["summary"]["counted"], (total, listing["summary"])
+        p = pcmon("export", tid, "--format", "folded", "--when", "allocs.main->*", sock=d.sock)
+        assert p.returncode == 0 and p.stdout.strip(), p
         # its results file keeps what it lists from: the table, and the stacks to export
         folded = pcmon("export", tid, "--alloc", "--format", "folded", sock=d.sock).stdout
         assert d.stop() == 0, d.logtext()

@@ -95,13 +95,17 @@ def test_page_in_a_browser_driven():
         x = subprocess.Popen(["python3.11", MARKUP, "2"], stdout=subprocess.DEVNULL)
         xid = pcmon("start", "--pid", x.pid, "--name", "markup", "--interval", 1000,
                     "--publish", sock=d.sock, check=0).stdout.strip()
+        a = subprocess.Popen([workload("allocs"), "2"], stdout=subprocess.DEVNULL)
+        aid = pcmon("start", "--pid", a.pid, "--name", "heap", "--alloc", "--alloc-rate", 65536,
+                    "--publish", sock=d.sock, check=0).stdout.strip()
+        a.wait()
         p.wait()
         x.wait()
         time.sleep(1.5)
         shots = os.environ.get("PCMON_WEB_SHOTS", d.dir)  # (docs/web-*.png: this with
         # PCMON_WEB_SHOTS=docs)
         r = subprocess.run(["node", os.path.join(WEB, "check.mjs"), f"http://127.0.0.1:{port}",
-                            tid, xid, shots], capture_output=True, text=True, timeout=300)
+                            tid, xid, shots, aid], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]
         got = json.loads(r.stdout.strip().splitlines()[-1])
         assert not got["errors"], got["errors"]
@@ -128,6 +132,10 @@ def test_page_in_a_browser_driven():
             assert change == want.get(name, "same"), (name, change, want.get(name))
         print(f"  frames {got['frames']}, matched {got['matched']} %, A {got['a']}, "
               f"B {got['b']}, diff {got['diff']}")
+        # another instrument's section: the allocations' procedures, as pcmon list lists them
+        rows = [q["procedure"] for q in pcmon_json("list", aid, "--alloc", sock=d.sock)[0][
+            "alloc"]["procedures"]]
+        assert got["sections"].get("alloc") == rows, (got["sections"], rows)
         assert any("<img" in n for n in got["xss_names"]), got["xss_names"]
         assert got["xss_imgs"] == 0 and not got["pwned"], got
     finally:
