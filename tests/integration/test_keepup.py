@@ -266,8 +266,9 @@ def test_real_dwarf_copies_charged_stacks_only():
         assert s["counted"] >= 2000, s
         assert st["dwarf_samples_unwound"] <= 2 * s["counted"], (st["dwarf_samples_unwound"], s)
         # the test means something: far more switches than samples (20x on a quiet machine,
-        # less when the ping-pong shares the CPUs with others)
-        assert switches >= 12 * s["counted"], (own, s)
+        # 10.8x beside a build loop and the rest of the suite), so that a copy at every
+        # switch would be more than twice the samples the bound above allows
+        assert switches >= 5 * s["counted"], (own, s)
     finally:
         d.stop()
 
