@@ -68,6 +68,39 @@ def test_page_draws_the_listing():
         assert d.stop() == 0, d.logtext()[-3000:]  # (pcmond-asan: no leak, no error)
 
 
+def test_page_shows_calls_and_legs():
+    """A target that counts calls, times legs and keeps a leg's tail: the page shows each of
+    their tables (calls, nodes, legs, the tail's procedures) as pcmon list --json has them,
+    by their first column."""
+    port = free_port()
+    d = Daemon(args=["--http", port]).start()
+    try:
+        c = subprocess.Popen([workload("spinner"), "6", "2000"], stdout=subprocess.PIPE)
+        c.stdout.readline()  # (it runs: its objects are mapped)
+        cid = pcmon("start", "--pid", c.pid, "--name", "probed", "--count", "spinner.spin_here",
+                    "--node", "spinner.spin_here", "--node", "spinner.spin_here%return",
+                    "--leg", "1:2", "--tail", "1:1us", "--publish", sock=d.sock,
+                    check=0).stdout.strip()
+        c.wait()
+        time.sleep(1.5)
+        dom, errors = chromium_dom(f"http://127.0.0.1:{port}/#t={cid}")
+        assert not errors and 'data-ready="1"' in dom, (errors, dom[:1000])
+        doc = pcmon_json("list", cid, sock=d.sock)[0]
+        for sec in ("calls.procedures", "tables.nodes", "tables.legs", "tails.0.procedures"):
+            rows = doc
+            for part in sec.split("."):
+                rows = rows[int(part)] if part.isdigit() else rows[part]
+            first = next(k for k, v in rows[0].items() if not isinstance(v, (dict, list)))
+            m = re.search(r'<table data-section="%s">(.*?)</table>' % re.escape(sec), dom, re.S)
+            assert m, (sec, dom[-3000:])
+            cells = re.findall(r"<tr><td[^>]*>([^<]*)</td>", m.group(1))
+            want = [str(r[first]).lower() if isinstance(r[first], bool) else str(r[first])
+                    for r in rows[:100]]
+            assert cells == want, (sec, cells, want)
+    finally:
+        assert d.stop() == 0, d.logtext()[-3000:]
+
+
 WEB = os.path.join(os.path.dirname(__file__), "..", "web")
 MARKUP = os.path.join(os.path.dirname(__file__), "..", "workloads", "python", "pymarkup.py")
 
@@ -105,7 +138,8 @@ def test_page_in_a_browser_driven():
         shots = os.environ.get("PCMON_WEB_SHOTS", d.dir)  # (docs/web-*.png: this with
         # PCMON_WEB_SHOTS=docs)
         r = subprocess.run(["node", os.path.join(WEB, "check.mjs"), f"http://127.0.0.1:{port}",
-                            tid, xid, shots, aid], capture_output=True, text=True, timeout=300)
+                            tid, xid, shots, aid], capture_output=True, text=True,
+                           timeout=300)
         assert r.returncode == 0, r.stderr[-2000:]
         got = json.loads(r.stdout.strip().splitlines()[-1])
         assert not got["errors"], got["errors"]
@@ -132,10 +166,12 @@ def test_page_in_a_browser_driven():
             assert change == want.get(name, "same"), (name, change, want.get(name))
         print(f"  frames {got['frames']}, matched {got['matched']} %, A {got['a']}, "
               f"B {got['b']}, diff {got['diff']}")
-        # another instrument's section: the allocations' procedures, as pcmon list lists them
-        rows = [q["procedure"] for q in pcmon_json("list", aid, "--alloc", sock=d.sock)[0][
-            "alloc"]["procedures"]]
-        assert got["sections"].get("alloc") == rows, (got["sections"], rows)
+        # another instrument's section (the allocations'): its table as pcmon list --alloc
+        # --json has it, by its first column
+        rows = pcmon_json("list", aid, "--alloc", sock=d.sock)[0]["alloc"]["procedures"]
+        first = next(k for k, v in rows[0].items() if not isinstance(v, (dict, list)))
+        cells = [str(r[first]) for r in rows[:100]]
+        assert got["sections"][aid].get("alloc.procedures") == cells, (got["sections"], cells)
         assert any("<img" in n for n in got["xss_names"]), got["xss_names"]
         assert got["xss_imgs"] == 0 and not got["pwned"], got
     finally:

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Drives Debian's Chromium (playwright-core, no browser of its own) against pcmond's page
 // for tests/integration/test_web.py: node check.mjs BASE TARGET XSS_TARGET SHOT_DIR
-// [ALLOC_TARGET]. Prints
+// [OTHER_TARGET...]. Prints
 // one JSON line of what the page showed; the test compares it with pcmon's own answers.
 import { chromium } from 'playwright-core';
 
-const [base, target, xss, shots, alloc] = process.argv.slice(2);
+const [base, target, xss, shots, ...others] = process.argv.slice(2);
 const out = { errors: [] };
 const browser = await chromium.launch({
 	executablePath: '/usr/bin/chromium',
@@ -76,12 +76,13 @@ try {
 		out.xss_imgs = await page.$$eval('img', (is) => is.length);
 		out.pwned = await page.evaluate(() => window.pwned === 1);
 	}
-	// 4. what another instrument lists: a target's allocations, as a table of its own
-	if (alloc) {
-		await page.goto(`${base}/#t=${alloc}`);
+	// 4. what other instruments list: each of their tables, by section
+	out.sections = {};
+	for (const other of others) {
+		await page.goto(`${base}/#t=${other}`);
 		await page.reload();
 		await ready();
-		out.sections = await page.$$eval('#extras table[data-section]', (ts) =>
+		out.sections[other] = await page.$$eval('#extras table[data-section]', (ts) =>
 			Object.fromEntries(ts.map((t) => [t.dataset.section,
 				Array.from(t.querySelectorAll('tr')).slice(1).map((r) => r.cells[0].textContent)])));
 	}

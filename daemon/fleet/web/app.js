@@ -306,10 +306,38 @@ async function showLines(proc) {
 }
 
 // ---- what the target's other instruments list (calls, legs, allocations, tails): each
-// section's first table of rows, as the listing's JSON has it
+// table of rows in their sections, as the listing's JSON has it ("calls.procedures",
+// "tables.legs", ...)
 
 const PLAIN = new Set(['target', 'summary', 'procedures', 'window', 'timeline', 'critical',
 		       'groups', 'deep_order']);
+
+function table(key, rows) {
+	const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== 'object');
+	const t = el('table', { 'data-section': key });
+	const head = el('tr');
+	for (const c of cols)
+		head.appendChild(el('th', {}, c));
+	t.appendChild(head);
+	for (const r of rows.slice(0, 100)) {
+		const tr = el('tr');
+		for (const c of cols)
+			tr.appendChild(el('td', typeof r[c] === 'string' ? { class: 'name' } : {},
+					  r[c] === undefined || r[c] === null ? '' : String(r[c])));
+		t.appendChild(tr);
+	}
+	return t;
+}
+
+function drawSection(box, key, sec) {
+	for (const sub of Object.keys(sec)) {
+		const rows = sec[sub];
+		if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== 'object')
+			continue;
+		box.appendChild(el('h3', {}, `${key}: ${sub}`));
+		box.appendChild(table(`${key}.${sub}`, rows));
+	}
+}
 
 function drawExtras(listing) {
 	const box = clear($('extras'));
@@ -317,25 +345,10 @@ function drawExtras(listing) {
 		const sec = listing[key];
 		if (PLAIN.has(key) || !sec || typeof sec !== 'object')
 			continue;
-		const rows = Array.isArray(sec) ? sec
-			: Object.values(sec).find((v) => Array.isArray(v) && v.length && typeof v[0] === 'object');
-		if (!rows || !rows.length)
-			continue;
-		const cols = Object.keys(rows[0]).filter((k) => typeof rows[0][k] !== 'object');
-		const t = el('table', { 'data-section': key });
-		const head = el('tr');
-		for (const c of cols)
-			head.appendChild(el('th', {}, c));
-		t.appendChild(head);
-		for (const r of rows.slice(0, 100)) {
-			const tr = el('tr');
-			for (const c of cols)
-				tr.appendChild(el('td', typeof r[c] === 'string' ? { class: 'name' } : {},
-						  r[c] === undefined || r[c] === null ? '' : String(r[c])));
-			t.appendChild(tr);
-		}
-		box.appendChild(el('h3', {}, key));
-		box.appendChild(t);
+		if (Array.isArray(sec)) /* (a list of sections: each tailed leg's, "tails.0") */
+			sec.forEach((x, i) => x && typeof x === 'object' && drawSection(box, `${key}.${i}`, x));
+		else
+			drawSection(box, key, sec);
 	}
 }
 
