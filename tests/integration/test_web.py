@@ -149,6 +149,13 @@ def test_page_in_a_browser_driven():
             assert got["frames"].get(name) == deep[name], (name, got["frames"], deep)
         want = 100 * deep["alpha"] / listing["summary"]["counted"]
         assert abs(got["matched"] - want) < 0.01, (got["matched"], want)
+        # a frame zoomed spans the graph, and reset; callers: the innermost frames first,
+        # each as wide as its shallow count; a column sorted
+        assert got["zoomed_total"] == got["frames"]["handle"], got["zoomed_total"]
+        assert got["reset_total"] == listing["summary"]["counted"], got["reset_total"]
+        shallow = {q["name"]: q["shallow"] for q in listing["procedures"]}
+        assert got["inverted_top"].get("alpha") == shallow["alpha"], got["inverted_top"]
+        assert got["sorted_first"] == max(shallow, key=shallow.get), got["sorted_first"]
         # the timeline follows the hottest procedures; a procedure's lines add up to it
         assert "alpha" in got["legend"], got["legend"]
         assert got["lines_count"] == deep["alpha"] == got["lines_sum"], \

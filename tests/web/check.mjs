@@ -34,6 +34,19 @@ try {
 	});
 	await page.fill('#search', '^alpha$');
 	out.matched = +(await page.getAttribute('#matched', 'data-matched'));
+	// zoom on a frame, and back; callers; a column sorted
+	await page.click('#flame g.f[data-name="handle"]');
+	out.zoomed_total = +(await page.getAttribute('#flame svg', 'data-total'));
+	await page.click('#reset');
+	out.reset_total = +(await page.getAttribute('#flame svg', 'data-total'));
+	await page.check('#inverted');
+	await ready();
+	out.inverted_top = await page.$$eval('#flame g.f[data-d="1"]', (gs) =>
+		Object.fromEntries(gs.map((g) => [g.dataset.name, +g.dataset.v])));
+	await page.uncheck('#inverted');
+	await ready();
+	await page.click('#listing th:nth-child(2)'); /* shallow: largest first */
+	out.sorted_first = await page.getAttribute('#listing tr[data-name]', 'data-name');
 	out.legend = await page.$$eval('#timeline polyline', (ps) => ps.map((p) => p.dataset.name));
 	await page.click('#listing tr[data-name="alpha"]');
 	await page.waitForSelector('#linetable');
