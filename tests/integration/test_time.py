@@ -231,7 +231,7 @@ def test_diff_removed_function_and_its_svg():
               sock=d.sock, check=0)
         text = open(svg).read()
         ET.fromstring(text)  # well-formed
-        frames = re.findall(r'<g class="f"[^>]*data-a="(\d+)" data-b="(\d+)" data-name="gamma_"><title></title><rect[^>]*fill="([^"]+)"', text)
+        frames = re.findall(r'<g class="f"[^>]*data-a="(\d+)" data-b="(\d+)" data-name="gamma_"><title>[^<]*</title><rect[^>]*fill="([^"]+)"', text)
         assert frames and all(int(b) == 0 and int(a) > 0 for a, b, _ in frames), frames
         assert all(f == "rgb(40,80,230)" for _, _, f in frames), frames  # shrank, only in A
         # the page's script runs, and a frame's tooltip gives its share of each side
