@@ -198,7 +198,7 @@ static cJSON *flame_json(struct engine *e, const char *id, const struct http_req
 	return o;
 }
 
-/* Window SPEC (SINCE..UNTIL) of target @id, with its stacks and timeline, as pcmon diff asks
+/* Window @spec (SINCE..UNTIL) of target @id, with its stacks and timeline, as pcmon diff asks
  * for a side. */
 static cJSON *side(struct engine *e, const char *id, const char *spec, const struct http_req *q,
 		   int *status, char *why, size_t whylen)
