@@ -28,17 +28,30 @@ cJSON *http_engine_call(struct engine *e, const cJSON *req)
 	return engine_handle(e, &root, req);
 }
 
-cJSON *http_engine_request(struct engine *e, const char *cmd, const char *target)
+/* A request @cmd (of target @target, NULL: none), to fill in. */
+static cJSON *new_req(const char *cmd, const char *target)
 {
-	cJSON *req = cJSON_CreateObject(), *rep;
+	cJSON *req = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
 	cJSON_AddStringToObject(req, "cmd", cmd);
 	if (target)
 		cJSON_AddStringToObject(req, "target", target);
-	rep = engine_handle(e, &root, req);
+	return req;
+}
+
+/* The engine's answer to @req, which is freed. */
+static cJSON *call_free(struct engine *e, cJSON *req)
+{
+	cJSON *rep = engine_handle(e, &root, req);
+
 	cJSON_Delete(req);
 	return rep;
+}
+
+cJSON *http_engine_request(struct engine *e, const char *cmd, const char *target)
+{
+	return call_free(e, new_req(cmd, target));
 }
 
 /*
@@ -47,14 +60,10 @@ cJSON *http_engine_request(struct engine *e, const char *cmd, const char *target
  */
 static cJSON *targets_known(struct engine *e)
 {
-	cJSON *req = cJSON_CreateObject(), *rep;
+	cJSON *req = new_req("targets", NULL);
 
-	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
-	cJSON_AddStringToObject(req, "cmd", "targets");
 	cJSON_AddBoolToObject(req, "current", false);
-	rep = engine_handle(e, &root, req);
-	cJSON_Delete(req);
-	return rep;
+	return call_free(e, req);
 }
 
 int http_published_target(struct engine *e, const char *want, char *id, size_t idlen,
@@ -122,11 +131,8 @@ refuse:
 /* A list request for target @id with the window and pattern @q asks. */
 static cJSON *list_req(const char *id, const struct http_req *q)
 {
-	cJSON *req = cJSON_CreateObject();
+	cJSON *req = new_req("list", id);
 
-	cJSON_AddNumberToObject(req, "v", PROTO_VERSION);
-	cJSON_AddStringToObject(req, "cmd", "list");
-	cJSON_AddStringToObject(req, "target", id);
 	if (q->since)
 		cJSON_AddStringToObject(req, "since", q->since);
 	if (q->until)
@@ -139,9 +145,8 @@ static cJSON *list_req(const char *id, const struct http_req *q)
 /* The engine's answer to @req (taken), or NULL with 400 and its error in @why. */
 static cJSON *ask(struct engine *e, cJSON *req, int *status, char *why, size_t whylen)
 {
-	cJSON *rep = http_engine_call(e, req);
+	cJSON *rep = call_free(e, req);
 
-	cJSON_Delete(req);
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok"))) {
 		snprintf(why, whylen, "%s",
 			 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rep, "error")) ?: "failed");
@@ -187,12 +192,12 @@ static cJSON *flame_json(struct engine *e, const char *id, const struct http_req
 		*status = 500, snprintf(why, whylen, "out of memory");
 	xprof_free(&p);
 	o = tree ? cJSON_CreateObject() : NULL;
-	if (!o)
-		cJSON_Delete(tree);
 	if (o) {
 		if (cJSON_GetObjectItemCaseSensitive(rep, "window"))
 			cJSON_AddItemToObject(o, "window", cJSON_DetachItemFromObject(rep, "window"));
 		cJSON_AddItemToObject(o, "flame", tree);
+	} else {
+		cJSON_Delete(tree);
 	}
 	cJSON_Delete(rep);
 	return o;
@@ -236,8 +241,9 @@ static cJSON *diff_json(struct engine *e, const char *id, const struct http_req 
 	for (int k = 0; k < 2 && !r; k++) {
 		cJSON *rep = side(e, id, k ? q->b : q->a, q, status, why, whylen);
 
-		r = !rep ? -1 : diffdoc_side(&d, k, rep, why, whylen);
-		if (r > 0 || r == -EINVAL || r == -ENOMEM)
+		if (!rep) /* (its status and why are the engine's) */
+			r = -1;
+		else if ((r = diffdoc_side(&d, k, rep, why, whylen)))
 			*status = r == -ENOMEM ? 500 : 400;
 	}
 	if (!r && (r = diffdoc_run(&d, why, whylen)))

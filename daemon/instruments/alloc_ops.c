@@ -661,8 +661,7 @@ static int load(struct sf_rd *rd, const cJSON *section, struct sym *s, void **ou
 		r = alloc_procedures_load(rd, section, &a->saved_procs);
 	} else if (!r && !(r = read_sites(rd, section, f.nstacks, NULL, NULL)) &&
 		   (r = timed_read(rd, section, AC_N, f.nstacks, NULL, NULL)) >= 0) {
-		r = 0; /* (1: no slices) */
-		/* everything checked: now load */
+		/* everything checked (1: no slices): now load */
 		sid = calloc(f.nstacks + 1, sizeof(*sid));
 		r = !sid ? -ENOMEM : stackfile_load(rd, &f, s, a->stacks, sid);
 		if (!r)
