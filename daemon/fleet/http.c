@@ -29,6 +29,7 @@ struct hreq {
 	struct http *h;
 	struct MHD_Connection *conn;
 	bool suspended, done;
+	const void *fixed;	/* a body that is pcmond's own (the page's files): not freed */
 	/* a scrape: its window, and the answer made when it ended */
 	char target[16];
 	uint32_t mark;
@@ -259,9 +260,15 @@ static enum MHD_Result queue(struct hreq *r)
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	if (!r->body)
+	if (!r->fixed && !r->body)
 		answer_error(r, 500, "out of memory");
-	resp = MHD_create_response_from_buffer(r->len, r->body ?: (char *)"", r->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r->fixed)
+		resp = MHD_create_response_from_buffer(r->len, (void *)r->fixed,
+						       MHD_RESPMEM_PERSISTENT);
+	else
+		resp = MHD_create_response_from_buffer(r->len, r->body ?: (char *)"",
+						       r->body ? MHD_RESPMEM_MUST_FREE
+							       : MHD_RESPMEM_PERSISTENT);
 	if (!resp)
 		return MHD_NO;
 	r->body = NULL;
@@ -336,18 +343,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		case HTTP_INDEX:
 		case HTTP_ASSET: { /* the page, built in */
 			const struct web_asset *a = web_asset(url);
-			char *copy = a ? malloc(a->len + 1) : NULL;
 
 			if (!a) {
 				st = 404;
 				snprintf(why, sizeof(why), "no such page: / is the page");
 				break;
 			}
-			if (copy) {
-				memcpy(copy, a->data, a->len);
-				copy[a->len] = '\0';
-			}
-			answer_text(r, 200, a->type, copy);
+			r->status = 200;
+			r->type = a->type;
+			r->fixed = a->data; /* (served as built in: no copy) */
+			r->len = a->len;
 			break;
 		}
 		case HTTP_API: {
