@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, run_tests, workload
+from lib import Daemon, cgroup2_root, first_json_line, held, pcmon, pcmon_json, run_tests, workload
 
 SITES = ("churn", "keep", "grow")
 # a sample every 64 KiB: keep() allocates a hundredth of the bytes, some 2 MB in 3 s under
@@ -315,31 +315,28 @@ def test_cgroup_target_probes_its_processes():
     root = cgroup2_root()
     cg = tempfile.mkdtemp(prefix="pcmon-alloc-", dir=root)
     d = Daemon().start()
-    flag = tempfile.mktemp(prefix="pcmon-alloc-go-")
-    ws = []
     try:
-        for _ in range(2):
-            ws.append(subprocess.Popen([workload("allocs"), "2", "--wait", flag],
-                                       stdout=subprocess.PIPE, text=True))
-        pids = [json.loads(w.stdout.readline())["pid"] for w in ws]
-        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-            f.write(str(pids[0]))
-        tid = pcmon("start", "--cgroup", cg, "--alloc", "--alloc-rate", RATE, "--no-sample",
-                    sock=d.sock).stdout.strip()
-        probed = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
-        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-            f.write(str(pids[1]))
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            s = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
-            if s["probed_files"] >= 2 * probed["probed_files"] > 0:
-                break
-            time.sleep(0.2)
-        assert s["probed_files"] >= 2 * probed["probed_files"] > 0, (probed, s)
-        open(flag, "w").close()
-        owns = [json.loads(w.stdout.readline()) for w in ws]
-        for w in ws:
-            w.wait()
+        with held([workload("allocs"), 2]) as (w0, pid0, go0), \
+                held([workload("allocs"), 2]) as (w1, pid1, go1):
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(pid0))
+            tid = pcmon("start", "--cgroup", cg, "--alloc", "--alloc-rate", RATE,
+                        "--no-sample", sock=d.sock).stdout.strip()
+            probed = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(pid1))
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                s = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]["summary"]
+                if s["probed_files"] >= 2 * probed["probed_files"] > 0:
+                    break
+                time.sleep(0.2)
+            assert s["probed_files"] >= 2 * probed["probed_files"] > 0, (probed, s)
+            go0()
+            go1()
+            owns = [json.loads(w.stdout.readline()) for w in (w0, w1)]
+            w0.wait()
+            w1.wait()
         own = {k: {f: owns[0][k][f] + owns[1][k][f] for f in ("blocks", "bytes", "live_bytes")}
                for k in SITES}
         alloc = pcmon_json("list", tid, "--alloc", sock=d.sock)[0]["alloc"]
@@ -347,11 +344,6 @@ def test_cgroup_target_probes_its_processes():
             (alloc["summary"], own)
         check_sites(alloc, own, "--cgroup")
     finally:
-        for w in ws:
-            if w.poll() is None:
-                w.kill()
-        if os.path.exists(flag):
-            os.unlink(flag)
         assert d.stop() == 0, d.logtext()
         os.rmdir(cg)
 

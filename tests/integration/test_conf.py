@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import PCMOND, ROOT, Daemon, cgroup2_root, pcmon_json, run_tests, spin_in, workload
+from lib import PCMOND, ROOT, Daemon, cgroup2_root, held, pcmon_json, run_tests, spin_in, workload
 
 SHIPPED = os.path.join(ROOT, "packaging", "pcmond.conf")
 
@@ -162,32 +162,26 @@ def test_a_cgroups_allocations_from_the_file():
     d = tempfile.mkdtemp(prefix="pcmon-conf-")
     f = os.path.join(d, "pcmond.conf")
     write(f, "[daemon]\nuser-targets = 3\n")
-    flag = tempfile.mktemp(prefix="pcmon-conf-go-")
-    w = subprocess.Popen([workload("allocs"), "1", "--wait", flag], stdout=subprocess.PIPE,
-                         text=True)
     dm = Daemon(args=["--config", f]).start()
     try:
-        write(os.path.join(cg, "cgroup.procs"), str(json.loads(w.stdout.readline())["pid"]))
-        write(f, f"[target heap]\ncgroup = {cg}\nalloc = yes\nalloc-rate = 65536\n"
-                 "no-sample = yes\n")
-        hup_and_wait(dm, "reloaded")
-        t = targets(dm)["heap"]
-        assert t["kind"] == "cgroup" and t["alloc_rate"] == 65536 and "mode" not in t, t
-        deadline = time.time() + 10
-        while pcmon_json("list", "heap", "--alloc", sock=dm.sock)[0]["alloc"]["summary"][
-                "probed_files"] == 0 and time.time() < deadline:
-            time.sleep(0.2)
-        open(flag, "w").close()
-        own = json.loads(w.stdout.readline())
-        w.wait()
+        with held([workload("allocs"), 1]) as (w, pid, go):
+            write(os.path.join(cg, "cgroup.procs"), str(pid))
+            write(f, f"[target heap]\ncgroup = {cg}\nalloc = yes\nalloc-rate = 65536\n"
+                     "no-sample = yes\n")
+            hup_and_wait(dm, "reloaded")
+            t = targets(dm)["heap"]
+            assert t["kind"] == "cgroup" and t["alloc_rate"] == 65536 and "mode" not in t, t
+            deadline = time.time() + 10
+            while pcmon_json("list", "heap", "--alloc", sock=dm.sock)[0]["alloc"]["summary"][
+                    "probed_files"] == 0 and time.time() < deadline:
+                time.sleep(0.2)
+            go()
+            own = json.loads(w.stdout.readline())
+            w.wait()
         s = pcmon_json("list", "heap", "--alloc", sock=dm.sock)[0]["alloc"]["summary"]
         calls = sum(v["blocks"] for v in own.values())
         assert calls <= s["calls"] <= calls + 20 and s["samples"] > 0, (s, own)
     finally:
-        if w.poll() is None:
-            w.kill()
-        if os.path.exists(flag):
-            os.unlink(flag)
         dm.stop()
         os.rmdir(cg)
     write(f, "[target everything]\nall = yes\nalloc = yes\n")
