@@ -308,7 +308,11 @@ def test_diff_finds_the_slower_function_and_saved_files_diff_elsewhere():
         diff, _ = pcmon_json("diff", "before", "after", "--per", "sample", sock=d.sock)
         sig = significant(diff)
         print("significant:", sig, "model:", diff["test"]["model"], diff["test"]["dispersion"])
-        assert sig.get("alpha") == "grew" and sig.get("outer_a") == "grew", sig
+        fa, fb = os.path.join(d.dir, "before.json"), os.path.join(d.dir, "after.json")
+        pcmon("save", "before", fa, sock=d.sock, check=0)  # (before the checks: kept if they fail)
+        pcmon("save", "after", fb, sock=d.sock, check=0)
+        assert sig.get("alpha") == "grew" and sig.get("outer_a") == "grew", \
+            (sig, [p for p in diff["procedures"] if p["procedure"] in ("alpha", "outer_a")])
         assert not set(sig) & WHOLE, sig
         # the others, by their own clocks' shares (the workload's CPU in all, by --per run)
         for fn in ("beta", "gamma_", "delta"):
@@ -316,9 +320,6 @@ def test_diff_finds_the_slower_function_and_saved_files_diff_elsewhere():
                 (b[fn] * b["cpu_s"]) / (a[fn] * a["cpu_s"])
             if fn in sig:
                 assert (r > 1) == (sig[fn] == "grew"), (fn, r, sig)
-        fa, fb = os.path.join(d.dir, "before.json"), os.path.join(d.dir, "after.json")
-        pcmon("save", "before", fa, sock=d.sock, check=0)
-        pcmon("save", "after", fb, sock=d.sock, check=0)
         assert "timeline" in json.load(open(fa))  # the slices go with the stacks
         d.stop()
         again, _ = pcmon_json("diff", fa, fb, "--per", "sample", sock=d2.sock)
