@@ -324,9 +324,11 @@ static __always_inline struct pcmon_proc *proc_in_target(__u32 target, __u32 tgi
 	return cfg && may_watch(task, cfg, target) ? p : NULL;
 }
 
+/* Is @tgid target @target's? (A --cgroup or --all target's process joins it here if nothing
+ * of its target saw it yet: a probe node may be the first.) */
 static __always_inline bool in_target(__u32 target, __u32 tgid)
 {
-	return proc_in_target(target, tgid, bpf_get_current_task_btf()) != NULL;
+	return proc_of(tgid) && proc_in_target(target, tgid, bpf_get_current_task_btf());
 }
 
 #endif /* PCMON_PROCS_BPF_H */

@@ -16,6 +16,8 @@ const struct opt start_opts[] = {
 	OPT_ALL(watch_opts),
 	{ "publish", 0, NULL, OPT_TRUE, "publish",
 	  .help = "serve it over pcmond's HTTP server (root only: docs/fleet.md)" },
+	{ "program", 0, "PATH", OPT_STR, "exe", .complete = COMPL_FILE,
+	  .help = "with --cgroup or --all: the program file --node names procedures of" },
 	OPT_TABLE_END,
 };
 
@@ -24,23 +26,29 @@ int cmd_start(struct cli *c)
 {
 	struct session s;
 	cJSON *rep;
-	int r, fd = -1;
+	int r = 0, fd[2], nfd = 0;
 	char esc[256];
 
 	if (c->target)
 		return cli_fail(c, 2, "start: unexpected argument '%s' (use --pid PID, --cgroup DIR or --all)",
 			    c->target);
+	/* what pcmond is to look into, opened here with the caller's rights */
 	if (cli_seen(c, "cgroup") &&
-	    (r = open_for_request(c, "--cgroup", proto_str(c->req, "cgroup", ""),
-				  O_RDONLY | O_DIRECTORY, "cgroup_fd", 0, &fd)))
-		return r;
-	r = session_connect(c, &s);
+	    !(r = open_for_request(c, "--cgroup", proto_str(c->req, "cgroup", ""),
+				   O_RDONLY | O_DIRECTORY, "cgroup_fd", nfd, &fd[nfd])))
+		nfd++;
+	if (!r && cli_seen(c, "program") &&
+	    !(r = open_for_request(c, "--program", proto_str(c->req, "exe", ""), O_RDONLY,
+				   "exe_fd", nfd, &fd[nfd])))
+		nfd++;
+	if (!r)
+		r = session_connect(c, &s);
 	if (r) {
-		if (fd >= 0)
-			close(fd);
+		while (nfd)
+			close(fd[--nfd]);
 		return r;
 	}
-	rep = session_call_fds(&s, c->req, &fd, fd >= 0);
+	rep = session_call_fds(&s, c->req, fd, nfd);
 	r = cli_show(c, rep, NULL);
 	if (!r && !c->json) {
 		printf("%.0f\n", proto_num(rep, "id", 0));

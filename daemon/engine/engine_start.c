@@ -267,6 +267,40 @@ static int start_processes(struct engine *e, const struct client *c, const cJSON
 }
 
 /*
+ * The file the instruments look into while they attach (t->exe_fd, closed once started):
+ * pcmon run's command, held before its exec (none is no reason to refuse the target), or
+ * a --cgroup or --all target's --program, whose procedures its nodes name (it must open).
+ * 0, or the error in *rep.
+ */
+static int start_program(const struct client *c, const cJSON *req, struct target *t,
+			 cJSON **rep)
+{
+	const char *path = proto_str(req, "exe", NULL);
+	cJSON *ignored = NULL;
+	struct stat st;
+
+	if (!path && !cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))
+		return 0;
+	if (t->kind == TARGET_PID && !t->exec_wait) {
+		*rep = proto_error(2, "--program names the program of a --cgroup or --all target: a process's are known from it (drop --program)");
+		return -1;
+	}
+	t->exe_fd = request_fd(c, req, "exe_fd", path, O_RDONLY, t->exec_wait ? "exe" : "--program",
+			       t->exec_wait ? &ignored : rep);
+	cJSON_Delete(ignored);
+	if (t->exe_fd >= 0 && (fstat(t->exe_fd, &st) || !S_ISREG(st.st_mode))) {
+		close(t->exe_fd);
+		t->exe_fd = -1;
+		if (!t->exec_wait)
+			*rep = proto_error(1, "--program %s: not a regular file", path ? path : "");
+	}
+	if (t->exe_fd < 0 && !t->exec_wait)
+		return -1;
+	t->exe_name = basename_of(path ? path : proto_str(req, "name", ""));
+	return 0;
+}
+
+/*
  * start: the target (what is watched, by whom), then each instrument the request asks for,
  * then BPF is told about its processes. Any failure undoes everything: nothing is started.
  */
@@ -298,21 +332,8 @@ cJSON *engine_cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	for_each_inst(i)
 		if (t->inst[i] && inst_table[i]->prompt_events)
 			t->flags |= PCMON_TF_PROMPT;
-	/* pcmon run: the file the held process will exec, for the instruments to look into */
-	if (t->exec_wait &&
-	    (proto_str(req, "exe", NULL) || cJSON_GetObjectItemCaseSensitive(req, "exe_fd"))) {
-		cJSON *ignored = NULL;
-		struct stat st;
-
-		t->exe_fd = request_fd(c, req, "exe_fd", proto_str(req, "exe", NULL), O_RDONLY,
-				       "exe", &ignored);
-		cJSON_Delete(ignored); /* no file to look into is no reason to refuse the target */
-		if (t->exe_fd >= 0 && (fstat(t->exe_fd, &st) || !S_ISREG(st.st_mode))) {
-			close(t->exe_fd);
-			t->exe_fd = -1;
-		}
-		t->exe_name = basename_of(proto_str(req, "exe", proto_str(req, "name", "")));
-	}
+	if (start_program(c, req, t, &rep))
+		goto fail;
 	if (t->kind == TARGET_PID) /* what it has mapped, for the instruments to look into */
 		sym_proc_load(e->sym, t->pid, 0);
 	if (engine_target_configure(e, t)) {
@@ -369,7 +390,7 @@ const struct proto_field engine_target_start_fields[] = {
 	F_BOOL("publish"),
 	F_BOOL("exec_wait"),
 	{ .name = "name", .type = PT_STR, .max = 4096, .opt = "--name" },
-	F_STR("exe", 4096),
+	{ .name = "exe", .type = PT_STR, .max = 4096, .opt = "--program" },
 	F_UINT("exe_fd", 0, PROTO_MAX_FDS - 1),
 };
 const size_t engine_ntarget_start_fields = ARRAY_SIZE(engine_target_start_fields);

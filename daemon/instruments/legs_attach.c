@@ -117,7 +117,8 @@ static int node_adv(const struct legs *lg, const struct func *f, size_t nf, stru
 }
 
 /*
- * Node @i of @lg on its addresses in process @pid (0: the file the held process will exec).
+ * Node @i of @lg on its addresses: in the target's process, or in the file the target looks
+ * into (t->exe_fd: the command held before its exec, a --cgroup or --all target's program).
  * PROC, PROC%return and PROC+OFF name procedures (globs too: every one is the node);
  * provider:name a USDT probe of the program.
  */
@@ -141,7 +142,7 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 
 		*mark = '\0';
 		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
-		r = funcs_find_line(t->exec_wait ? path : exe, t->exe_name ? t->exe_name : "", proc,
+		r = funcs_find_line(t->exe_fd >= 0 ? path : exe, t->exe_name ? t->exe_name : "", proc,
 				    atoi(mark + 1), &f, &nf, &cap);
 		if (r == -ENODATA || (!r && !nf)) {
 			*rep = proto_error(1, "--node %s: %s", n->spec,
@@ -160,7 +161,7 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 		set_node_cost(g, t, lg, i, false); /* a USDT probe is a nop: emulated */
 		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
 		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1,
-					     t->exec_wait ? path : exe, proc, colon + 1, &uo);
+					     t->exe_fd >= 0 ? path : exe, proc, colon + 1, &uo);
 		if (!l) {
 			*rep = proto_error(1, "--node %s: no such USDT probe in the program (%s)",
 					   n->spec, strerror(errno));
@@ -180,12 +181,12 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 				   n->spec);
 		return -EINVAL;
 	}
-	r = t->exec_wait ? funcs_find_file(path, t->exe_name, pat, &f, &nf, &cap)
-			 : funcs_find(t->pid, pat, &f, &nf, &cap, NULL);
+	r = t->exe_fd >= 0 ? funcs_find_file(path, t->exe_name, pat, &f, &nf, &cap)
+			   : funcs_find(t->pid, pat, &f, &nf, &cap, NULL);
 	pat_free(pat);
 	if (!r && !nf) {
 		*rep = proto_error(1, "--node %s: no procedure %s in the program%s", n->spec, proc,
-				   t->exec_wait ? "" : " or the libraries it has loaded");
+				   t->exe_fd >= 0 ? "" : " or the libraries it has loaded");
 		r = -ENOENT;
 	}
 	if (!r && node_adv(lg, f, nf, &n->adv)) {
@@ -558,8 +559,8 @@ int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 	struct counter_cost cost;
 	int r;
 
-	if (t->kind != TARGET_PID) {
-		*rep = proto_error(2, "--node needs --pid or a command: a cgroup's or every task's objects are not known in advance");
+	if (t->kind != TARGET_PID && t->exe_fd < 0) {
+		*rep = proto_error(2, "--node on a --cgroup or --all target: name the program its nodes are in with --program PATH (its processes' objects are not known in advance)");
 		return -EINVAL;
 	}
 	if (t->exec_wait && t->exe_fd < 0) {

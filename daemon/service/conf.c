@@ -172,8 +172,9 @@ void conf_daemon_free(struct conf_daemon *d)
  * The keys of a target section are pcmon start's options, without their dashes: a flag is a
  * key with yes or no, --virtual and --real are mode = virtual|real. What each value may be
  * is the start field's (engine_start_field()): the engine's own check, made here too. Those
- * of sampling and allocations only: call counting and probe nodes need a process
- * (not_keys[]), and allocations a cgroup (target_end()).
+ * of sampling, allocations and probe nodes: call counting needs a process (not_keys[]),
+ * allocations a cgroup and nodes a program (target_end()). node and hist-arg are both the
+ * nodes' list: a node a line, hist-arg set on the node above it.
  */
 static const struct target_key {
 	const char *key;
@@ -199,6 +200,14 @@ static const struct target_key {
 	K("alloc", "alloc"),
 	K_NUM("alloc-rate", "alloc_rate", "bytes"),
 	K("alloc-functions", "alloc_functions"),
+	K("program", "exe"),
+	K("node", "nodes"),
+	K("hist-arg", "nodes"),
+	K("leg", "legs"),
+	K("hist", "hists"),
+	K("track", "track"),
+	K("add", "add"),
+	K("tail", "tails"),
 #undef K
 #undef K_NUM
 };
@@ -225,13 +234,6 @@ static const struct {
 	{ "real", "write mode = real" },
 	{ "count", NEEDS_PID("call counts") },
 	{ "max-probes", NEEDS_PID("call counts") },
-	{ "node", NEEDS_PID("probe nodes") },
-	{ "hist-arg", NEEDS_PID("probe nodes") },
-	{ "leg", NEEDS_PID("probe nodes") },
-	{ "hist", NEEDS_PID("probe nodes") },
-	{ "track", NEEDS_PID("probe nodes") },
-	{ "add", NEEDS_PID("probe nodes") },
-	{ "tail", NEEDS_PID("probe nodes, and so tail profiles,") },
 };
 #undef NEEDS_PID
 
@@ -321,6 +323,9 @@ static void target_end(struct rd *rd)
 			 t->name);
 	else if (proto_bool(t->req, "no_sample", 0) && !proto_bool(t->req, "alloc", 0))
 		conf_err(rd->c, t->line, "[target %s]: no-sample = yes leaves it nothing to do: give alloc = yes too, or leave no-sample out",
+			 t->name);
+	else if (cJSON_GetObjectItemCaseSensitive(t->req, "nodes") && !proto_str(t->req, "exe", NULL))
+		conf_err(rd->c, t->line, "[target %s]: its nodes are in a program: name it, program = PATH",
 			 t->name);
 	else if (all && proto_bool(t->req, "alloc", 0))
 		conf_err(rd->c, t->line, "[target %s]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)",
@@ -463,6 +468,17 @@ static cJSON *field_value(const struct proto_field *f, const struct target_key *
 		else
 			v = cJSON_CreateString(value);
 		break;
+	case PT_NODES: /* (likewise) */
+		if (!*value) {
+			snprintf(why, whylen, "give a value");
+			return NULL;
+		}
+		v = cJSON_CreateArray();
+		if (v && !cJSON_AddItemToArray(v, cJSON_CreateObject()))
+			cJSON_Delete(v), v = NULL;
+		if (v && !cJSON_AddStringToObject(cJSON_GetArrayItem(v, 0), "spec", value))
+			cJSON_Delete(v), v = NULL;
+		break;
 	default:
 		snprintf(why, whylen, "is no key of a target section");
 		return NULL;
@@ -490,6 +506,26 @@ static cJSON *field_value(const struct proto_field *f, const struct target_key *
 		cJSON_Delete(one);
 	}
 	return v;
+}
+
+/* hist-arg = N: the integer argument the node above it records (--hist-arg). */
+static void hist_arg(struct rd *rd, cJSON *nodes, const char *value)
+{
+	cJSON *last = cJSON_GetArrayItem(nodes, cJSON_GetArraySize(nodes) - 1);
+	char why[160]; /* (parse_num's own words name no unit: ours say it) */
+	long n;
+
+	if (!last)
+		conf_err(rd->c, rd->line, "[target %s] hist-arg: give it after the node it applies to",
+			 rd->t->name);
+	else if (cJSON_GetObjectItemCaseSensitive(last, "arg"))
+		conf_err(rd->c, rd->line, "[target %s] hist-arg: given twice for the node above it",
+			 rd->t->name);
+	else if (parse_num(value, 0, 5, "", &n, why, sizeof(why)))
+		conf_err(rd->c, rd->line, "[target %s] hist-arg: \"%.40s\" is not an argument's number from 0 to 5",
+			 rd->t->name, value);
+	else
+		cJSON_AddNumberToObject(last, "arg", n);
 }
 
 static void target_key(struct rd *rd, const char *key, const char *value)
@@ -520,10 +556,19 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 		return;
 	}
 	have = cJSON_GetObjectItemCaseSensitive(t->req, f->name);
-	/* a list's key may be given again: each line adds one (critical) */
-	if (rd->key_at[i] && f->type != PT_STRS) {
+	if (!strcmp(key, "hist-arg")) {
+		hist_arg(rd, have, value);
+		return;
+	}
+	/* a list's key may be given again: each line adds one (critical, node) */
+	if (rd->key_at[i] && f->type != PT_STRS && f->type != PT_NODES) {
 		conf_err(rd->c, rd->line, "[target %s] %s: given twice (first at line %d)", t->name, key,
 			 rd->key_at[i]);
+		return;
+	}
+	if (!strcmp(key, "program") && value[0] != '/') {
+		conf_err(rd->c, rd->line, "[target %s] program: \"%.64s\" is not an absolute path (the program file its nodes are in)",
+			 t->name, value);
 		return;
 	}
 	if (!strcmp(key, "cgroup") && value[0] != '/') {
@@ -537,7 +582,7 @@ static void target_key(struct rd *rd, const char *key, const char *value)
 		return;
 	}
 	rd->key_at[i] = rd->line;
-	if (have && f->type == PT_STRS) {
+	if (have && (f->type == PT_STRS || f->type == PT_NODES)) {
 		cJSON_AddItemToArray(have, cJSON_DetachItemFromArray(v, 0));
 		cJSON_Delete(v);
 	} else {

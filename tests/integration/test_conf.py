@@ -83,6 +83,16 @@ def test_errors_name_file_line_and_key():
         ("pid", "[target t]\npid = 1\n", r"^{f}:2: \[target t\] pid: not a key here: .*$"),
         ("wrong enum", "[target t]\nall = yes\nunwind = sideways\n",
          r'^{f}:3: \[target t\] unwind: "sideways" is not one of fp\|dwarf\|auto$'),
+        ("nodes without their program", "[target t]\nall = yes\nnode = f\nnode = g\nleg = 1:2\n",
+         r"^{f}:1: \[target t\]: its nodes are in a program: name it, program = PATH$"),
+        ("a relative program", "[target t]\nall = yes\nprogram = bin/x\nnode = f\n",
+         r'^{f}:3: \[target t\] program: "bin/x" is not an absolute path \(.*\)$'),
+        ("hist-arg before its node", "[target t]\nall = yes\nhist-arg = 1\n",
+         r"^{f}:3: \[target t\] hist-arg: give it after the node it applies to$"),
+        ("hist-arg out of range", "[target t]\nall = yes\nprogram = /x\nnode = f\nhist-arg = 6\n",
+         r'^{f}:5: \[target t\] hist-arg: "6" is not an argument\'s number from 0 to 5$'),
+        ("count", "[target t]\nall = yes\ncount = f\n",
+         r"^{f}:3: \[target t\] count: not a key here: call counts need a process .*$"),
     ]
     for what, text, want in cases:
         f = os.path.join(d, "pcmond.conf")

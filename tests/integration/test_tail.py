@@ -12,10 +12,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
+from lib import Daemon, cgroup2_root, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
 
 NODES = ["--node", "tailreq.req_begin", "--node", "tailreq.req_end", "--leg", "1:2"]
 
@@ -185,6 +186,64 @@ def test_leg_tail_while_running_and_save():
         if w.poll() is None:
             w.kill()
         d.stop()
+
+
+def in_cgroup(cg, cmd):
+    """@cmd, run inside cgroup @cg (it moves there before its exec): its own figures."""
+    p = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *cmd],
+                       stdout=subprocess.PIPE, text=True, timeout=120, check=True)
+    return first_json_line(p.stdout)
+
+
+def check_slow_tail(d, tid, own):
+    t = tail_listing(d, tid)
+    tail = t["tail"]
+    check_filed(tail, own)
+    assert 0.005 <= tail["slow_instances"] / tail["instances"] <= 0.02, tail
+    slow_in_tail, n_tail = share(t, "tailreq.slow_path")
+    assert n_tail >= 100 and slow_in_tail >= 0.80, (slow_in_tail, procs(t))
+
+
+def test_cgroup_target_names_its_program():
+    """A --cgroup or --all target's nodes are in the program it names (--program, or program =
+    in a [target] section of pcmond's configuration file): every process of the cgroup (of
+    the machine) that runs it is probed, joined to the target at its first node hit if
+    nothing else saw it first."""
+    cg = os.path.join(cgroup2_root(), f"pcmon-tail-{os.getpid()}")
+    os.mkdir(cg)
+    prog = workload("tailreq")
+    conf = os.path.join(tempfile.mkdtemp(prefix="pcmon-tail-"), "pcmond.conf")
+    with open(conf, "w") as f:
+        f.write(f"[target svc]\ncgroup = {cg}\ninterval = 1000\nprogram = {prog}\n"
+                "node = tailreq.req_begin\nnode = tailreq.req_end\nhist-arg = 0\nleg = 1:2\n"
+                "tail = 1\n")
+    os.chmod(conf, 0o644)
+    d = Daemon(args=["--config", conf]).start()
+    try:
+        deadline = time.time() + 30  # (the file's targets start as pcmond serves)
+        while not any(t["name"] == "svc" for t in pcmon_json("targets", sock=d.sock)[0]["targets"]):
+            assert time.time() < deadline, "the file's target did not start"
+            time.sleep(0.1)
+        own = in_cgroup(cg, [prog, "3000"])
+        check_slow_tail(d, "svc", own)
+        d.stop()
+        d = Daemon().start()
+        p = pcmon("start", "--cgroup", cg, *NODES, "--tail", "1", sock=d.sock)
+        assert p.returncode == 2 and "--program PATH" in p.stderr, p.stderr
+        p = pcmon("start", "--pid", os.getpid(), "--program", prog, *NODES, sock=d.sock)
+        assert p.returncode == 2 and "drop --program" in p.stderr, p.stderr
+        tid = pcmon("start", "--cgroup", cg, "--program", prog, "--interval", "1000", *NODES,
+                    "--tail", "1", sock=d.sock, check=0).stdout.strip()
+        own = in_cgroup(cg, [prog, "3000"])
+        check_slow_tail(d, tid, own)
+        # --all: every process that runs it
+        tid = pcmon("start", "--all", "--program", prog, "--interval", "1000", *NODES,
+                    "--tail", "1", sock=d.sock, check=0).stdout.strip()
+        p = subprocess.run([prog, "3000"], stdout=subprocess.PIPE, text=True, check=True)
+        check_slow_tail(d, tid, first_json_line(p.stdout))
+    finally:
+        d.stop()
+        os.rmdir(cg)
 
 
 def test_refused():

@@ -67,9 +67,17 @@ static void test_good_file(void **state)
 			       "no-children = yes\n"
 			       "critical = lock=*->mutex_lock\n"
 			       "critical = io=*->read\n"
-			       "when = main->*\n");
+			       "when = main->*\n"
+			       "[target api]\n"
+			       "cgroup = /sys/fs/cgroup/api\n"
+			       "program = /usr/bin/api\n"
+			       "node = begin\n"
+			       "hist-arg = 0\n"
+			       "node = end\n"
+			       "leg = 1:2\n"
+			       "tail = 1:5ms\n");
 	const struct conf_target *t;
-	const cJSON *r, *crit;
+	const cJSON *r, *crit, *nodes;
 
 	(void)state;
 	assert_int_equal(c->nerrors, 0);
@@ -80,7 +88,7 @@ static void test_good_file(void **state)
 	assert_int_equal(c->d.v[CONF_BPF_STATS].num, 1);
 	assert_false(c->d.v[CONF_STATE_DIR].set);
 
-	assert_int_equal(c->ntargets, 2);
+	assert_int_equal(c->ntargets, 3);
 	t = conf_find(c, "system");
 	assert_non_null(t);
 	assert_int_equal(t->line, 7);
@@ -102,6 +110,19 @@ static void test_good_file(void **state)
 	assert_int_equal(cJSON_GetArraySize(crit), 2);
 	assert_string_equal(cJSON_GetArrayItem(crit, 1)->valuestring, "io=*->read");
 	assert_string_equal(proto_str(r, "when", ""), "main->*");
+
+	r = conf_find(c, "api")->req; /* nodes: a line each, hist-arg on the one above it */
+	assert_string_equal(proto_str(r, "exe", ""), "/usr/bin/api");
+	nodes = cJSON_GetObjectItem(r, "nodes");
+	assert_int_equal(cJSON_GetArraySize(nodes), 2);
+	assert_string_equal(proto_str(cJSON_GetArrayItem(nodes, 0), "spec", ""), "begin");
+	assert_int_equal(proto_num(cJSON_GetArrayItem(nodes, 0), "arg", -1), 0);
+	assert_string_equal(proto_str(cJSON_GetArrayItem(nodes, 1), "spec", ""), "end");
+	assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(nodes, 1), "arg"));
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "legs"), 0)->valuestring,
+			    "1:2");
+	assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "tails"), 0)->valuestring,
+			    "1:5ms");
 	assert_null(conf_find(c, "nosuch"));
 	conf_free(c);
 }
@@ -189,7 +210,9 @@ static void test_errors_name_file_line_key(void **state)
 	one_error("[target a]\nall = yes\ncount = malloc\n",
 		  "t.conf:3: [target a] count: not a key here: call counts need a process (--pid or a command): a cgroup's or every task's objects are not known in advance");
 	one_error("[target a]\nall = yes\nnode = main\n",
-		  "t.conf:3: [target a] node: not a key here: probe nodes need a process (--pid or a command): a cgroup's or every task's objects are not known in advance");
+		  "t.conf:1: [target a]: its nodes are in a program: name it, program = PATH");
+	one_error("[target a]\nall = yes\nprogram = /bin/x\nnode = main\nhist-arg = 1\nhist-arg = 2\n",
+		  "t.conf:6: [target a] hist-arg: given twice for the node above it");
 	one_error("[target a]\nall = yes\nwhen =\n", "t.conf:3: [target a] when: give a value");
 }
 
