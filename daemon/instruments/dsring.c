@@ -7,15 +7,22 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "dsring.h"
 #include "util.h"
 
-/* Records as they were read: each a 64-bit length, then its bytes, padded to 8. */
+/*
+ * Records as they were read: each a 64-bit length, then its bytes, padded to 8. Its memory
+ * is a mapping of its own, not the heap's: room for a whole ring is reserved before the
+ * ring is read, and what is never written is never resident, so malloc's count (which the
+ * symbolizer's memory budget reads) would take it for megabytes in use. @hw: how far it
+ * has been written since its pages were last given back.
+ */
 struct backlog {
 	unsigned char *p;
-	size_t len, cap;
+	size_t len, cap, hw;
 };
 
 struct dsring {
@@ -42,18 +49,45 @@ struct dsring {
 /* Room in @b for @more bytes. */
 static bool reserve(struct backlog *b, size_t more)
 {
-	size_t cap;
-	unsigned char *p;
+	size_t cap, page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
 
 	if (b->len + more <= b->cap)
 		return true;
 	cap = MAX(b->cap * 2, MAX(b->len + more, (size_t)1 << 20));
-	p = realloc(b->p, cap);
-	if (!p)
+	cap = (cap + page - 1) & ~(page - 1);
+	p = b->p ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)
+		 : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			-1, 0);
+	if (p == MAP_FAILED)
 		return false;
 	b->p = p;
 	b->cap = cap;
 	return true;
+}
+
+static void backlog_free(struct backlog *b)
+{
+	if (b->p)
+		munmap(b->p, b->cap);
+	*b = (struct backlog){ 0 };
+}
+
+/*
+ * @b was taken, @used bytes of it: a stall's backlog (more than @most) is given back whole;
+ * pages written beyond what a take has needed of late, given back (written again, they
+ * are zero-filled as they are touched: a take much smaller than the pages resident).
+ */
+static void backlog_done(struct backlog *b, size_t used, size_t most)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), keep = (2 * used + page - 1) & ~(page - 1);
+
+	b->hw = MAX(b->hw, used);
+	b->len = 0;
+	if (b->cap > most)
+		backlog_free(b);
+	else if (b->hw > keep + (1u << 20) && !madvise(b->p + keep, b->hw - keep, MADV_DONTNEED))
+		b->hw = used;
 }
 
 /* The ring's callback: a record into back (read_ring() made room for a ring of them). */
@@ -184,8 +218,8 @@ void dsring_close(struct dsring *r)
 		close(r->epfd);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->room);
-	free(r->back.p);
-	free(r->front.p);
+	backlog_free(&r->back);
+	backlog_free(&r->front);
 	free(r);
 }
 
@@ -216,11 +250,7 @@ int dsring_take(struct dsring *r, void (*cb)(void *ctx, void *data, size_t len),
 		at += REC_SIZE(len);
 	}
 	pthread_mutex_lock(&r->lock);
-	r->front.len = 0;
-	if (r->front.cap > 2 * r->ring_bytes) { /* a stall's backlog: given back */
-		free(r->front.p);
-		r->front = (struct backlog){ 0 };
-	}
+	backlog_done(&r->front, r->front.len, 2 * r->ring_bytes);
 	pthread_cond_signal(&r->room);
 	pthread_mutex_unlock(&r->lock);
 	return n;
