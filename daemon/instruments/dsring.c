@@ -18,11 +18,13 @@
  * is a mapping of its own, not the heap's: room for a whole ring is reserved before the
  * ring is read, and what is never written is never resident, so malloc's count (which the
  * symbolizer's memory budget reads) would take it for megabytes in use. @hw: how far it
- * has been written since its pages were last given back.
+ * has been written since its pages were last given back (backlog_done()).
  */
 struct backlog {
 	unsigned char *p;
 	size_t len, cap, hw;
+	size_t recent;		/* the most a take used since @since (coarse ns) */
+	uint64_t since;
 };
 
 struct dsring {
@@ -74,20 +76,30 @@ static void backlog_free(struct backlog *b)
 }
 
 /*
- * @b was taken, @used bytes of it: a stall's backlog (more than @most) is given back whole;
- * pages written beyond what a take has needed of late, given back (written again, they
- * are zero-filled as they are touched: a take much smaller than the pages resident).
+ * @b was taken, @used bytes of it: a stall's backlog (more than @most) is given back whole.
+ * Pages written beyond twice what the takes of the last 10 s needed are given back too (a
+ * burst's, once it is past; not after each small take, or the next large one would fault
+ * them in again).
  */
 static void backlog_done(struct backlog *b, size_t used, size_t most)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), keep = (2 * used + page - 1) & ~(page - 1);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), keep;
+	uint64_t now = now_coarse_ns();
 
 	b->hw = MAX(b->hw, used);
+	b->recent = MAX(b->recent, used);
 	b->len = 0;
-	if (b->cap > most)
+	if (b->cap > most) {
 		backlog_free(b);
-	else if (b->hw > keep + (1u << 20) && !madvise(b->p + keep, b->hw - keep, MADV_DONTNEED))
-		b->hw = used;
+		return;
+	}
+	if (now - b->since < 10000000000ULL)
+		return;
+	keep = (2 * b->recent + page - 1) & ~(page - 1);
+	if (b->hw > keep + (1u << 20) && !madvise(b->p + keep, b->hw - keep, MADV_DONTNEED))
+		b->hw = keep;
+	b->since = now;
+	b->recent = 0;
 }
 
 /* The ring's callback: a record into back (read_ring() made room for a ring of them). */
