@@ -2200,9 +2200,10 @@ def table(res):
                     f"{fmt((c.get('ns_per_unit') or {}).get('median'), '.0f'):>16}")
         add("   memleak (libbpf-tools): " + ("not in this table yet" if al.get("memleak") else
             "n/a here: Debian's libbpf-tools 0.26 has no memleak, and bcc's needs kernel headers"))
-        add("   (pcmon's uprobes trap at every call of the allocator's functions, sampled or not, and")
-        add("   malloc's return probe too: microseconds a call, which sampling by bytes does not save;")
-        add("   heaptrack runs inside the program, preloaded)")
+        add("   (pcmon's uprobes trap at every call of the allocator's functions, sampled or not (with")
+        add("   uprobe sessions, kernel 6.13 on, a return only where a call is sampled): about a")
+        add("   microsecond a call, which sampling by bytes does not save; heaptrack runs inside the")
+        add("   program, preloaded)")
     add("")
     form = env.get("form", "make bench")
     add(f"total benchmark time ({form}): {res['total_s'] / 60:.1f} min ({res['total_s']:.0f} s"
