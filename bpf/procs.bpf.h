@@ -295,11 +295,10 @@ static __always_inline bool may_watch(struct task_struct *task, const struct pcm
 
 	if (!cfg->owner)
 		return true;
-	c = BPF_CORE_READ(task, real_cred);
+	c = task->real_cred; /* (loads through typed pointers: no helper call per sample) */
 	/* mm->flags is a word, or (6.18) a bitmap whose first word holds the same bits */
 	bpf_core_read(&mmflags, sizeof(mmflags), &task->mm->flags);
-	if (BPF_CORE_READ(c, uid.val) == cfg->owner && BPF_CORE_READ(c, euid.val) == cfg->owner &&
-	    BPF_CORE_READ(c, suid.val) == cfg->owner &&
+	if (c->uid.val == cfg->owner && c->euid.val == cfg->owner && c->suid.val == cfg->owner &&
 	    (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
 		return true;
 	ts = bpf_map_lookup_elem(&tstat, &target);

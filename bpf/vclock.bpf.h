@@ -70,8 +70,11 @@ static __always_inline __u64 steal_now(void)
 	if (!bpf_core_field_exists(rq->prev_steal_time_rq) ||
 	    !bpf_core_field_exists(cur->se.cfs_rq->rq))
 		return 0;
-	rq = BPF_CORE_READ(cur, se.cfs_rq, rq);
-	return rq ? BPF_CORE_READ(rq, prev_steal_time_rq) : 0;
+	/* loads through the task's typed pointer, which the JIT makes fault-safe, not
+	 * bpf_probe_read_kernel(): three helper calls at every probe, twice in some, cost
+	 * call counting 460 ns a call of callheavy (1,160 ns before steal was read, 1,620 after) */
+	rq = cur->se.cfs_rq->rq;
+	return rq ? rq->prev_steal_time_rq : 0;
 }
 
 /* The time stolen from the thread of @v, running here, while it ran so far. */
