@@ -99,20 +99,14 @@ static __always_inline void clock_repair(struct vclock *v, __u64 ran, __u64 now)
 }
 
 /*
- * The clock of @task, running now: wall time, or (VIRTUAL) wall time less the time it
- * spent off CPU while counted (sched_switch below keeps that) and the time the hypervisor
- * stole while it ran.
+ * The clock of @task (@v its vclock, looked up once a probe), running now: wall time, or
+ * (VIRTUAL) wall time less the time it spent off CPU while counted (sched_switch below
+ * keeps that) and the time the hypervisor stole while it ran.
  */
 static __always_inline __u64 clock_of(const struct pcmon_cstack *cs, struct task_struct *task,
-				      __u64 now)
+				      struct vclock *v, __u64 now)
 {
-	__u32 tid = task->pid;
-	struct vclock *v;
-
-	if (!cs->virt)
-		return now;
-	v = bpf_map_lookup_elem(&vclocks, &tid);
-	if (!v)
+	if (!cs->virt || !v)
 		return now;
 	if (v->off_since) /* running, its switch in not seen */
 		clock_repair(v, task->se.sum_exec_runtime, now);
@@ -394,26 +388,22 @@ static __always_inline void clocks_of(const struct vclock *v, __u32 virt, struct
 	c->steal = v && !virt ? vclock_steal(v) : 0;
 }
 
-/* Those of thread @tid (running here), at a return or an exit. */
-static __always_inline void clocks_now(const struct pcmon_cstack *cs, __u32 tid,
-				       struct probe_clocks *c)
-{
-	clocks_of(cs->virt ? NULL : bpf_map_lookup_elem(&vclocks, &tid), cs->virt, c);
-}
-
 /*
  * An entry probe of thread @tid at @ip: kept for the scheduler hook (count_switch), and
- * its clocks read (clocks_now()).
+ * its clocks read (clocks_of()). Its vclock, made on its first probe (NULL: the map is full).
  */
-static __noinline void note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target,
-				  struct probe_clocks *c)
+static __noinline struct vclock *note_entry(__u32 tid, __u64 ip, __u32 virt, __u32 target,
+					    struct probe_clocks *c)
 {
-	clocks_of(vclock_at_probe(tid, ip, target), virt, c);
+	struct vclock *v = vclock_at_probe(tid, ip, target);
+
+	clocks_of(v, virt, c);
+	return v;
 }
 
 /*
  * Close the innermost open activation of thread @tgid at @now, @at its clocks then
- * (clocks_now()), the way @how (enum how).
+ * (clocks_of()), the way @how (enum how).
  *
  * A global function, verified once, not at each of its calls (the loops that close gone
  * activations would be too much for the verifier): @cs and @at are memory here, maybe NULL.
@@ -600,10 +590,9 @@ int count_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	if (!cs->depth)
 		cs->virt = cc ? cc->virt : 0;
-	note_entry((__u32)pid_tgid, PT_REGS_IP(ctx), cs->virt, target, &at);
-	now = clock_of(cs, task, now);
 	tid = (__u32)pid_tgid;
-	v = bpf_map_lookup_elem(&vclocks, &tid);
+	v = note_entry(tid, PT_REGS_IP(ctx), cs->virt, target, &at);
+	now = clock_of(cs, task, v, now);
 	probe_look(v, cs);
 	/* an open activation at or below this return address is gone: this frame replaced it */
 	unwind_to(cs, tgid, PT_REGS_SP(ctx), now, &at, v);
@@ -674,9 +663,9 @@ int count_return(struct pt_regs *ctx)
 	cs = bpf_task_storage_get(&cstack, task, NULL, 0);
 	if (!cs || !cs->depth)
 		return 0;
-	now = clock_of(cs, task, now);
-	clocks_now(cs, tid, &at);
-	v = bpf_map_lookup_elem(&vclocks, &tid);
+	v = bpf_map_lookup_elem(&vclocks, &tid); /* (once: a hash lookup each is dear) */
+	now = clock_of(cs, task, v, now);
+	clocks_of(v, cs->virt, &at);
 	probe_look(v, cs);
 	/* deeper activations still open lost their returns: gone */
 	for (int i = 0; i < PCMON_COUNT_DEPTH; i++) {
@@ -726,9 +715,9 @@ int BPF_PROG(count_exit, struct task_struct *p)
 	cs = bpf_task_storage_get(&cstack, p, NULL, 0);
 	if (!cs)
 		return 0;
-	now = clock_of(cs, p, now); /* p is the thread that runs this */
-	clocks_now(cs, tid, &at);
 	v = bpf_map_lookup_elem(&vclocks, &tid);
+	now = clock_of(cs, p, v, now); /* p is the thread that runs this */
+	clocks_of(v, cs->virt, &at);
 	probe_look(v, cs);
 	for (int i = 0; i < PCMON_COUNT_DEPTH + 1; i++) {
 		if (!cs->depth)
