@@ -1194,7 +1194,7 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         t_stop = time.monotonic()
         stop = dmn.cli("stop", tid)
         stop_ms = (time.monotonic() - t_stop) * 1e3
-        # sampling ends when stop returns: the target's CPU up to here is what was sampled
+        # the target's CPU over the session, start and stop included (its rate: see expected)
         wcpu = proc_cpu(w.pid) - wcpu0
         secs = time.monotonic() - t0
         cpu_mid = dmn.cpu()

@@ -295,11 +295,13 @@ static __always_inline bool may_watch(struct task_struct *task, const struct pcm
 
 	if (!cfg->owner)
 		return true;
-	c = task->real_cred; /* (loads through typed pointers: no helper call per sample) */
+	/* the credentials through typed pointers (no helper call; an __rcu pointer the verifier
+	 * may take for NULL, so checked) */
+	c = task->real_cred;
 	/* mm->flags is a word, or (6.18) a bitmap whose first word holds the same bits */
 	bpf_core_read(&mmflags, sizeof(mmflags), &task->mm->flags);
-	if (c->uid.val == cfg->owner && c->euid.val == cfg->owner && c->suid.val == cfg->owner &&
-	    (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
+	if (c && c->uid.val == cfg->owner && c->euid.val == cfg->owner &&
+	    c->suid.val == cfg->owner && (mmflags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER)
 		return true;
 	ts = bpf_map_lookup_elem(&tstat, &target);
 	if (ts)
@@ -308,13 +310,13 @@ static __always_inline bool may_watch(struct task_struct *task, const struct pcm
 }
 
 /*
- * Is process @tgid one of target @target's, being watched, and still its owner's to look
- * into? What every instrument's probe asks before it records anything.
+ * Is a process one of target @target's, being watched, and still its owner's to look into?
+ * What every instrument's probe asks before it records anything. @p: its entry (maybe
+ * NULL), @task running.
  */
-static __always_inline struct pcmon_proc *proc_in_target(__u32 target, __u32 tgid,
-							 struct task_struct *task)
+static __always_inline struct pcmon_proc *proc_watched(struct pcmon_proc *p, __u32 target,
+						       struct task_struct *task)
 {
-	struct pcmon_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	struct pcmon_tcfg *cfg;
 
 	if (!p || p->target != target || (p->flags & PCMON_PF_EXEC_WAIT))
@@ -323,11 +325,18 @@ static __always_inline struct pcmon_proc *proc_in_target(__u32 target, __u32 tgi
 	return cfg && may_watch(task, cfg, target) ? p : NULL;
 }
 
+/* (process @tgid, as the process map has it) */
+static __always_inline struct pcmon_proc *proc_in_target(__u32 target, __u32 tgid,
+							 struct task_struct *task)
+{
+	return proc_watched(bpf_map_lookup_elem(&procs, &tgid), target, task);
+}
+
 /* Is @tgid target @target's? (A --cgroup or --all target's process joins it here if nothing
  * of its target saw it yet: a probe node may be the first.) */
 static __always_inline bool in_target(__u32 target, __u32 tgid)
 {
-	return proc_of(tgid) && proc_in_target(target, tgid, bpf_get_current_task_btf());
+	return proc_watched(proc_of(tgid), target, bpf_get_current_task_btf()) != NULL;
 }
 
 #endif /* PCMON_PROCS_BPF_H */

@@ -31,8 +31,11 @@ struct target {
 	bool children;		/* descendants started later are watched too */
 	bool published;		/* served over pcmond's HTTP server (root's, docs/fleet.md) */
 	bool exec_wait;		/* pcmon run: the process is held before its exec */
-	int exe_fd;		/* ... and the file it will exec, while it starts (else -1) */
+	int exe_fd;		/* ... and the file it will exec, while it starts; a --cgroup or
+				 * --all target's --program, for its life (nodes added later are
+				 * found there); else -1 */
 	const char *exe_name;	/* ... its name */
+	char *program;		/* the --program file's name (owned: exe_name points here) */
 	uint32_t flags;		/* PCMON_TF_ACTIVE, PCMON_TF_CHILDREN as given to BPF */
 
 	uint64_t start_ns, end_ns, paused_ns, pause_start;

@@ -267,9 +267,10 @@ static int start_processes(struct engine *e, const struct client *c, const cJSON
 }
 
 /*
- * The file the instruments look into while they attach (t->exe_fd, closed once started):
- * pcmon run's command, held before its exec (none is no reason to refuse the target), or
- * a --cgroup or --all target's --program, whose procedures its nodes name (it must open).
+ * The file the instruments look into while they attach (t->exe_fd): pcmon run's command,
+ * held before its exec (none is no reason to refuse the target; closed once started), or
+ * a --cgroup or --all target's --program, whose procedures its nodes name (it must open;
+ * kept for the target's life).
  * 0, or the error in *rep.
  */
 static int start_program(const struct client *c, const cJSON *req, struct target *t,
@@ -365,18 +366,20 @@ cJSON *engine_cmd_start(struct engine *e, const struct client *c, const cJSON *r
 	for_each_inst(i)
 		if (t->inst[i])
 			inst_table[i]->facts_json(e->g[i], t, t->inst[i], rep);
-	if (t->exe_fd >= 0)
-		close(t->exe_fd);
-	t->exe_fd = -1;
-	t->exe_name = NULL;
+	if (t->kind != TARGET_PID && t->exe_fd >= 0 && (t->program = strdup(t->exe_name))) {
+		t->exe_name = t->program; /* (kept: a node added later is found there) */
+	} else {
+		if (t->exe_fd >= 0)
+			close(t->exe_fd);
+		t->exe_fd = -1;
+		t->exe_name = NULL;
+	}
 	return rep;
 
 fail_release:
 	engine_target_release(e, t);
 fail:
-	if (t->exe_fd >= 0)
-		close(t->exe_fd);
-	target_free(t);
+	target_free(t); /* (exe_fd too) */
 	return rep ? rep : proto_error(1, "out of memory");
 }
 

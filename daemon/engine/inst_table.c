@@ -27,5 +27,8 @@ void target_free(struct target *t)
 			inst_table[i]->free(t->inst[i]);
 	if (t->cgroup_fd >= 0)
 		close(t->cgroup_fd);
+	if (t->exe_fd >= 0)
+		close(t->exe_fd);
+	free(t->program);
 	free(t);
 }

@@ -16,8 +16,8 @@
 /*
  * Records as they were read: each a 64-bit length, then its bytes, padded to 8. Its memory
  * is a mapping of its own, not the heap's: room for a whole ring is reserved before the
- * ring is read, and what is never written is never resident, so malloc's count (which the
- * symbolizer's memory budget reads) would take it for megabytes in use. @hw: how far it
+ * ring is read, most of it never written (never resident); from malloc, all of it would
+ * count as in use, and the symbolizer's memory budget reads malloc's count. @hw: how far it
  * has been written since its pages were last given back (backlog_done()).
  */
 struct backlog {
@@ -51,11 +51,12 @@ struct dsring {
 /* Room in @b for @more bytes. */
 static bool reserve(struct backlog *b, size_t more)
 {
-	size_t cap, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t cap, page;
 	void *p;
 
 	if (b->len + more <= b->cap)
 		return true;
+	page = (size_t)sysconf(_SC_PAGESIZE);
 	cap = MAX(b->cap * 2, MAX(b->len + more, (size_t)1 << 20));
 	cap = (cap + page - 1) & ~(page - 1);
 	p = b->p ? mremap(b->p, b->cap, cap, MREMAP_MAYMOVE)

@@ -560,7 +560,7 @@ int legs_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 	int r;
 
 	if (t->kind != TARGET_PID && t->exe_fd < 0) {
-		*rep = proto_error(2, "--node on a --cgroup or --all target: name the program its nodes are in with --program PATH (its processes' objects are not known in advance)");
+		*rep = proto_error(2, "--node on a --cgroup or --all target: name the program its nodes are in with --program PATH when it starts (its processes' objects are not known in advance)");
 		return -EINVAL;
 	}
 	if (t->exec_wait && t->exe_fd < 0) {

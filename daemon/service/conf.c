@@ -312,6 +312,7 @@ static void target_end(struct rd *rd)
 	struct conf_target *t = rd->t;
 	const cJSON *cg = cJSON_GetObjectItemCaseSensitive(t->req, "cgroup");
 	bool all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t->req, "all"));
+	bool nodes = cJSON_GetObjectItemCaseSensitive(t->req, "nodes") != NULL;
 
 	rd->t = NULL;
 	if (rd->c->nerrors + rd->c->more_errors > rd->errors_before)
@@ -321,11 +322,18 @@ static void target_end(struct rd *rd)
 	else if (!all && !cg)
 		conf_err(rd->c, t->line, "[target %s]: say what it watches: all = yes, or cgroup = DIR",
 			 t->name);
-	else if (proto_bool(t->req, "no_sample", 0) && !proto_bool(t->req, "alloc", 0))
-		conf_err(rd->c, t->line, "[target %s]: no-sample = yes leaves it nothing to do: give alloc = yes too, or leave no-sample out",
+	else if (!nodes && (cJSON_GetObjectItemCaseSensitive(t->req, "legs") ||
+			    cJSON_GetObjectItemCaseSensitive(t->req, "hists") ||
+			    cJSON_GetObjectItemCaseSensitive(t->req, "track") ||
+			    cJSON_GetObjectItemCaseSensitive(t->req, "add") ||
+			    cJSON_GetObjectItemCaseSensitive(t->req, "tails")))
+		conf_err(rd->c, t->line, "[target %s]: leg, hist, track, add and tail go with nodes: give them with node = ..., or leave them out",
 			 t->name);
-	else if (cJSON_GetObjectItemCaseSensitive(t->req, "nodes") && !proto_str(t->req, "exe", NULL))
+	else if (nodes && !proto_str(t->req, "exe", NULL))
 		conf_err(rd->c, t->line, "[target %s]: its nodes are in a program: name it, program = PATH",
+			 t->name);
+	else if (proto_bool(t->req, "no_sample", 0) && !proto_bool(t->req, "alloc", 0) && !nodes)
+		conf_err(rd->c, t->line, "[target %s]: no-sample = yes leaves it nothing to do: give alloc = yes or nodes too, or leave no-sample out",
 			 t->name);
 	else if (all && proto_bool(t->req, "alloc", 0))
 		conf_err(rd->c, t->line, "[target %s]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)",

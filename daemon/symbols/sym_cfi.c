@@ -149,6 +149,10 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 		Dwfl *dwfl;
 		int fd;
 
+		/* let go (idle, or over the memory budget) before its debug info came: opened
+		 * again to take it, from the file it holds or its path */
+		if (!m->mod && m->closed && m->bid_len == len && !memcmp(m->bid, bid, len))
+			smod_open(s, m, 0, 0, 0);
 		if (!m->mod || dwfl_module_build_id(m->mod, &b, &v) != (int)len ||
 		    memcmp(b, bid, len))
 			continue;

@@ -45,7 +45,7 @@ def sample_value(opt, tmp):
             "--by": "comm", "--since": "-1m", "--until": "now", "--slices": "10s",
             "--slice-memory": "64", "--proc": "main", "--svg": os.path.join(tmp, "svg"),
             "--per": "sample", "--alloc-rate": "4096", "--alloc-value": "alloc_space",
-            "--alloc-functions": "malloc=je_malloc", "--tail": "1"}[opt]
+            "--alloc-functions": "malloc=je_malloc", "--tail": "1", "--program": "/bin/true"}[opt]
 
 
 def accepts(cmd, opt, takes_value, tmp):

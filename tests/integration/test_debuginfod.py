@@ -410,6 +410,16 @@ def test_names_improve_after_the_fact():
     """pcmond's server answers only after the samples were taken and listed (and the
     program deleted): the same target, listed again once the debug info arrived, has the
     names, inline frames and lines; its saved results too."""
+    names_improve(let_go=False)
+
+
+def test_names_improve_for_an_object_let_go():
+    """The same, the program's object let go (idle for a second) before its debug info
+    arrived: it is opened again to take it (it was skipped: the names never improved)."""
+    names_improve(let_go=True)
+
+
+def names_improve(let_go):
     def body(tmp, srvdir):
         prog = Program(tmp, srvdir, "dbgd_late")
         srv = Server(tmp, srvdir)
@@ -418,7 +428,8 @@ def test_names_improve_after_the_fact():
             srv.wait_indexed(prog.bid)
             gate = Gate(srv.port)
             # the held request must outlive the wait: no client timeout in between
-            d = Daemon(args=["--debuginfod", gate.url, "--cache-dir", os.path.join(tmp, "c")],
+            d = Daemon(args=["--debuginfod", gate.url, "--cache-dir", os.path.join(tmp, "c")]
+                       + (["--object-idle", "1"] if let_go else []),
                        env=env_with(DEBUGINFOD_TIMEOUT="300")).start()
             first, p = pcmon_json("run", "--interval", 1000, "--", prog.exe, 2, sock=d.sock)
             want = first_json_line(p.stdout)["inline_share_of_outer"]
@@ -432,6 +443,11 @@ def test_names_improve_after_the_fact():
             assert nameless(before, prog.name)  # the gate is still closed
             # gone from the disk too: pcmond reopens the image it read
             os.unlink(prog.exe)
+            if let_go:  # the object let go before the gate opens
+                deadline = time.time() + 30
+                while pcmon_json("status", "--json", sock=d.sock)[0]["symbols"]["objects_open"]:
+                    assert time.time() < deadline, "the objects were never let go"
+                    time.sleep(0.2)
 
             gate.opened.set()
             deadline = time.time() + 60

@@ -234,8 +234,13 @@ def test_cgroup_target_names_its_program():
         assert p.returncode == 2 and "drop --program" in p.stderr, p.stderr
         tid = pcmon("start", "--cgroup", cg, "--program", prog, "--interval", "1000", *NODES,
                     "--tail", "1", sock=d.sock, check=0).stdout.strip()
+        # a node added later is found in the same file
+        p = pcmon("node", "add", tid, "tailreq.common_part", sock=d.sock)
+        assert p.returncode == 0, p.stderr
         own = in_cgroup(cg, [prog, "3000"])
         check_slow_tail(d, tid, own)
+        nodes = pcmon_json("tables", tid, sock=d.sock)[0]["tables"]["nodes"]
+        assert [n["hits"] for n in nodes] == [3000, 3000, 3000], nodes
         # --all: every process that runs it
         tid = pcmon("start", "--all", "--program", prog, "--interval", "1000", *NODES,
                     "--tail", "1", sock=d.sock, check=0).stdout.strip()

@@ -209,6 +209,8 @@ static void test_errors_name_file_line_key(void **state)
 		  "t.conf:2: [target a] cgroup: \"system.slice\" is not an absolute path (a directory under /sys/fs/cgroup)");
 	one_error("[target a]\nall = yes\ncount = malloc\n",
 		  "t.conf:3: [target a] count: not a key here: call counts need a process (--pid or a command): a cgroup's or every task's objects are not known in advance");
+	one_error("[target a]\nall = yes\nleg = 1:2\n",
+		  "t.conf:1: [target a]: leg, hist, track, add and tail go with nodes: give them with node = ..., or leave them out");
 	one_error("[target a]\nall = yes\nnode = main\n",
 		  "t.conf:1: [target a]: its nodes are in a program: name it, program = PATH");
 	one_error("[target a]\nall = yes\nprogram = /bin/x\nnode = main\nhist-arg = 1\nhist-arg = 2\n",
@@ -230,7 +232,7 @@ static void test_errors_of_sections_and_lines(void **state)
 	one_error("[target a]\nall = yes\ncgroup = /sys/fs/cgroup/x\n",
 		  "t.conf:1: [target a]: all = yes and cgroup: give one of them");
 	one_error("[target a]\ncgroup = /sys/fs/cgroup/x\nno-sample = yes\n",
-		  "t.conf:1: [target a]: no-sample = yes leaves it nothing to do: give alloc = yes too, or leave no-sample out");
+		  "t.conf:1: [target a]: no-sample = yes leaves it nothing to do: give alloc = yes or nodes too, or leave no-sample out");
 	one_error("[target a]\nall = yes\nalloc = yes\n",
 		  "t.conf:1: [target a]: alloc = yes watches a cgroup, not all tasks: each would trap on every allocator call (give cgroup = DIR)");
 	one_error("[target a]\nall = yes\n[target b]\ncgroup = /x\n[target c]\nall = yes\n",
