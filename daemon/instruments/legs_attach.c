@@ -126,7 +126,7 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 {
 	struct legs_node *n = &lg->nodes[i];
 	uint64_t cookie = PCMON_NODE_COOKIE(t->id, i + 1);
-	char proc[512], path[64], *mark;
+	char proc[512], file[64], *mark;
 	struct func *f = NULL;
 	size_t nf = 0, cap = 0;
 	struct pat *pat = NULL;
@@ -134,16 +134,17 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 	bool ret = false;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", t->exe_fd);
+	/* the file its procedures, lines and probes are in */
+	if (t->exe_fd >= 0)
+		snprintf(file, sizeof(file), "/proc/self/fd/%d", t->exe_fd);
+	else
+		snprintf(file, sizeof(file), "/proc/%u/exe", t->pid);
 	snprintf(proc, sizeof(proc), "%s", n->spec);
 	mark = strrchr(proc, ':');
 	if (mark && mark[1] && strspn(mark + 1, "0123456789") == strlen(mark + 1)) { /* FILE:LINE */
-		char exe[64];
-
 		*mark = '\0';
-		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
-		r = funcs_find_line(t->exe_fd >= 0 ? path : exe, t->exe_name ? t->exe_name : "", proc,
-				    atoi(mark + 1), &f, &nf, &cap);
+		r = funcs_find_line(file, t->exe_name ? t->exe_name : "", proc, atoi(mark + 1), &f,
+				    &nf, &cap);
 		if (r == -ENODATA || (!r && !nf)) {
 			*rep = proto_error(1, "--node %s: %s", n->spec,
 					   r ? "the program has no line table (build it with -g)"
@@ -154,14 +155,13 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 	}
 	if (strchr(proc, ':') && !strchr(proc, '%')) { /* provider:name */
 		LIBBPF_OPTS(bpf_usdt_opts, uo, .usdt_cookie = cookie);
-		char *colon = strchr(proc, ':'), exe[64];
+		char *colon = strchr(proc, ':');
 		struct bpf_link *l;
 
 		*colon = '\0';
 		set_node_cost(g, t, lg, i, false); /* a USDT probe is a nop: emulated */
-		snprintf(exe, sizeof(exe), "/proc/%u/exe", t->pid);
-		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1,
-					     t->exe_fd >= 0 ? path : exe, proc, colon + 1, &uo);
+		l = bpf_program__attach_usdt(g->skel->progs.node_usdt, -1, file, proc, colon + 1,
+					     &uo);
 		if (!l) {
 			*rep = proto_error(1, "--node %s: no such USDT probe in the program (%s)",
 					   n->spec, strerror(errno));
@@ -181,7 +181,7 @@ int legs_attach_node(struct legs_g *g, struct target *t, struct legs *lg, size_t
 				   n->spec);
 		return -EINVAL;
 	}
-	r = t->exe_fd >= 0 ? funcs_find_file(path, t->exe_name, pat, &f, &nf, &cap)
+	r = t->exe_fd >= 0 ? funcs_find_file(file, t->exe_name, pat, &f, &nf, &cap)
 			   : funcs_find(t->pid, pat, &f, &nf, &cap, NULL);
 	pat_free(pat);
 	if (!r && !nf) {
