@@ -22,17 +22,17 @@ struct {
 /* Where the thread was: its frame pointer and pc, and the interpreter's registers (which
  * hold the live bytecode offset and array while a bytecode handler runs). */
 struct js_regs {
-	__u64 fp, pc, r9, r12;
+	__u64 fp, pc, r9, r12, sp;
 };
 
 struct js_walk {
 	struct pcmon_stack *st;
 	__u64 fp, pc;
-	__u64 r9, r12;
+	__u64 r9, r12, sp;
 	__u32 end;		/* the first word of st not to write */
 	__u32 status;
 	__u32 done;		/* the chain ended */
-	struct pcmon_v8offs o;
+	const struct pcmon_v8offs *o;	/* (in the map's value: no copy on the stack) */
 };
 
 static __always_inline __u32 js_slot(__u32 i)
@@ -60,11 +60,38 @@ static __always_inline __u16 js_type(const struct js_walk *w, __u64 tagged)
 	__u16 type = 0;
 
 	if ((tagged & 3) != 1 || tagged > PCMON_JS_ADDR_MASK ||
-	    bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1 + w->o.map)) ||
+	    bpf_probe_read_user(&map, sizeof(map), (void *)(tagged - 1 + w->o->map)) ||
 	    (map & 3) != 1 ||
-	    bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + w->o.map_type)))
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(map - 1 + w->o->map_type)))
 		return 0;
 	return type;
+}
+
+/*
+ * Where in @code (tagged) the innermost frame, at @pc outside it, returns to: a builtin the code
+ * called that made no frame of its own runs (baseline code calls one for most arithmetic), and
+ * its return address is among the first words at the top of the stack. The return offset plus
+ * one, to go in the code's word (PCMON_JS_RET_SHIFT); 0: @pc in the code, or none found.
+ */
+static __always_inline __u64 js_ret(const struct js_walk *w, __u64 code, __u64 pc, __u64 *win)
+{
+	/* (win's first eight words as scratch, the frame's slots read already: the stack of a
+	 * bpf_loop() callback counts against its caller's) */
+	__u64 start, size;
+
+	if ((code & 3) != 1 || !w->sp ||
+	    bpf_probe_read_user(&win[4], 8, (void *)(code - 1 + w->o->code_start)) ||
+	    bpf_probe_read_user(&win[5], 4, (void *)(code - 1 + w->o->code_size)))
+		return 0;
+	start = win[4];
+	size = (__u32)win[5];
+	if (!size || size > 0x7fffffff || (pc >= start && pc - start < size) ||
+	    bpf_probe_read_user(win, PCMON_JS_RET_WORDS * 8, (void *)w->sp))
+		return 0;
+	for (int k = 0; k < PCMON_JS_RET_WORDS; k++)
+		if (win[k] > start && win[k] - start <= size && win[k] - start < PCMON_JS_RET_MAX)
+			return win[k] - start + 1;
+	return 0;
 }
 
 static long js_step(__u32 i, void *data)
@@ -88,13 +115,13 @@ static long js_step(__u32 i, void *data)
 		}
 		goto next;
 	}
-	fn = js_win(win, w->o.fp_function);
+	fn = js_win(win, w->o->fp_function);
 	/* a JavaScript frame: a context (a heap object, where other frames keep a Smi marker)
 	 * and a JSFunction */
-	if ((js_win(win, w->o.fp_context) & 3) != 1 || (fn & 3) != 1)
+	if ((js_win(win, w->o->fp_context) & 3) != 1 || (fn & 3) != 1)
 		goto next;
 	t = js_type(w, fn);
-	if (t < w->o.type_fn_lo || t > w->o.type_fn_hi)
+	if (t < w->o->type_fn_lo || t > w->o->type_fn_hi)
 		goto next;
 	/* (the words written so far: the stack's own length, which as a map value's the verifier
 	 * does not track, so that it sees the loop converge) */
@@ -103,32 +130,35 @@ static long js_step(__u32 i, void *data)
 		w->status = PCMON_JS_DEPTH;
 		return 1;
 	}
-	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + w->o.fn_shared))) {
+	if (bpf_probe_read_user(&sfi, sizeof(sfi), (void *)(fn - 1 + w->o->fn_shared))) {
 		w->status = PCMON_JS_FAULT; /* (the frame is left native, the stack flagged) */
 		goto next;
 	}
-	if (js_type(w, sfi) != w->o.type_sfi)
+	if (js_type(w, sfi) != w->o->type_sfi)
 		goto next; /* (an object of another type in the function's slot: not JavaScript) */
-	boff = js_win(win, w->o.fp_bytecode_offset);
+	boff = js_win(win, w->o->fp_bytecode_offset);
 	/* an interpreted frame's offset is a Smi (a baseline frame keeps its feedback there) */
 	boff = (boff & 1) ? 0 : (boff >> 32) + 1;
 	/* the innermost frame, while one of the interpreter's handlers runs it (the bytecode
 	 * array register holds the frame's array): the live offset, where the frame's slot
 	 * holds the one of its last call */
-	if (boff && i == 0 && w->r12 && w->r12 == js_win(win, w->o.fp_bytecode_array) &&
+	if (boff && i == 0 && w->r12 && w->r12 == js_win(win, w->o->fp_bytecode_array) &&
 	    w->r9 < PCMON_JS_BOFF_FAR)
 		boff = w->r9 + 1;
 	/* the code its function has: the frame's unless it was replaced since the frame was
 	 * entered, and optimized code has no bytecode offset (a spill slot is where an
 	 * interpreted frame has it): the engine checks the pc is in it */
-	if (bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + w->o.fn_code)))
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(fn - 1 + w->o->fn_code)))
 		code = 0;
-	if (bpf_probe_read_user(&cell, sizeof(cell), (void *)(fn - 1 + w->o.fn_feedback)))
+	if (bpf_probe_read_user(&cell, sizeof(cell), (void *)(fn - 1 + w->o->fn_feedback)))
 		cell = 0;
 	/* (its position: the loop's index, which the verifier does not track as a constant) */
 	w->st->ip[js_slot(n)] = pcmon_js_pc_word(w->pc, i);
 	w->st->ip[js_slot(n + 1)] = pcmon_js_sfi_word(sfi - 1, boff);
-	w->st->ip[js_slot(n + 2)] = code & PCMON_JS_ADDR_MASK;
+	code &= PCMON_JS_ADDR_MASK;
+	if (i == 0 && boff == 0)
+		code |= js_ret(w, code, w->pc, win) << PCMON_JS_RET_SHIFT;
+	w->st->ip[js_slot(n + 2)] = code;
 	w->st->ip[js_slot(n + 3)] = cell & PCMON_JS_ADDR_MASK;
 	w->st->len = n + PCMON_JS_FRAME_WORDS;
 next:
@@ -166,8 +196,8 @@ __noinline int js_walk_frames(struct pcmon_stack *st, const struct pcmon_v8proc 
 	n = st->len;
 	if (n >= PCMON_STACK_MAX - 1)
 		return 0;
-	w = (struct js_walk){ .st = st, .o = vp->o, .fp = r->fp, .pc = r->pc, .r9 = r->r9,
-			      .r12 = r->r12 };
+	w = (struct js_walk){ .st = st, .o = &vp->o, .fp = r->fp, .pc = r->pc, .r9 = r->r9,
+			      .r12 = r->r12, .sp = r->sp };
 	st->ip[js_slot(n)] = PCMON_JS_MARK;
 	st->len = n + 1;
 	w.end = n + PCMON_JS_WORDS_MAX;
@@ -221,7 +251,7 @@ static __always_inline void js_append(struct task_struct *task, const struct pcm
 	/* (the thread's user registers: where it was when it entered the kernel) */
 	r = (struct pt_regs *)bpf_task_pt_regs(task);
 	regs = (struct js_regs){ BPF_CORE_READ(r, bp), BPF_CORE_READ(r, ip), BPF_CORE_READ(r, r9),
-				 BPF_CORE_READ(r, r12) };
+				 BPF_CORE_READ(r, r12), BPF_CORE_READ(r, sp) };
 	js_walk_frames(st, vp, &regs);
 }
 

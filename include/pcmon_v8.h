@@ -45,13 +45,20 @@ enum pcmon_js_status {
  * it is at as the frame keeps it, plus one (0: not interpreted, PCMON_JS_BOFF_FAR: too far to
  * say); the third, the code its function had then (a tagged Code: the engine checks the pc
  * is in it, and reads what it inlined); the fourth, its function's feedback cell (tagged:
- * where the code a running loop was replaced with is, on-stack replacement).
+ * where the code a running loop was replaced with is, on-stack replacement). The third's bits
+ * from PCMON_JS_RET_SHIFT, for the innermost frame whose pc is not in its code (a builtin that
+ * code called, which made no frame of its own): where in the code the call returns to, plus
+ * one, a return address found at the top of the stack (0: none, or past PCMON_JS_RET_MAX).
  */
 #define PCMON_JS_ADDR_MASK ((1ULL << 47) - 1)
 #define PCMON_JS_POS_SHIFT 48
 #define PCMON_JS_POS_MASK 0xffULL
 #define PCMON_JS_BOFF_SHIFT 48
 #define PCMON_JS_BOFF_FAR 0x7fffu
+#define PCMON_JS_RET_SHIFT 47
+#define PCMON_JS_RET_MAX 0xffffULL
+/* Words at the top of the stack looked through for that return address. */
+#define PCMON_JS_RET_WORDS 4
 /* (set on the outermost frame's last word: a stack ending with it wakes the engine soon) */
 #define PCMON_JS_OUTERMOST (1ULL << 47)
 
@@ -86,6 +93,8 @@ struct pcmon_v8offs {
 	__u16 fn_code;		/* JSFunction.code */
 	__u16 fn_feedback;	/* JSFunction.raw_feedback_cell */
 	__u16 fp_bytecode_array; /* -v8dbg_off_fp_bytecode_array (interpreted frames) */
+	__u16 code_start;	/* Code's instruction start (a __u64) */
+	__u16 code_size;	/* and its instructions' length (an int) */
 };
 
 /* A process the engine looked at for a V8 (v8procs, by tgid). */

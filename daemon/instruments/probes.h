@@ -20,7 +20,7 @@ struct procs;
 struct sampler;
 struct probes;
 
-/* Start the thread (in the process that serves: after pcmond's daemon(), not before). */
+/* Start the thread (in the process that serves: pcmond detaches before it sets up). */
 int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, char *err, size_t errlen);
 /* Stop and join the thread; before sampler_close(). NULL is fine. */
 void probes_stop(struct probes *p);

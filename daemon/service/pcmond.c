@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* pcmond: the pcmon daemon. Loads the BPF programs once and serves targets over a socket. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,57 @@ static void usage(FILE *f)
  * An administrator's own choice (a nice value other than 0) is left alone. Before any
  * thread starts: on Linux each thread has its own nice value, and new threads inherit it.
  */
+/*
+ * Detach from the terminal, as daemon(3) does, before anything is set up: the process that
+ * serves must be the one that made its threads (a fork keeps only the caller's) and its signal
+ * descriptor (which wakes an epoll only in the process that added it). The command waits until
+ * pcmond serves (detach_done()), and exits with pcmond's status and message if it could not.
+ * Returns the descriptor detach_done() writes to, or -errno.
+ */
+static int detach_begin(void)
+{
+	int st, p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1)
+			_exit(0);
+		/* (the pipe closed unwritten: pcmond exited, having said why on stderr) */
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+	}
+	close(p[0]);
+	setsid();
+	return p[1];
+}
+
+/* pcmond serves: the terminal let go, and the command that started it told. */
+static void detach_done(int fd)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (chdir("/"))
+		pr_warn("cannot change to /: %s", strerror(errno));
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	if (write(fd, "", 1) != 1)
+		pr_warn("cannot tell the command that started pcmond: %s", strerror(errno));
+	close(fd);
+}
+
 static void raise_priority(void)
 {
 	int cur;
@@ -389,7 +442,7 @@ int main(int argc, char **argv)
 	struct push *pu = NULL;
 	const char *sock, *given;
 	char err[512], *path;
-	int r;
+	int r, ready_fd = -1;
 
 	r = parse_args(argc, argv, &a);
 	if (r) {
@@ -432,6 +485,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	conf_daemon_opts(&set, &eo, &so, &sock);
+	if (!a.foreground && (ready_fd = detach_begin()) < 0) {
+		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(-ready_fd));
+		r = 1;
+		goto out;
+	}
 	if (geteuid() != 0)
 		fprintf(stderr, "pcmond: warning: not root; loading BPF will likely fail\n");
 	raise_priority();
@@ -462,16 +520,13 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
-	if (!a.foreground && daemon(0, 0)) {
-		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(errno));
-		r = 1;
-		goto out;
-	}
 	pr_info("pcmond %s serving %s%s, results in %s", PCMON_VERSION, sock,
 		so.listen_fd ? " (socket from systemd)" : "", eo.state_dir);
 	/* the file's targets, before systemd hears that pcmond is up */
 	conf_apply(e, NULL, conf);
 	notify("READY=1");
+	if (ready_fd >= 0)
+		detach_done(ready_fd);
 	while ((r = srv_run(s)) == SRV_RELOAD)
 		reload(e, &conf, &a);
 	r = r ? 1 : 0;

@@ -249,6 +249,8 @@ int v8_layout(const char *const *names, const int64_t *values, size_t n, uint32_
 	l->o.fn_feedback = c[C_FN_FEEDBACK];
 	l->o.fp_bytecode_array = -c[C_FP_BCA];
 	l->o.fn_code = l->o.fn_shared + 24; /* (after the context and the feedback cell) */
+	l->o.code_start = l->code_start;
+	l->o.code_size = l->code_size;
 	return 0;
 }
 
@@ -383,6 +385,70 @@ int v8_spt_find(const uint8_t *t, size_t len, uint32_t off, int64_t *pos)
 	return found ? 0 : -ENOENT;
 }
 
+/* An unsigned VLQ of @t at *@at (V8's base/vlq.h: 7 bits a byte, the low ones first). */
+static bool uvlq(const uint8_t *t, size_t len, size_t *at, uint64_t *out)
+{
+	unsigned int shift = 0;
+	uint8_t b;
+
+	*out = 0;
+	do {
+		if (*at >= len || shift > 63)
+			return false;
+		b = t[(*at)++];
+		*out |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	return true;
+}
+
+/* The length of the bytecode at @bc[@at] with its prefix, if any; 0 if it cannot be read. */
+static unsigned int bytecode_len(const struct v8_layout *l, const uint8_t *bc, size_t n,
+				 size_t at)
+{
+	unsigned int scale = 0, prefix = 0, op = bc[at];
+
+	/* (the first four: Wide, ExtraWide and their debugger breaks, prefixes that scale the
+	 * operands of the bytecode after them) */
+	if (op < 4) {
+		if (at + 1 >= n)
+			return 0;
+		scale = 1 + (op & 1);
+		prefix = 1;
+		op = bc[at + 1];
+	}
+	if (op >= l->nbytecodes || !l->bytecode_sizes[scale][op])
+		return 0;
+	return prefix + l->bytecode_sizes[scale][op];
+}
+
+int v8_baseline_boff(const struct v8_layout *l, const uint8_t *t, size_t tlen,
+		     const uint8_t *bc, size_t n, uint32_t off, int64_t *boff)
+{
+	uint64_t end, len;
+	size_t at = 0, b = 0;
+
+	if (!l->nbytecodes || !uvlq(t, tlen, &at, &end))
+		return -ENOENT;
+	if (off < end) {
+		*boff = -1;
+		return 0;
+	}
+	while (b < n) {
+		unsigned int blen = bytecode_len(l, bc, n, b);
+
+		if (!blen || !uvlq(t, tlen, &at, &len))
+			return -ENOENT;
+		end += len;
+		if (off < end) {
+			*boff = (int64_t)b;
+			return 0;
+		}
+		b += blen;
+	}
+	return -ENOENT;
+}
+
 unsigned int v8_line_of(const uint32_t *ends, size_t n, uint32_t pos)
 {
 	size_t lo = 0, hi = n;
@@ -407,7 +473,11 @@ struct v8_syms {
 	int64_t *values;
 	size_t n, cap, cap_v;
 	uint32_t version[4];	/* major, minor, build, patch (0: not found) */
+	uint8_t sizes[V8_OPERAND_SCALES * V8_BYTECODES_MAX];	/* kBytecodeSizes */
+	size_t nsizes;
 };
+
+#define V8_BYTECODE_SIZES "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
 
 static const char *const version_syms[4] = {
 	"_ZN2v88internal7Version6major_E", "_ZN2v88internal7Version6minor_E",
@@ -436,6 +506,45 @@ static bool sym_int(Elf *elf, const GElf_Sym *sym, int64_t *v)
 	return true;
 }
 
+/* The bytes at @sym's address in the file, as long as the symbol says: true if read whole. */
+static bool sym_bytes(Elf *elf, const GElf_Sym *sym, uint8_t *out, size_t max, size_t *n)
+{
+	Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sym->st_size > max)
+		return false;
+	d = elf_rawdata(scn, NULL);
+	if (!d || sym->st_value < sh.sh_addr || sym->st_value - sh.sh_addr > d->d_size ||
+	    sym->st_size > d->d_size - (sym->st_value - sh.sh_addr))
+		return false;
+	memcpy(out, (const char *)d->d_buf + (sym->st_value - sh.sh_addr), sym->st_size);
+	*n = sym->st_size;
+	return true;
+}
+
+/*
+ * The bytecodes' lengths @f found into @l: as many bytecodes as the table has for each of the
+ * three operand scales, whose first four (the prefixes) are a byte long at every scale; else
+ * none (baseline code's lines are not read).
+ */
+static void layout_bytecodes(const struct v8_syms *f, struct v8_layout *l)
+{
+	size_t count = f->nsizes / V8_OPERAND_SCALES;
+
+	l->nbytecodes = 0;
+	if (f->nsizes % V8_OPERAND_SCALES || count <= 4 || count > V8_BYTECODES_MAX)
+		return;
+	for (int s = 0; s < V8_OPERAND_SCALES; s++)
+		for (int op = 0; op < 4; op++)
+			if (f->sizes[s * count + op] != 1)
+				return;
+	for (int s = 0; s < V8_OPERAND_SCALES; s++)
+		memcpy(l->bytecode_sizes[s], f->sizes + s * count, count);
+	l->nbytecodes = count;
+}
+
 static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct v8_syms *f)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
@@ -452,6 +561,10 @@ static void look_in_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct v8_syms
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || (name[0] != 'v' && name[0] != '_'))
 			continue;
+		if (!strcmp(name, V8_BYTECODE_SIZES)) {
+			sym_bytes(elf, &sym, f->sizes, sizeof(f->sizes), &f->nsizes);
+			continue;
+		}
 		if (!strncmp(name, "_ZN2v88internal7Version", 23)) {
 			for (int k = 0; k < 4; k++)
 				if (!strcmp(name, version_syms[k]) && sym_int(elf, &sym, &v))
@@ -487,6 +600,8 @@ int v8_layout_of_file(int fd, struct v8_layout *l, char *why, size_t wlen)
 	elf_end(elf);
 	version = V8_VERSION(f.version[0], f.version[1], f.version[2] > 0xffff ? 0xffff : f.version[2]);
 	r = v8_layout((const char *const *)f.names, f.values, f.n, version, l, why, wlen);
+	if (!r)
+		layout_bytecodes(&f, l);
 	if (r == -ENOTSUP && !f.version[0])
 		snprintf(why, wlen, "a V8 that does not say its version (no v8::internal::Version)");
 	for (size_t i = 0; i < f.n; i++)

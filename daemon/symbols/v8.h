@@ -25,6 +25,11 @@ struct v8;
 #define V8_VERSION_FROM V8_VERSION(11, 1, 204)
 #define V8_VERSION_TO V8_VERSION(11, 4, 0)
 
+/* The operand scales of a bytecode (single, double: after Wide, quadruple: after ExtraWide),
+ * and the bytecodes a V8 has at most (198 in 11.3). */
+#define V8_OPERAND_SCALES 3
+#define V8_BYTECODES_MAX 256
+
 /* One V8's layout: what BPF reads (o) and what the engine reads to name frames. */
 struct v8_layout {
 	uint32_t version;
@@ -45,6 +50,10 @@ struct v8_layout {
 	uint16_t deopt_ninlined, deopt_literals, deopt_sfi, deopt_inlining;
 	uint16_t bca_spt, bca_data;
 	uint16_t cell_value, type_feedback_vector;
+	/* each bytecode's length at each operand scale (V8's Bytecodes::kBytecodeSizes, read
+	 * from the binary's symbol table): 0 bytecodes, baseline code's lines are not read */
+	uint16_t nbytecodes;
+	uint8_t bytecode_sizes[V8_OPERAND_SCALES][V8_BYTECODES_MAX];
 };
 
 /*
@@ -85,6 +94,16 @@ static inline int32_t v8_pos_inlining(int64_t pos)
 {
 	return (int32_t)((uint64_t)pos >> 31 & 0xffff) - 1;
 }
+
+/*
+ * The bytecode that baseline (Sparkplug) code runs at code offset @off: its bytecode offset
+ * table @t (@tlen bytes of unsigned VLQs: the machine code's length for the function's entry,
+ * then for each bytecode in turn) walked beside the bytecodes @bc (@n bytes), each as long
+ * as @l's sizes say. 0 and *@boff (-1: the function's entry, before its first bytecode);
+ * -ENOENT: past the table's end, or a bytecode or table pcmon cannot read.
+ */
+int v8_baseline_boff(const struct v8_layout *l, const uint8_t *t, size_t tlen,
+		     const uint8_t *bc, size_t n, uint32_t off, int64_t *boff);
 
 /* The 0-based line of source position @pos, from the positions of the line ends @ends. */
 unsigned int v8_line_of(const uint32_t *ends, size_t n, uint32_t pos);

@@ -244,9 +244,10 @@ void v8_fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *nam
 		v8_str_read(pid, l, w[sc.name], name, len);
 }
 
-/* A ByteArray @ba (tagged) of process @pid, at most @max bytes: malloc'ed, or NULL. */
-uint8_t *v8_byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
-		       uint32_t *n)
+/* The bytes of array @ba (tagged) of process @pid from @data on, as many as its length says
+ * and at most @max: malloc'ed, or NULL. */
+static uint8_t *array_bytes(uint32_t pid, const struct v8_layout *l, uint64_t ba, size_t data,
+			    uint32_t max, uint32_t *n)
 {
 	uint64_t len;
 	uint8_t *b;
@@ -258,12 +259,31 @@ uint8_t *v8_byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uin
 	len = (int64_t)len >> 32;
 	if (!len || len > max || !(b = malloc(len)))
 		return NULL;
-	if (v8_mem_read(pid, ba - 1 + l->fixed_length + 8, b, len)) {
+	if (v8_mem_read(pid, ba - 1 + data, b, len)) {
 		free(b);
 		return NULL;
 	}
 	*n = len;
 	return b;
+}
+
+uint8_t *v8_byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
+		       uint32_t *n)
+{
+	return array_bytes(pid, l, ba, (size_t)l->fixed_length + 8, max, n);
+}
+
+uint8_t *v8_baseline_bytecodes(uint32_t pid, const struct v8_layout *l, uint64_t code,
+			       uint32_t *n)
+{
+	uint64_t ba;
+
+	*n = 0;
+	/* (baseline code's bytecode is where optimized code has its deopt data) */
+	if (v8_mem_read(pid, code - 1 + l->code_deopt, &ba, sizeof(ba)) ||
+	    v8_type_of(pid, l, ba) != l->type_bytecode_array)
+		return NULL;
+	return array_bytes(pid, l, ba, l->bca_data, V8_SPT_MAX, n);
 }
 
 /* The source position table of the bytecode of function data @fd (tagged). */

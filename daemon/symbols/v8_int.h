@@ -39,6 +39,9 @@ void v8_fn_name(uint32_t pid, const struct v8_layout *l, uint64_t nos, char *nam
 /* A ByteArray @ba (tagged) of @pid, at most @max bytes: malloc'ed, or NULL. */
 uint8_t *v8_byte_array(uint32_t pid, const struct v8_layout *l, uint64_t ba, uint32_t max,
 		       uint32_t *n);
+/* The bytecodes baseline code @code (tagged) was compiled from: malloc'ed, or NULL. */
+uint8_t *v8_baseline_bytecodes(uint32_t pid, const struct v8_layout *l, uint64_t code,
+			       uint32_t *n);
 /* The source position table of the bytecode of function data @fd (tagged), or NULL. */
 uint8_t *v8_bytecode_spt(uint32_t pid, const struct v8_layout *l, uint64_t fd, uint32_t *n);
 

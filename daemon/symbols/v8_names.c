@@ -56,6 +56,7 @@ struct v8_fn {
 	uint64_t script;	/* its Script (tagged), 0: none */
 	uint8_t *spt;		/* its bytecode's source position table, NULL: none read */
 	uint32_t nspt;
+	uint64_t data;		/* its function data (tagged): its bytecode, or baseline code */
 };
 
 /* A Code object of a process (optimized code: what it inlined), as last read. */
@@ -70,8 +71,12 @@ struct v8_code {
 	uint32_t ninl_sfi;
 	struct v8_inl { int64_t pos; int32_t fn; } *inl;	/* where each inlining is */
 	uint32_t ninl;
-	uint8_t *spt;		/* pc offsets to source positions */
+	uint8_t *spt;		/* pc offsets to source positions (baseline: to bytecodes) */
 	uint32_t nspt;
+	uint8_t *bc;		/* baseline code: the bytecodes it runs, and their positions */
+	uint32_t nbc;
+	uint8_t *bspt;
+	uint32_t nbspt;
 };
 
 /* A frame's location, as named in drain gen (frame_loc()). */
@@ -154,6 +159,8 @@ static void code_free(struct v8_code *c)
 	free(c->inl_sfi);
 	free(c->inl);
 	free(c->spt);
+	free(c->bc);
+	free(c->bspt);
 	*c = (struct v8_code){ 0 };
 }
 
@@ -510,6 +517,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 		return NULL; /* not an SFI (any more) */
 	if (f->gen && f->sum == sfi_sum(l, h)) {
 		f->gen = v->gen;
+		f->data = v8_u64_at(h, l->sfi_function_data); /* (tiered up to baseline code since?) */
 		return f;
 	}
 	v8_fn_name(pid, l, v8_u64_at(h, l->sfi_name_or_scope), name, sizeof(name), &start);
@@ -527,8 +535,9 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 	}
 	v8_proc_name(script, name, line, proc, sizeof(proc));
 	free(f->spt);
-	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line, .script = sc };
-	f->spt = v8_bytecode_spt(pid, l, v8_u64_at(h, l->sfi_function_data), &f->nspt);
+	*f = (struct v8_fn){ .sum = sfi_sum(l, h), .gen = v->gen, .line = line, .script = sc,
+			     .data = v8_u64_at(h, l->sfi_function_data) };
+	f->spt = v8_bytecode_spt(pid, l, f->data, &f->nspt);
 	if (sym_intern_str(v->sym, proc, &f->name) ||
 	    sym_intern_str(v->sym, script[0] ? script : "(unknown)", &f->file)) {
 		f->gen = 0;
@@ -578,6 +587,10 @@ static int read_code(uint32_t pid, const struct v8_layout *l, uint64_t code, str
 	c->size = size;
 	c->kind = flags & l->kind_mask;
 	c->spt = v8_byte_array(pid, l, v8_u64_at(h, l->code_spt), V8_SPT_MAX, &c->nspt);
+	if (c->kind == l->kind_baseline && l->nbytecodes) {
+		c->bc = v8_baseline_bytecodes(pid, l, code, &c->nbc);
+		c->bspt = v8_bytecode_spt(pid, l, code, &c->nbspt);
+	}
 	if (c->kind == l->kind_interpreted || c->kind == l->kind_baseline)
 		return 0;
 	/* optimized: DeoptimizationData, a FixedArray */
@@ -795,12 +808,44 @@ static int optimized_chain(struct v8 *v, uint32_t pid, const struct v8_code *c, 
 	return -EFAULT; /* (deeper than V8 inlines) */
 }
 
+/* Does code @c hold @pc (a return address, one past its call, unless @inner)? */
+static bool code_holds(const struct v8_code *c, uint64_t pc, bool inner)
+{
+	return c && pc >= c->start + !inner && pc - c->start - !inner < c->size;
+}
+
 /*
- * The functions frame @w (its three words) runs: an interpreted frame's function at the line of
+ * Function @f in its baseline code @c at offset @off: at the line of the bytecode there (the
+ * code's bytecode offset table walked beside its bytecodes), at its first line in the code
+ * of its entry, at line 0 (not known) if either cannot be read.
+ */
+static void baseline_chain(struct v8 *v, uint32_t pid, const struct v8_fn *f,
+			   const struct v8_code *c, uint64_t off, struct v8_chain *ch)
+{
+	struct v8_pid *p = v8_of(v, pid);
+	int64_t boff, pos;
+
+	if (!p || !c->bc || !c->spt || off > UINT32_MAX ||
+	    v8_baseline_boff(&p->l, c->spt, c->nspt, c->bc, c->nbc, (uint32_t)off, &boff)) {
+		chain_put(v, pid, ch, f, -1);
+		return;
+	}
+	if (boff < 0) {
+		chain_put(v, pid, ch, f, -1);
+		ch->line[ch->n - 1] = f->line;
+		return;
+	}
+	if (!c->bspt || v8_spt_find(c->bspt, c->nbspt, (uint32_t)boff, &pos))
+		pos = 0;
+	chain_put(v, pid, ch, f, v8_pos_offset(pos));
+}
+
+/*
+ * The functions frame @w (its words) runs: an interpreted frame's function at the line of
  * its bytecode offset; optimized code's at the pc, with the functions it inlined there, each at
  * its line (the source position table at the pc, then each inlining's position in its
- * caller); any other (baseline code, code that is not the frame's) the function alone, at its
- * first line.
+ * caller); baseline code's at the line of the bytecode at the pc; any other (code that is not
+ * the frame's) the function alone, at line 0.
  */
 static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_chain *ch)
 {
@@ -810,16 +855,27 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	bool inner = !(w[0] >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK);
 	struct v8_pid *p = v8_of(v, pid);
 	const struct v8_code *c;
+	uint64_t data, ret;
 	int64_t pos;
 
 	ch->n = 0;
 	if (!f)
 		return -EFAULT;
 	c = code_of(v, pid, w[2] & PCMON_JS_ADDR_MASK);
-	/* (a return address is one past its call) */
-	if (c && c->sfi && c->sfi == (w[1] & PCMON_JS_ADDR_MASK) && pc >= c->start + !inner &&
-	    pc - c->start - !inner < c->size)
+	/* the innermost frame in a builtin its code called: the call it returns to */
+	if (inner && c && (ret = w[2] >> PCMON_JS_RET_SHIFT & PCMON_JS_RET_MAX) &&
+	    !code_holds(c, pc, true) && ret - 1 <= c->size) {
+		pc = c->start + ret - 1;
+		inner = false;
+	}
+	if (c && c->sfi && c->sfi == (w[1] & PCMON_JS_ADDR_MASK) && code_holds(c, pc, inner))
 		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
+	if (c && p && c->kind == p->l.kind_baseline && code_holds(c, pc, inner)) {
+		if (!(f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK)))
+			return -EFAULT;
+		baseline_chain(v, pid, f, c, pc - c->start - !inner, ch);
+		return 0;
+	}
 	/* not in its function's code: code that replaced a running loop? (not interpreted) */
 	if (!(boff1 && boff1 != PCMON_JS_BOFF_FAR) &&
 	    (c = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK, !inner)))
@@ -833,6 +889,16 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 		if (off < 0 || !f->spt || v8_spt_find(f->spt, f->nspt, off, &pos))
 			pos = 0;
 		chain_put(v, pid, ch, f, v8_pos_offset(pos));
+		return 0;
+	}
+	/* baseline code its function no longer runs from (optimized since the frame began): the
+	 * function's own, which it keeps */
+	data = f->data;
+	if (p && data != (w[2] & PCMON_JS_ADDR_MASK) && (c = code_of(v, pid, data)) &&
+	    c->kind == p->l.kind_baseline && code_holds(c, pc, inner)) {
+		if (!(f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK)))
+			return -EFAULT;
+		baseline_chain(v, pid, f, c, pc - c->start - !inner, ch);
 		return 0;
 	}
 	chain_put(v, pid, ch, f, -1);

@@ -156,14 +156,16 @@ def test_real_blocked_in_javascript():
 LINES = os.path.join(os.path.dirname(__file__), "..", "workloads", "node", "jslines.js")
 
 
-def test_lines_of_a_function():
-    """--lines of a function with two loops, each on a line of its own: each line's share of
-    the function within 3 pp of the program's own; no address rows (a JavaScript frame's
-    address is a key, not code's)."""
+def lines_of_lined(*node_opts):
+    """--lines of `lined` (two loops, each on a line of its own) in jslines.js run with
+    @node_opts: each line's share of the function within 3 pp of the program's own, no line
+    0 (not known) beyond that, and no address rows (a JavaScript frame's address is a key, not
+    code's)."""
     need_node()
     d = Daemon().start()
     try:
-        listing, p = pcmon_json("run", "--interval", 1000, "--", NODE, LINES, 3, sock=d.sock)
+        listing, p = pcmon_json("run", "--interval", 1000, "--", NODE, *node_opts, LINES, 3,
+                                sock=d.sock)
         own = first_json_line(p.stdout)["lines"]
         tid = listing["target"]["id"]
         lines = pcmon_json("list", tid, "--lines", "js.jslines.lined", sock=d.sock)[0]["lines"]
@@ -173,11 +175,26 @@ def test_lines_of_a_function():
         for line, want in own.items():
             got = rows.get(line, 0) / n
             assert abs(got - want) * 100 <= share_tolerance_pp(want, n, 3.0), (line, got, want, rows)
+        unknown = sum(l["count"] for l in lines["lines"] if not l["line"]) / n
+        assert unknown * 100 <= share_tolerance_pp(0.0, n, 3.0), (unknown, lines["lines"])
         assert not [a for l in lines["lines"] for a in l.get("addresses", [])], lines["lines"][:2]
         text = pcmon("list", tid, "--lines", "js.jslines.lined", sock=d.sock, check=0).stdout
         assert "no code" not in text, text
     finally:
         assert d.stop() == 0, d.logtext()
+
+
+def test_lines_of_a_function():
+    """--lines of a function as node runs it: interpreted, then baseline, then optimized."""
+    lines_of_lined()
+
+
+def test_lines_of_baseline_code():
+    """--lines of a function in baseline (Sparkplug) code only, where a busy machine leaves
+    it while the optimizing compiler's thread waits for a CPU: the bytecode at the pc (the
+    code's bytecode offset table), and for a builtin that code called (most arithmetic) the
+    call it returns to. The flags force that tier; pcmon needs none."""
+    lines_of_lined("--always-sparkplug", "--no-turbofan")
 
 
 def test_pid_attach():

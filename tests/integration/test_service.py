@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -82,6 +83,46 @@ def test_ready_once_listening():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_detached():
+    """pcmond without --foreground: the command returns 0 once pcmond serves, or pcmond's own
+    status and message when it cannot; the pcmond it leaves has its threads (its pushes
+    arrive) and its signals (SIGHUP reads the configuration file again, SIGTERM stops it)."""
+    from test_push import Receiver, wait_for
+    rx = Receiver()
+    tmp = tempfile.mkdtemp(prefix="pcmon-detached-")
+    sock, conf = os.path.join(tmp, "s"), os.path.join(tmp, "pcmond.conf")
+    with open(conf, "w") as f:
+        f.write("[daemon]\nuser-targets = 3\n")
+    os.chmod(conf, 0o644)
+    args = [PCMOND, "--socket", sock, "--state-dir", os.path.join(tmp, "st"), "--config", conf,
+            "--push", rx.url, "--push-interval", "1"]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    pid = pcmon_json("status", sock=sock)[0]["pid"]  # serving already
+    w = None
+    try:
+        again = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1 and "another pcmond is serving" in again.stderr, again
+        w = subprocess.Popen([workload("threefn"), "4"], stdout=subprocess.DEVNULL)
+        pcmon("start", "--pid", w.pid, "--publish", "--interval", 10000, sock=sock)
+        wait_for(lambda: rx.got, 30, "a push from the detached pcmond")
+        with open(conf, "a") as f:
+            f.write("[target idle]\nall = yes\ninterval = 100000\n")
+        os.kill(pid, signal.SIGHUP)
+        wait_for(lambda: "idle" in {t["name"] for t in
+                                    pcmon_json("targets", sock=sock)[0]["targets"]},
+                 30, "the target SIGHUP read")
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 30, "pcmond to stop on SIGTERM")
+    finally:
+        rx.close()
+        if w:
+            w.kill()
+            w.wait()
+        if os.path.exists(f"/proc/{pid}"):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_socket_activation():

@@ -354,6 +354,79 @@ static void lines_and_names(void **state)
 	assert_string_equal(out, "x.(anonymous:3)");
 }
 
+/* An unsigned VLQ of @v at @b: its length. */
+static size_t uvlq_put(uint8_t *b, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		b[n] = v & 0x7f;
+		v >>= 7;
+		if (v)
+			b[n] |= 0x80;
+		n++;
+	} while (v);
+	return n;
+}
+
+/*
+ * Baseline code's bytecode offset table walked beside its bytecodes: the function's entry,
+ * each bytecode's machine code in turn (the scaled operands of Wide and ExtraWide prefixes
+ * counted), and what cannot be read refused, not guessed.
+ */
+static void baseline_offsets(void **state)
+{
+	struct v8_layout l = { .nbytecodes = 8 };
+	/* bytecodes 4..7 take 1, 2, 3, 5 bytes; scaled: 1, 3, 5, 9 and 1, 5, 9, 17 */
+	const uint8_t single[8] = { 1, 1, 1, 1, 1, 2, 3, 5 }, twice[8] = { 1, 1, 1, 1, 1, 3, 5, 9 },
+		      four[8] = { 1, 1, 1, 1, 1, 5, 9, 17 };
+	/* at 0: 5 (2 bytes); at 2: 6 (3); at 5: Wide 7 (1 + 9); at 15: ExtraWide 5 (1 + 5);
+	 * at 21: 4 (1) */
+	const uint8_t bc[] = { 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 4 };
+	/* machine code: the entry 300 bytes (two VLQ bytes), then 10, 200, 4, 0, 7 */
+	const uint64_t lens[] = { 300, 10, 200, 4, 0, 7 };
+	uint8_t t[32];
+	size_t tl = 0;
+	int64_t b;
+
+	(void)state;
+	memcpy(l.bytecode_sizes[0], single, 8);
+	memcpy(l.bytecode_sizes[1], twice, 8);
+	memcpy(l.bytecode_sizes[2], four, 8);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		tl += uvlq_put(t + tl, lens[i]);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 0, &b), 0);
+	assert_int_equal(b, -1);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 299, &b), 0);
+	assert_int_equal(b, -1);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 300, &b), 0);
+	assert_int_equal(b, 0);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 309, &b), 0);
+	assert_int_equal(b, 0);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 310, &b), 0);
+	assert_int_equal(b, 2);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 509, &b), 0);
+	assert_int_equal(b, 2);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 510, &b), 0);
+	assert_int_equal(b, 5);
+	/* (ExtraWide 5: no machine code of its own, so 514 is the next one's) */
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 514, &b), 0);
+	assert_int_equal(b, 21);
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 520, &b), 0);
+	assert_int_equal(b, 21);
+	/* past the table's end */
+	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 521, &b), -ENOENT);
+	/* a bytecode the sizes do not know, a prefix at the very end, no sizes at all */
+	{
+		uint8_t odd[] = { 5, 0, 9 }, cut[] = { 5, 0, 0 };
+
+		assert_int_equal(v8_baseline_boff(&l, t, tl, odd, sizeof(odd), 400, &b), -ENOENT);
+		assert_int_equal(v8_baseline_boff(&l, t, tl, cut, sizeof(cut), 400, &b), -ENOENT);
+		l.nbytecodes = 0;
+		assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 300, &b), -ENOENT);
+	}
+}
+
 /*
  * A machine's churn of processes, each looked at, warned about and gone: what is kept of
  * them is let go V8_FORGET_NS after each exit, and nothing of them is said twice meanwhile.
@@ -401,6 +474,7 @@ int main(void)
 		cmocka_unit_test(scope_info),
 		cmocka_unit_test(source_positions),
 		cmocka_unit_test(lines_and_names),
+		cmocka_unit_test(baseline_offsets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
