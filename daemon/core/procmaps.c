@@ -25,6 +25,7 @@ struct procmap_query {
 };
 #define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
 #define PMQ_VMA_EXECUTABLE 0x04
+#define PMQ_VMA_SHARED 0x08
 #define PMQ_COVERING_OR_NEXT_VMA 0x10
 #define PMQ_FILE_BACKED_VMA 0x20
 
@@ -58,6 +59,7 @@ static int query(int fd, unsigned flags, uint64_t addr, struct procmaps_vma *v, 
 	v->dev = ((uint64_t)q.dev_major << 32) | q.dev_minor;
 	v->ino = q.inode;
 	v->exec = q.vma_flags & PMQ_VMA_EXECUTABLE;
+	v->shared = q.vma_flags & PMQ_VMA_SHARED;
 	v->name = q.vma_name_size ? name : (char *)"";
 	if (bid)
 		v->bid_len = q.build_id_size;
@@ -130,6 +132,7 @@ static int walk_text(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
 			continue;
 		v.dev = ((uint64_t)maj << 32) | min;
 		v.exec = perms[2] == 'x';
+		v.shared = perms[3] == 's';
 		v.name = line + pos;
 		if ((flags & PROCMAPS_EXEC_FILES) && (!v.exec || !v.ino))
 			continue;

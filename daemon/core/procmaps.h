@@ -12,7 +12,7 @@
 
 struct procmaps_vma {
 	uint64_t start, end, pgoff, dev, ino;
-	bool exec;
+	bool exec, shared;
 	char *name;			/* the file, "[vdso]" and the like, or "" (anonymous) */
 	unsigned char bid[64];		/* the file's build-id, if the kernel read it */
 	uint32_t bid_len;

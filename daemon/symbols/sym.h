@@ -205,6 +205,7 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	X(modules_reopened, 1, objects_reopened) /* ... and opened again when used again */ \
 	X(modules_over_budget, 1, objects_over_budget) /* ... closed early: over the budget */ \
 	X(objects_open, 1, objects_open)   /* objects open now (libdw's state, file mapped) */ \
+	X(file_pages_given, 1, file_pages_given) /* their files' pages let go, read again on use */ \
 	X(names_bytes, 1, names_bytes)     /* locations, procedures, strings: kept for good */ \
 	X(objects_bytes, 1, objects_bytes) /* our tables of open objects and address maps */ \
 	X(heap_bytes, 1, heap_bytes)       /* the process's heap in use: what the budget reads */

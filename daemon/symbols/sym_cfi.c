@@ -18,6 +18,7 @@ static void module_cfi(struct smod *m)
 	m->cfi_tried = true;
 	m->eh_cfi = dwfl_module_eh_cfi(m->mod, &m->eh_bias);
 	m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
+	m->dw_asked = true;
 }
 
 /*

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dbginfo.h"
+#include "procmaps.h"
 #include "sym_int.h"
 
 static const Dwfl_Callbacks dwfl_cbs = {
@@ -320,15 +321,95 @@ static void module_close(struct sym *s, struct smod *m)
 	m->loads = NULL;
 	m->nloads = 0;
 	smod_drop_tables(m);
+	m->dw_asked = false;
 	m->tried = false;
 	m->closed = true;
 	s->st.modules_closed++;
 	pins_of_closed_bounded(s);
 }
 
+/* The mapping @addr lies in (procmaps_at()'s callback). */
+static int vma_of(void *ctx, struct procmaps_vma *v)
+{
+	*(struct procmaps_vma *)ctx = *v;
+	return 0;
+}
+
+/*
+ * Let pcmond's pages of ELF image @elf go: libdwfl has libelf map an object's file (private,
+ * copy on write) and reading its symbol table, string table and CFI touches most of it,
+ * megabytes a large library, which then count in pcmond's resident memory for as long as
+ * the object is open. They are the file's, in the page cache: the names and frames read
+ * later fault back the few they need. Only a private mapping of a file that starts at the
+ * image, and in it only pages that are still the file's (/proc/self/pagemap: not copied on
+ * a write, which letting go would undo); memory libelf read a file into (it does when it
+ * cannot map it) has no file, and is left alone. Returns the bytes let go.
+ */
+static uint64_t elf_pages_go(Elf *elf, int pagemap)
+{
+	enum { BATCH = 512 };
+	const uint64_t present = 1ULL << 63, file = 1ULL << 61;
+	uint64_t e[BATCH], len, n, given = 0, run = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	struct procmaps_vma v = { 0 };
+	size_t size = 0;
+	char *p = elf ? elf_rawfile(elf, &size) : NULL;
+
+	if (!p || !size || page <= 0 || pagemap < 0 || ((uintptr_t)p & (page - 1)) ||
+	    procmaps_at(getpid(), (uintptr_t)p, 0, vma_of, &v) || !v.ino || v.shared ||
+	    v.start != (uintptr_t)p)
+		return 0;
+	len = MIN(((uint64_t)size + page - 1) & ~(uint64_t)(page - 1), v.end - v.start);
+	n = len / page;
+	for (uint64_t i = 0; i < n; i += BATCH) {
+		uint64_t k = MIN((uint64_t)BATCH, n - i);
+		off_t at = (off_t)(((uintptr_t)p / page + i) * sizeof(e[0]));
+
+		if (pread(pagemap, e, k * sizeof(e[0]), at) != (ssize_t)(k * sizeof(e[0])))
+			break;
+		/* runs of the file's own pages, each let go as a whole */
+		for (uint64_t j = 0; j <= k; j++) {
+			if (j < k && (e[j] & (present | file)) == (present | file)) {
+				run++;
+				continue;
+			}
+			if (run && !madvise(p + (i + j - run) * page, run * page, MADV_DONTNEED))
+				given += run * page;
+			run = 0;
+		}
+	}
+	return given;
+}
+
+/* The pages of @m's files (the object, and its debug file if libdwfl was asked for it). */
+static void smod_pages_go(struct sym *s, struct smod *m, int pagemap)
+{
+	GElf_Addr bias;
+	Dwarf_Addr dbias;
+	Dwarf *dw;
+	Elf *elf = dwfl_module_getelf(m->mod, &bias);
+
+	s->st.file_pages_given += elf_pages_go(elf, pagemap);
+	/* (asked before: libdwfl answers from what it kept, and loads nothing) */
+	dw = m->dw_asked ? dwfl_module_getdwarf(m->mod, &dbias) : NULL;
+	if (dw && dwarf_getelf(dw) != elf)
+		s->st.file_pages_given += elf_pages_go(dwarf_getelf(dw), pagemap);
+}
+
 void sym_close_idle(struct sym *s)
 {
 	uint64_t now = now_ns(), closed = s->st.modules_closed;
+
+	if (now - s->pages_ns >= MIN(SYM_PAGES_NS, s->idle_ns / 2)) {
+		int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+		s->pages_ns = now;
+		for (size_t i = SYM_MOD_KERNEL + 1; pagemap >= 0 && i < s->nmods; i++)
+			if (s->mods[i].mod && !s->mods[i].jit)
+				smod_pages_go(s, &s->mods[i], pagemap);
+		if (pagemap >= 0)
+			close(pagemap);
+	}
 
 	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
 		struct smod *m = &s->mods[i];

@@ -92,6 +92,7 @@ struct smod {
 	uint32_t cfi_cap, cfi_n;
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
 	bool fdes_read, syms_read;
+	bool dw_asked;		/* libdwfl was asked for its debug info (then loaded, or not) */
 	struct fde_range *fdes;	/* functions its CFI describes, sorted by start */
 	size_t nfdes;
 	struct esym *syms;	/* its symbols, sorted by start */
@@ -155,6 +156,9 @@ struct ksym {
 /* ... and, while the heap is over its budget, those not used for this long. */
 #define SYM_BUSY_NS (5 * 1000000000ULL)
 #define SYM_HEAP_BUDGET (64ULL << 20)
+/* How often the pages of open objects' files are let go (sym_close_idle(); half the idle
+ * time if less). */
+#define SYM_PAGES_NS (10 * 1000000000ULL)
 
 struct sym {
 	unsigned flags;
@@ -186,6 +190,7 @@ struct sym {
 	struct sym_proc_source src;	/* the engine's process map (sym_set_proc_source) */
 	uint64_t idle_ns;	/* objects unused this long are let go (sym_close_idle) */
 	uint64_t heap_budget;	/* ... and more while the heap holds more (0: no budget) */
+	uint64_t pages_ns;	/* when open objects' file pages were last let go */
 };
 
 /* sym.c */

@@ -212,6 +212,7 @@ static void read_fdes(struct smod *m)
 	read_fdes_of(m, elf, ".eh_frame", true, 0, &cap);
 	/* .debug_frame may be in separate debug info, whose addresses may differ by a bias */
 	dw = dwfl_module_getdwarf(m->mod, &dbias);
+	m->dw_asked = true;
 	if (dw && dwarf_getelf(dw))
 		read_fdes_of(m, dwarf_getelf(dw), ".debug_frame", false, (int64_t)(dbias - bias),
 			     &cap);
@@ -449,6 +450,7 @@ int names_symbolize(struct sym *s, struct smod *m, Dwarf_Addr a, struct sym_loc 
 	 * dwarf_getscopes_die() on that innermost scope.
 	 */
 	cu = dwfl_module_addrdie(m->mod, a, &bias);
+	m->dw_asked = true;
 	if (cu && dwarf_getscopes(cu, a - bias, &scopes) > 0)
 		nchain = dwarf_getscopes_die(&scopes[0], &chain);
 	for (int i = 0; i < nchain; i++) {

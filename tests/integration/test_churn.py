@@ -9,7 +9,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, first_json_line, pcmon_json, procs, run_tests, workload
+from lib import (Daemon, first_json_line, pcmon_json, procs, run_tests, share_tolerance_pp,
+                 workload)
 
 
 def status(d):
@@ -125,6 +126,27 @@ def test_idle_objects_are_let_go_and_opened_again():
         cpu_ms = first_json_line(p.stdout)["worker_cpu_s"] * 1000
         work = procs(listing).get("churn.churn_work", {"deep": 0})["deep"]
         assert work >= 0.8 * cpu_ms, (work, cpu_ms, listing["summary"])
+
+
+def test_file_pages_let_go_and_names_still_right():
+    """The pages of open objects' files are let go (every second here: half --object-idle);
+    what is named and unwound after, from pages read back from the page cache, is right: a
+    program's second phase, whose work_c nothing named before, holds its share."""
+    d = Daemon(args=["--object-idle", 2]).start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 1000, "--", workload("phases"), 3,
+                                sock=d.sock)
+        st = status(d)["symbols"]
+    finally:
+        d.stop()
+    assert st["file_pages_given"] > 0, st
+    ph = first_json_line(p.stdout)["phases"]
+    got = procs(listing)
+    n = listing["summary"]["counted"]
+    for fn in ("work_a", "work_b", "work_c"):
+        want = (ph[0][fn] + ph[1][fn]) / 2  # (two phases of the same CPU time)
+        share = got.get(f"phases.{fn}", {"shallow": 0})["shallow"] / n
+        assert abs(share - want) * 100 <= share_tolerance_pp(want, n, 3.0), (fn, share, want)
 
 
 if __name__ == "__main__":
