@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,9 @@ void engine_work(struct engine *e)
 				engine_sync_all(e);
 				cpu = thread_cpu_ns();
 				engine_flush(e, false);
+				/* (a save builds the target's whole text, tens of MB for a system-wide
+				 * one after minutes: freed, it stays pcmond's unless given back) */
+				malloc_trim(0);
 				e->flush_cost_ns = thread_cpu_ns() - cpu;
 			} else {
 				poll_all(e);

@@ -153,7 +153,8 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 		st->objects_open += m->dwfl != NULL;
 		/* (a cached CFI frame: about 300 bytes, libdw's) */
 		st->objects_bytes += m->cfi_cap * sizeof(*m->cfi_cache) + m->cfi_n * 300 +
-				     m->nsyms * sizeof(*m->syms) + m->nfdes * sizeof(*m->fdes) +
+				     m->nsyms * sizeof(*m->syms) + m->nsecs * sizeof(*m->secs) +
+				     m->nfdes * sizeof(*m->fdes) +
 				     m->nloads * sizeof(*m->loads);
 	}
 	for (uint32_t i = 0; i < itab_count(s->pmap_keys); i++)

@@ -284,6 +284,9 @@ void smod_drop_tables(struct smod *m)
 	free(m->syms);
 	m->syms = NULL;
 	m->nsyms = 0;
+	free(m->secs);
+	m->secs = NULL;
+	m->nsecs = 0;
 	m->syms_read = false;
 	free(m->fdes);
 	m->fdes = NULL;

@@ -31,17 +31,24 @@
 #include "util.h"
 
 /*
- * A symbol of an object: [start, end) in its ELF vaddrs, end == start for a symbol without a
- * size, which may stand for code up to the end of its section [sec_start, sec_end). @name
- * points into libdwfl's copy of the symbol table (lives as long as the module).
+ * A symbol of an object: [start, start + size) in its ELF vaddrs, or (no size) a label that
+ * may stand for code up to the end of its section, m->secs[sec]. @name points into libdwfl's
+ * copy of the symbol table (lives as long as the module). 32 bytes: a large library has
+ * hundreds of thousands.
  */
 struct esym {
-	uint64_t start, end;
+	uint64_t start;
 	uint64_t reach;		/* the largest end of it and of the symbols sorted before it */
-	uint64_t sec_start, sec_end;
 	const char *name;
-	uint32_t idx;		/* index in libdwfl's table: its order breaks ties */
-	uint8_t bind;		/* 3 global, 2 weak, 1 local, 0 other: higher is preferred */
+	uint32_t size;		/* sized: its size (at most 4 GiB - 1); a label: its section */
+	uint32_t idx : 29;	/* index in libdwfl's table: its order breaks ties */
+	uint32_t sized : 1;
+	uint32_t bind : 2;	/* 3 global, 2 weak, 1 local, 0 other: higher is preferred */
+};
+
+/* A section that labels (symbols without a size) are in: [start, end) in ELF vaddrs. */
+struct esec {
+	uint64_t start, end;
 };
 
 /* The code range [start, end) of one FDE, in the object's ELF vaddrs. */
@@ -97,6 +104,8 @@ struct smod {
 	size_t nfdes;
 	struct esym *syms;	/* its symbols, sorted by start */
 	size_t nsyms;
+	struct esec *secs;	/* the sections its labels are in */
+	uint32_t nsecs;
 	int first_global;	/* libdwfl's table: locals before this index, globals from it */
 	GElf_Phdr *loads;	/* PT_LOAD headers, to turn file offsets into vaddrs */
 	size_t nloads;

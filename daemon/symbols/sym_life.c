@@ -42,15 +42,13 @@ void sym_free(struct sym *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmods; i++) {
-		smod_drop_cfi_cache(&s->mods[i]);
+		smod_drop_tables(&s->mods[i]);
 		if (s->mods[i].pin)
 			close(s->mods[i].pin_fd);
 		if (s->mods[i].dwfl)
 			dwfl_end(s->mods[i].dwfl);
 		free(s->mods[i].path);
 		free(s->mods[i].loads);
-		free(s->mods[i].fdes);
-		free(s->mods[i].syms);
 		if (s->mods[i].jit) {
 			if (s->mods[i].jit->fd >= 0)
 				close(s->mods[i].jit->fd);

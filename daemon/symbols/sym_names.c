@@ -256,9 +256,41 @@ static int esym_cmp(const void *a, const void *b)
  * MiniDebugInfo), sorted, built on first use. dwfl_module_addrinfo() scans every symbol on
  * every call: on node's 100k symbols that is 9 ms per address, seconds of drain time.
  */
+/* The slot in @m->secs of section [@start, @end), added if new; UINT32_MAX if it cannot be. */
+static uint32_t sec_slot(struct smod *m, uint64_t start, uint64_t end, size_t *cap)
+{
+	/* (few: the sections labels are in, .text, .plt and their like) */
+	for (uint32_t i = m->nsecs; i-- > 0;)
+		if (m->secs[i].start == start && m->secs[i].end == end)
+			return i;
+	if (GROW(m->secs, *cap, (size_t)m->nsecs + 1))
+		return UINT32_MAX;
+	m->secs[m->nsecs] = (struct esec){ start, end };
+	return m->nsecs++;
+}
+
+/* The end of @e: a label has no extent. */
+static uint64_t esym_end(const struct esym *e)
+{
+	return e->start + (e->sized ? e->size : 0);
+}
+
+/*
+ * Is the section of symbol @sym (of @elf) code? Data symbols (STT_OBJECT) name no sampled
+ * address unless they are in code: a large library has tens of thousands, left out.
+ */
+static bool in_code(Elf *elf, GElf_Word shndx)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	return shndx < SHN_LORESERVE && elf && (scn = elf_getscn(elf, shndx)) &&
+	       gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
 static void read_syms(struct smod *m)
 {
-	size_t cap = 0;
+	size_t cap = 0, cap_secs = 0;
 	int n;
 
 	if (m->syms_read || !m->mod)
@@ -278,32 +310,42 @@ static void read_syms(struct smod *m)
 		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf,
 							   &sbias);
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		uint32_t slot = 0;
 		struct esym *e;
 
 		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
-		    type == STT_FILE || type == STT_TLS || addr < m->bias)
+		    type == STT_FILE || type == STT_TLS || addr < m->bias ||
+		    (unsigned)i >= 1u << 29 || sym.st_size > UINT32_MAX)
 			continue;
+		if ((type == STT_OBJECT || type == STT_COMMON) && !in_code(elf, shndx))
+			continue;
+		/* a symbol without a size reaches no further than its section */
+		if (!sym.st_size) {
+			if (shndx >= SHN_LORESERVE || !elf || !(scn = elf_getscn(elf, shndx)) ||
+			    !gelf_getshdr(scn, &sh))
+				slot = sec_slot(m, 0, 0, &cap_secs);
+			else
+				slot = sec_slot(m, sh.sh_addr + sbias - m->bias,
+						sh.sh_addr + sbias - m->bias + sh.sh_size, &cap_secs);
+			if (slot == UINT32_MAX)
+				break;
+		}
 		if (GROW(m->syms, cap, m->nsyms + 1))
 			break;
 		e = &m->syms[m->nsyms++];
 		*e = (struct esym){
 			.start = addr - m->bias,
-			.end = addr - m->bias + sym.st_size,
 			.name = name,
+			.size = sym.st_size ? (uint32_t)sym.st_size : slot,
+			.sized = sym.st_size != 0,
 			.idx = i,
 			.bind = bind < (int)sizeof(binds) ? binds[bind] : 0,
 		};
-		/* a symbol without a size reaches no further than its section */
-		if (!sym.st_size && shndx < SHN_LORESERVE && elf &&
-		    (scn = elf_getscn(elf, shndx)) && gelf_getshdr(scn, &sh)) {
-			e->sec_start = sh.sh_addr + sbias - m->bias;
-			e->sec_end = e->sec_start + sh.sh_size;
-		}
 	}
 	if (m->nsyms) /* qsort() must not be given a null table, even an empty one */
 		qsort(m->syms, m->nsyms, sizeof(*m->syms), esym_cmp);
 	for (size_t i = 0; i < m->nsyms; i++)
-		m->syms[i].reach = MAX(m->syms[i].end, i ? m->syms[i - 1].reach : 0);
+		m->syms[i].reach = MAX(esym_end(&m->syms[i]), i ? m->syms[i - 1].reach : 0);
 }
 
 /* How public a name looks: fewer leading underscores, then a default version ("free@@GLIBC",
@@ -330,11 +372,11 @@ static bool esym_better(const struct esym *e, const struct esym *best)
 		return true;
 	if (best->start < e->start || best->bind < e->bind)
 		return true;
-	if (best->start == e->start && best->end == e->end && best->bind == e->bind)
+	if (best->start == e->start && esym_end(best) == esym_end(e) && best->bind == e->bind)
 		return publicness(e->name) > publicness(best->name);
 	return best->start == e->start &&
-	       ((best->end > e->end && best->bind <= e->bind) ||
-		(best->end >= e->end && best->bind < e->bind));
+	       ((esym_end(best) > esym_end(e) && best->bind <= e->bind) ||
+		(esym_end(best) >= esym_end(e) && best->bind < e->bind));
 }
 
 /*
@@ -358,7 +400,7 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr, uint64_t *start, 
 		return NULL;
 	/* symbols at or below @vaddr, while one of them may still reach it */
 	for (size_t i = lo; i-- > 0 && m->syms[i].reach > vaddr && nc < MAXC;)
-		if (m->syms[i].end > vaddr)
+		if (esym_end(&m->syms[i]) > vaddr)
 			cand[nc++] = &m->syms[i];
 	/* in table order (few: insertion sort), globals, then locals if no global holds it */
 	for (size_t c = 1; c < nc; c++)
@@ -377,14 +419,14 @@ static const char *sym_name_at(struct smod *m, uint64_t vaddr, uint64_t *start, 
 			best = cand[c];
 	if (best) {
 		*start = best->start;
-		*end = best->end;
+		*end = esym_end(best);
 		return best->name;
 	}
 	min_label = m->syms[lo - 1].reach;
 	for (size_t i = lo; i-- > 0 && m->syms[i].start >= min_label;) {
 		const struct esym *e = &m->syms[i];
 
-		if (e->end != e->start || vaddr < e->sec_start || vaddr >= e->sec_end)
+		if (e->sized || vaddr < m->secs[e->size].start || vaddr >= m->secs[e->size].end)
 			continue;
 		if (best && best->start != e->start)
 			break;
