@@ -399,33 +399,31 @@ static void smod_pages_go(struct sym *s, struct smod *m, int pagemap)
 		s->st.file_pages_given += elf_pages_go(dwarf_getelf(dw), pagemap);
 }
 
-void sym_close_idle(struct sym *s)
+/* The pages of every open object's files (smod_pages_go()). */
+static void pages_go(struct sym *s, uint64_t now)
 {
-	uint64_t now = now_ns(), closed = s->st.modules_closed;
+	int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
-	if (now - s->pages_ns >= MIN(SYM_PAGES_NS, s->idle_ns / 2)) {
-		int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	s->pages_ns = now;
+	if (pagemap < 0)
+		return;
+	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++)
+		if (s->mods[i].mod && !s->mods[i].jit)
+			smod_pages_go(s, &s->mods[i], pagemap);
+	close(pagemap);
+}
 
-		s->pages_ns = now;
-		for (size_t i = SYM_MOD_KERNEL + 1; pagemap >= 0 && i < s->nmods; i++)
-			if (s->mods[i].mod && !s->mods[i].jit)
-				smod_pages_go(s, &s->mods[i], pagemap);
-		if (pagemap >= 0)
-			close(pagemap);
-	}
-
-	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
-		struct smod *m = &s->mods[i];
-
-		if (m->dwfl && !m->jit && m->used_ns + s->idle_ns < now)
-			module_close(s, m);
-	}
-	/*
-	 * Over the budget: the objects least recently used go first, down to those used in the
-	 * last SYM_BUSY_NS (a build's compilers as they run: opening them again each time
-	 * would cost more than it saves).
-	 */
-	while (s->heap_budget && sym_heap_in_use() > s->heap_budget) {
+/*
+ * Over the budget: the objects least recently used go first, down to those used in the last
+ * SYM_BUSY_NS (a build's compilers as they run: opening them again each time would cost more
+ * than it saves). Looked at once a second: malloc counts its heap by walking its free lists.
+ */
+static void close_over_budget(struct sym *s, uint64_t now)
+{
+	if (!s->heap_budget || now - s->budget_ns < 1000000000ULL)
+		return;
+	s->budget_ns = now;
+	while (sym_heap_in_use() > s->heap_budget) {
 		struct smod *lru = NULL;
 
 		for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
@@ -440,6 +438,21 @@ void sym_close_idle(struct sym *s)
 		module_close(s, lru);
 		s->st.modules_over_budget++;
 	}
+}
+
+void sym_close_idle(struct sym *s)
+{
+	uint64_t now = now_ns(), closed = s->st.modules_closed;
+
+	if (now - s->pages_ns >= MIN(SYM_PAGES_NS, s->idle_ns / 2))
+		pages_go(s, now);
+	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
+		struct smod *m = &s->mods[i];
+
+		if (m->dwfl && !m->jit && m->used_ns + s->idle_ns < now)
+			module_close(s, m);
+	}
+	close_over_budget(s, now);
 	if (s->st.modules_closed != closed)
 		malloc_trim(0); /* what the objects held goes back to the system */
 }

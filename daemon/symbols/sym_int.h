@@ -200,6 +200,7 @@ struct sym {
 	uint64_t idle_ns;	/* objects unused this long are let go (sym_close_idle) */
 	uint64_t heap_budget;	/* ... and more while the heap holds more (0: no budget) */
 	uint64_t pages_ns;	/* when open objects' file pages were last let go */
+	uint64_t budget_ns;	/* when the heap was last held against its budget */
 };
 
 /* sym.c */
