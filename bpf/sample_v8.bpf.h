@@ -15,6 +15,9 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
+	/* (a walk holds a pointer into its value: an element replaced is freed only after
+	 * RCU, where a preallocated one would be taken again at once) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct pcmon_v8proc);
 } v8procs SEC(".maps");

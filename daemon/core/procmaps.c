@@ -184,6 +184,11 @@ static int walk(uint32_t pid, unsigned flags, uint64_t addr, bool one, procmaps_
 	return r == -EALREADY ? 0 : r ? r : !a.found;
 }
 
+bool procmaps_can_query(void)
+{
+	return !__atomic_load_n(&no_query, __ATOMIC_RELAXED);
+}
+
 int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx)
 {
 	return walk(pid, flags, 0, false, cb, ctx);

@@ -44,6 +44,8 @@ int procmaps_walk(uint32_t pid, unsigned flags, procmaps_cb cb, void *ctx);
  * @cb returns, 1 if no mapping covers @addr, -errno if the map cannot be opened.
  */
 int procmaps_at(uint32_t pid, uint64_t addr, unsigned flags, procmaps_cb cb, void *ctx);
+/* Does the kernel answer PROCMAP_QUERY (Linux 6.11)? True until a query found it does not. */
+bool procmaps_can_query(void);
 /*
  * Open the file mapped at [@start, @end) in @pid, @path as its map says: by map_files, which
  * survives a file deleted since and other mount namespaces, else by the process's view of

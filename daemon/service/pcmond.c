@@ -140,14 +140,6 @@ static void usage(FILE *f)
 }
 
 /*
- * On a machine kept busy by many runnable threads, the scheduler shares a CPU evenly: pcmond
- * at the default priority waited its turn behind each of 256 spinning threads for every step
- * of a command, seconds in all. pcmond works in short bursts, so a higher priority (nice
- * -10, what the service unit also asks) costs the others little and makes it answer at once.
- * An administrator's own choice (a nice value other than 0) is left alone. Before any
- * thread starts: on Linux each thread has its own nice value, and new threads inherit it.
- */
-/*
  * Detach from the terminal, as daemon(3) does, before anything is set up: the process that
  * serves must be the one that made its threads (a fork keeps only the caller's) and its signal
  * descriptor (which wakes an epoll only in the process that added it). The command waits until
@@ -156,22 +148,31 @@ static void usage(FILE *f)
  */
 static int detach_begin(void)
 {
-	int st, p[2];
+	int st = 0, p[2];
+	ssize_t n;
 	pid_t pid;
 	char c;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	if (pid < 0) {
+		int r = -errno;
+
+		close(p[0]);
+		close(p[1]);
+		return r;
+	}
 	if (pid) {
 		close(p[1]);
-		if (read(p[0], &c, 1) == 1)
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
 			_exit(0);
 		/* (the pipe closed unwritten: pcmond exited, having said why on stderr) */
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR)
+				_exit(1);
 		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 	}
 	close(p[0]);
@@ -198,6 +199,14 @@ static void detach_done(int fd)
 	close(fd);
 }
 
+/*
+ * On a machine kept busy by many runnable threads, the scheduler shares a CPU evenly: pcmond
+ * at the default priority waited its turn behind each of 256 spinning threads for every step
+ * of a command, seconds in all. pcmond works in short bursts, so a higher priority (nice
+ * -10, what the service unit also asks) costs the others little and makes it answer at once.
+ * An administrator's own choice (a nice value other than 0) is left alone. Before any
+ * thread starts: on Linux each thread has its own nice value, and new threads inherit it.
+ */
 static void raise_priority(void)
 {
 	int cur;
@@ -485,6 +494,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	conf_daemon_opts(&set, &eo, &so, &sock);
+	/* (systemd's socket is for this process: asked before any fork) */
+	so.listen_fd = activated_fd();
+	if (so.listen_fd < 0) {
+		fprintf(stderr, "pcmond: systemd passed more than one socket: pcmond.socket passes one\n");
+		r = 1;
+		goto out;
+	}
 	if (!a.foreground && (ready_fd = detach_begin()) < 0) {
 		fprintf(stderr, "pcmond: cannot detach: %s\n", strerror(-ready_fd));
 		r = 1;
@@ -497,12 +513,6 @@ int main(int argc, char **argv)
 	r = engine_new(&eo, &e, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "pcmond: %s\n", err);
-		r = 1;
-		goto out;
-	}
-	so.listen_fd = activated_fd();
-	if (so.listen_fd < 0) {
-		fprintf(stderr, "pcmond: systemd passed more than one socket: pcmond.socket passes one\n");
 		r = 1;
 		goto out;
 	}

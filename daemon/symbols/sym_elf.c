@@ -294,6 +294,7 @@ void smod_drop_tables(struct smod *m)
 	m->fdes_read = false;
 	m->cfi_tried = false;
 	m->eh_cfi = m->dbg_cfi = NULL;
+	m->dw_asked = false;
 }
 
 /* At most PIN_CLOSED_MAX modules let go keep their files held: the least recently used go. */
@@ -324,7 +325,6 @@ static void module_close(struct sym *s, struct smod *m)
 	m->loads = NULL;
 	m->nloads = 0;
 	smod_drop_tables(m);
-	m->dw_asked = false;
 	m->tried = false;
 	m->closed = true;
 	s->st.modules_closed++;
@@ -402,10 +402,11 @@ static void smod_pages_go(struct sym *s, struct smod *m, int pagemap)
 /* The pages of every open object's files (smod_pages_go()). */
 static void pages_go(struct sym *s, uint64_t now)
 {
-	int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int pagemap;
 
 	s->pages_ns = now;
-	if (pagemap < 0)
+	/* (a kernel without the query reads a process's whole map as text for each: no) */
+	if (!procmaps_can_query() || (pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0)
 		return;
 	for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++)
 		if (s->mods[i].mod && !s->mods[i].jit)

@@ -548,8 +548,7 @@ static struct v8_fn *fn_of(struct v8 *v, uint32_t pid, uint64_t sfi)
 
 /*
  * The line of script offset @off in @f's script: 0 if not known (no position: the frame's
- * code says none, or it is code pcmon does not read positions from, baseline code), never
- * another line in its place.
+ * code says none, or its table could not be read), never another line in its place.
  */
 static uint32_t fn_line(struct v8 *v, uint32_t pid, const struct v8_fn *f, int32_t off)
 {
