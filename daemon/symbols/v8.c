@@ -347,20 +347,30 @@ void v8_proc_name(const char *script, const char *fn, unsigned int line, char *o
 		snprintf(out, len, "%s.(anonymous:%u)", s, line);
 }
 
-/* A zigzag VLQ of @t at *@at. */
-static bool vlq(const uint8_t *t, size_t len, size_t *at, int64_t *out)
+/* An unsigned VLQ of @t at *@at (V8's base/vlq.h: 7 bits a byte, the low ones first). */
+static bool uvlq(const uint8_t *t, size_t len, size_t *at, uint64_t *out)
 {
-	uint64_t bits = 0;
 	unsigned int shift = 0;
 	uint8_t b;
 
+	*out = 0;
 	do {
 		if (*at >= len || shift > 63)
 			return false;
 		b = t[(*at)++];
-		bits |= (uint64_t)(b & 0x7f) << shift;
+		*out |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
+	return true;
+}
+
+/* A zigzag VLQ of @t at *@at (the sign in the lowest bit). */
+static bool vlq(const uint8_t *t, size_t len, size_t *at, int64_t *out)
+{
+	uint64_t bits;
+
+	if (!uvlq(t, len, at, &bits))
+		return false;
 	*out = (int64_t)(bits >> 1) ^ -(int64_t)(bits & 1);
 	return true;
 }
@@ -383,23 +393,6 @@ int v8_spt_find(const uint8_t *t, size_t len, uint32_t off, int64_t *pos)
 		found = true;
 	}
 	return found ? 0 : -ENOENT;
-}
-
-/* An unsigned VLQ of @t at *@at (V8's base/vlq.h: 7 bits a byte, the low ones first). */
-static bool uvlq(const uint8_t *t, size_t len, size_t *at, uint64_t *out)
-{
-	unsigned int shift = 0;
-	uint8_t b;
-
-	*out = 0;
-	do {
-		if (*at >= len || shift > 63)
-			return false;
-		b = t[(*at)++];
-		*out |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	return true;
 }
 
 /* The length of the bytecode at @bc[@at] with its prefix, if any; 0 if it cannot be read. */

@@ -395,25 +395,19 @@ static void baseline_offsets(void **state)
 	memcpy(l.bytecode_sizes[2], four, 8);
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		tl += uvlq_put(t + tl, lens[i]);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 0, &b), 0);
-	assert_int_equal(b, -1);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 299, &b), 0);
-	assert_int_equal(b, -1);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 300, &b), 0);
-	assert_int_equal(b, 0);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 309, &b), 0);
-	assert_int_equal(b, 0);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 310, &b), 0);
-	assert_int_equal(b, 2);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 509, &b), 0);
-	assert_int_equal(b, 2);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 510, &b), 0);
-	assert_int_equal(b, 5);
-	/* (ExtraWide 5: no machine code of its own, so 514 is the next one's) */
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 514, &b), 0);
-	assert_int_equal(b, 21);
-	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 520, &b), 0);
-	assert_int_equal(b, 21);
+	/* the entry; then [300, 310) bytecode 0, [310, 510) 2, [510, 514) Wide 5, ExtraWide 15
+	 * no machine code of its own, [514, 521) 21 */
+	{
+		static const int64_t want[][2] = { { 0, -1 }, { 299, -1 }, { 300, 0 }, { 309, 0 },
+						   { 310, 2 }, { 509, 2 }, { 510, 5 }, { 514, 21 },
+						   { 520, 21 } };
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc),
+							  (uint32_t)want[i][0], &b), 0);
+			assert_int_equal(b, want[i][1]);
+		}
+	}
 	/* past the table's end */
 	assert_int_equal(v8_baseline_boff(&l, t, tl, bc, sizeof(bc), 521, &b), -ENOENT);
 	/* a bytecode the sizes do not know, a prefix at the very end, no sizes at all */
