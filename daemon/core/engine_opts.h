@@ -21,7 +21,7 @@ struct engine_opts {
 	const char *debuginfod;	/* debuginfod servers; NULL: $DEBUGINFOD_URLS; "": off */
 	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
 	uint32_t object_idle_s;	/* objects unused this long are let go (0: 60) */
-	uint64_t object_memory;	/* ... and more while the heap holds more (0: 64 MiB) */
+	uint64_t object_memory;	/* ... and more while the heap, less results and names, holds more (0: 64 MiB) */
 };
 
 #endif

@@ -175,19 +175,24 @@ static void epoll_add(struct engine *e, int fd)
 /* ---- draining: each instrument collects what BPF holds */
 
 /* Memory the targets of @uid hold. */
+/* Bytes of results target @t holds. */
+static size_t target_bytes(const struct target *t)
+{
+	size_t sum = 0;
+
+	for_each_inst(k)
+		if (t->inst[k])
+			sum += inst_table[k]->bytes(t->inst[k]);
+	return sum;
+}
+
 size_t engine_user_bytes(const struct engine *e, uid_t uid)
 {
 	size_t sum = 0;
 
-	for (int i = 1; i < PCMON_MAX_TARGETS; i++) {
-		struct target *t = e->targets[i];
-
-		if (!t || t->owner != uid)
-			continue;
-		for_each_inst(k)
-			if (t->inst[k])
-				sum += inst_table[k]->bytes(t->inst[k]);
-	}
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+		if (e->targets[i] && e->targets[i]->owner == uid)
+			sum += target_bytes(e->targets[i]);
 	return sum;
 }
 
@@ -202,10 +207,21 @@ static void check_user_memory(struct engine *e)
 	}
 }
 
+/* Bytes of results all targets hold. */
+static uint64_t results_bytes(const struct engine *e)
+{
+	uint64_t sum = 0;
+
+	for (int i = 1; i < PCMON_MAX_TARGETS; i++)
+		if (e->targets[i])
+			sum += target_bytes(e->targets[i]);
+	return sum;
+}
+
 static void drain(struct engine *e)
 {
 	check_user_memory(e);
-	sym_close_idle(e->sym);
+	sym_close_idle(e->sym, results_bytes(e));
 	for_each_inst(i)
 		inst_table[i]->tick(e->g[i]);
 }

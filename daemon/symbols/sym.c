@@ -135,15 +135,20 @@ uint64_t sym_heap_in_use(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+uint64_t sym_names_bytes(const struct sym *s)
+{
+	return itab_bytes(s->strs) + itab_bytes(s->proc_keys) + itab_bytes(s->loc_keys) +
+	       s->cap_procs * sizeof(*s->procs) + s->cap_locs * sizeof(*s->locs) +
+	       s->cap_frames * sizeof(*s->frames) + s->cap_flines * sizeof(*s->flines);
+}
+
 void sym_stats(const struct sym *s, struct sym_stats *st)
 {
 	*st = s->st;
 	st->locs = itab_count(s->loc_keys);
 	st->pmaps = itab_count(s->pmap_keys);
 	st->modules = s->nmods;
-	st->names_bytes = itab_bytes(s->strs) + itab_bytes(s->proc_keys) + itab_bytes(s->loc_keys) +
-			  s->cap_procs * sizeof(*s->procs) + s->cap_locs * sizeof(*s->locs) +
-			  s->cap_frames * sizeof(*s->frames) + s->cap_flines * sizeof(*s->flines);
+	st->names_bytes = sym_names_bytes(s);
 	st->objects_bytes = itab_bytes(s->mod_keys) + s->cap_mods * sizeof(*s->mods) +
 			    itab_bytes(s->pmap_keys) + s->cap_pmaps * sizeof(*s->pmaps) +
 			    itab_bytes(s->files) + s->cap_file_mod * sizeof(*s->file_mod);

@@ -218,8 +218,8 @@ struct sym_stats {
 void sym_stats(const struct sym *s, struct sym_stats *st);
 /*
  * Objects no process has used for @idle_ns are let go (their names stay), and while pcmond's
- * heap holds more than @heap_bytes, of those not used in the last 5 s, the least recently
- * used. 0: the default (60 s, 64 MiB).
+ * heap, less the targets' results and the names kept, holds more than @heap_bytes, of those
+ * not used in the last 5 s, the least recently used. 0: the default (60 s, 64 MiB).
  */
 void sym_set_limits(struct sym *s, uint64_t idle_ns, uint64_t heap_bytes);
 /*
@@ -230,7 +230,11 @@ int sym_proc_files(struct sym *s, uint32_t pid, uint32_t epoch,
 		   int (*cb)(void *ctx, const char *path, uint64_t start, uint64_t end,
 			     uint64_t pgoff),
 		   void *ctx);
-/* Let go of the objects idle that long, and over the budget (the engine's timer calls it). */
-void sym_close_idle(struct sym *s);
+/*
+ * Let go of the objects idle that long, and over the budget (the engine's timer calls it):
+ * the heap less @kept, what letting objects go cannot free (the targets' results), and less
+ * the names kept for good.
+ */
+void sym_close_idle(struct sym *s, uint64_t kept);
 
 #endif

@@ -415,16 +415,19 @@ static void pages_go(struct sym *s, uint64_t now)
 }
 
 /*
- * Over the budget: the objects least recently used go first, down to those used in the last
- * SYM_BUSY_NS (a build's compilers as they run: opening them again each time would cost more
+ * Over the budget (the heap less @kept): the objects least recently used go first, down to
+ * those used in the last SYM_BUSY_NS (a build's compilers as they run: opening them again each time would cost more
  * than it saves). Looked at once a second: malloc counts its heap by walking its free lists.
  */
-static void close_over_budget(struct sym *s, uint64_t now)
+static void close_over_budget(struct sym *s, uint64_t now, uint64_t kept)
 {
 	if (!s->heap_budget || now - s->budget_ns < 1000000000ULL)
 		return;
 	s->budget_ns = now;
-	while (sym_heap_in_use() > s->heap_budget) {
+	/* (what no object's letting go frees: a long system-wide target's results and names
+	 * outgrow any budget, and every object would be let go and opened again for ever) */
+	kept += sym_names_bytes(s);
+	while (sym_heap_in_use() > s->heap_budget + kept) {
 		struct smod *lru = NULL;
 
 		for (size_t i = SYM_MOD_KERNEL + 1; i < s->nmods; i++) {
@@ -441,7 +444,7 @@ static void close_over_budget(struct sym *s, uint64_t now)
 	}
 }
 
-void sym_close_idle(struct sym *s)
+void sym_close_idle(struct sym *s, uint64_t kept)
 {
 	uint64_t now = now_ns(), closed = s->st.modules_closed;
 
@@ -453,7 +456,7 @@ void sym_close_idle(struct sym *s)
 		if (m->dwfl && !m->jit && m->used_ns + s->idle_ns < now)
 			module_close(s, m);
 	}
-	close_over_budget(s, now);
+	close_over_budget(s, now, kept);
 	if (s->st.modules_closed != closed)
 		malloc_trim(0); /* what the objects held goes back to the system */
 }

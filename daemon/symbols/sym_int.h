@@ -207,6 +207,8 @@ struct sym {
 uint32_t sym_str_id(struct sym *s, const char *str);
 int sym_add_module(struct sym *s, const char *path, const char *name, uint32_t *id);
 uint64_t sym_heap_in_use(void);
+/* The names kept for good: locations, procedures, strings (names_bytes in status). */
+uint64_t sym_names_bytes(const struct sym *s);
 int sym_push_frame(struct sym *s, const char *module, const char *name, const char *file,
 		   uint32_t line, struct sym_line where);
 size_t sym_count_starting_by(const void *table, size_t n, size_t size, uint64_t v);

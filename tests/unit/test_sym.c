@@ -463,7 +463,7 @@ static void test_maps_noted_at_exit_name_an_image_never_read(void **state)
 	/* objects let go keep their files held: known, and opened again from them */
 	sym_set_limits(s, 1, 0);
 	usleep(1000);
-	sym_close_idle(s);
+	sym_close_idle(s, 0);
 	sym_stats(s, &st);
 	assert_int_equal(st.objects_open, 0);
 	assert_string_equal(named_in(s, gone_child(), (uintptr_t)fde_probe_b), "test_sym.fde_probe_b");
