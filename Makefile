@@ -225,7 +225,7 @@ BUILT_APART := $(OUTPUT)/workloads/qsort_nofp $(OUTPUT)/workloads/leaf_fp $(OUTP
 	$(OUTPUT)/workloads/rustnames $(OUTPUT)/workloads/rustnames_v0 \
 	$(OUTPUT)/workloads/fakepy $(OUTPUT)/workloads/fakepy_published \
 	$(OUTPUT)/workloads/fakejvm/fakejvm \
-	$(OUTPUT)/workloads/whenleaf_nofp
+	$(OUTPUT)/workloads/whenleaf_nofp $(OUTPUT)/workloads/threefn_nobid
 # the benchmark's workload of ever-new stacks, for the keep-up tests
 $(OUTPUT)/workloads/manystacks: bench/manystacks.c bench/bench.h tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
@@ -266,6 +266,9 @@ $(OUTPUT)/workloads/rustnames: tests/workloads/rust/names.rs | $(OUTPUT)/workloa
 	$(RUSTC) -O -g -C force-frame-pointers=yes $< -o $@
 $(OUTPUT)/workloads/rustnames_v0: tests/workloads/rust/names.rs | $(OUTPUT)/workloads
 	$(RUSTC) -O -g -C force-frame-pointers=yes -C symbol-mangling-version=v0 $< -o $@
+# a program without a build-id (test_sanitizers.py: nothing to compare when opened again)
+$(OUTPUT)/workloads/threefn_nobid: tests/workloads/threefn.c tests/workloads/workload.h | $(OUTPUT)/workloads
+	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -fno-omit-frame-pointer -Wl,--build-id=none $< -o $@
 # symbols, but no DWARF: no line tables
 $(OUTPUT)/workloads/lines_nodebug: tests/workloads/lines.c tests/workloads/workload.h | $(OUTPUT)/workloads
 	$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 $< -o $@

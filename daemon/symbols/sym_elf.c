@@ -222,19 +222,21 @@ void smod_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 		return;
 	m->usdt = has_pcmon_probes(elf);
 	{
-		const unsigned char *b;
+		const unsigned char *b = NULL;
 		GElf_Addr v;
 		int n = dwfl_module_build_id(m->mod, &b, &v);
+		/* (none: 0, and b is left as it was) */
+		size_t len = n > 0 && (size_t)n <= sizeof(m->bid) && b ? (size_t)n : 0;
 
-		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
-		if (reopen && (m->bid_len != (n > 0 ? (size_t)n : 0) || memcmp(m->bid, b, m->bid_len))) {
+		if (reopen && (m->bid_len != len || (len && memcmp(m->bid, b, len)))) {
 			/* by its path, another file now: what it names is not this object's */
 			pr_debug("%s: not the object it was (build-id)", m->path);
 			module_unreadable(s, m);
 			return;
 		}
-		m->bid_len = n > 0 && (size_t)n <= sizeof(m->bid) ? n : 0;
-		memcpy(m->bid, b, m->bid_len);
+		m->bid_len = len;
+		if (len)
+			memcpy(m->bid, b, len);
 	}
 	m->loads = calloc(n ? n : 1, sizeof(*m->loads));
 	for (size_t i = 0; m->loads && i < n; i++) {

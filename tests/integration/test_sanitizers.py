@@ -22,6 +22,7 @@ LEGS_LINE = next(i for i, l in enumerate(open(os.path.join(os.path.dirname(__fil
                  if "req_begin(large ? LARGE : SMALL);" in l)
 SCENARIOS = [
     ["--interval", "500", "--", workload("threefn"), "0.5"],
+    ["--interval", "500", "--", workload("threefn_nobid"), "0.5"],  # (no build-id)
     ["--unwind", "fp", "--real", "--kernel", "--interval", "500", "--", workload("spinsleep"), "0.5"],
     ["--real", "--interval", "500", "--", workload("threads3"), "0.5"],
     ["--critical", "a=*->crit.my_alloc->*", "--interval", "500", "--", workload("crit"), "0.5"],
