@@ -4,6 +4,7 @@
 silent, and the output says what it means (docs/sampling.md, the man page)."""
 import os
 import pty
+import re
 import subprocess
 import sys
 import tempfile
@@ -136,7 +137,11 @@ def test_a_listing_shows_only_lines_that_say_something():
     r = pcmon("run", "-o", "/dev/stdout", "--", workload("threefn"), 0.3,
               sock="/nonexistent/pcmond.sock")
     text = r.stdout[r.stdout.index("pcmon: target "):]
-    assert "critical" not in text and "marks pending" not in text, text
+    # (a sample whose walk faulted is said, and then the line says something: a busy
+    # machine's run had one of its 22)
+    said = [l for l in text.splitlines() if "critical" in l]
+    assert all(re.match(r"critical sections: unwalkable [1-9]", l) for l in said), text
+    assert "marks pending" not in text, text
     assert "by shallow count" in text and "by deep count" in text, text
     helps = pcmon("list", "--help").stdout
     for word in ("VIRTUAL t=", "interrupts", "foreignPcs", "kernel-mode", "lost",
