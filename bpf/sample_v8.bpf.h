@@ -73,7 +73,7 @@ static __always_inline __u16 js_type(const struct js_walk *w, __u64 tagged)
 /*
  * Where in @code (tagged) the innermost frame, at @pc outside it, returns to: a builtin the code
  * called that made no frame of its own runs (baseline code calls one for most arithmetic), and
- * its return address is among the first words at the top of the stack. The return offset plus
+ * its return address is the word at the top of the stack. The return offset plus
  * one, to go in the code's word (PCMON_JS_RET_SHIFT); 0: @pc in the code, or none found.
  */
 static __always_inline __u64 js_ret(const struct js_walk *w, __u64 code, __u64 pc, __u64 *win)

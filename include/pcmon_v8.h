@@ -57,8 +57,9 @@ enum pcmon_js_status {
 #define PCMON_JS_BOFF_FAR 0x7fffu
 #define PCMON_JS_RET_SHIFT 47
 #define PCMON_JS_RET_MAX 0xffffULL
-/* Words at the top of the stack looked through for that return address. */
-#define PCMON_JS_RET_WORDS 4
+/* Words at the top of the stack looked at for that return address: the top one alone (a
+ * builtin that pushed nothing yet), where no stale return address of the frame can be. */
+#define PCMON_JS_RET_WORDS 1
 /* (set on the outermost frame's last word: a stack ending with it wakes the engine soon) */
 #define PCMON_JS_OUTERMOST (1ULL << 47)
 

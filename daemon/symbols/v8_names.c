@@ -853,7 +853,7 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	uint64_t pc = w[0] & PCMON_JS_ADDR_MASK;
 	bool inner = !(w[0] >> PCMON_JS_POS_SHIFT & PCMON_JS_POS_MASK);
 	struct v8_pid *p = v8_of(v, pid);
-	const struct v8_code *c;
+	const struct v8_code *c, *osr;
 	uint64_t data, ret;
 	int64_t pos;
 
@@ -861,6 +861,12 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	if (!f)
 		return -EFAULT;
 	c = code_of(v, pid, w[2] & PCMON_JS_ADDR_MASK);
+	/* not in its function's code: code that replaced a running loop? (not interpreted; asked
+	 * first, at the pc itself: the stack's top may still hold a return into the code the
+	 * loop ran in before) */
+	if (!(c && code_holds(c, pc, inner)) && !(boff1 && boff1 != PCMON_JS_BOFF_FAR) &&
+	    (osr = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK, !inner)))
+		return optimized_chain(v, pid, osr, pc - osr->start - !inner, ch);
 	/* the innermost frame in a builtin its code called: the call it returns to */
 	if (inner && c && (ret = w[2] >> PCMON_JS_RET_SHIFT & PCMON_JS_RET_MAX) &&
 	    !code_holds(c, pc, true) && ret - 1 <= c->size) {
@@ -869,16 +875,11 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	}
 	if (c && c->sfi && c->sfi == (w[1] & PCMON_JS_ADDR_MASK) && code_holds(c, pc, inner))
 		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
+	/* (code_of() moves no cached function: f stands) */
 	if (c && p && c->kind == p->l.kind_baseline && code_holds(c, pc, inner)) {
-		if (!(f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK)))
-			return -EFAULT;
 		baseline_chain(v, pid, f, c, pc - c->start - !inner, ch);
 		return 0;
 	}
-	/* not in its function's code: code that replaced a running loop? (not interpreted) */
-	if (!(boff1 && boff1 != PCMON_JS_BOFF_FAR) &&
-	    (c = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK, !inner)))
-		return optimized_chain(v, pid, c, pc - c->start - !inner, ch);
 	f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK);
 	if (!f)
 		return -EFAULT;
@@ -895,8 +896,6 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	data = f->data;
 	if (p && data != (w[2] & PCMON_JS_ADDR_MASK) && (c = code_of(v, pid, data)) &&
 	    c->kind == p->l.kind_baseline && code_holds(c, pc, inner)) {
-		if (!(f = fn_of(v, pid, w[1] & PCMON_JS_ADDR_MASK)))
-			return -EFAULT;
 		baseline_chain(v, pid, f, c, pc - c->start - !inner, ch);
 		return 0;
 	}
