@@ -248,7 +248,8 @@ def held(cmd):
 
 
 def oncpu_ns(pid):
-    """Process @pid's main thread's time on a CPU (ns, /proc/PID/schedstat)."""
+    """Process @pid's main thread's time on a CPU (ns, /proc/PID/schedstat): as of its last
+    scheduler tick while it runs (4 ms at 250 Hz), for spans of a second or more."""
     with open(f"/proc/{pid}/schedstat") as f:
         return int(f.read().split()[0])
 

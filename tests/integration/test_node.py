@@ -41,6 +41,22 @@ def run(*opts, secs=4, node=None, args=()):
     return listing, first_json_line(p.stdout), p
 
 
+def where_else(listing, own):
+    """What a failed share says besides: every function's share both ways, the listing's
+    flags, and the procedures with most samples of their own (a share that fell short went
+    somewhere)."""
+    n = listing["summary"]["counted"]
+    p = procs(listing)
+    shares = ", ".join(f"{fn} {p.get(f'js.jsphases.{fn}', {'deep': 0})['deep'] / n:.3f}/"
+                       f"{own['cpu'][fn]:.3f}" for fn in FNS)
+    flags = {k: {a: b for a, b in v.items() if b} if isinstance(v, dict) else v
+             for k, v in listing["summary"].items() if k != "critical" and v} | \
+        {c["name"]: c["count"] for c in listing["summary"]["critical"]}
+    top = sorted(listing["procedures"], key=lambda r: -r["shallow"])[:8]
+    return f"shares {shares}; summary {flags}; most shallow " + \
+        ", ".join(f"{r['procedure']} {r['shallow']}" for r in top)
+
+
 def check_shares(listing, own, floor_pp=3.0):
     """Each function's deep share within 3 pp of the program's own clock (wider for few
     samples); at least 85 % of the samples named as the program's JavaScript."""
@@ -52,7 +68,8 @@ def check_shares(listing, own, floor_pp=3.0):
         want = own["cpu"][fn]
         tol = share_tolerance_pp(want, n, floor_pp)
         assert abs(got - want) * 100 <= tol, \
-            f"{fn}: pcmon {got:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n} samples)"
+            f"{fn}: pcmon {got:.4f} vs program {want:.4f} (tolerance {tol:.2f} pp, {n} " \
+            f"samples); {where_else(listing, own)}"
     work = sum(own["cpu"].values())
     named = sum(p.get(f"js.jsphases.{fn}", {"deep": 0})["deep"] for fn in FNS) / n
     assert named >= 0.85 * work, f"named {named:.3f} of the samples, the work is {work:.3f}"

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // A Node workload for lines (tests/integration/test_node.py): `lined` runs two loops, each
 // on a line of its own, and times each by the main thread's own CPU time (its schedstat: no
-// helper thread's), loops long enough (milliseconds) that the clock's own reads are nothing
-// beside them; at the end one JSON line with each loop's line and its share of lined's time.
+// helper thread's; brought up to date by process.cpuUsage() first, as jsphases.js says), loops
+// long enough (milliseconds) that the clock's own reads are nothing beside them; at the end
+// one JSON line with each loop's line and its share of lined's time.
 //
 // usage: node jslines.js SECONDS
 'use strict';
@@ -15,6 +16,7 @@ const fs = require('fs');
 const schedstat = fs.openSync(`/proc/self/task/${process.pid}/schedstat`, 'r');
 const statBuf = Buffer.alloc(128);
 function threadNs() {
+	process.cpuUsage();
 	const n = fs.readSync(schedstat, statBuf, 0, statBuf.length, 0);
 
 	return Number(statBuf.toString('latin1', 0, n).split(' ')[0]);
