@@ -864,9 +864,14 @@ static int frame_chain(struct v8 *v, uint32_t pid, const uint64_t *w, struct v8_
 	/* not in its function's code: code that replaced a running loop? (not interpreted; asked
 	 * first, at the pc itself: the stack's top may still hold a return into the code the
 	 * loop ran in before) */
-	if (!(c && code_holds(c, pc, inner)) && !(boff1 && boff1 != PCMON_JS_BOFF_FAR) &&
-	    (osr = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK, !inner)))
-		return optimized_chain(v, pid, osr, pc - osr->start - !inner, ch);
+	if (!(c && code_holds(c, pc, inner)) && !(boff1 && boff1 != PCMON_JS_BOFF_FAR)) {
+		osr = osr_code(v, pid, w[3] & PCMON_JS_ADDR_MASK, pc, w[1] & PCMON_JS_ADDR_MASK,
+			       !inner);
+		if (osr)
+			return optimized_chain(v, pid, osr, pc - osr->start - !inner, ch);
+		/* (the vector's code, looked at, may have moved the cache c was in) */
+		c = code_of(v, pid, w[2] & PCMON_JS_ADDR_MASK);
+	}
 	/* the innermost frame in a builtin its code called: the call it returns to */
 	if (inner && c && (ret = w[2] >> PCMON_JS_RET_SHIFT & PCMON_JS_RET_MAX) &&
 	    !code_holds(c, pc, true) && ret - 1 <= c->size) {

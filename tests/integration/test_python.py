@@ -321,7 +321,9 @@ def test_virtual_fp_shares():
 def test_fp_chain_astray_keeps_python_frames():
     """--unwind fp on Debian's python3.11 (no frame pointers): the re engine keeps data in
     rbp, and the kernel's walk follows it through the heap as deep as it may. Those stacks
-    still carry their Python frames (cut short with depth, not charged to no function)."""
+    still carry their Python frames, cut short (not charged to no function): with depth,
+    or with fp_chain where the chain through the heap met a word it could not follow before
+    the depth limit (7 of 144 such stacks in a run)."""
     need_python()
     d = Daemon().start()
     try:
@@ -339,7 +341,7 @@ def test_fp_chain_astray_keeps_python_frames():
         listing = pcmon_json("list", tid, sock=d.sock)[0]
     finally:
         assert d.stop() == 0, d.logtext()
-    n = deep_native = astray = 0
+    n = deep_native = astray = unflagged = 0
     for line in folded.splitlines():
         stack, c = line.rsplit(" ", 1)
         frames, c = stack.split(";"), int(c)
@@ -348,6 +350,8 @@ def test_fp_chain_astray_keeps_python_frames():
             deep_native += c
             if not any(f.startswith("pyphases.") for f in frames):
                 astray += c
+            elif frames[0] != "[truncated]":
+                unflagged += c
     cut = listing["summary"]["cut_short_by_reason"]
     flagged = cut["python"] + cut["python_unknown"]  # (a chain read short, said so)
     # every sample of its CPU time, less 4 sigma and a tick of the clock (10 ms): a listing
@@ -361,7 +365,8 @@ def test_fp_chain_astray_keeps_python_frames():
     # `[truncated];_PyRuntime;python3.11+0x50a500` and 381 foreign frames)
     assert astray <= flagged + max(5, 0.005 * n), \
         f"{astray} of {deep_native} stacks gone astray lost their Python frames ({cut})"
-    assert cut["depth"] >= deep_native - astray, cut
+    assert not unflagged and cut["depth"] + cut["fp_chain"] >= deep_native - astray, \
+        (unflagged, deep_native, astray, cut)
 
 
 def test_recursion_counted_once():
