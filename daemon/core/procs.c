@@ -11,11 +11,12 @@
 #include "procs.skel.h"
 #include "procmaps.h"
 #include "procs.h"
+#include "ring.h"
 #include "util.h"
 
 struct procs {
 	struct procs_bpf *skel;
-	struct ring_buffer *rb;		/* lifecycle events */
+	struct ring *rb;		/* lifecycle events */
 	procs_event_cb cb;
 	void *cb_ctx;
 	int stats_fd;			/* keeps kernel.bpf_stats_enabled on (bpf_stats) */
@@ -132,7 +133,7 @@ int procs_open(bool bpf_stats, struct procs **out, char *err, size_t errlen)
 		goto fail;
 	}
 	attach_dl_debug_state(p);
-	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
+	p->rb = ring_new(bpf_map__fd(p->skel->maps.events), on_event, p);
 	if (!p->rb) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create the event ring buffer: %s", strerror(-r));
@@ -157,7 +158,7 @@ void procs_close(struct procs *p)
 	if (!p)
 		return;
 	bpf_link__destroy(p->dl_link);
-	ring_buffer__free(p->rb);
+	ring_free(p->rb);
 	if (p->stats_fd >= 0)
 		close(p->stats_fd);
 	if (p->gen)
@@ -193,14 +194,14 @@ int procs_share(struct procs *p, struct bpf_object *obj, char *err, size_t errle
 
 int procs_events_fd(struct procs *p)
 {
-	return ring_buffer__epoll_fd(p->rb);
+	return ring_fd(p->rb);
 }
 
 int procs_poll(struct procs *p, procs_event_cb cb, void *ctx)
 {
 	p->cb = cb;
 	p->cb_ctx = ctx;
-	return ring_buffer__consume(p->rb);
+	return ring_consume(p->rb);
 }
 
 int procs_probe_events_fd(struct procs *p)

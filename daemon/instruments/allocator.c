@@ -19,6 +19,7 @@
 #include "allocator.h"
 #include "funcs.h"
 #include "procs.h"
+#include "ring.h"
 #include "util.h"
 
 #define NAMES_PER_FN 2
@@ -49,7 +50,7 @@ struct probed {
 struct allocator {
 	struct alloc_bpf *skel;
 	bool session;	/* allocating functions probed as uprobe sessions (alloc_session) */
-	struct ring_buffer *rb;
+	struct ring *rb;
 	struct probed *files;
 	size_t nfiles, cap_files;
 	void (*cb)(void *ctx, const struct pcmon_arec *r);
@@ -123,7 +124,7 @@ int allocator_open(struct procs *p, struct allocator **out, char *err, size_t er
 		goto fail;
 	}
 	r = fill_quantiles(a);
-	a->rb = r ? NULL : ring_buffer__new(bpf_map__fd(a->skel->maps.arecs), on_rec, a, NULL);
+	a->rb = r ? NULL : ring_new(bpf_map__fd(a->skel->maps.arecs), on_rec, a);
 	if (!a->rb) {
 		r = r ? r : -errno;
 		snprintf(err, errlen, "cannot read the allocation ring: %s", strerror(-r));
@@ -160,7 +161,7 @@ void allocator_close(struct allocator *a)
 	for (size_t i = 0; i < a->nfiles; i++)
 		probed_free(&a->files[i]);
 	free(a->files);
-	ring_buffer__free(a->rb);
+	ring_free(a->rb);
 	alloc_bpf__destroy(a->skel);
 	free(a);
 }
@@ -314,7 +315,7 @@ int allocator_target(struct allocator *a, uint32_t target, uint64_t rate, bool p
 
 int allocator_fd(const struct allocator *a)
 {
-	return ring_buffer__epoll_fd(a->rb);
+	return ring_fd(a->rb);
 }
 
 int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon_arec *r),
@@ -324,7 +325,7 @@ int allocator_poll(struct allocator *a, void (*cb)(void *ctx, const struct pcmon
 
 	a->cb = cb;
 	a->ctx = ctx;
-	n = ring_buffer__consume(a->rb);
+	n = ring_consume(a->rb);
 	a->cb = NULL;
 	return n < 0 ? n : 0;
 }

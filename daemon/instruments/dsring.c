@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dsring.h"
+#include "ring.h"
 #include "util.h"
 
 /*
@@ -28,7 +29,7 @@ struct backlog {
 };
 
 struct dsring {
-	struct ring_buffer *rb;
+	struct ring *rb;
 	size_t ring_bytes, max_bytes, peak;
 	uint64_t dropped;	/* records read that the backlog had no memory for */
 	/* the thread consumes the ring into back; dsring_take() swaps it with front, which
@@ -137,7 +138,7 @@ static int read_ring(struct dsring *r)
 	if (r->back.len + r->front.len + r->ring_bytes > r->max_bytes ||
 	    !reserve(&r->back, r->ring_bytes))
 		return -1;
-	ring_buffer__consume(r->rb);
+	ring_consume(r->rb);
 	return r->back.len > was;
 }
 
@@ -184,10 +185,10 @@ int dsring_open(int map_fd, size_t ring_bytes, size_t max_bytes, dsring_copy_fn 
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	r->rb = ring_buffer__new(map_fd, keep, r, NULL);
+	r->rb = ring_new(map_fd, keep, r);
 	if (r->efd < 0 || r->stopfd < 0 || r->epfd < 0 || !r->rb)
 		goto fail;
-	ev.data.fd = ring_buffer__epoll_fd(r->rb);
+	ev.data.fd = ring_fd(r->rb);
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		goto fail;
 	ev.data.fd = r->stopfd;
@@ -222,7 +223,7 @@ void dsring_close(struct dsring *r)
 			pr_warn("cannot stop the sampled stacks' reader: %s", strerror(errno));
 		pthread_join(r->thread, NULL);
 	}
-	ring_buffer__free(r->rb);
+	ring_free(r->rb);
 	if (r->efd >= 0)
 		close(r->efd);
 	if (r->stopfd >= 0)

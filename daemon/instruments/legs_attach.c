@@ -23,6 +23,7 @@
 #include "legs_int.h"
 #include "pat.h"
 #include "procs.h"
+#include "ring.h"
 #include "sample.h"
 #include "tail.h"
 #include "proto.h"
@@ -476,7 +477,7 @@ void legs_attach_tails_read(struct legs_g *g)
 {
 	if (!g->tail_rb)
 		return;
-	ring_buffer__consume(g->tail_rb);
+	ring_consume(g->tail_rb);
 	for (int i = 0; i < PCMON_MAX_TARGETS; i++) {
 		struct target *t = g->env.targets[i];
 		struct sample *sp = t ? sample_of(t) : NULL;
@@ -504,13 +505,12 @@ int legs_attach_tails(struct legs_g *g, struct target *t, struct legs *lg, cJSON
 	if (!g->tail_rb) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
-		g->tail_rb = ring_buffer__new(bpf_map__fd(g->skel->maps.tail_events), on_tail_ev, g,
-					      NULL);
+		g->tail_rb = ring_new(bpf_map__fd(g->skel->maps.tail_events), on_tail_ev, g);
 		if (!g->tail_rb) {
 			*rep = proto_error(1, "--tail: cannot read BPF's ring: %s", strerror(errno));
 			return -errno;
 		}
-		ev.data.fd = ring_buffer__epoll_fd(g->tail_rb);
+		ev.data.fd = ring_fd(g->tail_rb);
 		if (epoll_ctl(g->env.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 			pr_warn("--tail: the ring is read once a second: %s", strerror(errno));
 	}

@@ -25,7 +25,7 @@
 #include "inst.h"
 
 struct counter;
-struct ring_buffer;
+struct ring;
 struct legs;
 struct legs_bpf;
 struct legs_leg;
@@ -35,7 +35,7 @@ struct legs_g {
 	struct inst_env env;
 	struct legs_bpf *skel;	/* loaded on the first target with nodes */
 	struct counter *ctr;	/* for the probes' measured cost */
-	struct ring_buffer *tail_rb;	/* tail profiles' records (tail_events), from the first */
+	struct ring *tail_rb;	/* tail profiles' records (tail_events), from the first */
 	char err[256];
 };
 

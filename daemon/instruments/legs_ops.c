@@ -16,6 +16,7 @@
 #include "legs.skel.h"
 #include "legs_int.h"
 #include "proto.h"
+#include "ring.h"
 #include "sample.h"
 #include "tail.h"
 #include "slices.h"
@@ -172,7 +173,7 @@ static void close_g(void *gp)
 
 	if (!g)
 		return;
-	ring_buffer__free(g->tail_rb);
+	ring_free(g->tail_rb);
 	legs_bpf__destroy(g->skel);
 	counter_close(g->ctr);
 	free(g);

@@ -19,6 +19,7 @@
 #include "probes.h"
 #include "procmaps.h"
 #include "procs.h"
+#include "ring.h"
 #include "sampler.h"
 #include "sym.h"
 #include "util.h"
@@ -28,7 +29,7 @@
 struct probes {
 	struct sampler *smp;
 	struct procs *procs;
-	struct ring_buffer *rb;
+	struct ring *rb;
 	int epfd, stopfd;
 	int files_fd;		/* BPF's probe_files: files known, so that no event comes for them */
 	pthread_t thread;
@@ -191,7 +192,7 @@ static void *run(void *arg)
 		if (n > 0 && ev.data.fd == p->stopfd)
 			break;
 		if (n > 0)
-			ring_buffer__consume(p->rb);
+			ring_consume(p->rb);
 	}
 	return NULL;
 }
@@ -210,7 +211,7 @@ int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, 
 	p->files_fd = procs_probe_files_fd(procs);
 	pthread_mutex_init(&p->lock, NULL);
 	p->files = itab_new();
-	p->rb = ring_buffer__new(procs_probe_events_fd(procs), on_event, p, NULL);
+	p->rb = ring_new(procs_probe_events_fd(procs), on_event, p);
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!p->files || !p->rb || p->epfd < 0 || p->stopfd < 0) {
@@ -218,7 +219,7 @@ int probes_start(struct sampler *smp, struct procs *procs, struct probes **out, 
 		snprintf(err, errlen, "cannot set up the probe thread: %s", strerror(-r));
 		goto fail;
 	}
-	ev.data.fd = ring_buffer__epoll_fd(p->rb);
+	ev.data.fd = ring_fd(p->rb);
 	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	ev.data.fd = p->stopfd;
 	epoll_ctl(p->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
@@ -246,7 +247,7 @@ void probes_stop(struct probes *p)
 			pr_warn("cannot stop the probe thread: %s", strerror(errno));
 		pthread_join(p->thread, NULL);
 	}
-	ring_buffer__free(p->rb);
+	ring_free(p->rb);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	if (p->stopfd >= 0)

@@ -19,6 +19,7 @@
 
 #include "dsring.h"
 #include "procs.h"
+#include "ring.h"
 #include "sample.skel.h"
 #include "sampler.h"
 #include "pcmon_v8.h"
@@ -56,7 +57,7 @@ struct sampler {
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct dsring *dsr;		/* the dwarf records' ring, read by a thread of its own */
-	struct ring_buffer *srb;	/* the stacks ring: read on its own, before each drain */
+	struct ring *srb;	/* the stacks ring: read on its own, before each drain */
 	int stacks_epfd;		/* the engine waits on it for srb (sampler_stacks_get()) */
 	struct stab stab[2];		/* what it sent, by counts map */
 	struct pcmon_key *keys;		/* a drain's counts entries */
@@ -198,9 +199,9 @@ static int usdt_attach_locked(struct sampler *s, const char *path);
  * engine may spend a while on one record (the first samples of a big object: its debug
  * information read) without the ring filling: at 10 kHz on both CPUs here, 200-1,100 of
  * 95,000 records were lost as a run started when the engine read the ring itself. Every
- * page of the ring is resident once it has gone round, twice over in pcmond's RSS (the
- * consumer maps it twice, so that a record is never split): the floor is what a small
- * machine pays for nothing. The backlog's memory is given back once the engine caught up.
+ * page of the ring is resident in pcmond once mapped (ring.c maps it once): the floor is
+ * what a small machine pays for nothing. The backlog's memory is given back once the
+ * engine caught up.
  */
 #define DSRING_BACKLOG 8
 static uint32_t dwarf_ring_bytes(uint32_t copy)
@@ -447,7 +448,7 @@ void sampler_close(struct sampler *s)
 	}
 	free(s->usdt);
 	dsring_close(s->dsr);
-	ring_buffer__free(s->srb);
+	ring_free(s->srb);
 	if (s->stacks_epfd >= 0)
 		close(s->stacks_epfd);
 	sample_bpf__destroy(s->skel);
@@ -671,7 +672,7 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	s->skel->bss->nkeys[old] = 0;
 	s->skel->bss->woken[old] = 0;
 	if (s->srb)
-		ring_buffer__consume(s->srb);
+		ring_consume(s->srb);
 	n = take_all(cfd, (void **)&s->keys, &s->cap_keys, sizeof(*s->keys), (void **)&s->vals,
 		     &s->cap_vals, sizeof(*s->vals));
 	if (n < 0) {
@@ -822,7 +823,7 @@ int sampler_poll(struct sampler *s, sampler_dsample_cb ds, void *ctx)
 	s->ds_cb = ds;
 	s->ds_ctx = ctx;
 	if (s->srb)
-		ring_buffer__consume(s->srb);
+		ring_consume(s->srb);
 	return dsring_take(s->dsr, on_dsample, s);
 }
 
@@ -834,9 +835,8 @@ int sampler_stacks_fd(struct sampler *s)
 /*
  * The stacks ring is mapped when a target first needs it: frame-pointer stacks and REAL
  * time's intervals go through it, the on-CPU samples of --unwind dwarf and auto (the
- * default) never do. Once mapped its pages are resident in pcmond twice over (the consumer
- * maps the ring twice, so that a record is never split): 16 MB a system-wide target with
- * the default unwinding need not pay. Records BPF sent before are read then.
+ * default) never do. Once mapped its pages are resident in pcmond: 8 MB a system-wide
+ * target with the default unwinding need not pay. Records BPF sent before are read then.
  */
 int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)
 {
@@ -845,12 +845,12 @@ int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)
 
 	if (s->srb)
 		return 0;
-	s->srb = ring_buffer__new(bpf_map__fd(s->skel->maps.stackring), on_srec, s, NULL);
+	s->srb = ring_new(bpf_map__fd(s->skel->maps.stackring), on_srec, s);
 	if (s->srb &&
-	    !epoll_ctl(s->stacks_epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(s->srb), &ev))
+	    !epoll_ctl(s->stacks_epfd, EPOLL_CTL_ADD, ring_fd(s->srb), &ev))
 		return 0;
 	r = -errno;
-	ring_buffer__free(s->srb);
+	ring_free(s->srb);
 	s->srb = NULL;
 	snprintf(err, errlen, "cannot map the stacks ring buffer: %s", strerror(-r));
 	return r;

@@ -241,7 +241,7 @@ static int blob_read(struct hs_proc *p, uint64_t pc, struct hs_blob *b)
 /* Could @ra be a return address: in the code cache, or in code the CFI walk knows? */
 static bool plausible(struct hs_proc *p, struct unw_cursor *c, uint64_t ra)
 {
-	Dwarf_Frame *f;
+	const struct cfi_rule *rule;
 
 	if (ra < 4096)
 		return false;
@@ -250,7 +250,7 @@ static bool plausible(struct hs_proc *p, struct unw_cursor *c, uint64_t ra)
 
 		return hs_blob_of(p, ra, &b) == 0;
 	}
-	return sym_cfi_frame(c->s, c->pid, c->epoch, ra - 1, &f) == 0;
+	return sym_cfi_rule(c->s, c->pid, c->epoch, ra - 1, &rule) == 0;
 }
 
 struct jwalk {

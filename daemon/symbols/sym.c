@@ -156,8 +156,9 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 		const struct smod *m = &s->mods[i];
 
 		st->objects_open += m->dwfl != NULL;
-		/* (a cached CFI frame: about 300 bytes, libdw's) */
-		st->objects_bytes += m->cfi_cap * sizeof(*m->cfi_cache) + m->cfi_n * 300 +
+		st->objects_bytes += m->cfi_cap * sizeof(*m->cfi_cache) +
+				     m->rules_cap * sizeof(*m->rules) +
+				     m->rule_hcap * sizeof(*m->rule_hash) +
 				     m->nsyms * sizeof(*m->syms) + m->nsecs * sizeof(*m->secs) +
 				     m->nfdes * sizeof(*m->fdes) +
 				     m->nloads * sizeof(*m->loads);

@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pcmon_bpf.h"
+
 #define SYM_NO_INLINE 1u
 
 #define SYM_MOD_UNKNOWN 0 /* anonymous / unmapped memory */
@@ -135,11 +137,31 @@ const char *sym_comp_dir(const struct sym *s, uint32_t module, uint64_t vaddr);
 int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *buf, size_t len);
 
 /*
- * The CFI frame for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). The
- * frame is the symbolizer's (cached): good until its next call, and not to be freed.
+ * What one row of an object's call-frame information says, as the unwinder reads it: the
+ * CFA is a register plus an offset, and each register is not known (CFI_NONE, CFI_UNDEF:
+ * the row says so), left alone (CFI_SAME), saved at CFA + off (CFI_AT), or CFA + off itself
+ * (CFI_VAL). A row that says more (a DWARF expression, a register kept in another) keeps
+ * libdw's frame in @frame, read as it is; the rest is then unused. Rows are kept once per
+ * object however many addresses share them: libdw's frame is 200-300 bytes an address.
  */
 typedef struct Dwarf_Frame_s Dwarf_Frame;
-int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame);
+enum cfi_kind { CFI_NONE, CFI_UNDEF, CFI_SAME, CFI_AT, CFI_VAL };
+struct cfi_rule {
+	Dwarf_Frame *frame;
+	int32_t cfa_off;
+	uint8_t cfa_reg;
+	uint8_t ra;		/* the return address's column */
+	bool signal;		/* a signal frame's row */
+	uint8_t kind[PCMON_NREGS];
+	int16_t off[PCMON_NREGS];
+};
+
+/*
+ * The CFI row for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). The
+ * row is the symbolizer's (cached): good until its next call, and not to be freed.
+ */
+int sym_cfi_rule(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc,
+		 const struct cfi_rule **rule);
 
 /*
  * Is @pc, which no CFI covers, the first user instruction of a thread the kernel has just

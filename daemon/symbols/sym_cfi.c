@@ -3,8 +3,10 @@
  * Call-frame information for the unwinder (unw_), cached per object, and debug info that
  * arrives after its object was opened (dbginfo.c): the object's locations named again.
  */
+#include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "dbginfo.h"
@@ -22,11 +24,13 @@ static void module_cfi(struct smod *m)
 }
 
 /*
- * The CFI frames the unwinder asked for, by address. A build's compilers, sampled 100 times
+ * The CFI rows the unwinder asked for, by address. A build's compilers, sampled 100 times
  * a second, unwind through the same few thousand return addresses, and libdw finds the FDE
- * and runs its instructions again each time. Kept while the module is open (a frame points
- * into its CFI: the module drops them with its other tables, smod_drop_tables()), at most
- * CFI_CACHE_MAX a module, then begun again.
+ * and runs its instructions again each time. Kept while the module is open (a row that
+ * keeps libdw's frame points into its CFI: the module drops them with its other tables,
+ * smod_drop_tables()), at most CFI_CACHE_MAX addresses a module, then begun again. Each
+ * row is kept once: the addresses of a function's body share one, and most functions'
+ * prologues say the same.
  */
 #define CFI_CACHE_MAX 8192
 
@@ -70,7 +74,7 @@ static struct cfi_slot *cfi_cache_slot(struct smod *m, uint64_t vaddr, bool *fre
 	*fresh = !c->key;
 	if (*fresh) {
 		c->key = key;
-		c->frame = NULL;
+		c->rule = CFI_NO_RULE;
 		m->cfi_n++;
 	}
 	return c;
@@ -89,7 +93,137 @@ static Dwarf_Frame *cfi_lookup(struct smod *m, uint64_t vaddr)
 	return NULL;
 }
 
-int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwarf_Frame **frame)
+#define REG_RSP 7
+
+/* A register plus an offset, as libdw gives a CFA (DW_OP_bregx) or an expression might. */
+static bool reg_offset(const Dwarf_Op *op, uint8_t *reg, int32_t *off)
+{
+	uint64_t r = op->atom == DW_OP_bregx ? op->number : (uint64_t)op->atom - DW_OP_breg0;
+	int64_t o = (int64_t)(op->atom == DW_OP_bregx ? op->number2 : op->number);
+
+	if (!(op->atom == DW_OP_bregx || (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31)) ||
+	    r >= PCMON_NREGS || o < INT32_MIN || o > INT32_MAX)
+		return false;
+	*reg = (uint8_t)r;
+	*off = (int32_t)o;
+	return true;
+}
+
+/*
+ * @frame's row as a rule: false if it says more than a rule can. libdw says a register's
+ * rule as operations: none (undefined: @ops is ops_mem; same value: NULL), or the CFA, plus
+ * an offset, as a value (DW_OP_stack_value) or an address.
+ */
+static bool rule_of(Dwarf_Frame *frame, struct cfi_rule *r)
+{
+	Dwarf_Op *ops, ops_mem[3];
+	size_t nops;
+	int ra;
+
+	memset(r, 0, sizeof(*r)); /* (padding too: rules are compared whole) */
+	ra = dwarf_frame_info(frame, NULL, NULL, &r->signal);
+	if (ra < 0 || ra >= PCMON_NREGS)
+		return false;
+	r->ra = (uint8_t)ra;
+	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1 ||
+	    !reg_offset(ops, &r->cfa_reg, &r->cfa_off))
+		return false;
+	for (int reg = 0; reg < PCMON_NREGS; reg++) {
+		int64_t off = 0;
+		size_t i = 1;
+		bool value;
+
+		if (reg == REG_RSP || dwarf_frame_register(frame, reg, ops_mem, &ops, &nops))
+			continue; /* CFI_NONE (the caller's rsp is the CFA) */
+		if (nops == 0) {
+			r->kind[reg] = ops ? CFI_UNDEF : CFI_SAME;
+			continue;
+		}
+		if (ops[0].atom != DW_OP_call_frame_cfa)
+			return false;
+		if (i < nops && ops[i].atom == DW_OP_plus_uconst)
+			off = (int64_t)ops[i++].number;
+		value = i < nops && ops[i].atom == DW_OP_stack_value;
+		i += value;
+		if (i != nops || off < INT16_MIN || off > INT16_MAX)
+			return false;
+		r->kind[reg] = value ? CFI_VAL : CFI_AT;
+		r->off[reg] = (int16_t)off;
+	}
+	return true;
+}
+
+static uint32_t rule_hash(const struct cfi_rule *r)
+{
+	const unsigned char *p = (const unsigned char *)r;
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(*r); i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/* @r's index among @m's rules, added if new (a row with libdw's frame is never shared);
+ * CFI_NO_RULE if out of memory. */
+static uint32_t rule_intern(struct smod *m, const struct cfi_rule *r)
+{
+	uint32_t i, *slot = NULL;
+
+	if (!r->frame) {
+		if (2 * (m->nrules + 1) > m->rule_hcap) {
+			uint32_t cap = m->rule_hcap ? 2 * m->rule_hcap : 64;
+			uint32_t *h = calloc(cap, sizeof(*h));
+
+			if (!h)
+				return CFI_NO_RULE;
+			for (uint32_t k = 0; k < m->nrules; k++) {
+				if (m->rules[k].frame)
+					continue;
+				for (i = rule_hash(&m->rules[k]) & (cap - 1); h[i]; i = (i + 1) & (cap - 1))
+					;
+				h[i] = k + 1;
+			}
+			free(m->rule_hash);
+			m->rule_hash = h;
+			m->rule_hcap = cap;
+		}
+		for (i = rule_hash(r) & (m->rule_hcap - 1); m->rule_hash[i];
+		     i = (i + 1) & (m->rule_hcap - 1))
+			if (!memcmp(&m->rules[m->rule_hash[i] - 1], r, sizeof(*r)))
+				return m->rule_hash[i] - 1;
+		slot = &m->rule_hash[i];
+	}
+	if (GROW(m->rules, m->rules_cap, m->nrules + 1))
+		return CFI_NO_RULE;
+	m->rules[m->nrules] = *r;
+	if (slot)
+		*slot = m->nrules + 1;
+	return m->nrules++;
+}
+
+/* The rule at @vaddr: CFI_NO_RULE if no CFI covers it (or out of memory). */
+static uint32_t cfi_rule_at(struct smod *m, uint64_t vaddr)
+{
+	Dwarf_Frame *frame = cfi_lookup(m, vaddr);
+	struct cfi_rule r;
+	uint32_t id;
+
+	if (!frame)
+		return CFI_NO_RULE;
+	if (rule_of(frame, &r)) {
+		free(frame);
+	} else {
+		memset(&r, 0, sizeof(r));
+		r.frame = frame;
+	}
+	id = rule_intern(m, &r);
+	if (id == CFI_NO_RULE)
+		free(r.frame);
+	return id;
+}
+
+int sym_cfi_rule(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc,
+		 const struct cfi_rule **rule)
 {
 	struct pmap *pm = pmap_get(s, pid, epoch, false);
 	const struct region *r = pmap_find(pm, pc);
@@ -99,7 +233,7 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 	struct smod *m;
 	bool fresh;
 
-	*frame = NULL;
+	*rule = NULL;
 	if (!r && pm) {
 		/* JIT code has no CFI: known as such, it needs no new look at the address map */
 		now = now_ns();
@@ -121,12 +255,12 @@ int sym_cfi_frame(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, Dwar
 	if (!c)
 		return -ENOMEM;
 	if (fresh)
-		c->frame = cfi_lookup(m, vaddr);
-	*frame = c->frame;
-	if (!*frame) {
+		c->rule = cfi_rule_at(m, vaddr);
+	if (c->rule == CFI_NO_RULE) {
 		m->unwind_misses++;
 		return -ENOENT;
 	}
+	*rule = &m->rules[c->rule];
 	m->unwinds++;
 	return 0;
 }

@@ -269,14 +269,19 @@ bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr)
  * the object again opens it again (smod_use()).
  */
 
-/* The CFI frames cached for the unwinder (sym_cfi_frame()): they point into the Dwfl's CFI. */
+/* The CFI rows cached for the unwinder (sym_cfi_rule()): libdw's frames among them point
+ * into the Dwfl's CFI. */
 void smod_drop_cfi_cache(struct smod *m)
 {
-	for (uint32_t i = 0; i < m->cfi_cap; i++)
-		free(m->cfi_cache[i].frame);
+	for (uint32_t i = 0; i < m->nrules; i++)
+		free(m->rules[i].frame);
+	free(m->rules);
+	free(m->rule_hash);
 	free(m->cfi_cache);
+	m->rules = NULL;
+	m->rule_hash = NULL;
 	m->cfi_cache = NULL;
-	m->cfi_cap = m->cfi_n = 0;
+	m->cfi_cap = m->cfi_n = m->nrules = m->rules_cap = m->rule_hcap = 0;
 }
 
 /* The tables built from a module's Dwfl (symbols, functions, CFI): made again on next use. */

@@ -81,8 +81,9 @@ struct jitmap {
 
 struct cfi_slot {
 	uint64_t key;		/* the address + 1; 0: a free slot */
-	Dwarf_Frame *frame;	/* NULL: no CFI covers it */
+	uint32_t rule;		/* its row in the module's rules; CFI_NO_RULE: no CFI covers it */
 };
+#define CFI_NO_RULE UINT32_MAX
 
 struct smod {
 	char *path;		/* as mapped */
@@ -95,8 +96,13 @@ struct smod {
 	bool cfi_tried;
 	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
 	Dwarf_Addr eh_bias, dbg_bias;
-	struct cfi_slot *cfi_cache;	/* the frames asked for, by address (sym_cfi_frame()) */
+	struct cfi_slot *cfi_cache;	/* the rows asked for, by address (sym_cfi_rule()) */
 	uint32_t cfi_cap, cfi_n;
+	struct cfi_rule *rules;	/* ... each row once */
+	uint32_t nrules;
+	size_t rules_cap;
+	uint32_t *rule_hash;	/* rules by their contents (1 + index; 0: free) */
+	uint32_t rule_hcap;
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
 	bool fdes_read, syms_read;
 	bool dw_asked;		/* libdwfl was asked for its debug info (then loaded, or not) */

@@ -156,11 +156,12 @@ enum step {
 };
 
 /*
- * One step with the CFI frame of the current pc. Only an "undefined" rule for the return
+ * One step with libdw's CFI frame of the current pc (a row that says more than a struct
+ * cfi_rule can: see rule_step() for the rest). Only an "undefined" rule for the return
  * address means the root: a return address that cannot be computed (its slot lies past the
  * copy, say) is a broken step, never a root, or cut-off stacks would pass for whole ones.
  */
-static enum step cfi_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *signal_frame)
+static enum step frame_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *signal_frame)
 {
 	uint64_t cfa, nr[PCMON_NREGS];
 	uint32_t nvalid = 0;
@@ -221,6 +222,54 @@ static enum step cfi_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *signal
 	return STEP_OK;
 }
 
+/* The same step with a row as sym_cfi_rule() keeps it: what frame_step() does, rule by rule. */
+static enum step cfi_step(struct unw_cursor *w, const struct cfi_rule *rule, bool *signal_frame)
+{
+	uint64_t cfa, nr[PCMON_NREGS];
+	uint32_t nvalid = 0;
+
+	if (rule->frame)
+		return frame_step(w, rule->frame, signal_frame);
+	*signal_frame = rule->signal;
+	if (rule->kind[rule->ra] == CFI_UNDEF)
+		return STEP_ROOT; /* DW_CFA_undefined: the outermost frame (_start, clone3) */
+	if (!(w->valid & (1u << rule->cfa_reg)))
+		return STEP_BROKEN;
+	cfa = w->r[rule->cfa_reg] + (int64_t)rule->cfa_off;
+	for (int reg = 0; reg < PCMON_NREGS; reg++) {
+		uint64_t v = cfa + (int64_t)rule->off[reg];
+
+		switch (rule->kind[reg]) {
+		case CFI_SAME:
+			if (!(w->valid & (1u << reg)))
+				continue;
+			v = w->r[reg];
+			break;
+		case CFI_AT:
+			if (v < w->base && (w->valid & (1u << reg)))
+				v = w->r[reg]; /* a dead slot below the stack pointer: frame_step() */
+			else if (!mem_read(w, v, &v))
+				continue;
+			break;
+		case CFI_VAL:
+			break;
+		default:
+			continue;
+		}
+		nr[reg] = v;
+		nvalid |= 1u << reg;
+	}
+	if (!(nvalid & (1u << rule->ra)))
+		return STEP_BROKEN; /* it has a rule, but the rule could not be followed */
+	nr[REG_RSP] = cfa;
+	nvalid |= 1u << REG_RSP;
+	nr[REG_RA] = nr[rule->ra];
+	nvalid |= 1u << REG_RA;
+	memcpy(w->r, nr, sizeof(nr));
+	w->valid = nvalid;
+	return STEP_OK;
+}
+
 /*
  * Code without CFI (JIT, hand-written assembly): follow the frame pointer once. A zero frame
  * pointer ends the chain, but without CFI nothing says this is the outermost frame: the
@@ -252,16 +301,18 @@ bool unw_eval(const Dwarf_Op *ops, size_t nops, const uint64_t regs[PCMON_NREGS]
 
 bool unw_is_root(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc, bool call_site)
 {
-	Dwarf_Frame *frame = NULL;
+	const struct cfi_rule *rule;
 	Dwarf_Op *ops, ops_mem[3];
 	size_t nops;
 	bool root = false;
 	int ra;
 
-	if (sym_cfi_frame(s, pid, epoch, pc - call_site, &frame))
+	if (sym_cfi_rule(s, pid, epoch, pc - call_site, &rule))
 		return false;
-	ra = dwarf_frame_info(frame, NULL, NULL, NULL);
-	if (ra >= 0 && !dwarf_frame_register(frame, ra, ops_mem, &ops, &nops))
+	if (!rule->frame)
+		return rule->kind[rule->ra] == CFI_UNDEF;
+	ra = dwarf_frame_info(rule->frame, NULL, NULL, NULL);
+	if (ra >= 0 && !dwarf_frame_register(rule->frame, ra, ops_mem, &ops, &nops))
 		root = nops == 0 && ops == ops_mem;
 	return root;
 }
@@ -293,14 +344,14 @@ void unw_set_caller(struct unw_cursor *c, uint64_t pc, uint64_t sp, uint64_t bp,
 int unw_step(struct unw_cursor *c, uint32_t n, enum unw_end *end)
 {
 	uint64_t pc = c->r[REG_RA], sp = c->r[REG_RSP];
-	Dwarf_Frame *frame = NULL;
+	const struct cfi_rule *rule = NULL;
 	bool sig = false, cfi;
 	enum step r;
 
 	/* a return address is one past the call: look the caller's frame up at the call */
-	cfi = sym_cfi_frame(c->s, c->pid, c->epoch, c->after_signal ? pc : pc - 1, &frame) == 0;
+	cfi = sym_cfi_rule(c->s, c->pid, c->epoch, c->after_signal ? pc : pc - 1, &rule) == 0;
 	if (cfi) {
-		r = cfi_step(c, frame, &sig);
+		r = cfi_step(c, rule, &sig);
 	} else if (c->start_sp && sp == c->start_sp) {
 		r = STEP_ROOT; /* the entry point's frame: the kernel put rsp here at exec */
 	} else if (n == 1 && sym_thread_entry(c->s, c->pid, c->epoch, pc)) {

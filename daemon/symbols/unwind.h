@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * unw_: unwinding a copied user stack with the call-frame information (.eh_frame, else
- * .debug_frame) of the objects the pcs fall in, as libdw reads it, for --unwind dwarf.
+ * .debug_frame) of the objects the pcs fall in, as libdw reads it (kept as rows, struct
+ * cfi_rule), for --unwind dwarf.
  * CFI is cached per object (sym_) and shared by every process that maps it; memory reads
  * are served from the copy, so a process that has exited still unwinds.
  */

@@ -174,6 +174,15 @@ __attribute__((noinline)) int fde_probe_b(int x)
 	return x * 5 + 2;
 }
 
+/* A function whose CFI is known to the byte: its rows are [0,1) CFA rsp+8; [1,4) CFA rsp+16,
+ * rbp saved at CFA-16; [4,8) CFA rbp+16; [8,9) as [0,1) again. */
+int cfi_probe(void);
+__asm__(".text\n.globl cfi_probe\n.type cfi_probe,@function\ncfi_probe:\n.cfi_startproc\n"
+	"push %rbp\n.cfi_def_cfa_offset 16\n.cfi_offset %rbp, -16\n"
+	"mov %rsp, %rbp\n.cfi_def_cfa_register %rbp\nnop\nnop\nnop\n"
+	"pop %rbp\n.cfi_def_cfa %rsp, 8\n.cfi_restore %rbp\nret\n.cfi_endproc\n"
+	".size cfi_probe, .-cfi_probe\n");
+
 struct self_info {
 	uintptr_t bias;
 	const ElfW(Phdr) *ph;
@@ -495,7 +504,7 @@ static void test_code_mapped_after_the_last_read(void **state)
 {
 	struct self_info si = { 0 };
 	struct sym *s = sym_new(0);
-	Dwarf_Frame *frame = NULL;
+	const struct cfi_rule *rule = NULL;
 	uint64_t pc, taken;
 	struct stat st;
 	uint8_t *map;
@@ -513,11 +522,48 @@ static void test_code_mapped_after_the_last_read(void **state)
 	taken = now_ns();
 	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_a - si.bias) + 2;
 	sym_sample_taken(s, taken);
-	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, pc, &rule), 0);
 	assert_string_equal(proc_full(s, sym_user(s, getpid(), 0, pc, false), 0),
 			    "test_sym.fde_probe_a");
 	sym_sample_taken(s, 0);
 	munmap(map, st.st_size);
+	sym_free(s);
+}
+
+/*
+ * The unwinder's rows, each kept once: the CFA and the saved registers as the CFI says, the
+ * addresses of one row and rows that say the same sharing one rule.
+ */
+static void test_cfi_rows_kept_once(void **state)
+{
+	const struct cfi_rule *r0, *r8, *r1, *r4, *r5;
+	uintptr_t f = (uintptr_t)cfi_probe;
+	struct sym *s = sym_new(0);
+
+	(void)state;
+	assert_int_equal(sym_proc_load(s, getpid(), 0), 0);
+	sym_sample_taken(s, now_ns());
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, f, &r0), 0);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, f + 8, &r8), 0);
+	assert_ptr_equal(r0, r8); /* (no rule added between: r0 still stands) */
+	assert_null(r0->frame);
+	assert_int_equal(r0->cfa_reg, 7);
+	assert_int_equal(r0->cfa_off, 8);
+	assert_int_equal(r0->ra, 16);
+	assert_int_equal(r0->kind[16], CFI_AT);
+	assert_int_equal(r0->off[16], -8);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, f + 1, &r1), 0);
+	assert_int_equal(r1->cfa_reg, 7);
+	assert_int_equal(r1->cfa_off, 16);
+	assert_int_equal(r1->kind[6], CFI_AT);
+	assert_int_equal(r1->off[6], -16);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, f + 4, &r4), 0);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, f + 5, &r5), 0);
+	assert_ptr_equal(r4, r5);
+	assert_int_equal(r4->cfa_reg, 6);
+	assert_int_equal(r4->cfa_off, 16);
+	assert_int_equal(r4->kind[6], CFI_AT);
+	sym_sample_taken(s, 0);
 	sym_free(s);
 }
 
@@ -531,7 +577,7 @@ static void test_code_made_executable_after_the_last_read(void **state)
 	char path[] = "/tmp/pcmon-test-copy-XXXXXX";
 	struct self_info si = { 0 };
 	struct sym *s = sym_new(0);
-	Dwarf_Frame *frame = NULL;
+	const struct cfi_rule *rule = NULL;
 	uint8_t *map;
 	uint64_t pc;
 	size_t size;
@@ -544,7 +590,7 @@ static void test_code_made_executable_after_the_last_read(void **state)
 	assert_int_equal(mprotect(map, size, PROT_READ | PROT_EXEC), 0);
 	pc = (uintptr_t)map + self_offset(&si, (uintptr_t)fde_probe_b - si.bias) + 2;
 	sym_sample_taken(s, now_ns());
-	assert_int_equal(sym_cfi_frame(s, getpid(), 0, pc, &frame), 0);
+	assert_int_equal(sym_cfi_rule(s, getpid(), 0, pc, &rule), 0);
 	sym_sample_taken(s, 0);
 	munmap(map, size);
 	unlink(path);
@@ -709,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_maps_noted_at_exit_name_an_image_never_read),
 		cmocka_unit_test(test_code_mapped_after_the_last_read),
 		cmocka_unit_test(test_code_made_executable_after_the_last_read),
+		cmocka_unit_test(test_cfi_rows_kept_once),
 		cmocka_unit_test(test_file_written_over_in_place_is_let_go),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
