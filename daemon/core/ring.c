@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "util.h"
 
 #define FLAG_BITS (BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)
 
@@ -93,6 +94,11 @@ int ring_fd(const struct ring *r)
 	return r->fd;
 }
 
+uint64_t ring_dropped(const struct ring *r)
+{
+	return __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+}
+
 /* The @len bytes at ring position @pos, whole: in the ring, or put together if they run
  * past its end. NULL: out of memory. */
 static void *record(struct ring *r, unsigned long pos, size_t len)
@@ -135,8 +141,13 @@ int ring_consume(struct ring *r)
 			if (!(word & BPF_RINGBUF_DISCARD_BIT)) {
 				void *p = record(r, cons + BPF_RINGBUF_HDR_SZ, len);
 
-				err = p ? r->fn(r->ctx, p, len) : -ENOMEM;
-				n += err >= 0;
+				if (p) {
+					err = r->fn(r->ctx, p, len);
+					n += err >= 0;
+				} else if (!__atomic_fetch_add(&r->dropped, 1, __ATOMIC_RELAXED)) {
+					pr_warn("out of memory for a BPF ring's record: dropped "
+						"(the dwarf ring's: dwarf_backlog_dropped)");
+				}
 			}
 			cons += (BPF_RINGBUF_HDR_SZ + len + 7) & ~(size_t)7;
 			__atomic_store_n(r->consumer, cons, __ATOMIC_RELEASE);

@@ -29,6 +29,7 @@ struct ring {
 	unsigned char *whole;		/* a record that ran past the end, put together */
 	size_t whole_cap;
 	size_t map_len;			/* of the producer's page and the data (0: not mapped) */
+	uint64_t dropped;		/* records past the end no memory could be had for */
 };
 
 /* A reader of ring buffer map @map_fd: NULL (errno set) if it cannot be mapped. */
@@ -38,6 +39,8 @@ void ring_free(struct ring *r);
 int ring_consume(struct ring *r);
 /* What to poll (EPOLLIN) for records: an epoll set holding the map. */
 int ring_fd(const struct ring *r);
+/* Records read but not handed to the callback: out of memory to put one together. */
+uint64_t ring_dropped(const struct ring *r);
 
 /* (the reading itself, over memory laid out as the kernel's: for unit tests) */
 void ring_init(struct ring *r, unsigned long *consumer, const unsigned long *producer,

@@ -277,5 +277,5 @@ size_t dsring_peak(const struct dsring *r)
 
 uint64_t dsring_dropped(const struct dsring *r)
 {
-	return __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+	return __atomic_load_n(&r->dropped, __ATOMIC_RELAXED) + ring_dropped(r->rb);
 }

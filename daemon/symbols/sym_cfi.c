@@ -195,7 +195,7 @@ static uint32_t rule_intern(struct smod *m, const struct cfi_rule *r)
 	}
 	if (GROW(m->rules, m->rules_cap, m->nrules + 1))
 		return CFI_NO_RULE;
-	m->rules[m->nrules] = *r;
+	memcpy(&m->rules[m->nrules], r, sizeof(*r)); /* (padding too: rules are compared whole) */
 	if (slot)
 		*slot = m->nrules + 1;
 	return m->nrules++;

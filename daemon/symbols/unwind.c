@@ -157,7 +157,7 @@ enum step {
 
 /*
  * One step with libdw's CFI frame of the current pc (a row that says more than a struct
- * cfi_rule can: see rule_step() for the rest). Only an "undefined" rule for the return
+ * cfi_rule can: see cfi_step() for the rest). Only an "undefined" rule for the return
  * address means the root: a return address that cannot be computed (its slot lies past the
  * copy, say) is a broken step, never a root, or cut-off stacks would pass for whole ones.
  */

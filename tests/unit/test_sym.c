@@ -530,6 +530,22 @@ static void test_code_mapped_after_the_last_read(void **state)
 	sym_free(s);
 }
 
+/* A name that is not printable UTF-8 (a Latin-1 symbol, an object read mid-write) is kept
+ * with '?' for each bad byte: listings and exports stay valid UTF-8. */
+static void test_names_kept_as_utf8(void **state)
+{
+	struct sym *s = sym_new(0);
+	uint32_t proc, id;
+
+	(void)state;
+	assert_int_equal(sym_intern_proc(s, "lib\xf7x.so", "caf\xe9_\xc3\xa9t\xc3", NULL, 0,
+					 &proc), 0);
+	assert_string_equal(sym_str(s, sym_proc(s, proc)->full), "lib?x.so.caf?_\xc3\xa9t?");
+	assert_int_equal(sym_intern_str(s, "ok \xe2\x82\xac", &id), 0);
+	assert_string_equal(sym_str(s, id), "ok \xe2\x82\xac");
+	sym_free(s);
+}
+
 /*
  * The unwinder's rows, each kept once: the CFA and the saved registers as the CFI says, the
  * addresses of one row and rows that say the same sharing one rule.
@@ -756,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_code_mapped_after_the_last_read),
 		cmocka_unit_test(test_code_made_executable_after_the_last_read),
 		cmocka_unit_test(test_cfi_rows_kept_once),
+		cmocka_unit_test(test_names_kept_as_utf8),
 		cmocka_unit_test(test_file_written_over_in_place_is_let_go),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_big_perf_map),
