@@ -155,6 +155,22 @@ enum step {
 	STEP_BROKEN,	/* the frame cannot be undone (see walk.short_read for why) */
 };
 
+/* The caller's registers @nr (bit per register in @nvalid) as a step found them: its rsp the
+ * CFA, its pc what column @ra holds, which must be known. */
+static enum step step_done(struct unw_cursor *w, uint64_t *nr, uint32_t nvalid, int ra,
+			   uint64_t cfa)
+{
+	if (!(nvalid & (1u << ra)))
+		return STEP_BROKEN; /* it has a rule, but the rule could not be followed */
+	nr[REG_RSP] = cfa;
+	nvalid |= 1u << REG_RSP;
+	nr[REG_RA] = nr[ra];
+	nvalid |= 1u << REG_RA;
+	memcpy(w->r, nr, PCMON_NREGS * sizeof(*nr));
+	w->valid = nvalid;
+	return STEP_OK;
+}
+
 /*
  * One step with libdw's CFI frame of the current pc (a row that says more than a struct
  * cfi_rule can: see cfi_step() for the rest). Only an "undefined" rule for the return
@@ -211,15 +227,7 @@ static enum step frame_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *sign
 		nr[reg] = v;
 		nvalid |= 1u << reg;
 	}
-	if (!(nvalid & (1u << ra)))
-		return STEP_BROKEN; /* it has a rule, but the rule could not be followed */
-	nr[REG_RSP] = cfa;
-	nvalid |= 1u << REG_RSP;
-	nr[REG_RA] = nr[ra];
-	nvalid |= 1u << REG_RA;
-	memcpy(w->r, nr, sizeof(nr));
-	w->valid = nvalid;
-	return STEP_OK;
+	return step_done(w, nr, nvalid, ra, cfa);
 }
 
 /* The same step with a row as sym_cfi_rule() keeps it: what frame_step() does, rule by rule. */
@@ -259,15 +267,7 @@ static enum step cfi_step(struct unw_cursor *w, const struct cfi_rule *rule, boo
 		nr[reg] = v;
 		nvalid |= 1u << reg;
 	}
-	if (!(nvalid & (1u << rule->ra)))
-		return STEP_BROKEN; /* it has a rule, but the rule could not be followed */
-	nr[REG_RSP] = cfa;
-	nvalid |= 1u << REG_RSP;
-	nr[REG_RA] = nr[rule->ra];
-	nvalid |= 1u << REG_RA;
-	memcpy(w->r, nr, sizeof(nr));
-	w->valid = nvalid;
-	return STEP_OK;
+	return step_done(w, nr, nvalid, rule->ra, cfa);
 }
 
 /*
