@@ -31,6 +31,7 @@ char LICENSE[] SEC("license") = "GPL";
 #include "sample_v8.bpf.h"
 #include "sample_python.bpf.h"
 #include "sample_dwarf.bpf.h"
+#include "sample_cfi.bpf.h"
 #include "sample_real.bpf.h"
 #include "sample_critical.bpf.h"
 
@@ -94,12 +95,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.flags = marks_pending(p);
 	key.cgroup = bpf_get_current_cgroup_id();
 	key.tset = tail_set(bpf_get_current_task_btf(), p->target);
-	if ((cfg->flags & PCMON_TF_DWARF) || is_jvm(key.pid, key.epoch)) {
+	if (is_jvm(key.pid, key.epoch) ||
+	    ((cfg->flags & PCMON_TF_DWARF) && !cfi_walk(bpf_get_current_task_btf(), &key, &sc->urec.st))) {
+		if (gs && (cfg->flags & PCMON_TF_DWARF))
+			gs->cfi_copied++;
 		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
 			   cfg->flags & PCMON_TF_KERNEL);
 		return 0;
 	}
-	key.uerr = capture_user(ctx, &key, &sc->urec.st);
+	if (!(cfg->flags & PCMON_TF_DWARF))
+		key.uerr = capture_user(ctx, &key, &sc->urec.st);
+	else if (gs)
+		gs->cfi_walked++;
 	if (!key.uerr)
 		py_append(bpf_get_current_task_btf(), &key, key.tid, &sc->urec.st);
 	sc->krec.st.len = 0;

@@ -117,6 +117,47 @@ struct pcmon_val {
 #define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
 #define PCMON_KSTACK_MAX 127
 
+/*
+ * --unwind dwarf in BPF: the call-frame information of an object compiled into a table of
+ * rows, each from its pc on (an ELF vaddr of the object) to the next row's, sorted by pc. A
+ * table is an array map in the map of maps cfitabs; a process's executable mappings that
+ * have one are listed in cfiprocs. What the rows cannot say (a rule with an expression, a
+ * register other than rsp or rbp for the CFA, a signal frame, code without CFI) is a
+ * PCMON_CFI_NONE row: the sample is then copied and unwound by the engine, as before.
+ */
+enum pcmon_cfi_kind {
+	PCMON_CFI_NONE = 0,	/* not walked in BPF: the engine unwinds a copy */
+	PCMON_CFI_RSP,		/* CFA = rsp + cfa_off */
+	PCMON_CFI_RBP,		/* CFA = rbp + cfa_off */
+	PCMON_CFI_PLT,		/* a PLT entry: CFA = rsp + 8, + 8 where (pc & 15) >= arg */
+	PCMON_CFI_ROOT,		/* the return address is undefined: no caller (_start, clone3) */
+};
+
+/* Every row but ROOT and NONE: the return address at CFA - 8, the caller's rsp the CFA. */
+struct pcmon_cfi_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;	/* the caller's rbp saved at CFA + rbp_off; 0: rbp is the caller's */
+	__u8 kind;	/* enum pcmon_cfi_kind */
+	__u8 arg;
+};
+
+#define PCMON_CFI_TABLES 4096	/* tables at once (objects), slot 0 unused */
+#define PCMON_CFI_MAPS 64	/* mappings with a table per process */
+
+struct pcmon_cfi_map {
+	__u64 start, end;	/* the mapping's addresses */
+	__u64 bias;		/* pc - bias: the object's vaddr */
+	__u32 table;		/* its slot in cfitabs */
+	__u32 nrows;
+};
+
+struct pcmon_cfi_proc {
+	__u32 epoch;		/* the image the mappings are of */
+	__u32 n;
+	struct pcmon_cfi_map m[PCMON_CFI_MAPS];	/* sorted by start, not overlapping */
+};
+
 enum pcmon_ds_type {
 	PCMON_DS_SAMPLE = 1,
 	PCMON_DS_OFF_START,

@@ -163,7 +163,8 @@ int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 	}
 	sp->holds_period = true;
 	g->first_drain = true;
-	r = !sp->dwarf || sp->real ? sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
+	/* (a dwarf target's stacks that BPF walks with CFI tables come by it too) */
+	r = !sp->dwarf || sp->real || g->cfi ? sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
 	if (r) {
 		*rep = proto_error(1, "%s", err);
 		release(g, sp);

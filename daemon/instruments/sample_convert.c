@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cfitab.h"
 #include "dbginfo.h"
 #include "hotspot.h"
 #include "procs.h"
@@ -555,6 +556,9 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 			return NULL;
 		nu = unw_walk_bp(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
+		/* a sample BPF could not walk with tables: list the process's (cfitab.h) */
+		if (d->h.type == PCMON_DS_SAMPLE && !v8_is_v8(g->v8, d->h.key.pid))
+			cfitab_copied(g->cfi, d->h.key.pid, d->h.key.epoch, t0);
 		rtw = js_from_copy(g, d, nu, jsw, &nrt);
 		/* a JVM not readable yet whose walk stopped short (in its JIT code): flagged */
 		if (end != UNW_END_ROOT && walks_java(g, &d->h.key) &&

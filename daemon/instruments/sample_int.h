@@ -106,6 +106,7 @@ struct sample_g {
 	struct py *py;			/* Python frames: interpreters found, code objects named */
 	struct v8 *v8;			/* JavaScript frames: V8s found, functions named */
 	struct hs *hs;			/* Java frames: HotSpot JVMs found, methods named */
+	struct cfitab *cfi;		/* tables BPF walks dwarf stacks with; NULL: none */
 	uint32_t *natlocs, *mergelocs;	/* a user stack's native locations, merged with them */
 	size_t cap_natlocs;
 };

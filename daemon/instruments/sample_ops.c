@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cfitab.h"
 #include "cgpath.h"
 #include "groups.h"
 #include "lines.h"
@@ -62,6 +63,13 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 		return r;
 	}
 	sampler_py_hook(g->smp, sample_convert_python_early, g);
+	if (env->opts->cfi_tables >= 0) {
+		g->cfi = cfitab_new(g->smp, env->sym,
+				    env->opts->cfi_tables ? (uint64_t)env->opts->cfi_tables :
+							    CFITAB_DEFAULT_BYTES);
+		if (!g->cfi)
+			pr_warn("dwarf stacks are unwound from their copies alone (no CFI tables)");
+	}
 	*gp = g;
 	return 0;
 }
@@ -87,6 +95,7 @@ static void close_g(void *gp)
 	free(g->natlocs);
 	free(g->mergelocs);
 	probes_stop(g->probes);
+	cfitab_free(g->cfi);
 	sampler_close(g->smp);
 	free(g);
 }
@@ -126,7 +135,6 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	struct sample_g *g = gp;
 	struct sample *sp = st;
 
-	(void)t;
 	/*
 	 * (An exec leaves the old image's entry: BPF reads no entry of another image, and the
 	 * new image's may be there already, made by one of its first records, which stream in
@@ -139,10 +147,17 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 		py_exited(g->py, ev->pid, now_ns());
 		v8_exited(g->v8, ev->pid, now_ns());
 		hs_exited(g->hs, ev->pid, now_ns());
+		cfitab_exited(g->cfi, ev->pid);
 		return;
 	}
 	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
 		return;
+	/* dwarf stacks walked in BPF from the start, but on a whole machine or cgroup, where most
+	 * processes run too briefly to be worth their tables (cfitab.h) */
+	if (sp->dwarf && t->kind == TARGET_PID)
+		cfitab_list(g->cfi, ev->pid, ev->epoch, false, now_ns());
+	else if (sp->dwarf && ev->type == PCMON_EV_DLOPEN)
+		cfitab_list(g->cfi, ev->pid, ev->epoch, true, now_ns());
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
 	if (sp->java) {
 		if (ev->type == PCMON_EV_DLOPEN)
@@ -254,6 +269,7 @@ static void status_json(void *gp, cJSON *o)
 	cJSON_AddNumberToObject(o, "js_processes", vs.procs);
 	cJSON_AddNumberToObject(o, "dwarf_stack_bytes", sampler_dwarf_stack(g->smp));
 	sampler_backlog_json(g->smp, o);
+	cfitab_json(g->cfi, o);
 	cJSON_AddNumberToObject(o, "min_interval_us", (sampler_min_period_ns() + 999) / 1000);
 	/* how REAL takes the stacks of threads blocked in system calls, while one samples */
 	if (how)

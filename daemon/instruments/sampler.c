@@ -54,6 +54,7 @@ struct sampler {
 	struct period_set periods[MAX_PERIODS];
 	struct bpf_link *switch_link;
 	struct bpf_link *sys_exit_link;	/* lazy stacks of blocked threads (sample.bpf.c) */
+	struct bpf_link *cfi_links[3];	/* unmapping drops a process's CFI list (sample_cfi.bpf.h) */
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct dsring *dsr;		/* the dwarf records' ring, read by a thread of its own */
@@ -294,6 +295,27 @@ int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *v
 	return bpf_map_update_elem(fd, &pid, vp, BPF_ANY) ? -errno : 0;
 }
 
+int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
+{
+	struct bpf_program *progs[] = { s->skel->progs.cfi_munmap, s->skel->progs.cfi_mremap,
+					s->skel->progs.cfi_mmap };
+
+	*tables = bpf_map__fd(s->skel->maps.cfitabs);
+	*procs = bpf_map__fd(s->skel->maps.cfiprocs);
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+		if (s->cfi_links[i])
+			continue;
+		s->cfi_links[i] = bpf_program__attach(progs[i]);
+		if (!s->cfi_links[i]) {
+			int r = -errno;
+
+			pr_warn("cannot watch unmapping for the CFI tables: %s", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
 int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
 {
 	int fd = bpf_map__fd(s->skel->maps.jvmprocs);
@@ -407,6 +429,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.on_sys_exit, false);
 	bpf_program__set_autoattach(skel->progs.crit_begin, false);
 	bpf_program__set_autoattach(skel->progs.crit_end, false);
+	bpf_program__set_autoattach(skel->progs.cfi_munmap, false);
+	bpf_program__set_autoattach(skel->progs.cfi_mremap, false);
+	bpf_program__set_autoattach(skel->progs.cfi_mmap, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -441,6 +466,8 @@ void sampler_close(struct sampler *s)
 	}
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->sys_exit_link);
+	for (size_t i = 0; i < ARRAY_SIZE(s->cfi_links); i++)
+		bpf_link__destroy(s->cfi_links[i]);
 	for (size_t i = 0; i < s->nusdt; i++) {
 		bpf_link__destroy(s->usdt[i].begin);
 		bpf_link__destroy(s->usdt[i].end);
@@ -869,6 +896,12 @@ void sampler_programs_json(struct sampler *s, cJSON *arr)
 			attached = s->switch_link && !s->use_tp_btf;
 		if (p == s->skel->progs.on_sys_exit)
 			attached = s->sys_exit_link != NULL;
+		if (p == s->skel->progs.cfi_munmap)
+			attached = s->cfi_links[0] != NULL;
+		if (p == s->skel->progs.cfi_mremap)
+			attached = s->cfi_links[1] != NULL;
+		if (p == s->skel->progs.cfi_mmap)
+			attached = s->cfi_links[2] != NULL;
 		if (p == s->skel->progs.dump_offcpu)
 			attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {

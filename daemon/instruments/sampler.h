@@ -102,6 +102,12 @@ int sampler_py_set(struct sampler *s, uint32_t pid, const struct pcmon_pyproc *p
 struct pcmon_v8proc;
 int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *vp);
 
+/*
+ * The maps of BPF's CFI tables (cfitab.c): the map of tables and the processes' lists, in
+ * *@tables and *@procs; the programs that drop a list as its process unmaps what it lists
+ * are attached on the first call. 0, or -errno if they could not be (no list may be kept).
+ */
+int sampler_cfi_fds(struct sampler *s, int *tables, int *procs);
 /* Java frames (docs/java.md): image @epoch of @pid is a JVM, whose samples BPF sends as dwarf
  * records whatever the target's --unwind (@on false: no longer). 0 or -errno. */
 int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on);

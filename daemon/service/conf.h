@@ -61,6 +61,7 @@ enum conf_kind { CONF_NUM, CONF_STR, CONF_FLAG };
 	X(BPF_STATS, "bpf-stats", 0, CONF_FLAG, 0, 1, NULL)                                   \
 	X(OBJECT_IDLE, "object-idle", 0, CONF_NUM, 1, 86400, "seconds")                       \
 	X(OBJECT_MEMORY, "object-memory", 0, CONF_NUM, 16, 1 << 20, "MiB")                    \
+	X(CFI_TABLES, "cfi-tables", 0, CONF_NUM, 0, 4096, "MiB")                              \
 	X(HTTP, "http", 0, CONF_STR, 0, 0, NULL)                                              \
 	X(HTTP_TOKEN_FILE, "http-token-file", 0, CONF_STR, 0, 0, NULL)                        \
 	X(HTTP_TLS_CERT, "http-tls-cert", 0, CONF_STR, 0, 0, NULL)                            \

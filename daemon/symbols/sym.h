@@ -164,6 +164,27 @@ int sym_cfi_rule(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc,
 		 const struct cfi_rule **rule);
 
 /*
+ * Module @module's .eh_frame compiled into rows for BPF to unwind with (pcmon_sample.h):
+ * sorted by pc, *@nout of them in *@out (the caller frees them). -ENOENT if it has no
+ * .eh_frame, -E2BIG if its code is not within 4 GiB of vaddr 0, -ENOMEM.
+ */
+struct pcmon_cfi_row;
+int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, uint32_t *nout);
+/* A CFI row as BPF's tables say it: PCMON_CFI_NONE if they cannot (cfi_rule.frame set, a
+ * signal frame, a CFA not at rsp or rbp, a return address not at CFA - 8). */
+void cfi_bpf_row(const struct cfi_rule *r, struct pcmon_cfi_row *row);
+
+/*
+ * The executable mappings of objects in process @pid (image @epoch), as last read (@reread:
+ * read again now): @cb gets each one's addresses, the bias that turns them into its object's
+ * vaddrs (vaddr = address - bias) and its module. -ESRCH if the process has left the image.
+ */
+typedef void (*sym_code_cb)(void *ctx, uint64_t start, uint64_t end, uint64_t bias,
+			    uint32_t module);
+int sym_code_maps(struct sym *s, uint32_t pid, uint32_t epoch, bool reread, sym_code_cb cb,
+		  void *ctx);
+
+/*
  * Is @pc, which no CFI covers, the first user instruction of a thread the kernel has just
  * created? It is when it follows a `syscall` in an object that otherwise has CFI: glibc's
  * clone and clone3 end their FDE before the system call on purpose, the child's frame being

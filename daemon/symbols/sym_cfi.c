@@ -114,9 +114,11 @@ static bool reg_offset(const Dwarf_Op *op, uint8_t *reg, int32_t *off)
  * rule as operations: none (undefined: @ops is ops_mem; same value: NULL), or the CFA, plus
  * an offset, as a value (DW_OP_stack_value) or an address.
  */
+static bool regs_of(Dwarf_Frame *frame, struct cfi_rule *r);
+
 static bool rule_of(Dwarf_Frame *frame, struct cfi_rule *r)
 {
-	Dwarf_Op *ops, ops_mem[3];
+	Dwarf_Op *ops;
 	size_t nops;
 	int ra;
 
@@ -128,6 +130,15 @@ static bool rule_of(Dwarf_Frame *frame, struct cfi_rule *r)
 	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1 ||
 	    !reg_offset(ops, &r->cfa_reg, &r->cfa_off))
 		return false;
+	return regs_of(frame, r);
+}
+
+/* The registers' rules of @frame into @r: false if one says more than a rule can. */
+static bool regs_of(Dwarf_Frame *frame, struct cfi_rule *r)
+{
+	Dwarf_Op *ops, ops_mem[3];
+	size_t nops;
+
 	for (int reg = 0; reg < PCMON_NREGS; reg++) {
 		int64_t off = 0;
 		size_t i = 1;
@@ -199,6 +210,172 @@ static uint32_t rule_intern(struct smod *m, const struct cfi_rule *r)
 	if (slot)
 		*slot = m->nrules + 1;
 	return m->nrules++;
+}
+
+/* ---- tables for BPF (pcmon_sample.h, docs/stacks.md) */
+
+#define REG_RBP 6
+#define REG_RA 16
+
+void cfi_bpf_row(const struct cfi_rule *r, struct pcmon_cfi_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	if (!r || r->frame || r->signal || r->ra != REG_RA)
+		return; /* PCMON_CFI_NONE */
+	if (r->kind[REG_RA] == CFI_UNDEF) {
+		row->kind = PCMON_CFI_ROOT;
+		return;
+	}
+	if (r->kind[REG_RA] != CFI_AT || r->off[REG_RA] != -8 ||
+	    (r->cfa_reg != REG_RSP && r->cfa_reg != REG_RBP))
+		return;
+	switch (r->kind[REG_RBP]) {
+	case CFI_NONE:
+	case CFI_SAME:
+		break;
+	case CFI_AT:
+		if (!r->off[REG_RBP])
+			return;
+		row->rbp_off = r->off[REG_RBP];
+		break;
+	default:
+		return;
+	}
+	row->cfa_off = r->cfa_off;
+	row->kind = r->cfa_reg == REG_RSP ? PCMON_CFI_RSP : PCMON_CFI_RBP;
+}
+
+/*
+ * A PLT entry's CFA, as binutils writes it for .plt and .plt.sec: rsp + 8, and 8 more once
+ * the entry has pushed its index, i.e. from byte @*from of each 16: DW_OP_breg7 8,
+ * DW_OP_breg16 0, DW_OP_lit15, DW_OP_and, DW_OP_lit<from>, DW_OP_ge, DW_OP_lit3, DW_OP_shl,
+ * DW_OP_plus.
+ */
+static bool plt_cfa(Dwarf_Frame *frame, uint8_t *from)
+{
+	static const uint8_t want[] = { DW_OP_breg7, DW_OP_breg16, DW_OP_lit15, DW_OP_and, 0,
+					DW_OP_ge, DW_OP_lit3, DW_OP_shl, DW_OP_plus };
+	Dwarf_Op *ops;
+	size_t nops;
+
+	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != ARRAY_SIZE(want) ||
+	    ops[0].number != 8 || ops[1].number != 0 || ops[4].atom < DW_OP_lit0 ||
+	    ops[4].atom > DW_OP_lit15)
+		return false;
+	for (size_t i = 0; i < nops; i++)
+		if (want[i] && ops[i].atom != want[i])
+			return false;
+	*from = (uint8_t)(ops[4].atom - DW_OP_lit0);
+	return true;
+}
+
+struct rows {
+	struct pcmon_cfi_row *r;
+	size_t n, cap;
+};
+
+/* Row @row from @pc on: the same as the last one is no row, at the last one's pc replaces it. */
+static int rows_add(struct rows *t, uint64_t pc, const struct pcmon_cfi_row *row)
+{
+	struct pcmon_cfi_row *last = t->n ? &t->r[t->n - 1] : NULL;
+
+	if (last && last->pc == pc) {
+		*last = *row;
+		last->pc = (uint32_t)pc;
+		if (t->n > 1 && !memcmp(&t->r[t->n - 2].cfa_off, &last->cfa_off,
+					sizeof(*row) - offsetof(struct pcmon_cfi_row, cfa_off)))
+			t->n--;
+		return 0;
+	}
+	if (last && !memcmp(&last->cfa_off, &row->cfa_off,
+			    sizeof(*row) - offsetof(struct pcmon_cfi_row, cfa_off)))
+		return 0;
+	if (GROW(t->r, t->cap, t->n + 1))
+		return -ENOMEM;
+	t->r[t->n] = *row;
+	t->r[t->n++].pc = (uint32_t)pc;
+	return 0;
+}
+
+/* The rows of FDE [@start, @end) of @m, from its .eh_frame. */
+static int fde_rows(struct smod *m, uint64_t start, uint64_t end, struct rows *t)
+{
+	static const struct pcmon_cfi_row none;
+	uint64_t a = start, delta = m->bias - m->eh_bias;
+	int err = 0;
+
+	while (a < end && !err) {
+		struct pcmon_cfi_row row;
+		Dwarf_Frame *frame = NULL;
+		Dwarf_Addr rs, re;
+		struct cfi_rule r;
+
+		if (dwarf_cfi_addrframe(m->eh_cfi, a + delta, &frame) ||
+		    dwarf_frame_info(frame, &rs, &re, NULL) < 0 || re <= a + delta) {
+			free(frame);
+			return rows_add(t, a, &none); /* (the rest of it: the engine unwinds it) */
+		}
+		if (rule_of(frame, &r)) {
+			cfi_bpf_row(&r, &row);
+		} else {
+			memset(&row, 0, sizeof(row));
+			/* (the registers as in any row: the return address at CFA - 8) */
+			memset(&r, 0, sizeof(r));
+			if (plt_cfa(frame, &row.arg) && regs_of(frame, &r) &&
+			    r.kind[REG_RA] == CFI_AT && r.off[REG_RA] == -8 &&
+			    (r.kind[REG_RBP] == CFI_NONE || r.kind[REG_RBP] == CFI_SAME))
+				row.kind = PCMON_CFI_PLT;
+		}
+		free(frame);
+		err = rows_add(t, a, &row);
+		a = MIN(re - delta, end);
+	}
+	return err;
+}
+
+int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, uint32_t *nout)
+{
+	static const struct pcmon_cfi_row none;
+	struct smod *m = module < s->nmods ? &s->mods[module] : NULL;
+	struct rows t = { 0 };
+	struct fde_range *f;
+	uint64_t covered = 0;
+	size_t nf;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (!m || module == SYM_MOD_KERNEL)
+		return -ENOENT;
+	if (!m->mod && m->closed)
+		smod_open(s, m, 0, 0, 0);
+	module_cfi(m);
+	if (!m->mod || !m->eh_cfi)
+		return -ENOENT;
+	m->used_ns = now_coarse_ns();
+	nf = smod_eh_fdes(m, &f);
+	for (size_t i = 0; i < nf && !err; i++) {
+		if (f[i].start < covered)
+			continue; /* (overlapping FDEs: the first one's rows hold) */
+		if (f[i].end > UINT32_MAX) {
+			err = -E2BIG;
+			break;
+		}
+		err = fde_rows(m, f[i].start, f[i].end, &t);
+		if (!err)
+			err = rows_add(&t, f[i].end, &none);
+		covered = f[i].end;
+	}
+	free(f);
+	if (!err && !t.n)
+		err = -ENOENT;
+	if (err) {
+		free(t.r);
+		return err;
+	}
+	*out = t.r;
+	*nout = (uint32_t)t.n;
+	return 0;
 }
 
 /* The rule at @vaddr: CFI_NO_RULE if no CFI covers it (or out of memory). */
@@ -335,4 +512,39 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 		changed++;
 	}
 	return changed;
+}
+
+/* ---- the code a process maps, for BPF's tables */
+
+int sym_code_maps(struct sym *s, uint32_t pid, uint32_t epoch, bool reread, sym_code_cb cb,
+		  void *ctx)
+{
+	struct pmap *pm = pmap_get(s, pid, epoch, false);
+	int r;
+
+	if (reread || !pm || !pm->n) {
+		r = sym_proc_load(s, pid, epoch);
+		if (r)
+			return r;
+		pm = pmap_get(s, pid, epoch, false);
+	}
+	if (!pm || pm->final || pm->gone)
+		return -ESRCH;
+	for (size_t i = 0; i < pm->n; i++) {
+		const struct region *g = &pm->r[i];
+		struct smod *m;
+		uint64_t v;
+
+		if (!g->exec || g->module <= SYM_MOD_KERNEL || g->module >= s->nmods)
+			continue;
+		m = &s->mods[g->module];
+		if (m->jit)
+			continue;
+		if (!m->mod && m->closed)
+			smod_open(s, m, pid, g->start, g->end);
+		if (!m->mod || !smod_vaddr(m, g->pgoff, &v))
+			continue;
+		cb(ctx, g->start, g->end, g->start - v, g->module);
+	}
+	return 0;
 }

@@ -230,6 +230,8 @@ void smod_open(struct sym *s, struct smod *m, uint32_t pid, uint64_t start,
 	       uint64_t end);
 bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr);
 void smod_drop_cfi_cache(struct smod *m);
+void smod_read_fdes(struct smod *m);
+size_t smod_eh_fdes(struct smod *m, struct fde_range **out);
 void smod_drop_tables(struct smod *m);
 struct smod *smod_use(struct sym *s, uint32_t pid, const struct region *r);
 int smod_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len);

@@ -124,8 +124,8 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, unsigned asize)
  * addresses become ELF vaddrs of @m by adding @adj. .eh_frame initial locations are
  * usually pc-relative (DW_EH_PE_pcrel | sdata4); .debug_frame ones absolute.
  */
-static void read_fdes_of(struct smod *m, Elf *elf, const char *name, bool eh, int64_t adj,
-			 size_t *cap)
+static void read_fdes_of(struct fde_range **fdes, size_t *nfdes, Elf *elf, const char *name,
+			 bool eh, int64_t adj, size_t *cap)
 {
 	struct { Dwarf_Off off; int enc; } cies[32];
 	size_t ncies = 0, shstrndx;
@@ -184,9 +184,9 @@ static void read_fdes_of(struct smod *m, Elf *elf, const char *name, bool eh, in
 			start += sh.sh_addr + (e.fde.start - (const uint8_t *)d->d_buf);
 		else if ((enc & 0x70) != DW_EH_PE_absptr)
 			continue; /* text- or data-relative: not used for code on Linux */
-		if (GROW(m->fdes, *cap, m->nfdes + 1))
+		if (GROW(*fdes, *cap, *nfdes + 1))
 			return;
-		m->fdes[m->nfdes++] = (struct fde_range){ start + adj, start + len + adj };
+		(*fdes)[(*nfdes)++] = (struct fde_range){ start + adj, start + len + adj };
 	}
 }
 
@@ -198,7 +198,7 @@ static int fde_cmp(const void *a, const void *b)
 }
 
 /* @m's table of FDE code ranges, from .eh_frame and .debug_frame: built on first use. */
-static void read_fdes(struct smod *m)
+void smod_read_fdes(struct smod *m)
 {
 	GElf_Addr bias, dbias;
 	Dwarf *dw;
@@ -209,15 +209,33 @@ static void read_fdes(struct smod *m)
 		return;
 	m->fdes_read = true;
 	elf = dwfl_module_getelf(m->mod, &bias);
-	read_fdes_of(m, elf, ".eh_frame", true, 0, &cap);
+	read_fdes_of(&m->fdes, &m->nfdes, elf, ".eh_frame", true, 0, &cap);
 	/* .debug_frame may be in separate debug info, whose addresses may differ by a bias */
 	dw = dwfl_module_getdwarf(m->mod, &dbias);
 	m->dw_asked = true;
 	if (dw && dwarf_getelf(dw))
-		read_fdes_of(m, dwarf_getelf(dw), ".debug_frame", false, (int64_t)(dbias - bias),
-			     &cap);
+		read_fdes_of(&m->fdes, &m->nfdes, dwarf_getelf(dw), ".debug_frame", false,
+			     (int64_t)(dbias - bias), &cap);
 	if (m->nfdes)
 		qsort(m->fdes, m->nfdes, sizeof(*m->fdes), fde_cmp);
+}
+
+/*
+ * The code ranges of @m's .eh_frame FDEs alone, sorted, in *@out (the caller frees them):
+ * their number. Its separate debug info is not read for them.
+ */
+size_t smod_eh_fdes(struct smod *m, struct fde_range **out)
+{
+	size_t n = 0, cap = 0;
+	GElf_Addr bias;
+
+	*out = NULL;
+	if (!m->mod)
+		return 0;
+	read_fdes_of(out, &n, dwfl_module_getelf(m->mod, &bias), ".eh_frame", true, 0, &cap);
+	if (n)
+		qsort(*out, n, sizeof(**out), fde_cmp);
+	return n;
 }
 
 /*
@@ -230,7 +248,7 @@ static bool cfi_function_start(struct smod *m, uint64_t vaddr, uint64_t *start, 
 {
 	size_t lo;
 
-	read_fdes(m);
+	smod_read_fdes(m);
 	lo = sym_count_starting_by(m->fdes, m->nfdes, sizeof(*m->fdes), vaddr);
 	/* FDEs do not overlap: only the last one starting at or below @vaddr can hold it */
 	if (!lo || vaddr >= m->fdes[lo - 1].end)
