@@ -57,16 +57,19 @@ static void attach_dl_debug_state(struct procs *p)
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	enum log_level lvl = level == LIBBPF_DEBUG ? LOG_DEBUG : LOG_INFO;
-	char buf[512];
-	size_t n;
+	char *buf;
+	int n;
 
 	if ((int)lvl > log_verbosity)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
+	/* (whole: a verifier's log is thousands of lines, and says why at its end) */
+	n = vasprintf(&buf, fmt, ap);
+	if (n < 0)
+		return 0;
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 	log_msg(lvl, "%s", buf);
+	free(buf);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "cfitab.h"
 #include "dbginfo.h"
 #include "probes.h"
 #include "procs.h"
@@ -151,6 +152,7 @@ int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 {
 	struct sample_g *g = gp;
 	struct sample *sp = st;
+	uint32_t epoch;
 	char err[256];
 	int r;
 
@@ -184,8 +186,13 @@ int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 	if (r) {
 		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
 		release(g, sp);
+		return r;
 	}
-	return r;
+	/* a process that runs already: its stacks walked in BPF from its first sample */
+	if (sp->dwarf && t->kind == TARGET_PID && t->pid &&
+	    !procs_proc_epoch(g->env.procs, t->pid, &epoch))
+		cfitab_list(g->cfi, t->pid, epoch, false, now_ns());
+	return 0;
 }
 
 void sample_attach_set_active(void *g, struct target *t, void *st, bool active)

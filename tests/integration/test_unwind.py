@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Whole stacks without frame pointers: --unwind dwarf|auto with libdw, inline frames,
 separate debug info."""
+import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -211,12 +213,113 @@ def test_deep_recursion_reaches_its_root():
         assert abs(got - want) <= share_tolerance_pp(want, n) / 100, (mode, got, want)
 
 
+def status_json(sock):
+    return pcmon_json("status", sock=sock)[0]
+
+
+def test_bpf_tables_walk_what_the_copy_walks():
+    """The same workload (40 levels of 4 KiB frames under main) sampled by a pcmond that walks
+    stacks in BPF with CFI tables and by one that copies them (--cfi-tables 0): BPF walked
+    nearly all samples, with a hundredth of the bytes copied, and both find the same whole
+    stacks: every sample reaches _start, and the procedures' shares agree with the program's
+    own and with each other's within their sampling error."""
+    got = {}
+    for mode, args in (("tables", []), ("copies", ["--cfi-tables", 0])):
+        d = Daemon(args=args).start()
+        try:
+            listing, proc = pcmon_json("run", "--interval", 500, "--", workload("rec40"), 2,
+                                       4096, sock=d.sock)
+            got[mode] = (listing, first_json_line(proc.stdout), status_json(d.sock))
+        finally:
+            d.stop()
+    (tl, ttruth, tst), (cl, ctruth, cst) = got["tables"], got["copies"]
+    tn, cn = tl["summary"]["counted"], cl["summary"]["counted"]
+    assert tst["cfi_tables"]["objects"] >= 3 and tst["cfi_tables"]["process_lists"] >= 1, tst
+    assert tst["cfi_walked"] >= 0.95 * tn, (tst["cfi_walked"], tst["cfi_copied"], tn)
+    assert cst["cfi_walked"] == 0 and cst["cfi_tables"]["budget_kib"] == 0, cst
+    # bytes of stack copied a sample: the copies' 160 KiB against the few the tables left
+    tb = tst["dwarf_stack_bytes_total"] / tn
+    cb = cst["dwarf_stack_bytes_total"] / cn
+    assert tb <= cb / 20, (tb, cb)
+    for listing, truth, n in ((tl, ttruth, tn), (cl, ctruth, cn)):
+        s, p = listing["summary"], procs(listing)
+        assert s["cut_short"] <= min(3, s["kernel_mode"]) and s["lost"] == 0, s
+        assert p["rec40._start"]["deep"] >= 0.99 * n, (p["rec40._start"], n)
+        for fn in ("rec_leaf", "flat_work"):
+            want, share = truth[fn], p[f"rec40.{fn}"]["shallow"] / n
+            assert abs(share - want) <= share_tolerance_pp(want, n) / 100, (fn, share, want)
+    tp, cp = procs(tl), procs(cl)
+    for fn in ("rec40.rec", "rec40.rec_leaf", "rec40.flat_work", "rec40.main"):
+        a, b = tp[fn]["deep"] / tn, cp[fn]["deep"] / cn
+        tol = share_tolerance_pp(a, tn) + share_tolerance_pp(b, cn)
+        assert abs(a - b) <= tol / 100, (fn, a, b)
+
+
+def cfi_list(pid):
+    """The mappings BPF walks process @pid's stacks with tables for: [(start, end)], from
+    every pcmond's map (struct pcmon_cfi_proc: epoch, n, then n of start, end, bias, table,
+    nrows)."""
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "name", "cfiprocs"], check=True,
+                         capture_output=True, text=True).stdout
+    maps = json.loads(out)
+    entries = [e for m in maps for e in m["elements"]] if maps and "elements" in maps[0] else maps
+    for e in entries:
+        if struct.unpack("<I", bytes(int(b, 16) for b in e["key"]))[0] != pid:
+            continue
+        v = bytes(int(b, 16) for b in e["value"])
+        n = struct.unpack_from("<I", v, 4)[0]
+        return [struct.unpack_from("<QQ", v, 8 + 32 * i) for i in range(n)]
+    return []
+
+
+def exec_mappings(pid):
+    spans = []
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            addr, perms = line.split()[:2]
+            if "x" in perms:
+                lo, hi = (int(x, 16) for x in addr.split("-"))
+                spans.append((lo, hi))
+    return spans
+
+
+def test_unloaded_code_leaves_the_list():
+    """A library BPF walked with its table is unloaded: the process's list no longer names its
+    mapping (BPF drops a list whose mapping is unmapped; the engine lists the process again
+    from its mappings then), so no later stack is walked with a table of code not there. Every
+    mapping listed, before and after, is one the process has."""
+    d = Daemon().start()
+    w = subprocess.Popen([workload("swapdl"), "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        tid = pcmon("start", "--pid", w.pid, "--interval", 1000, sock=d.sock).stdout.strip()
+        where = json.loads(w.stdout.readline())
+        listed = cfi_list(w.pid)
+        assert any(lo <= where["pc"] < hi for lo, hi in listed), (where, listed)
+        assert set(listed) <= set(exec_mappings(w.pid)), (listed, exec_mappings(w.pid))
+        w.stdin.write("\n")
+        w.stdin.flush()
+        assert json.loads(w.stdout.readline()) == {"closed": 1}
+        listed = cfi_list(w.pid)
+        assert not any(lo <= where["pc"] < hi for lo, hi in listed), (where, listed)
+        assert set(listed) <= set(exec_mappings(w.pid)), (listed, exec_mappings(w.pid))
+        w.stdin.write("\n")
+        w.stdin.flush()
+        assert w.wait(timeout=30) == 0
+        listing = pcmon_json("list", tid.split()[-1], sock=d.sock)[0]
+        assert procs(listing)["libcritlib.so.lib_work"]["deep"] > 0, procs(listing)
+    finally:
+        if w.poll() is None:
+            w.kill()
+        d.stop()
+
+
 def test_stacks_past_the_copy_keep_their_frames():
-    """A pcmond told to copy at most 64 KiB: the deep samples of 40 x 4 KiB cannot reach
-    their root. Their walked frames are charged all the same (rec_leaf's share is exact,
+    """A pcmond told to copy at most 64 KiB, and to walk nothing in BPF (--cfi-tables 0): the
+    deep samples of 40 x 4 KiB cannot reach their root. Their walked frames are charged all the same (rec_leaf's share is exact,
     rec's deep count covers them), each is counted as cut short (truncated), and exports
     put the part not walked in one [truncated] frame at the root, so widths add up."""
-    d = Daemon(args=["--dwarf-stack", 65536]).start()
+    d = Daemon(args=["--dwarf-stack", 65536, "--cfi-tables", 0]).start()
     try:
         listing, proc = pcmon_json("run", "--interval", 1000, "--", workload("rec40"), 2, 4096,
                                    sock=d.sock)
