@@ -294,6 +294,13 @@ int sampler_jvm_set(struct sampler *s, uint32_t pid, uint32_t epoch, bool on)
 	(void)s; (void)pid; (void)epoch; (void)on;
 	return 0;
 }
+/* ... and no BPF to walk stacks with CFI tables: every stack is copied. */
+int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
+{
+	(void)s;
+	*tables = *procs = -1;
+	return -ENOTSUP;
+}
 
 /* The probe thread reads BPF's probe ring: there is none here. */
 static struct probes *the_probes = (struct probes *)&the_sampler;

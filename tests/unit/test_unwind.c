@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Unit tests for the unwinder's DWARF expression evaluator (daemon/symbols/unwind.c): the operations
- * CFI rules use, reads from the copied stack and their bounds, and malformed expressions.
+ * CFI rules use, reads from the copied stack and their bounds, and malformed expressions; and
+ * the CFI rows as BPF's tables say them (cfi_bpf_row(), daemon/symbols/sym_cfi.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <dwarf.h>
 #include <string.h>
 
+#include "sym.h"
 #include "unwind.h"
 
 #define ALL ((1u << PCMON_NREGS) - 1)
@@ -119,6 +121,72 @@ static void test_malformed_expressions(void **state)
 	assert_false(run(overflow, 20, ALL, &v, &value));	/* deeper than its 16 slots */
 }
 
+/* A row as libdw's frames give them: CFA = @reg + @off, the return address at CFA - 8. */
+static struct cfi_rule row(uint8_t reg, int32_t off)
+{
+	struct cfi_rule r;
+
+	memset(&r, 0, sizeof(r));
+	r.cfa_reg = reg;
+	r.cfa_off = off;
+	r.ra = 16;
+	r.kind[16] = CFI_AT;
+	r.off[16] = -8;
+	return r;
+}
+
+static void test_bpf_rows(void **state)
+{
+	struct pcmon_cfi_row b;
+	struct cfi_rule r;
+	int frame;
+
+	(void)state;
+	/* a function's body after push rbp; mov rbp, rsp: CFA = rbp + 16, rbp saved at CFA - 16 */
+	r = row(6, 16);
+	r.kind[6] = CFI_AT;
+	r.off[6] = -16;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_RBP);
+	assert_int_equal(b.cfa_off, 16);
+	assert_int_equal(b.rbp_off, -16);
+	/* a big frame off rsp (64 KiB and more: past 16 bits), rbp left as it is */
+	r = row(7, 65560);
+	r.kind[6] = CFI_SAME;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_RSP);
+	assert_int_equal(b.cfa_off, 65560);
+	assert_int_equal(b.rbp_off, 0);
+	/* _start, clone3: no caller, whatever the CFA */
+	r = row(7, 8);
+	r.kind[16] = CFI_UNDEF;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_ROOT);
+	/* what the rows cannot say is left to the engine: a CFA in another register (DRAP:
+	 * r10), a return address elsewhere, rbp kept as a value, a signal frame, an expression */
+	r = row(10, 0);
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+	r = row(7, 16);
+	r.off[16] = -16;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+	r = row(7, 16);
+	r.kind[6] = CFI_VAL;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+	r = row(7, 16);
+	r.signal = true;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+	r = row(7, 16);
+	r.frame = (Dwarf_Frame *)&frame;
+	cfi_bpf_row(&r, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+	cfi_bpf_row(NULL, &b);
+	assert_int_equal(b.kind, PCMON_CFI_NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_stack_operations),
 		cmocka_unit_test(test_deref_reads_the_copy_only),
 		cmocka_unit_test(test_malformed_expressions),
+		cmocka_unit_test(test_bpf_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
