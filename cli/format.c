@@ -844,8 +844,19 @@ void fmt_status(FILE *f, const cJSON *rep)
 	fprintf(f, "symbols: %.0f objects, %.0f locations, %.0f procedures; address maps: %.0f held, %.0f let go, %.0f reads\n",
 		num(sy, "modules"), num(sy, "locations"), num(sy, "procedures"), num(sy, "processes"),
 		num(sy, "processes_forgotten"), num(sy, "maps_reads"));
-	fprintf(f, "dwarf: %.0f samples unwound in %.1f ms\n", num(rep, "dwarf_samples_unwound"),
+	it = cJSON_GetObjectItemCaseSensitive(rep, "cfi_tables");
+	/* (docs/stacks.md) */
+	fprintf(f, "dwarf: %.0f samples walked in BPF, %.0f copied; %.0f unwound from copies in %.1f ms\n",
+		num(rep, "cfi_walked"), num(rep, "cfi_copied"), num(rep, "dwarf_samples_unwound"),
 		num(rep, "dwarf_unwind_ms_total"));
+	if (it && num(it, "budget_kib") > 0)
+		fprintf(f, "CFI tables: %.0f objects, %.0f rows, %.0f of %.0f KiB (%.0f objects past it, "
+			"%.0f without .eh_frame), compiled in %.1f ms; %.0f process lists\n",
+			num(it, "objects"), num(it, "rows"), num(it, "kib"), num(it, "budget_kib"),
+			num(it, "objects_over_budget"), num(it, "objects_without"),
+			num(it, "compile_ms_total"), num(it, "process_lists"));
+	else if (it)
+		fprintf(f, "CFI tables: none (pcmond --cfi-tables 0): every dwarf stack is copied\n");
 	/* (docs/node.md) */
 	fprintf(f, "JavaScript: %.0f frames named, %.0f not (flagged js), %.0f V8 processes read\n",
 		num(rep, "js_frames_named"), num(rep, "js_frames_unnamed"), num(rep, "js_processes"));

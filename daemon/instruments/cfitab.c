@@ -27,6 +27,16 @@
 #define CFITAB_GAP_MAX_NS 2000000000ull	/* doubling up to this */
 #define CFITAB_PROCS 4096		/* processes remembered (by pid, direct-mapped) */
 #define CFITAB_NONE UINT32_MAX		/* an object without a table */
+#define CFITAB_BIG (UINT32_MAX - 1)	/* ... yet: too big to compile lazily (below) */
+/*
+ * The most .eh_frame an object may have to be compiled for a process listed because its
+ * samples came copied (a whole machine's, a cgroup's): compiling runs at about a microsecond
+ * a row, a row for every 10-20 bytes of .eh_frame, and a compiler's 4 MB of it took the
+ * engine's loop half a second, for a program that a 19 Hz target samples a few times and
+ * unwinds from copies in 50 us each. A process a target watches by itself has all its
+ * objects compiled.
+ */
+#define CFITAB_LAZY_MAX (512u << 10)
 
 struct cfitab_proc {
 	uint32_t pid, epoch;
@@ -34,6 +44,7 @@ struct cfitab_proc {
 	uint64_t next_ns;		/* when it may be listed again */
 	uint64_t gap_ns;		/* ... after the next list */
 	bool listed;
+	bool eager;		/* a target watches it by itself: every object compiled */
 };
 
 struct cfitab {
@@ -46,7 +57,7 @@ struct cfitab {
 	int fds[PCMON_CFI_TABLES];	/* each table's map */
 	uint32_t nrows[PCMON_CFI_TABLES];
 	uint32_t ntabs;			/* slots used, from 1 */
-	uint64_t rows, compile_ns, lists, lists_dropped, no_table, over_budget;
+	uint64_t rows, compile_ns, lists, lists_dropped, no_table, over_budget, too_big;
 	struct cfitab_proc procs[CFITAB_PROCS];
 };
 
@@ -101,8 +112,9 @@ static int table_map(const struct pcmon_cfi_row *rows, uint32_t n)
 	return r ? r : fd;
 }
 
-/* Module @module's table, compiled and given to BPF on first use: its slot, 0 if none. */
-static uint32_t table_of(struct cfitab *t, uint32_t module)
+/* Module @module's table, compiled and given to BPF on first use: its slot, 0 if none
+ * (@lazy: not compiled if its .eh_frame is past CFITAB_LAZY_MAX). */
+static uint32_t table_of(struct cfitab *t, uint32_t module, bool lazy)
 {
 	struct pcmon_cfi_row *rows;
 	uint64_t t0, bytes;
@@ -116,11 +128,19 @@ static uint32_t table_of(struct cfitab *t, uint32_t module)
 			return 0;
 		memset(t->slot_of + old, 0, (t->cap_slot_of - old) * sizeof(*t->slot_of));
 	}
-	if (t->slot_of[module])
-		return t->slot_of[module] == CFITAB_NONE ? 0 : t->slot_of[module];
+	if (t->slot_of[module] == CFITAB_NONE || (t->slot_of[module] == CFITAB_BIG && lazy))
+		return 0;
+	if (t->slot_of[module] && t->slot_of[module] != CFITAB_BIG)
+		return t->slot_of[module];
 	if (t->ntabs >= PCMON_CFI_TABLES || t->bytes >= t->budget) {
 		t->over_budget++;
-		return 0; /* (tried again once there is room: there never is, for now) */
+		t->slot_of[module] = CFITAB_NONE; /* (tables are kept for good: no room later) */
+		return 0;
+	}
+	if (lazy && sym_eh_frame_bytes(t->sym, module) > CFITAB_LAZY_MAX) {
+		t->too_big++;
+		t->slot_of[module] = CFITAB_BIG;
+		return 0;
 	}
 	t0 = now_ns();
 	r = sym_cfi_table(t->sym, module, &rows, &n);
@@ -159,6 +179,7 @@ static uint32_t table_of(struct cfitab *t, uint32_t module)
 
 struct list_ctx {
 	struct cfitab *t;
+	bool lazy;		/* listed for its copies: big objects are not compiled */
 	struct pcmon_cfi_proc p;
 	bool check, same;	/* checking a list against a new read: every mapping found */
 	uint32_t found;
@@ -177,7 +198,7 @@ static void list_map(void *ctx, uint64_t start, uint64_t end, uint64_t bias, uin
 				c->found++;
 		return;
 	}
-	slot = table_of(c->t, module);
+	slot = table_of(c->t, module, c->lazy);
 	if (!slot || c->p.n >= PCMON_CFI_MAPS)
 		return;
 	c->p.m[c->p.n++] = (struct pcmon_cfi_map){ .start = start, .end = end, .bias = bias,
@@ -193,9 +214,9 @@ static int map_cmp(const void *a, const void *b)
 }
 
 /* List @pid's mappings with a table for BPF, and check them against a read made after. */
-static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch)
+static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy)
 {
-	struct list_ctx c = { .t = t, .p = { .epoch = epoch } };
+	struct list_ctx c = { .t = t, .lazy = lazy, .p = { .epoch = epoch } };
 
 	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || !c.p.n)
 		return;
@@ -219,13 +240,13 @@ static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoc
 	return e;
 }
 
-static void list_now(struct cfitab *t, struct cfitab_proc *e, uint64_t now)
+static void list_now(struct cfitab *t, struct cfitab_proc *e, bool lazy, uint64_t now)
 {
 	e->copied = 0;
 	e->next_ns = now + e->gap_ns;
 	e->gap_ns = MIN(2 * e->gap_ns, CFITAB_GAP_MAX_NS);
 	e->listed = true;
-	list_proc(t, e->pid, e->epoch);
+	list_proc(t, e->pid, e->epoch, lazy);
 }
 
 void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, uint64_t now)
@@ -236,15 +257,17 @@ void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, uint64_t now)
 		return;
 	e = proc_of(t, pid, epoch);
 	if (++e->copied >= CFITAB_AFTER && now >= e->next_ns)
-		list_now(t, e, now);
+		list_now(t, e, !e->eager, now);
 }
 
 void cfitab_list(struct cfitab *t, uint32_t pid, uint32_t epoch, bool again, uint64_t now)
 {
 	struct cfitab_proc *e = t ? proc_of(t, pid, epoch) : NULL;
 
-	if (e && (!again || e->listed))
-		list_now(t, e, now);
+	if (e && (!again || e->listed)) {
+		e->eager |= !again;
+		list_now(t, e, !e->eager, now);
+	}
 }
 
 void cfitab_exited(struct cfitab *t, uint32_t pid)
@@ -268,6 +291,7 @@ void cfitab_json(const struct cfitab *t, cJSON *o)
 	cJSON_AddNumberToObject(c, "compile_ms_total", (double)t->compile_ns / 1e6);
 	cJSON_AddNumberToObject(c, "objects_without", (double)t->no_table);
 	cJSON_AddNumberToObject(c, "objects_over_budget", (double)t->over_budget);
+	cJSON_AddNumberToObject(c, "objects_left_to_copies", (double)t->too_big);
 	cJSON_AddNumberToObject(c, "process_lists", (double)t->lists);
 	cJSON_AddNumberToObject(c, "process_lists_dropped", (double)t->lists_dropped);
 }

@@ -170,6 +170,8 @@ int sym_cfi_rule(struct sym *s, uint32_t pid, uint32_t epoch, uint64_t pc,
  */
 struct pcmon_cfi_row;
 int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, uint32_t *nout);
+/* The size of module @module's .eh_frame in its file (0: none, or it cannot be opened). */
+uint64_t sym_eh_frame_bytes(struct sym *s, uint32_t module);
 /* A CFI row as BPF's tables say it: PCMON_CFI_NONE if they cannot (cfi_rule.frame set, a
  * signal frame, a CFA not at rsp or rbp, a return address not at CFA - 8). */
 void cfi_bpf_row(const struct cfi_rule *r, struct pcmon_cfi_row *row);

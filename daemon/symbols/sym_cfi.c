@@ -514,6 +514,30 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 	return changed;
 }
 
+uint64_t sym_eh_frame_bytes(struct sym *s, uint32_t module)
+{
+	struct smod *m = module < s->nmods && module != SYM_MOD_KERNEL ? &s->mods[module] : NULL;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Addr bias;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	if (m && !m->mod && m->closed)
+		smod_open(s, m, 0, 0, 0);
+	elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(n, ".eh_frame"))
+			return sh.sh_size;
+	}
+	return 0;
+}
+
 /* ---- the code a process maps, for BPF's tables */
 
 int sym_code_maps(struct sym *s, uint32_t pid, uint32_t epoch, bool reread, sym_code_cb cb,
