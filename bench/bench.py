@@ -1248,6 +1248,9 @@ def pcmond_session(wl_cmd, mode, us, window=WINDOW_S, unwind="fp", latency=False
         "unwound": s1.get("dwarf_samples_unwound", 0) - s0.get("dwarf_samples_unwound", 0),
         "unwind_ms": s1.get("dwarf_unwind_ms_total", 0) - s0.get("dwarf_unwind_ms_total", 0),
         "stack_bytes": s1.get("dwarf_stack_bytes_total", 0) - s0.get("dwarf_stack_bytes_total", 0),
+        # ... and the samples BPF walked with CFI tables instead (docs/stacks.md)
+        "cfi_walked": s1.get("cfi_walked", 0) - s0.get("cfi_walked", 0),
+        "cfi_copied": s1.get("cfi_copied", 0) - s0.get("cfi_copied", 0),
         "python_pct": PYTHON.pct(doc),
     }
 
@@ -1508,7 +1511,9 @@ def deep_stacks():
                 row["pcmon auto"].update({
                     "pcmond_ms_per_1k": sess["cpu_ms_per_1k_samples"],
                     "bpf_ns_per_sample": sess["bpf_ns_avg"],
-                    "bytes_per_sample": sess["stack_bytes"] / sess["unwound"] if sess["unwound"] else None})
+                    # over every sample: BPF walks most with CFI tables and copies none of them
+                    "walked_in_bpf_pct": 100 * sess["cfi_walked"] / sess["samples"] if sess["samples"] else None,
+                    "bytes_per_sample": sess["stack_bytes"] / sess["samples"] if sess["samples"] else None})
             out[f"{name} @{hz}Hz"] = row
     return out
 
@@ -2053,6 +2058,12 @@ def table(res):
         add("   (slowdown: bigframe's iterations per CPU second, bare / profiled; perf copies 8 KiB a "
             "sample by default, at most 64 KiB;")
         add("   - = does not apply: rec40 does not time itself, fp copies no stack, perf runs no BPF)")
+        walked = [(k, r["pcmon auto"]["walked_in_bpf_pct"]) for k, r in ds.items()
+                  if isinstance(r.get("pcmon auto"), dict) and
+                  r["pcmon auto"].get("walked_in_bpf_pct") is not None]
+        if walked:
+            add("   pcmon auto's samples walked in BPF with CFI tables (the rest copied, bytes/sample "
+                "over all): " + ", ".join(f"{k} {v:.1f} %" for k, v in walked))
     add("")
 
     fl = res.get("fleet", {})

@@ -218,12 +218,15 @@ static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy)
 {
 	struct list_ctx c = { .t = t, .lazy = lazy, .p = { .epoch = epoch } };
 
-	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || !c.p.n)
+	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || !c.p.n) {
+		pr_debug("pid %u: no mapping with a CFI table to list", pid);
 		return;
+	}
 	qsort(c.p.m, c.p.n, sizeof(c.p.m[0]), map_cmp);
 	if (bpf_map_update_elem(t->procs_fd, &pid, &c.p, BPF_ANY))
 		return;
 	t->lists++;
+	pr_debug("pid %u: %u mappings with CFI tables listed for BPF", pid, c.p.n);
 	c.check = true;
 	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || c.found != c.p.n) {
 		bpf_map_delete_elem(t->procs_fd, &pid);
@@ -249,14 +252,15 @@ static void list_now(struct cfitab *t, struct cfitab_proc *e, bool lazy, uint64_
 	list_proc(t, e->pid, e->epoch, lazy);
 }
 
-void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, uint64_t now)
+void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, bool eager, uint64_t now)
 {
 	struct cfitab_proc *e;
 
 	if (!t)
 		return;
 	e = proc_of(t, pid, epoch);
-	if (++e->copied >= CFITAB_AFTER && now >= e->next_ns)
+	e->eager |= eager;
+	if ((++e->copied >= CFITAB_AFTER || (eager && !e->listed)) && now >= e->next_ns)
 		list_now(t, e, !e->eager, now);
 }
 

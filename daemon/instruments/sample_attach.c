@@ -181,18 +181,23 @@ int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 		}
 		sp->holds_offcpu = true;
 	}
+	/*
+	 * A process that runs already (not one launched, waiting for its exec): its stacks
+	 * walked in BPF from its first sample, its tables compiled before BPF samples it. It
+	 * joins the target after this, as image 0 (procs_proc_add()).
+	 */
+	if (sp->dwarf && t->kind == TARGET_PID && t->pid && t->exe_fd < 0) {
+		if (procs_proc_epoch(g->env.procs, t->pid, &epoch))
+			epoch = 0;
+		cfitab_list(g->cfi, t->pid, epoch, false, now_ns());
+	}
 	procs_tstat(g->env.procs, t->id, &sp->lost_base);
 	r = configure(g, t, sp);
 	if (r) {
 		*rep = proto_error(1, "cannot register the target with BPF: %s", strerror(-r));
 		release(g, sp);
-		return r;
 	}
-	/* a process that runs already: its stacks walked in BPF from its first sample */
-	if (sp->dwarf && t->kind == TARGET_PID && t->pid &&
-	    !procs_proc_epoch(g->env.procs, t->pid, &epoch))
-		cfitab_list(g->cfi, t->pid, epoch, false, now_ns());
-	return 0;
+	return r;
 }
 
 void sample_attach_set_active(void *g, struct target *t, void *st, bool active)

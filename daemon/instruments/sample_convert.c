@@ -511,6 +511,14 @@ static const __u64 *js_from_copy(struct sample_g *g, const struct pcmon_dsample 
 	return buf;
 }
 
+/* Is @k's target one that watches a process by itself (--pid, or a command it launched)? */
+static bool pid_target(struct sample_g *g, const struct pcmon_key *k)
+{
+	const struct target *t = target_of(g, k->target);
+
+	return t && t->kind == TARGET_PID;
+}
+
 /*
  * A --unwind dwarf record: unwind its copied stack with the objects' CFI. A walk that stops
  * short of a root keeps the frames it walked (cut short, with why); only a stack of which
@@ -558,7 +566,8 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
 		/* a sample BPF could not walk with tables: list the process's (cfitab.h) */
 		if (d->h.type == PCMON_DS_SAMPLE && !v8_is_v8(g->v8, d->h.key.pid))
-			cfitab_copied(g->cfi, d->h.key.pid, d->h.key.epoch, t0);
+			cfitab_copied(g->cfi, d->h.key.pid, d->h.key.epoch, pid_target(g, &d->h.key),
+				      t0);
 		rtw = js_from_copy(g, d, nu, jsw, &nrt);
 		/* a JVM not readable yet whose walk stopped short (in its JIT code): flagged */
 		if (end != UNW_END_ROOT && walks_java(g, &d->h.key) &&
