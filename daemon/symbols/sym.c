@@ -180,7 +180,7 @@ void sym_stats(const struct sym *s, struct sym_stats *st)
 			st->objects_bytes += m->rules[k].frame ? 300 : 0;
 		st->objects_bytes += m->cfi_cap * sizeof(*m->cfi_cache) +
 				     m->rules_cap * sizeof(*m->rules) +
-				     m->rule_hcap * sizeof(*m->rule_hash) +
+				     (m->rule_keys ? itab_bytes(m->rule_keys) : 0) +
 				     m->nsyms * sizeof(*m->syms) + m->nsecs * sizeof(*m->secs) +
 				     m->nfdes * sizeof(*m->fdes) +
 				     m->nloads * sizeof(*m->loads);

@@ -164,52 +164,29 @@ static bool regs_of(Dwarf_Frame *frame, struct cfi_rule *r)
 	return true;
 }
 
-static uint32_t rule_hash(const struct cfi_rule *r)
-{
-	const unsigned char *p = (const unsigned char *)r;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*r); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
-
-/* @r's index among @m's rules, added if new (a row with libdw's frame is never shared);
- * CFI_NO_RULE if out of memory. */
+/*
+ * @r's index among @m's rules, added if new; CFI_NO_RULE if out of memory. Rules are
+ * interned by their bytes: a row with libdw's frame differs from every other by its
+ * pointer, and is never shared.
+ */
 static uint32_t rule_intern(struct smod *m, const struct cfi_rule *r)
 {
-	uint32_t i, *slot = NULL;
+	uint32_t id;
+	int fresh;
 
-	if (!r->frame) {
-		if (2 * (m->nrules + 1) > m->rule_hcap) {
-			uint32_t cap = m->rule_hcap ? 2 * m->rule_hcap : 64;
-			uint32_t *h = calloc(cap, sizeof(*h));
-
-			if (!h)
-				return CFI_NO_RULE;
-			for (uint32_t k = 0; k < m->nrules; k++) {
-				if (m->rules[k].frame)
-					continue;
-				for (i = rule_hash(&m->rules[k]) & (cap - 1); h[i]; i = (i + 1) & (cap - 1))
-					;
-				h[i] = k + 1;
-			}
-			free(m->rule_hash);
-			m->rule_hash = h;
-			m->rule_hcap = cap;
-		}
-		for (i = rule_hash(r) & (m->rule_hcap - 1); m->rule_hash[i];
-		     i = (i + 1) & (m->rule_hcap - 1))
-			if (!memcmp(&m->rules[m->rule_hash[i] - 1], r, sizeof(*r)))
-				return m->rule_hash[i] - 1;
-		slot = &m->rule_hash[i];
-	}
-	if (GROW(m->rules, m->rules_cap, m->nrules + 1))
+	if (!m->rule_keys && !(m->rule_keys = itab_new()))
 		return CFI_NO_RULE;
-	memcpy(&m->rules[m->nrules], r, sizeof(*r)); /* (padding too: rules are compared whole) */
-	if (slot)
-		*slot = m->nrules + 1;
-	return m->nrules++;
+	/* (room first: an id interned is never taken back) */
+	if (GROW(m->rules, m->rules_cap, (size_t)itab_count(m->rule_keys) + 1))
+		return CFI_NO_RULE;
+	fresh = itab_intern(m->rule_keys, r, sizeof(*r), &id);
+	if (fresh < 0)
+		return CFI_NO_RULE;
+	if (fresh) {
+		memcpy(&m->rules[id], r, sizeof(*r)); /* (padding too: rules are compared whole) */
+		m->nrules = id + 1;
+	}
+	return id;
 }
 
 /* ---- tables for BPF (pcmon_sample.h, docs/stacks.md) */

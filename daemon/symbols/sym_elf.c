@@ -276,12 +276,12 @@ void smod_drop_cfi_cache(struct smod *m)
 	for (uint32_t i = 0; i < m->nrules; i++)
 		free(m->rules[i].frame);
 	free(m->rules);
-	free(m->rule_hash);
+	itab_free(m->rule_keys);
 	free(m->cfi_cache);
 	m->rules = NULL;
-	m->rule_hash = NULL;
+	m->rule_keys = NULL;
 	m->cfi_cache = NULL;
-	m->cfi_cap = m->cfi_n = m->nrules = m->rules_cap = m->rule_hcap = 0;
+	m->cfi_cap = m->cfi_n = m->nrules = m->rules_cap = 0;
 }
 
 /* The tables built from a module's Dwfl (symbols, functions, CFI): made again on next use. */

@@ -101,8 +101,7 @@ struct smod {
 	struct cfi_rule *rules;	/* ... each row once */
 	uint32_t nrules;
 	size_t rules_cap;
-	uint32_t *rule_hash;	/* rules by their contents (1 + index; 0: free) */
-	uint32_t rule_hcap;
+	struct itab *rule_keys;	/* ... their ids, by their bytes */
 	uint64_t unwinds, unwind_misses; /* frames unwound with its CFI, and without */
 	bool fdes_read, syms_read;
 	bool dw_asked;		/* libdwfl was asked for its debug info (then loaded, or not) */
