@@ -237,7 +237,6 @@ static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy)
 static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoch)
 {
 	struct cfitab_proc *e = &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
-
 	if (e->pid != pid || e->epoch != epoch)
 		*e = (struct cfitab_proc){ .pid = pid, .epoch = epoch, .gap_ns = CFITAB_GAP_NS };
 	return e;
@@ -276,8 +275,15 @@ void cfitab_list(struct cfitab *t, uint32_t pid, uint32_t epoch, bool again, uin
 
 void cfitab_exited(struct cfitab *t, uint32_t pid)
 {
-	if (t)
-		bpf_map_delete_elem(t->procs_fd, &pid);
+	struct cfitab_proc *e;
+
+	if (!t)
+		return;
+	bpf_map_delete_elem(t->procs_fd, &pid);
+	/* (its pid may come again, another process) */
+	e = &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
+	if (e->pid == pid)
+		*e = (struct cfitab_proc){ 0 };
 }
 
 void cfitab_json(const struct cfitab *t, cJSON *o)
