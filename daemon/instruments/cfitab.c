@@ -237,6 +237,7 @@ static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy)
 static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoch)
 {
 	struct cfitab_proc *e = &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
+
 	if (e->pid != pid || e->epoch != epoch)
 		*e = (struct cfitab_proc){ .pid = pid, .epoch = epoch, .gap_ns = CFITAB_GAP_NS };
 	return e;
