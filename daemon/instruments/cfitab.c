@@ -34,7 +34,7 @@
  * a row, a row for every 10-20 bytes of .eh_frame, and a compiler's 4 MB of it took the
  * engine's loop half a second, for a program that a 19 Hz target samples a few times and
  * unwinds from copies in 50 us each. A process a target watches by itself has all its
- * objects compiled.
+ * objects compiled from its second list on (list_now()).
  */
 #define CFITAB_LAZY_MAX (512u << 10)
 
@@ -243,8 +243,16 @@ static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoc
 	return e;
 }
 
-static void list_now(struct cfitab *t, struct cfitab_proc *e, bool lazy, uint64_t now)
+/*
+ * List @e now. Its big objects are compiled only once it is a target's own and was listed
+ * before (its samples kept coming copied since): compiling node's 2.7 MB of .eh_frame held
+ * the engine for half a second as the process started, while its JavaScript frames waited
+ * to be named (and a V8's or a JVM's samples are copied in any case, once it is found).
+ */
+static void list_now(struct cfitab *t, struct cfitab_proc *e, uint64_t now)
 {
+	bool lazy = !e->eager || !e->listed;
+
 	e->copied = 0;
 	e->next_ns = now + e->gap_ns;
 	e->gap_ns = MIN(2 * e->gap_ns, CFITAB_GAP_MAX_NS);
@@ -260,8 +268,8 @@ void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, bool eager, u
 		return;
 	e = proc_of(t, pid, epoch);
 	e->eager |= eager;
-	if ((++e->copied >= CFITAB_AFTER || (eager && !e->listed)) && now >= e->next_ns)
-		list_now(t, e, !e->eager, now);
+	if (++e->copied >= CFITAB_AFTER && now >= e->next_ns)
+		list_now(t, e, now);
 }
 
 void cfitab_list(struct cfitab *t, uint32_t pid, uint32_t epoch, bool again, uint64_t now)
@@ -270,7 +278,7 @@ void cfitab_list(struct cfitab *t, uint32_t pid, uint32_t epoch, bool again, uin
 
 	if (e && (!again || e->listed)) {
 		e->eager |= !again;
-		list_now(t, e, !e->eager, now);
+		list_now(t, e, now);
 	}
 }
 

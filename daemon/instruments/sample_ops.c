@@ -130,6 +130,8 @@ static bool stream(void *gp)
  * (sample_convert_python_look(), unless one of its first samples made the engine look
  * already)?
  */
+static void runtimes_look(struct sample_g *g, struct sample *sp, const struct pcmon_event *ev);
+
 static void event(void *gp, struct target *t, void *st, const struct pcmon_event *ev)
 {
 	struct sample_g *g = gp;
@@ -152,12 +154,24 @@ static void event(void *gp, struct target *t, void *st, const struct pcmon_event
 	}
 	if (ev->type != PCMON_EV_SAMPLED && ev->type != PCMON_EV_DLOPEN)
 		return;
-	/* dwarf stacks walked in BPF from the start, but on a whole machine or cgroup, where most
-	 * processes run too briefly to be worth their tables (cfitab.h) */
-	if (sp->dwarf && t->kind == TARGET_PID)
+	runtimes_look(g, sp, ev);
+	/*
+	 * Dwarf stacks walked in BPF from the start, but on a whole machine or cgroup, where most
+	 * processes run too briefly to be worth their tables (cfitab.h); after the looks above,
+	 * which the compiling would delay, and not for a V8 or a JVM, whose stacks are copied.
+	 */
+	if (!sp->dwarf || v8_is_v8(g->v8, ev->pid) ||
+	    (sp->java && hs_is_jvm(g->hs, ev->pid, ev->epoch)))
+		return;
+	if (t->kind == TARGET_PID)
 		cfitab_list(g->cfi, ev->pid, ev->epoch, false, now_ns());
-	else if (sp->dwarf && ev->type == PCMON_EV_DLOPEN)
+	else if (ev->type == PCMON_EV_DLOPEN)
 		cfitab_list(g->cfi, ev->pid, ev->epoch, true, now_ns());
+}
+
+/* Is there a runtime in the process whose frames a target reads (a JVM, a V8, a CPython)? */
+static void runtimes_look(struct sample_g *g, struct sample *sp, const struct pcmon_event *ev)
+{
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
 	if (sp->java) {
 		if (ev->type == PCMON_EV_DLOPEN)
