@@ -2,10 +2,12 @@
 /*
  * The CFI tables BPF walks --unwind dwarf stacks with (cfitab.h, bpf/sample_cfi.bpf.h).
  *
- * A process is listed for BPF once CFITAB_AFTER of its samples came copied since it was last
- * listed, at most once a second: a program that runs for a few samples (a build's compilers
- * at 19 Hz) is cheaper to unwind from its copies than to compile tables for, and one whose
- * walks keep failing (a JIT) is not listed again at every sample. A list is checked against
+ * A process a target watches by itself is listed as the target starts, or as it is first
+ * sampled (sample_ops.c); any process is listed once CFITAB_AFTER of its samples came copied
+ * since it was last listed, at most every 50 ms, the wait doubling up to 2 s: a program that
+ * runs for a few samples (a build's compilers at 19 Hz) is cheaper to unwind from its copies
+ * than to compile tables for, and one whose walks keep failing (a JIT) is not listed again
+ * at every sample. A list is checked against
  * the process's mappings read after it was written: a mapping gone in between (BPF drops the
  * list of a process that unmaps a listed mapping, but only once the list is there) takes the
  * list away again, so that no stack is walked with the table of an object not mapped there.
