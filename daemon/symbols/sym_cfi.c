@@ -274,11 +274,11 @@ static int rows_add(struct rows *t, uint64_t pc, const struct pcmon_cfi_row *row
 	return 0;
 }
 
-/* The rows of FDE [@start, @end) of @m, from its .eh_frame. */
-static int fde_rows(struct smod *m, uint64_t start, uint64_t end, struct rows *t)
+/* The rows of FDE [@start, @end) of @cfi (an object's .eh_frame, at its ELF vaddrs). */
+static int fde_rows(Dwarf_CFI *cfi, uint64_t start, uint64_t end, struct rows *t)
 {
 	static const struct pcmon_cfi_row none;
-	uint64_t a = start, delta = m->bias - m->eh_bias;
+	uint64_t a = start;
 	int err = 0;
 
 	while (a < end && !err) {
@@ -287,8 +287,8 @@ static int fde_rows(struct smod *m, uint64_t start, uint64_t end, struct rows *t
 		Dwarf_Addr rs, re;
 		struct cfi_rule r;
 
-		if (dwarf_cfi_addrframe(m->eh_cfi, a + delta, &frame) ||
-		    dwarf_frame_info(frame, &rs, &re, NULL) < 0 || re <= a + delta) {
+		if (dwarf_cfi_addrframe(cfi, a, &frame) ||
+		    dwarf_frame_info(frame, &rs, &re, NULL) < 0 || re <= a) {
 			free(frame);
 			return rows_add(t, a, &none); /* (the rest of it: the engine unwinds it) */
 		}
@@ -305,7 +305,7 @@ static int fde_rows(struct smod *m, uint64_t start, uint64_t end, struct rows *t
 		}
 		free(frame);
 		err = rows_add(t, a, &row);
-		a = MIN(re - delta, end);
+		a = MIN(re, end);
 	}
 	return err;
 }
@@ -317,6 +317,8 @@ int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, ui
 	struct rows t = { 0 };
 	struct fde_range *f;
 	uint64_t covered = 0;
+	Dwarf_CFI *cfi;
+	GElf_Addr bias;
 	size_t nf;
 	int err = 0;
 
@@ -326,8 +328,13 @@ int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, ui
 		return -ENOENT;
 	if (!m->mod && m->closed)
 		smod_open(s, m, 0, 0, 0);
-	module_cfi(m);
-	if (!m->mod || !m->eh_cfi)
+	/*
+	 * A CFI of its own, from the object's file alone, ended once the rows are made: libdw
+	 * keeps every CIE and FDE a CFI parsed (all of them, here) until it is ended, and the
+	 * module's (module_cfi()) would also read its separate debug info for .debug_frame.
+	 */
+	cfi = m->mod ? dwarf_getcfi_elf(dwfl_module_getelf(m->mod, &bias)) : NULL;
+	if (!cfi)
 		return -ENOENT;
 	m->used_ns = now_coarse_ns();
 	nf = smod_eh_fdes(m, &f);
@@ -338,12 +345,13 @@ int sym_cfi_table(struct sym *s, uint32_t module, struct pcmon_cfi_row **out, ui
 			err = -E2BIG;
 			break;
 		}
-		err = fde_rows(m, f[i].start, f[i].end, &t);
+		err = fde_rows(cfi, f[i].start, f[i].end, &t);
 		if (!err)
 			err = rows_add(&t, f[i].end, &none);
 		covered = f[i].end;
 	}
 	free(f);
+	dwarf_cfi_end(cfi);
 	if (!err && !t.n)
 		err = -ENOENT;
 	if (err) {
