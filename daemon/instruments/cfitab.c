@@ -270,7 +270,7 @@ void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, bool eager, u
 		return;
 	e = proc_of(t, pid, epoch);
 	e->eager |= eager;
-	if (++e->copied >= CFITAB_AFTER && now >= e->next_ns)
+	if ((++e->copied >= CFITAB_AFTER || (eager && !e->listed)) && now >= e->next_ns)
 		list_now(t, e, now);
 }
 

@@ -24,8 +24,8 @@ struct cfitab *cfitab_new(struct sampler *smp, struct sym *sym, uint64_t budget)
 void cfitab_free(struct cfitab *t);
 
 /* A sample of process @pid (image @epoch) came copied, at @now_ns: list its mappings anew
- * once enough of them did (at most every 50 ms a process, doubling up to 2 s; @eager: a
- * target watches it by itself, and its big objects are compiled too). */
+ * once enough of them did (at most every 50 ms a process, doubling up to 2 s), or at its
+ * first (@eager: a target watches it by itself, and its big objects are compiled too). */
 void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, bool eager, uint64_t now_ns);
 /* ... or list it now: a process a target watches by itself, first sampled (its samples are
  * not left to fill the ring with copies first), or (@again) one listed before that mapped

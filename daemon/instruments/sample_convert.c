@@ -511,12 +511,23 @@ static const __u64 *js_from_copy(struct sample_g *g, const struct pcmon_dsample 
 	return buf;
 }
 
-/* Is @k's target one that watches a process by itself (--pid, or a command it launched)? */
-static bool pid_target(struct sample_g *g, const struct pcmon_key *k)
+/*
+ * A sample of @k's process came copied: count it towards the process's CFI tables (cfitab.h),
+ * unless it is a V8's (its stacks are copied whatever the tables). A process a target watches
+ * by itself (--pid, or a command it launched) is listed at its first copy, after a look for
+ * its V8 made at once: the event of its first sample is handled after the records streamed
+ * with it, and a launched program's first copies flooded the ring until then (66 KiB each,
+ * bigframe at 10 kHz: 25 lost).
+ */
+static void copied(struct sample_g *g, const struct pcmon_key *k, uint64_t now)
 {
 	const struct target *t = target_of(g, k->target);
+	bool own = t && t->kind == TARGET_PID;
 
-	return t && t->kind == TARGET_PID;
+	if (own && sample_of(t)->python && v8_first_look(g->v8, k->pid, k->epoch))
+		sample_convert_js_look(g, k->pid, k->epoch);
+	if (!v8_is_v8(g->v8, k->pid))
+		cfitab_copied(g->cfi, k->pid, k->epoch, own, now);
 }
 
 /*
@@ -565,9 +576,8 @@ struct agg_stack *sample_convert_dwarf(struct sample_g *g, const struct pcmon_ds
 		nu = unw_walk_bp(g->env.sym, d->h.key.pid, d->h.key.epoch, d->regs, d->start_stack,
 				 d->stack, d->ulen, g->upcs, g->ubps, depth, &end);
 		/* a sample BPF could not walk with tables: list the process's (cfitab.h) */
-		if (d->h.type == PCMON_DS_SAMPLE && !v8_is_v8(g->v8, d->h.key.pid))
-			cfitab_copied(g->cfi, d->h.key.pid, d->h.key.epoch, pid_target(g, &d->h.key),
-				      t0);
+		if (d->h.type == PCMON_DS_SAMPLE)
+			copied(g, &d->h.key, t0);
 		rtw = js_from_copy(g, d, nu, jsw, &nrt);
 		/* a JVM not readable yet whose walk stopped short (in its JIT code): flagged */
 		if (end != UNW_END_ROOT && walks_java(g, &d->h.key) &&
