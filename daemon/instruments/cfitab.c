@@ -20,6 +20,7 @@
 
 #include "cfitab.h"
 #include "pcmon_sample.h"
+#include "procmaps.h"
 #include "sampler.h"
 #include "sym.h"
 #include "util.h"
@@ -46,6 +47,7 @@ struct cfitab_proc {
 	uint64_t next_ns;		/* when it may be listed again */
 	uint64_t gap_ns;		/* ... after the next list */
 	bool listed;
+	bool reread;		/* its last list was dropped: read its map again for the next */
 	bool eager;		/* a target watches it by itself: every object compiled */
 };
 
@@ -183,57 +185,71 @@ struct list_ctx {
 	struct cfitab *t;
 	bool lazy;		/* listed for its copies: big objects are not compiled */
 	struct pcmon_cfi_proc p;
-	bool check, same;	/* checking a list against a new read: every mapping found */
-	uint32_t found;
+	uint64_t pgoff[PCMON_CFI_MAPS];	/* each listed mapping's file offset */
+	uint32_t found;		/* ... of them found again (check_map()) */
 };
 
-static void list_map(void *ctx, uint64_t start, uint64_t end, uint64_t bias, uint32_t module)
+static void list_map(void *ctx, uint64_t start, uint64_t end, uint64_t pgoff, uint64_t bias,
+		     uint32_t module)
 {
 	struct list_ctx *c = ctx;
-	uint32_t slot;
+	uint32_t slot = table_of(c->t, module, c->lazy);
 
-	if (c->check) {
-		for (uint32_t i = 0; i < c->p.n; i++)
-			if (c->p.m[i].start == start && c->p.m[i].end == end &&
-			    c->p.m[i].bias == bias && module < c->t->cap_slot_of &&
-			    c->t->slot_of[module] == c->p.m[i].table)
-				c->found++;
-		return;
-	}
-	slot = table_of(c->t, module, c->lazy);
 	if (!slot || c->p.n >= PCMON_CFI_MAPS)
 		return;
+	c->pgoff[c->p.n] = pgoff;
 	c->p.m[c->p.n++] = (struct pcmon_cfi_map){ .start = start, .end = end, .bias = bias,
 						    .table = slot,
 						    .nrows = c->t->nrows[slot] };
 }
 
-static int map_cmp(const void *a, const void *b)
+/* A code mapping the process has now: one of those listed? */
+static int check_map(void *ctx, struct procmaps_vma *v)
 {
-	const struct pcmon_cfi_map *x = a, *y = b;
+	struct list_ctx *c = ctx;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	for (uint32_t i = 0; i < c->p.n; i++)
+		c->found += c->p.m[i].start == v->start && c->p.m[i].end == v->end &&
+			    c->pgoff[i] == v->pgoff;
+	return 0;
 }
 
-/* List @pid's mappings with a table for BPF, and check them against a read made after. */
-static void list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy)
+/*
+ * List @pid's mappings with a table for BPF, from its map as the symbolizer last read it
+ * (@reread: read again first), and check the list against the code it maps after the list
+ * was written (PROCMAP_QUERY: a few questions, not the whole map read). false: dropped.
+ */
+static bool list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy, bool reread)
 {
 	struct list_ctx c = { .t = t, .lazy = lazy, .p = { .epoch = epoch } };
+	int r;
 
-	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || !c.p.n) {
+	if (sym_code_maps(t->sym, pid, epoch, reread, list_map, &c) || !c.p.n) {
 		pr_debug("pid %u: no mapping with a CFI table to list", pid);
-		return;
+		return true;
 	}
-	qsort(c.p.m, c.p.n, sizeof(c.p.m[0]), map_cmp);
+	/* (sorted by start, their file offsets with them) */
+	for (uint32_t i = 1; i < c.p.n; i++)
+		for (uint32_t k = i; k > 0 && c.p.m[k - 1].start > c.p.m[k].start; k--) {
+			struct pcmon_cfi_map m = c.p.m[k];
+			uint64_t o = c.pgoff[k];
+
+			c.p.m[k] = c.p.m[k - 1];
+			c.pgoff[k] = c.pgoff[k - 1];
+			c.p.m[k - 1] = m;
+			c.pgoff[k - 1] = o;
+		}
 	if (bpf_map_update_elem(t->procs_fd, &pid, &c.p, BPF_ANY))
-		return;
+		return true;
 	t->lists++;
-	pr_debug("pid %u: %u mappings with CFI tables listed for BPF", pid, c.p.n);
-	c.check = true;
-	if (sym_code_maps(t->sym, pid, epoch, true, list_map, &c) || c.found != c.p.n) {
-		bpf_map_delete_elem(t->procs_fd, &pid);
-		t->lists_dropped++;
+	r = procmaps_walk(pid, PROCMAPS_EXEC_FILES, check_map, &c);
+	if (!r && c.found == c.p.n) {
+		pr_debug("pid %u: %u mappings with CFI tables listed for BPF", pid, c.p.n);
+		return true;
 	}
+	bpf_map_delete_elem(t->procs_fd, &pid);
+	t->lists_dropped++;
+	return false;
 }
 
 static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoch)
@@ -259,7 +275,8 @@ static void list_now(struct cfitab *t, struct cfitab_proc *e, uint64_t now)
 	e->next_ns = now + e->gap_ns;
 	e->gap_ns = MIN(2 * e->gap_ns, CFITAB_GAP_MAX_NS);
 	e->listed = true;
-	list_proc(t, e->pid, e->epoch, lazy);
+	/* (a list dropped for a mapping gone: the next one reads the map again) */
+	e->reread = !list_proc(t, e->pid, e->epoch, lazy, e->reread);
 }
 
 void cfitab_copied(struct cfitab *t, uint32_t pid, uint32_t epoch, bool eager, uint64_t now)

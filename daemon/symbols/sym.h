@@ -178,11 +178,11 @@ void cfi_bpf_row(const struct cfi_rule *r, struct pcmon_cfi_row *row);
 
 /*
  * The executable mappings of objects in process @pid (image @epoch), as last read (@reread:
- * read again now): @cb gets each one's addresses, the bias that turns them into its object's
- * vaddrs (vaddr = address - bias) and its module. -ESRCH if the process has left the image.
+ * read again now): @cb gets each one's addresses, file offset, the bias that turns them into
+ * its object's vaddrs (vaddr = address - bias) and its module. -ESRCH if the process has left the image.
  */
-typedef void (*sym_code_cb)(void *ctx, uint64_t start, uint64_t end, uint64_t bias,
-			    uint32_t module);
+typedef void (*sym_code_cb)(void *ctx, uint64_t start, uint64_t end, uint64_t pgoff,
+			    uint64_t bias, uint32_t module);
 int sym_code_maps(struct sym *s, uint32_t pid, uint32_t epoch, bool reread, sym_code_cb cb,
 		  void *ctx);
 

@@ -553,7 +553,7 @@ int sym_code_maps(struct sym *s, uint32_t pid, uint32_t epoch, bool reread, sym_
 			smod_open(s, m, pid, g->start, g->end);
 		if (!m->mod || !smod_vaddr(m, g->pgoff, &v))
 			continue;
-		cb(ctx, g->start, g->end, g->start - v, g->module);
+		cb(ctx, g->start, g->end, g->pgoff, g->start - v, g->module);
 	}
 	return 0;
 }
