@@ -203,12 +203,12 @@ static void list_map(void *ctx, uint64_t start, uint64_t end, uint64_t pgoff, ui
 						    .nrows = c->t->nrows[slot] };
 }
 
-/* A code mapping the process has now: one of those listed? */
+/* A mapping the process has now: one of those listed? */
 static int check_map(void *ctx, struct procmaps_vma *v)
 {
 	struct list_ctx *c = ctx;
 
-	for (uint32_t i = 0; i < c->p.n; i++)
+	for (uint32_t i = 0; i < c->p.n && v->exec; i++)
 		c->found += c->p.m[i].start == v->start && c->p.m[i].end == v->end &&
 			    c->pgoff[i] == v->pgoff;
 	return 0;
@@ -242,7 +242,8 @@ static bool list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy,
 	if (bpf_map_update_elem(t->procs_fd, &pid, &c.p, BPF_ANY))
 		return true;
 	t->lists++;
-	r = procmaps_walk(pid, PROCMAPS_EXEC_FILES, check_map, &c);
+	/* (every mapping: the vDSO, listed too, is not a file's) */
+	r = procmaps_walk(pid, 0, check_map, &c);
 	if (!r && c.found == c.p.n) {
 		pr_debug("pid %u: %u mappings with CFI tables listed for BPF", pid, c.p.n);
 		return true;
