@@ -202,7 +202,8 @@ def test_a_name_that_matches_nothing_is_said_with_those_near():
                             sock="/nonexistent/pcmond.sock")
     assert "when_unseen" not in listing["summary"], listing["summary"]
     # count: in a running process, the error; for a command, the table's line
-    spin = subprocess.Popen([workload("spinner"), "10"], stdout=subprocess.PIPE)
+    # (until killed: an engine started on a loaded machine took longer than 10 s to look)
+    spin = subprocess.Popen([workload("spinner"), "120"], stdout=subprocess.PIPE)
     try:
         spin.stdout.readline()
         r = pcmon("count", "spinner.spin_her", "--pid", spin.pid, "--duration", 0.3,
