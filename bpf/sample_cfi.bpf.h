@@ -212,6 +212,22 @@ int cfi_mremap(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
+/*
+ * A process's list goes with it, in the kernel (the engine hears of an exit later, or not at
+ * all when its event is lost): its pid may come again, for another process, which starts as
+ * image 0 like every process forked. (A main thread that exits before the others takes the
+ * list with it: the rest are copied until the engine lists them again.)
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(cfi_exit, struct task_struct *task)
+{
+	__u32 pid = task->tgid;
+
+	if (task->pid == task->tgid)
+		bpf_map_delete_elem(&cfiprocs, &pid);
+	return 0;
+}
+
 #define PCMON_MAP_FIXED 0x10
 
 SEC("tracepoint/syscalls/sys_enter_mmap")

@@ -149,7 +149,7 @@ static uint32_t table_of(struct cfitab *t, uint32_t module, bool lazy)
 	t0 = now_ns();
 	r = sym_cfi_table(t->sym, module, &rows, &n);
 	t->compile_ns += now_ns() - t0;
-	bytes = (uint64_t)n * sizeof(*rows);
+	bytes = (uint64_t)n * ((sizeof(*rows) + 7) & ~7ul); /* (an array's elements: 8-byte units) */
 	if (r || t->bytes + bytes > t->budget) {
 		if (!r)
 			t->over_budget++;

@@ -523,7 +523,11 @@ static void copied(struct sample_g *g, const struct pcmon_key *k, uint64_t now)
 {
 	const struct target *t = target_of(g, k->target);
 	bool own = t && t->kind == TARGET_PID;
+	uint32_t live;
 
+	/* (a record of an image the process has left since: its list would be the old one's) */
+	if (!procs_proc_epoch(g->env.procs, k->pid, &live) && live != k->epoch)
+		return;
 	if (own && sample_of(t)->python && v8_first_look(g->v8, k->pid, k->epoch))
 		sample_convert_js_look(g, k->pid, k->epoch);
 	if (!v8_is_v8(g->v8, k->pid))

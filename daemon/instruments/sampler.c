@@ -54,7 +54,7 @@ struct sampler {
 	struct period_set periods[MAX_PERIODS];
 	struct bpf_link *switch_link;
 	struct bpf_link *sys_exit_link;	/* lazy stacks of blocked threads (sample.bpf.c) */
-	struct bpf_link *cfi_links[3];	/* unmapping drops a process's CFI list (sample_cfi.bpf.h) */
+	struct bpf_link *cfi_links[4];	/* unmapping, exits drop a process's CFI list (sample_cfi.bpf.h) */
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct dsring *dsr;		/* the dwarf records' ring, read by a thread of its own */
@@ -298,7 +298,7 @@ int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *v
 int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
 {
 	struct bpf_program *progs[] = { s->skel->progs.cfi_munmap, s->skel->progs.cfi_mremap,
-					s->skel->progs.cfi_mmap };
+					s->skel->progs.cfi_mmap, s->skel->progs.cfi_exit };
 
 	*tables = bpf_map__fd(s->skel->maps.cfitabs);
 	*procs = bpf_map__fd(s->skel->maps.cfiprocs);
@@ -432,6 +432,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.cfi_munmap, false);
 	bpf_program__set_autoattach(skel->progs.cfi_mremap, false);
 	bpf_program__set_autoattach(skel->progs.cfi_mmap, false);
+	bpf_program__set_autoattach(skel->progs.cfi_exit, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -902,6 +903,8 @@ void sampler_programs_json(struct sampler *s, cJSON *arr)
 			attached = s->cfi_links[1] != NULL;
 		if (p == s->skel->progs.cfi_mmap)
 			attached = s->cfi_links[2] != NULL;
+		if (p == s->skel->progs.cfi_exit)
+			attached = s->cfi_links[3] != NULL;
 		if (p == s->skel->progs.dump_offcpu)
 			attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {
