@@ -198,17 +198,89 @@ static __always_inline void cfi_unmapped(__u64 addr, __u64 len)
 	}
 }
 
+/*
+ * An unmapping in flight, by thread: its range is dropped again as the call returns, for a
+ * list written between the call's entry and its end (the engine's check after writing may
+ * have run before the unmapping did).
+ */
+struct cfi_range {
+	__u64 addr, len;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tid */
+	__type(value, struct cfi_range);
+} cfi_unmaps SEC(".maps");
+
+static __always_inline void cfi_enter(__u64 addr, __u64 len)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cfi_range r = { addr, len };
+
+	cfi_unmapped(addr, len);
+	bpf_map_update_elem(&cfi_unmaps, &tid, &r, BPF_ANY);
+}
+
+static __always_inline void cfi_exit_call(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct cfi_range *r = bpf_map_lookup_elem(&cfi_unmaps, &tid);
+
+	if (!r)
+		return;
+	cfi_unmapped(r->addr, r->len);
+	bpf_map_delete_elem(&cfi_unmaps, &tid);
+}
+
 SEC("tracepoint/syscalls/sys_enter_munmap")
 int cfi_munmap(struct trace_event_raw_sys_enter *ctx)
 {
-	cfi_unmapped(ctx->args[0], ctx->args[1]);
+	cfi_enter(ctx->args[0], ctx->args[1]);
 	return 0;
 }
 
+#define PCMON_MREMAP_FIXED 2
+
+/* the old range goes; with MREMAP_FIXED, whatever was at the new one too */
 SEC("tracepoint/syscalls/sys_enter_mremap")
 int cfi_mremap(struct trace_event_raw_sys_enter *ctx)
 {
-	cfi_unmapped(ctx->args[0], ctx->args[1]);
+	if (ctx->args[3] & PCMON_MREMAP_FIXED)
+		cfi_unmapped(ctx->args[4], ctx->args[2]);
+	cfi_enter(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+#define PCMON_MAP_FIXED 0x10
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int cfi_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	if (ctx->args[3] & PCMON_MAP_FIXED)
+		cfi_enter(ctx->args[0], ctx->args[1]);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_munmap")
+int cfi_munmap_ret(void *ctx)
+{
+	cfi_exit_call();
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_mremap")
+int cfi_mremap_ret(void *ctx)
+{
+	cfi_exit_call();
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int cfi_mmap_ret(void *ctx)
+{
+	cfi_exit_call();
 	return 0;
 }
 
@@ -225,16 +297,6 @@ int BPF_PROG(cfi_exit, struct task_struct *task)
 
 	if (task->pid == task->tgid)
 		bpf_map_delete_elem(&cfiprocs, &pid);
-	return 0;
-}
-
-#define PCMON_MAP_FIXED 0x10
-
-SEC("tracepoint/syscalls/sys_enter_mmap")
-int cfi_mmap(struct trace_event_raw_sys_enter *ctx)
-{
-	if (ctx->args[3] & PCMON_MAP_FIXED)
-		cfi_unmapped(ctx->args[0], ctx->args[1]);
 	return 0;
 }
 

@@ -54,7 +54,8 @@ struct sampler {
 	struct period_set periods[MAX_PERIODS];
 	struct bpf_link *switch_link;
 	struct bpf_link *sys_exit_link;	/* lazy stacks of blocked threads (sample.bpf.c) */
-	struct bpf_link *cfi_links[4];	/* unmapping, exits drop a process's CFI list (sample_cfi.bpf.h) */
+	/* unmapping (as it starts and as it ends), exits drop a process's CFI list */
+	struct bpf_link *cfi_links[7];
 	int offcpu_refs;
 	bool use_tp_btf;
 	struct dsring *dsr;		/* the dwarf records' ring, read by a thread of its own */
@@ -295,17 +296,26 @@ int sampler_js_set(struct sampler *s, uint32_t pid, const struct pcmon_v8proc *v
 	return bpf_map_update_elem(fd, &pid, vp, BPF_ANY) ? -errno : 0;
 }
 
-int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
+/* The programs that drop CFI lists (sample_cfi.bpf.h): s->cfi_links[@i]'s. */
+static struct bpf_program *cfi_prog(const struct sampler *s, size_t i)
 {
 	struct bpf_program *progs[] = { s->skel->progs.cfi_munmap, s->skel->progs.cfi_mremap,
-					s->skel->progs.cfi_mmap, s->skel->progs.cfi_exit };
+					s->skel->progs.cfi_mmap, s->skel->progs.cfi_exit,
+					s->skel->progs.cfi_munmap_ret, s->skel->progs.cfi_mremap_ret,
+					s->skel->progs.cfi_mmap_ret };
 
+	_Static_assert(ARRAY_SIZE(progs) == ARRAY_SIZE(s->cfi_links), "a link a program");
+	return progs[i];
+}
+
+int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
+{
 	*tables = bpf_map__fd(s->skel->maps.cfitabs);
 	*procs = bpf_map__fd(s->skel->maps.cfiprocs);
-	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(s->cfi_links); i++) {
 		if (s->cfi_links[i])
 			continue;
-		s->cfi_links[i] = bpf_program__attach(progs[i]);
+		s->cfi_links[i] = bpf_program__attach(cfi_prog(s, i));
 		if (!s->cfi_links[i]) {
 			int r = -errno;
 
@@ -433,6 +443,9 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.cfi_mremap, false);
 	bpf_program__set_autoattach(skel->progs.cfi_mmap, false);
 	bpf_program__set_autoattach(skel->progs.cfi_exit, false);
+	bpf_program__set_autoattach(skel->progs.cfi_munmap_ret, false);
+	bpf_program__set_autoattach(skel->progs.cfi_mremap_ret, false);
+	bpf_program__set_autoattach(skel->progs.cfi_mmap_ret, false);
 
 	r = sample_bpf__load(skel);
 	if (r) {
@@ -897,14 +910,9 @@ void sampler_programs_json(struct sampler *s, cJSON *arr)
 			attached = s->switch_link && !s->use_tp_btf;
 		if (p == s->skel->progs.on_sys_exit)
 			attached = s->sys_exit_link != NULL;
-		if (p == s->skel->progs.cfi_munmap)
-			attached = s->cfi_links[0] != NULL;
-		if (p == s->skel->progs.cfi_mremap)
-			attached = s->cfi_links[1] != NULL;
-		if (p == s->skel->progs.cfi_mmap)
-			attached = s->cfi_links[2] != NULL;
-		if (p == s->skel->progs.cfi_exit)
-			attached = s->cfi_links[3] != NULL;
+		for (size_t i = 0; i < ARRAY_SIZE(s->cfi_links); i++)
+			if (p == cfi_prog(s, i))
+				attached = s->cfi_links[i] != NULL;
 		if (p == s->skel->progs.dump_offcpu)
 			attached = false; /* run on demand */
 		if (p == s->skel->progs.crit_begin || p == s->skel->progs.crit_end) {
