@@ -856,7 +856,7 @@ void fmt_status(FILE *f, const cJSON *rep)
 			num(it, "objects_over_budget"), num(it, "objects_without"),
 			num(it, "compile_ms_total"), num(it, "process_lists"));
 	else if (it)
-		fprintf(f, "CFI tables: none (pcmond --cfi-tables 0): every dwarf stack is copied\n");
+		fprintf(f, "CFI tables: none (pcmond --cfi-tables MiB walks dwarf stacks in BPF): every dwarf stack is copied\n");
 	/* (docs/node.md) */
 	fprintf(f, "JavaScript: %.0f frames named, %.0f not (flagged js), %.0f V8 processes read\n",
 		num(rep, "js_frames_named"), num(rep, "js_frames_unnamed"), num(rep, "js_processes"));

@@ -22,7 +22,7 @@ struct engine_opts {
 	const char *cache_dir;	/* downloaded debug info goes under it (NULL: the current dir) */
 	uint32_t object_idle_s;	/* objects unused this long are let go (0: 60) */
 	uint64_t object_memory;	/* ... and more while the heap, less results and names, holds more (0: 64 MiB) */
-	int64_t cfi_tables;	/* bytes of CFI tables BPF may hold (0: 32 MiB; < 0: none) */
+	uint64_t cfi_tables;	/* bytes of CFI tables BPF may hold (0: none, stacks copied) */
 };
 
 #endif

@@ -17,8 +17,6 @@ struct cfitab;
 struct sampler;
 struct sym;
 
-#define CFITAB_DEFAULT_BYTES (32ull << 20)
-
 /* Tables of at most @budget bytes of rows; NULL when out of memory. */
 struct cfitab *cfitab_new(struct sampler *smp, struct sym *sym, uint64_t budget);
 void cfitab_free(struct cfitab *t);

@@ -63,10 +63,8 @@ static int open_g(struct inst_env *env, void **gp, char *err, size_t errlen)
 		return r;
 	}
 	sampler_py_hook(g->smp, sample_convert_python_early, g);
-	if (env->opts->cfi_tables >= 0) {
-		g->cfi = cfitab_new(g->smp, env->sym,
-				    env->opts->cfi_tables ? (uint64_t)env->opts->cfi_tables :
-							    CFITAB_DEFAULT_BYTES);
+	if (env->opts->cfi_tables) {
+		g->cfi = cfitab_new(g->smp, env->sym, env->opts->cfi_tables);
 		if (!g->cfi)
 			pr_warn("dwarf stacks are unwound from their copies alone (no CFI tables)");
 	}
