@@ -253,9 +253,15 @@ static bool list_proc(struct cfitab *t, uint32_t pid, uint32_t epoch, bool lazy,
 	return false;
 }
 
+/* Where process @pid is remembered (direct-mapped: another pid may have it). */
+static struct cfitab_proc *slot_of_pid(struct cfitab *t, uint32_t pid)
+{
+	return &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
+}
+
 static struct cfitab_proc *proc_of(struct cfitab *t, uint32_t pid, uint32_t epoch)
 {
-	struct cfitab_proc *e = &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
+	struct cfitab_proc *e = slot_of_pid(t, pid);
 
 	if (e->pid != pid || e->epoch != epoch)
 		*e = (struct cfitab_proc){ .pid = pid, .epoch = epoch, .gap_ns = CFITAB_GAP_NS };
@@ -310,7 +316,7 @@ void cfitab_exited(struct cfitab *t, uint32_t pid)
 		return;
 	bpf_map_delete_elem(t->procs_fd, &pid);
 	/* (its pid may come again, another process) */
-	e = &t->procs[(pid * 2654435761u) % CFITAB_PROCS];
+	e = slot_of_pid(t, pid);
 	if (e->pid == pid)
 		*e = (struct cfitab_proc){ 0 };
 }

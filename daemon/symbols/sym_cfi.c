@@ -502,25 +502,13 @@ uint32_t sym_debuginfo_arrived(struct sym *s, const unsigned char *bid, size_t l
 uint64_t sym_eh_frame_bytes(struct sym *s, uint32_t module)
 {
 	struct smod *m = module < s->nmods && module != SYM_MOD_KERNEL ? &s->mods[module] : NULL;
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
 	GElf_Addr bias;
 	GElf_Shdr sh;
-	Elf *elf;
 
 	if (m && !m->mod && m->closed)
 		smod_open(s, m, 0, 0, 0);
-	elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-		    !strcmp(n, ".eh_frame"))
-			return sh.sh_size;
-	}
-	return 0;
+	return m && m->mod && elf_section_named(dwfl_module_getelf(m->mod, &bias), ".eh_frame", &sh)
+		       ? sh.sh_size : 0;
 }
 
 /* ---- the code a process maps, for BPF's tables */

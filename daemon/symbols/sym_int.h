@@ -231,6 +231,8 @@ bool smod_vaddr(const struct smod *m, uint64_t off, uint64_t *vaddr);
 void smod_drop_cfi_cache(struct smod *m);
 void smod_read_fdes(struct smod *m);
 size_t smod_eh_fdes(struct smod *m, struct fde_range **out);
+/* @elf's section named @name, with contents (*@sh its header); NULL if none. */
+Elf_Scn *elf_section_named(Elf *elf, const char *name, GElf_Shdr *sh);
 void smod_drop_tables(struct smod *m);
 struct smod *smod_use(struct sym *s, uint32_t pid, const struct region *r);
 int smod_string(const struct smod *m, uint64_t vaddr, char *buf, size_t len);

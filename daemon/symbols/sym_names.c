@@ -124,31 +124,39 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, unsigned asize)
  * addresses become ELF vaddrs of @m by adding @adj. .eh_frame initial locations are
  * usually pc-relative (DW_EH_PE_pcrel | sdata4); .debug_frame ones absolute.
  */
+Elf_Scn *elf_section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	const char *n;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, sh) && sh->sh_type != SHT_NOBITS &&
+		    (n = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(n, name))
+			return scn;
+	return NULL;
+}
+
 static void read_fdes_of(struct fde_range **fdes, size_t *nfdes, Elf *elf, const char *name,
 			 bool eh, int64_t adj, size_t *cap)
 {
 	struct { Dwarf_Off off; int enc; } cies[32];
-	size_t ncies = 0, shstrndx;
+	size_t ncies = 0;
 	const unsigned char *ident;
 	unsigned asize;
-	Elf_Scn *scn = NULL;
+	Elf_Scn *scn;
 	GElf_Shdr sh;
-	Elf_Data *d = NULL;
+	Elf_Data *d;
 	Dwarf_Off off = 0, next;
 
 	ident = elf ? (const unsigned char *)elf_getident(elf, NULL) : NULL;
-	if (!ident || ident[EI_DATA] != ELFDATA2LSB || elf_getshdrstrndx(elf, &shstrndx))
+	if (!ident || ident[EI_DATA] != ELFDATA2LSB)
 		return; /* pcmon's architectures are little-endian; eh_value reads only that */
 	asize = ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
-		    (n = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(n, name)) {
-			d = elf_getdata(scn, NULL);
-			break;
-		}
-	}
+	scn = elf_section_named(elf, name, &sh);
+	d = scn ? elf_getdata(scn, NULL) : NULL;
 	if (!d || !d->d_buf)
 		return;
 	for (; off < d->d_size; off = next) {
