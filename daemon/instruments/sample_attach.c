@@ -165,8 +165,13 @@ int sample_attach_target(void *gp, struct target *t, void *st, cJSON **rep)
 	}
 	sp->holds_period = true;
 	g->first_drain = true;
-	/* (a dwarf target's stacks that BPF walks with CFI tables come by it too) */
-	r = !sp->dwarf || sp->real || g->cfi ? sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
+	/*
+	 * (a dwarf target's stacks that BPF walks with CFI tables come by it too, and so do the
+	 * kernel frames of a kernel thread: it has no user stack to copy, so its samples are
+	 * counted in BPF whatever --unwind says)
+	 */
+	r = !sp->dwarf || sp->real || sp->kernel || g->cfi ?
+		    sampler_stacks_get(g->smp, err, sizeof(err)) : 0;
 	if (r) {
 		*rep = proto_error(1, "%s", err);
 		release(g, sp);

@@ -875,8 +875,8 @@ int sampler_stacks_fd(struct sampler *s)
 
 /*
  * The stacks ring is mapped when a target first needs it: frame-pointer stacks and REAL
- * time's intervals go through it, the on-CPU samples of --unwind dwarf and auto (the
- * default) never do. Once mapped its pages are resident in pcmond: 8 MB a system-wide
+ * time's intervals go through it, and so do a kernel thread's kernel frames under --kernel;
+ * the other on-CPU samples of --unwind dwarf and auto (the default) do not. Once mapped its pages are resident in pcmond: 8 MB a system-wide
  * target with the default unwinding need not pay. Records BPF sent before are read then.
  */
 int sampler_stacks_get(struct sampler *s, char *err, size_t errlen)
