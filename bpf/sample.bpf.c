@@ -95,6 +95,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.flags = marks_pending(p);
 	key.cgroup = bpf_get_current_cgroup_id();
 	key.tset = tail_set(bpf_get_current_task_btf(), p->target);
+	key.slice = slice_stamp(cfg->slice_ns);
 	if (is_jvm(key.pid, key.epoch) ||
 	    ((cfg->flags & PCMON_TF_DWARF) && !cfi_walk(bpf_get_current_task_btf(), &key, &sc->urec.st))) {
 		if (gs && (cfg->flags & PCMON_TF_DWARF))

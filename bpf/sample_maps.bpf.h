@@ -33,6 +33,11 @@ __u32 woken[2];		/* the engine was asked to drain the pair (wake_drain) */
 __u32 lazy_stacks;	/* enum pcmon_settle: blocked threads' stacks may wait for it */
 __u32 real_on;		/* the switch program is attached: some target samples REAL */
 __u32 sections_on;	/* critical-section probes are attached somewhere */
+/*
+ * CLOCK_TAI less the wall clock (whole seconds, 0 where nothing set the kernel's TAI
+ * offset), kept by the engine: BPF reads TAI, the wall clock with it (slice_stamp()).
+ */
+__s64 tai_off_ns;
 
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
 #define COUNTS_MAP(name)                                                                   \
@@ -336,6 +341,16 @@ static __always_inline bool emit_stack(struct pcmon_srec *r, __u32 g)
 	return !bpf_ringbuf_output(&stackring, r,
 				   offsetof(struct pcmon_srec, st.ip) + len * sizeof(__u64),
 				   ring_flags_py(&stackring, python));
+}
+
+/*
+ * The time slice a sample taken now belongs to (pcmon_key.slice), its target's slices
+ * @slice_ns long: their number since the epoch by the wall clock (0 without slices: BPF's
+ * division by zero is 0).
+ */
+static __always_inline __u64 slice_stamp(__u64 slice_ns)
+{
+	return (bpf_ktime_get_tai_ns() - tai_off_ns) / slice_ns;
 }
 
 /*

@@ -294,6 +294,7 @@ static __always_inline void charge(struct pcmon_offcpu *o, __u64 ns)
 	struct pcmon_key key;
 	__u64 owed;
 
+	o->key.slice = slice_stamp(o->slice_ns);
 	if (ns)
 		record_current(&o->key, &o->urec, &o->krec, ns);
 	owed = take_owed(o, &key);
@@ -583,6 +584,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->ts = switch_time(now);
 	o->lazy = PCMON_LAZY_NO;
 	o->period_ns = cfg->period_ns;
+	o->slice_ns = cfg->slice_ns;
 	left = bpf_map_lookup_elem(&left_map, &(__u32){ 0 });
 	if (left) {
 		left->ts = o->ts;

@@ -32,6 +32,7 @@ struct pcmon_tcfg {
 	__u32 flags;
 	__u32 owner;	 /* uid of the target's owner; 0 (root) may watch anything */
 	__u64 period_ns; /* cpu-clock period this target samples at */
+	__u64 slice_ns;	 /* length of its shortest time slices (pcmon_key.slice), 0: none */
 };
 
 /*

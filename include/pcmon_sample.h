@@ -78,6 +78,12 @@ struct pcmon_key {
 	 * charge a process moved to another cgroup all its samples in the last one.
 	 */
 	__u64 cgroup;
+	/*
+	 * The time slice the sample was taken in: the number of whole slices (its target's
+	 * shortest, pcmon_tcfg.slice_ns) since the epoch by the wall clock, so that a count is
+	 * charged to its slice however late it is read (slice_stamp()).
+	 */
+	__u64 slice;
 };
 
 /* A thread's name, and its process's, as its latest sample found them (tnames, by tid). */
@@ -233,6 +239,7 @@ struct pcmon_offcpu {
 	__u64 owed_on;		/* timer ticks that fired while it ran, delivered after it left */
 	__u64 pending_ns;	/* charged, waiting for the stack at the system call's return */
 	__u64 mm;		/* PCMON_LAZY_PEER: the address space it is read through */
+	__u64 slice_ns;		/* its target's slices' (pcmon_tcfg), to stamp what is charged */
 	struct pcmon_key key;	/* ustack/kstack are the keys of the frames below */
 	struct pcmon_srec urec;
 	struct pcmon_srec krec;

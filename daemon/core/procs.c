@@ -258,12 +258,9 @@ void procs_programs_json(struct procs *p, cJSON *arr)
 
 /* ---- targets */
 
-int procs_target_set(struct procs *p, uint32_t id, uint32_t flags, uint64_t period_ns,
-		     uint32_t owner)
+int procs_target_set(struct procs *p, uint32_t id, const struct pcmon_tcfg *cfg)
 {
-	struct pcmon_tcfg cfg = { .flags = flags, .owner = owner, .period_ns = period_ns };
-
-	if (bpf_map__update_elem(p->skel->maps.tcfg, &id, sizeof(id), &cfg, sizeof(cfg), 0))
+	if (bpf_map__update_elem(p->skel->maps.tcfg, &id, sizeof(id), cfg, sizeof(*cfg), 0))
 		return -errno;
 	return 0;
 }
@@ -321,7 +318,7 @@ void procs_target_clear(struct procs *p, uint32_t id)
 	void *keys;
 	size_t n;
 
-	procs_target_set(p, id, 0, 0, 0);
+	procs_target_set(p, id, &(struct pcmon_tcfg){ 0 });
 	if (zero) {
 		bpf_map__update_elem(p->skel->maps.tstat, &id, sizeof(id), zero,
 				     p->ncpus * sizeof(*zero), 0);

@@ -42,8 +42,7 @@ int procs_probe_events_fd(struct procs *p);
 int procs_probe_files_fd(struct procs *p);
 
 /* BPF's view of target @id (pcmon_tcfg); clear: forget it and its processes and cgroups. */
-int procs_target_set(struct procs *p, uint32_t id, uint32_t flags, uint64_t period_ns,
-		     uint32_t owner);
+int procs_target_set(struct procs *p, uint32_t id, const struct pcmon_tcfg *cfg);
 void procs_target_clear(struct procs *p, uint32_t id);
 int procs_proc_add(struct procs *p, uint32_t tgid, uint32_t target, uint32_t flags,
 		   uint32_t *had);

@@ -391,7 +391,9 @@ bool engine_may_access(const struct client *c, const struct target *t)
 /* BPF's view of the target as a watched set (instruments add their own settings). */
 int engine_target_configure(struct engine *e, struct target *t)
 {
-	return procs_target_set(e->procs, t->id, t->flags, 0, t->owner);
+	struct pcmon_tcfg cfg = { .flags = t->flags, .owner = t->owner };
+
+	return procs_target_set(e->procs, t->id, &cfg);
 }
 
 /* Every instrument detached and BPF told to forget the target's processes. */

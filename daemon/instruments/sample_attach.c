@@ -136,7 +136,14 @@ fail:
 /* BPF's view of the target: the target's flags and sampling's. */
 static int configure(struct sample_g *g, struct target *t, struct sample *sp)
 {
-	return procs_target_set(g->env.procs, t->id, t->flags | sp->flags, sp->period_ns, t->owner);
+	struct pcmon_tcfg cfg = {
+		.flags = t->flags | sp->flags,
+		.owner = t->owner,
+		.period_ns = sp->period_ns,
+		.slice_ns = sp->slices->cfg.tier[0].len_ns,
+	};
+
+	return procs_target_set(g->env.procs, t->id, &cfg);
 }
 
 static void release(struct sample_g *g, struct sample *sp)

@@ -20,7 +20,7 @@
  * samples are lost, and counted as such.
  */
 static void charge(struct sample_g *g, struct target *t, const struct agg_stack *st,
-		   uint64_t count, uint64_t ns, uint32_t tset)
+		   uint64_t count, uint64_t ns, uint32_t tset, uint64_t wall)
 {
 	struct sample *sp = sample_of(t);
 	uint32_t id;
@@ -34,7 +34,7 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 		uint64_t v[2] = { count, ns };
 
 		/* the whole-life count has it: a slice that cannot is told in status */
-		if (slices_add(sp->slices, id, v, g->charge_wall))
+		if (slices_add(sp->slices, id, v, wall))
 			sp->slices_lost += count;
 		/* taken while the thread had tailed legs open: theirs too */
 		if (tset && sp->tails)
@@ -51,18 +51,48 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 
 /* ---- draining */
 
+/* The length of @t's shortest slices: what BPF stamps its counts with (pcmon_key.slice). */
+static uint64_t slice_len(const struct target *t)
+{
+	return sample_of(t)->slices->cfg.tier[0].len_ns;
+}
+
+/*
+ * How many of its target's slices before the one @wall is in entry @k was counted in (at
+ * most 255: older ones are charged as if of that age, a drain's oldest).
+ */
+static uint8_t entry_age(void *ctx, const struct pcmon_key *k, uint64_t wall)
+{
+	struct sample_g *g = ctx;
+	struct target *t = target_of(g, k->target);
+	uint64_t now;
+
+	g->drain_wall = wall;
+	if (!t)
+		return 0;
+	now = wall / slice_len(t);
+	return k->slice < now ? (uint8_t)MIN(now - k->slice, 255u) : 0;
+}
+
 static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
 		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
 {
 	struct sample_g *g = ctx;
 	struct target *t = target_of(g, k->target);
 	const struct agg_stack *st;
+	uint64_t len, age;
 
 	g->drained_entries++;
 	if (!t)
 		return; /* dropped while its last samples were in flight */
 	st = sample_convert(g, k, us, ks);
-	charge(g, t, st, v->count, v->ns, k->tset);
+	/* charged to the slice it was counted in, however late it is read */
+	if (!g->drain_wall) /* (no memory to order the entries by slice) */
+		g->drain_wall = wall_ns();
+	len = slice_len(t);
+	age = entry_age(g, k, g->drain_wall);
+	charge(g, t, st, v->count, v->ns, k->tset,
+	       age ? (g->drain_wall / len - age) * len : g->drain_wall);
 }
 
 /* The time slice what is read now goes to (g->charge_wall). */
@@ -86,7 +116,8 @@ static bool drain(struct sample_g *g)
 		sym_forget_final(g->env.sym, t0);
 		return false;
 	}
-	sampler_drain(g->smp, on_entry, g);
+	g->drain_wall = 0;
+	sampler_drain(g->smp, entry_age, on_entry, g);
 	sym_forget_final(g->env.sym, t0);
 	g->first_drain = false; /* whatever asked for it: a save, a listing, the tick */
 	took = now_ns() - t0;
@@ -195,7 +226,7 @@ static void charge_kind(struct sample_g *g, struct target *t, const struct agg_s
 	}
 	memcpy(c, st, sz);
 	c->kind = kind;
-	charge(g, t, c, count, 0, 0);
+	charge(g, t, c, count, 0, 0, g->charge_wall);
 	free(c);
 }
 
@@ -214,13 +245,13 @@ static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_
 
 	switch (h->type) {
 	case PCMON_DS_SAMPLE:
-		charge(g, t, sample_convert_dwarf(g, data, len), 1, 0, h->key.tset);
+		charge(g, t, sample_convert_dwarf(g, data, len), 1, 0, h->key.tset, g->charge_wall);
 		break;
 	case PCMON_DS_OFF:
-		charge(g, t, sample_convert_dwarf(g, data, len), 1, h->ns, 0);
+		charge(g, t, sample_convert_dwarf(g, data, len), 1, h->ns, 0, g->charge_wall);
 		break;
 	case PCMON_DS_OWED:
-		charge(g, t, sample_convert_dwarf(g, data, len), h->ns, 0, 0);
+		charge(g, t, sample_convert_dwarf(g, data, len), h->ns, 0, 0, g->charge_wall);
 		break;
 	case PCMON_DS_OFF_START:
 		st = sample_convert_dwarf(g, data, len);
@@ -250,7 +281,7 @@ static void on_dsample(struct sample_g *g, struct target *t, const struct pcmon_
 		p = pending_find(g, h->tid);
 		if (!p)
 			return; /* its start was lost with a full ring: counted there */
-		charge(g, t, p->st, 1, h->ns, 0);
+		charge(g, t, p->st, 1, h->ns, 0, g->charge_wall);
 		sample_drain_pending_drop(g, p);
 		break;
 	}

@@ -89,13 +89,15 @@ struct sample_g {
 	uint64_t name_gen;
 	uint64_t last_drain_ns;
 	/*
-	 * The wall time a drain charges its samples at (their time slice): now, unless a whole
+	 * The wall time copied samples read now are charged at (their time slice; a count
+	 * from BPF goes to the slice it was stamped with): now, unless a whole
 	 * second (every slice boundary is one) passed since the last drain: then just before
 	 * it. Every drain after a boundary comes within milliseconds of it (the tick's, or a
 	 * save's or a listing's before it), so what it finds was taken before the boundary
 	 * but for those milliseconds.
 	 */
 	uint64_t charge_wall;
+	uint64_t drain_wall;	/* the wall clock as the counts being drained were read */
 	uint64_t last_drain_wall, last_tick_wall;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;

@@ -64,7 +64,8 @@ struct sampler {
 	struct stab stab[2];		/* what it sent, by counts map */
 	struct pcmon_key *keys;		/* a drain's counts entries */
 	struct pcmon_val *vals;
-	size_t cap_keys, cap_vals;
+	uint8_t *ages;			/* each entry's slice, as sampler_drain()'s @age says */
+	size_t cap_keys, cap_vals, cap_ages;
 	sampler_dsample_cb ds_cb;
 	bool drain_wanted;	/* BPF said a counts map is filling (PCMON_DS_DRAIN) */
 	void *ds_ctx;
@@ -74,6 +75,25 @@ struct sampler {
 	uint64_t sysctl_read_ns;
 	struct pcmon_stack *empty;	/* stands in for a stack that could not be read */
 };
+
+/*
+ * BPF stamps each count with its time slice from CLOCK_TAI, the one wall clock it can read,
+ * less this offset: the kernel's TAI offset, whole seconds that chronyd or ntpd may set at
+ * any time (0 until one does).
+ */
+static void keep_tai_offset(struct sampler *s)
+{
+	const int64_t SEC = 1000000000;
+	struct timespec wall, tai;
+	int64_t d;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_TAI, &tai);
+	d = (int64_t)(tai.tv_sec - wall.tv_sec) * SEC + (tai.tv_nsec - wall.tv_nsec);
+	d = (d + (d < 0 ? -SEC : SEC) / 2) / SEC * SEC;
+	if (s->skel->bss->tai_off_ns != d)
+		s->skel->bss->tai_off_ns = d;
+}
 
 static int write_int(const char *path, int v)
 {
@@ -448,6 +468,8 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.cfi_mmap_ret, false);
 
 	r = sample_bpf__load(skel);
+	if (!r)
+		keep_tai_offset(s);
 	if (r) {
 		r = -errno;
 		snprintf(err, errlen,
@@ -498,6 +520,7 @@ void sampler_close(struct sampler *s)
 	stab_free(&s->stab[1]);
 	free(s->keys);
 	free(s->vals);
+	free(s->ages);
 	free(s->empty);
 	free(s);
 }
@@ -675,6 +698,39 @@ void sampler_offcpu_put(struct sampler *s)
 /* ---- draining */
 
 /*
+ * Hand @n entries to @cb, oldest slice first: a target's slice is closed as the first count
+ * of a later one comes (slices_add()). A drain at a slice's end holds it and the few
+ * milliseconds of the next; one that came late, three or more. Without memory for the
+ * order, the entries come as they are (each still to its own slice, but the oldest).
+ */
+static void give_entries(struct sampler *s, struct stab *t, size_t n, sampler_age_cb age,
+			 sampler_entry_cb cb, void *ctx)
+{
+	uint64_t seen[256 / 64] = { 0 }, wall = wall_ns();
+	bool order = age && !GROW(s->ages, s->cap_ages, n);
+
+	for (size_t i = 0; order && i < n; i++) {
+		s->ages[i] = age(ctx, &s->keys[i], wall);
+		seen[s->ages[i] / 64] |= 1ull << (s->ages[i] % 64);
+	}
+	for (int a = order ? 255 : 0; a >= 0; a--) {
+		if (order && !(seen[a / 64] >> (a % 64) & 1))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			const struct pcmon_key *e = &s->keys[i];
+			const struct pcmon_stack *us = stab_find(t, e->ustack);
+			const struct pcmon_stack *ks = stab_find(t, e->kstack);
+
+			if (order && s->ages[i] != a)
+				continue;
+			/* a stack that could not be kept (out of memory): charged as unwalkable */
+			cb(ctx, e, &s->vals[i], e->ustack ? (us ? us : s->empty) : NULL,
+			   e->kstack ? (ks ? ks : s->empty) : NULL);
+		}
+	}
+}
+
+/*
  * Wait until every BPF program that may have read the old `gen` has returned. The programs
  * run inside RCU read-side sections (perf_event in NMI/IRQ context, tracepoints under
  * rcu_read_lock), and MEMBARRIER_CMD_GLOBAL is a synchronize_rcu() in the kernel.
@@ -687,7 +743,7 @@ static void grace_period(void)
 	usleep(20000);
 }
 
-int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
+int sampler_drain(struct sampler *s, sampler_age_cb age, sampler_entry_cb cb, void *ctx)
 {
 	uint32_t old = s->skel->bss->gen & 1;
 	int cfd = bpf_map__fd(old ? s->skel->maps.counts1 : s->skel->maps.counts0);
@@ -698,6 +754,8 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 	/* someone may have lowered the limit since: stacks that deep are cut off */
 	if (now - s->sysctl_read_ns > 1000000000ULL) {
 		int cur = 0;
+
+		keep_tai_offset(s);
 
 		if (!read_int("/proc/sys/kernel/perf_event_max_stack", &cur) && cur > 0)
 			s->sysctl_depth = cur;
@@ -720,15 +778,7 @@ int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
 		s->skel->bss->touched[old] = 1; /* still there: try again */
 		return n;
 	}
-	for (ssize_t i = 0; i < n; i++) {
-		const struct pcmon_key *e = &s->keys[i];
-		const struct pcmon_stack *us = stab_find(t, e->ustack);
-		const struct pcmon_stack *ks = stab_find(t, e->kstack);
-
-		/* a stack that could not be kept (out of memory): charged as unwalkable */
-		cb(ctx, e, &s->vals[i], e->ustack ? (us ? us : s->empty) : NULL,
-		   e->kstack ? (ks ? ks : s->empty) : NULL);
-	}
+	give_entries(s, t, n, age, cb, ctx);
 	stab_clear(t);
 	return 0;
 }

@@ -49,11 +49,14 @@ int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm
 
 /*
  * Flip the buffers, wait until no program can still write the old pair, and hand every
- * entry of it to @cb, then empty it. ustack/kstack are NULL when absent.
+ * entry of it to @cb, then empty it. ustack/kstack are NULL when absent. The entries come
+ * oldest time slice first: @age says how many slices before the one @wall (the wall clock
+ * after the pair was read) is in entry @k was counted in (pcmon_key.slice); NULL: all now.
  */
 typedef void (*sampler_entry_cb)(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
 				 const struct pcmon_stack *ustack, const struct pcmon_stack *kstack);
-int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx);
+typedef uint8_t (*sampler_age_cb)(void *ctx, const struct pcmon_key *k, uint64_t wall);
+int sampler_drain(struct sampler *s, sampler_age_cb age, sampler_entry_cb cb, void *ctx);
 /*
  * What the pair being written holds, read from BPF's memory without a system call: whether
  * anything was counted since the last drain, and how many entries were added. The capacity

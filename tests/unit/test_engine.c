@@ -49,6 +49,7 @@ static struct fake {
 	int evfd;
 	uint32_t cfg_flags[PCMON_MAX_TARGETS];
 	uint64_t cfg_period[PCMON_MAX_TARGETS];
+	uint64_t cfg_slice[PCMON_MAX_TARGETS];
 	uint32_t cfg_owner[PCMON_MAX_TARGETS];
 	bool cleared[PCMON_MAX_TARGETS];
 	int periods;			/* held cpu-clock periods */
@@ -149,13 +150,13 @@ void procs_program_json(struct bpf_program *prog, bool attached, cJSON *arr)
 	(void)prog; (void)attached; (void)arr;
 }
 
-int procs_target_set(struct procs *s, uint32_t id, uint32_t flags, uint64_t period_ns,
-		     uint32_t owner)
+int procs_target_set(struct procs *s, uint32_t id, const struct pcmon_tcfg *cfg)
 {
 	(void)s;
-	fk.cfg_flags[id] = flags;
-	fk.cfg_period[id] = period_ns;
-	fk.cfg_owner[id] = owner;
+	fk.cfg_flags[id] = cfg->flags;
+	fk.cfg_period[id] = cfg->period_ns;
+	fk.cfg_slice[id] = cfg->slice_ns;
+	fk.cfg_owner[id] = cfg->owner;
 	fk.cleared[id] = false;
 	return 0;
 }
@@ -219,11 +220,17 @@ void procs_gstat(struct procs *s, struct pcmon_gstat *sum)
 	memset(sum, 0, sizeof(*sum));
 }
 
-int sampler_drain(struct sampler *s, sampler_entry_cb cb, void *ctx)
+/* (the entries oldest slice first, as the sampler gives them) */
+int sampler_drain(struct sampler *s, sampler_age_cb age, sampler_entry_cb cb, void *ctx)
 {
+	uint64_t wall = wall_ns();
+
 	(void)s;
-	for (int i = 0; i < fk.nq; i++)
-		cb(ctx, &fk.q[i].k, &fk.q[i].v, fk.q[i].us.len ? &fk.q[i].us : NULL, NULL);
+	for (int a = 255; a >= 0; a--)
+		for (int i = 0; i < fk.nq; i++)
+			if (age(ctx, &fk.q[i].k, wall) == a)
+				cb(ctx, &fk.q[i].k, &fk.q[i].v, fk.q[i].us.len ? &fk.q[i].us : NULL,
+				   NULL);
 	fk.nq = 0;
 	return 0;
 }
@@ -423,6 +430,9 @@ static void queue(uint32_t id, uint64_t count)
 	assert_true(fk.nq < MAXQ);
 	fk.q[fk.nq].k = (struct pcmon_key){ .target = id, .pid = getpid(), .kind = PCMON_KIND_ONCPU,
 					    .ustack = 1 };
+	/* taken now: in the slice the wall clock is in (BPF's slice_stamp()) */
+	if (id < PCMON_MAX_TARGETS && fk.cfg_slice[id])
+		fk.q[fk.nq].k.slice = wall_ns() / fk.cfg_slice[id];
 	fk.q[fk.nq].v = (struct pcmon_val){ .count = count };
 	fk.q[fk.nq].us.len = 2;
 	fk.q[fk.nq].us.ip[0] = (uintptr_t)leaf_work;	/* innermost: the sampled pc, exact */
@@ -576,6 +586,52 @@ static void test_samples_listed(void **state)
 	assert_int_equal(proto_num(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "summary"),
 						       "cut_short_by_reason"),
 				   "fp_chain", -1), 42);
+	cJSON_Delete(rep);
+}
+
+/* `list` of target @id in window [@since, @until) (whole seconds since the epoch). */
+static cJSON *list_window(struct fx *f, uint32_t id, uint64_t since, uint64_t until)
+{
+	char json[160];
+
+	snprintf(json, sizeof(json),
+		 "{\"v\":1,\"cmd\":\"list\",\"target\":%u,\"since\":\"@%llu\",\"until\":\"@%llu\"}",
+		 id, (unsigned long long)since, (unsigned long long)until);
+	return ask(f, getuid(), json);
+}
+
+/*
+ * A count goes to the time slice BPF stamped it with, however late it is read: a drain just
+ * after a slice's end holds the end of that slice and the start of the next, given newest
+ * first here, and a read that came a slice late holds one older still.
+ */
+static void test_counts_go_to_the_slice_they_were_taken_in(void **state)
+{
+	struct fx *f = *state;
+	uint64_t len, cur, s;
+	uint32_t id;
+	cJSON *rep;
+
+	open_engine(f);
+	id = start(f, getuid(), "\"unwind\":\"fp\"");
+	len = fk.cfg_slice[id];
+	assert_int_equal(len, 10 * 1000000000ull); /* the default: 10s,1m@1h,10m@1d */
+	cur = wall_ns() / len;
+	queue(id, 7);
+	fk.q[fk.nq - 1].k.slice = cur;
+	queue(id, 5);
+	fk.q[fk.nq - 1].k.slice = cur - 1;
+	queue(id, 3);
+	fk.q[fk.nq - 1].k.slice = cur - 2;
+	s = len / 1000000000ull;
+	rep = list_window(f, id, (cur - 2) * s, (cur - 1) * s);
+	assert_int_equal(summary(rep, "interrupts"), 3);
+	cJSON_Delete(rep);
+	rep = list_window(f, id, (cur - 1) * s, cur * s);
+	assert_int_equal(summary(rep, "interrupts"), 5);
+	cJSON_Delete(rep);
+	rep = list_window(f, id, cur * s, (cur + 1) * s);
+	assert_int_equal(summary(rep, "interrupts"), 7);
 	cJSON_Delete(rep);
 }
 
@@ -1007,6 +1063,7 @@ int main(void)
 		T(test_start_configures_bpf),
 		T(test_start_refusals),
 		T(test_samples_listed),
+		T(test_counts_go_to_the_slice_they_were_taken_in),
 		T(test_list_by),
 		T(test_pause_resume_stop_zero_drop),
 		T(test_restart_keeps_results),
