@@ -161,6 +161,7 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 		return cli_fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
+	r->eo.cfi_tables = (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20;
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
 		return cli_fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
 			    socket_path(c), strerror(-s->fd), err);

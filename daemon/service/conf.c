@@ -150,7 +150,7 @@ void conf_daemon_opts(const struct conf_daemon *d, struct engine_opts *eo, struc
 	eo->object_idle_s = NUM(OBJECT_IDLE, 0);
 	eo->object_memory = (uint64_t)NUM(OBJECT_MEMORY, 0) << 20;
 	/* (0 MiB: none; unset: the engine's default) */
-	eo->cfi_tables = (uint64_t)NUM(CFI_TABLES, 0) << 20;
+	eo->cfi_tables = (uint64_t)NUM(CFI_TABLES, PCMON_CFI_TABLES_DEFAULT_MIB) << 20;
 	so->max_clients = NUM(MAX_CLIENTS, 0);
 	so->per_user = NUM(MAX_USER_CLIENTS, 0);
 	so->idle_s = NUM(IDLE_TIMEOUT, 0);
