@@ -79,6 +79,34 @@ static __always_inline const struct pcmon_cfi_row *cfi_row_of(void *tab, __u32 n
 	return bpf_map_lookup_elem(tab, &lo);
 }
 
+/*
+ * The row that says how to find the caller of @pc in process @p's tables, copied to @row:
+ * 0, or -1 if no table has one. A global function, which the verifier walks once with what
+ * it is given unknown: inlined into cfi_step(), its two binary searches were walked again
+ * for each state the step was reached in (910,000 of on_sample's 958,000 instructions
+ * verified, against the kernel's limit of 1,000,000).
+ */
+__noinline int cfi_row_for(const struct pcmon_cfi_proc *p, __u64 pc, struct pcmon_cfi_row *row)
+{
+	const struct pcmon_cfi_map *m;
+	const struct pcmon_cfi_row *r;
+	__u32 table;
+	void *tab;
+
+	if (!p || !row)
+		return -1;
+	m = cfi_map_of(p, pc);
+	if (!m)
+		return -1;
+	table = m->table;
+	tab = bpf_map_lookup_elem(&cfitabs, &table);
+	r = tab ? cfi_row_of(tab, m->nrows, pc - m->bias) : NULL;
+	if (!r)
+		return -1;
+	*row = *r;
+	return 0;
+}
+
 struct cfi_walk {
 	struct pcmon_stack *st;
 	const struct pcmon_cfi_proc *p;
@@ -94,18 +122,13 @@ static long cfi_step(__u32 i, void *data)
 	struct cfi_walk *w = data;
 	/* a caller's pc is a return address: its call is the instruction before */
 	__u64 look = i ? w->pc - 1 : w->pc, cfa, ra, bp;
-	const struct pcmon_cfi_map *m;
-	const struct pcmon_cfi_row *r;
+	struct pcmon_cfi_row row, *r = &row;
 	__u32 at = i;
-	void *tab;
 
 	barrier_var(at); /* (the mask is what the verifier bounds the index by) */
 	w->st->ip[at & (PCMON_STACK_MAX - 1)] = w->pc;
 	w->n = i + 1;
-	m = cfi_map_of(w->p, look);
-	tab = m ? bpf_map_lookup_elem(&cfitabs, &m->table) : NULL;
-	r = tab ? cfi_row_of(tab, m->nrows, look - m->bias) : NULL;
-	if (!r)
+	if (cfi_row_for(w->p, look, &row))
 		goto fail;
 	switch (r->kind) {
 	case PCMON_CFI_ROOT:

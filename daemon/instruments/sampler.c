@@ -328,10 +328,22 @@ static struct bpf_program *cfi_prog(const struct sampler *s, size_t i)
 	return progs[i];
 }
 
+/*
+ * Classic tracepoints are found by their ids under tracefs, which a machine without systemd
+ * may not have mounted: mount it where it belongs, as systemd does at boot.
+ */
+static void tracefs_mount(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		pr_info("cannot mount tracefs: %s", strerror(errno));
+}
+
 int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
 {
 	*tables = bpf_map__fd(s->skel->maps.cfitabs);
 	*procs = bpf_map__fd(s->skel->maps.cfiprocs);
+	tracefs_mount(); /* (the system calls' tracepoints) */
 	for (size_t i = 0; i < ARRAY_SIZE(s->cfi_links); i++) {
 		if (s->cfi_links[i])
 			continue;
@@ -339,7 +351,8 @@ int sampler_cfi_fds(struct sampler *s, int *tables, int *procs)
 		if (!s->cfi_links[i]) {
 			int r = -errno;
 
-			pr_warn("cannot watch unmapping for the CFI tables: %s", strerror(-r));
+			pr_warn("cannot watch unmapping for the CFI tables: %s (needs the syscalls tracepoints, under tracefs at /sys/kernel/tracing)",
+				strerror(-r));
 			return r;
 		}
 	}
@@ -651,9 +664,7 @@ int sampler_offcpu_get(struct sampler *s, char *err, size_t errlen)
 		s->switch_link = bpf_program__attach(s->skel->progs.on_switch_btf);
 	s->use_tp_btf = s->switch_link != NULL;
 	if (!s->switch_link) {
-		if (access("/sys/kernel/tracing/events", F_OK) &&
-		    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
-			pr_info("cannot mount tracefs: %s", strerror(errno));
+		tracefs_mount();
 		s->switch_link = bpf_program__attach(s->skel->progs.on_switch_tp);
 	}
 	if (!s->switch_link) {
