@@ -91,7 +91,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	note_thread(key.tid, bpf_get_current_task_btf());
 	key.epoch = p->epoch;
 	key.kind = (__s64)PT_REGS_IP(&ctx->regs) < 0 ? PCMON_KIND_ONCPU_KMODE : PCMON_KIND_ONCPU;
-	key.section = current_section(bpf_get_current_task_btf());
+	key.section = current_section(bpf_get_current_task_btf(), key.kind == PCMON_KIND_ONCPU_KMODE);
 	key.flags = marks_pending(p);
 	key.cgroup = bpf_get_current_cgroup_id();
 	key.tset = tail_set(bpf_get_current_task_btf(), p->target);

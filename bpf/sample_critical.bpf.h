@@ -42,8 +42,12 @@ int BPF_USDT(crit_end)
 	struct pcmon_crit *c = crit_of_current(false);
 
 	/* an END whose BEGIN came before pcmon attached leaves the depth at 0 */
-	if (c && c->depth)
-		c->depth--;
+	if (!c || !c->depth)
+		return 0;
+	c->depth--;
+	/* (its probe's trap, next time: current_section()) */
+	if (c->depth < PCMON_SECTION_NEST)
+		c->end_pc[c->depth & (PCMON_SECTION_NEST - 1)] = PT_REGS_IP(ctx);
 	return 0;
 }
 

@@ -578,7 +578,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	o->key.tid = prev->pid;
 	o->key.epoch = o->proc_epoch;
 	o->key.kind = blocked ? PCMON_KIND_OFF_BLOCKED : PCMON_KIND_OFF_RUNNABLE;
-	o->key.section = current_section(prev);
+	o->key.section = current_section(prev, false);
 	o->key.flags = o->proc_marks;
 	o->key.cgroup = task_cgroup(prev);
 	o->ts = switch_time(now);

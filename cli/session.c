@@ -124,6 +124,19 @@ static bool env_bpf_stats(void)
 	return v && !strcmp(v, "1");
 }
 
+/* pcmond's --cfi-tables MiB, for an engine of our own: PCMON_CFI_TABLES=MiB (0: none) */
+static uint64_t env_cfi_tables(void)
+{
+	const char *v = getenv("PCMON_CFI_TABLES");
+	char *end;
+	unsigned long mib;
+
+	if (!v || !*v)
+		return (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20;
+	mib = strtoul(v, &end, 10);
+	return *end || mib > 4096 ? (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20 : (uint64_t)mib << 20;
+}
+
 /*
  * The engine of our own runs in this thread: at the engine's priority, as pcmond (nice
  * ENGINE_NICE, where this process may take it and nobody chose another). Without it, the
@@ -161,7 +174,7 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 		return cli_fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
-	r->eo.cfi_tables = (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20;
+	r->eo.cfi_tables = env_cfi_tables();
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
 		return cli_fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
 			    socket_path(c), strerror(-s->fd), err);

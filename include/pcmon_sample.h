@@ -100,6 +100,7 @@ struct pcmon_crit {
 	__u32 depth;
 	__u32 pad;
 	__u64 hash[PCMON_SECTION_NEST];	/* name addresses, outermost first */
+	__u64 end_pc[PCMON_SECTION_NEST]; /* the user pc of the END that last closed each */
 };
 
 struct pcmon_val {

@@ -2,7 +2,7 @@
 // A Node workload for REAL (tests/integration/test_node.py): its main thread alternates a
 // function blocked in Atomics.wait (nap) and a busy loop (spin) for SECONDS, and prints
 // nap's share of the thread's wall time since the process started (performance.now()
-// counts from then), as one JSON line.
+// counts from then), its milliseconds and those of that wall time, as one JSON line.
 //
 // usage: node jsnap.js SECONDS
 'use strict';
@@ -33,4 +33,6 @@ while (performance.now() < end) {
 	napMs += performance.now() - t;
 	sink += spin(25);
 }
-console.log(JSON.stringify({ nap: napMs / performance.now(), sink }));
+const wallMs = performance.now();
+
+console.log(JSON.stringify({ nap: napMs / wallMs, nap_ms: napMs, wall_ms: wallMs, sink }));
