@@ -219,12 +219,12 @@ def status_json(sock):
 
 def test_bpf_tables_walk_what_the_copy_walks():
     """The same workload (40 levels of 4 KiB frames under main) sampled by a pcmond that walks
-    stacks in BPF with CFI tables (the default) and by one that copies them (--cfi-tables 0):
-    BPF walked nearly all samples, with a hundredth of the bytes copied, and both find the same whole
+    stacks in BPF with CFI tables (--cfi-tables 32) and by one that copies them (0, the
+    default): BPF walked nearly all samples, with a hundredth of the bytes copied, and both find the same whole
     stacks: every sample reaches _start, and the procedures' shares agree with the program's
     own and with each other's within their sampling error."""
     got = {}
-    for mode, args in (("tables", []), ("copies", ["--cfi-tables", 0])):
+    for mode, args in (("tables", ["--cfi-tables", 32]), ("copies", ["--cfi-tables", 0])):
         d = Daemon(args=args).start()
         try:
             listing, proc = pcmon_json("run", "--interval", 500, "--", workload("rec40"), 2,
@@ -243,7 +243,9 @@ def test_bpf_tables_walk_what_the_copy_walks():
     assert tb <= cb / 20, (tb, cb)
     for listing, truth, n in ((tl, ttruth, tn), (cl, ctruth, cn)):
         s, p = listing["summary"], procs(listing)
-        assert s["cut_short"] <= min(3, s["kernel_mode"]) and s["lost"] == 0, s
+        assert s["cut_short"] <= min(3, s["kernel_mode"]), s
+        # (160 KiB copied a sample at 2 kHz fills the ring now and then: counted as lost)
+        assert s["lost"] == 0 if listing is tl else s["lost"] <= 0.01 * n, s
         assert p["rec40._start"]["deep"] >= 0.99 * n, (p["rec40._start"], n)
         for fn in ("rec_leaf", "flat_work"):
             want, share = truth[fn], p[f"rec40.{fn}"]["shallow"] / n
@@ -323,7 +325,7 @@ def test_tables_where_nothing_mounted_tracefs():
         r = subprocess.run(["umount", tracing], capture_output=True, text=True)
         if r.returncode:
             raise Skip(f"tracefs is in use here and cannot be unmounted: {r.stderr.strip()}")
-    d = Daemon().start()
+    d = Daemon(args=["--cfi-tables", 32]).start()
     try:
         listing, _ = pcmon_json("run", "--interval", 1000, "--", workload("rec40"), 2, 4096,
                                 sock=d.sock)
