@@ -390,12 +390,16 @@ def test_big_frame_in_main():
             assert s["critical"][0]["count"] <= max(3, 0.005 * n), (prog, mode, s)
             loop = p[f"{prog}.work_a"]["shallow"] + p[f"{prog}.work_b"]["shallow"] + \
                 p[f"{prog}.work_c"]["shallow"]
+            # the loop's clock reads: in the vDSO, without frame pointers (where a virtual
+            # machine's clock is slow, 3 % of the samples and more)
+            clocks = max(p.get(f, {"deep": 0})["deep"]
+                         for f in ("[vdso].__vdso_clock_gettime", "libc.so.6.clock_gettime"))
             for fn in ("work_a", "work_b", "work_c"):
                 want = own[fn] * own["loop"]
                 got = p[f"{prog}.{fn}"]["shallow"] / n
                 tol = share_tolerance_pp(want, n) / 100
                 assert abs(got - want) <= tol, (prog, mode, fn, got, want, tol)
-            assert loop >= 0.9 * n, (loop, n)
+            assert loop + clocks >= 0.9 * n, (loop, clocks, n)
             if mode == "auto":
                 # (a sample taken inside execve, before the new image's registers are set,
                 # can be cut short: it is flagged, seen once in 15 runs)
@@ -403,7 +407,7 @@ def test_big_frame_in_main():
                 assert p[f"{prog}.main"]["deep"] >= 0.99 * n, (prog, p[f"{prog}.main"], n)
                 assert p[f"{prog}._start"]["deep"] >= 0.99 * n, (prog, p[f"{prog}._start"])
             elif prog == "bigframe":
-                assert p["bigframe.main"]["deep"] >= 0.98 * n, (p["bigframe.main"], n)
+                assert p["bigframe.main"]["deep"] >= 0.98 * (n - clocks), (p["bigframe.main"], n)
                 # Debian's libc keeps no frame pointers: fp stops in it, and says so
                 assert s["cut_short_by_reason"]["fp_chain"] >= 0.99 * n, s
 
