@@ -140,7 +140,7 @@ static int configure(struct sample_g *g, struct target *t, struct sample *sp)
 		.flags = t->flags | sp->flags,
 		.owner = t->owner,
 		.period_ns = sp->period_ns,
-		.slice_ns = sp->slices->cfg.tier[0].len_ns,
+		.slice_ns = sample_slice_len(sp),
 	};
 
 	return procs_target_set(g->env.procs, t->id, &cfg);

@@ -51,12 +51,6 @@ static void charge(struct sample_g *g, struct target *t, const struct agg_stack 
 
 /* ---- draining */
 
-/* The length of @t's shortest slices: what BPF stamps its counts with (pcmon_key.slice). */
-static uint64_t slice_len(const struct target *t)
-{
-	return sample_of(t)->slices->cfg.tier[0].len_ns;
-}
-
 /*
  * How many of its target's slices before the one @wall is in entry @k was counted in (at
  * most 255: older ones are charged as if of that age, a drain's oldest).
@@ -70,7 +64,7 @@ static uint8_t entry_age(void *ctx, const struct pcmon_key *k, uint64_t wall)
 	g->drain_wall = wall;
 	if (!t)
 		return 0;
-	now = wall / slice_len(t);
+	now = wall / sample_slice_len(sample_of(t));
 	return k->slice < now ? (uint8_t)MIN(now - k->slice, 255u) : 0;
 }
 
@@ -89,7 +83,7 @@ static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_va
 	/* charged to the slice it was counted in, however late it is read */
 	if (!g->drain_wall) /* (no memory to order the entries by slice) */
 		g->drain_wall = wall_ns();
-	len = slice_len(t);
+	len = sample_slice_len(sample_of(t));
 	age = entry_age(g, k, g->drain_wall);
 	charge(g, t, st, v->count, v->ns, k->tset,
 	       age ? (g->drain_wall / len - age) * len : g->drain_wall);
@@ -155,7 +149,7 @@ static void tick_slices(struct sample_g *g)
 
 		if (!t || t->state != TARGET_RUNNING)
 			continue;
-		len = sample_of(t)->slices->cfg.tier[0].len_ns;
+		len = sample_slice_len(sample_of(t));
 		if (wall / len != g->last_tick_wall / len)
 			boundary = MAX(boundary, wall - wall % len);
 	}

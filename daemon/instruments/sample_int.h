@@ -27,6 +27,7 @@
 
 #include "engine_opts.h"
 #include "sample.h"
+#include "slices.h"
 #include "util.h"
 
 /* An off-CPU interval of a --unwind dwarf target: its stack arrived, its length has not. */
@@ -118,6 +119,12 @@ static inline struct target *target_of(struct sample_g *g, uint32_t id)
 	struct target *t = id < PCMON_MAX_TARGETS ? g->env.targets[id] : NULL;
 
 	return t && sample_of(t) ? t : NULL;
+}
+
+/* The length of @sp's shortest slices: what BPF stamps its counts with (pcmon_key.slice). */
+static inline uint64_t sample_slice_len(const struct sample *sp)
+{
+	return sp->slices->cfg.tier[0].len_ns;
 }
 
 /* sample_names.c */

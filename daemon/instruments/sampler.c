@@ -481,8 +481,6 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 	bpf_program__set_autoattach(skel->progs.cfi_mmap_ret, false);
 
 	r = sample_bpf__load(skel);
-	if (!r)
-		keep_tai_offset(s);
 	if (r) {
 		r = -errno;
 		snprintf(err, errlen,
@@ -490,6 +488,7 @@ int sampler_open(const struct sampler_opts *o, struct sampler **out, char *err, 
 			 strerror(-r));
 		goto fail;
 	}
+	keep_tai_offset(s);
 	ring = bpf_map__max_entries(skel->maps.dsamples);
 	r = dsring_open(bpf_map__fd(skel->maps.dsamples), ring, DSRING_BACKLOG * ring,
 			dsample_copy, &s->dsr);
@@ -729,11 +728,12 @@ static void give_entries(struct sampler *s, struct stab *t, size_t n, sampler_ag
 			continue;
 		for (size_t i = 0; i < n; i++) {
 			const struct pcmon_key *e = &s->keys[i];
-			const struct pcmon_stack *us = stab_find(t, e->ustack);
-			const struct pcmon_stack *ks = stab_find(t, e->kstack);
+			const struct pcmon_stack *us, *ks;
 
 			if (order && s->ages[i] != a)
 				continue;
+			us = stab_find(t, e->ustack);
+			ks = stab_find(t, e->kstack);
 			/* a stack that could not be kept (out of memory): charged as unwalkable */
 			cb(ctx, e, &s->vals[i], e->ustack ? (us ? us : s->empty) : NULL,
 			   e->kstack ? (ks ? ks : s->empty) : NULL);
