@@ -202,11 +202,16 @@ def received(rx):
 
 
 def frozen(p):
-    """Wait until process @p is stopped (SIGSTOP sent): it adds no sample after."""
+    """Wait until process @p (one thread) is stopped and off its CPU: it adds no sample after.
+    Its state reads T as soon as it has stopped itself, a few microseconds before it leaves
+    the CPU, where a tick can still sample it; its wait channel is read only once it left."""
     for _ in range(500):
         with open(f"/proc/{p.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{p.pid}/wchan") as f:
+            wchan = f.read().strip()
+        if state == "T" and wchan not in ("", "0"):
+            return
         time.sleep(0.01)
     raise AssertionError(f"pid {p.pid} did not stop")
 
@@ -258,10 +263,10 @@ def test_every_sample_pushed_exactly_once():
         procs["long"].wait(60)
         counted["long"] = count(ids["long"])
         time.sleep(1)
-        os.kill(procs["zeroed"].pid, signal.SIGSTOP)
-        frozen(procs["zeroed"])
-        counted["zeroed"] = before_zero + count(ids["zeroed"])
+        # killed, it runs once more (its exit, which can be sampled): counted once it is gone
         procs["zeroed"].kill()
+        procs["zeroed"].wait(30)
+        counted["zeroed"] = before_zero + count(ids["zeroed"])
         assert all(counted[n] > 0 for n in counted), counted
         # "last" is sampled until pcmond stops: its count is what pcmond saved
         assert d.stop() == 0, d.logtext()
