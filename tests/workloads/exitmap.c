@@ -43,6 +43,7 @@ int main(int argc, char **argv)
 		children_cpu += ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 				ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	}
-	printf("{\"children\": %d, \"children_cpu_s\": %.4f}\n", n, children_cpu);
+	printf("{\"children\": %d, \"children_cpu_s\": %.4f, \"pid\": %d}\n", n, children_cpu,
+	       (int)getpid());
 	return 0;
 }
