@@ -120,7 +120,8 @@ def test_duration_threshold_with_dwarf():
         # so the tail holds every sample of the slow path, the body none
         body = tail_listing(d, tid, "--body")
         in_tail = procs(t).get("tailreq.slow_path", {}).get("shallow", 0)
-        assert "tailreq.slow_path" not in procs(body), procs(body)["tailreq.slow_path"]
+        assert "tailreq.slow_path" not in procs(body), (procs(body)["tailreq.slow_path"], tail,
+                                                         body["tail"], own)
         assert in_tail == procs(whole)["tailreq.slow_path"]["shallow"], (in_tail, procs(whole))
     finally:
         d.stop()
@@ -175,7 +176,8 @@ def test_leg_tail_while_running_and_save():
         # may pass 3 ms, preempted on a loaded machine)
         assert procs(t)["tailreq.slow_path"]["shallow"] > 0, procs(t)
         body = tail_listing(d, tid, "--body")
-        assert "tailreq.slow_path" not in procs(body), procs(body)["tailreq.slow_path"]
+        assert "tailreq.slow_path" not in procs(body), (procs(body)["tailreq.slow_path"], tail,
+                                                         body["tail"], own)
         # save --tail: the tail's profile, in a file diff and the exports read
         path = os.path.join(d.dir, "tail.json")
         pcmon("save", tid, path, "--tail", "1", sock=d.sock, check=0)
