@@ -124,17 +124,23 @@ static bool env_bpf_stats(void)
 	return v && !strcmp(v, "1");
 }
 
-/* pcmond's --cfi-tables MiB, for an engine of our own: PCMON_CFI_TABLES=MiB (0: none) */
-static uint64_t env_cfi_tables(void)
+/* pcmond's --cfi-tables MiB, for an engine of our own: PCMON_CFI_TABLES=MiB (0: none);
+ * -EINVAL if it is not a number of MiB pcmond would take */
+static int env_cfi_tables(uint64_t *bytes)
 {
 	const char *v = getenv("PCMON_CFI_TABLES");
 	char *end;
 	unsigned long mib;
 
+	*bytes = (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20;
 	if (!v || !*v)
-		return (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20;
+		return 0;
+	errno = 0;
 	mib = strtoul(v, &end, 10);
-	return *end || mib > 4096 ? (uint64_t)PCMON_CFI_TABLES_DEFAULT_MIB << 20 : (uint64_t)mib << 20;
+	if (*end || errno || *v == '-' || mib > 4096)
+		return -EINVAL;
+	*bytes = (uint64_t)mib << 20;
+	return 0;
 }
 
 /*
@@ -174,7 +180,9 @@ static int open_engine(struct cli *c, struct session *s, struct run *r)
 		return cli_fail(c, 1, "cannot reach pcmond at %s: %s (%s)", socket_path(c),
 			    strerror(-s->fd), connect_advice(s->fd));
 	r->eo.bpf_stats = env_bpf_stats();
-	r->eo.cfi_tables = env_cfi_tables();
+	if (env_cfi_tables(&r->eo.cfi_tables))
+		return cli_fail(c, 2, "PCMON_CFI_TABLES=%s: give the BPF unwind tables' size in MiB, "
+			    "0 (none) to 4096", getenv("PCMON_CFI_TABLES"));
 	if (engine_new(&r->eo, &s->e, err, sizeof(err)))
 		return cli_fail(c, 1, "pcmond is not running (%s: %s), and pcmon's own engine cannot start: %s",
 			    socket_path(c), strerror(-s->fd), err);

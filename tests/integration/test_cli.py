@@ -294,6 +294,20 @@ def test_json_usage_errors():
     ], NODAEMON)
 
 
+def test_engine_environment_checked():
+    """PCMON_CFI_TABLES sets an engine of the CLI's own: a value that is not a size pcmond
+    would take is a usage error saying what to give, before anything runs."""
+    for bad in ("abc", "-1", "4097", "64k", "99999999999999999999999"):
+        r = pcmon("run", "--", "/bin/true", sock=NODAEMON,
+                  env=dict(os.environ, PCMON_CFI_TABLES=bad))
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and r.stdout == "" and len(lines) == 1, (bad, r)
+        assert lines[0] == f"pcmon: PCMON_CFI_TABLES={bad}: give the BPF unwind tables' size " \
+            "in MiB, 0 (none) to 4096", lines
+    r = pcmon("run", "--", "/bin/true", sock=NODAEMON, env=dict(os.environ, PCMON_CFI_TABLES="8"))
+    assert r.returncode == 0, r
+
+
 def test_values_are_checked_by_the_engine():
     """Values are checked once, by the engine (pcmond's or pcmon run's own), which names the
     option as typed; the CLI prints what it says, as a usage error."""
