@@ -61,7 +61,6 @@ static uint8_t entry_age(void *ctx, const struct pcmon_key *k, uint64_t wall)
 	struct target *t = target_of(g, k->target);
 	uint64_t now;
 
-	g->drain_wall = wall;
 	if (!t)
 		return 0;
 	now = wall / sample_slice_len(sample_of(t));
@@ -69,24 +68,21 @@ static uint8_t entry_age(void *ctx, const struct pcmon_key *k, uint64_t wall)
 }
 
 static void on_entry(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
-		     const struct pcmon_stack *us, const struct pcmon_stack *ks)
+		     const struct pcmon_stack *us, const struct pcmon_stack *ks, uint64_t wall,
+		     uint8_t age)
 {
 	struct sample_g *g = ctx;
 	struct target *t = target_of(g, k->target);
 	const struct agg_stack *st;
-	uint64_t len, age;
+	uint64_t len;
 
 	g->drained_entries++;
 	if (!t)
 		return; /* dropped while its last samples were in flight */
 	st = sample_convert(g, k, us, ks);
 	/* charged to the slice it was counted in, however late it is read */
-	if (!g->drain_wall) /* (no memory to order the entries by slice) */
-		g->drain_wall = wall_ns();
 	len = sample_slice_len(sample_of(t));
-	age = entry_age(g, k, g->drain_wall);
-	charge(g, t, st, v->count, v->ns, k->tset,
-	       age ? (g->drain_wall / len - age) * len : g->drain_wall);
+	charge(g, t, st, v->count, v->ns, k->tset, age ? (wall / len - age) * len : wall);
 }
 
 /* The time slice what is read now goes to (g->charge_wall). */
@@ -110,7 +106,6 @@ static bool drain(struct sample_g *g)
 		sym_forget_final(g->env.sym, t0);
 		return false;
 	}
-	g->drain_wall = 0;
 	sampler_drain(g->smp, entry_age, on_entry, g);
 	sym_forget_final(g->env.sym, t0);
 	g->first_drain = false; /* whatever asked for it: a save, a listing, the tick */

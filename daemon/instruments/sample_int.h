@@ -98,7 +98,6 @@ struct sample_g {
 	 * but for those milliseconds.
 	 */
 	uint64_t charge_wall;
-	uint64_t drain_wall;	/* the wall clock as the counts being drained were read */
 	uint64_t last_drain_wall, last_tick_wall;
 	struct pending *pending;	/* dwarf off-CPU intervals still open, by thread */
 	size_t npending, cap_pending;

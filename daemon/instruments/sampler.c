@@ -736,7 +736,8 @@ static void give_entries(struct sampler *s, struct stab *t, size_t n, sampler_ag
 			ks = stab_find(t, e->kstack);
 			/* a stack that could not be kept (out of memory): charged as unwalkable */
 			cb(ctx, e, &s->vals[i], e->ustack ? (us ? us : s->empty) : NULL,
-			   e->kstack ? (ks ? ks : s->empty) : NULL);
+			   e->kstack ? (ks ? ks : s->empty) : NULL, wall,
+			   order ? a : age ? age(ctx, e, wall) : 0);
 		}
 	}
 }

@@ -52,9 +52,11 @@ int sampler_thread_name(struct sampler *s, uint32_t tid, char *comm, char *pcomm
  * entry of it to @cb, then empty it. ustack/kstack are NULL when absent. The entries come
  * oldest time slice first: @age says how many slices before the one @wall (the wall clock
  * after the pair was read) is in entry @k was counted in (pcmon_key.slice); NULL: all now.
+ * @cb is given @wall and the entry's age.
  */
 typedef void (*sampler_entry_cb)(void *ctx, const struct pcmon_key *k, const struct pcmon_val *v,
-				 const struct pcmon_stack *ustack, const struct pcmon_stack *kstack);
+				 const struct pcmon_stack *ustack, const struct pcmon_stack *kstack,
+				 uint64_t wall, uint8_t age);
 typedef uint8_t (*sampler_age_cb)(void *ctx, const struct pcmon_key *k, uint64_t wall);
 int sampler_drain(struct sampler *s, sampler_age_cb age, sampler_entry_cb cb, void *ctx);
 /*

@@ -230,7 +230,7 @@ int sampler_drain(struct sampler *s, sampler_age_cb age, sampler_entry_cb cb, vo
 		for (int i = 0; i < fk.nq; i++)
 			if (age(ctx, &fk.q[i].k, wall) == a)
 				cb(ctx, &fk.q[i].k, &fk.q[i].v, fk.q[i].us.len ? &fk.q[i].us : NULL,
-				   NULL);
+				   NULL, wall, (uint8_t)a);
 	fk.nq = 0;
 	return 0;
 }
