@@ -2,8 +2,8 @@
 /*
  * Two phases of SECS seconds each (default 4): the first spends CPU in work_a and work_b
  * 7:3, the second in work_a, work_b and work_c 2:3:5. Prints, as one JSON line, each
- * phase's wall-clock start and end (seconds since the epoch) and its own CPU share per
- * function, so that a window of time slices can be checked against each phase. With a
+ * phase's wall-clock start and end (seconds since the epoch), its CPU time (on a busy
+ * machine, not the same in both) and its own CPU share per function, so that a window of time slices can be checked against each phase. With a
  * second argument "wait", the first phase begins when a line is read from stdin.
  */
 #include <string.h>
@@ -23,7 +23,8 @@ static double realtime(void)
 }
 
 /* One phase: pieces drawn at random in the proportions of @mix (tenths, by function). */
-static void phase(const unsigned mix[3], double secs, double *start, double *end, double in[3])
+static void phase(const unsigned mix[3], double secs, double *start, double *end, double in[3],
+		  double *cpu_s)
 {
 	static void (*const fn[3])(uint64_t) = { work_a, work_b, work_c };
 	static uint64_t rnd = 88172645463325252ULL;
@@ -43,13 +44,14 @@ static void phase(const unsigned mix[3], double secs, double *start, double *end
 		in[k] += cpu_ns() - t0;
 	}
 	*end = realtime();
+	*cpu_s = (cpu_ns() - total0) / 1e9;
 	for (int k = 0; k < 3; k++)
-		in[k] /= (double)(cpu_ns() - total0);
+		in[k] /= *cpu_s * 1e9;
 }
 
 int main(int argc, char **argv)
 {
-	double secs = arg_seconds(argc, argv, 4), s[2], e[2], in[2][3] = { { 0 } };
+	double secs = arg_seconds(argc, argv, 4), s[2], e[2], cpu[2], in[2][3] = { { 0 } };
 	static const unsigned mix[2][3] = { { 7, 3, 0 }, { 2, 3, 5 } };
 
 	chunk = calibrate(200000); /* 0.2 ms pieces */
@@ -58,11 +60,12 @@ int main(int argc, char **argv)
 		while (getchar() != '\n' && !feof(stdin))
 			;
 	for (int p = 0; p < 2; p++)
-		phase(mix[p], secs, &s[p], &e[p], in[p]);
+		phase(mix[p], secs, &s[p], &e[p], in[p], &cpu[p]);
 	printf("{\"phases\": [");
 	for (int p = 0; p < 2; p++)
-		printf("%s{\"start\": %.3f, \"end\": %.3f, \"work_a\": %.5f, \"work_b\": %.5f, \"work_c\": %.5f}",
-		       p ? ", " : "", s[p], e[p], in[p][0], in[p][1], in[p][2]);
+		printf("%s{\"start\": %.3f, \"end\": %.3f, \"cpu_s\": %.4f, \"work_a\": %.5f, "
+		       "\"work_b\": %.5f, \"work_c\": %.5f}",
+		       p ? ", " : "", s[p], e[p], cpu[p], in[p][0], in[p][1], in[p][2]);
 	printf("]}\n");
 	return 0;
 }
