@@ -25,7 +25,7 @@ struct engine_opts {
 	uint64_t cfi_tables;	/* bytes of CFI tables BPF may hold (0: none, stacks copied) */
 };
 
-/* pcmond's --cfi-tables, and what an engine of the CLI's own holds: off for now (stacks.md) */
-#define PCMON_CFI_TABLES_DEFAULT_MIB 0
+/* pcmond's --cfi-tables, and what an engine of the CLI's own holds */
+#define PCMON_CFI_TABLES_DEFAULT_MIB 64
 
 #endif

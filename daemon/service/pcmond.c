@@ -123,7 +123,7 @@ static void usage(FILE *f)
 		"                    let go of the objects least recently used (not in the\n"
 		"                    last 5 s; default 64)\n"
 		"  --cfi-tables MiB  walk dwarf stacks in BPF, with call-frame tables of at\n"
-		"                    most MiB (default 0: none, every dwarf stack is copied)\n"
+		"                    most MiB (default 64; 0: none, every dwarf stack is copied)\n"
 		"  --http ADDR:PORT  serve published targets' profiles (/debug/pprof/profile),\n"
 		"                    /metrics and /healthz over HTTP; PORT alone: on 127.0.0.1\n"
 		"  --http-token-file FILE\n"

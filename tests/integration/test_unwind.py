@@ -219,12 +219,12 @@ def status_json(sock):
 
 def test_bpf_tables_walk_what_the_copy_walks():
     """The same workload (40 levels of 4 KiB frames under main) sampled by a pcmond that walks
-    stacks in BPF with CFI tables (--cfi-tables 32) and by one that copies them (0, the
-    default): BPF walked nearly all samples, with a hundredth of the bytes copied, and both find the same whole
+    stacks in BPF with CFI tables (the default) and by one that copies them (--cfi-tables 0):
+    BPF walked nearly all samples, with a hundredth of the bytes copied, and both find the same whole
     stacks: every sample reaches _start, and the procedures' shares agree with the program's
     own and with each other's within their sampling error."""
     got = {}
-    for mode, args in (("tables", ["--cfi-tables", 32]), ("copies", ["--cfi-tables", 0])):
+    for mode, args in (("tables", []), ("copies", ["--cfi-tables", 0])):
         d = Daemon(args=args).start()
         try:
             listing, proc = pcmon_json("run", "--interval", 500, "--", workload("rec40"), 2,
@@ -290,7 +290,7 @@ def test_unloaded_code_leaves_the_list():
     mapping (BPF drops a list whose mapping is unmapped; the engine lists the process again
     from its mappings then), so no later stack is walked with a table of code not there. Every
     mapping listed, before and after, is one the process has."""
-    d = Daemon(args=["--cfi-tables", 32]).start()
+    d = Daemon().start()
     w = subprocess.Popen([workload("swapdl"), "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
     try:
@@ -325,7 +325,7 @@ def test_tables_where_nothing_mounted_tracefs():
         r = subprocess.run(["umount", tracing], capture_output=True, text=True)
         if r.returncode:
             raise Skip(f"tracefs is in use here and cannot be unmounted: {r.stderr.strip()}")
-    d = Daemon(args=["--cfi-tables", 32]).start()
+    d = Daemon().start()
     try:
         listing, _ = pcmon_json("run", "--interval", 1000, "--", workload("rec40"), 2, 4096,
                                 sock=d.sock)
