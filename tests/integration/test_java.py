@@ -294,11 +294,14 @@ def test_inlined_chain_every_jdk():
         seen.add(real)
         d = Daemon().start()
         try:
-            listing, _ = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "JavaWork",
+            listing, p = pcmon_json("run", "--interval", 1000, "--", exe, "-cp", CLASSES, "JavaWork",
                                     10**9, 3, sock=d.sock)
             names = procs(listing)
             leaf = names["java.JavaWork.leaf"]["deep"]
-            assert leaf >= 0.8 * listing["summary"]["counted"], (exe, leaf)
+            # most of the timed loop's CPU time (a sample a ms); not of the whole JVM's, whose
+            # compiler and collector threads take a share that grows as the machine is busier
+            loop = first_json_line(p.stdout)["cpu_s"] * 1000
+            assert leaf >= 0.8 * loop - 4 * loop ** 0.5, (exe, leaf, loop, listing["summary"]["counted"])
             for lv in range(1, 8):
                 assert names[f"java.JavaWork.level{lv}"]["deep"] >= 0.98 * leaf, (exe, lv, names[f"java.JavaWork.level{lv}"])
             lines = pcmon_json("list", listing["target"]["id"], "--lines", "java.JavaWork.leaf",
