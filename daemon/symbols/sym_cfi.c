@@ -12,15 +12,28 @@
 #include "dbginfo.h"
 #include "sym_int.h"
 
-/* The object's call-frame information, read once (libdwfl owns and caches it). */
+/* The object's .eh_frame, read once (libdwfl owns and caches it). */
 static void module_cfi(struct smod *m)
 {
 	if (m->cfi_tried || !m->mod)
 		return;
 	m->cfi_tried = true;
 	m->eh_cfi = dwfl_module_eh_cfi(m->mod, &m->eh_bias);
-	m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
-	m->dw_asked = true;
+}
+
+/*
+ * Its .debug_frame, read once, when .eh_frame did not say: it comes with the object's debug
+ * info, which libdwfl loads whole (finding a separate file, inflating compressed sections:
+ * 12 MB of a system-wide pcmond's heap on a machine of -g builds, for code .eh_frame covered).
+ */
+static Dwarf_CFI *module_dbg_cfi(struct smod *m)
+{
+	if (!m->dbg_cfi_tried && m->mod) {
+		m->dbg_cfi_tried = true;
+		m->dbg_cfi = dwfl_module_dwarf_cfi(m->mod, &m->dbg_bias);
+		m->dw_asked = true;
+	}
+	return m->dbg_cfi;
 }
 
 /*
@@ -88,7 +101,7 @@ static Dwarf_Frame *cfi_lookup(struct smod *m, uint64_t vaddr)
 	module_cfi(m);
 	if (m->eh_cfi && !dwarf_cfi_addrframe(m->eh_cfi, vaddr + m->bias - m->eh_bias, &frame))
 		return frame;
-	if (m->dbg_cfi && !dwarf_cfi_addrframe(m->dbg_cfi, vaddr + m->bias - m->dbg_bias, &frame))
+	if (module_dbg_cfi(m) && !dwarf_cfi_addrframe(m->dbg_cfi, vaddr + m->bias - m->dbg_bias, &frame))
 		return frame;
 	return NULL;
 }

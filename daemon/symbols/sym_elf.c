@@ -299,7 +299,7 @@ void smod_drop_tables(struct smod *m)
 	m->fdes = NULL;
 	m->nfdes = 0;
 	m->fdes_read = false;
-	m->cfi_tried = false;
+	m->cfi_tried = m->dbg_cfi_tried = false;
 	m->eh_cfi = m->dbg_cfi = NULL;
 	m->dw_asked = false;
 }

@@ -93,7 +93,7 @@ struct smod {
 	GElf_Addr bias;
 	bool tried;
 	bool usdt;		/* has pcmon's critical-section probes */
-	bool cfi_tried;
+	bool cfi_tried, dbg_cfi_tried;	/* .eh_frame asked for; .debug_frame (when it did not say) */
 	Dwarf_CFI *eh_cfi, *dbg_cfi;	/* call-frame information, owned by dwfl */
 	Dwarf_Addr eh_bias, dbg_bias;
 	struct cfi_slot *cfi_cache;	/* the rows asked for, by address (sym_cfi_rule()) */
