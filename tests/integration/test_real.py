@@ -40,8 +40,10 @@ def check_real_spinsleep(listing, own):
     spin = p["spinsleep.spin_part"]["deep"] / n
     assert abs(sleep - own["sleep"]) <= 0.03, (sleep, own)
     assert abs(spin - own["spin"]) <= 0.03, (spin, own)
-    # the sleeping path's callers are charged too
-    assert p["spinsleep.main"]["deep"] >= 0.99 * s["counted"] - 10, s
+    # the sleeping path's callers are charged too: main is under the loop's samples (not
+    # under the start's, which wait longer to run on a busy machine)
+    loop = p["spinsleep.sleep_part"]["deep"] + p["spinsleep.spin_part"]["deep"]
+    assert p["spinsleep.main"]["deep"] >= 0.99 * loop, (p["spinsleep.main"], loop, s)
     assert s["off_blocked"] > 0 and s["off_blocked_ns"] > 0
     # interrupts of t add up to the wall time of the one thread
     assert abs(s["interrupts"] - own["wall_s"] * 1000) <= 0.03 * own["wall_s"] * 1000, s
