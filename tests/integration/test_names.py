@@ -287,7 +287,10 @@ def test_binary_only_in_another_mount_namespace():
                                 "--mount", "--pid", "--fork", "--propagation", "private", "sh",
                                 "-c", script, sock=NODAEMON)
         assert not os.path.exists(exe), "the binary must exist in the namespace only"
-        check_shares(listing, first_json_line(p.stdout), {fn: f"threefn_ns.{fn}" for fn in FNS})
+        # among the named functions: unshare, sh, mount and cp are sampled too, and take
+        # longer on a busy machine (4 % of the samples once)
+        check_shares(listing, first_json_line(p.stdout), {fn: f"threefn_ns.{fn}" for fn in FNS},
+                     among_named=True)
         assert procs(listing)["threefn_ns.main"]["deep"] >= 0.9 * listing["summary"]["counted"]
     finally:
         shutil.rmtree(tmp)
