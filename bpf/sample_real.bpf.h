@@ -189,9 +189,10 @@ static __always_inline bool in_syscall(struct pt_regs *r)
 
 /* Take the current thread's stacks into @o. */
 static __always_inline void take_stacks(void *ctx, struct task_struct *task, struct pcmon_offcpu *o,
-					bool kernel)
+					bool kernel, bool walked)
 {
-	o->key.uerr = capture_user(ctx, &o->key, &o->urec.st);
+	if (!walked) /* (else the CFI tables walked it into o->urec: cfi_walk()) */
+		o->key.uerr = capture_user(ctx, &o->key, &o->urec.st);
 	if (!o->key.uerr)
 		py_append(task, &o->key, o->key.tid, &o->urec.st);
 	o->krec.st.len = 0;
@@ -606,9 +607,23 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			if (o->lazy == PCMON_LAZY_PEER && !peers_add(o->mm, o->key.tid))
 				o->lazy = PCMON_LAZY_NO;
 		}
-		if (o->lazy == PCMON_LAZY_NO)
-			emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
-				   cfg->flags & PCMON_TF_KERNEL);
+		if (o->lazy != PCMON_LAZY_NO)
+			return;
+		/*
+		 * Taken now (the sched_switch tracepoint, --kernel): walked here where the CFI
+		 * tables say the way, and kept as a frame-pointer stack is; else copied. A copy
+		 * at every switch of two threads that hand work back and forth thousands of times
+		 * a second outran an engine starved by a build beside (the ring overflowed).
+		 */
+		if ((cfg->flags & PCMON_TF_DWARF) && !is_jvm(o->key.pid, o->key.epoch) &&
+		    cfi_walk(prev, &o->key, &o->urec.st)) {
+			o->dwarf = 0;
+			note_thread(o->key.tid, prev);
+			take_stacks(ctx, prev, o, cfg->flags & PCMON_TF_KERNEL, true);
+			return;
+		}
+		emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
+			   cfg->flags & PCMON_TF_KERNEL);
 		return;
 	}
 	o->dwarf = 0;
@@ -616,7 +631,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		o->lazy = lazy_kind(o, prev, next);
 	if (o->lazy == PCMON_LAZY_NO) {
 		note_thread(o->key.tid, prev);
-		take_stacks(ctx, prev, o, cfg->flags & PCMON_TF_KERNEL);
+		take_stacks(ctx, prev, o, cfg->flags & PCMON_TF_KERNEL, false);
 	}
 }
 
