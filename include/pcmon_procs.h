@@ -196,7 +196,8 @@ struct pcmon_event {
 	X(procs_full, 1)   /* a child could not join its target: proc map full */           \
 	X(probe_events, 1) /* exec/dlopen events that brought files the probe thread checks */ \
 	X(probe_events_spared, 1) /* ... whose files were all known: no event (probe_files) */ \
-	X(cfi_walked, 1)   /* --unwind dwarf samples walked in BPF (whole, or at depth) */  \
+	X(cfi_walked, 1)   /* --unwind dwarf stacks walked in BPF (whole, or at depth): */  \
+			   /* samples', and blocked threads' taken as they switch out */ \
 	X(cfi_copied, 1)   /* ... copied for the engine instead (no table, a rule it lacks) */
 
 struct pcmon_gstat {

@@ -247,6 +247,11 @@ def held(cmd):
             os.unlink(flag)
 
 
+def status(d):
+    """`pcmon status` of pcmond @d (a Daemon), as JSON."""
+    return pcmon_json("status", sock=d.sock)[0]
+
+
 def oncpu_ns(pid):
     """Process @pid's main thread's time on a CPU (ns, /proc/PID/schedstat): as of its last
     scheduler tick while it runs (4 ms at 250 Hz), for spans of a second or more."""

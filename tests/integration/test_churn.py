@@ -10,11 +10,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import (Daemon, first_json_line, pcmon_json, procs, run_tests, share_tolerance_pp,
-                 workload)
-
-
-def status(d):
-    return pcmon_json("status", sock=d.sock)[0]
+                 status, workload)
 
 
 def test_short_lived_processes_all_symbolized_and_sleepers_cost_no_map_read():

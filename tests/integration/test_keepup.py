@@ -11,13 +11,9 @@ import signal
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import Daemon, pcmon, pcmon_json, run_tests, workload
+from lib import Daemon, pcmon, pcmon_json, run_tests, status, workload
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def status(d):
-    return pcmon_json("status", sock=d.sock)[0]
 
 
 def unsliced(st):

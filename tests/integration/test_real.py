@@ -10,7 +10,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from lib import (PCMON, Daemon, first_json_line, pcmon, pcmon_json, procs, run_tests,
-                 share_tolerance_pp, workload)
+                 share_tolerance_pp, status, workload)
 
 NODAEMON = "/nonexistent/pcmond.sock"
 
@@ -205,6 +205,29 @@ def test_late_ticks_go_to_the_thread_that_ran():
             want = life * 1000  # periods of 1 ms
             tol = 4 * math.sqrt(want) + 0.01 * want
             assert abs(threads[th] - want) <= tol, (env, unwind, th, threads[th], want, s)
+
+
+def test_switch_stacks_walked_in_bpf():
+    """Where a blocked thread's stack is taken as it switches out (the sched_switch
+    tracepoint), a dwarf target's is walked in BPF with the CFI tables, as a sample's is, not
+    copied for the engine at every switch: bursts switches thousands of times a second."""
+    d = Daemon(env=dict(os.environ, PCMON_FORCE_TRACEPOINT="1")).start()
+    try:
+        before = status(d)
+        listing, p = pcmon_json("run", "--real", "--interval", 1000, "--", workload("bursts"), 2,
+                                sock=d.sock)
+        after = status(d)
+    finally:
+        d.stop()
+    own, s = first_json_line(p.stdout), listing["summary"]
+    walked = after["cfi_walked"] - before["cfi_walked"]
+    copied = after["cfi_copied"] - before["cfi_copied"]
+    assert s["off_blocked"] > 0 and s["lost"] == 0, s
+    # (the copies: the first switches of each thread, before its process's tables are listed)
+    print(f"  walked in BPF {walked}, copied {copied}")
+    assert walked >= 1000 and copied <= 0.05 * walked, (walked, copied)
+    assert abs(s["interrupts"] - (own["client_s"] + own["server_s"]) * 1000) <= \
+        0.03 * (own["client_s"] + own["server_s"]) * 1000, (s, own)
 
 
 def test_late_ticks_landing_on_an_unwatched_process():

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lib import charged, Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, workload
+from lib import charged, Daemon, Skip, first_json_line, pcmon, pcmon_json, procs, run_tests, share_tolerance_pp, status, workload
 
 NODAEMON = "/nonexistent/pcmond.sock"
 
@@ -213,10 +213,6 @@ def test_deep_recursion_reaches_its_root():
         assert abs(got - want) <= share_tolerance_pp(want, n) / 100, (mode, got, want)
 
 
-def status_json(sock):
-    return pcmon_json("status", sock=sock)[0]
-
-
 def test_bpf_tables_walk_what_the_copy_walks():
     """The same workload (40 levels of 4 KiB frames under main) sampled by a pcmond that walks
     stacks in BPF with CFI tables (the default) and by one that copies them (--cfi-tables 0):
@@ -229,7 +225,7 @@ def test_bpf_tables_walk_what_the_copy_walks():
         try:
             listing, proc = pcmon_json("run", "--interval", 500, "--", workload("rec40"), 2,
                                        4096, sock=d.sock)
-            got[mode] = (listing, first_json_line(proc.stdout), status_json(d.sock))
+            got[mode] = (listing, first_json_line(proc.stdout), status(d))
         finally:
             d.stop()
     (tl, ttruth, tst), (cl, ctruth, cst) = got["tables"], got["copies"]
@@ -329,7 +325,7 @@ def test_tables_where_nothing_mounted_tracefs():
     try:
         listing, _ = pcmon_json("run", "--interval", 1000, "--", workload("rec40"), 2, 4096,
                                 sock=d.sock)
-        st = status_json(d.sock)
+        st = status(d)
     finally:
         d.stop()
     assert os.path.exists(tracing + "/events"), "tracefs was not mounted"
