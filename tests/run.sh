@@ -7,11 +7,13 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=.output
 passed=0 failed=0 skipped=0
+failures=() # what failed, named again at the end (a long log may be read from its tail)
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 note() { printf '%s\n' "$*"; }
 
 finish() {
+	[ ${#failures[@]} -eq 0 ] || note "failed: ${failures[*]}"
 	if [ "$skipped" -gt 0 ]; then
 		echo "$passed passed, $failed failed, $skipped skipped"
 	else
@@ -33,7 +35,7 @@ for t in "$OUT"/tests/test_*; do
 	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # crashed, or a sanitizer fired
 	passed=$((passed + p)) failed=$((failed + f))
 	note "unit $(basename "$t"): $p passed, $f failed"
-	[ "$f" -eq 0 ] || cat "$log"
+	[ "$f" -eq 0 ] || { cat "$log"; failures+=("unit:$(basename "$t")"); }
 	rm -f "$log"
 done
 [ "${1:-}" = --unit ] && finish
@@ -54,6 +56,7 @@ for t in "$OUT"/fuzz/fuzz_*; do
 	else
 		failed=$((failed + 1))
 		note "fuzz $name: FAILED"
+		failures+=("fuzz:$name")
 		tail -40 "$log"
 	fi
 	rm -f "$log"
@@ -65,6 +68,12 @@ for t in tests/integration/test_*.py; do
 	python3 "$t" 2>&1 | tee "$log" | grep -v '^RESULT'
 	read -r _ p f s < <(grep '^RESULT' "$log" | tail -1)
 	if [ -z "${p:-}" ]; then p=0 f=1 s=0; note "integration $(basename "$t"): crashed"; fi
+	if [ "$f" -gt 0 ]; then
+		for n in $(sed -n 's/^FAIL \([^ ]*\).*/\1/p' "$log"); do
+			failures+=("$(basename "$t" .py)::$n")
+		done
+		grep -q '^FAIL ' "$log" || failures+=("$(basename "$t" .py)")
+	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	rm -f "$log"
 	unset p f s

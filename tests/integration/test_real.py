@@ -146,11 +146,11 @@ def twopaths(env=None):
             "serve": own["serve_a"] + own["serve_b"]}
     for k in want:
         tol = share_tolerance_pp(want[k], n) / 100
-        assert abs(got[k] - want[k]) <= tol, (k, got, want, n)
+        assert abs(got[k] - want[k]) <= tol, (k, got, want, n, s)
     # the two paths block at the same instruction with the same stack and frame pointers
     unwalk = sum(c["count"] for c in s.get("critical", []) if c["name"] == "unwalkable")
     assert unwalk <= 0.01 * n, s
-    return got, s
+    return got, want, s
 
 
 def test_blocking_paths_told_apart():
