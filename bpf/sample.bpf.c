@@ -96,18 +96,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.cgroup = bpf_get_current_cgroup_id();
 	key.tset = tail_set(bpf_get_current_task_btf(), p->target);
 	key.slice = slice_stamp(cfg->slice_ns);
-	if (is_jvm(key.pid, key.epoch) ||
-	    ((cfg->flags & PCMON_TF_DWARF) && !cfi_walk(bpf_get_current_task_btf(), &key, &sc->urec.st))) {
-		if (gs && (cfg->flags & PCMON_TF_DWARF))
-			gs->cfi_copied++;
+	if ((cfg->flags & PCMON_TF_DWARF) ? !dwarf_walked(bpf_get_current_task_btf(), &key,
+							 &sc->urec.st) : is_jvm(key.pid, key.epoch)) {
 		emit_dwarf(ctx, bpf_get_current_task_btf(), &key, PCMON_DS_SAMPLE, 0, 0,
 			   cfg->flags & PCMON_TF_KERNEL);
 		return 0;
 	}
 	if (!(cfg->flags & PCMON_TF_DWARF))
 		key.uerr = capture_user(ctx, &key, &sc->urec.st);
-	else if (gs)
-		gs->cfi_walked++;
 	if (!key.uerr)
 		py_append(bpf_get_current_task_btf(), &key, key.tid, &sc->urec.st);
 	sc->krec.st.len = 0;

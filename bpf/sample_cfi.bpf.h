@@ -181,8 +181,8 @@ static __always_inline bool cfi_walk(struct task_struct *task, struct pcmon_key 
 		return true;
 	}
 	p = bpf_map_lookup_elem(&cfiprocs, &key->pid);
-	if (!p || p->epoch != key->epoch || js_proc(key))
-		return false; /* (a V8's JavaScript frames are read from the copy) */
+	if (!p || p->epoch != key->epoch)
+		return false;
 	r = (struct pt_regs *)bpf_task_pt_regs(task);
 	w.p = p;
 	w.pc = user_pc(task, BPF_CORE_READ(r, ip));
@@ -197,6 +197,29 @@ static __always_inline bool cfi_walk(struct task_struct *task, struct pcmon_key 
 		key->flags |= PCMON_KF_USER_DEPTH;
 	key->uerr = PCMON_SERR_NONE;
 	return true;
+}
+
+/*
+ * A --unwind dwarf stack of @task: walked here with the tables (true), or to be copied for
+ * the engine; counted either way (cfi_walked, cfi_copied). A JVM's or a V8's is always
+ * copied, its Java or JavaScript frames being read from the copy, and not counted: no table
+ * could have walked them.
+ */
+static __always_inline bool dwarf_walked(struct task_struct *task, struct pcmon_key *key,
+					 struct pcmon_stack *st)
+{
+	struct pcmon_gstat *gs;
+	bool walked;
+
+	if (is_jvm(key->pid, key->epoch) || js_proc(key))
+		return false;
+	walked = cfi_walk(task, key, st);
+	gs = gstats();
+	if (gs && walked)
+		gs->cfi_walked++;
+	else if (gs)
+		gs->cfi_copied++;
+	return walked;
 }
 
 /*

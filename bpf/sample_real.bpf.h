@@ -528,7 +528,6 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	__u64 gen = procs_gen_now() | PCMON_PROC_COPIED;
 	struct pcmon_offcpu *o = NULL;
 	struct pcmon_proc *p = NULL;
-	struct pcmon_gstat *gs;
 	struct pcmon_tcfg *cfg;
 	struct cpu_left *left;
 	__u32 target;
@@ -616,18 +615,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		 * at every switch of two threads that hand work back and forth thousands of times
 		 * a second outran an engine starved by a build beside (the ring overflowed).
 		 */
-		gs = gstats();
-		if ((cfg->flags & PCMON_TF_DWARF) && !is_jvm(o->key.pid, o->key.epoch) &&
-		    cfi_walk(prev, &o->key, &o->urec.st)) {
-			if (gs)
-				gs->cfi_walked++;
+		if ((cfg->flags & PCMON_TF_DWARF) && dwarf_walked(prev, &o->key, &o->urec.st)) {
 			o->dwarf = 0;
 			note_thread(o->key.tid, prev);
 			take_stacks(ctx, prev, o, cfg->flags & PCMON_TF_KERNEL, true);
 			return;
 		}
-		if (gs && (cfg->flags & PCMON_TF_DWARF))
-			gs->cfi_copied++;
 		emit_dwarf(ctx, prev, &o->key, PCMON_DS_OFF_START, o->ts, 0,
 			   cfg->flags & PCMON_TF_KERNEL);
 		return;

@@ -172,10 +172,7 @@ static void runtimes_look(struct sample_g *g, struct sample *sp, const struct pc
 {
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
 	if (sp->java) {
-		if (ev->type == PCMON_EV_DLOPEN)
-			hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
-		else
-			hs_is_jvm(g->hs, ev->pid, ev->epoch);
+		hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
 		if (hs_new_jvm(g->hs, ev->pid))
 			sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
 	}

@@ -31,7 +31,12 @@ void hs_free(struct hs *h);
  */
 #define HS_LOOK_TRIES 100
 bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
-/* Image @epoch of @pid loaded objects at @ts: looked at again now (libjvm.so, maybe). */
+/*
+ * Image @epoch of @pid loaded objects at @ts, or was first sampled then: looked at again now
+ * (libjvm.so, maybe), whatever its looks so far. (A look made for its first samples, which
+ * stream in before the event that says they came, may have had a map read at its exec,
+ * without the libjvm.so the dynamic linker loaded before the first sample: no event says so.)
+ */
 void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts);
 /*
  * Look again at the processes that may still become JVMs (a launcher whose libjvm was not
