@@ -384,7 +384,10 @@ def test_server_that_never_answers_delays_nothing():
             assert dbg["enabled"] and dbg["urls"] == url and dbg["fetched"] == 0, dbg
             assert state_of(st, prog.bid) in ("pending", "fetching"), dbg
             per_drain = st["drain_ms_total"] / max(st["drains"], 1)
-            assert per_drain < 50, st
+            # a drain that waited for the download would wait out the client's 60 s; one that
+            # names a new process's objects takes its time on a busy machine (127 ms beside a
+            # build, where a quiet one takes a few)
+            assert st["drain_ms_max"] < 5000, st
             assert answered < 10, answered
             text = pcmon("status", sock=d.sock, check=0).stdout
             assert "debuginfod" in text and url in text, text

@@ -113,7 +113,7 @@ def test_count_colon_charges_a_frame():
 def test_count_text_table():
     p = pcmon("count", LEAF, "--when", "whenleaf.via_b->*", "--", workload("whenleaf"),
               sock=NODAEMON)
-    assert p.returncode == 0, p.stderr  # (stdout is not a terminal: the table is here)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)  # (the table is on stderr)
     assert "when whenleaf.via_b->*, from the shadow stack" in p.stderr, p.stderr
     rows = [l.split() for l in p.stderr.splitlines()]
     assert ["30"] == [r[0] for r in rows if r and r[-1] == LEAF], p.stderr
