@@ -144,6 +144,9 @@ def twopaths(env=None):
            "serve": pp["twopaths.serve"]["deep"] / n}
     want = {"path_a": own["path_a"], "path_b": own["path_b"],
             "serve": own["serve_a"] + own["serve_b"]}
+    print("  " + ", ".join(f"{k} {got[k]:.4f} (program {want[k]:.4f})" for k in want)
+          + f"; {n} counted, ticks moved {s.get('ticks_moved')} dropped {s.get('ticks_dropped')}"
+          f" unwatched {s.get('ticks_unwatched')}", flush=True)
     for k in want:
         tol = share_tolerance_pp(want[k], n) / 100
         assert abs(got[k] - want[k]) <= tol, (k, got, want, n, s)
