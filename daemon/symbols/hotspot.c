@@ -253,19 +253,22 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 
 void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts)
 {
-	struct hs_proc *p;
+	struct hs_proc *p = hs_proc_of(h, pid);
+	uint32_t looks = p && p->epoch == epoch ? p->looks : 0;
 
-	if (!hs_is_jvm(h, pid, epoch) && (p = hs_proc_of(h, pid)) && !p->libjvm) {
-		/*
-		 * Looked at again whatever its looks so far: what it loaded may be a libjvm (a
-		 * program that makes a JVM itself, or loads the one it links at start-up after
-		 * its first sample). (The map as of the event: the engine's own re-read may come
-		 * after this.)
-		 */
-		sym_proc_reload(h->sym, pid, epoch, ts);
-		p->looks = MIN(p->looks, HS_LOOK_TRIES - 1);
-		look(h, p);
-	}
+	/* the map as of the event (the engine's own re-read may come after this) */
+	sym_proc_reload(h->sym, pid, epoch, ts);
+	if (hs_is_jvm(h, pid, epoch) || !(p = hs_proc_of(h, pid)) || p->libjvm)
+		return;
+	/*
+	 * Looked at again whatever its looks so far, unless hs_is_jvm() just did (its first
+	 * look, or one due): what it loaded may be a libjvm (a program that makes a JVM itself,
+	 * or loads the one it links at start-up after its first sample).
+	 */
+	if (looks < HS_LOOK_TRIES && p->looks != looks)
+		return;
+	p->looks = MIN(p->looks, HS_LOOK_TRIES - 1);
+	look(h, p);
 }
 
 void hs_look_pending(struct hs *h, void (*found)(void *ctx, uint32_t pid, uint32_t epoch),
