@@ -29,12 +29,12 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *d
 	return 0;
 }
 
-static __always_inline void lost_ring(__u32 target)
+static __always_inline void ring_count(__u32 target, bool cut)
 {
 	struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &target);
 
 	if (ts)
-		__sync_fetch_and_add(&ts->lost_ring_full, 1);
+		__sync_fetch_and_add(cut ? &ts->ring_cut : &ts->lost_ring_full, 1);
 }
 
 /*
@@ -154,8 +154,19 @@ static __always_inline void emit_dwarf_from(void *ctx, struct task_struct *task,
 	if (type != PCMON_DS_SAMPLE) /* (on_sample() noted it already) */
 		note_thread(key->tid, task);
 	d = reserve_dwarf(need, &room);
+	if (!d && need > PCMON_DWARF_RING_CUT) {
+		/*
+		 * The ring has no room for the whole copy (the reader fell behind): the
+		 * innermost frames still fit, and are what the sample measured (its place, its
+		 * shallow time). The engine walks them and flags the stack truncated.
+		 */
+		d = bpf_ringbuf_reserve(&dsamples, sizeof(*d) + PCMON_DWARF_RING_CUT, 0);
+		room = PCMON_DWARF_RING_CUT;
+		if (d)
+			ring_count(key->target, true);
+	}
 	if (!d) {
-		lost_ring(key->target);
+		ring_count(key->target, false);
 		return;
 	}
 	d->h.type = type;

@@ -641,7 +641,7 @@ static __always_inline void send_end(__u32 type, __u32 tid, __u64 ts, __u64 ns,
 	struct pcmon_dhdr *h = bpf_ringbuf_reserve(&dsamples, sizeof(*h), 0);
 
 	if (!h) {
-		lost_ring(key->target);
+		ring_count(key->target, false);
 		return;
 	}
 	h->type = type;

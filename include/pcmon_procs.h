@@ -144,6 +144,9 @@ struct pcmon_pglobal {
 	X(lost_offcpu_full, ALWAYS, 1, offcpu_map_full)                                 \
 	/* --unwind dwarf samples dropped: the sample ring was full */                     \
 	X(lost_ring_full, SINCE2, 1, sample_ring_full)                                     \
+	/* --unwind dwarf samples whose stack copy was cut to fit a ring too full for */   \
+	/* all of it (each also cut short: truncated) */                                   \
+	X(ring_cut, OPTIONAL, 0, ring_cut)                                                 \
 	/* samples of a process its non-root owner may no longer watch */                  \
 	X(denied, OPTIONAL, 0, denied)                                                     \
 	/* REAL: timer ticks that reached a thread of the target after it came on CPU, */  \

@@ -121,6 +121,7 @@ struct pcmon_val {
 #define PCMON_DWARF_STACK_MAX (8u << 20)
 #define PCMON_DWARF_STACK_DEFAULT (1u << 20)
 #define PCMON_DWARF_STACK_GUESS (64u << 10) /* a thread whose stack mapping is not known yet */
+#define PCMON_DWARF_RING_CUT (16u << 10)    /* what a copy the ring has no room for keeps */
 #define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
 #define PCMON_KSTACK_MAX 127
 

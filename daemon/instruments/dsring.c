@@ -242,31 +242,39 @@ int dsring_fd(const struct dsring *r)
 	return r->efd;
 }
 
+/*
+ * Hand every record taken so far to @cb: the backlog, and what the ring holds now. A backlog
+ * too full to take the ring whole leaves the ring for a second pass, once the first has made
+ * room, so that a caller bringing everything up to date (a listing, a stop) misses nothing
+ * BPF had written when it called.
+ */
 int dsring_take(struct dsring *r, void (*cb)(void *ctx, void *data, size_t len), void *ctx)
 {
 	struct backlog b;
 	uint64_t v;
-	int n = 0;
+	int n = 0, got = -1;
 
 	if (read(r->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		pr_warn("sampled stacks' wake-up: %s", strerror(errno));
-	pthread_mutex_lock(&r->lock);
-	read_ring(r);
-	b = r->front; /* (empty: the last call took all of it) */
-	r->front = r->back;
-	r->back = b;
-	pthread_mutex_unlock(&r->lock);
+	for (int pass = 0; pass < 2 && got < 0; pass++) {
+		pthread_mutex_lock(&r->lock);
+		got = read_ring(r);
+		b = r->front; /* (empty: the last pass took all of it) */
+		r->front = r->back;
+		r->back = b;
+		pthread_mutex_unlock(&r->lock);
 
-	for (size_t at = 0; at < r->front.len; n++) {
-		uint64_t len = *(uint64_t *)(r->front.p + at);
+		for (size_t at = 0; at < r->front.len; n++) {
+			uint64_t len = *(uint64_t *)(r->front.p + at);
 
-		cb(ctx, r->front.p + at + REC_HDR, len);
-		at += REC_SIZE(len);
+			cb(ctx, r->front.p + at + REC_HDR, len);
+			at += REC_SIZE(len);
+		}
+		pthread_mutex_lock(&r->lock);
+		backlog_done(&r->front, r->front.len, 2 * r->ring_bytes);
+		pthread_cond_signal(&r->room);
+		pthread_mutex_unlock(&r->lock);
 	}
-	pthread_mutex_lock(&r->lock);
-	backlog_done(&r->front, r->front.len, 2 * r->ring_bytes);
-	pthread_cond_signal(&r->room);
-	pthread_mutex_unlock(&r->lock);
 	return n;
 }
 

@@ -244,6 +244,48 @@ def test_drain_behind_is_reported_and_counted():
         d.stop()
 
 
+def test_full_ring_keeps_the_innermost_frames():
+    """Stacks copied (no CFI tables) at 2 kHz, 160 KiB each, with pcmond stopped for 100 ms
+    in every 200 (an engine starved in bursts): the ring of copies fills. A sample whose
+    whole copy no longer fits keeps its innermost 16 KiB (ring_cut): it is counted where it
+    was taken, its stack cut short (truncated) and marked so in exports, not thrown away;
+    only what finds no room at all is lost. Every sample is counted or counted as lost."""
+    d = Daemon(args=["--cfi-tables", 0]).start()
+    w = None
+    try:
+        w, tid = watch(d, [workload("rec40"), 3, 4096], "--interval", 500)
+        time.sleep(0.5)
+        for _ in range(10):
+            d.proc.send_signal(signal.SIGSTOP)
+            time.sleep(0.1)
+            d.proc.send_signal(signal.SIGCONT)
+            time.sleep(0.1)
+        w.communicate(timeout=60)
+        pcmon("stop", tid, sock=d.sock, check=0)
+        s = pcmon_json("list", tid, sock=d.sock)[0]["summary"]
+        folded = pcmon("export", tid, "--format", "folded", sock=d.sock, check=0).stdout
+    finally:
+        if w:
+            w.kill()
+        d.stop()
+    assert s["ring_cut"] > 0, s
+    assert s["cut_short_by_reason"]["truncated"] >= s["ring_cut"], s
+    assert s["lost"] == s["lost_by_reason"]["sample_ring_full"], s
+    # 3 s of CPU at 2 kHz (and the time to the first sample): counted or lost, none missing
+    assert 5000 <= s["counted"] + s["lost"] <= 6200, s
+    cut = deep = 0
+    for line in folded.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        if frames[0] == "[truncated]":
+            cut += int(n)
+            deep += int(n) if {"rec", "rec_leaf"} & set(frames) else 0
+    # every cut stack marked in the export; those the ring cut are the deep ones, inside the
+    # recursion, with their innermost frames
+    assert cut == s["cut_short"], (cut, s)
+    assert deep >= s["ring_cut"], (deep, s)
+
+
 def test_real_dwarf_copies_charged_stacks_only():
     """REAL with --unwind dwarf on tens of thousands of switches a second: the stacks of
     blocked and preempted threads are copied only for the intervals charged, so the engine

@@ -209,7 +209,8 @@ def test_deep_recursion_reaches_its_root():
         # every whole stack reaches its root (the few cut short above, flagged, do not)
         assert charged(listing) - s["cut_short"] <= rooted(listing, "rec40") <= charged(listing), \
             (mode, s)
-        want, got = truth["rec_leaf"], p["rec40.rec_leaf"]["shallow"] / n
+        # (deep: the program's clock counts the kernel's work in rec_leaf, its clock reads)
+        want, got = truth["rec_leaf"], p["rec40.rec_leaf"]["deep"] / n
         assert abs(got - want) <= share_tolerance_pp(want, n) / 100, (mode, got, want)
 
 
@@ -218,13 +219,19 @@ def test_bpf_tables_walk_what_the_copy_walks():
     stacks in BPF with CFI tables (the default) and by one that copies them (--cfi-tables 0):
     BPF walked nearly all samples, with a hundredth of the bytes copied, and both find the same whole
     stacks: every sample reaches _start, and the procedures' shares agree with the program's
-    own and with each other's within their sampling error."""
+    own and with each other's within their sampling error.
+
+    The copies are sampled at 1 kHz, not 2. A sample's handler runs on the thread's CPU time
+    (this kernel does not account interrupt time apart), and a 160 KiB copy takes 10-14 us:
+    at 2 kHz the program's clock put about 1 pp more in rec_leaf than samples, which never
+    land inside their own handler, can see. And the engine, on the one CPU the workload
+    leaves it, fell behind in a slow phase of this VM (a 270 MB backlog, and the ring full)."""
     got = {}
-    for mode, args in (("tables", []), ("copies", ["--cfi-tables", 0])):
+    for mode, args, interval in (("tables", [], 500), ("copies", ["--cfi-tables", 0], 1000)):
         d = Daemon(args=args).start()
         try:
-            listing, proc = pcmon_json("run", "--interval", 500, "--", workload("rec40"), 2,
-                                       4096, sock=d.sock)
+            listing, proc = pcmon_json("run", "--interval", interval, "--", workload("rec40"),
+                                       2, 4096, sock=d.sock)
             got[mode] = (listing, first_json_line(proc.stdout), status(d))
         finally:
             d.stop()
@@ -239,12 +246,14 @@ def test_bpf_tables_walk_what_the_copy_walks():
     assert tb <= cb / 20, (tb, cb)
     for listing, truth, n in ((tl, ttruth, tn), (cl, ctruth, cn)):
         s, p = listing["summary"], procs(listing)
-        assert s["cut_short"] <= min(3, s["kernel_mode"]), s
-        # (160 KiB copied a sample at 2 kHz fills the ring now and then: counted as lost)
-        assert s["lost"] == 0 if listing is tl else s["lost"] <= 0.01 * n, s
+        # (160 KiB copied a sample fills the ring now and then: the copy cut to fit,
+        # ring_cut, and flagged truncated, or lost when not even that fits)
+        spilled = s["lost"] + s["ring_cut"]
+        assert spilled == 0 if listing is tl else spilled <= 0.01 * n, s
+        assert s["cut_short"] <= min(3, s["kernel_mode"]) + s["ring_cut"], s
         assert p["rec40._start"]["deep"] >= 0.99 * n, (p["rec40._start"], n)
         for fn in ("rec_leaf", "flat_work"):
-            want, share = truth[fn], p[f"rec40.{fn}"]["shallow"] / n
+            want, share = truth[fn], p[f"rec40.{fn}"]["deep"] / n
             assert abs(share - want) <= share_tolerance_pp(want, n) / 100, (fn, share, want)
     tp, cp = procs(tl), procs(cl)
     for fn in ("rec40.rec", "rec40.rec_leaf", "rec40.flat_work", "rec40.main"):

@@ -4,7 +4,8 @@
  * main. Each level of rec keeps FRAME bytes on the stack (argv[2], default 600), so the
  * stack spans about 40 x FRAME bytes: with 600, 24 KiB, more than a 16 KiB copy used to
  * hold; with 4096, 160 KiB, more than any copy holds (every such sample must be flagged).
- * Prints the CPU shares of rec (all levels), rec_leaf and flat_work as measured here.
+ * Prints the CPU shares of rec_leaf and flat_work as measured here, of all the CPU time the
+ * program used from main on (its calibration too: a sampler's samples of it count).
  *
  * Each round's work is scaled by a random factor (jittered(): 0.5 to 1.5, the same for all
  * of it), so that the rounds do not alias with the sampling timer.
@@ -57,9 +58,9 @@ int main(int argc, char **argv)
 
 	if (argc > 2)
 		frame = (size_t)atol(argv[2]);
+	total0 = cpu_ns();
 	chunk = calibrate(100000);
 	fprintf(stderr, "ready %d\n", (int)getpid());
-	total0 = cpu_ns();
 	end = cpu_ns() + secs * 1e9; /* (seconds of CPU: as many samples on a busy machine) */
 	while (cpu_ns() < end) {
 		round_chunk = jittered(chunk);
