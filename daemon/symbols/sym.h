@@ -24,6 +24,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <elfutils/libdw.h>
+
 #include "pcmon_bpf.h"
 
 #define SYM_NO_INLINE 1u
@@ -144,7 +146,6 @@ int sym_code_bytes(const struct sym *s, uint32_t module, uint64_t vaddr, void *b
  * libdw's frame in @frame, read as it is; the rest is then unused. Rows are kept once per
  * object however many addresses share them: libdw's frame is 200-300 bytes an address.
  */
-typedef struct Dwarf_Frame_s Dwarf_Frame;
 enum cfi_kind { CFI_NONE, CFI_UNDEF, CFI_SAME, CFI_AT, CFI_VAL };
 struct cfi_rule {
 	Dwarf_Frame *frame;
@@ -155,6 +156,17 @@ struct cfi_rule {
 	uint8_t kind[PCMON_NREGS];
 	int16_t off[PCMON_NREGS];
 };
+
+/*
+ * dwarf_frame_register() for register @reg of @frame, with the x86-64 psABI's defaults for
+ * a register the row does not mention: callee-saved ones (rbx, rbp, r12-r15) keep their
+ * value, others are undefined. (libdw's defaults for x86-64, elfutils up to at least
+ * 0.188, name rax as callee-saved in place of rbx: a leaf that had not saved rbx yet left
+ * it undefined, and a caller whose CFA is rbx-based, the dynamic linker's
+ * _dl_runtime_resolve, could not be stepped out of.)
+ */
+int sym_frame_register(Dwarf_Frame *frame, int reg, Dwarf_Op ops_mem[3], Dwarf_Op **ops,
+		       size_t *nops);
 
 /*
  * The CFI row for @pc in (pid, epoch): 0, or -ENOENT (no object or no CFI covers it). The

@@ -146,6 +146,25 @@ static bool rule_of(Dwarf_Frame *frame, struct cfi_rule *r)
 	return regs_of(frame, r);
 }
 
+#define REG_RAX 0
+#define REG_RBX 3
+
+int sym_frame_register(Dwarf_Frame *frame, int reg, Dwarf_Op ops_mem[3], Dwarf_Op **ops,
+		       size_t *nops)
+{
+	int err = dwarf_frame_register(frame, reg, ops_mem, ops, nops);
+
+	/*
+	 * Only the ABI's defaults are mended: no compiler or assembler writes DW_CFA_undefined
+	 * for rbx or DW_CFA_same_value for rax, so a row that says so took libdw's default.
+	 */
+	if (!err && *nops == 0 && reg == REG_RBX && *ops == ops_mem)
+		*ops = NULL;	/* same value */
+	else if (!err && *nops == 0 && reg == REG_RAX && !*ops)
+		*ops = ops_mem; /* undefined */
+	return err;
+}
+
 /* The registers' rules of @frame into @r: false if one says more than a rule can. */
 static bool regs_of(Dwarf_Frame *frame, struct cfi_rule *r)
 {
@@ -157,7 +176,7 @@ static bool regs_of(Dwarf_Frame *frame, struct cfi_rule *r)
 		size_t i = 1;
 		bool value;
 
-		if (reg == REG_RSP || dwarf_frame_register(frame, reg, ops_mem, &ops, &nops))
+		if (reg == REG_RSP || sym_frame_register(frame, reg, ops_mem, &ops, &nops))
 			continue; /* CFI_NONE (the caller's rsp is the CFA) */
 		if (nops == 0) {
 			r->kind[reg] = ops ? CFI_UNDEF : CFI_SAME;

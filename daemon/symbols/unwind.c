@@ -200,7 +200,7 @@ static enum step frame_step(struct unw_cursor *w, Dwarf_Frame *frame, bool *sign
 
 		if (reg == REG_RSP)
 			continue; /* the caller's rsp is the CFA */
-		if (dwarf_frame_register(frame, reg, ops_mem, &ops, &nops))
+		if (sym_frame_register(frame, reg, ops_mem, &ops, &nops))
 			continue; /* treat as undefined */
 		if (nops == 0) {
 			/* ops NULL: "same value", this frame left it alone; else "undefined" */

@@ -262,6 +262,30 @@ def test_bpf_tables_walk_what_the_copy_walks():
         assert abs(a - b) <= tol / 100, (fn, a, b)
 
 
+def test_callee_saved_register_left_unsaid_keeps_its_value():
+    """rbx_frame keeps its CFA in rbx, as glibc's _dl_runtime_resolve does around every
+    lazily bound call, and calls a leaf whose CFI says nothing about rbx (it never touches
+    it). The x86-64 psABI makes rbx callee-saved, so the leaf's silence means "as the
+    caller left it" (libdw's own default, up to elfutils 0.188 at least, names rax in its
+    place, and every sample in the leaf stopped at rbx_frame, cut short by a fault). Every
+    stack reaches _start, with the leaf's share as the program measured it."""
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", workload("rbxframe")],
+                         check=True, capture_output=True, text=True).stdout
+    leaf = dis.split("<spin_leaf>:", 1)[1].split("\n\n", 1)[0]
+    assert "bx" not in leaf, leaf  # (else its CFI would say where it saved rbx)
+    for mode in ("dwarf", "auto"):
+        listing, proc = pcmon_json("run", "--interval", 1000, "--unwind", mode, "--",
+                                   workload("rbxframe"), 1.5, sock=NODAEMON)
+        truth, s, p = first_json_line(proc.stdout), listing["summary"], procs(listing)
+        n = s["counted"]
+        assert s["cut_short"] <= s["cut_short_by_reason"]["no_cfi"] + s["kernel_mode"], s
+        assert s["cut_short_by_reason"]["fault"] == 0, s
+        assert p["rbxframe.rbx_frame"]["deep"] >= 0.9 * truth["spin_leaf"] * n, (p, truth)
+        assert charged(listing) - s["cut_short"] == rooted(listing, "rbxframe"), (mode, s)
+        want, got = truth["spin_leaf"], p["rbxframe.spin_leaf"]["deep"] / n
+        assert abs(got - want) <= share_tolerance_pp(want, n) / 100, (mode, got, want)
+
+
 def cfi_list(pid):
     """The mappings BPF walks process @pid's stacks with tables for: [(start, end)], from
     every pcmond's map (struct pcmon_cfi_proc: epoch, n, then n of start, end, bias, table,
