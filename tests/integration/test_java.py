@@ -379,6 +379,11 @@ def test_status_counts_java_frames():
         j = st["java"]
         assert j["jvms"] >= 1 and j["frames"] > 100 and j["compiled"] > 0, j
         assert j["stale"] <= j["frames"] * 0.05, j
+        # a JVM's stacks are copied for the engine to read its frames, and counted neither
+        # as walked by BPF's tables nor as copied for want of them: only the launcher's
+        # samples before libjvm was found are
+        n = pcmon_json("list", sock=d.sock)[0]["summary"]["counted"]
+        assert st["cfi_walked"] + st["cfi_copied"] <= 0.1 * n, (st["cfi_walked"], st["cfi_copied"], n)
     finally:
         assert d.stop() == 0, d.logtext()
 
