@@ -245,8 +245,9 @@ def test_drain_behind_is_reported_and_counted():
 
 
 def test_full_ring_keeps_the_innermost_frames():
-    """Stacks copied (no CFI tables) at 2 kHz, 160 KiB each, with pcmond stopped for 100 ms
-    in every 200 (an engine starved in bursts): the ring of copies fills. A sample whose
+    """Stacks copied (no CFI tables) at 2 kHz, 160 KiB each, with pcmond stopped for 250 ms
+    in every 350 (an engine starved in bursts): the ring of copies fills (in 64 ms of the
+    workload's CPU, so even a workload given a third of a CPU fills it). A sample whose
     whole copy no longer fits keeps its innermost 16 KiB (ring_cut): it is counted where it
     was taken, its stack cut short (truncated) and marked so in exports, not thrown away;
     only what finds no room at all is lost. Every sample is counted or counted as lost."""
@@ -255,9 +256,9 @@ def test_full_ring_keeps_the_innermost_frames():
     try:
         w, tid = watch(d, [workload("rec40"), 3, 4096], "--interval", 500)
         time.sleep(0.5)
-        for _ in range(10):
+        for _ in range(8):
             d.proc.send_signal(signal.SIGSTOP)
-            time.sleep(0.1)
+            time.sleep(0.25)
             d.proc.send_signal(signal.SIGCONT)
             time.sleep(0.1)
         w.communicate(timeout=60)
