@@ -172,7 +172,7 @@ static void runtimes_look(struct sample_g *g, struct sample *sp, const struct pc
 {
 	/* a JVM: its samples sent with their stacks, whatever --unwind (docs/java.md) */
 	if (sp->java) {
-		hs_loaded(g->hs, ev->pid, ev->epoch, ev->ts);
+		hs_loaded(g->hs, ev->pid, ev->epoch);
 		if (hs_new_jvm(g->hs, ev->pid))
 			sampler_jvm_set(g->smp, ev->pid, ev->epoch, true);
 	}

@@ -251,13 +251,11 @@ bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch)
 	return p->jvm;
 }
 
-void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts)
+void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch)
 {
 	struct hs_proc *p = hs_proc_of(h, pid);
 	uint32_t looks = p && p->epoch == epoch ? p->looks : 0;
 
-	/* the map as of the event (the engine's own re-read may come after this) */
-	sym_proc_reload(h->sym, pid, epoch, ts);
 	if (hs_is_jvm(h, pid, epoch) || !(p = hs_proc_of(h, pid)) || p->libjvm)
 		return;
 	/*

@@ -32,12 +32,13 @@ void hs_free(struct hs *h);
 #define HS_LOOK_TRIES 100
 bool hs_is_jvm(struct hs *h, uint32_t pid, uint32_t epoch);
 /*
- * Image @epoch of @pid loaded objects at @ts, or was first sampled then: looked at again now
- * (libjvm.so, maybe), whatever its looks so far. (A look made for its first samples, which
- * stream in before the event that says they came, may have had a map read at its exec,
- * without the libjvm.so the dynamic linker loaded before the first sample: no event says so.)
+ * Image @epoch of @pid loaded objects, or was first sampled: looked at again now (libjvm.so,
+ * maybe), whatever its looks so far, with the address map the engine read for that event
+ * before handing it on (engine.c). (A look made for its first samples, which stream in
+ * before the event that says they came, may have had a map read at its exec, without the
+ * libjvm.so the dynamic linker loaded before the first sample: no event says so.)
  */
-void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch, uint64_t ts);
+void hs_loaded(struct hs *h, uint32_t pid, uint32_t epoch);
 /*
  * Look again at the processes that may still become JVMs (a launcher whose libjvm was not
  * ready): @found for each found now. For the samples that wait in BPF (--unwind fp), whose
