@@ -337,6 +337,8 @@ def profiled(tool, mode, unwind, hz, us, cmd):
         # bpftrace -c holds the command until its probes are attached; the profile probe
         # itself is system-wide whatever -c/-p say
         return [BPFTRACE, "-c", " ".join(cmd), "-e", bpftrace_prog(hz, "cpid")], None
+    if tool == "timer":  # no profiler: fixedwork's own cpu-clock event (its TIMER_US)
+        return cmd + [str(us)], None
     raise ValueError(tool)
 
 
@@ -357,6 +359,9 @@ def samples_of(tool, r):
         return perf_samples(r.err)
     if tool == "bpftrace":
         return bpftrace_samples(r.out)
+    if tool == "timer":
+        d = doc_with(r.out, "samples")
+        return d["samples"] if d else None
     return None
 
 
@@ -1537,6 +1542,7 @@ def scale():
 
 
 MANYSTACKS = [os.path.join(BENCH, "manystacks"), "2", "120"]
+TIMER_ROW = "no profiler: the timer alone, fixedwork"
 THREADS_256 = [os.path.join(BENCH, "threads"), "256", "spin", "120"]
 
 
@@ -1591,7 +1597,8 @@ def limits(cal):
     many = [os.path.join(BENCH, "manystacks"), "2", "1"]
     # (row name, tool, workload): pcmon on both workloads; the peers on fixedwork, to tell
     # what this machine's sampling interrupts cost from what pcmon adds
-    sweeps = [("pcmon, fixedwork (1 stack, 1 thread)", "pcmon", fixed),
+    sweeps = [(TIMER_ROW, "timer", fixed),
+              ("pcmon, fixedwork (1 stack, 1 thread)", "pcmon", fixed),
               ("pcmon, manystacks (new stacks, 2 threads)", "pcmon", many),
               ("perf -g, fixedwork", "perf", fixed),
               ("bpftrace, fixedwork", "bpftrace", fixed)]
@@ -1604,7 +1611,8 @@ def limits(cal):
     try:
         # interval by interval, every tool at one before any at the next, so that drifting
         # load hits every row alike. A row stops at its first shortfall (an error, a loss,
-        # or < 90 % delivered): shorter intervals cannot do better
+        # or < 90 % delivered): shorter intervals cannot do better. The timer alone, the
+        # floor, runs at every interval
         for name, tool, _ in sweeps:
             out["sweep"][name] = ([{"interval_us": us, "error": tool_missing(tool)} for us in SWEEP_US]
                                   if tool_missing(tool) else [])
@@ -1613,8 +1621,9 @@ def limits(cal):
                 rows = out["sweep"][name]
                 if tool_missing(tool):
                     continue
-                if rows and ("error" in rows[-1] or rows[-1].get("not_run") or rows[-1]["lost"]
-                             or (rows[-1]["delivered"] or 0) < 0.9):
+                if tool != "timer" and rows and (
+                        "error" in rows[-1] or rows[-1].get("not_run") or rows[-1]["lost"]
+                        or (rows[-1]["delivered"] or 0) < 0.9):
                     rows.append({"interval_us": us, "error": "not run: it fell short at a longer interval",
                                  "not_run": True})
                     continue
@@ -1647,9 +1656,13 @@ def sweep_point(tool, us, cmd, bare_unit_cpu):
     if r.rc != 0 or own is None:
         return {"interval_us": us, "error": r.why()}
     smp = samples_of(tool, r)
+    missed = None
     if tool == "pcmon":
         s = doc_with(r.out, "summary")["summary"]
         lost, reasons = s["lost"], s.get("lost_by_reason")
+        missed = s.get("ticks_missed")
+    elif tool == "timer":
+        lost, reasons = own.get("lost", 0), None
     elif tool == "perf":
         lost, reasons = perf_lost(os.path.join(TMP, "perf.data")), None
     else:
@@ -1658,6 +1671,9 @@ def sweep_point(tool, us, cmd, bare_unit_cpu):
     return {"interval_us": us, "samples": smp, "expected": expected,
             "delivered": smp / expected if smp is not None and expected else None,
             "lost": lost, "lost_by_reason": reasons, "lost_counted": tool != "bpftrace",
+            # pcmon's count of the ticks the kernel missed (docs/sampling.md, missed ticks)
+            "missed": missed,
+            "missed_share": missed / expected if missed is not None and expected else None,
             "target_cpu_s": own.get("cpu_s") or own["proc_cpu_s"],
             "slowdown": own["cpu_s"] / own["units"] / bare_unit_cpu
             if own.get("units") and bare_unit_cpu else None}
@@ -1952,6 +1968,9 @@ def table(res):
                 else:
                     cells.append(f"{fmt(row['delivered'], '.2f')}/{row['lost'] if row['lost_counted'] else '-'}")
             add(f"   {name:<42}" + "".join(f"{x:>10}" for x in cells))
+            if any(row.get("missed") for row in rows):
+                add(f"   {'  + ticks missed, counted by pcmon':<42}" + "".join(
+                    f"{'n/a' if row.get('not_run') else fmt(row.get('missed_share'), '.2f'):>10}" for row in rows))
             if any(row.get("slowdown") for row in rows):
                 add(f"   {'  fixedwork CPU time per unit / bare':<42}" + "".join(
                     f"{'n/a' if row.get('not_run') else fmt(row.get('slowdown'), '.2f'):>10}" for row in rows))
@@ -1972,7 +1991,11 @@ def table(res):
             add("   pcmon's lost samples by reason over the sweep: " + ", ".join(f"{k} {v}" for k, v in reasons.items() if v))
         add("   (each cell: delivered = samples / (target CPU s x rate), then lost samples, - for bpftrace,")
         add("   which counts none; n/a = not run: the row fell short at a longer interval, and a shorter")
-        add("   one cannot do better; refused = the profiler does not take so short an interval)")
+        add("   one cannot do better; refused = the profiler does not take so short an interval;")
+        add(f"   {TIMER_ROW}: fixedwork's own cpu-clock event, its samples read by")
+        add("   itself: what the kernel's timer and sample alone deliver and cost, the floor under every row;")
+        add("   ticks missed: those the kernel fired too late for and moved past, which no profiler")
+        add("   samples and pcmon counts)")
         if li.get("max_sample_rate_after") != li.get("max_sample_rate_before"):
             add(f"   the kernel lowered perf_event_max_sample_rate {li['max_sample_rate_before']} -> "
                 f"{li['max_sample_rate_after']} (sampling interrupts too long); restored")

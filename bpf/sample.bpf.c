@@ -56,17 +56,21 @@ static __always_inline __u32 tail_set(struct task_struct *task, __u32 target)
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), missed;
 	struct pcmon_key key = {};
 	struct pcmon_gstat *gs;
 	struct pcmon_proc *p;
 	struct pcmon_tcfg *cfg;
 	struct scratch *sc;
 	__u32 zero = 0;
+	bool own;
 
+	missed = ticks_missed(ctx, bpf_get_current_task_btf(), &own);
 	gs = gstats();
-	if (gs)
+	if (gs) {
 		gs->samples_seen++;
+		gs->ticks_missed += missed;
+	}
 	p = proc_of(id >> 32);
 	if (!p || (p->flags & PCMON_PF_EXEC_WAIT)) {
 		if (real_on)
@@ -81,6 +85,12 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if ((cfg->flags & PCMON_TF_REAL) && tick_not_ours(ctx, bpf_get_current_task_btf(), p->target))
 		return 0;
 	note_sampled(p, id >> 32);
+	if (own) {
+		struct pcmon_tstat *ts = bpf_map_lookup_elem(&tstat, &p->target);
+
+		if (ts)
+			ts->ticks_missed += missed;
+	}
 	sc = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!sc)
 		return 0;

@@ -39,6 +39,82 @@ __u32 sections_on;	/* critical-section probes are attached somewhere */
  */
 __s64 tai_off_ns;
 
+extern void *bpf_cast_to_kern_ctx(void *) __ksym __weak;
+
+/* When the tick being delivered fired (CLOCK_MONOTONIC ns), 0 if that cannot be read. */
+static __always_inline __u64 tick_fired(struct bpf_perf_event_data *ctx)
+{
+	struct bpf_perf_event_data_kern *kctx;
+
+	if (!bpf_cast_to_kern_ctx)
+		return 0;
+	kctx = bpf_cast_to_kern_ctx(ctx);
+	return BPF_CORE_READ(kctx, event, hw.hrtimer.node.expires);
+}
+
+/*
+ * Each CPU's last tick of each sampling interval, for the ticks its timer missed since
+ * (pcmon_ticks_missed()): when it fired, the thread it landed on, and that thread's context
+ * switches then. The same thread with as many switches at the next tick held the CPU from
+ * one to the other, and the ticks missed between them are its own.
+ */
+struct tick_last {
+	__u64 period;	/* ns; 0: a free slot */
+	__u64 fired;
+	__u64 nsw;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct tick_lasts {
+	struct tick_last s[PCMON_MAX_PERIODS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick_lasts);
+} tick_map SEC(".maps");
+
+/*
+ * The ticks this CPU's timer for the tick being delivered missed since its last (counted
+ * in gstat), and *@own: whether they are all @task's, which ran from that tick to this one.
+ * A timer not seen before takes the slot of the interval that fired longest ago (one no
+ * longer in use, as the engine runs at most PCMON_MAX_PERIODS at once).
+ */
+static __always_inline __u64 ticks_missed(struct bpf_perf_event_data *ctx,
+					   struct task_struct *task, bool *own)
+{
+	struct tick_lasts *tl = bpf_map_lookup_elem(&tick_map, &(__u32){ 0 });
+	__u64 period = ctx->sample_period, fired = tick_fired(ctx), nsw, n = 0;
+	struct tick_last *l = NULL;
+
+	*own = false;
+	if (!tl || !fired)
+		return 0;
+	for (int i = 0; i < PCMON_MAX_PERIODS; i++) {
+		struct tick_last *s = &tl->s[i];
+
+		if (s->period == period) {
+			l = s;
+			n = pcmon_ticks_missed(s->fired, fired, period);
+			break;
+		}
+		if (!l || s->fired < l->fired)
+			l = s;
+	}
+	if (!l)
+		return 0;
+	nsw = task->nvcsw + task->nivcsw;
+	*own = n && l->tid == task->pid && l->nsw == nsw;
+	l->period = period;
+	l->fired = fired;
+	l->nsw = nsw;
+	l->tid = task->pid;
+	return n;
+}
+
 /* Entry sizes are set by the engine before load (bpf_map__set_max_entries/value_size). */
 #define COUNTS_MAP(name)                                                                   \
 	struct {                                                                           \

@@ -19,8 +19,6 @@
  * watched with an interval open; else it is dropped. Either way it is counted (tstat).
  * True if the tick is not the current thread's.
  */
-extern void *bpf_cast_to_kern_ctx(void *) __ksym __weak;
-
 /*
  * The last watched REAL thread to leave each CPU, and when: a tick that lands on a thread
  * nobody watches may still be owed to it (tick_for_unwatched()).
@@ -37,17 +35,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_left);
 } left_map SEC(".maps");
-
-/* When the tick being delivered fired (CLOCK_MONOTONIC ns), 0 if that cannot be read. */
-static __always_inline __u64 tick_fired(struct bpf_perf_event_data *ctx)
-{
-	struct bpf_perf_event_data_kern *kctx;
-
-	if (!bpf_cast_to_kern_ctx)
-		return 0;
-	kctx = bpf_cast_to_kern_ctx(ctx);
-	return BPF_CORE_READ(kctx, event, hw.hrtimer.node.expires);
-}
 
 enum owed { OWED_MOVED, OWED_DROPPED, OWED_UNWATCHED };
 

@@ -473,6 +473,11 @@ void fmt_list(FILE *f, const cJSON *rep, const struct list_view *v)
 			   "%.0f dropped (that thread was on a CPU again), %.0f not ours (that "
 			   "thread is not watched)",
 			num(s, "ticks_moved"), num(s, "ticks_dropped"), num(s, "ticks_unwatched"));
+	if (num(s, "ticks_missed"))
+		fprintf(f, "\nticks missed %.0f (%.1f%% of the ticks due: the kernel's timer fired "
+			   "too late for them; no sample stands for their time)",
+			num(s, "ticks_missed"),
+			pct(num(s, "ticks_missed"), interrupts + num(s, "ticks_missed")));
 	fputc('\n', f);
 	c = cJSON_GetObjectItemCaseSensitive(s, "critical");
 	/* only when it says something: a section declared (besides unwalkable), or a sample in one */
@@ -828,6 +833,9 @@ void fmt_status(FILE *f, const cJSON *rep)
 		num(rep, "pid"), num(rep, "uptime_s"), num(rep, "targets"));
 	fprintf(f, "stacks up to %.0f frames, interval floor %.0f us\n", num(rep, "max_stack_depth"),
 		num(rep, "min_interval_us"));
+	if (num(rep, "ticks_missed"))
+		fprintf(f, "timer ticks missed by the kernel (fired too late for): %.0f, on any thread\n",
+			num(rep, "ticks_missed"));
 	how = proto_str(rep, "blocked_stacks", NULL);
 	if (how)
 		fprintf(f, "REAL: blocked threads' stacks taken %s\n",

@@ -215,6 +215,8 @@ static const char listing_terms[] =
 	"  lost               samples that could not be kept (each drop counted, by reason)\n"
 	"  stacks cut short   walked short of their root: outer frames' deep counts are lower\n"
 	"                     bounds (by reason)\n"
+	"  ticks missed       timer ticks the kernel fired too late for and moved past: no\n"
+	"                     sample stands for their time (shown when not 0)\n"
 	"  critical sections  samples charged to a named section (--critical), or unwalkable:\n"
 	"                     not even the innermost frame could be placed\n"
 	"  kernel.[NAME]      a kernel thread (kworker, kswapd ...): no user stack, by nature\n"

@@ -155,7 +155,10 @@ struct pcmon_pglobal {
 	/* ... or dropped: that thread is running again (or came on after it too) ... */   \
 	X(ticks_dropped, OPTIONAL, 0, ticks_dropped)                                       \
 	/* ... or not ours: that thread is not watched (another program's tick) */          \
-	X(ticks_unwatched, OPTIONAL, 0, ticks_unwatched)
+	X(ticks_unwatched, OPTIONAL, 0, ticks_unwatched)                                   \
+	/* timer ticks the kernel missed while a thread of the target held the CPU from */ \
+	/* one tick to the next (pcmon_ticks_missed()): no sample stands for them */        \
+	X(ticks_missed, OPTIONAL, 0, ticks_missed)
 
 struct pcmon_tstat {
 #define PCMON_TSTAT_FIELD(f, since, drop, name) __u64 f;
@@ -201,7 +204,8 @@ struct pcmon_event {
 	X(probe_events_spared, 1) /* ... whose files were all known: no event (probe_files) */ \
 	X(cfi_walked, 1)   /* --unwind dwarf stacks walked in BPF (whole, or at depth): */  \
 			   /* samples', and blocked threads' taken as they switch out */ \
-	X(cfi_copied, 1)   /* ... copied for the engine instead (no table, a rule it lacks) */
+	X(cfi_copied, 1)   /* ... copied for the engine instead (no table, a rule it lacks) */ \
+	X(ticks_missed, 1) /* timer ticks the kernel missed, on any thread (pcmon_ticks_missed()) */
 
 struct pcmon_gstat {
 #define PCMON_GSTAT_FIELD(f, status) __u64 f;

@@ -124,6 +124,7 @@ struct pcmon_val {
 #define PCMON_DWARF_RING_CUT (16u << 10)    /* what a copy the ring has no room for keeps */
 #define PCMON_NREGS 17			/* x86-64 DWARF registers 0..16 (rip) */
 #define PCMON_KSTACK_MAX 127
+#define PCMON_MAX_PERIODS 8		/* sampling intervals in use at once */
 
 /*
  * --unwind dwarf in BPF: the call-frame information of an object compiled into a table of
@@ -273,5 +274,27 @@ struct pcmon_open_hdr {
 #define PCMON_OPEN_STACK                                                                    \
 	((PCMON_OPEN_SEQ_MAX - sizeof(struct pcmon_open_hdr) - sizeof(struct pcmon_dsample)) & \
 	 ~7ul)
+
+/*
+ * Timer ticks the kernel missed. A cpu-clock event's timer fires every period on its CPU;
+ * when it fires late by more than a period (its interrupt waited: interrupts off, a virtual
+ * machine's host), hrtimer_forward_now() moves it past the ticks it missed, which then give
+ * no sample, and perf counts nothing for them. Its expiries stay on the period's grid from
+ * where the timer started, so two ticks of one timer, fired at @last and at @fired, are a
+ * whole number of periods apart: the ticks between them were missed. A gap off the grid
+ * means the timer was started again in between (a new event): none missed, 0. (BPF and the
+ * unit tests share this.)
+ */
+static inline __u64 pcmon_ticks_missed(__u64 last, __u64 fired, __u64 period)
+{
+	__u64 gap;
+
+	if (!last || !period || fired <= last)
+		return 0;
+	gap = fired - last;
+	if (gap % period)
+		return 0;
+	return gap / period - 1;
+}
 
 #endif /* PCMON_SAMPLE_BPF_H */

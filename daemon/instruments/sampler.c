@@ -26,7 +26,7 @@
 #include "stab.h"
 #include "util.h"
 
-#define MAX_PERIODS 8
+#define MAX_PERIODS PCMON_MAX_PERIODS
 
 struct period_set {
 	uint64_t period_ns;

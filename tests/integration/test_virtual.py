@@ -68,6 +68,32 @@ def test_dwarf_at_10khz_loses_nothing():
     assert s["lost"] == 0, s["lost_by_reason"]
 
 
+def test_missed_ticks_are_counted():
+    """At a 20 us interval this machine's timer cannot keep up (a cpu-clock event with no
+    profiler at all delivers about 40 % of its ticks here, and the program runs many times
+    slower): the kernel moves the timer past the ticks it fired too late for, and perf's
+    samples simply stop. pcmon counts them (ticks_missed): samples and missed ticks
+    together are the program's whole CPU time at the timer's period. (A machine that misses
+    none passes with the samples alone.) A tick that lands just after a switch may belong
+    to the thread before: a few percent either way, more than that is a miscount."""
+    d = Daemon().start()
+    try:
+        listing, p = pcmon_json("run", "--interval", 20, "--unwind", "fp", "--",
+                                workload("threefn"), 1, sock=d.sock)
+        s, own = listing["summary"], first_json_line(p.stdout)
+        due = own["proc_cpu_s"] / (listing["target"]["period_us"] * 1e-6)
+        seen = s["interrupts"] + s["ticks_missed"]
+        print(f"  {s['interrupts']} samples + {s['ticks_missed']} missed = {seen / due:.3f} "
+              f"of {due:.0f} due ({own['proc_cpu_s']:.3f} s of CPU)", flush=True)
+        assert s["lost"] == 0, s["lost_by_reason"]
+        assert 0.92 * due <= seen <= 1.05 * due, (s["interrupts"], s["ticks_missed"], due)
+        # the text listing says so whenever there are any
+        text = pcmon("list", str(listing["target"]["id"]), sock=d.sock).stdout
+        assert ("ticks missed" in text) == (s["ticks_missed"] > 0), text[:800]
+    finally:
+        d.stop()
+
+
 def test_run_daemon_accuracy():
     d = Daemon().start()
     try:
