@@ -26,8 +26,6 @@
 #include "stab.h"
 #include "util.h"
 
-#define MAX_PERIODS PCMON_MAX_PERIODS
-
 struct period_set {
 	uint64_t period_ns;
 	int refs;
@@ -51,7 +49,7 @@ struct sampler {
 	size_t nusdt, cap_usdt;
 	uint32_t depth;
 	int ncpus;		/* possible CPUs (per-CPU map values) */
-	struct period_set periods[MAX_PERIODS];
+	struct period_set periods[PCMON_MAX_PERIODS];
 	struct bpf_link *switch_link;
 	struct bpf_link *sys_exit_link;	/* lazy stacks of blocked threads (sample.bpf.c) */
 	/* unmapping (as it starts and as it ends), exits drop a process's CFI list */
@@ -507,7 +505,7 @@ void sampler_close(struct sampler *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < MAX_PERIODS; i++) {
+	for (int i = 0; i < PCMON_MAX_PERIODS; i++) {
 		s->periods[i].refs = 1;
 		if (s->periods[i].period_ns)
 			sampler_period_put(s, s->periods[i].period_ns);
@@ -556,7 +554,7 @@ bool sampler_has_offcpu(const struct sampler *s)
 
 static struct period_set *period_find(struct sampler *s, uint64_t period_ns)
 {
-	for (int i = 0; i < MAX_PERIODS; i++)
+	for (int i = 0; i < PCMON_MAX_PERIODS; i++)
 		if (s->periods[i].period_ns == period_ns)
 			return &s->periods[i];
 	return NULL;
@@ -593,7 +591,7 @@ int sampler_period_get(struct sampler *s, uint64_t period_ns, char *err, size_t 
 	p = period_find(s, 0);
 	if (!p) {
 		snprintf(err, errlen, "too many different intervals in use (at most %d): reuse one",
-			 MAX_PERIODS);
+			 PCMON_MAX_PERIODS);
 		return -EBUSY;
 	}
 	r = online_cpus(&online, &nonline);
@@ -984,7 +982,7 @@ void sampler_programs_json(struct sampler *s, cJSON *arr)
 		}
 		if (p == s->skel->progs.on_sample) {
 			attached = false;
-			for (int i = 0; i < MAX_PERIODS; i++)
+			for (int i = 0; i < PCMON_MAX_PERIODS; i++)
 				attached |= s->periods[i].refs > 0;
 		}
 		procs_program_json(p, attached, arr);
